@@ -1,0 +1,24 @@
+#pragma once
+// Small string helpers that the standard library lacks.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mka::strings {
+
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string_view trim(std::string_view text);
+
+// Levenshtein distance, compared case-insensitively.
+std::size_t editDistance(std::string_view a, std::string_view b);
+// The candidate closest to `word` when it is close enough to be a likely typo (case-only
+// differences always match, e.g. "multikueue" -> "multiKueue"); nullopt otherwise.
+std::optional<std::string> didYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+// Escapes a JSON-pointer reference token (RFC 6901): '~' -> "~0", '/' -> "~1".
+std::string escapeJsonPointer(std::string_view token);
+
+}  // namespace mka::strings

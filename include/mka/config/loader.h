@@ -1,0 +1,28 @@
+#pragma once
+// Parses, defaults and validates a configuration document (SPEC §3). Validation never stops at
+// the first problem: every error is returned, each as "<field path>: <problem>: <how to fix>".
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "mka/common/errors.h"
+#include "mka/config/configuration.h"
+
+namespace mka::config {
+
+struct LoadResult {
+  std::optional<Configuration> config;  // set only when `errors` is empty
+  FieldErrors errors;
+  bool ok() const { return errors.empty(); }
+};
+
+// Accepts an AdapterConfiguration or a Kueue Configuration (v1beta1/v1beta2) YAML (or JSON)
+// document. `pathPrefix` is put before every field path (e.g. "data[config.yaml]." when the
+// text comes from a ConfigMap).
+LoadResult parseConfiguration(std::string_view text, std::string_view pathPrefix = "");
+
+// Reads and parses a file; an unreadable file is one error whose path is the file name.
+LoadResult loadConfigurationFile(const std::filesystem::path& file);
+
+}  // namespace mka::config

@@ -1,0 +1,49 @@
+#pragma once
+// The webhook's HTTP-level entry point, independent of any HTTP library so that it can be
+// tested and fuzzed directly: routing (/mutate, /validate, /validate-config), method,
+// content type and size checks, decoding, the decision, metrics and the log line.
+//
+// Threads: stateless apart from borrowed collaborators; called concurrently by server threads.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "mka/config/store.h"
+#include "mka/webhook/queue_index.h"
+
+namespace mka::observability {
+class Metrics;
+}
+
+namespace mka::webhook {
+
+inline constexpr std::size_t kMaxRequestBytes = 3 * 1024 * 1024;
+
+struct HttpRequest {
+  std::string_view method;
+  std::string_view path;
+  std::string_view contentType;
+  std::string_view body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string contentType = "application/json";
+  std::string body;
+};
+
+class AdmissionHandler {
+ public:
+  // `metrics` may be null (no metrics recorded).
+  AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues,
+                   observability::Metrics* metrics);
+  HttpResponse handle(const HttpRequest& request) const;
+
+ private:
+  const config::ConfigStore& config_;
+  const QueueIndex& queues_;
+  observability::Metrics* metrics_;
+};
+
+}  // namespace mka::webhook

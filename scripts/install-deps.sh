@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency from Debian packages.
+# Idempotent: a second run installs nothing new. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates openssl
+  libssl-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  curl wrk clang libclang-rt-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ! command -v kubectl >/dev/null 2>&1; then
+  # kubectl is on every project machine; on a plain Debian machine it comes from the
+  # kubernetes-client package when available.
+  if apt-cache show kubernetes-client >/dev/null 2>&1; then missing+=(kubernetes-client); fi
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
