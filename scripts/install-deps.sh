@@ -8,7 +8,7 @@ packages=(
   libssl-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl wrk clang libclang-rt-14-dev
+  curl jq wrk clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,5 +1,101 @@
 #include "mka/app/cli.h"
 
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "mka/app/service.h"
+#include "mka/app/validate_config.h"
+#include "mka/common/errors.h"
+#include "mka/observability/logging.h"
+
 namespace mka::app {
-int run(int, char**) { return 0; }
+namespace {
+
+const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version"};
+
+// `multikueue-adapter --config f.yaml` means `multikueue-adapter serve --config f.yaml`: serve is
+// the default subcommand, as the container's plain `args:` expect.
+std::vector<std::string> withDefaultSubcommand(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  bool hasSubcommand = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end();
+  });
+  bool wantsHelp = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "-h" || a == "--help" || a == "--help-all";
+  });
+  if (!hasSubcommand && !wantsHelp) args.insert(args.begin(), "serve");
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  return args;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"multikueue-adapter: Kueue MultiKueue for any Job-like custom resource", "multikueue-adapter"};
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  std::string logFormat = "text";
+  std::string logLevel;
+  int verbosity = 0;
+  app.add_option("--log-format", logFormat, "Log output format: text or json")->capture_default_str();
+  app.add_option("--log-level", logLevel, "Log level: trace, debug, info, warn, error (overrides --v)");
+  app.add_option("--v,-v", verbosity, "klog-style verbosity: 0 info, 1-3 debug, 4+ trace")->capture_default_str();
+
+  ServeOptions serveOptions;
+  std::string configFile, kubeconfig, healthAddress, metricsAddress, certDir, webhookAddress;
+  auto* serveCmd = app.add_subcommand("serve", "Run the admission webhooks, probes and metrics (default)");
+  serveCmd->add_option("--config", configFile, "AdapterConfiguration or Kueue Configuration file (hot-reloaded)");
+  serveCmd->add_option("--kubeconfig", kubeconfig, "Kubeconfig of the manager cluster (default: in-cluster)");
+  serveCmd->add_option("--health-probe-bind-address", healthAddress,
+                       "Address of /healthz and /readyz (overrides healthProbeBindAddress; \"0\" disables)");
+  serveCmd->add_option("--metrics-bind-address", metricsAddress,
+                       "Address of /metrics (overrides metricsBindAddress; \"0\" disables)");
+  serveCmd->add_option("--cert-dir", certDir, "Directory holding tls.crt and tls.key (overrides webhook.certDir)");
+  serveCmd->add_option("--webhook-bind-address", webhookAddress,
+                       "host:port of the TLS webhook server (overrides webhook.host and webhook.port)");
+
+  std::string validateFile;
+  auto* validateCmd = app.add_subcommand("validate-config", "Validate a configuration file and print every problem");
+  validateCmd->add_option("FILE", validateFile, "Configuration file")->required();
+
+  auto* versionCmd = app.add_subcommand("version", "Print the version");
+
+  try {
+    app.parse(withDefaultSubcommand(argc, argv));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    observability::LogOptions logOptions;
+    logOptions.format = observability::parseLogFormat(logFormat);
+    logOptions.level = logLevel.empty() ? observability::verbosityToLevel(verbosity)
+                                        : observability::parseLogLevel(logLevel);
+    observability::setupLogging(logOptions);
+  } catch (const Error& e) {
+    std::cerr << e.what() << '\n';
+    return 2;
+  }
+
+  if (versionCmd->parsed()) {
+    std::cout << "multikueue-adapter " << MKA_VERSION << '\n';
+    return 0;
+  }
+  if (validateCmd->parsed()) return validateConfigCommand(validateFile, std::cout, std::cerr);
+
+  if (!configFile.empty()) serveOptions.configFile = configFile;
+  if (!kubeconfig.empty()) serveOptions.kubeconfig = kubeconfig;
+  if (!healthAddress.empty()) serveOptions.healthProbeBindAddress = healthAddress;
+  if (!metricsAddress.empty()) serveOptions.metricsBindAddress = metricsAddress;
+  if (!certDir.empty()) serveOptions.certDir = certDir;
+  if (!webhookAddress.empty()) serveOptions.webhookBindAddress = webhookAddress;
+  return serve(serveOptions);
+}
+
 }  // namespace mka::app

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds with AddressSanitizer + UndefinedBehaviorSanitizer, and runs
+# every test: the unit tests (ctest) and the integration scripts in test/integration/.
+# Concurrency-heavy tests are built and run once more under ThreadSanitizer.
+# Usage: scripts/test.sh            (MKA_SKIP_TSAN=1 to skip the TSan pass)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+./scripts/install-deps.sh
+jobs=$(nproc)
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+echo "== build (ASan+UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_SANITIZE=address,undefined -DMKA_BUILD_BENCH=OFF >/dev/null
+ninja -C build-asan -j"$jobs"
+
+echo "== unit tests (ASan+UBSan)"
+ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== integration tests (ASan+UBSan binary)"
+failed=0
+for t in test/integration/*.sh; do
+  echo "-- $t"
+  MKA_BINARY="$root/build-asan/multikueue-adapter" bash "$t" || { echo "FAILED: $t"; failed=$((failed + 1)); }
+done
+
+if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
+  echo "== concurrency tests (TSan)"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF >/dev/null
+  ninja -C build-tsan -j"$jobs" net_test common_test config_test
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(FileWatcher|HttpServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls)'
+fi
+
+if [ "$failed" -ne 0 ]; then
+  echo "$failed integration script(s) failed"
+  exit 1
+fi
+echo "all tests passed"

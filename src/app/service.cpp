@@ -1,0 +1,190 @@
+#include "mka/app/service.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "mka/config/loader.h"
+#include "mka/config/store.h"
+#include "mka/net/certificate_reloader.h"
+#include "mka/net/http_server.h"
+#include "mka/observability/health.h"
+#include "mka/observability/metrics.h"
+#include "mka/webhook/admission_handler.h"
+#include "mka/webhook/queue_index.h"
+
+namespace mka::app {
+namespace {
+
+config::Configuration loadConfiguration(const ServeOptions& options) {
+  config::Configuration cfg;
+  if (options.configFile) {
+    auto result = config::loadConfigurationFile(*options.configFile);
+    if (!result.ok()) throw ValidationError(std::move(result.errors));
+    cfg = std::move(*result.config);
+  }
+  // Flags win over the file, as in controller-runtime managers.
+  if (options.healthProbeBindAddress) cfg.healthProbeBindAddress = *options.healthProbeBindAddress;
+  if (options.metricsBindAddress) cfg.metricsBindAddress = *options.metricsBindAddress;
+  if (options.certDir) cfg.webhook.certDir = *options.certDir;
+  if (options.webhookBindAddress) {
+    auto bind = net::parseBindAddress(*options.webhookBindAddress);
+    cfg.webhook.host = bind.host;
+    cfg.webhook.port = bind.port;
+  }
+  return cfg;
+}
+
+// Routes every method and path to the admission handler, which owns routing decisions
+// (404/405 included) so that they are unit-tested without a socket.
+void routeAdmission(httplib::Server& server, const webhook::AdmissionHandler& handler) {
+  auto serve = [&handler](const httplib::Request& req, httplib::Response& res) {
+    webhook::HttpRequest in{req.method, req.path, req.get_header_value("Content-Type"), req.body};
+    auto out = handler.handle(in);
+    res.status = out.status;
+    if (out.status == 405) res.set_header("Allow", "POST");
+    res.set_content(std::move(out.body), out.contentType.c_str());
+  };
+  const std::string any = ".*";
+  server.Get(any, serve).Post(any, serve).Put(any, serve).Patch(any, serve).Delete(any, serve).Options(any, serve);
+  // httplib answers some errors itself (413 for oversized bodies, 400 for unparsable
+  // requests); give those a metav1.Status body and a log line like ours.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = res.status == 413
+                              ? "request body is larger than " + std::to_string(webhook::kMaxRequestBytes) +
+                                    " bytes: kube-apiserver never sends objects that large; check the caller"
+                              : "request rejected with HTTP status " + std::to_string(res.status);
+    spdlog::warn("webhook request rejected path={} status={} reason=\"{}\"", req.path, res.status, message);
+    nlohmann::json status = {{"kind", "Status"},      {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
+                             {"status", "Failure"},   {"message", message}, {"code", res.status}};
+    res.set_content(status.dump(), "application/json");
+  });
+}
+
+std::unique_ptr<net::HttpServer> makePlainServer(const std::string& name, const std::string& address) {
+  auto bind = net::parseBindAddress(address);
+  if (bind.port < 0) return nullptr;
+  net::ServerOptions o;
+  o.name = name;
+  o.host = bind.host.empty() ? "0.0.0.0" : bind.host;
+  o.port = bind.port;
+  o.maxThreads = 16;  // kubelet and Prometheus: a few connections at most
+  return std::make_unique<net::HttpServer>(o);
+}
+
+}  // namespace
+
+Service::Service(ServeOptions options)
+    : options_(std::move(options)),
+      metrics_(std::make_unique<observability::Metrics>()),
+      health_(std::make_unique<observability::Health>()),
+      store_(std::make_unique<config::ConfigStore>(loadConfiguration(options_))),
+      queues_(std::make_unique<webhook::InMemoryQueueIndex>()) {
+  auto cfg = store_->get();
+  handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get());
+
+  const std::filesystem::path certDir = cfg->webhook.certDir;
+  certificates_ = std::make_shared<net::CertificateReloader>(certDir / cfg->webhook.certName,
+                                                             certDir / cfg->webhook.keyName);
+  net::ServerOptions wo;
+  wo.name = "webhook";
+  wo.host = cfg->webhook.host.empty() ? "0.0.0.0" : cfg->webhook.host;
+  wo.port = cfg->webhook.port;
+  wo.payloadMaxLength = webhook::kMaxRequestBytes;
+  webhookServer_ = std::make_unique<net::HttpServer>(wo, certificates_);
+  routeAdmission(webhookServer_->routes(), *handler_);
+
+  probeServer_ = makePlainServer("probes", cfg->healthProbeBindAddress);
+  if (cfg->metricsBindAddress != cfg->healthProbeBindAddress) {
+    metricsServer_ = makePlainServer("metrics", cfg->metricsBindAddress);
+  }
+
+  health_->addLivenessCheck("ping", [] { return std::nullopt; });
+  health_->addReadinessCheck("shutdown", [this]() -> std::optional<std::string> {
+    if (stopping_) return "shutting down";
+    return std::nullopt;
+  });
+  health_->addReadinessCheck("certificate", [this]() -> std::optional<std::string> {
+    if (certificates_->loaded()) return std::nullopt;
+    auto error = certificates_->lastError();
+    return error.empty() ? std::string("serving certificate not loaded yet") : error;
+  });
+  // A bad hot reload keeps the last good configuration in force, so the process stays ready;
+  // the failure is reported by log line and multikueue_adapter_config_last_reload_successful.
+  health_->addReadinessCheck("config", [this]() -> std::optional<std::string> {
+    if (store_->get()) return std::nullopt;
+    return std::string("no valid configuration loaded");
+  });
+  health_->addReadinessCheck("queue-index", [this]() -> std::optional<std::string> {
+    if (queues_->hasSynced()) return std::nullopt;
+    return std::string("LocalQueue/ClusterQueue/AdmissionCheck caches not synced yet");
+  });
+
+  if (probeServer_) {
+    observability::installProbeRoutes(probeServer_->routes(), *health_);
+    if (!metricsServer_ && cfg->metricsBindAddress == cfg->healthProbeBindAddress) {
+      observability::installMetricsRoute(probeServer_->routes(), *metrics_);
+    }
+  }
+  if (metricsServer_) observability::installMetricsRoute(metricsServer_->routes(), *metrics_);
+
+  if (options_.configFile) {
+    reloader_ = std::make_unique<config::ConfigReloader>(
+        *options_.configFile, *store_, [this](const FieldErrors& errors) {
+          metrics_->recordConfigReload(errors.empty());
+        });
+  }
+}
+
+Service::~Service() { stop(); }
+
+void Service::start() {
+  auto cfg = store_->get();
+  certificates_->start();
+  if (!certificates_->loaded()) {
+    spdlog::warn("serving certificate not loaded yet; /readyz stays false until it is error=\"{}\"",
+                 certificates_->lastError());
+  }
+  if (reloader_) reloader_->start();
+  if (probeServer_) probeServer_->start();
+  if (metricsServer_) metricsServer_->start();
+  webhookServer_->start();
+  if (options_.kubeconfig) {
+    spdlog::warn(
+        "--kubeconfig is accepted but not used yet: the queue index is in-memory, so the "
+        "MultiKueueQueues policy defaults nothing until the Kubernetes client is available kubeconfig={}",
+        *options_.kubeconfig);
+  }
+  if (cfg->dispatch.enabled) {
+    spdlog::info("dispatch loop is not part of this build yet; serving admission webhooks only");
+  }
+  spdlog::info("multikueue-adapter serving webhookPort={} probePort={} metricsPort={} frameworks={} policy={}",
+               webhookPort(), probePort(), metricsPort(), cfg->multiKueue.externalFrameworks.size(),
+               config::toString(cfg->managedByDefaulting));
+}
+
+void Service::stop() {
+  if (stopping_.exchange(true)) return;
+  spdlog::info("shutting down: draining in-flight webhook requests");
+  if (webhookServer_) webhookServer_->stop();
+  if (reloader_) reloader_->stop();
+  if (certificates_) certificates_->stop();
+  if (metricsServer_) metricsServer_->stop();
+  if (probeServer_) probeServer_->stop();
+  spdlog::info("shutdown complete");
+}
+
+int Service::webhookPort() const { return webhookServer_->port(); }
+int Service::probePort() const { return probeServer_ ? probeServer_->port() : -1; }
+int Service::metricsPort() const {
+  if (metricsServer_) return metricsServer_->port();
+  auto cfg = store_->get();
+  return cfg->metricsBindAddress == cfg->healthProbeBindAddress ? probePort() : -1;
+}
+std::shared_ptr<const config::Configuration> Service::configuration() const { return store_->get(); }
+webhook::InMemoryQueueIndex& Service::queueIndex() { return *queues_; }
+observability::Health& Service::health() { return *health_; }
+observability::Metrics& Service::metrics() { return *metrics_; }
+
+}  // namespace mka::app
