@@ -23,6 +23,10 @@ inline constexpr std::string_view kMultiKueueControllerName = "kueue.x-k8s.io/mu
 inline constexpr std::string_view kDefaultDispatchControllerName = "multikueue-adapter.dev/dispatcher";
 inline constexpr std::string_view kDispatcherAllAtOnce = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
 inline constexpr std::string_view kDispatcherIncremental = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
+// The Argo Workflow profile's marker: a workflow controller without an instanceID ignores
+// Workflows carrying this label, so the manager's copy stays idle.
+inline constexpr std::string_view kArgoInstanceIdLabel = "workflows.argoproj.io/controller-instanceid";
+inline constexpr std::string_view kArgoInstanceIdValue = "multikueue";
 // Label that marks ConfigMaps holding our configuration (validated by /validate-config).
 inline constexpr std::string_view kConfigMapLabel = "multikueue-adapter.dev/config";
 
@@ -52,6 +56,8 @@ struct ExternalFramework {
 
 enum class ManagedByDefaulting { MultiKueueQueues, QueueLabeled, Never };
 std::string_view toString(ManagedByDefaulting policy);
+// Exact spelling only ("MultiKueueQueues", "QueueLabeled", "Never"); nullopt otherwise.
+std::optional<ManagedByDefaulting> parseManagedByDefaulting(std::string_view text);
 
 struct WebhookSettings {
   std::string host;  // bind address; empty = all interfaces

@@ -2,6 +2,7 @@
 // AdmissionReview (admission.k8s.io/v1, and v1beta1 which has the same shape) decoding and
 // encoding. Decoding is strict about what we rely on and says exactly what is wrong.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,12 @@
 #include "mka/kube/gvk.h"
 
 namespace mka::webhook {
+
+inline constexpr std::string_view kAdmissionV1 = "admission.k8s.io/v1";
+inline constexpr std::string_view kAdmissionV1beta1 = "admission.k8s.io/v1beta1";
+// Deeper JSON is refused before anything walks it: real objects nest a few dozen levels, and
+// recursive JSON operations must not be able to exhaust a server thread's stack.
+inline constexpr std::size_t kMaxJsonDepth = 512;
 
 // The body is not an AdmissionReview we can answer; the message names the field, e.g.
 // "request.uid: required: send an AdmissionReview with request.uid set".

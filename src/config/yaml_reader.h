@@ -1,0 +1,80 @@
+#pragma once
+// Typed reads from a yaml-cpp node tree that record every problem with its field path instead of
+// throwing, and remember the line each path was written on, so errors come out in file order.
+// Internal to the config module.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "mka/common/duration.h"
+#include "mka/common/errors.h"
+
+namespace mka::config::detail {
+
+// What to do with a key the reader does not know.
+enum class UnknownKeys {
+  Reject,         // our own kind: every unknown key is an error
+  RejectIfClose,  // Kueue's kind: only likely typos are errors, so newer Kueue keys pass
+};
+
+class YamlReader {
+ public:
+  void error(std::string path, std::string problem, std::string fix);
+  void noteLine(const std::string& path, const YAML::Node& node);
+  // The line `path` (or its nearest written parent) was on; errors about fields that were
+  // never written (defaults) sort last.
+  int lineOf(std::string_view path) const;
+  // Moves `more` into the collected errors.
+  void append(FieldErrors more);
+  // All errors, stably sorted by the line of their path.
+  FieldErrors takeErrors();
+  bool hasErrors() const { return !errors_.empty(); }
+
+ private:
+  FieldErrors errors_;
+  std::map<std::string, int, std::less<>> lines_;
+};
+
+std::string childPath(std::string_view parent, std::string_view key);
+std::string indexPath(std::string_view parent, std::size_t index);
+// "a mapping", "a list", "a string", "null": for "must be X, not Y" messages.
+std::string describe(const YAML::Node& node);
+
+// A mapping node at a field path. Absent and null nodes read as an empty mapping, as Kubernetes
+// treats them; a node of another type is reported once and then reads as empty.
+class MapReader {
+ public:
+  MapReader(YamlReader& reader, YAML::Node node, std::string path, std::string_view example = {});
+
+  const std::string& path() const { return path_; }
+  std::string pathOf(std::string_view key) const { return childPath(path_, key); }
+  // The value at `key` when present and not null; an undefined node otherwise.
+  YAML::Node get(std::string_view key) const;
+  bool has(std::string_view key) const { return get(key).IsDefined(); }
+
+  // Each read leaves `out` unchanged when the key is absent or its value is wrong (reported).
+  void read(std::string_view key, std::string& out);
+  void read(std::string_view key, bool& out);
+  void read(std::string_view key, int& out);
+  void read(std::string_view key, double& out);
+  void read(std::string_view key, Duration& out);
+  MapReader child(std::string_view key, std::string_view example = {});
+
+  // Reports keys outside `known` and keys written twice. The hint for an unknown key is
+  // "did you mean ..." when one is close, else the list of accepted keys (`accepted`, or
+  // `known` when empty).
+  void checkKeys(const std::vector<std::string>& known, UnknownKeys policy,
+                 const std::vector<std::string>& accepted = {});
+
+ private:
+  YamlReader& reader_;
+  YAML::Node node_;
+  std::string path_;
+  bool isMap_ = false;
+};
+
+}  // namespace mka::config::detail

@@ -1,0 +1,38 @@
+#include "mka/webhook/object_meta.h"
+
+namespace mka::webhook {
+namespace {
+
+const nlohmann::json* member(const nlohmann::json& parent, std::string_view key) {
+  if (!parent.is_object()) return nullptr;
+  auto it = parent.find(key);
+  return it == parent.end() ? nullptr : &*it;
+}
+
+std::optional<std::string_view> metadataMapEntry(const nlohmann::json& object, std::string_view map,
+                                                 std::string_view key) {
+  const auto* metadata = member(object, "metadata");
+  const auto* entries = metadata ? member(*metadata, map) : nullptr;
+  const auto* value = entries ? member(*entries, key) : nullptr;
+  if (!value || !value->is_string()) return std::nullopt;
+  return std::string_view(value->get_ref<const std::string&>());
+}
+
+}  // namespace
+
+std::optional<std::string_view> labelOf(const nlohmann::json& object, std::string_view key) {
+  return metadataMapEntry(object, "labels", key);
+}
+
+std::optional<std::string_view> annotationOf(const nlohmann::json& object, std::string_view key) {
+  return metadataMapEntry(object, "annotations", key);
+}
+
+std::string_view metadataString(const nlohmann::json& object, std::string_view field) {
+  const auto* metadata = member(object, "metadata");
+  const auto* value = metadata ? member(*metadata, field) : nullptr;
+  if (!value || !value->is_string()) return {};
+  return value->get_ref<const std::string&>();
+}
+
+}  // namespace mka::webhook
