@@ -1,0 +1,47 @@
+# multikueue-adapter container image.
+#   docker build -t multikueue-adapter:latest .
+# Build stage: Debian bookworm with the project's own dependency script; runtime stage:
+# bookworm-slim with only the shared libraries the binary links against.
+
+FROM debian:bookworm AS build
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+# The dependency layer only changes when the script does.
+COPY scripts/install-deps.sh scripts/install-deps.sh
+RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
+COPY . .
+# RelWithDebInfo (-O2), the project's default; the binary is stripped on install.
+RUN cmake -S . -B /build -G Ninja \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DMKA_BUILD_TESTS=OFF \
+      -DMKA_BUILD_BENCH=OFF \
+ && cmake --build /build --target multikueue-adapter \
+ && install -D -m 0755 -s /build/multikueue-adapter /out/multikueue-adapter
+
+FROM debian:bookworm-slim
+# Runtime libraries of the -dev packages used at build time (bookworm names):
+#   libssl-dev -> libssl3, libcpp-httplib-dev -> libcpp-httplib0.11 (pulls libbrotli1, zlib1g),
+#   libspdlog-dev -> libspdlog1.10, libfmt-dev -> libfmt9, libyaml-cpp-dev -> libyaml-cpp0.7,
+#   prometheus-cpp-dev -> libprometheus-cpp-core1.0. nlohmann-json and CLI11 are header-only.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ca-certificates \
+      libssl3 \
+      libcpp-httplib0.11 \
+      libspdlog1.10 \
+      libfmt9 \
+      libyaml-cpp0.7 \
+      libprometheus-cpp-core1.0 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot
+COPY --from=build /out/multikueue-adapter /usr/local/bin/multikueue-adapter
+# Fail the build, not the pod, when a runtime library is missing.
+RUN missing="$(ldd /usr/local/bin/multikueue-adapter | grep -F 'not found' || true)"; \
+    if [ -n "$missing" ]; then echo "missing runtime libraries:" >&2; echo "$missing" >&2; exit 1; fi; \
+    /usr/local/bin/multikueue-adapter version
+USER 65532:65532
+# webhook (TLS), probes (/healthz, /readyz), metrics (/metrics)
+EXPOSE 9443 8081 8080
+ENTRYPOINT ["/usr/local/bin/multikueue-adapter"]
+CMD ["serve"]
