@@ -16,14 +16,8 @@
 namespace mka::app {
 namespace {
 
-config::Configuration loadConfiguration(const ServeOptions& options) {
-  config::Configuration cfg;
-  if (options.configFile) {
-    auto result = config::loadConfigurationFile(*options.configFile);
-    if (!result.ok()) throw ValidationError(std::move(result.errors));
-    cfg = std::move(*result.config);
-  }
-  // Flags win over the file, as in controller-runtime managers.
+// Flags win over the file, as in controller-runtime managers.
+void applyFlags(const ServeOptions& options, config::Configuration& cfg) {
   if (options.healthProbeBindAddress) cfg.healthProbeBindAddress = *options.healthProbeBindAddress;
   if (options.metricsBindAddress) cfg.metricsBindAddress = *options.metricsBindAddress;
   if (options.certDir) cfg.webhook.certDir = *options.certDir;
@@ -32,14 +26,48 @@ config::Configuration loadConfiguration(const ServeOptions& options) {
     cfg.webhook.host = bind.host;
     cfg.webhook.port = bind.port;
   }
+}
+
+config::Configuration loadConfiguration(const ServeOptions& options) {
+  config::Configuration cfg;
+  if (options.configFile) {
+    auto result = config::loadConfigurationFile(*options.configFile);
+    if (!result.ok()) throw ValidationError(std::move(result.errors));
+    cfg = std::move(*result.config);
+  }
+  applyFlags(options, cfg);
   return cfg;
+}
+
+// Settings bound at start-up (listeners, certificate files, namespaces, leader election)
+// cannot change in a running process: a reload keeps the running values and says so.
+void keepStartupSettings(const config::Configuration& running, config::Configuration& next) {
+  auto keep = [](auto& field, const auto& value, std::string_view name) {
+    if (field == value) return;
+    spdlog::warn("config reload: {} changed but only takes effect after a restart; keeping the running value", name);
+    field = value;
+  };
+  keep(next.webhook.host, running.webhook.host, "webhook.host");
+  keep(next.webhook.port, running.webhook.port, "webhook.port");
+  keep(next.webhook.certDir, running.webhook.certDir, "webhook.certDir");
+  keep(next.webhook.certName, running.webhook.certName, "webhook.certName");
+  keep(next.webhook.keyName, running.webhook.keyName, "webhook.keyName");
+  keep(next.healthProbeBindAddress, running.healthProbeBindAddress, "healthProbeBindAddress");
+  keep(next.metricsBindAddress, running.metricsBindAddress, "metricsBindAddress");
+  keep(next.namespace_, running.namespace_, "namespace");
+  keep(next.leaderElection.leaderElect, running.leaderElection.leaderElect, "leaderElection.leaderElect");
+  keep(next.leaderElection.resourceName, running.leaderElection.resourceName, "leaderElection.resourceName");
+  keep(next.leaderElection.resourceNamespace, running.leaderElection.resourceNamespace,
+       "leaderElection.resourceNamespace");
+  keep(next.dispatch.enabled, running.dispatch.enabled, "dispatch.enabled");
 }
 
 // Routes every method and path to the admission handler, which owns routing decisions
 // (404/405 included) so that they are unit-tested without a socket.
 void routeAdmission(httplib::Server& server, const webhook::AdmissionHandler& handler) {
   auto serve = [&handler](const httplib::Request& req, httplib::Response& res) {
-    webhook::HttpRequest in{req.method, req.path, req.get_header_value("Content-Type"), req.body};
+    const std::string contentType = req.get_header_value("Content-Type");  // HttpRequest only borrows it
+    webhook::HttpRequest in{req.method, req.path, contentType, req.body};
     auto out = handler.handle(in);
     res.status = out.status;
     if (out.status == 405) res.set_header("Allow", "POST");
@@ -87,6 +115,7 @@ Service::Service(ServeOptions options)
   const std::filesystem::path certDir = cfg->webhook.certDir;
   certificates_ = std::make_shared<net::CertificateReloader>(certDir / cfg->webhook.certName,
                                                              certDir / cfg->webhook.keyName);
+  certificates_->setReloadListener([this](bool success) { metrics_->recordCertificateReload(success); });
   net::ServerOptions wo;
   wo.name = "webhook";
   wo.host = cfg->webhook.host.empty() ? "0.0.0.0" : cfg->webhook.host;
@@ -123,16 +152,18 @@ Service::Service(ServeOptions options)
 
   if (probeServer_) {
     observability::installProbeRoutes(probeServer_->routes(), *health_);
-    if (!metricsServer_ && cfg->metricsBindAddress == cfg->healthProbeBindAddress) {
-      observability::installMetricsRoute(probeServer_->routes(), *metrics_);
-    }
+    metricsOnProbeServer_ = !metricsServer_ && cfg->metricsBindAddress == cfg->healthProbeBindAddress;
+    if (metricsOnProbeServer_) observability::installMetricsRoute(probeServer_->routes(), *metrics_);
   }
   if (metricsServer_) observability::installMetricsRoute(metricsServer_->routes(), *metrics_);
 
   if (options_.configFile) {
     reloader_ = std::make_unique<config::ConfigReloader>(
-        *options_.configFile, *store_, [this](const FieldErrors& errors) {
-          metrics_->recordConfigReload(errors.empty());
+        *options_.configFile, *store_,
+        [this](const FieldErrors& errors) { metrics_->recordConfigReload(errors.empty()); }, FileWatcher::Options{},
+        [this](config::Configuration& next) {
+          applyFlags(options_, next);
+          keepStartupSettings(*store_->get(), next);
         });
   }
 }
@@ -179,8 +210,7 @@ int Service::webhookPort() const { return webhookServer_->port(); }
 int Service::probePort() const { return probeServer_ ? probeServer_->port() : -1; }
 int Service::metricsPort() const {
   if (metricsServer_) return metricsServer_->port();
-  auto cfg = store_->get();
-  return cfg->metricsBindAddress == cfg->healthProbeBindAddress ? probePort() : -1;
+  return metricsOnProbeServer_ ? probePort() : -1;
 }
 std::shared_ptr<const config::Configuration> Service::configuration() const { return store_->get(); }
 webhook::InMemoryQueueIndex& Service::queueIndex() { return *queues_; }

@@ -43,20 +43,21 @@ std::string_view trim(std::string_view text) {
 }
 
 std::size_t editDistance(std::string_view a, std::string_view b) {
-  // One row of the Wagner-Fischer table at a time; keys are short, so this is cheap.
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t{0});
+  // Three rows of the table suffice (the swap looks two rows back); keys are short.
+  std::vector<std::size_t> twoBack(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
+  std::iota(previous.begin(), previous.end(), std::size_t{0});
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
+    current[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t above = row[j];
-      std::size_t substitution = diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1);
-      row[j] = std::min({above + 1, row[j - 1] + 1, substitution});
-      diagonal = above;
+      const std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
+      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
+        current[j] = std::min(current[j], twoBack[j - 2] + 1);
     }
+    std::swap(twoBack, previous);
+    std::swap(previous, current);
   }
-  return row[b.size()];
+  return previous[b.size()];
 }
 
 std::optional<std::string> didYouMean(std::string_view word, const std::vector<std::string>& candidates) {

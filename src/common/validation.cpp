@@ -58,7 +58,8 @@ bool matchesSubdomain(std::string_view v) {
   std::size_t start = 0;
   while (true) {
     auto dot = v.find('.', start);
-    if (!matchesLabel(v.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start))) return false;
+    auto label = dot == std::string_view::npos ? v.substr(start) : v.substr(start, dot - start);
+    if (!matchesLabel(label)) return false;
     if (dot == std::string_view::npos) return true;
     start = dot + 1;
   }
@@ -104,7 +105,8 @@ std::vector<std::string> labelValue(std::string_view value) {
   std::vector<std::string> errs;
   if (value.size() > kLabelMaxLength) errs.push_back(maxLenError(kLabelMaxLength));
   if (!value.empty() && !matchesQualifiedPart(value))
-    errs.push_back(regexError(kLabelValueMsg, "(" + std::string(kQualifiedFmt) + ")?", {"MyValue", "my_value", "12345"}));
+    errs.push_back(
+        regexError(kLabelValueMsg, "(" + std::string(kQualifiedFmt) + ")?", {"MyValue", "my_value", "12345"}));
   return errs;
 }
 

@@ -2,6 +2,8 @@
 // Typed reads from a yaml-cpp node tree that record every problem with its field path instead of
 // throwing, and remember the line each path was written on, so errors come out in file order.
 // Internal to the config module.
+//
+// Threads: a YamlReader and its MapReaders live for one parse on the calling thread.
 
 #include <map>
 #include <string>
@@ -50,11 +52,17 @@ class MapReader {
  public:
   MapReader(YamlReader& reader, YAML::Node node, std::string path, std::string_view example = {});
 
+  YamlReader& reader() const { return reader_; }
   const std::string& path() const { return path_; }
+  // False when the node is absent, null, or not a mapping.
+  bool isMap() const { return isMap_; }
+  std::size_t size() const { return isMap_ ? node_.size() : 0; }
   std::string pathOf(std::string_view key) const { return childPath(path_, key); }
   // The value at `key` when present and not null; an undefined node otherwise.
   YAML::Node get(std::string_view key) const;
   bool has(std::string_view key) const { return get(key).IsDefined(); }
+  // Written at all, even with a null value.
+  bool hasKey(std::string_view key) const;
 
   // Each read leaves `out` unchanged when the key is absent or its value is wrong (reported).
   void read(std::string_view key, std::string& out);
@@ -65,10 +73,8 @@ class MapReader {
   MapReader child(std::string_view key, std::string_view example = {});
 
   // Reports keys outside `known` and keys written twice. The hint for an unknown key is
-  // "did you mean ..." when one is close, else the list of accepted keys (`accepted`, or
-  // `known` when empty).
-  void checkKeys(const std::vector<std::string>& known, UnknownKeys policy,
-                 const std::vector<std::string>& accepted = {});
+  // "did you mean ..." when one is close, else (Reject only) the list of known keys.
+  void checkKeys(const std::vector<std::string>& known, UnknownKeys policy);
 
  private:
   YamlReader& reader_;

@@ -17,7 +17,7 @@ constexpr std::size_t kMaxParserDetailChars = 200;
 
 [[noreturn]] void badRequest(std::string message) { throw BadRequest(std::move(message)); }
 
-std::string quoted(std::string_view value) {
+std::string quotedValue(std::string_view value) {
   if (value.size() > kMaxEchoedChars) return "\"" + std::string(value.substr(0, kMaxEchoedChars)) + "...\"";
   return "\"" + std::string(value) + "\"";
 }
@@ -67,6 +67,12 @@ json parseBody(std::string_view body) {
     if (detail.size() > kMaxParserDetailChars) detail = detail.substr(0, kMaxParserDetailChars) + "...";
     badRequest("body: malformed JSON at byte " + std::to_string(e.byte) + ": " + detail +
                ": send a JSON-encoded AdmissionReview");
+  } catch (const json::exception& e) {
+    // Not every parser error is a parse_error: a number beyond double range is out_of_range.
+    std::string detail = e.what();
+    if (auto bracket = detail.find("] "); bracket != std::string::npos) detail.erase(0, bracket + 2);
+    if (detail.size() > kMaxParserDetailChars) detail = detail.substr(0, kMaxParserDetailChars) + "...";
+    badRequest("body: malformed JSON: " + detail + ": send a JSON-encoded AdmissionReview");
   }
 }
 
@@ -98,7 +104,8 @@ std::string requiredString(const json& parent, std::string_view key, std::string
 
 kube::GroupVersionKind decodeKind(const json& request) {
   const json* kind = member(request, "kind");
-  constexpr std::string_view fix = "send request.kind as {\"group\":\"tekton.dev\",\"version\":\"v1\",\"kind\":\"PipelineRun\"}";
+  constexpr std::string_view fix =
+      "send request.kind as {\"group\":\"tekton.dev\",\"version\":\"v1\",\"kind\":\"PipelineRun\"}";
   if (!kind || kind->is_null()) badRequest("request.kind: required: " + std::string(fix));
   if (!kind->is_object()) badRequest("request.kind: must be an object, got " + typeOf(*kind) + ": " + std::string(fix));
   kube::GroupVersionKind gvk;
@@ -188,18 +195,21 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   constexpr std::string_view versionFix = "send apiVersion admission.k8s.io/v1 (or admission.k8s.io/v1beta1)";
   request.apiVersion = requiredString(review, "apiVersion", "apiVersion", versionFix);
   if (request.apiVersion != kAdmissionV1 && request.apiVersion != kAdmissionV1beta1) {
-    badRequest("apiVersion: unsupported value " + quoted(request.apiVersion) + ": " + std::string(versionFix) +
+    badRequest("apiVersion: unsupported value " + quotedValue(request.apiVersion) + ": " + std::string(versionFix) +
                "; list v1 in the webhook's admissionReviewVersions");
   }
   const auto kind = requiredString(review, "kind", "kind", "send kind AdmissionReview");
-  if (kind != "AdmissionReview") badRequest("kind: unsupported value " + quoted(kind) + ": send kind AdmissionReview");
+  if (kind != "AdmissionReview") {
+    badRequest("kind: unsupported value " + quotedValue(kind) + ": send kind AdmissionReview");
+  }
 
   auto requestIt = review.find("request");
   if (requestIt == review.end() || requestIt->is_null()) {
     badRequest("request: required: send an AdmissionReview with a request object");
   }
   if (!requestIt->is_object()) {
-    badRequest("request: must be an object, got " + typeOf(*requestIt) + ": send an AdmissionReview with a request object");
+    badRequest("request: must be an object, got " + typeOf(*requestIt) +
+               ": send an AdmissionReview with a request object");
   }
   json& in = *requestIt;
 
@@ -214,18 +224,21 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   }
   request.subResource = optionalString(in, "subResource", "request.subResource");
 
-  request.operation = requiredString(in, "operation", "request.operation", "send one of CREATE, UPDATE, DELETE, CONNECT");
+  request.operation =
+      requiredString(in, "operation", "request.operation", "send one of CREATE, UPDATE, DELETE, CONNECT");
   bool known = false;
   for (auto op : kOperations) known = known || request.operation == op;
   if (!known) {
-    badRequest("request.operation: unsupported value " + quoted(request.operation) +
+    badRequest("request.operation: unsupported value " + quotedValue(request.operation) +
                ": send one of CREATE, UPDATE, DELETE, CONNECT");
   }
 
   request.name = optionalString(in, "name", "request.name");
   request.namespace_ = optionalString(in, "namespace", "request.namespace");
   if (const json* dryRun = member(in, "dryRun"); dryRun && !dryRun->is_null()) {
-    if (!dryRun->is_boolean()) badRequest("request.dryRun: must be a boolean, got " + typeOf(*dryRun) + ": send true or false");
+    if (!dryRun->is_boolean()) {
+      badRequest("request.dryRun: must be a boolean, got " + typeOf(*dryRun) + ": send true or false");
+    }
     request.dryRun = dryRun->get<bool>();
   }
 

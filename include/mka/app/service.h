@@ -75,6 +75,7 @@ class Service {
   std::unique_ptr<net::HttpServer> webhookServer_;
   std::unique_ptr<net::HttpServer> probeServer_;
   std::unique_ptr<net::HttpServer> metricsServer_;
+  bool metricsOnProbeServer_ = false;  // metrics and probes share one bind address
   std::atomic<bool> stopping_{false};
 };
 

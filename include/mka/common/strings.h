@@ -12,7 +12,9 @@ std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::string_view trim(std::string_view text);
 
-// Levenshtein distance, compared case-insensitively.
+// Edit distance counting insertions, deletions, substitutions and swaps of two adjacent
+// characters (optimal string alignment), compared case-insensitively: "prot" is one edit from
+// "port", as a reader would count it.
 std::size_t editDistance(std::string_view a, std::string_view b);
 // The candidate closest to `word` when it is close enough to be a likely typo (case-only
 // differences always match, e.g. "multikueue" -> "multiKueue"); nullopt otherwise.

@@ -22,6 +22,11 @@ struct LoadResult {
 // text comes from a ConfigMap).
 LoadResult parseConfiguration(std::string_view text, std::string_view pathPrefix = "");
 
+// The value rules alone (names, ranges, durations, managedBy locations, duplicates) on an
+// already-built configuration, e.g. one assembled in code. parseConfiguration runs them too.
+// Paths carry no prefix.
+FieldErrors validateConfiguration(const Configuration& config);
+
 // Reads and parses a file; an unreadable file is one error whose path is the file name.
 LoadResult loadConfigurationFile(const std::filesystem::path& file);
 

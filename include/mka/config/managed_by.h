@@ -15,9 +15,11 @@ namespace mka::config {
 // The marker's current value; nullopt when absent or not a string.
 std::optional<std::string> readManagedBy(const nlohmann::json& object, const ManagedByLocation& where);
 
-// RFC 6902 operations that set the marker to `where.value` on `object`: one "add", preceded by
-// "add" operations for parents that are missing (e.g. /spec, /metadata/labels). Keys are
-// '~1'-escaped. Nothing else is touched.
+// RFC 6902 operations that set the marker to `where.value` on `object`: a single "add". When
+// parents are missing (e.g. /spec, /spec/runPolicy, /metadata/labels) the "add" creates the
+// first missing one as an object that already holds the marker, so existing maps are never
+// replaced. Keys are '~1'/'~0'-escaped. Nothing else is touched. Empty array when the marker
+// cannot be placed (the object, or a parent on the way, is neither an object nor null).
 nlohmann::json managedByPatch(const nlohmann::json& object, const ManagedByLocation& where);
 
 // Removes the marker from `object` in place (no-op when absent).

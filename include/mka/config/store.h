@@ -37,10 +37,16 @@ class ConfigReloader {
  public:
   // Called after every reload attempt with the errors (empty on success).
   using ResultCallback = std::function<void(const FieldErrors& errors)>;
+  // Applied to every newly loaded configuration before it is published, e.g. to re-apply
+  // command-line overrides and keep settings that only a restart can change.
+  using Adjust = std::function<void(Configuration& next)>;
 
   ConfigReloader(std::filesystem::path file, ConfigStore& store, ResultCallback onResult,
-                 FileWatcher::Options options = {});
+                 FileWatcher::Options options = {}, Adjust adjust = {});
   ~ConfigReloader();
+  ConfigReloader(const ConfigReloader&) = delete;
+  ConfigReloader& operator=(const ConfigReloader&) = delete;
+  // Watches the file; a reload runs on the watcher's thread. start() after stop() is allowed.
   void start();
   void stop();
   // Re-reads the file now (the watcher calls this); returns the errors, empty on success.
@@ -52,7 +58,10 @@ class ConfigReloader {
   std::filesystem::path file_;
   ConfigStore& store_;
   ResultCallback onResult_;
+  FileWatcher::Options options_;
+  Adjust adjust_;
   std::unique_ptr<FileWatcher> watcher_;
+  std::mutex reloadMutex_;  // one reload at a time (watcher thread and direct callers)
   mutable std::mutex mutex_;
   bool lastOk_ = true;
 };

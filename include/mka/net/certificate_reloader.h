@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include "mka/common/file_watcher.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_st SSL;  // declared here so that `struct ssl_st` below names OpenSSL's type
 
 namespace mka::net {
 
@@ -38,6 +40,10 @@ class CertificateReloader {
   // current pair. Called once per SSL_CTX.
   void configure(SSL_CTX* ctx);
 
+  // Called after every load attempt (true: a new pair is in use), on the thread that loaded
+  // it: e.g. to count reloads in metrics. Set before start().
+  void setReloadListener(std::function<void(bool success)> listener);
+
  private:
   struct KeyPair;
   static int certificateCallback(struct ssl_st* ssl, void* self);
@@ -51,6 +57,7 @@ class CertificateReloader {
   std::shared_ptr<const KeyPair> pair_;
   std::uint64_t generation_ = 0;
   std::string lastError_;
+  std::function<void(bool)> listener_;
 };
 
 }  // namespace mka::net

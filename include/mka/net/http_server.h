@@ -9,13 +9,17 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace mka::net {
 
@@ -31,6 +35,7 @@ struct ServerOptions {
   std::chrono::seconds readTimeout{10};
   std::chrono::seconds writeTimeout{10};
   std::size_t payloadMaxLength = 8 * 1024 * 1024;  // larger bodies get 413
+  std::chrono::seconds threadIdleTimeout{60};  // an idle pool thread exits after this
 };
 
 // Splits a controller-runtime style bind address (":8081", "127.0.0.1:8080", "[::1]:9443")
@@ -46,14 +51,20 @@ class HttpServer {
  public:
   explicit HttpServer(ServerOptions options);  // plain HTTP
   // TLS 1.2+, certificate chosen per handshake from `certificates`, so a rotated certificate
-  // is served to new connections without a restart.
+  // is served to new connections without a restart. The caller starts `certificates`
+  // (CertificateReloader::start); until a pair is loaded, handshakes fail.
   HttpServer(ServerOptions options, std::shared_ptr<CertificateReloader> certificates);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Register handlers before start().
+  // Register handlers before start(). The server owns httplib's pre-routing handler (it
+  // refuses bodies without a Content-Length, which httplib would read without a size limit):
+  // use setPreRoutingHandler below, not routes().set_pre_routing_handler().
   httplib::Server& routes();
+  // Runs before routing, after the server's own checks; return true when it wrote the
+  // response itself (the route handler is then skipped).
+  void setPreRoutingHandler(std::function<bool(const httplib::Request&, httplib::Response&)> handler);
 
   // Binds and starts serving on a background thread; returns the bound port. Throws
   // mka::Error naming the address when the bind fails.
@@ -63,12 +74,22 @@ class HttpServer {
   int port() const { return port_; }
   bool running() const;
 
+  // Connections accepted since start(), and open now (idle keep-alive ones included).
+  std::uint64_t connectionsAccepted() const;
+  std::size_t openConnections() const;
+
  private:
+  struct Runtime;  // sockets, TLS context, pool: what exists between start() and stop()
+  void acceptLoop();
+  void serveConnection(int fd, const std::string& peer, int peerPort);
+
   ServerOptions options_;
   std::shared_ptr<CertificateReloader> certificates_;
   std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::thread thread_;  // the accept loop
   int port_ = -1;
+  std::unique_ptr<Runtime> runtime_;
+  std::function<bool(const httplib::Request&, httplib::Response&)> preRouting_;
 };
 
 }  // namespace mka::net

@@ -2,10 +2,12 @@
 // Process-wide structured logging on spdlog. Messages are written as "text key=value ..."; the
 // JSON format wraps each line in an object ({"ts","level","logger","msg"}) with proper escaping.
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include <spdlog/common.h>
+#include <spdlog/formatter.h>
 
 namespace mka::observability {
 
@@ -23,6 +25,15 @@ spdlog::level::level_enum parseLogLevel(std::string_view text);
 // --v=0 info, 1-3 debug, >=4 trace.
 spdlog::level::level_enum verbosityToLevel(int v);
 
+// Makes the process log to stderr in `options.format` at `options.level`: the default logger
+// ("main") and every named logger (e.g. "net"), including those created earlier. Call once at
+// startup, before other threads log.
 void setupLogging(const LogOptions& options);
+
+// The line format, for sinks of one's own (tests, a file). Text:
+//   2026-11-22T10:00:00.123Z info  [net] listening server=webhook address=:9443
+// JSON (one object per line, the message escaped):
+//   {"ts":"2026-11-22T10:00:00.123Z","level":"info","logger":"net","msg":"listening ..."}
+std::unique_ptr<spdlog::formatter> makeLogFormatter(LogFormat format);
 
 }  // namespace mka::observability

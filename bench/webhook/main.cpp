@@ -1,0 +1,404 @@
+// webhook_bench: throughput and latency of the admission webhook over TLS keep-alive, against
+// the ceiling of the same server answering a constant AdmissionReview. See bench/README.md.
+//
+// Everything runs in one process: a throwaway CA and serving certificate, an mka::net::HttpServer
+// in TLS mode with POST /mutate (the real AdmissionHandler with its config store, queue index and
+// metrics) and POST /constant (a precomputed answer: same TLS and HTTP path, no JSON work), and a
+// load generator with one persistent TLS connection per thread. Prints figures; never fails on
+// speed (the exit code is 1 only when requests failed or the setup did not work).
+
+#include <sched.h>
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
+
+#include "certs.h"
+#include "client.h"
+#include "mka/config/configuration.h"
+#include "mka/config/store.h"
+#include "mka/net/certificate_reloader.h"
+#include "mka/net/http_server.h"
+#include "mka/observability/metrics.h"
+#include "mka/webhook/admission_handler.h"
+#include "mka/webhook/queue_index.h"
+#include "review.h"
+
+#ifndef MKA_BENCH_BUILD_TYPE
+#define MKA_BENCH_BUILD_TYPE "unknown"
+#endif
+#ifndef MKA_BENCH_FIXTURE
+#define MKA_BENCH_FIXTURE ""
+#endif
+
+namespace {
+
+#ifdef __clang__
+constexpr const char* kCompiler = "clang " __clang_version__;
+#else
+constexpr const char* kCompiler = "g++ " __VERSION__;
+#endif
+
+using namespace mka;
+using namespace std::chrono_literals;
+
+struct Flags {
+  std::size_t connections = 32;
+  double duration = 5;
+  double rate = 5000;
+  double warmup = 1;
+  std::string endpoint = "both";
+  std::string modes = "both";
+  std::string body;
+  std::string policy = "QueueLabeled";
+  bool acceptGzip = false;
+};
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+int usableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
+  return CPU_COUNT(&set);
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+config::Configuration benchConfiguration(config::ManagedByDefaulting policy) {
+  config::Configuration cfg;
+  cfg.source = config::Configuration::Source::AdapterConfiguration;
+  cfg.managedByDefaulting = policy;
+  cfg.dispatch.enabled = false;
+  config::ExternalFramework fw;
+  fw.name = "PipelineRun.v1.tekton.dev";
+  fw.gvk = *kube::GroupVersionKind::parseDotted(fw.name);
+  if (auto profile = config::builtinProfile(fw.gvk)) {
+    fw.managedBy = *profile;
+    fw.managedByFromProfile = true;
+  }
+  cfg.multiKueue.externalFrameworks.push_back(fw);
+  return cfg;
+}
+
+void printRow(const mka::bench::PhaseResult& r, int cpus) {
+  const std::string mode = r.spec.mode == mka::bench::Mode::ClosedLoop
+                               ? "max"
+                               : "rate=" + std::to_string(static_cast<long long>(r.spec.rate));
+  const double ok = r.ok > 0 ? static_cast<double>(r.ok) : 1;
+  const double serverCpu = std::max(0.0, r.processCpuSeconds - r.clientCpuSeconds);
+  const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0.0;
+  std::printf("%-9s %-10s %5zu %9.0f %8.3f %8.3f %8.3f %8.3f %7llu %8.1f %8.1f %5.0f%% %5.0f%%\n", r.spec.endpoint.c_str(),
+              mode.c_str(), r.connections, r.requestsPerSecond(), r.percentileMs(0.50), r.percentileMs(0.90),
+              r.percentileMs(0.99), r.percentileMs(1.0), static_cast<unsigned long long>(r.errors),
+              serverCpu / ok * 1e6, r.clientCpuSeconds / ok * 1e6,
+              r.processCpuSeconds * share, r.otherCpuSeconds() * share);
+}
+
+void printHeader() {
+  std::printf("%-9s %-10s %5s %9s %8s %8s %8s %8s %7s %8s %8s %6s %6s\n", "endpoint", "mode", "conns", "req/s",
+              "p50(ms)", "p90(ms)", "p99(ms)", "max(ms)", "errors", "srv_us/r", "cli_us/r", "cpu", "other");
+}
+
+int run(const Flags& flags) {
+  spdlog::set_level(spdlog::level::warn);  // the server's info logs would otherwise be measured too
+  std::signal(SIGPIPE, SIG_IGN);
+  const int cpus = usableCpus();
+
+  std::printf("webhook_bench  %s\n", today().c_str());
+  std::printf("machine: %d usable CPUs (hardware_concurrency %u), %s\n", cpus, std::thread::hardware_concurrency(),
+              cpuModel().c_str());
+  utsname un{};
+  uname(&un);
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  std::printf("load average before the run: %.2f %.2f %.2f%s\n", load[0], load[1], load[2],
+              load[0] > 0.5 * cpus ? "  (!! the machine is busy: figures will be disturbed)" : "");
+  std::printf("kernel: %s %s; build: %s, %s; %s; cpp-httplib %s\n", un.sysname, un.release, MKA_BENCH_BUILD_TYPE,
+              kCompiler, OpenSSL_version(OPENSSL_VERSION), CPPHTTPLIB_VERSION);
+
+  // ---- request body ----
+  std::string bodySource;
+  std::string rawBody;
+  if (!flags.body.empty()) {
+    rawBody = readFile(flags.body);
+    bodySource = flags.body;
+  } else if (std::string fixture = MKA_BENCH_FIXTURE; !fixture.empty() && std::filesystem::exists(fixture)) {
+    rawBody = readFile(fixture);
+    bodySource = fixture;
+  }
+  std::string body;
+  if (rawBody.empty()) {
+    body = mka::bench::embeddedPipelineRunReview();
+    bodySource = "embedded Tekton v1 PipelineRun CREATE review";
+  } else {
+    body = mka::bench::minifyJson(rawBody);  // kube-apiserver sends compact JSON
+  }
+  std::printf("request body: %zu bytes (compact JSON) from %s\n", body.size(), bodySource.c_str());
+
+  // ---- server ----
+  const auto policy = config::parseManagedByDefaulting(flags.policy);
+  if (!policy) throw std::runtime_error("--policy: expected QueueLabeled, MultiKueueQueues or Never");
+  config::ConfigStore store(benchConfiguration(*policy));
+  webhook::InMemoryQueueIndex queues;
+  // Used by --policy MultiKueueQueues: the request's LocalQueue -> a ClusterQueue with a MultiKueue check.
+  queues.upsertAdmissionCheck("multikueue", std::string(config::kMultiKueueControllerName));
+  queues.upsertClusterQueue("bench-cq", {"multikueue"});
+  {
+    const auto review = nlohmann::json::parse(body);
+    const auto& request = review.at("request");
+    const std::string ns = request.value("namespace", "");
+    const auto labels = request.at("object").at("metadata").value("labels", nlohmann::json::object());
+    const std::string queue = labels.value("kueue.x-k8s.io/queue-name", "");
+    queues.upsertLocalQueue(ns, queue, "bench-cq");
+    std::printf("queue index: LocalQueue %s/%s -> ClusterQueue bench-cq (AdmissionCheck multikueue, controller %s)\n",
+                ns.c_str(), queue.c_str(), std::string(config::kMultiKueueControllerName).c_str());
+  }
+  queues.setSynced(true);
+  observability::Metrics metrics;
+  webhook::AdmissionHandler handler(store, queues, &metrics);
+
+  // The ceiling's answer: what /mutate answers for this body, computed once.
+  const auto probe = handler.handle({"POST", "/mutate", "application/json", body});
+  std::printf("/mutate answer (direct call): HTTP %d, %zu bytes, %s\n", probe.status, probe.body.size(),
+              probe.body.find("\"patch\"") != std::string::npos ? "with a patch" : "WITHOUT A PATCH");
+  if (probe.status != 200 || probe.body.find("\"patch\"") == std::string::npos) {
+    std::printf("!!! the handler does not patch this request; body: %s\n", probe.body.substr(0, 500).c_str());
+    return 1;
+  }
+  const std::string constantBody = probe.body;
+
+  const auto pki = mka::bench::makeTestPki();
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{pki.dir};
+  auto certificates = std::make_shared<net::CertificateReloader>(pki.tlsCert, pki.tlsKey);
+  certificates->start();
+  if (!certificates->loaded()) throw std::runtime_error("certificate not loaded: " + certificates->lastError());
+
+  net::ServerOptions options;
+  options.name = "server";  // pool threads are "server-N" in profiles
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.payloadMaxLength = webhook::kMaxRequestBytes;
+  net::HttpServer server(options, certificates);
+  server.routes().Post("/mutate", [&handler](const httplib::Request& req, httplib::Response& res) {
+    // The same adaptation as the adapter's own route (src/app/service.cpp).
+    auto out = handler.handle({req.method, req.path, req.get_header_value("Content-Type"), req.body});
+    res.status = out.status;
+    res.set_content(std::move(out.body), out.contentType.c_str());
+  });
+  server.routes().Post("/constant", [&constantBody](const httplib::Request&, httplib::Response& res) {
+    res.set_content(constantBody, "application/json");
+  });
+  const int port = server.start();
+  std::printf("server: TLS on 127.0.0.1:%d, certificate %s, policy %s%s\n", port, pki.keyType.c_str(),
+              flags.policy.c_str(), flags.acceptGzip ? ", client sends Accept-Encoding: gzip" : "");
+
+  // ---- connections ----
+  mka::bench::ClientTls tls(pki.caCert.string(), "localhost");
+  std::vector<std::unique_ptr<mka::bench::Connection>> connections;
+  const auto connectStart = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < flags.connections; ++i) {
+    connections.push_back(std::make_unique<mka::bench::Connection>(tls, "127.0.0.1", port));
+    std::string error;
+    if (!connections.back()->open(error)) throw std::runtime_error("connection " + std::to_string(i) + ": " + error);
+  }
+  const double connectMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - connectStart).count();
+  std::printf("client: %zu keep-alive connections opened in %.1f ms (%s), one thread each\n", flags.connections,
+              connectMs, connections.front()->protocol().c_str());
+  std::printf("phases: warmup %.1fs, closed-loop max %.1fs, open-loop %.0f req/s %.1fs (latency from scheduled time)\n",
+              flags.warmup, flags.duration, flags.rate, flags.duration);
+
+  // ---- phases ----
+  std::vector<std::string> endpoints;
+  if (flags.endpoint == "mutate" || flags.endpoint == "both") endpoints.push_back("mutate");
+  if (flags.endpoint == "constant" || flags.endpoint == "both") endpoints.push_back("constant");
+  const std::string hostHeader = "localhost:" + std::to_string(port);
+  const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.duration));
+
+  // One request per endpoint first: what the load generator will see.
+  for (const auto& endpoint : endpoints) {
+    mka::bench::HttpResult r;
+    std::string error;
+    const auto request = mka::bench::buildRequest("/" + endpoint, hostHeader, body, flags.acceptGzip);
+    if (!connections.front()->roundTrip(request, r, error)) throw std::runtime_error("/" + endpoint + ": " + error);
+    std::printf("/%s over TLS: HTTP %d, %zu body bytes on the wire%s%s, %s\n", endpoint.c_str(), r.status,
+                r.wireBodyBytes, r.contentEncoding.empty() ? "" : " (Content-Encoding: ",
+                r.contentEncoding.empty() ? "" : (r.contentEncoding + ")").c_str(),
+                r.serverCloses ? "server closes the connection (!)" : "connection kept alive");
+  }
+  std::printf("\n");
+
+  std::vector<mka::bench::PhaseResult> results;
+  printHeader();
+  for (const auto& endpoint : endpoints) {
+    mka::bench::PhaseSpec spec;
+    spec.endpoint = endpoint;
+    spec.request = mka::bench::buildRequest("/" + endpoint, hostHeader, body, flags.acceptGzip);
+    spec.expectPatch = true;  // both answer the same patched review
+    if (flags.warmup > 0) {
+      auto warm = spec;
+      warm.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.warmup));
+      const auto w = mka::bench::runPhase(warm, connections);
+      if (w.errors > 0) std::printf("!!! warmup on /%s: %llu errors, first: %s\n", endpoint.c_str(),
+                                    static_cast<unsigned long long>(w.errors), w.firstError.c_str());
+    }
+    if (flags.modes == "max" || flags.modes == "both") {
+      spec.mode = mka::bench::Mode::ClosedLoop;
+      spec.duration = duration;
+      results.push_back(mka::bench::runPhase(spec, connections));
+      printRow(results.back(), cpus);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(200ms);
+    }
+    if (flags.modes == "rate" || flags.modes == "both") {
+      spec.mode = mka::bench::Mode::OpenLoop;
+      spec.duration = duration;
+      spec.rate = flags.rate;
+      results.push_back(mka::bench::runPhase(spec, connections));
+      printRow(results.back(), cpus);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  for (auto& c : connections) c->close();
+  server.stop();
+  certificates->stop();
+
+  // ---- summary ----
+  std::printf("\n");
+  printHeader();
+  std::uint64_t errors = 0, reconnects = 0;
+  for (const auto& r : results) {
+    printRow(r, cpus);
+    errors += r.errors;
+    reconnects += r.reconnects;
+  }
+  std::printf(
+      "\nreq/s: completed requests per second (open loop: those scheduled in the window); latencies: closed loop\n"
+      "from send to full response, open loop from the scheduled send time; srv_us/r and cli_us/r: CPU time per\n"
+      "request of the server (process minus load-generator threads) and of the load generator; cpu: whole process\n"
+      "CPU use as a share of the %d usable CPUs; other: CPU used by other processes meanwhile (should be ~0%%).\n"
+      "Client and server share the machine.\n",
+      cpus);
+  for (const auto& r : results) {
+    if (r.spec.mode != mka::bench::Mode::OpenLoop) continue;
+    std::printf("%-9s rate: load generator woke late by p50 %.3f ms, p99 %.3f ms, max %.3f ms (included in the latencies)\n",
+                r.spec.endpoint.c_str(), mka::bench::percentileMs(r.sendLateNs, 0.5),
+                mka::bench::percentileMs(r.sendLateNs, 0.99), mka::bench::percentileMs(r.sendLateNs, 1.0));
+  }
+  for (const auto& r : results) {
+    if (r.seconds > 0 && r.otherCpuSeconds() > 0.1 * r.seconds * cpus) {
+      std::printf("!! %s %s: other processes used %.0f%% of the CPUs during the phase: its figures are disturbed\n",
+                  r.spec.endpoint.c_str(), r.spec.mode == mka::bench::Mode::ClosedLoop ? "max" : "rate",
+                  100.0 * r.otherCpuSeconds() / (r.seconds * cpus));
+    }
+  }
+  for (const auto& r : results) {
+    if (r.spec.mode != mka::bench::Mode::ClosedLoop || r.ok == 0) continue;
+    const double serverUs = std::max(0.0, r.processCpuSeconds - r.clientCpuSeconds) / static_cast<double>(r.ok) * 1e6;
+    if (serverUs > 0) {
+      std::printf("%-9s server CPU %.1f us/request -> about %.0f req/s if the server had all %d CPUs to itself\n",
+                  r.spec.endpoint.c_str(), serverUs, 1e6 * cpus / serverUs, cpus);
+    }
+  }
+  // The handler's own metrics must agree with what the load generator counted.
+  std::istringstream rendered(metrics.render());
+  for (std::string line; std::getline(rendered, line);) {
+    if (line.rfind("multikueue_adapter_webhook_requests_total{", 0) == 0) std::printf("metrics: %s\n", line.c_str());
+  }
+  if (reconnects > 0) {
+    std::printf("note: %llu reconnects (the server closed keep-alive connections)\n",
+                static_cast<unsigned long long>(reconnects));
+  }
+  if (errors > 0) {
+    std::printf("\n!!! %llu REQUESTS FAILED: the figures above are not valid.\n",
+                static_cast<unsigned long long>(errors));
+    for (const auto& r : results) {
+      if (r.errors > 0) std::printf("!!! %s: first error: %s\n", r.spec.endpoint.c_str(), r.firstError.c_str());
+    }
+    return 1;
+  }
+  std::printf("no errors\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"webhook_bench: /mutate and a constant-answer ceiling over TLS keep-alive"};
+  app.add_option("--connections", flags.connections, "keep-alive TLS connections, one client thread each")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--duration", flags.duration, "seconds per measured phase")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--rate", flags.rate, "open-loop phase: requests per second over all connections")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup", flags.warmup, "seconds of unmeasured load per endpoint")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--endpoint", flags.endpoint, "which endpoint(s) to load")
+      ->check(CLI::IsMember({"mutate", "constant", "both"}))
+      ->capture_default_str();
+  app.add_option("--modes", flags.modes, "max = closed loop, rate = open loop at --rate")
+      ->check(CLI::IsMember({"max", "rate", "both"}))
+      ->capture_default_str();
+  app.add_option("--body", flags.body, "AdmissionReview JSON file to send (default: the 2.5 KB fixture or the embedded one)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--policy", flags.policy, "managedByDefaulting policy of the served configuration")
+      ->check(CLI::IsMember({"QueueLabeled", "MultiKueueQueues"}))
+      ->capture_default_str();
+  app.add_flag("--accept-gzip", flags.acceptGzip, "send Accept-Encoding: gzip (as Go's HTTP client does by default)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(flags);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "webhook_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,65 @@
+#pragma once
+// Calls the admission webhooks registered in a cluster (MutatingWebhookConfiguration,
+// ValidatingWebhookConfiguration objects in its store) the way kube-apiserver does:
+// AdmissionReview v1 over HTTPS verified with the webhook's caBundle, rules (operations,
+// apiGroups, apiVersions, resources incl. "*" and "<plural>/status", scope), namespaceSelector
+// (matched against the Namespace object's labels), objectSelector (old and new object),
+// matchPolicy, timeoutSeconds, failurePolicy (Fail rejects, Ignore skips), sideEffects/dryRun,
+// mutating webhooks in order with their JSONPatch applied, then validating webhooks.
+// Denials become kube-apiserver's error: `admission webhook "<name>" denied the request: <msg>`
+// with the webhook's status code; a failing call under Fail: 500 InternalError
+// `failed calling webhook "<name>": ...`.
+//
+// Threads: any request thread; holds no state between calls but the resolver.
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/sandbox/cluster_api.h"
+#include "mka/sandbox/object_store.h"
+#include "mka/sandbox/resource_registry.h"
+
+namespace mka::sandbox {
+
+// Maps a webhook's `clientConfig.service` {namespace, name, port} to a loopback address: there
+// is no cluster network in the sandbox. Shared by the clusters of a Sandbox.
+class ServiceResolver {
+ public:
+  void expose(const std::string& ns, const std::string& name, int servicePort, std::string host, int port);
+  // "https://host:port" or nullopt when unknown.
+  std::optional<std::string> resolve(const std::string& ns, const std::string& name, int servicePort) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::tuple<std::string, std::string, int>, std::pair<std::string, int>> endpoints_;
+};
+
+struct AdmissionAttributes {
+  std::string operation;  // CREATE | UPDATE | DELETE
+  const ResourceType* type = nullptr;
+  std::string version;
+  ResourceRef ref;
+  nlohmann::json object;     // null on DELETE
+  nlohmann::json oldObject;  // null on CREATE
+  bool dryRun = false;
+  RequestUser user;
+};
+
+class AdmissionChain {
+ public:
+  AdmissionChain(ObjectStore& store, const ServiceResolver& resolver);
+  // Runs mutating then validating webhooks. Returns the (possibly mutated) object; throws
+  // ApiError when a webhook denies or fails under failurePolicy Fail.
+  nlohmann::json admit(const AdmissionAttributes& attributes);
+
+ private:
+  ObjectStore& store_;
+  const ServiceResolver& resolver_;
+};
+
+}  // namespace mka::sandbox

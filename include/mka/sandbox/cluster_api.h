@@ -1,0 +1,122 @@
+#pragma once
+// The API semantics of one emulated cluster, independent of HTTP: what kube-apiserver does
+// between decoding a request and encoding the answer. The HTTP layer (cluster.h) and in-process
+// users (the Kueue stand-in, tests) go through the same code, so both see the same behaviour.
+//
+// Semantics kept (kube-apiserver's, for the resources the registry knows):
+// - create: generateName (random 5-char suffix), uid, creationTimestamp, generation 1,
+//   namespace from the URL (a mismatching body namespace is 400), namespace must exist for
+//   namespaced kinds (404), status dropped on create when the kind has a status subresource;
+//   schema defaulting and pruning for CRDs; CRD objects register their resource.
+// - update (PUT): optimistic concurrency on metadata.resourceVersion (409 Conflict when stale;
+//   an empty resourceVersion is an unconditional update); with a status subresource, the main
+//   resource ignores status changes and /status ignores everything but status (and
+//   metadata labels/annotations are kept from the stored object on /status); generation bumps
+//   when anything but metadata and status changes; immutable uid/creationTimestamp/name.
+// - patch: merge, JSON, strategic (built-ins only) and apply (server-side apply with
+//   ?fieldManager= and ?force=), on the main resource or /status, same rules as update.
+// - delete: with finalizers, sets deletionTimestamp (+ deletionGracePeriodSeconds 0) and keeps
+//   the object until an update empties metadata.finalizers; preconditions (uid,
+//   resourceVersion) -> 409; propagationPolicy Orphan|Background|Foreground (Foreground adds
+//   the foregroundDeletion finalizer); dependents are removed by the garbage collector.
+// - dryRun=All: everything runs (admission included) but nothing is stored.
+// - list: label and field selectors, limit/continue, resourceVersion of the list.
+//
+// Threads: any thread; consistency comes from ObjectStore's lock.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/sandbox/object_store.h"
+#include "mka/sandbox/resource_registry.h"
+
+namespace mka::sandbox {
+
+class AdmissionChain;
+class GarbageCollector;
+
+// Where a request points, parsed from its URL.
+struct ResourceRef {
+  std::string group;
+  std::string version;
+  std::string plural;
+  std::string namespace_;    // "" = cluster-scoped or all namespaces
+  std::string name;          // "" = collection
+  std::string subresource;   // "" | "status"
+};
+
+struct RequestUser {
+  std::string name = "system:admin";
+  std::vector<std::string> groups = {"system:masters", "system:authenticated"};
+};
+
+// Query parameters that change semantics, as kube-apiserver reads them.
+struct WriteOptions {
+  bool dryRun = false;             // ?dryRun=All
+  std::string fieldManager;        // ?fieldManager=
+  bool force = false;              // ?force=true (apply)
+  std::string fieldValidation;     // ?fieldValidation=Strict|Warn|Ignore
+  RequestUser user;
+};
+
+struct DeleteOptions {
+  std::string propagationPolicy;  // "" = the kind's default (Background)
+  std::optional<std::string> preconditionUid;
+  std::optional<std::string> preconditionResourceVersion;
+  bool dryRun = false;
+  RequestUser user;
+};
+
+struct ListOptions {
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::size_t limit = 0;
+  std::string continueToken;
+};
+
+class ClusterApi {
+ public:
+  ClusterApi(std::string clusterName, ResourceRegistry& registry, ObjectStore& store, const Clock& clock);
+  ~ClusterApi();
+
+  // Optional collaborators, set before serving.
+  void setAdmission(AdmissionChain* admission) { admission_ = admission; }
+  void setGarbageCollector(GarbageCollector* gc) { gc_ = gc; }
+
+  // Each throws ApiError with kube-apiserver's status, reason and message.
+  nlohmann::json get(const ResourceRef& ref) const;
+  nlohmann::json list(const ResourceRef& ref, const ListOptions& options) const;  // a <Kind>List
+  nlohmann::json create(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
+  nlohmann::json update(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
+  // `contentType`: application/merge-patch+json, application/json-patch+json,
+  // application/strategic-merge-patch+json or application/apply-patch+yaml (body in YAML or JSON).
+  nlohmann::json patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
+                       const WriteOptions& options = {});
+  // Returns the object as stored after the call (with deletionTimestamp when finalizers keep
+  // it), or a Status {status: Success} once it is gone, as kube-apiserver does.
+  nlohmann::json remove(const ResourceRef& ref, const DeleteOptions& options = {});
+
+  // ?watch=true. `resourceVersion` "" or "0" starts with synthetic ADDED events for what
+  // exists (as kube-apiserver does for a watch without a resourceVersion).
+  std::unique_ptr<ObjectStore::Watch> watch(const ResourceRef& ref, const ListOptions& options,
+                                            const std::string& resourceVersion);
+
+  ResourceRegistry& registry() { return registry_; }
+  ObjectStore& store() { return store_; }
+  const std::string& clusterName() const { return clusterName_; }
+
+ private:
+  std::string clusterName_;
+  ResourceRegistry& registry_;
+  ObjectStore& store_;
+  const Clock& clock_;
+  AdmissionChain* admission_ = nullptr;
+  GarbageCollector* gc_ = nullptr;
+};
+
+}  // namespace mka::sandbox

@@ -1,0 +1,81 @@
+#include <string>
+#include <vector>
+
+#include "formats.h"
+#include "mka/common/strings.h"
+
+namespace mka::config::detail {
+namespace {
+
+const std::vector<std::string> kPolicies = {"MultiKueueQueues", "QueueLabeled", "Never"};
+
+void readPolicy(MapReader& root, ManagedByDefaulting& out) {
+  auto node = root.get("managedByDefaulting");
+  if (!node.IsDefined()) return;
+  std::string text;
+  root.read("managedByDefaulting", text);  // reports a value that is not a string
+  if (!node.IsScalar()) return;
+  if (auto policy = parseManagedByDefaulting(text)) {
+    out = *policy;
+    return;
+  }
+  auto suggestion = strings::didYouMean(text, kPolicies);
+  root.reader().error(root.pathOf("managedByDefaulting"),
+                      "must be MultiKueueQueues, QueueLabeled or Never, not \"" + text + "\"",
+                      suggestion ? "did you mean \"" + *suggestion + "\"?"
+                                 : "use MultiKueueQueues (jobs in queues dispatched by MultiKueue), QueueLabeled "
+                                   "(every job with a queue label) or Never (no defaulting)");
+}
+
+}  // namespace
+
+void readAdapterConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out) {
+  out.source = Configuration::Source::AdapterConfiguration;
+  MapReader top(reader, root, "");
+  top.checkKeys({"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
+                 "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue"},
+                UnknownKeys::Reject);
+  top.read("namespace", out.namespace_);
+
+  auto webhook = top.child("webhook", "webhook: {port: 9443, certDir: /tmp/k8s-webhook-server/serving-certs}");
+  webhook.checkKeys({"host", "port", "certDir", "certName", "keyName"}, UnknownKeys::Reject);
+  webhook.read("host", out.webhook.host);
+  webhook.read("port", out.webhook.port);
+  webhook.read("certDir", out.webhook.certDir);
+  webhook.read("certName", out.webhook.certName);
+  webhook.read("keyName", out.webhook.keyName);
+
+  top.read("healthProbeBindAddress", out.healthProbeBindAddress);
+  top.read("metricsBindAddress", out.metricsBindAddress);
+
+  auto election = top.child("leaderElection", "leaderElection: {leaderElect: true, resourceName: multikueue-adapter}");
+  election.checkKeys(
+      {"leaderElect", "resourceName", "resourceNamespace", "leaseDuration", "renewDeadline", "retryPeriod"},
+      UnknownKeys::Reject);
+  election.read("leaderElect", out.leaderElection.leaderElect);
+  election.read("resourceName", out.leaderElection.resourceName);
+  // The Lease lives beside the adapter unless told otherwise.
+  out.leaderElection.resourceNamespace = out.namespace_;
+  election.read("resourceNamespace", out.leaderElection.resourceNamespace);
+  election.read("leaseDuration", out.leaderElection.leaseDuration);
+  election.read("renewDeadline", out.leaderElection.renewDeadline);
+  election.read("retryPeriod", out.leaderElection.retryPeriod);
+
+  auto client = top.child("clientConnection", "clientConnection: {qps: 50, burst: 100}");
+  client.checkKeys({"qps", "burst"}, UnknownKeys::Reject);
+  client.read("qps", out.clientConnection.qps);
+  client.read("burst", out.clientConnection.burst);
+
+  readPolicy(top, out.managedByDefaulting);
+
+  auto dispatch = top.child(
+      "dispatch", "dispatch: {enabled: true, admissionCheckControllerName: multikueue-adapter.dev/dispatcher}");
+  dispatch.checkKeys({"enabled", "admissionCheckControllerName"}, UnknownKeys::Reject);
+  dispatch.read("enabled", out.dispatch.enabled);
+  dispatch.read("admissionCheckControllerName", out.dispatch.admissionCheckControllerName);
+
+  readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
+                 UnknownKeys::Reject, out.multiKueue);
+}
+
+}  // namespace mka::config::detail

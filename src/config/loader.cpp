@@ -1,0 +1,181 @@
+#include "mka/config/loader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "formats.h"
+#include "mka/common/strings.h"
+
+namespace mka::config {
+namespace {
+
+using detail::MapReader;
+using detail::YamlReader;
+
+constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a ConfigMap cannot hold more
+
+const std::string kAdapterVersion(kAdapterApiVersion);
+const std::string kKueueV1beta2 = std::string(kKueueConfigGroup) + "/v1beta2";
+const std::string kKueueV1beta1 = std::string(kKueueConfigGroup) + "/v1beta1";
+const std::string kAcceptedHeaders =
+    "apiVersion: config.multikueue-adapter.dev/v1alpha1 with kind: AdapterConfiguration, or Kueue's apiVersion: "
+    "config.kueue.x-k8s.io/v1beta2 (or v1beta1) with kind: Configuration";
+
+enum class Format { Adapter, Kueue };
+
+std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Reads apiVersion and kind and says which format the rest is in; nullopt after reporting.
+std::optional<Format> detectFormat(YamlReader& reader, MapReader& top) {
+  std::string apiVersion;
+  std::string kind;
+  top.read("apiVersion", apiVersion);
+  top.read("kind", kind);
+
+  const auto apiVersionNode = top.get("apiVersion");
+  const auto kindNode = top.get("kind");
+  std::optional<Format> format;
+  if (apiVersion == kAdapterVersion) {
+    format = Format::Adapter;
+  } else if (apiVersion == kKueueV1beta2 || apiVersion == kKueueV1beta1) {
+    format = Format::Kueue;
+  } else if (apiVersionNode.IsDefined() && !apiVersionNode.IsScalar()) {
+    // not a string: already reported by read()
+  } else if (apiVersion.empty()) {
+    std::string fix = "start the file with " + kAcceptedHeaders;
+    if (kind == kAdapterKind) fix = "add apiVersion: " + kAdapterVersion;
+    if (kind == kKueueKind) fix = "add apiVersion: " + kKueueV1beta2;
+    reader.error("apiVersion", "is required", fix);
+  } else if (apiVersion == "v1" && kind == "ConfigMap") {
+    reader.error("", "is a ConfigMap manifest, not a configuration",
+                 "validate the configuration inside it: save its data key (such as config.yaml) to a file and pass "
+                 "that file");
+    return std::nullopt;
+  } else {
+    auto suggestion = strings::didYouMean(apiVersion, {kAdapterVersion, kKueueV1beta2, kKueueV1beta1});
+    reader.error("apiVersion", "unsupported value " + quote(apiVersion),
+                 suggestion ? "did you mean " + quote(*suggestion) + "?" : "use " + kAcceptedHeaders);
+  }
+
+  const std::string expected(format == Format::Kueue ? kKueueKind : kAdapterKind);
+  if (!kindNode.IsDefined() || (kindNode.IsScalar() && kind.empty())) {
+    reader.error("kind", "is required", "add kind: " + expected);
+  } else if (kindNode.IsScalar() && format && kind != expected) {
+    reader.error("kind", "must be " + expected + " for apiVersion " + apiVersion + ", not " + quote(kind),
+                 format == Format::Adapter ? "set kind: AdapterConfiguration, or use apiVersion: " + kKueueV1beta2 +
+                                                 " for Kueue's Configuration"
+                                           : "set kind: Configuration, or use apiVersion: " + kAdapterVersion +
+                                                 " for an AdapterConfiguration");
+  }
+  return reader.hasErrors() ? std::nullopt : format;
+}
+
+// A value error about a field that already failed to read (wrong type, broken entry) would
+// repeat the same complaint; the read error is the useful one.
+bool coveredBy(const FieldErrors& readErrors, const std::string& path) {
+  for (const auto& e : readErrors) {
+    if (e.path == path) return true;
+    if (path.size() > e.path.size() && path.compare(0, e.path.size(), e.path) == 0 &&
+        (path[e.path.size()] == '.' || path[e.path.size()] == '['))
+      return true;
+  }
+  return false;
+}
+
+FieldErrors withPrefix(FieldErrors errors, std::string_view prefix) {
+  if (prefix.empty()) return errors;
+  for (auto& e : errors) {
+    if (!e.path.empty())
+      e.path = std::string(prefix) + e.path;
+    else  // a document-level error names the document itself: "data[config.yaml]"
+      e.path = std::string(prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1) : prefix);
+  }
+  return errors;
+}
+
+LoadResult readDocument(std::string_view text) {
+  YamlReader reader;
+  std::vector<YAML::Node> documents;
+  try {
+    for (auto& doc : YAML::LoadAll(std::string(text)))
+      if (!doc.IsNull()) documents.push_back(doc);
+  } catch (const YAML::Exception& e) {
+    reader.error("", "invalid YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
+                         std::to_string(e.mark.column + 1) + ": " + e.msg,
+                 "fix the syntax there: indent with spaces, put a space after each ':', and close every [ and {");
+    return {std::nullopt, reader.takeErrors()};
+  }
+  if (documents.empty()) {
+    reader.error("", "file is empty", "write a configuration starting with " + kAcceptedHeaders);
+    return {std::nullopt, reader.takeErrors()};
+  }
+  if (documents.size() > 1) {
+    reader.error("", "holds " + std::to_string(documents.size()) + " YAML documents",
+                 "keep one configuration in the file and remove the other documents and their --- separators");
+    return {std::nullopt, reader.takeErrors()};
+  }
+  const auto& root = documents.front();
+  if (!root.IsMap()) {
+    reader.error("", "must be a mapping of key: value pairs, not " + detail::describe(root),
+                 "write a configuration starting with " + kAcceptedHeaders);
+    return {std::nullopt, reader.takeErrors()};
+  }
+
+  MapReader top(reader, root, "");
+  auto format = detectFormat(reader, top);
+  if (!format) return {std::nullopt, reader.takeErrors()};
+
+  Configuration config;
+  if (*format == Format::Adapter)
+    detail::readAdapterConfiguration(reader, root, config);
+  else
+    detail::readKueueConfiguration(reader, root, config);
+
+  const auto readErrors = reader.takeErrors();
+  reader.append(readErrors);
+  for (auto& e : validateConfiguration(config))
+    if (!coveredBy(readErrors, e.path)) reader.append({std::move(e)});
+  auto errors = reader.takeErrors();
+  if (!errors.empty()) return {std::nullopt, std::move(errors)};
+  return {std::move(config), {}};
+}
+
+}  // namespace
+
+LoadResult parseConfiguration(std::string_view text, std::string_view pathPrefix) {
+  auto result = readDocument(text);
+  result.errors = withPrefix(std::move(result.errors), pathPrefix);
+  return result;
+}
+
+LoadResult loadConfigurationFile(const std::filesystem::path& file) {
+  auto fail = [&](std::string problem, std::string fix) {
+    return LoadResult{std::nullopt, {FieldError{file.string(), std::move(problem), std::move(fix)}}};
+  };
+  std::error_code ec;
+  auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status))
+    return fail("cannot read the file: it does not exist",
+                "check the path, or mount the ConfigMap that holds the configuration there");
+  if (std::filesystem::is_directory(status))
+    return fail("is a directory, not a file", "point to the configuration file inside it, such as " +
+                                                  (file / "config.yaml").string());
+  auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > kMaxFileBytes)
+    return fail("is larger than 1 MiB (" + std::to_string(size) + " bytes)",
+                "point to the configuration file; a ConfigMap cannot hold more than 1 MiB");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    auto reason = std::string(std::strerror(errno));
+    return fail("cannot read the file: " + reason, "make the file readable by the adapter's user");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseConfiguration(text.str());
+}
+
+}  // namespace mka::config

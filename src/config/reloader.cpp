@@ -1,0 +1,76 @@
+#include <spdlog/spdlog.h>
+
+#include "mka/config/loader.h"
+#include "mka/config/store.h"
+
+namespace mka::config {
+namespace {
+
+std::string_view sourceName(Configuration::Source source) {
+  switch (source) {
+    case Configuration::Source::AdapterConfiguration:
+      return "AdapterConfiguration";
+    case Configuration::Source::KueueConfiguration:
+      return "KueueConfiguration";
+    case Configuration::Source::Defaults:
+      break;
+  }
+  return "Defaults";
+}
+
+}  // namespace
+
+ConfigReloader::ConfigReloader(std::filesystem::path file, ConfigStore& store, ResultCallback onResult,
+                               FileWatcher::Options options, Adjust adjust)
+    : file_(std::move(file)),
+      store_(store),
+      onResult_(std::move(onResult)),
+      options_(options),
+      adjust_(std::move(adjust)) {}
+
+ConfigReloader::~ConfigReloader() { stop(); }
+
+void ConfigReloader::start() {
+  if (watcher_) return;
+  watcher_ = std::make_unique<FileWatcher>(
+      std::vector<std::filesystem::path>{file_}, [this] { reloadNow(); }, options_);
+  watcher_->start();
+}
+
+void ConfigReloader::stop() {
+  if (!watcher_) return;
+  watcher_->stop();
+  watcher_.reset();
+}
+
+FieldErrors ConfigReloader::reloadNow() {
+  std::lock_guard reloadLock(reloadMutex_);
+  auto result = loadConfigurationFile(file_);
+  if (result.ok()) {
+    if (adjust_) adjust_(*result.config);
+    const auto frameworks = result.config->multiKueue.externalFrameworks.size();
+    const auto source = result.config->source;
+    store_.set(std::move(*result.config));
+    spdlog::info("config reloaded file={} source={} frameworks={} generation={}", file_.string(), sourceName(source),
+                 frameworks, store_.generation());
+  } else {
+    // The last good configuration stays in force; each problem gets its own line to act on.
+    spdlog::error("config reload refused file={} errors={} keeping_generation={}", file_.string(),
+                  result.errors.size(), store_.generation());
+    for (const auto& e : result.errors)
+      spdlog::error("config error file={} error=\"{}\"", file_.string(), e.toString());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    lastOk_ = result.ok();
+  }
+  if (onResult_) onResult_(result.errors);
+  return result.errors;
+}
+
+bool ConfigReloader::lastReloadOk() const {
+  std::lock_guard lock(mutex_);
+  return lastOk_;
+}
+
+}  // namespace mka::config

@@ -1,0 +1,360 @@
+#include "mka/net/http_server.h"
+
+#include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "log.h"
+#include "mka/common/errors.h"
+#include "mka/net/certificate_reloader.h"
+#include "mka/net/task_queue.h"
+#include "socket_stream.h"
+
+namespace mka::net {
+namespace {
+
+// httplib parses requests and routes them; accepting, TLS, keep-alive and shutdown are ours,
+// because httplib's own connection loop cannot close idle keep-alive connections on stop()
+// (it waits out the keep-alive timeout), polls each idle connection every ~10 ms, listens
+// with SO_REUSEPORT (a second server on the same port "succeeds") and a backlog of 5.
+// Subclassing reaches the per-request entry point, which httplib keeps protected.
+class Engine final : public httplib::Server {
+ public:
+  bool serveRequest(httplib::Stream& stream, bool closeConnection, bool& connectionClosed, SSL* ssl) {
+    return process_request(stream, closeConnection, connectionClosed, [ssl](httplib::Request& req) { req.ssl = ssl; });
+  }
+  // httplib ends streamed (content-provider) responses once this is invalid.
+  void setListening(int fd) { svr_sock_ = fd; }
+};
+
+Engine& engine(httplib::Server& server) { return static_cast<Engine&>(server); }
+
+std::string displayAddress(const std::string& host, int port) {
+  if (host.empty()) return ":" + std::to_string(port);
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+std::string opensslErrors() {
+  std::string out;
+  while (const unsigned long code = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out;
+}
+
+// The stream of the connection this thread serves, for the pre-routing handler, which httplib
+// gives only the request.
+thread_local SocketStream* tCurrentStream = nullptr;
+
+// httplib 0.11 enforces payload_max_length only with a Content-Length: a chunked body, or a
+// POST without Content-Length (read until the client closes), would grow without a bound.
+// kube-apiserver, kubelet and Prometheus always send a Content-Length.
+const char* framingProblem(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) {
+    return "request bodies must be sent with a Content-Length header; Transfer-Encoding is not supported\n";
+  }
+  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") && !req.has_header("Content-Length")) {
+    return "request has no Content-Length header: send the body with its length\n";
+  }
+  return nullptr;
+}
+
+struct SslFree {
+  void operator()(SSL* ssl) const { SSL_free(ssl); }
+};
+
+// Listening socket for host:port. Empty host: all interfaces, IPv6 dual-stack when the
+// machine has IPv6, else IPv4. Returns the fd or throws naming the address and errno.
+int listenOn(const std::string& name, const std::string& host, int port) {
+  const std::string shown = displayAddress(host, port);
+  if (port < 0 || port > 65535) {
+    throw Error(name + " server: cannot listen on " + shown + ": port must be 0-65535 (0 picks a free one)");
+  }
+  std::vector<std::string> candidates =
+      host.empty() ? std::vector<std::string>{"::", "0.0.0.0"} : std::vector<std::string>{host};
+  int lastErrno = 0;
+  std::string resolveError;
+  for (const auto& candidate : candidates) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* addrs = nullptr;
+    const int gai = ::getaddrinfo(candidate.c_str(), std::to_string(port).c_str(), &hints, &addrs);
+    if (gai != 0) {
+      resolveError = ::gai_strerror(gai);
+      continue;
+    }
+    for (addrinfo* ai = addrs; ai != nullptr; ai = ai->ai_next) {
+      const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+      if (fd < 0) {
+        lastErrno = errno;
+        continue;
+      }
+      const int yes = 1;
+      const int no = 0;
+      // SO_REUSEADDR only: a restart may reuse a port in TIME_WAIT, but a port another
+      // process listens on must fail loudly (SO_REUSEPORT would silently share it).
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      if (ai->ai_family == AF_INET6 && host.empty()) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+      if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+        ::freeaddrinfo(addrs);
+        return fd;
+      }
+      lastErrno = errno;
+      ::close(fd);
+    }
+    ::freeaddrinfo(addrs);
+    if (lastErrno == EADDRINUSE) break;  // the dual-stack attempt already tells the truth
+  }
+  std::string reason = lastErrno != 0 ? std::strerror(lastErrno) : "cannot resolve host: " + resolveError;
+  std::string fix = lastErrno == EADDRINUSE ? "another process (or another server in this one) uses the port; "
+                                              "stop it or choose another port"
+                    : lastErrno == EACCES   ? "ports below 1024 need privileges; choose a port of 1024 or more"
+                                            : "check the host is an address of this machine";
+  throw Error(name + " server: cannot listen on " + shown + ": " + reason + ": " + fix);
+}
+
+int boundPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  int port = -1;
+  formatAddress(reinterpret_cast<sockaddr*>(&addr), &port);
+  return port;
+}
+
+}  // namespace
+
+struct HttpServer::Runtime {
+  int listenFd = -1;
+  int wakeFd = -1;  // eventfd, readable from the moment stop() begins: wakes every wait
+  SSL_CTX* tls = nullptr;
+  std::unique_ptr<ElasticTaskQueue> pool;
+  std::atomic<bool> stopping{false};
+  std::atomic<std::uint64_t> accepted{0};
+  std::atomic<std::size_t> open{0};
+  std::string address;  // for logs
+
+  ~Runtime() {
+    if (listenFd >= 0) ::close(listenFd);
+    if (wakeFd >= 0) ::close(wakeFd);
+    if (tls != nullptr) SSL_CTX_free(tls);
+  }
+};
+
+HttpServer::HttpServer(ServerOptions options) : HttpServer(std::move(options), nullptr) {}
+
+HttpServer::HttpServer(ServerOptions options, std::shared_ptr<CertificateReloader> certificates)
+    : options_(std::move(options)), certificates_(std::move(certificates)), server_(std::make_unique<Engine>()) {
+  server_->set_payload_max_length(options_.payloadMaxLength);
+  // Only shape the "Keep-Alive: timeout=…, max=…" response header; our loop enforces them.
+  server_->set_keep_alive_max_count(options_.keepAliveMaxCount);
+  server_->set_keep_alive_timeout(options_.keepAliveTimeout.count());
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (const char* problem = framingProblem(req)) {
+      res.status = 411;
+      res.set_content(problem, "text/plain; charset=utf-8");
+      res.set_header("Connection", "close");
+      // The unread body is still in the socket: the connection cannot carry another request.
+      if (tCurrentStream != nullptr) tCurrentStream->closeAfterResponse();
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (preRouting_ && preRouting_(req, res)) return httplib::Server::HandlerResponse::Handled;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server_->set_exception_handler([name = options_.name](const httplib::Request& req, httplib::Response& res,
+                                                        std::exception_ptr error) {
+    std::string what = "unknown exception";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    logger().error("request handler failed server={} method={} path={} error=\"{}\"", name, req.method, req.path, what);
+    res.status = 500;
+    res.set_content("internal server error\n", "text/plain; charset=utf-8");
+  });
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+httplib::Server& HttpServer::routes() { return *server_; }
+
+void HttpServer::setPreRoutingHandler(std::function<bool(const httplib::Request&, httplib::Response&)> handler) {
+  preRouting_ = std::move(handler);
+}
+
+int HttpServer::start() {
+  if (thread_.joinable()) throw Error(options_.name + " server: start() called twice");
+  auto runtime = std::make_unique<Runtime>();
+  if (certificates_) {
+    runtime->tls = SSL_CTX_new(TLS_server_method());
+    if (runtime->tls == nullptr)
+      throw Error(options_.name + " server: cannot create a TLS context: " + opensslErrors());
+    SSL_CTX_set_options(runtime->tls,
+                        SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    certificates_->configure(runtime->tls);
+  }
+  runtime->listenFd = listenOn(options_.name, options_.host, options_.port);
+  runtime->wakeFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (runtime->wakeFd < 0) throw Error(options_.name + " server: eventfd failed: " + std::strerror(errno));
+  port_ = boundPort(runtime->listenFd);
+  runtime->address = displayAddress(options_.host, port_);
+  runtime->pool = std::make_unique<ElasticTaskQueue>(
+      ElasticTaskQueue::Options{options_.name, options_.maxThreads,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.threadIdleTimeout)});
+  engine(*server_).setListening(runtime->listenFd);
+  runtime_ = std::move(runtime);
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), (options_.name.substr(0, 8) + "-accept").c_str());
+    acceptLoop();
+  });
+  logger().info("listening server={} address={} tls={}", options_.name, runtime_->address, certificates_ != nullptr);
+  return port_;
+}
+
+void HttpServer::acceptLoop() {
+  Runtime& rt = *runtime_;
+  for (;;) {
+    const WaitResult wait = waitFor(rt.listenFd, POLLIN, std::chrono::hours{24}, rt.wakeFd);
+    if (wait == WaitResult::Interrupted || rt.stopping) return;
+    if (wait != WaitResult::Ready) continue;
+    for (;;) {  // drain the backlog: one wake-up may announce many connections
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      const int fd = ::accept4(rt.listenFd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        logger().warn("accept failed server={} error=\"{}\"", options_.name, std::strerror(errno));
+        // Out of descriptors or memory: back off instead of spinning on a readable socket.
+        waitFor(rt.wakeFd, POLLIN, std::chrono::milliseconds{100});
+        break;
+      }
+      const int yes = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // small responses, sent now
+      int peerPort = 0;
+      std::string peer = formatAddress(reinterpret_cast<sockaddr*>(&addr), &peerPort);
+      rt.accepted.fetch_add(1, std::memory_order_relaxed);
+      rt.open.fetch_add(1, std::memory_order_relaxed);
+      rt.pool->enqueue([this, fd, peer = std::move(peer), peerPort] {
+        try {
+          serveConnection(fd, peer, peerPort);
+        } catch (const std::exception& e) {  // e.g. bad_alloc inside httplib: lose the connection, not the process
+          logger().error("connection failed server={} peer={}:{} error=\"{}\"", options_.name, peer, peerPort,
+                         e.what());
+        }
+        ERR_clear_error();
+        ::close(fd);
+        runtime_->open.fetch_sub(1, std::memory_order_relaxed);
+      });
+    }
+  }
+}
+
+void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) {
+  Runtime& rt = *runtime_;
+  const auto readTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.readTimeout);
+  const auto writeTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.writeTimeout);
+  const auto keepAlive = std::chrono::duration_cast<std::chrono::milliseconds>(options_.keepAliveTimeout);
+
+  std::unique_ptr<SSL, SslFree> ssl;
+  if (rt.tls != nullptr) {
+    ssl.reset(SSL_new(rt.tls));
+    if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) {
+      logger().error("cannot create TLS session server={} error=\"{}\"", options_.name, opensslErrors());
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + readTimeout;
+    for (;;) {
+      ERR_clear_error();
+      const int r = SSL_accept(ssl.get());
+      if (r == 1) break;
+      const int err = SSL_get_error(ssl.get(), r);
+      const short events = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (events == 0) {
+        const std::string reason = opensslErrors();
+        // A TCP probe or port scan closes without a word: not worth more than debug.
+        if (reason.empty()) {
+          logger().debug("TLS handshake aborted by peer server={} peer={}:{}", options_.name, peer, peerPort);
+        } else {
+          logger().info("TLS handshake failed server={} peer={}:{} error=\"{}\"", options_.name, peer, peerPort,
+                        reason);
+        }
+        return;
+      }
+      if (left.count() <= 0 || waitFor(fd, events, left, rt.wakeFd) != WaitResult::Ready) return;
+    }
+  }
+
+  SocketStream stream(fd, ssl.get(), peer, peerPort, readTimeout, writeTimeout);
+  tCurrentStream = &stream;
+  struct ResetCurrent {
+    ~ResetCurrent() { tCurrentStream = nullptr; }
+  } resetCurrent;
+  Engine& eng = engine(*server_);
+  // Request line and headers on top of the body; saturating, for "no limit" options.
+  constexpr std::size_t kHeaderAllowance = 1024 * 1024;
+  const std::size_t readBudget =
+      options_.payloadMaxLength > SIZE_MAX - kHeaderAllowance ? SIZE_MAX : options_.payloadMaxLength + kHeaderAllowance;
+  auto idleLimit = readTimeout;  // a new client sends its request right away
+  for (std::size_t left = std::max<std::size_t>(options_.keepAliveMaxCount, 1); left > 0; --left) {
+    // Idle keep-alive wait: wakes on the next request, the keep-alive timeout, or stop().
+    if (!stream.hasBufferedInput() && waitFor(fd, POLLIN, idleLimit, rt.wakeFd) != WaitResult::Ready) break;
+    idleLimit = keepAlive;
+    const bool closeAfter = left == 1 || rt.stopping.load();
+    bool clientClosed = false;
+    stream.beginRequest(readBudget);
+    const bool ok = eng.serveRequest(stream, closeAfter, clientClosed, ssl.get());
+    if (!ok || clientClosed || closeAfter || !stream.reusable()) break;
+  }
+  if (ssl) {
+    ERR_clear_error();
+    SSL_shutdown(ssl.get());  // best effort close_notify; the socket is non-blocking
+    ERR_clear_error();
+  }
+  if (stream.leftRequestUnread()) closeLingering(fd, std::chrono::milliseconds{500}, rt.wakeFd);
+}
+
+void HttpServer::stop() {
+  if (!thread_.joinable()) return;
+  Runtime& rt = *runtime_;
+  rt.stopping = true;
+  engine(*server_).setListening(-1);
+  const std::uint64_t one = 1;
+  while (::write(rt.wakeFd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+  thread_.join();
+  ::close(rt.listenFd);  // new connections are refused from here on
+  rt.listenFd = -1;
+  rt.pool->shutdown();  // in-flight requests finish; idle connections already woke and closed
+  logger().info("stopped server={} address={} connections={}", options_.name, rt.address, rt.accepted.load());
+}
+
+bool HttpServer::running() const { return thread_.joinable() && runtime_ && !runtime_->stopping; }
+
+std::uint64_t HttpServer::connectionsAccepted() const { return runtime_ ? runtime_->accepted.load() : 0; }
+
+std::size_t HttpServer::openConnections() const { return runtime_ ? runtime_->open.load() : 0; }
+
+}  // namespace mka::net

@@ -1,0 +1,109 @@
+#include "mka/net/task_queue.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+
+#include "log.h"
+
+namespace mka::net {
+
+ElasticTaskQueue::ElasticTaskQueue(Options options) : options_(std::move(options)) {}
+
+ElasticTaskQueue::~ElasticTaskQueue() { shutdown(); }
+
+void ElasticTaskQueue::enqueue(std::function<void()> fn) {
+  std::vector<std::thread> toJoin;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      logger().error("task dropped: queue is shut down queue={}", options_.name);
+      return;
+    }
+    tasks_.push_back(std::move(fn));
+    // Idle workers may not have woken for earlier tasks yet, so compare with the backlog.
+    if (tasks_.size() > idle_) {
+      if (running_.size() < std::max<std::size_t>(options_.maxThreads, 1)) {
+        std::thread t([this] { work(); });
+        const auto id = t.get_id();
+        running_.emplace(id, std::move(t));
+        ++idle_;  // counts as idle until it takes its first task
+      } else if (!warnedFull_) {
+        warnedFull_ = true;
+        logger().warn("all threads busy, tasks wait for a free one queue={} threads={} queued={}", options_.name,
+                      running_.size(), tasks_.size());
+      }
+    }
+    toJoin.swap(exited_);
+  }
+  wake_.notify_one();
+  join(toJoin);
+}
+
+void ElasticTaskQueue::work() {
+  std::unique_lock lock(mutex_);
+  const std::string name = options_.name.substr(0, 11) + "-" + std::to_string(nextId_++ % 1000);
+  ::pthread_setname_np(::pthread_self(), name.c_str());
+  for (;;) {
+    if (!tasks_.empty()) {
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      if (tasks_.empty()) warnedFull_ = false;
+      --idle_;
+      lock.unlock();
+      task();
+      task = nullptr;  // release captured state before counting as idle again
+      lock.lock();
+      ++idle_;
+      continue;
+    }
+    if (stopping_) break;
+    if (!wake_.wait_for(lock, options_.idleTimeout, [this] { return !tasks_.empty() || stopping_; })) break;
+  }
+  --idle_;
+  // Join the threads that left before this one, so an idle server does not keep their stacks;
+  // this one is joined by whoever comes next (another exiting worker, enqueue or shutdown).
+  std::vector<std::thread> earlier;
+  earlier.swap(exited_);
+  auto self = running_.find(std::this_thread::get_id());
+  exited_.push_back(std::move(self->second));
+  running_.erase(self);
+  if (running_.empty()) drained_.notify_all();
+  lock.unlock();
+  join(earlier);
+}
+
+void ElasticTaskQueue::shutdown() {
+  std::vector<std::thread> toJoin;
+  {
+    std::unique_lock lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+    drained_.wait(lock, [this] { return running_.empty(); });
+    toJoin.swap(exited_);
+  }
+  join(toJoin);
+}
+
+void ElasticTaskQueue::join(std::vector<std::thread>& threads) {
+  for (auto& t : threads) {
+    if (t.joinable()) t.join();
+  }
+}
+
+std::size_t ElasticTaskQueue::threads() const {
+  std::lock_guard lock(mutex_);
+  return running_.size();
+}
+
+std::size_t ElasticTaskQueue::idleThreads() const {
+  std::lock_guard lock(mutex_);
+  return idle_;
+}
+
+std::size_t ElasticTaskQueue::queued() const {
+  std::lock_guard lock(mutex_);
+  return tasks_.size();
+}
+
+}  // namespace mka::net

@@ -1,0 +1,88 @@
+#include "mka/webhook/mutator.h"
+
+#include <spdlog/spdlog.h>
+
+#include "mka/config/managed_by.h"
+#include "mka/webhook/kueue_labels.h"
+#include "mka/webhook/log_value.h"
+#include "mka/webhook/object_meta.h"
+
+namespace mka::webhook {
+namespace {
+
+AdmissionResponse withPatch(const AdmissionRequest& request, const config::ExternalFramework& framework) {
+  AdmissionResponse response;
+  auto patch = config::managedByPatch(request.object, framework.managedBy);
+  if (!patch.empty()) response.patch = std::move(patch);
+  return response;
+}
+
+AdmissionResponse withWarning(std::string warning) {
+  AdmissionResponse response;
+  response.warnings.push_back(std::move(warning));
+  return response;
+}
+
+void skipped(const AdmissionRequest& request, std::string_view why) {
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  spdlog::debug("managedBy not defaulted uid={} object={} kind={} why={}", logValue(request.uid),
+                logValue(request.objectKey()), logValue(request.kind.kind), logValue(why));
+}
+
+}  // namespace
+
+AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Configuration& config,
+                            const QueueIndex& queues) {
+  // Kueue defaults managedBy on CREATE only (KUEUE-MULTIKUEUE.md §5.1); afterwards it is immutable.
+  if (request.operation != "CREATE" || !request.object.is_object()) return AdmissionResponse::allow();
+
+  const config::ExternalFramework* framework = config.findFramework(request.kind);
+  if (!framework) {
+    skipped(request, "kind is not a configured external framework");
+    return AdmissionResponse::allow();
+  }
+  const config::ManagedByLocation& where = framework->managedBy;
+
+  // Any non-empty value is kept: it is either ours already or a third party's choice.
+  if (auto current = config::readManagedBy(request.object, where); current && !current->empty()) {
+    skipped(request, "managedBy already set");
+    return AdmissionResponse::allow();
+  }
+
+  const auto queue = labelOf(request.object, kQueueNameLabel);
+  if (!queue || queue->empty()) {
+    skipped(request, "no queue-name label");
+    return AdmissionResponse::allow();
+  }
+
+  switch (config.managedByDefaulting) {
+    case config::ManagedByDefaulting::Never:
+      skipped(request, "managedByDefaulting is Never");
+      return AdmissionResponse::allow();
+    case config::ManagedByDefaulting::QueueLabeled:
+      return withPatch(request, *framework);
+    case config::ManagedByDefaulting::MultiKueueQueues:
+      break;
+  }
+
+  const std::string ns =
+      request.namespace_.empty() ? std::string(metadataString(request.object, "namespace")) : request.namespace_;
+  const std::string localQueue = ns + "/" + std::string(*queue);
+  const auto lookup = queues.lookup(ns, *queue, config.multiKueueControllerNames());
+  switch (lookup.result) {
+    case QueueLookup::Result::MultiKueue:
+      return withPatch(request, *framework);
+    case QueueLookup::Result::LocalQueueNotFound:
+      return withWarning("LocalQueue " + localQueue + " not found: " + where.fieldPath() +
+                         " was not defaulted; create the LocalQueue before submitting jobs to it");
+    case QueueLookup::Result::ClusterQueueNotFound:
+      return withWarning("ClusterQueue " + lookup.clusterQueue + " of LocalQueue " + localQueue + " not found: " +
+                         where.fieldPath() + " was not defaulted; create the ClusterQueue first");
+    case QueueLookup::Result::NotMultiKueue:
+      skipped(request, "ClusterQueue " + lookup.clusterQueue + " has no MultiKueue admission check");
+      return AdmissionResponse::allow();
+  }
+  return AdmissionResponse::allow();
+}
+
+}  // namespace mka::webhook

@@ -1,0 +1,140 @@
+#include "mka/webhook/validator.h"
+
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "mka/common/errors.h"
+#include "mka/common/validation.h"
+#include "mka/config/loader.h"
+#include "mka/config/managed_by.h"
+#include "mka/webhook/kueue_labels.h"
+#include "mka/webhook/log_value.h"
+#include "mka/webhook/object_meta.h"
+
+namespace mka::webhook {
+namespace {
+
+constexpr std::size_t kMaxQuotedChars = 64;
+
+std::string quotedValue(std::string_view value) {
+  if (value.size() > kMaxQuotedChars) return "\"" + std::string(value.substr(0, kMaxQuotedChars)) + "...\"";
+  return "\"" + std::string(value) + "\"";
+}
+
+std::string describe(const std::optional<std::string>& value) { return value ? quotedValue(*value) : "unset"; }
+
+std::string joined(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (const auto& part : parts) {
+    if (!out.empty()) out += separator;
+    out += part;
+  }
+  return out;
+}
+
+std::string labelPath(std::string_view key) { return "metadata.labels[" + std::string(key) + "]"; }
+std::string annotationPath(std::string_view key) { return "metadata.annotations[" + std::string(key) + "]"; }
+
+void checkSubdomain(std::optional<std::string_view> value, const std::string& path, std::string_view fix,
+                    FieldErrors& problems) {
+  if (!value) return;
+  auto errors = validation::dns1123Subdomain(*value);
+  if (errors.empty()) return;
+  problems.push_back({path, "invalid value " + quotedValue(*value) + ": " + joined(errors, ", "), std::string(fix)});
+}
+
+bool endsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+AdmissionResponse denyAll(const AdmissionRequest& request, const FieldErrors& problems) {
+  return AdmissionResponse::deny(request.objectKey() + ": " + joinErrors(problems, "; "));
+}
+
+}  // namespace
+
+AdmissionResponse validateJob(const AdmissionRequest& request, const config::Configuration& config) {
+  const bool update = request.operation == "UPDATE";
+  if ((request.operation != "CREATE" && !update) || !request.object.is_object()) return AdmissionResponse::allow();
+  const config::ExternalFramework* framework = config.findFramework(request.kind);
+  if (!framework) return AdmissionResponse::allow();
+
+  const config::ManagedByLocation& where = framework->managedBy;
+  const std::string& kind = request.kind.kind;
+  FieldErrors problems;
+  const auto current = config::readManagedBy(request.object, where);
+
+  // Kueue relies on each kind's own API to freeze managedBy (KUEUE-MULTIKUEUE.md §5.2); Argo's
+  // label and older CRDs have no such rule, and a job that changes hands after creation could
+  // run on the manager and a worker at once.
+  if (update) {
+    const auto previous = config::readManagedBy(request.oldObject, where);
+    if (previous != current) {
+      problems.push_back({where.fieldPath(), "field is immutable",
+                          "it was " + describe(previous) + " and the update " +
+                              (current ? "sets " + quotedValue(*current) : std::string("removes it")) +
+                              "; keep the old value, or delete and re-create the " + kind});
+    }
+  }
+
+  // Kueue's generic job rules (KUEUE-MULTIKUEUE.md §5.2), which it does not apply to external
+  // kinds. An empty queue name means "not queued", as it does for Kueue.
+  const auto queue = labelOf(request.object, kQueueNameLabel);
+  const bool queued = queue && !queue->empty();
+  if (queued) {
+    checkSubdomain(queue, labelPath(kQueueNameLabel), "set it to the name of a LocalQueue in the job's namespace",
+                   problems);
+  }
+  constexpr std::string_view prebuiltFix = "set it to the name of the prebuilt Workload (a DNS-1123 subdomain)";
+  checkSubdomain(labelOf(request.object, kPrebuiltWorkloadNameKey), labelPath(kPrebuiltWorkloadNameKey),
+                 prebuiltFix, problems);
+  checkSubdomain(annotationOf(request.object, kPrebuiltWorkloadNameKey), annotationPath(kPrebuiltWorkloadNameKey),
+                 prebuiltFix, problems);
+
+  AdmissionResponse response = problems.empty() ? AdmissionResponse::allow() : denyAll(request, problems);
+  if (!queued && current && *current == where.value) {
+    // Kueue creates Workloads only for queued jobs, so this job would wait forever.
+    response.warnings.push_back(request.objectKey() + ": " + where.fieldPath() + " is set without label " +
+                                std::string(kQueueNameLabel) + ": Kueue will never admit it; add the label");
+  }
+  return response;
+}
+
+AdmissionResponse validateConfigMap(const AdmissionRequest& request) {
+  if (request.operation != "CREATE" && request.operation != "UPDATE") return AdmissionResponse::allow();
+  // A webhook configuration that routes other kinds here is a deployment mistake; blocking
+  // those objects would make it an outage.
+  if (!request.kind.group.empty() || request.kind.kind != "ConfigMap") {
+    spdlog::debug("validate-config skipped a non-ConfigMap kind={} uid={}", logValue(request.kind.kind),
+                  logValue(request.uid));
+    return AdmissionResponse::allow();
+  }
+  if (labelOf(request.object, config::kConfigMapLabel) != std::optional<std::string_view>("true")) {
+    return AdmissionResponse::allow();
+  }
+
+  FieldErrors errors;
+  bool found = false;
+  const auto data = request.object.is_object() ? request.object.find("data") : request.object.end();
+  if (data != request.object.end() && data->is_object()) {
+    for (const auto& [key, value] : data->items()) {
+      if (!endsWith(key, ".yaml") && !endsWith(key, ".yml")) continue;
+      found = true;
+      const std::string prefix = "data[" + key + "]";
+      if (!value.is_string()) {
+        errors.push_back({prefix, "must be a string", "put the configuration YAML text here"});
+        continue;
+      }
+      auto result = config::parseConfiguration(value.get_ref<const std::string&>(), prefix + ".");
+      errors.insert(errors.end(), result.errors.begin(), result.errors.end());
+    }
+  }
+  if (!found) {
+    errors.push_back({"data", "no configuration found",
+                      "put the AdapterConfiguration (or Kueue Configuration) YAML under data[config.yaml]"});
+  }
+  return errors.empty() ? AdmissionResponse::allow() : denyAll(request, errors);
+}
+
+}  // namespace mka::webhook

@@ -1,0 +1,97 @@
+// The command line, through the real binary: exit codes and what it prints.
+#include <array>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include "mka/app/validate_config.h"
+#include "support/temp_dir.h"
+
+namespace mka::app {
+namespace {
+
+struct Run {
+  int exitCode;
+  std::string output;  // stdout and stderr
+};
+
+Run run(const std::string& args) {
+  std::string command = std::string(MKA_BINARY) + " " + args + " 2>&1";
+  Run result{-1, ""};
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer{};
+  while (auto n = fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TEST(CliTest, VersionPrintsTheVersion) {
+  auto r = run("version");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.output, std::string("multikueue-adapter ") + MKA_VERSION + "\n");
+}
+
+TEST(CliTest, ValidateConfigExitCodes) {
+  test::TempDir dir;
+  auto good = dir.write("good.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)");
+  auto bad = dir.write("bad.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+multikueue: {}
+)");
+  auto ok = run("validate-config " + good.string());
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;
+  EXPECT_NE(ok.output.find("PipelineRun.v1.tekton.dev (managedBy spec.managedBy)"), std::string::npos) << ok.output;
+
+  auto ko = run("validate-config " + bad.string());
+  EXPECT_EQ(ko.exitCode, 1) << ko.output;
+  EXPECT_NE(ko.output.find("multikueue: "), std::string::npos) << ko.output;
+  EXPECT_NE(ko.output.find("multiKueue"), std::string::npos) << ko.output;  // the did-you-mean hint
+
+  auto missing = run("validate-config " + (dir / "missing.yaml").string());
+  EXPECT_EQ(missing.exitCode, 1) << missing.output;
+  EXPECT_NE(missing.output.find("missing.yaml"), std::string::npos) << missing.output;
+}
+
+TEST(CliTest, UsageErrorsExitNonZeroWithAMessage) {
+  auto r = run("validate-config");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.output.find("FILE"), std::string::npos) << r.output;
+
+  auto badFormat = run("--log-format yaml version");
+  EXPECT_EQ(badFormat.exitCode, 2) << badFormat.output;
+  EXPECT_NE(badFormat.output.find("yaml"), std::string::npos) << badFormat.output;
+}
+
+TEST(CliTest, ServeRefusesAnInvalidConfigurationWithExitCode1) {
+  test::TempDir dir;
+  auto bad = dir.write("bad.yaml", "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                                   "managedByDefaulting: Sometimes\n");
+  auto r = run("--config " + bad.string() + " --webhook-bind-address 127.0.0.1:0 "
+               "--health-probe-bind-address 0 --metrics-bind-address 0");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("managedByDefaulting"), std::string::npos) << r.output;
+}
+
+TEST(CliTest, ValidateConfigCommandWritesErrorsToErr) {
+  test::TempDir dir;
+  auto bad = dir.write("bad.yaml", "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                                   "managedByDefaulting: Sometimes\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(validateConfigCommand(bad, out, err), 1);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_NE(err.str().find("managedByDefaulting: "), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("1 error"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace mka::app

@@ -1,0 +1,217 @@
+// The `serve` service in-process: wiring of config, certificates, webhook, probes and metrics.
+#include "mka/app/service.h"
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "mka/common/errors.h"
+#include "mka/observability/health.h"
+#include "support/eventually.h"
+#include "support/temp_dir.h"
+#include "support/tls.h"
+
+namespace mka::app {
+namespace {
+
+using nlohmann::json;
+using test::eventually;
+
+constexpr const char* kQueueLabeledConfig = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: QueueLabeled
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)";
+
+json pipelineRunReview(const std::string& uid = "uid-1") {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", "tekton.dev"}, {"version", "v1"}, {"kind", "PipelineRun"}}},
+            {"resource", {{"group", "tekton.dev"}, {"version", "v1"}, {"resource", "pipelineruns"}}},
+            {"name", "build-1"},
+            {"namespace", "ci"},
+            {"operation", "CREATE"},
+            {"object",
+             {{"apiVersion", "tekton.dev/v1"},
+              {"kind", "PipelineRun"},
+              {"metadata", {{"name", "build-1"}, {"namespace", "ci"}, {"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}},
+              {"spec", {{"pipelineRef", {{"name", "p"}}}}}}}}}};
+}
+
+ServeOptions optionsFor(const test::TempDir& dir) {
+  ServeOptions o;
+  o.configFile = dir / "config.yaml";
+  o.certDir = (dir / "certs").string();
+  o.webhookBindAddress = "127.0.0.1:0";
+  o.healthProbeBindAddress = "127.0.0.1:0";
+  o.metricsBindAddress = "127.0.0.1:0";
+  return o;
+}
+
+std::unique_ptr<httplib::SSLClient> webhookClient(const Service& service, const test::TestCa& ca,
+                                                  const std::filesystem::path& caFile) {
+  (void)ca;
+  auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", service.webhookPort());
+  client->set_ca_cert_path(caFile.string().c_str());
+  client->enable_server_certificate_verification(true);
+  client->set_keep_alive(true);
+  return client;
+}
+
+std::optional<json> mutate(httplib::SSLClient& client, const json& review) {
+  auto res = client.Post("/mutate", review.dump(), "application/json");
+  if (!res) {
+    ADD_FAILURE() << "POST /mutate failed: " << httplib::to_string(res.error())
+                  << " verify=" << client.get_openssl_verify_result();
+    return std::nullopt;
+  }
+  if (res->status != 200) {
+    ADD_FAILURE() << "POST /mutate answered " << res->status << ": " << res->body;
+    return std::nullopt;
+  }
+  return json::parse(res->body);
+}
+
+int probe(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get(path.c_str());
+  return res ? res->status : -1;
+}
+
+std::string get(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get(path.c_str());
+  return res ? res->body : "";
+}
+
+TEST(ServiceTest, ServesMutateOverTlsAndIsReadyOnceTheCertificateIsLoaded) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  test::TestCa ca;
+  auto files = test::writeServingFiles(dir / "certs", ca, ca.issue());
+
+  Service service(optionsFor(dir));
+  service.start();
+  EXPECT_EQ(probe(service.probePort(), "/healthz"), 200);
+  ASSERT_TRUE(eventually([&] { return probe(service.probePort(), "/readyz") == 200; }));
+  // Equal bind addresses share one server, as in controller-runtime.
+  EXPECT_EQ(service.metricsPort(), service.probePort());
+
+  auto client = webhookClient(service, ca, files.ca);
+  auto answer = mutate(*client, pipelineRunReview());
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ((*answer)["response"]["uid"], "uid-1");
+  EXPECT_EQ((*answer)["response"]["patchType"], "JSONPatch");
+
+  auto metrics = get(service.metricsPort(), "/metrics");
+  EXPECT_NE(metrics.find("multikueue_adapter_webhook_requests_total{"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("result=\"patched\""), std::string::npos) << metrics;
+  service.stop();
+}
+
+TEST(ServiceTest, NotReadyWithoutCertificateUntilTheFilesAppear) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  std::filesystem::create_directories(dir / "certs");
+
+  Service service(optionsFor(dir));
+  service.start();
+  EXPECT_EQ(probe(service.probePort(), "/healthz"), 200);
+  EXPECT_EQ(probe(service.probePort(), "/readyz"), 500);
+  auto verbose = get(service.probePort(), "/readyz?verbose");
+  EXPECT_NE(verbose.find("[-]certificate"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("[+]config"), std::string::npos) << verbose;
+
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  EXPECT_TRUE(eventually([&] { return probe(service.probePort(), "/readyz") == 200; }));
+}
+
+TEST(ServiceTest, InvalidConfigurationRefusesToStartWithEveryError) {
+  test::TempDir dir;
+  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: Sometimes
+multiKueue:
+  gcInterval: -1m
+)");
+  try {
+    Service service(optionsFor(dir));
+    FAIL() << "an invalid configuration was accepted";
+  } catch (const ValidationError& e) {
+    ASSERT_EQ(e.errors().size(), 2u) << e.what();
+    EXPECT_EQ(e.errors()[0].path, "managedByDefaulting");
+    EXPECT_EQ(e.errors()[1].path, "multiKueue.gcInterval");
+  }
+}
+
+TEST(ServiceTest, FlagsOverrideTheFile) {
+  test::TempDir dir;
+  dir.write("config.yaml", std::string(kQueueLabeledConfig) + "webhook: {port: 9443, certDir: /nonexistent}\n");
+  auto options = optionsFor(dir);
+  Service service(options);
+  auto cfg = service.configuration();
+  EXPECT_EQ(cfg->webhook.certDir, (dir / "certs").string());
+  EXPECT_EQ(cfg->webhook.host, "127.0.0.1");
+  EXPECT_EQ(cfg->webhook.port, 0);
+  EXPECT_EQ(cfg->healthProbeBindAddress, "127.0.0.1:0");
+}
+
+TEST(ServiceTest, HotReloadAppliesAGoodFileAndKeepsTheLastGoodOneOnABadFile) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  test::TestCa ca;
+  auto files = test::writeServingFiles(dir / "certs", ca, ca.issue());
+  Service service(optionsFor(dir));
+  service.start();
+  auto client = webhookClient(service, ca, files.ca);
+
+  test::writeFileAtomically(dir / "config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: Never
+webhook: {port: 9999}
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)");
+  ASSERT_TRUE(eventually([&] {
+    return service.configuration()->managedByDefaulting == config::ManagedByDefaulting::Never;
+  }));
+  auto answer = mutate(*client, pipelineRunReview("uid-2"));
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_FALSE((*answer)["response"].contains("patch")) << answer->dump();
+  // Command-line overrides survive the reload, and a listener setting needs a restart.
+  EXPECT_EQ(service.configuration()->healthProbeBindAddress, "127.0.0.1:0");
+  EXPECT_EQ(service.configuration()->webhook.certDir, (dir / "certs").string());
+  EXPECT_EQ(service.configuration()->webhook.port, 0);
+
+  test::writeFileAtomically(dir / "config.yaml", "apiVersion: nope\n");
+  ASSERT_TRUE(eventually([&] {
+    auto metrics = get(service.metricsPort(), "/metrics");
+    return metrics.find("multikueue_adapter_config_last_reload_successful 0") != std::string::npos;
+  })) << get(service.metricsPort(), "/metrics");
+  EXPECT_EQ(service.configuration()->managedByDefaulting, config::ManagedByDefaulting::Never);
+  EXPECT_EQ(probe(service.probePort(), "/readyz"), 200);
+}
+
+TEST(ServiceTest, StopMarksTheProcessNotReady) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  Service service(optionsFor(dir));
+  service.start();
+  ASSERT_TRUE(service.health().ready(false).ok);
+  service.stop();
+  auto report = service.health().ready(true);
+  EXPECT_FALSE(report.ok);
+  EXPECT_NE(report.body.find("shutting down"), std::string::npos) << report.body;
+}
+
+}  // namespace
+}  // namespace mka::app

@@ -1,0 +1,111 @@
+#include "mka/common/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace mka::strings {
+namespace {
+
+TEST(Strings, SplitKeepsEmptyParts) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::vector<std::string> parts;
+  };
+  const std::vector<Case> cases = {
+      {"plain", "spec.runPolicy.managedBy", {"spec", "runPolicy", "managedBy"}},
+      {"empty middle", "a..b", {"a", "", "b"}},
+      {"no separator", "spec", {"spec"}},
+      {"empty text", "", {""}},
+      {"trailing", "a.", {"a", ""}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(split(c.text, '.'), c.parts);
+  }
+}
+
+TEST(Strings, JoinAndTrim) {
+  EXPECT_EQ(join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"one"}, ", "), "one");
+  EXPECT_EQ(trim("  x y \t\n"), "x y");
+  EXPECT_EQ(trim(" \n "), "");
+  EXPECT_EQ(trim("x"), "x");
+}
+
+TEST(Strings, EditDistanceIgnoresCase) {
+  struct Case {
+    std::string name;
+    std::string a, b;
+    std::size_t distance;
+  };
+  const std::vector<Case> cases = {
+      {"equal", "port", "port", 0},
+      {"case only", "multikueue", "multiKueue", 0},
+      {"one insertion", "gcInterval", "gcIntervall", 1},
+      {"transposition is one", "namepsace", "namespace", 1},
+      {"two transpositions", "pmiaryKey", "primaryKey", 2},
+      {"short transposition", "prot", "port", 1},
+      {"empty", "", "abc", 3},
+      {"both empty", "", "", 0},
+      {"substitution", "qps", "qpz", 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(editDistance(c.a, c.b), c.distance);
+    EXPECT_EQ(editDistance(c.b, c.a), c.distance);
+  }
+}
+
+TEST(Strings, DidYouMean) {
+  const std::vector<std::string> keys = {"namespace", "webhook", "multiKueue", "clientConnection", "qps", "burst",
+                                         "gcInterval", "origin", "port"};
+  struct Case {
+    std::string name;
+    std::string word;
+    std::optional<std::string> suggestion;
+  };
+  const std::vector<Case> cases = {
+      {"case only always matches", "multikueue", "multiKueue"},
+      {"case only short word", "QPS", "qps"},
+      {"one typo", "gcIntervall", "gcInterval"},
+      {"transposed letters in a long word", "namepsace", "namespace"},
+      {"typo in a long word", "clientConection", "clientConnection"},
+      {"short word one typo", "qpz", "qps"},
+      {"short word transposed letters", "prot", "port"},
+      {"short word two typos is too far", "pxyt", std::nullopt},
+      {"unrelated", "featureGates", std::nullopt},
+      {"exact match is not a suggestion", "origin", std::nullopt},
+      {"empty", "", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(didYouMean(c.word, keys), c.suggestion);
+  }
+}
+
+TEST(Strings, DidYouMeanPrefersTheClosest) {
+  EXPECT_EQ(didYouMean("gcIntervl", {"gcIntervals", "gcInterval"}), "gcInterval");
+  EXPECT_EQ(didYouMean("abcdefgh", {"abcdefgX", "abcdefgh2"}), "abcdefgX");  // ties: first listed
+}
+
+TEST(Strings, EscapeJsonPointer) {
+  struct Case {
+    std::string name;
+    std::string token;
+    std::string escaped;
+  };
+  const std::vector<Case> cases = {
+      {"plain", "managedBy", "managedBy"},
+      {"slash", "workflows.argoproj.io/controller-instanceid", "workflows.argoproj.io~1controller-instanceid"},
+      {"tilde first so that ~1 stays literal", "a~1/b", "a~01~1b"},
+      {"empty", "", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(escapeJsonPointer(c.token), c.escaped);
+  }
+}
+
+}  // namespace
+}  // namespace mka::strings

@@ -1,0 +1,228 @@
+#include "mka/config/loader.h"
+
+#include <gtest/gtest.h>
+
+#include "config_test_util.h"
+
+namespace mka::config {
+namespace {
+
+using namespace std::chrono_literals;
+using test::adapterDoc;
+using test::kueueDoc;
+using test::rendered;
+
+Configuration mustParse(const std::string& text) {
+  auto result = parseConfiguration(text);
+  EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
+  EXPECT_EQ(result.config.has_value(), result.ok());
+  return result.config.value_or(Configuration{});
+}
+
+TEST(Loader, HeaderOnlyGivesDefaults) {
+  auto c = mustParse(adapterDoc(""));
+  EXPECT_EQ(c.source, Configuration::Source::AdapterConfiguration);
+  Configuration defaults;
+  EXPECT_EQ(c.namespace_, defaults.namespace_);
+  EXPECT_EQ(c.webhook.port, defaults.webhook.port);
+  EXPECT_EQ(c.leaderElection.resourceNamespace, "kueue-system");
+  EXPECT_EQ(c.leaderElection.leaseDuration, 15s);
+  EXPECT_EQ(c.clientConnection.qps, 50);
+  EXPECT_EQ(c.clientConnection.burst, 100);
+  EXPECT_EQ(c.multiKueue.gcInterval, 1min);
+  EXPECT_EQ(c.multiKueue.workerLostTimeout, 15min);
+  EXPECT_EQ(c.multiKueue.origin, "multikueue");
+}
+
+TEST(Loader, NullSectionsReadAsAbsent) {
+  auto c = mustParse(adapterDoc("webhook:\nleaderElection: ~\nmultiKueue: null\nnamespace:\n"));
+  EXPECT_EQ(c.webhook.port, 9443);
+  EXPECT_EQ(c.namespace_, "kueue-system");
+  EXPECT_TRUE(c.multiKueue.externalFrameworks.empty());
+}
+
+TEST(Loader, AcceptsJson) {
+  auto c = mustParse(R"({"apiVersion": "config.multikueue-adapter.dev/v1alpha1", "kind": "AdapterConfiguration",
+    "webhook": {"port": 10443}, "multiKueue": {"externalFrameworks": [{"name": "PipelineRun.v1.tekton.dev"}],
+    "gcInterval": "30s"}})");
+  EXPECT_EQ(c.webhook.port, 10443);
+  ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 1u);
+  EXPECT_EQ(c.multiKueue.gcInterval, 30s);
+}
+
+TEST(Loader, ManagedByLocations) {
+  ManagedByLocation specPath;
+  ManagedByLocation runPolicy;
+  runPolicy.path = "spec.runPolicy.managedBy";
+  ManagedByLocation argoLabel;
+  argoLabel.type = ManagedByLocation::Type::Label;
+  argoLabel.path.clear();
+  argoLabel.labelKey = "workflows.argoproj.io/controller-instanceid";
+  argoLabel.value = "multikueue";
+  ManagedByLocation customLabel = argoLabel;
+  customLabel.labelKey = "example.com/managed";
+  customLabel.value = "mk";
+
+  struct Case {
+    std::string name;
+    std::string entry;  // one externalFrameworks entry
+    ManagedByLocation expected;
+    bool fromProfile;
+  };
+  const std::vector<Case> cases = {
+      {"tekton profile", "{name: PipelineRun.v1.tekton.dev}", specPath, true},
+      {"argo profile", "{name: Workflow.v1alpha1.argoproj.io}", argoLabel, true},
+      {"no profile: default path", "{name: RayCluster.v1.ray.io}", specPath, false},
+      {"explicit path", "{name: PyTorchJob.v1.kubeflow.org, managedBy: {path: spec.runPolicy.managedBy}}", runPolicy,
+       false},
+      {"explicit label", "{name: Thing.v1.example.com, managedBy: {label: example.com/managed, value: mk}}",
+       customLabel, false},
+      {"explicit beats profile", "{name: Workflow.v1alpha1.argoproj.io, managedBy: {path: spec.managedBy}}", specPath,
+       false},
+      {"explicit label equal to the profile", 
+       "{name: Workflow.v1.argoproj.io, managedBy: {label: workflows.argoproj.io/controller-instanceid, value: "
+       "multikueue}}",
+       argoLabel, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto config = mustParse(adapterDoc("multiKueue:\n  externalFrameworks:\n  - " + c.entry + "\n"));
+    ASSERT_EQ(config.multiKueue.externalFrameworks.size(), 1u);
+    const auto& f = config.multiKueue.externalFrameworks[0];
+    EXPECT_EQ(f.managedBy, c.expected);
+    EXPECT_EQ(f.managedByFromProfile, c.fromProfile);
+  }
+}
+
+TEST(Loader, FrameworkGvkIsParsed) {
+  auto c = mustParse(adapterDoc("multiKueue: {externalFrameworks: [{name: Workflow.v1alpha1.argoproj.io}]}\n"));
+  ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 1u);
+  EXPECT_EQ(c.multiKueue.externalFrameworks[0].name, "Workflow.v1alpha1.argoproj.io");
+  EXPECT_EQ(c.multiKueue.externalFrameworks[0].gvk, (kube::GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}));
+}
+
+TEST(Loader, KueueStyleDefaulting) {
+  struct Case {
+    std::string name;
+    std::string body;
+    std::string origin;
+    std::string dispatcher;
+    Duration gcInterval;
+  };
+  const std::vector<Case> cases = {
+      {"empty origin is defaulted", "multiKueue: {origin: \"\"}", "multikueue",
+       "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 1min},
+      {"empty dispatcher is defaulted", "multiKueue: {dispatcherName: \"\"}", "multikueue",
+       "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 1min},
+      {"external dispatcher kept", "multiKueue: {dispatcherName: example.com/mine}", "multikueue",
+       "example.com/mine", 1min},
+      {"quoted zero turns gc off", "multiKueue: {gcInterval: \"0\"}", "multikueue",
+       "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 0s},
+      {"plain zero too", "multiKueue: {gcInterval: 0}", "multikueue",
+       "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 0s},
+      {"compound duration", "multiKueue: {gcInterval: 1h30m, origin: eu}", "eu",
+       "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 90min},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (const auto& doc : {adapterDoc(c.body + "\n"), kueueDoc(c.body + "\n")}) {
+      auto config = mustParse(doc);
+      EXPECT_EQ(config.multiKueue.origin, c.origin);
+      EXPECT_EQ(config.multiKueue.dispatcherName, c.dispatcher);
+      EXPECT_EQ(config.multiKueue.gcInterval, c.gcInterval);
+    }
+  }
+}
+
+TEST(Loader, LeaseNamespaceFollowsNamespaceUnlessSet) {
+  auto followed = mustParse(adapterDoc("namespace: batch\n"));
+  EXPECT_EQ(followed.leaderElection.resourceNamespace, "batch");
+  auto set = mustParse(adapterDoc("namespace: batch\nleaderElection: {resourceNamespace: leases}\n"));
+  EXPECT_EQ(set.leaderElection.resourceNamespace, "leases");
+}
+
+TEST(Loader, ManagedByDefaultingValues) {
+  for (auto [text, policy] : std::vector<std::pair<std::string, ManagedByDefaulting>>{
+           {"MultiKueueQueues", ManagedByDefaulting::MultiKueueQueues},
+           {"QueueLabeled", ManagedByDefaulting::QueueLabeled},
+           {"Never", ManagedByDefaulting::Never}}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(mustParse(adapterDoc("managedByDefaulting: " + text + "\n")).managedByDefaulting, policy);
+  }
+}
+
+TEST(Loader, KueueConfigurationReadsItsSubset) {
+  for (const std::string version : {"v1beta1", "v1beta2"}) {
+    SCOPED_TRACE(version);
+    auto c = mustParse(kueueDoc(R"(namespace: batch-system
+manageJobsWithoutQueueName: true
+webhook: {port: 9999}
+leaderElection: {leaderElect: true, resourceName: c1f6bfd2.kueue.x-k8s.io}
+metrics: {bindAddress: ":8443"}
+health: {healthProbeBindAddress: ":8081"}
+clientConnection: {qps: 20, burst: 30}
+integrations: {frameworks: ["batch/job"]}
+multiKueue:
+  gcInterval: 2m
+  origin: eu
+  workerLostTimeout: 5m
+  dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental
+  incrementalDispatcherConfig: {stepSize: 2}
+  clusterProfile: {credentialsProviders: [{name: x, execConfig: {command: y}}]}
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
+    managedBy: {label: workflows.argoproj.io/controller-instanceid, value: mk}
+)",
+                            version));
+    EXPECT_EQ(c.source, Configuration::Source::KueueConfiguration);
+    EXPECT_EQ(c.namespace_, "batch-system");
+    EXPECT_EQ(c.leaderElection.resourceNamespace, "batch-system");
+    EXPECT_EQ(c.clientConnection.qps, 20);
+    EXPECT_EQ(c.clientConnection.burst, 30);
+    EXPECT_EQ(c.multiKueue.gcInterval, 2min);
+    EXPECT_EQ(c.multiKueue.origin, "eu");
+    EXPECT_EQ(c.multiKueue.workerLostTimeout, 5min);
+    EXPECT_EQ(c.multiKueue.dispatcherName, "kueue.x-k8s.io/multikueue-dispatcher-incremental");
+    ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 2u);
+    EXPECT_EQ(c.multiKueue.externalFrameworks[1].managedBy.value, "mk");
+    // Kueue's own webhook, leader election and probes are for Kueue's process, not ours.
+    EXPECT_EQ(c.webhook.port, 9443);
+    EXPECT_EQ(c.leaderElection.resourceName, "multikueue-adapter");
+    EXPECT_EQ(c.healthProbeBindAddress, ":8081");
+  }
+}
+
+TEST(Loader, KueueConfigurationToleratesKeysFromNewerKueues) {
+  auto c = mustParse(kueueDoc("someFutureFeature: {enabled: true}\nmultiKueue: {brandNewKnob: 3}\n"));
+  EXPECT_EQ(c.source, Configuration::Source::KueueConfiguration);
+}
+
+TEST(Loader, PathPrefixIsPutBeforeEveryPath) {
+  auto result = parseConfiguration(adapterDoc("webhook: {port: 0}\nmultikueue: {}\n"), "data[config.yaml].");
+  EXPECT_EQ(test::paths(result.errors),
+            (std::vector<std::string>{"data[config.yaml].webhook.port", "data[config.yaml].multikueue"}));
+  auto empty = parseConfiguration("", "data[config.yaml].");
+  EXPECT_EQ(rendered(empty.errors)[0].rfind("data[config.yaml]: file is empty: ", 0), 0u) << rendered(empty.errors)[0];
+}
+
+TEST(Loader, ErrorsComeInFileOrder) {
+  auto result = parseConfiguration(adapterDoc(R"(multiKueue:
+  origin: "a/b"
+  gcInterval: -1m
+webhook:
+  port: 0
+namespace: Bad_NS
+)"));
+  EXPECT_EQ(test::paths(result.errors),
+            (std::vector<std::string>{"multiKueue.origin", "multiKueue.gcInterval", "webhook.port", "namespace"}));
+}
+
+TEST(Loader, ResultHoldsNoConfigWhenThereAreErrors) {
+  auto result = parseConfiguration(adapterDoc("webhook: {port: 0}\n"));
+  EXPECT_FALSE(result.ok());
+  EXPECT_FALSE(result.config.has_value());
+}
+
+}  // namespace
+}  // namespace mka::config

@@ -1,0 +1,245 @@
+// Value rules, through the whole loader and on configurations built in code.
+#include <gtest/gtest.h>
+
+#include "config_test_util.h"
+#include "mka/config/loader.h"
+
+namespace mka::config {
+namespace {
+
+using namespace std::chrono_literals;
+using test::adapterDoc;
+using test::rendered;
+
+// One bad value gives exactly one error, at `path`, whose problem and fix contain the given texts.
+struct Case {
+  std::string name;
+  std::string body;
+  std::string path;
+  std::string problem;
+  std::string fix;
+};
+
+void runCases(const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto result = parseConfiguration(adapterDoc(c.body));
+    ASSERT_EQ(result.errors.size(), 1u) << joinErrors(result.errors);
+    const auto& e = result.errors[0];
+    EXPECT_EQ(e.path, c.path);
+    EXPECT_NE(e.problem.find(c.problem), std::string::npos) << e.problem;
+    EXPECT_NE(e.fix.find(c.fix), std::string::npos) << e.fix;
+  }
+}
+
+std::string framework(const std::string& name) {
+  return "multiKueue:\n  externalFrameworks:\n  - name: \"" + name + "\"\n";
+}
+
+const std::string kNameFix = "write it as Kind.version.group, for example PipelineRun.v1.tekton.dev";
+const std::string kNamePath = "multiKueue.externalFrameworks[0].name";
+
+TEST(Validate, FrameworkNames) {
+  runCases({
+      {"empty version, which Kueue accepts", framework("PipelineRun..tekton.dev"), kNamePath,
+       "the version part is empty", kNameFix},
+      {"empty kind", framework(".v1.tekton.dev"), kNamePath, "the Kind part is empty", kNameFix},
+      {"empty group", framework("PipelineRun.v1."), kNamePath, "the group part is empty", kNameFix},
+      {"all empty", framework(".."), kNamePath,
+       "the Kind part is empty; the version part is empty; the group part is empty", kNameFix},
+      {"no dots", framework("PipelineRun"), kNamePath,
+       "must be in 'Kind.version.group' format, not \"PipelineRun\"", kNameFix},
+      {"one dot", framework("PipelineRun.tekton"), kNamePath, "must be in 'Kind.version.group' format", kNameFix},
+      {"empty", framework(""), kNamePath, "is required", kNameFix},
+      {"lower-case kind suggests the fix", framework("pipelineRun.v1.tekton.dev"), kNamePath,
+       "the Kind \"pipelineRun\" must start with an upper-case letter and hold only letters and digits",
+       "did you mean \"PipelineRun.v1.tekton.dev\"?"},
+      {"kind with a dash", framework("Pipeline-Run.v1.tekton.dev"), kNamePath,
+       "the Kind \"Pipeline-Run\" must start with an upper-case letter", kNameFix},
+      {"upper-case version", framework("PipelineRun.V1.tekton.dev"), kNamePath,
+       "the version \"V1\" must be lower-case letters, digits and '-'", kNameFix},
+      {"upper-case group", framework("PipelineRun.v1.Tekton.dev"), kNamePath,
+       "the group \"Tekton.dev\" must be a lower-case DNS name", kNameFix},
+      {"missing version", framework("PipelineRun.tekton.dev"), kNamePath, "the group \"dev\" has no dot",
+       "the version seems to be missing: " + kNameFix},
+      {"built-in group without a dot", framework("Job.v1.batch"), kNamePath, "the group \"batch\" has no dot",
+       kNameFix},
+  });
+}
+
+TEST(Validate, DuplicateFrameworksNameTheEarlierIndex) {
+  auto result = parseConfiguration(adapterDoc(R"(multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
+  - name: PipelineRun.v1.tekton.dev
+    managedBy: {path: spec.managedBy}
+  - name: PipelineRun.v1beta1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
+)"));
+  EXPECT_EQ(rendered(result.errors),
+            (std::vector<std::string>{
+                "multiKueue.externalFrameworks[2].name: duplicates multiKueue.externalFrameworks[0].name "
+                "(tekton.dev/v1, Kind=PipelineRun): remove one of the two entries",
+                "multiKueue.externalFrameworks[4].name: duplicates multiKueue.externalFrameworks[1].name "
+                "(argoproj.io/v1alpha1, Kind=Workflow): remove one of the two entries"}));
+}
+
+TEST(Validate, MultiKueueValues) {
+  runCases({
+      {"negative gcInterval", "multiKueue: {gcInterval: -1m}\n", "multiKueue.gcInterval",
+       "must be greater than or equal to 0, not -1m0s", "use 0 to turn garbage collection off"},
+      {"negative workerLostTimeout", "multiKueue: {workerLostTimeout: -5s}\n", "multiKueue.workerLostTimeout",
+       "must be greater than or equal to 0, not -5s", "such as 15m"},
+      {"origin with a slash", "multiKueue: {origin: a/b}\n", "multiKueue.origin",
+       "invalid value \"a/b\": a valid label must be an empty string", "such as multikueue"},
+      {"origin too long", "multiKueue: {origin: " + std::string(64, 'a') + "}\n", "multiKueue.origin",
+       "must be no more than 63 characters", "at most 63"},
+  });
+}
+
+TEST(Validate, ZeroDurationsAreAllowedWhereKueueAllowsThem) {
+  auto result = parseConfiguration(adapterDoc("multiKueue: {gcInterval: 0s, workerLostTimeout: 0s}\n"));
+  EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
+}
+
+TEST(Validate, ServerSettings) {
+  runCases({
+      {"port 0", "webhook: {port: 0}\n", "webhook.port", "must be between 1 and 65535, not 0", "such as 9443"},
+      {"port too big", "webhook: {port: 65536}\n", "webhook.port", "must be between 1 and 65535, not 65536", "9443"},
+      {"empty certDir", "webhook: {certDir: \"\"}\n", "webhook.certDir", "must not be empty", "serving-certs"},
+      {"certName with a slash", "webhook: {certName: certs/tls.crt}\n", "webhook.certName",
+       "must be a file name inside certDir, not \"certs/tls.crt\"", "such as tls.crt"},
+      {"empty keyName", "webhook: {keyName: \"\"}\n", "webhook.keyName", "must be a file name inside certDir",
+       "such as tls.key"},
+      {"bind address without a colon", "metricsBindAddress: \"8080\"\n", "metricsBindAddress",
+       "must be [host]:port or \"0\", not \"8080\"", "such as :8080 or 127.0.0.1:8080, or \"0\" to turn it off"},
+      {"bind address port 0", "healthProbeBindAddress: \":0\"\n", "healthProbeBindAddress",
+       "must end with a port number between 1 and 65535", "such as :8081"},
+      {"bind address port too big", "metricsBindAddress: \":99999\"\n", "metricsBindAddress",
+       "must end with a port number between 1 and 65535", ":8080"},
+      {"bind address port not a number", "metricsBindAddress: \"localhost:http\"\n", "metricsBindAddress",
+       "must end with a port number", ":8080"},
+      {"bind address empty", "metricsBindAddress: \"\"\n", "metricsBindAddress", "must be [host]:port", "\"0\""},
+      {"IPv6 without brackets", "metricsBindAddress: \"::1:8080\"\n", "metricsBindAddress",
+       "IPv6 host that is not in brackets", ":8080"},
+      {"IPv6 unclosed", "metricsBindAddress: \"[::1:8080\"\n", "metricsBindAddress", "without its closing ']'",
+       ":8080"},
+      {"namespace", "namespace: Kueue_System\n", "namespace",
+       "invalid value \"Kueue_System\": a lowercase RFC 1123 label",
+       "such as kueue-system"},
+  });
+}
+
+TEST(Validate, GoodBindAddresses) {
+  for (const std::string address : {"0", ":8080", "127.0.0.1:8080", "localhost:1", "[::1]:8080", "[::]:65535"}) {
+    SCOPED_TRACE(address);
+    auto result = parseConfiguration(adapterDoc("metricsBindAddress: \"" + address + "\"\n"));
+    EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
+  }
+}
+
+TEST(Validate, LeaderElectionFollowsClientGo) {
+  runCases({
+      {"lease not longer than renew", "leaderElection: {leaseDuration: 10s, renewDeadline: 10s}\n",
+       "leaderElection.leaseDuration", "must be longer than renewDeadline (10s), not 10s",
+       "for example leaseDuration: 15s with renewDeadline: 10s"},
+      {"renew within the retry jitter", "leaderElection: {renewDeadline: 6s, retryPeriod: 5s}\n",
+       "leaderElection.renewDeadline", "must be longer than 1.2 x retryPeriod (6s), not 6s",
+       "for example renewDeadline: 10s with retryPeriod: 2s"},
+      {"zero retry", "leaderElection: {retryPeriod: 0s}\n", "leaderElection.retryPeriod",
+       "must be greater than 0, not 0s", "such as 2s"},
+      {"bad lease name", "leaderElection: {resourceName: Adapter_Lock}\n", "leaderElection.resourceName",
+       "invalid value \"Adapter_Lock\"", "such as multikueue-adapter"},
+      {"bad lease namespace", "leaderElection: {resourceNamespace: a.b}\n", "leaderElection.resourceNamespace",
+       "must not contain dots", "such as kueue-system"},
+  });
+  auto negative = parseConfiguration(adapterDoc("leaderElection: {leaseDuration: -1s}\n"));
+  EXPECT_EQ(test::paths(negative.errors), std::vector<std::string>{"leaderElection.leaseDuration"});
+}
+
+TEST(Validate, LeaderElectionIsNotCheckedWhenOff) {
+  auto result = parseConfiguration(adapterDoc("leaderElection: {leaderElect: false, leaseDuration: 1s}\n"));
+  EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
+}
+
+TEST(Validate, ClientConnectionAndDispatch) {
+  runCases({
+      {"qps zero", "clientConnection: {qps: 0}\n", "clientConnection.qps", "must be greater than 0, not 0",
+       "such as 50"},
+      {"qps negative", "clientConnection: {qps: -2.5}\n", "clientConnection.qps", "must be greater than 0, not -2.5",
+       "such as 50"},
+      {"burst zero", "clientConnection: {burst: 0}\n", "clientConnection.burst", "must be at least 1, not 0",
+       "such as 100"},
+      {"controller name without a domain", "dispatch: {admissionCheckControllerName: dispatcher}\n",
+       "dispatch.admissionCheckControllerName", "must be a domain-prefixed path (such as \"acme.io/foo\")",
+       "multikueue-adapter.dev/dispatcher"},
+      {"controller name empty", "dispatch: {admissionCheckControllerName: \"\"}\n",
+       "dispatch.admissionCheckControllerName", "must not be empty", "domain-prefixed"},
+      {"controller name with an upper-case domain", "dispatch: {admissionCheckControllerName: Example.com/x}\n",
+       "dispatch.admissionCheckControllerName", "a lowercase RFC 1123 subdomain", "domain-prefixed"},
+      {"controller name too long",
+       "dispatch: {admissionCheckControllerName: example.com/" + std::string(250, 'a') + "}\n",
+       "dispatch.admissionCheckControllerName", "must be no more than 253 characters", "domain-prefixed"},
+      {"managedByDefaulting case", "managedByDefaulting: multikueuequeues\n", "managedByDefaulting",
+       "must be MultiKueueQueues, QueueLabeled or Never, not \"multikueuequeues\"",
+       "did you mean \"MultiKueueQueues\"?"},
+      {"managedByDefaulting unknown", "managedByDefaulting: Always\n", "managedByDefaulting",
+       "must be MultiKueueQueues, QueueLabeled or Never, not \"Always\"",
+       "use MultiKueueQueues (jobs in queues dispatched by MultiKueue), QueueLabeled"},
+  });
+}
+
+TEST(Validate, TypeErrorsAreNotRepeatedAsValueErrors) {
+  auto result = parseConfiguration(adapterDoc("multiKueue: {externalFrameworks: [{name: [a]}]}\n"));
+  EXPECT_EQ(test::paths(result.errors), std::vector<std::string>{"multiKueue.externalFrameworks[0].name"});
+}
+
+TEST(Validate, ConfigurationBuiltInCode) {
+  Configuration good;
+  EXPECT_TRUE(validateConfiguration(good).empty());
+
+  Configuration bad;
+  bad.webhook.port = -1;
+  bad.multiKueue.origin = "-x-";
+  ExternalFramework f;
+  f.name = "Thing.v1.example.com";
+  f.gvk = {"example.com", "v1", "Thing"};
+  f.managedBy.path = "spec.bad-field";
+  bad.multiKueue.externalFrameworks.push_back(f);
+  ExternalFramework fromProfile = f;  // a profile's location is trusted, never re-checked
+  fromProfile.name = "Other.v1.example.com";
+  fromProfile.gvk.kind = "Other";
+  fromProfile.managedByFromProfile = true;
+  bad.multiKueue.externalFrameworks.push_back(fromProfile);
+
+  EXPECT_EQ(test::paths(validateConfiguration(bad)),
+            (std::vector<std::string>{"webhook.port", "multiKueue.origin",
+                                      "multiKueue.externalFrameworks[0].managedBy.path"}));
+}
+
+TEST(Validate, ManagedByPaths) {
+  struct PathCase {
+    std::string path;
+    bool ok;
+  };
+  for (const auto& c : std::vector<PathCase>{{"spec.managedBy", true},
+                                             {"spec.runPolicy.managedBy", true},
+                                             {"spec.a_b.c1", true},
+                                             {"spec", false},
+                                             {"spec.", false},
+                                             {"spec..managedBy", false},
+                                             {"status.managedBy", false},
+                                             {"spec.1x", false},
+                                             {"spec.managed-by", false},
+                                             {"spec.labels[x]", false},
+                                             {"", false}}) {
+    SCOPED_TRACE(c.path);
+    auto result = parseConfiguration(
+        adapterDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, managedBy: {path: \"" + c.path + "\"}}]}\n"));
+    EXPECT_EQ(result.ok(), c.ok) << joinErrors(result.errors);
+  }
+}
+
+}  // namespace
+}  // namespace mka::config

@@ -1,0 +1,73 @@
+#include "mka/kube/gvk.h"
+
+#include <gtest/gtest.h>
+
+namespace mka::kube {
+namespace {
+
+TEST(GroupVersionKind, ParseDottedSplitsAtTheFirstTwoDots) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::optional<GroupVersionKind> expected;
+  };
+  const std::vector<Case> cases = {
+      {"tekton", "PipelineRun.v1.tekton.dev", GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}},
+      {"argo", "Workflow.v1alpha1.argoproj.io", GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}},
+      {"single-word group", "Job.v1.batch", GroupVersionKind{"batch", "v1", "Job"}},
+      {"empty version kept, as Kueue does", "PipelineRun..tekton.dev",
+       GroupVersionKind{"tekton.dev", "", "PipelineRun"}},
+      {"empty group", "Kind.v1.", GroupVersionKind{"", "v1", "Kind"}},
+      {"one dot", "PipelineRun.tekton", std::nullopt},
+      {"no dot", "PipelineRun", std::nullopt},
+      {"empty", "", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(GroupVersionKind::parseDotted(c.text), c.expected);
+  }
+}
+
+TEST(GroupVersionKind, Spellings) {
+  struct Case {
+    std::string name;
+    GroupVersionKind gvk;
+    std::string apiVersion, dotted, goString;
+  };
+  const std::vector<Case> cases = {
+      {"tekton", {"tekton.dev", "v1", "PipelineRun"}, "tekton.dev/v1", "PipelineRun.v1.tekton.dev",
+       "tekton.dev/v1, Kind=PipelineRun"},
+      {"core", {"", "v1", "Pod"}, "v1", "Pod.v1.", "/v1, Kind=Pod"},
+      {"batch", {"batch", "v1", "Job"}, "batch/v1", "Job.v1.batch", "batch/v1, Kind=Job"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.gvk.apiVersion(), c.apiVersion);
+    EXPECT_EQ(c.gvk.dotted(), c.dotted);
+    EXPECT_EQ(c.gvk.goString(), c.goString);
+  }
+}
+
+TEST(GroupVersionKind, FromApiVersion) {
+  EXPECT_EQ(GroupVersionKind::fromApiVersion("tekton.dev/v1", "PipelineRun"),
+            (GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}));
+  EXPECT_EQ(GroupVersionKind::fromApiVersion("v1", "ConfigMap"), (GroupVersionKind{"", "v1", "ConfigMap"}));
+  EXPECT_EQ(GroupVersionKind::fromApiVersion("", "X"), (GroupVersionKind{"", "", "X"}));
+}
+
+TEST(GroupVersionKind, ParsedDottedRoundTrips) {
+  const GroupVersionKind gvk{"argoproj.io", "v1alpha1", "Workflow"};
+  EXPECT_EQ(GroupVersionKind::parseDotted(gvk.dotted()), gvk);
+  EXPECT_EQ(GroupVersionKind::fromApiVersion(gvk.apiVersion(), gvk.kind), gvk);
+}
+
+TEST(GroupVersionKind, OrderingIsUsableAsAMapKey) {
+  const GroupVersionKind a{"a.io", "v1", "X"};
+  const GroupVersionKind b{"b.io", "v1", "X"};
+  EXPECT_LT(a, b);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, (GroupVersionKind{"a.io", "v1", "X"}));
+}
+
+}  // namespace
+}  // namespace mka::kube

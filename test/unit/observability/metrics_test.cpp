@@ -1,0 +1,128 @@
+#include "mka/observability/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace mka::observability {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(MetricsTest, CountsAdmissionsPerLabelSet) {
+  Metrics metrics;
+  metrics.observeAdmission("mutate", "PipelineRun", "CREATE", "patched", 0.0002);
+  metrics.observeAdmission("mutate", "PipelineRun", "CREATE", "patched", 0.0003);
+  metrics.observeAdmission("validate", "PipelineRun", "UPDATE", "denied", 0.001);
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, "# TYPE multikueue_adapter_webhook_requests_total counter")) << text;
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_webhook_requests_total{kind="PipelineRun",operation="CREATE",result="patched",webhook="mutate"} 2)"))
+      << text;
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_webhook_requests_total{kind="PipelineRun",operation="UPDATE",result="denied",webhook="validate"} 1)"))
+      << text;
+}
+
+TEST(MetricsTest, LatencyHistogramResolvesSubMillisecondAnswers) {
+  Metrics metrics;
+  metrics.observeAdmission("mutate", "Job", "CREATE", "allowed", 0.00005);
+  metrics.observeAdmission("mutate", "Job", "CREATE", "allowed", 0.0004);
+  metrics.observeAdmission("mutate", "Job", "CREATE", "allowed", 3.0);
+  const std::string text = metrics.render();
+  const std::string series =
+      R"(multikueue_adapter_webhook_request_duration_seconds_bucket{kind="Job",operation="CREATE",result="allowed",webhook="mutate",)";
+  EXPECT_TRUE(contains(text, series + R"(le="0.0001"} 1)")) << text;
+  EXPECT_TRUE(contains(text, series + R"(le="0.0005"} 2)")) << text;
+  EXPECT_TRUE(contains(text, series + R"(le="2.5"} 2)")) << text;
+  EXPECT_TRUE(contains(text, series + R"(le="+Inf"} 3)")) << text;
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_webhook_request_duration_seconds_count{kind="Job",operation="CREATE",result="allowed",webhook="mutate"} 3)"))
+      << text;
+}
+
+TEST(MetricsTest, EmptyKindIsItsOwnSeries) {
+  Metrics metrics;
+  metrics.observeAdmission("validate", "", "", "error", 0.0001);
+  EXPECT_TRUE(contains(
+      metrics.render(),
+      R"(multikueue_adapter_webhook_requests_total{kind="",operation="",result="error",webhook="validate"} 1)"));
+}
+
+TEST(MetricsTest, LabelValuesWithSeparatorsDoNotCollide) {
+  Metrics metrics;
+  metrics.observeAdmission("a", "b c", "d", "e", 0.0001);
+  metrics.observeAdmission("a b", "c", "d", "e", 0.0001);
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, R"({kind="b c",operation="d",result="e",webhook="a"} 1)")) << text;
+  EXPECT_TRUE(contains(text, R"({kind="c",operation="d",result="e",webhook="a b"} 1)")) << text;
+}
+
+TEST(MetricsTest, UnboundedKindsFoldIntoOther) {
+  Metrics metrics;
+  for (int i = 0; i < 1100; ++i)
+    metrics.observeAdmission("mutate", "Kind" + std::to_string(i), "CREATE", "allowed", 0.0001);
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, R"({kind="Kind999",operation="CREATE",result="allowed",webhook="mutate"} 1)"))
+      << "first kinds kept";
+  EXPECT_FALSE(contains(text, R"(kind="Kind1000")"));
+  EXPECT_TRUE(contains(text, R"({kind="other",operation="other",result="allowed",webhook="mutate"} 100)")) << text;
+}
+
+TEST(MetricsTest, ConcurrentObservationsAreAllCounted) {
+  Metrics metrics;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&metrics, t] {
+      for (int i = 0; i < 1000; ++i) {
+        metrics.observeAdmission("mutate", t % 2 == 0 ? "Job" : "PipelineRun", "CREATE", "allowed", 0.0001);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, R"({kind="Job",operation="CREATE",result="allowed",webhook="mutate"} 4000)")) << text;
+  EXPECT_TRUE(contains(text, R"({kind="PipelineRun",operation="CREATE",result="allowed",webhook="mutate"} 4000)"));
+}
+
+TEST(MetricsTest, ConfigReloadsCountAndTheGaugeFollowsTheLastOne) {
+  Metrics metrics;
+  metrics.recordConfigReload(true);
+  EXPECT_TRUE(contains(metrics.render(), "multikueue_adapter_config_last_reload_successful 1"));
+  metrics.recordConfigReload(false);
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, "multikueue_adapter_config_last_reload_successful 0")) << text;
+  EXPECT_TRUE(contains(text, R"(multikueue_adapter_config_reloads_total{result="success"} 1)")) << text;
+  EXPECT_TRUE(contains(text, R"(multikueue_adapter_config_reloads_total{result="failure"} 1)")) << text;
+}
+
+TEST(MetricsTest, CertificateReloadsCount) {
+  Metrics metrics;
+  metrics.recordCertificateReload(true);
+  metrics.recordCertificateReload(true);
+  metrics.recordCertificateReload(false);
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, R"(multikueue_adapter_certificate_reloads_total{result="success"} 2)")) << text;
+  EXPECT_TRUE(contains(text, R"(multikueue_adapter_certificate_reloads_total{result="failure"} 1)")) << text;
+}
+
+TEST(MetricsTest, EveryFamilyHasHelp) {
+  Metrics metrics;
+  metrics.observeAdmission("mutate", "Job", "CREATE", "allowed", 0.0001);
+  metrics.recordCertificateReload(true);
+  metrics.recordConfigReload(true);
+  const std::string text = metrics.render();
+  for (const char* name :
+       {"multikueue_adapter_webhook_requests_total", "multikueue_adapter_webhook_request_duration_seconds",
+        "multikueue_adapter_config_reloads_total", "multikueue_adapter_config_last_reload_successful",
+        "multikueue_adapter_certificate_reloads_total"}) {
+    EXPECT_TRUE(contains(text, std::string("# HELP ") + name + " ")) << name;
+  }
+}
+
+}  // namespace
+}  // namespace mka::observability
