@@ -30,7 +30,7 @@
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
-#include "certs.h"
+#include "mka/net/pki.h"
 #include "client.h"
 #include "mka/config/configuration.h"
 #include "mka/config/store.h"
@@ -39,7 +39,6 @@
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_handler.h"
 #include "mka/webhook/queue_index.h"
-#include "review.h"
 
 #ifndef MKA_BENCH_BUILD_TYPE
 #define MKA_BENCH_BUILD_TYPE "unknown"
@@ -88,6 +87,18 @@ int usableCpus() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
   return CPU_COUNT(&set);
+}
+
+std::filesystem::path makeTempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "webhook-bench-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
+}
+
+void writeFile(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
 std::string readFile(const std::string& path) {
@@ -163,17 +174,12 @@ int run(const Flags& flags) {
   if (!flags.body.empty()) {
     rawBody = readFile(flags.body);
     bodySource = flags.body;
-  } else if (std::string fixture = MKA_BENCH_FIXTURE; !fixture.empty() && std::filesystem::exists(fixture)) {
-    rawBody = readFile(fixture);
-    bodySource = fixture;
-  }
-  std::string body;
-  if (rawBody.empty()) {
-    body = mka::bench::embeddedPipelineRunReview();
-    bodySource = "embedded Tekton v1 PipelineRun CREATE review";
   } else {
-    body = mka::bench::minifyJson(rawBody);  // kube-apiserver sends compact JSON
+    rawBody = readFile(MKA_BENCH_FIXTURE);
+    bodySource = MKA_BENCH_FIXTURE;
   }
+  // kube-apiserver sends compact JSON; keep the key order of the file.
+  const std::string body = nlohmann::ordered_json::parse(rawBody).dump();
   std::printf("request body: %zu bytes (compact JSON) from %s\n", body.size(), bodySource.c_str());
 
   // ---- server ----
@@ -208,14 +214,23 @@ int run(const Flags& flags) {
   }
   const std::string constantBody = probe.body;
 
-  const auto pki = mka::bench::makeTestPki();
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() {
+  // A throwaway CA and serving certificate in a temporary directory removed at exit.
+  struct Pki {
+    std::filesystem::path dir = makeTempDir();
+    std::filesystem::path caCert = dir / "ca.crt", tlsCert = dir / "tls.crt", tlsKey = dir / "tls.key";
+    std::string keyType = "ECDSA P-256";
+    ~Pki() {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     }
-  } cleanup{pki.dir};
+  } pki;
+  {
+    net::CertificateAuthority ca("webhook_bench CA");
+    const auto leaf = ca.issue();
+    writeFile(pki.caCert, ca.certPem());
+    writeFile(pki.tlsCert, leaf.certPem);
+    writeFile(pki.tlsKey, leaf.keyPem);
+  }
   auto certificates = std::make_shared<net::CertificateReloader>(pki.tlsCert, pki.tlsKey);
   certificates->start();
   if (!certificates->loaded()) throw std::runtime_error("certificate not loaded: " + certificates->lastError());
@@ -388,7 +403,7 @@ int main(int argc, char** argv) {
   app.add_option("--modes", flags.modes, "max = closed loop, rate = open loop at --rate")
       ->check(CLI::IsMember({"max", "rate", "both"}))
       ->capture_default_str();
-  app.add_option("--body", flags.body, "AdmissionReview JSON file to send (default: the 2.5 KB fixture or the embedded one)")
+  app.add_option("--body", flags.body, "AdmissionReview JSON file to send (default: the 2.5 KB fixture)")
       ->check(CLI::ExistingFile);
   app.add_option("--policy", flags.policy, "managedByDefaulting policy of the served configuration")
       ->check(CLI::IsMember({"QueueLabeled", "MultiKueueQueues"}))

@@ -10,41 +10,15 @@
 #include <string>
 #include <vector>
 
-typedef struct evp_pkey_st EVP_PKEY;
-typedef struct x509_st X509;
+#include "mka/net/pki.h"
 
 namespace mka::test {
 
-struct CertificateAndKey {
-  std::string certPem;  // the leaf, PEM
-  std::string keyPem;   // its private key, PKCS#8 PEM
-};
+using net::CertificateAndKey;
+using net::IssueOptions;
+using TestCa = net::CertificateAuthority;
+using net::generateKeyPem;
 
-struct IssueOptions {
-  std::string commonName = "localhost";
-  std::vector<std::string> dnsNames = {"localhost"};
-  std::vector<std::string> ipAddresses = {"127.0.0.1"};
-  std::chrono::seconds validity = std::chrono::hours{24};
-};
-
-class TestCa {
- public:
-  explicit TestCa(std::string commonName = "mka test CA");
-  ~TestCa();
-  TestCa(const TestCa&) = delete;
-  TestCa& operator=(const TestCa&) = delete;
-
-  const std::string& certPem() const { return certPem_; }
-  CertificateAndKey issue(const IssueOptions& options = {}) const;
-
- private:
-  EVP_PKEY* key_ = nullptr;
-  X509* cert_ = nullptr;
-  std::string certPem_;
-};
-
-// A fresh private key that belongs to no certificate (for "key does not match" tests).
-std::string generateKeyPem();
 // `keyPem` encrypted with `password` (AES-256-CBC, "-----BEGIN ENCRYPTED PRIVATE KEY-----").
 std::string encryptKeyPem(const std::string& keyPem, const std::string& password);
 

@@ -5,8 +5,9 @@
 // Threads: pure functions.
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace mka::sandbox {
 

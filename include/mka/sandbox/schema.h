@@ -3,11 +3,14 @@
 // (honouring x-kubernetes-preserve-unknown-fields and x-kubernetes-embedded-resource), apply
 // `default`s, and tell server-side apply how lists merge (x-kubernetes-list-type,
 // x-kubernetes-list-map-keys).
+//
+// Threads: pure functions.
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace mka::sandbox::schema {
 

@@ -7,11 +7,11 @@
 //
 // Threads: pure functions.
 
-#include <yaml-cpp/yaml.h>
-
-#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 namespace mka::sandbox {
 
