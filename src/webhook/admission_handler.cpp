@@ -71,7 +71,7 @@ std::string statusBody(const Failure& failure) {
 HttpResponse fail(std::string_view target, const Failure& failure) {
   spdlog::warn("admission request failed path={} status={} reason={} message={}", logValue(target), failure.status,
                failure.reason, logValue(failure.message));
-  return {failure.status, "application/json", statusBody(failure)};
+  return {failure.status, std::string(kJsonContentType), statusBody(failure)};
 }
 
 std::string_view resultOf(const AdmissionResponse& response) {
@@ -148,7 +148,7 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
           logValue(operation), request.dryRun, result, response.patch ? response.patch->size() : 0,
           response.warnings.size());
     }
-    return {200, "application/json", std::move(body)};
+    return {200, std::string(kJsonContentType), std::move(body)};
   } catch (const BadRequest& e) {
     return failed({400, "BadRequest", e.what()});
   } catch (const std::exception& e) {

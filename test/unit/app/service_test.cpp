@@ -108,6 +108,14 @@ TEST(ServiceTest, ServesMutateOverTlsAndIsReadyOnceTheCertificateIsLoaded) {
   EXPECT_EQ((*answer)["response"]["uid"], "uid-1");
   EXPECT_EQ((*answer)["response"]["patchType"], "JSONPatch");
 
+  // Go clients ask for gzip; a 300-byte review is answered uncompressed (cheaper than gzip).
+  httplib::Headers gzip = {{"Accept-Encoding", "gzip"}};
+  auto raw = client->Post("/mutate", gzip, pipelineRunReview("uid-gzip").dump(), "application/json");
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->status, 200);
+  EXPECT_FALSE(raw->has_header("Content-Encoding")) << raw->get_header_value("Content-Encoding");
+  EXPECT_EQ(raw->get_header_value("Content-Type"), "application/json; charset=utf-8");
+
   auto metrics = get(service.metricsPort(), "/metrics");
   EXPECT_NE(metrics.find("multikueue_adapter_webhook_requests_total{"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("result=\"patched\""), std::string::npos) << metrics;

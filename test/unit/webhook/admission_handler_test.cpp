@@ -154,7 +154,7 @@ TEST_F(AdmissionHandlerTest, AnswersEveryBadRequestWithAClear4xx) {
     SCOPED_TRACE(c.name);
     const HttpResponse response = handler_.handle({c.method, c.path, c.contentType, c.body});
     EXPECT_EQ(response.status, c.status);
-    EXPECT_EQ(response.contentType, "application/json");
+    EXPECT_EQ(response.contentType, "application/json; charset=utf-8");
     const json body = json::parse(response.body);
     EXPECT_EQ(body["kind"], "Status");
     EXPECT_EQ(body["apiVersion"], "v1");
