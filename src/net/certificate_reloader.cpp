@@ -1,5 +1,7 @@
 #include "mka/net/certificate_reloader.h"
 
+#include "mka/net/openssl.h"
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -37,10 +39,7 @@ struct CertificateReloader::KeyPair {
 
 namespace {
 
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
+using BioPtr = OpensslPtr<BIO>;
 
 std::string opensslReason() {
   std::string out;

@@ -1,5 +1,7 @@
 #include "mka/net/http_server.h"
 
+#include "mka/net/openssl.h"
+
 #include <httplib.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -47,16 +49,6 @@ std::string displayAddress(const std::string& host, int port) {
   return host + ":" + std::to_string(port);
 }
 
-std::string opensslErrors() {
-  std::string out;
-  while (const unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
 
 // The stream of the connection this thread serves, for the pre-routing handler, which httplib
 // gives only the request.
@@ -75,9 +67,6 @@ const char* framingProblem(const httplib::Request& req) {
   return nullptr;
 }
 
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
 
 // Listening socket for host:port. Empty host: all interfaces, IPv6 dual-stack when the
 // machine has IPv6, else IPv4. Returns the fd or throws naming the address and errno.
@@ -276,7 +265,7 @@ void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) 
   const auto writeTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.writeTimeout);
   const auto keepAlive = std::chrono::duration_cast<std::chrono::milliseconds>(options_.keepAliveTimeout);
 
-  std::unique_ptr<SSL, SslFree> ssl;
+  OpensslPtr<SSL> ssl;
   if (rt.tls != nullptr) {
     ssl.reset(SSL_new(rt.tls));
     if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) {

@@ -3,6 +3,8 @@
 // and tests and benchmarks make throwaway serving and client certificates.
 #include "mka/net/pki.h"
 
+#include "mka/net/openssl.h"
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -18,24 +20,12 @@
 namespace mka::net {
 namespace {
 
-struct Free {
-  void operator()(BIO* p) const { BIO_free(p); }
-  void operator()(X509* p) const { X509_free(p); }
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-  void operator()(BIGNUM* p) const { BN_free(p); }
-};
 template <typename T>
-using Ptr = std::unique_ptr<T, Free>;
+using Ptr = OpensslPtr<T>;
 
 std::string opensslError(const std::string& what) {
-  std::string out = what;
-  while (const unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    out += ": ";
-    out += buf;
-  }
-  return out;
+  const std::string errors = opensslErrors();
+  return errors.empty() ? what : what + ": " + errors;
 }
 
 void check(int ok, const std::string& what) {

@@ -1,5 +1,7 @@
 #include "support/tls.h"
 
+#include "mka/net/openssl.h"
+
 #include <netdb.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -21,26 +23,12 @@
 namespace mka::test {
 namespace {
 
-struct Free {
-  void operator()(BIO* p) const { BIO_free(p); }
-  void operator()(X509* p) const { X509_free(p); }
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
-  void operator()(SSL* p) const { SSL_free(p); }
-  void operator()(BIGNUM* p) const { BN_free(p); }
-};
 template <typename T>
-using Ptr = std::unique_ptr<T, Free>;
+using Ptr = net::OpensslPtr<T>;
 
 std::string opensslError(const std::string& what) {
-  std::string out = what;
-  while (const unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    out += ": ";
-    out += buf;
-  }
-  return out;
+  const std::string errors = net::opensslErrors();
+  return errors.empty() ? what : what + ": " + errors;
 }
 
 void check(int ok, const std::string& what) {

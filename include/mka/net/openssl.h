@@ -1,0 +1,31 @@
+#pragma once
+// Small RAII and error helpers for the OpenSSL C API, shared by the TLS server, the certificate
+// reloader, the in-process CA and the test clients.
+
+#include <memory>
+#include <string>
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+namespace mka::net {
+
+struct OpensslFree {
+  void operator()(BIO* p) const { BIO_free(p); }
+  void operator()(X509* p) const { X509_free(p); }
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+  void operator()(BIGNUM* p) const { BN_free(p); }
+  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
+  void operator()(SSL* p) const { SSL_free(p); }
+};
+template <typename T>
+using OpensslPtr = std::unique_ptr<T, OpensslFree>;
+
+// Drains this thread's OpenSSL error queue into one line ("error:...; error:..."), so that a
+// stale error never leaks into the next operation's report. Empty when the queue was empty.
+std::string opensslErrors();
+
+}  // namespace mka::net
