@@ -1,0 +1,179 @@
+#include "managed_fields.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "mka/sandbox/patch.h"
+#include "mka/sandbox/schema.h"
+
+namespace mka::sandbox {
+namespace fields {
+
+using nlohmann::json;
+
+std::string ManagerEntry::identity() const {
+  // The JSON Go writes for the entry with time and fields cleared, in struct field order.
+  std::string s = "{\"manager\":" + json(manager).dump() + ",\"operation\":" + json(operation).dump();
+  if (operation != "Apply" && !apiVersion.empty()) s += ",\"apiVersion\":" + json(apiVersion).dump();
+  if (!subresource.empty()) s += ",\"subresource\":" + json(subresource).dump();
+  return s + "}";
+}
+
+std::string ManagerEntry::describe() const {
+  std::string out = json(manager).dump();
+  if (!subresource.empty()) out += " with subresource " + json(subresource).dump();
+  if (operation == "Update") out += " using " + apiVersion;
+  return out;
+}
+
+std::vector<ManagerEntry> decodeManagedFields(const json& managedFields) {
+  std::vector<ManagerEntry> out;
+  if (!managedFields.is_array()) return out;
+  for (const auto& e : managedFields) {
+    if (!e.is_object()) continue;
+    auto str = [&](const char* key) {
+      auto it = e.find(key);
+      return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    ManagerEntry entry{str("manager"), str("operation"), str("apiVersion"), str("time"), str("subresource"), {}};
+    if (entry.operation != "Apply" && entry.operation != "Update") continue;
+    if (auto f = e.find("fieldsV1"); f != e.end()) entry.set = FieldSet::fromFieldsV1(*f);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+json encodeManagedFields(const std::vector<ManagerEntry>& entries) {
+  std::vector<const ManagerEntry*> sorted;
+  for (const auto& e : entries) {
+    if (!e.set.empty()) sorted.push_back(&e);
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const ManagerEntry* p, const ManagerEntry* q) {
+    return std::tie(p->operation, p->time, p->manager, p->apiVersion, p->subresource) <
+           std::tie(q->operation, q->time, q->manager, q->apiVersion, q->subresource);
+  });
+  json out = json::array();
+  for (const auto* e : sorted) {
+    json entry = {{"manager", e->manager},
+                  {"operation", e->operation},
+                  {"apiVersion", e->apiVersion},
+                  {"fieldsType", "FieldsV1"},
+                  {"fieldsV1", e->set.toFieldsV1()}};
+    if (!e->time.empty()) entry["time"] = e->time;
+    if (!e->subresource.empty()) entry["subresource"] = e->subresource;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::string nowRfc3339() {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+}  // namespace fields
+
+namespace patch {
+namespace {
+
+using fields::ManagerEntry;
+using nlohmann::json;
+
+const json* managedFieldsOf(const json& object) {
+  if (!object.is_object()) return nullptr;
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return nullptr;
+  auto managed = meta->find("managedFields");
+  return managed == meta->end() ? nullptr : &*managed;
+}
+
+void record(const json& before, json& after, const UpdateOptions& options) {
+  if (!after.is_object()) return;
+  auto& meta = after["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  const json* previous = managedFieldsOf(before);
+  const json empty = json::array();
+  const json& beforeManaged = previous ? *previous : empty;
+
+  const json* supplied = managedFieldsOf(after);
+  if (supplied && supplied->is_array() && supplied->size() == 1 && supplied->front() == json::object()) {
+    meta.erase("managedFields");  // [{}]: the caller asks for no managedFields at all
+    return;
+  }
+  const bool override = supplied && supplied->is_array() && !supplied->empty() && options.subresource.empty() &&
+                        *supplied != beforeManaged;
+  const json baseManaged = override ? *supplied : beforeManaged;
+
+  const auto listTypeOf = [&](const std::vector<std::string>& path) {
+    return schema::listTypeAt(options.schema, path);
+  };
+  auto diff = fields::compare(before, after, listTypeOf);
+  fields::stripUntracked(diff.added);
+  fields::stripUntracked(diff.modified);
+  fields::stripUntracked(diff.removed);
+  if (diff.empty()) {
+    if (baseManaged.empty()) {
+      meta.erase("managedFields");
+    } else {
+      meta["managedFields"] = baseManaged;
+    }
+    return;
+  }
+
+  auto entries = fields::decodeManagedFields(baseManaged);
+  ManagerEntry mine{options.manager, "Update", options.apiVersion, "", options.subresource, {}};
+  const auto id = mine.identity();
+  auto changed = diff.added;
+  changed.unite(diff.modified);
+  bool found = false;
+  for (auto& e : entries) {
+    if (e.identity() == id) {
+      found = true;
+      e.set.subtract(diff.removed);
+      e.set.unite(changed);
+      e.apiVersion = options.apiVersion;
+      e.time = options.time.empty() ? fields::nowRfc3339() : options.time;
+    } else {
+      // An update takes what it changed from everyone (force) and drops what it removed.
+      e.set.subtract(changed);
+      e.set.subtract(diff.removed);
+    }
+  }
+  if (!found) {
+    mine.set = std::move(changed);
+    mine.time = options.time.empty() ? fields::nowRfc3339() : options.time;
+    entries.push_back(std::move(mine));
+  }
+  auto encoded = fields::encodeManagedFields(entries);
+  if (encoded.empty()) {
+    meta.erase("managedFields");
+  } else {
+    meta["managedFields"] = std::move(encoded);
+  }
+}
+
+}  // namespace
+
+void recordUpdate(const nlohmann::json& before, nlohmann::json& after, const UpdateOptions& options) {
+  try {
+    record(before, after, options);
+  } catch (const std::exception&) {
+    // kube-apiserver's UpdateNoErrors: a write never fails over its bookkeeping.
+    if (after.is_object() && after.contains("metadata") && after["metadata"].is_object()) {
+      after["metadata"].erase("managedFields");
+    }
+  }
+}
+
+void recordUpdate(const nlohmann::json& before, nlohmann::json& after, const std::string& manager,
+                  const std::string& apiVersion, const std::string& subresource) {
+  recordUpdate(before, after, UpdateOptions{manager, apiVersion, subresource, nullptr, ""});
+}
+
+}  // namespace patch
+}  // namespace mka::sandbox

@@ -1,0 +1,458 @@
+#include "mka/sandbox/object_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "continue_token.h"
+#include "mka/sandbox/api_error.h"
+
+namespace mka::sandbox {
+namespace {
+
+using nlohmann::json;
+// Stored objects are immutable once written, so the map, the history and every watcher can
+// share them without copies; a reader copies only what it hands out.
+using ObjectPtr = std::shared_ptr<const json>;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kInconsistentContinue =
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+constexpr std::string_view kConflict =
+    "the object has been modified; please apply your changes to the latest version and try again";
+// Events a watcher copies out per lock acquisition: bounds how long one watcher holds the lock.
+constexpr std::size_t kScanBatch = 1024;
+
+struct Event {
+  EventType type;
+  std::uint64_t revision;
+  ObjectKey key;
+  ObjectPtr object;    // after the write; for Deleted the last state at the deletion's revision
+  ObjectPtr previous;  // before the write; null for Added
+};
+
+struct Entry {
+  ObjectPtr object;
+  std::uint64_t revision;
+};
+
+std::string qualifiedResource(const ObjectKey& key) {
+  return key.group.empty() ? key.plural : key.plural + "." + key.group;
+}
+
+bool inScope(const ObjectKey& key, const std::string& group, const std::string& plural, const std::string& ns) {
+  return key.plural == plural && key.group == group && (ns.empty() || key.namespace_ == ns);
+}
+
+json withRevision(json object, std::uint64_t revision) {
+  if (!object.is_object()) throw ApiError::internal("object store: an object must be a JSON object");
+  auto& metadata = object["metadata"];
+  if (!metadata.is_object()) metadata = json::object();
+  metadata["resourceVersion"] = std::to_string(revision);
+  return object;
+}
+
+std::string tooOld(std::uint64_t requested, std::uint64_t compacted) {
+  return "too old resource version: " + std::to_string(requested) + " (" + std::to_string(compacted) + ")";
+}
+
+const char* const kEventNames[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+}  // namespace
+
+const char* toString(EventType type) { return kEventNames[static_cast<int>(type)]; }
+
+namespace {
+
+// Shared by the store and its watches (a watch may outlive the store's owner briefly: the HTTP
+// connection streaming it ends on its own thread). Every field but closeEpoch is guarded by mutex.
+struct StoreState {
+  explicit StoreState(std::size_t limit) : historyLimit(std::max<std::size_t>(limit, 1)) {}
+
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  std::map<ObjectKey, Entry> objects;
+  std::deque<Event> history;  // consecutive revisions (compacted, revision]
+  const std::size_t historyLimit;
+  std::uint64_t revision = 0;
+  std::uint64_t compacted = 0;
+  // Bumped by closeAllWatches(): a watch opened under an older epoch is closed.
+  std::atomic<std::uint64_t> closeEpoch{0};
+
+  void record(Event event) {
+    history.push_back(std::move(event));
+    while (history.size() > historyLimit) {
+      compacted = history.front().revision;
+      history.pop_front();
+    }
+  }
+  std::size_t firstAfter(std::uint64_t rv) const {
+    return static_cast<std::size_t>(
+        std::partition_point(history.begin(), history.end(), [rv](const Event& e) { return e.revision <= rv; }) -
+        history.begin());
+  }
+
+  ObjectPtr create(const ObjectKey& key, json object) {
+    const auto rv = ++revision;
+    auto ptr = std::make_shared<const json>(withRevision(std::move(object), rv));
+    objects.emplace(key, Entry{ptr, rv});
+    record({EventType::Added, rv, key, ptr, nullptr});
+    return ptr;
+  }
+  ObjectPtr update(std::map<ObjectKey, Entry>::iterator it, json object) {
+    const auto rv = ++revision;
+    auto ptr = std::make_shared<const json>(withRevision(std::move(object), rv));
+    auto previous = std::exchange(it->second, Entry{ptr, rv}).object;
+    record({EventType::Modified, rv, it->first, ptr, std::move(previous)});
+    return ptr;
+  }
+  ObjectPtr remove(std::map<ObjectKey, Entry>::iterator it) {
+    const auto rv = ++revision;
+    auto previous = it->second.object;
+    // etcd's watch reports a deletion with the last state at the deletion's revision.
+    auto last = std::make_shared<const json>(withRevision(*previous, rv));
+    record({EventType::Deleted, rv, it->first, last, std::move(previous)});
+    objects.erase(it);
+    return last;
+  }
+};
+
+// Owned by the one thread that consumes it (next()); close() and closed() may be called from any.
+class StoreWatch final : public ObjectStore::Watch {
+ public:
+  StoreWatch(std::shared_ptr<StoreState> state, std::string group, std::string plural, std::string ns,
+             std::uint64_t cursor, ObjectStore::Filter filter, ObjectStore::WatchOptions options, std::uint64_t epoch)
+      : state_(std::move(state)),
+        group_(std::move(group)),
+        plural_(std::move(plural)),
+        namespace_(std::move(ns)),
+        cursor_(cursor),
+        filter_(std::move(filter)),
+        options_(options),
+        epoch_(epoch),
+        lastDelivery_(Clock::now()) {}
+
+  ~StoreWatch() override = default;
+
+  std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
+    const auto deadline = Clock::now() + timeout;
+    while (!closed()) {
+      if (!pending_.empty()) {
+        auto event = std::move(pending_.front());
+        pending_.pop_front();
+        lastDelivery_ = Clock::now();
+        return event;
+      }
+      if (auto expired = scan(deadline)) return expired;
+      if (!pending_.empty()) continue;
+      const auto now = Clock::now();
+      if (bookmarks() && now >= lastDelivery_ + options_.bookmarkInterval) {
+        lastDelivery_ = now;
+        return WatchEvent{EventType::Bookmark, cursor_,
+                          json{{"metadata", {{"resourceVersion", std::to_string(cursor_)}}}}};
+      }
+      if (now >= deadline) return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  bool closed() const override { return closed_.load() || epoch_ != state_->closeEpoch.load(); }
+
+  void close() override {
+    closed_ = true;
+    // Taking the lock orders the flag before a waiter's predicate check, so the wake-up is not lost.
+    { std::lock_guard lock(state_->mutex); }
+    state_->changed.notify_all();
+  }
+
+ private:
+  struct Candidate {
+    EventType type;
+    std::uint64_t revision;
+    ObjectPtr object, previous;
+  };
+
+  bool bookmarks() const { return options_.bookmarkInterval.count() > 0; }
+
+  // Waits for events past the cursor (until `deadline` or a bookmark is due), copies a batch of
+  // the ones in scope under the lock and filters them outside it. Returns an Error event when
+  // the history the watcher still needs is gone.
+  std::optional<WatchEvent> scan(Clock::time_point deadline) {
+    std::vector<Candidate> batch;
+    {
+      std::unique_lock lock(state_->mutex);
+      auto wakeAt = deadline;
+      if (bookmarks()) wakeAt = std::min(wakeAt, lastDelivery_ + options_.bookmarkInterval);
+      state_->changed.wait_until(lock, wakeAt, [&] { return closed() || state_->revision > cursor_; });
+      if (closed()) return std::nullopt;
+      if (cursor_ < state_->compacted) {
+        const auto compacted = state_->compacted;
+        lock.unlock();
+        closed_ = true;
+        return WatchEvent{EventType::Error, compacted, ApiError::gone(tooOld(cursor_, compacted)).status()};
+      }
+      std::size_t scanned = 0;
+      for (auto i = state_->firstAfter(cursor_); i < state_->history.size() && scanned < kScanBatch; ++i, ++scanned) {
+        const auto& e = state_->history[i];
+        if (inScope(e.key, group_, plural_, namespace_)) batch.push_back({e.type, e.revision, e.object, e.previous});
+        cursor_ = e.revision;
+      }
+    }
+    for (const auto& c : batch) present(c);
+    return std::nullopt;
+  }
+
+  bool matches(const json& object) const { return !filter_ || filter_(object); }
+
+  // The event as this watcher's filter sees it (kube-apiserver's cacheWatcher rules).
+  void present(const Candidate& c) {
+    const bool now = c.type != EventType::Deleted && matches(*c.object);
+    const bool before = c.type != EventType::Added && c.previous && matches(*c.previous);
+    if (now && before) {
+      pending_.push_back({EventType::Modified, c.revision, *c.object});
+    } else if (now) {
+      pending_.push_back({EventType::Added, c.revision, *c.object});
+    } else if (before) {
+      pending_.push_back({EventType::Deleted, c.revision,
+                          c.type == EventType::Deleted ? *c.object : withRevision(*c.previous, c.revision)});
+    }
+  }
+
+  std::shared_ptr<StoreState> state_;
+  const std::string group_, plural_, namespace_;
+  std::uint64_t cursor_;  // every event up to here has been looked at
+  const ObjectStore::Filter filter_;
+  const ObjectStore::WatchOptions options_;
+  const std::uint64_t epoch_;
+  std::atomic<bool> closed_{false};
+  std::deque<WatchEvent> pending_;
+  Clock::time_point lastDelivery_;
+};
+
+}  // namespace
+
+struct ObjectStore::Impl {
+  std::shared_ptr<StoreState> state;
+
+  // Writers wake watchers after releasing the lock so a woken watcher does not block on it.
+  void notify() const { state->changed.notify_all(); }
+};
+
+ObjectStore::ObjectStore(std::size_t historyLimit)
+    : impl_(std::make_unique<Impl>(Impl{std::make_shared<StoreState>(historyLimit)})) {}
+
+ObjectStore::~ObjectStore() { closeAllWatches(); }
+
+std::optional<nlohmann::json> ObjectStore::get(const ObjectKey& key) const {
+  ObjectPtr found;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    auto it = impl_->state->objects.find(key);
+    if (it == impl_->state->objects.end()) return std::nullopt;
+    found = it->second.object;
+  }
+  return *found;
+}
+
+ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::string& plural,
+                                          const std::string& namespace_, const Filter& filter, std::size_t limit,
+                                          const std::string& continueToken) const {
+  std::optional<ContinueToken> from;
+  if (!continueToken.empty()) from = decodeContinue(continueToken);
+
+  ListResult out;
+  std::vector<ObjectPtr> picked;
+  {
+    auto& s = *impl_->state;
+    std::lock_guard lock(s.mutex);
+    std::uint64_t at = s.revision;
+    if (from && from->resourceVersion > 0) {
+      if (static_cast<std::uint64_t>(from->resourceVersion) < s.compacted) {
+        ContinueToken latest = *from;
+        latest.resourceVersion = -1;
+        throw ApiError::gone(std::string(kInconsistentContinue))
+            .withMetadata(json{{"continue", encodeContinue(latest)}});
+      }
+      at = std::min<std::uint64_t>(static_cast<std::uint64_t>(from->resourceVersion), s.revision);
+    }
+    out.resourceVersion = at;
+
+    // The state at `at` of every key written since: the state before its first later write.
+    std::map<ObjectKey, ObjectPtr> asOf;
+    for (auto i = s.history.size(); i-- > 0;) {
+      const auto& e = s.history[i];
+      if (e.revision <= at) break;
+      if (inScope(e.key, group, plural, namespace_)) asOf[e.key] = e.previous;
+    }
+
+    const ObjectKey start =
+        from ? ObjectKey{group, plural, from->namespace_, from->name} : ObjectKey{group, plural, namespace_, ""};
+    auto live = from ? s.objects.upper_bound(start) : s.objects.lower_bound(start);
+    auto past = from ? asOf.upper_bound(start) : asOf.lower_bound(start);
+    auto liveIn = [&] { return live != s.objects.end() && inScope(live->first, group, plural, namespace_); };
+    auto pastIn = [&] { return past != asOf.end(); };
+
+    const ObjectKey* lastKey = nullptr;
+    bool cut = false;
+    std::int64_t remaining = 0;
+    while (liveIn() || pastIn()) {
+      const ObjectKey* key;
+      ObjectPtr object;
+      if (pastIn() && (!liveIn() || past->first <= live->first)) {
+        if (liveIn() && past->first == live->first) ++live;
+        key = &past->first;
+        object = past->second;
+        ++past;
+      } else {
+        key = &live->first;
+        object = live->second.object;
+        ++live;
+      }
+      if (!object || (filter && !filter(*object))) continue;
+      if (limit > 0 && picked.size() == limit) {
+        cut = true;
+        if (filter) break;
+        ++remaining;
+        continue;
+      }
+      picked.push_back(std::move(object));
+      lastKey = key;
+    }
+    if (cut) {
+      out.continueToken = encodeContinue({static_cast<std::int64_t>(at), lastKey->namespace_, lastKey->name});
+      if (!filter) out.remainingItemCount = remaining;
+    }
+  }
+  out.items.reserve(picked.size());
+  for (const auto& p : picked) out.items.push_back(*p);
+  return out;
+}
+
+nlohmann::json ObjectStore::create(const ObjectKey& key, nlohmann::json object) {
+  ObjectPtr stored;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    if (impl_->state->objects.contains(key)) throw ApiError::alreadyExists(qualifiedResource(key), key.name);
+    stored = impl_->state->create(key, std::move(object));
+  }
+  impl_->notify();
+  return *stored;
+}
+
+nlohmann::json ObjectStore::update(const ObjectKey& key, nlohmann::json object,
+                                   std::optional<std::uint64_t> expectedResourceVersion) {
+  ObjectPtr stored;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    auto it = impl_->state->objects.find(key);
+    if (it == impl_->state->objects.end()) throw ApiError::notFound(qualifiedResource(key), key.name);
+    if (expectedResourceVersion && *expectedResourceVersion != it->second.revision) {
+      throw ApiError::conflict(qualifiedResource(key), key.name, std::string(kConflict));
+    }
+    stored = impl_->state->update(it, std::move(object));
+  }
+  impl_->notify();
+  return *stored;
+}
+
+nlohmann::json ObjectStore::remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion) {
+  ObjectPtr last;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    auto it = impl_->state->objects.find(key);
+    if (it == impl_->state->objects.end()) throw ApiError::notFound(qualifiedResource(key), key.name);
+    if (expectedResourceVersion && *expectedResourceVersion != it->second.revision) {
+      throw ApiError::conflict(
+          qualifiedResource(key), key.name,
+          "Precondition failed: ResourceVersion in precondition: " + std::to_string(*expectedResourceVersion) +
+              ", ResourceVersion in object meta: " + std::to_string(it->second.revision));
+    }
+    last = impl_->state->remove(it);
+  }
+  impl_->notify();
+  return *last;
+}
+
+std::optional<nlohmann::json> ObjectStore::mutate(const ObjectKey& key, const Mutation& mutate) {
+  ObjectPtr stored;
+  {
+    auto& s = *impl_->state;
+    std::lock_guard lock(s.mutex);
+    auto it = s.objects.find(key);
+    std::optional<json> current;
+    if (it != s.objects.end()) current = *it->second.object;
+    auto next = mutate(current);
+    if (!next) {
+      if (it == s.objects.end()) return std::nullopt;
+      s.remove(it);
+    } else if (current && *next == *current) {
+      return current;
+    } else {
+      stored = it == s.objects.end() ? s.create(key, std::move(*next)) : s.update(it, std::move(*next));
+    }
+  }
+  impl_->notify();
+  if (!stored) return std::nullopt;
+  return *stored;
+}
+
+std::unique_ptr<ObjectStore::Watch> ObjectStore::watch(const std::string& group, const std::string& plural,
+                                                       const std::string& namespace_, std::uint64_t fromResourceVersion,
+                                                       Filter filter) {
+  return watch(group, plural, namespace_, fromResourceVersion, std::move(filter), WatchOptions{});
+}
+
+std::unique_ptr<ObjectStore::Watch> ObjectStore::watch(const std::string& group, const std::string& plural,
+                                                       const std::string& namespace_, std::uint64_t fromResourceVersion,
+                                                       Filter filter, const WatchOptions& options) {
+  auto& s = *impl_->state;
+  std::lock_guard lock(s.mutex);
+  if (fromResourceVersion != 0 && fromResourceVersion < s.compacted) {
+    throw ApiError::gone(tooOld(fromResourceVersion, s.compacted));
+  }
+  const auto cursor = fromResourceVersion == 0 ? s.revision : fromResourceVersion;
+  return std::make_unique<StoreWatch>(impl_->state, group, plural, namespace_, cursor, std::move(filter), options,
+                                      s.closeEpoch.load());
+}
+
+std::uint64_t ObjectStore::resourceVersion() const {
+  std::lock_guard lock(impl_->state->mutex);
+  return impl_->state->revision;
+}
+
+std::uint64_t ObjectStore::compactedResourceVersion() const {
+  std::lock_guard lock(impl_->state->mutex);
+  return impl_->state->compacted;
+}
+
+void ObjectStore::compact() {
+  std::lock_guard lock(impl_->state->mutex);
+  impl_->state->compacted = impl_->state->revision;
+  impl_->state->history.clear();
+}
+
+void ObjectStore::closeAllWatches() {
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    ++impl_->state->closeEpoch;
+  }
+  impl_->notify();
+}
+
+std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::snapshot() const {
+  std::vector<std::pair<ObjectKey, ObjectPtr>> refs;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    refs.reserve(impl_->state->objects.size());
+    for (const auto& [key, entry] : impl_->state->objects) refs.emplace_back(key, entry.object);
+  }
+  std::vector<std::pair<ObjectKey, nlohmann::json>> out;
+  out.reserve(refs.size());
+  for (auto& [key, object] : refs) out.emplace_back(std::move(key), *object);
+  return out;
+}
+
+}  // namespace mka::sandbox

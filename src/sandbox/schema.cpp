@@ -1,0 +1,178 @@
+#include "mka/sandbox/schema.h"
+
+#include <set>
+
+namespace mka::sandbox::schema {
+namespace {
+
+using nlohmann::json;
+
+// metav1.ObjectMeta's fields: kube-apiserver decodes metadata into that struct, so any other key
+// under metadata is dropped whatever the CRD's schema says.
+const std::set<std::string, std::less<>> kObjectMetaFields = {"name",
+                                                              "generateName",
+                                                              "namespace",
+                                                              "selfLink",
+                                                              "uid",
+                                                              "resourceVersion",
+                                                              "generation",
+                                                              "creationTimestamp",
+                                                              "deletionTimestamp",
+                                                              "deletionGracePeriodSeconds",
+                                                              "labels",
+                                                              "annotations",
+                                                              "ownerReferences",
+                                                              "finalizers",
+                                                              "managedFields"};
+
+bool flag(const json& schema, const char* key) {
+  auto it = schema.find(key);
+  return it != schema.end() && it->is_boolean() && it->get<bool>();
+}
+
+const json* child(const json& schema, const char* key) {
+  auto it = schema.find(key);
+  return it != schema.end() && it->is_object() ? &*it : nullptr;
+}
+
+void pruneObjectMeta(json& metadata) {
+  if (!metadata.is_object()) return;
+  for (auto it = metadata.begin(); it != metadata.end();) {
+    if (kObjectMetaFields.count(it.key())) {
+      ++it;
+    } else {
+      it = metadata.erase(it);
+    }
+  }
+}
+
+void pruneValue(json& value, const json* schema, bool embeddedResource);
+
+// Keeps what a (possibly absent) schema allows of an object, as structural pruning does.
+void pruneObject(json& object, const json* schema, bool embeddedResource) {
+  const json* properties = schema ? child(*schema, "properties") : nullptr;
+  const json* additional = nullptr;
+  bool keepUnknown = schema && flag(*schema, "x-kubernetes-preserve-unknown-fields");
+  if (schema) {
+    auto it = schema->find("additionalProperties");
+    if (it != schema->end() && it->is_object()) additional = &*it;
+    if (it != schema->end() && it->is_boolean() && it->get<bool>()) keepUnknown = true;
+  }
+  for (auto it = object.begin(); it != object.end();) {
+    const std::string& key = it.key();
+    if (embeddedResource && (key == "apiVersion" || key == "kind") && it->is_string()) {
+      ++it;
+      continue;
+    }
+    if (embeddedResource && key == "metadata") {
+      pruneObjectMeta(*it);
+      ++it;
+      continue;
+    }
+    const json* property = nullptr;
+    if (properties) {
+      auto p = properties->find(key);
+      if (p != properties->end() && p->is_object()) property = &*p;
+    }
+    if (property) {
+      pruneValue(*it, property, false);
+    } else if (additional) {
+      pruneValue(*it, additional, false);
+    } else if (!keepUnknown) {
+      it = object.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+void pruneValue(json& value, const json* schema, bool embeddedResource) {
+  if (value.is_object()) {
+    const bool embedded = embeddedResource || (schema && flag(*schema, "x-kubernetes-embedded-resource"));
+    pruneObject(value, schema, embedded);
+  } else if (value.is_array()) {
+    // Without an items schema there is nothing to prune against: kube-apiserver keeps the items.
+    const json* items = schema ? child(*schema, "items") : nullptr;
+    if (!items) return;
+    for (auto& item : value) pruneValue(item, items, false);
+  }
+}
+
+bool isNonNullableNull(const json& value, const json& schema) { return value.is_null() && !flag(schema, "nullable"); }
+
+void defaultValue(json& value, const json& schema) {
+  if (value.is_object()) {
+    if (const json* properties = child(schema, "properties")) {
+      for (const auto& [key, property] : properties->items()) {
+        if (!property.is_object() || !property.contains("default")) continue;
+        auto found = value.find(key);
+        if (found == value.end() || isNonNullableNull(*found, property)) value[key] = property["default"];
+      }
+      for (auto& [key, field] : value.items()) {
+        auto p = properties->find(key);
+        if (p != properties->end() && p->is_object()) defaultValue(field, *p);
+      }
+      return;
+    }
+    if (const json* additional = child(schema, "additionalProperties")) {
+      for (auto& [key, field] : value.items()) defaultValue(field, *additional);
+    }
+  } else if (value.is_array()) {
+    if (const json* items = child(schema, "items")) {
+      for (auto& item : value) defaultValue(item, *items);
+    }
+  }
+}
+
+ListType fromSchema(const json& list) {
+  ListType out;
+  auto type = list.find("x-kubernetes-list-type");
+  if (type == list.end() || !type->is_string()) return out;
+  if (*type == "set") out.kind = ListType::Kind::Set;
+  if (*type == "map") {
+    out.kind = ListType::Kind::Map;
+    auto keys = list.find("x-kubernetes-list-map-keys");
+    if (keys != list.end() && keys->is_array()) {
+      for (const auto& k : *keys)
+        if (k.is_string()) out.mapKeys.push_back(k.get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void prune(json& object, const json& schema) {
+  if (schema.is_null() || !object.is_object()) return;
+  // The root is always a resource: apiVersion, kind and metadata are the API server's.
+  pruneObject(object, &schema, true);
+}
+
+void applyDefaults(json& object, const json& schema) {
+  if (schema.is_object()) defaultValue(object, schema);
+}
+
+ListType listTypeAt(const json& schema, const std::vector<std::string>& path) {
+  if (path.size() == 2 && path[0] == "metadata") {
+    if (path[1] == "finalizers") return {ListType::Kind::Set, {}};
+    if (path[1] == "ownerReferences") return {ListType::Kind::Map, {"uid"}};
+    if (path[1] == "managedFields") return {};
+  }
+  const json* node = schema.is_object() ? &schema : nullptr;
+  for (const auto& key : path) {
+    if (!node) return {};
+    // Lists of objects are walked through: {"spec","podSets","template"} passes podSets' items.
+    while (const json* items = child(*node, "items")) node = items;
+    const json* properties = child(*node, "properties");
+    const json* next = nullptr;
+    if (properties) {
+      auto p = properties->find(key);
+      if (p != properties->end() && p->is_object()) next = &*p;
+    }
+    if (!next) next = child(*node, "additionalProperties");
+    node = next;
+  }
+  return node ? fromSchema(*node) : ListType{};
+}
+
+}  // namespace mka::sandbox::schema

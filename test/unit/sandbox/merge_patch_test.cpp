@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "mka/sandbox/api_error.h"
+#include "mka/sandbox/patch.h"
+
+namespace mka::sandbox::patch {
+namespace {
+
+using nlohmann::json;
+
+struct Case {
+  std::string name;
+  json target;
+  json patch;
+  json want;
+};
+
+TEST(MergePatchTest, FollowsRfc7386) {
+  const std::vector<Case> cases = {
+      {"sets a field", {{"a", 1}}, {{"b", 2}}, {{"a", 1}, {"b", 2}}},
+      {"replaces a value", {{"a", 1}}, {{"a", "x"}}, {{"a", "x"}}},
+      {"null deletes", {{"a", 1}, {"b", 2}}, {{"a", nullptr}}, {{"b", 2}}},
+      {"deleting an absent field is fine", {{"a", 1}}, {{"z", nullptr}}, {{"a", 1}}},
+      {"maps merge recursively",
+       {{"metadata", {{"labels", {{"a", "1"}, {"b", "2"}}}}}},
+       {{"metadata", {{"labels", {{"b", nullptr}, {"c", "3"}}}}}},
+       {{"metadata", {{"labels", {{"a", "1"}, {"c", "3"}}}}}}},
+      {"lists are replaced", {{"l", {1, 2, 3}}}, {{"l", {4}}}, {{"l", {4}}}},
+      {"nulls inside new maps are dropped", json::object(), {{"m", {{"a", nullptr}, {"b", 1}}}}, {{"m", {{"b", 1}}}}},
+      {"a map replaces a scalar", {{"a", 1}}, {{"a", {{"b", 1}}}}, {{"a", {{"b", 1}}}}},
+      {"empty patch", {{"a", 1}}, json::object(), {{"a", 1}}},
+      {"absent target", nullptr, {{"a", 1}}, {{"a", 1}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(mergePatch(c.target, c.patch), c.want);
+  }
+}
+
+TEST(MergePatchTest, ANonObjectPatchIsBadRequest) {
+  for (const auto& patch : {json::array({1}), json(nullptr), json("x")}) {
+    SCOPED_TRACE(patch.dump());
+    try {
+      mergePatch({{"a", 1}}, patch);
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.code(), 400);
+      EXPECT_STREQ(e.what(), "Invalid JSON Patch");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mka::sandbox::patch
