@@ -46,6 +46,12 @@ void ConfigReloader::stop() {
 FieldErrors ConfigReloader::reloadNow() {
   std::lock_guard reloadLock(reloadMutex_);
   auto result = loadConfigurationFile(file_);
+  // Record the outcome before publishing, so whoever sees the new configuration also sees
+  // lastReloadOk() == true.
+  {
+    std::lock_guard lock(mutex_);
+    lastOk_ = result.ok();
+  }
   if (result.ok()) {
     if (adjust_) adjust_(*result.config);
     const auto frameworks = result.config->multiKueue.externalFrameworks.size();
@@ -59,10 +65,6 @@ FieldErrors ConfigReloader::reloadNow() {
                   result.errors.size(), store_.generation());
     for (const auto& e : result.errors)
       spdlog::error("config error file={} error=\"{}\"", file_.string(), e.toString());
-  }
-  {
-    std::lock_guard lock(mutex_);
-    lastOk_ = result.ok();
   }
   if (onResult_) onResult_(result.errors);
   return result.errors;
