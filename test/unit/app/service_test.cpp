@@ -53,9 +53,7 @@ ServeOptions optionsFor(const test::TempDir& dir) {
   return o;
 }
 
-std::unique_ptr<httplib::SSLClient> webhookClient(const Service& service, const test::TestCa& ca,
-                                                  const std::filesystem::path& caFile) {
-  (void)ca;
+std::unique_ptr<httplib::SSLClient> webhookClient(const Service& service, const std::filesystem::path& caFile) {
   auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", service.webhookPort());
   client->set_ca_cert_path(caFile.string().c_str());
   client->enable_server_certificate_verification(true);
@@ -102,7 +100,7 @@ TEST(ServiceTest, ServesMutateOverTlsAndIsReadyOnceTheCertificateIsLoaded) {
   // Equal bind addresses share one server, as in controller-runtime.
   EXPECT_EQ(service.metricsPort(), service.probePort());
 
-  auto client = webhookClient(service, ca, files.ca);
+  auto client = webhookClient(service, files.ca);
   auto answer = mutate(*client, pipelineRunReview());
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ((*answer)["response"]["uid"], "uid-1");
@@ -177,7 +175,7 @@ TEST(ServiceTest, HotReloadAppliesAGoodFileAndKeepsTheLastGoodOneOnABadFile) {
   auto files = test::writeServingFiles(dir / "certs", ca, ca.issue());
   Service service(optionsFor(dir));
   service.start();
-  auto client = webhookClient(service, ca, files.ca);
+  auto client = webhookClient(service, files.ca);
 
   test::writeFileAtomically(dir / "config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
