@@ -128,12 +128,15 @@ TEST(ConfigReloader, WatcherReloadsOnConfigMapUpdates) {
   const auto goodGeneration = store.generation();
 
   volume.update({{"config.yaml", kBadConfig}});
-  ASSERT_TRUE(mka::test::eventually([&] { return !reloader.lastReloadOk(); }));
+  // Await the callback itself: lastReloadOk() flips before the callback runs, so waiting on it
+  // and then reading the callback's results raced (seen in CI).
+  ASSERT_TRUE(mka::test::eventually([&] {
+    auto reported = results.all();
+    return !reported.empty() && reported.back().size() == 2u;
+  })) << "reported " << results.all().size() << " results";
+  EXPECT_FALSE(reloader.lastReloadOk());
   EXPECT_EQ(store.get()->multiKueue.origin, "updated");
   EXPECT_EQ(store.generation(), goodGeneration);
-  auto reported = results.all();
-  ASSERT_FALSE(reported.empty());
-  EXPECT_EQ(reported.back().size(), 2u);
 
   volume.update({{"config.yaml", goodConfig("recovered")}});
   ASSERT_TRUE(mka::test::eventually([&] { return store.get()->multiKueue.origin == "recovered"; }));
