@@ -24,6 +24,7 @@
 //
 // Threads: any thread; consistency comes from ObjectStore's lock.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,7 +38,7 @@
 
 namespace mka::sandbox {
 
-class AdmissionChain;
+struct AdmissionAttributes;  // admission.h
 class GarbageCollector;
 
 // Where a request points, parsed from its URL.
@@ -84,8 +85,11 @@ class ClusterApi {
   ClusterApi(std::string clusterName, ResourceRegistry& registry, ObjectStore& store, const Clock& clock);
   ~ClusterApi();
 
-  // Optional collaborators, set before serving.
-  void setAdmission(AdmissionChain* admission) { admission_ = admission; }
+  // Optional collaborators, set before serving. `admit` runs the admission webhooks (usually
+  // AdmissionChain::admit) on every create, update, patch and delete, after defaulting; it
+  // returns the object to store (mutated) or throws ApiError to refuse.
+  using AdmitFunction = std::function<nlohmann::json(const AdmissionAttributes&)>;
+  void setAdmission(AdmitFunction admit) { admit_ = std::move(admit); }
   void setGarbageCollector(GarbageCollector* gc) { gc_ = gc; }
 
   // Each throws ApiError with kube-apiserver's status, reason and message.
@@ -103,19 +107,43 @@ class ClusterApi {
 
   // ?watch=true. `resourceVersion` "" or "0" starts with synthetic ADDED events for what
   // exists (as kube-apiserver does for a watch without a resourceVersion).
+  // `watchOptions.bookmarkInterval` > 0 asks for BOOKMARK events (?allowWatchBookmarks=true).
+  // Throws ApiError 410 when `resourceVersion` is older than the history kept.
   std::unique_ptr<ObjectStore::Watch> watch(const ResourceRef& ref, const ListOptions& options,
-                                            const std::string& resourceVersion);
+                                            const std::string& resourceVersion,
+                                            const ObjectStore::WatchOptions& watchOptions = {});
+
+  // The type a request addresses; throws ApiError 404 as kube-apiserver does for an unknown
+  // resource, a namespace on a cluster-scoped one or a subresource the type lacks.
+  ResourceTypePtr resolve(const ResourceRef& ref) const;
+  // RFC 3339 "now" from the cluster's clock (creationTimestamp, deletionTimestamp, conditions).
+  std::string now() const;
 
   ResourceRegistry& registry() { return registry_; }
   ObjectStore& store() { return store_; }
   const std::string& clusterName() const { return clusterName_; }
 
  private:
+  // What the client wants stored, computed from the current object (update body, patch result).
+  struct UpdatePlan {
+    nlohmann::json object;
+    bool managedFieldsDone = false;  // server-side apply already recorded ownership
+  };
+  using PlanFunction = std::function<UpdatePlan(const std::optional<nlohmann::json>& current)>;
+  nlohmann::json writeLoop(const ResourceRef& ref, const WriteOptions& options,
+                           std::optional<std::uint64_t> precondition, const PlanFunction& plan);
+  nlohmann::json commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version,
+                              const ResourceRef& ref, const nlohmann::json& current, nlohmann::json incoming,
+                              bool managedFieldsDone, std::optional<std::uint64_t> precondition,
+                              const WriteOptions& options);
+  nlohmann::json createWithManagedFields(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options);
+  void afterRemoval(const ResourceType& type, const nlohmann::json& removed, const std::string& policy);
+
   std::string clusterName_;
   ResourceRegistry& registry_;
   ObjectStore& store_;
   const Clock& clock_;
-  AdmissionChain* admission_ = nullptr;
+  AdmitFunction admit_;
   GarbageCollector* gc_ = nullptr;
 };
 

@@ -1,0 +1,848 @@
+#include "mka/sandbox/cluster_api.h"
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+#include <deque>
+#include <random>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "mka/common/strings.h"
+#include "mka/common/validation.h"
+#include "mka/sandbox/admission.h"
+#include "mka/sandbox/api_error.h"
+#include "mka/sandbox/garbage_collector.h"
+#include "mka/sandbox/patch.h"
+#include "mka/sandbox/schema.h"
+#include "mka/sandbox/selectors.h"
+#include "mka/sandbox/yaml_json.h"
+
+namespace mka::sandbox {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kCrdGroup = "apiextensions.k8s.io";
+constexpr std::string_view kForegroundFinalizer = "foregroundDeletion";
+constexpr std::string_view kOrphanFinalizer = "orphan";
+// How often a write retries after a concurrent change when the client set no resourceVersion
+// (kube-apiserver's GuaranteedUpdate retries the same way).
+constexpr int kWriteAttempts = 16;
+
+ApiError resourceNotFound() { return {404, "NotFound", "the server could not find the requested resource"}; }
+
+std::string formatTime(Clock::TimePoint t) {
+  const auto seconds = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+std::mt19937_64& rng() {
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  return engine;
+}
+
+// The alphabet and length of apiserver's generateName suffix (no vowels, no look-alikes).
+std::string randomSuffix() {
+  static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+  std::uniform_int_distribution<std::size_t> pick(0, kAlphabet.size() - 1);
+  std::string out;
+  for (int i = 0; i < 5; ++i) out += kAlphabet[pick(rng())];
+  return out;
+}
+
+std::string randomUid() {  // RFC 4122 version 4
+  std::uniform_int_distribution<int> nibble(0, 15);
+  static constexpr std::string_view kHex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 36; ++i) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      out += '-';
+    } else if (i == 14) {
+      out += '4';
+    } else if (i == 19) {
+      out += kHex[8 + nibble(rng()) % 4];
+    } else {
+      out += kHex[nibble(rng())];
+    }
+  }
+  return out;
+}
+
+std::string groupVersion(const std::string& group, const std::string& version) {
+  return group.empty() ? version : group + "/" + version;
+}
+
+bool isCrd(const ResourceType& type) { return type.group == kCrdGroup && type.plural == "customresourcedefinitions"; }
+bool isNamespace(const ResourceType& type) { return type.group.empty() && type.plural == "namespaces"; }
+
+// metadata.generation exists for custom resources and CRDs (kinds with a spec); kube-apiserver
+// leaves it unset on ConfigMaps, Secrets and the like.
+bool tracksGeneration(const ResourceType& type) { return !type.builtin || isCrd(type); }
+
+std::string stringAt(const json& object, const char* section, const char* field) {
+  if (!object.is_object()) return {};
+  auto s = object.find(section);
+  if (s == object.end() || !s->is_object()) return {};
+  auto f = s->find(field);
+  return f != s->end() && f->is_string() ? f->get<std::string>() : std::string{};
+}
+
+json& metadataOf(json& object) {
+  auto& meta = object["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  return meta;
+}
+
+std::vector<std::string> finalizersOf(const json& object) {
+  std::vector<std::string> out;
+  if (!object.contains("metadata")) return out;
+  const auto& meta = object["metadata"];
+  if (!meta.is_object() || !meta.contains("finalizers") || !meta["finalizers"].is_array()) return out;
+  for (const auto& f : meta["finalizers"])
+    if (f.is_string()) out.push_back(f.get<std::string>());
+  return out;
+}
+
+bool beingDeleted(const json& object) { return !stringAt(object, "metadata", "deletionTimestamp").empty(); }
+
+std::optional<std::uint64_t> parseResourceVersion(const std::string& text, const char* where) {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw ApiError::badRequest(std::string(where) + ": invalid resource version \"" + text +
+                               "\": send the metadata.resourceVersion the server returned, or none");
+  return value;
+}
+
+// Everything but metadata and status: what bumps metadata.generation when it changes.
+json specPart(const json& object) {
+  json out = object;
+  out.erase("metadata");
+  out.erase("status");
+  return out;
+}
+
+std::string baseMediaType(const std::string& contentType) {
+  auto semi = contentType.find(';');
+  std::string out(strings::trim(std::string_view(contentType).substr(0, semi)));
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+json parseJsonBody(const std::string& body, const char* what) {
+  try {
+    return json::parse(body);
+  } catch (const json::exception& e) {
+    throw ApiError::badRequest(std::string("error decoding ") + what + ": " + e.what() +
+                               ": send a valid JSON document");
+  }
+}
+
+// The dotted paths of fields in `original` that pruning removed, for fieldValidation=Strict.
+void unknownFields(const json& original, const json& pruned, const std::string& prefix,
+                   std::vector<std::string>& out) {
+  if (original.is_object() && pruned.is_object()) {
+    for (auto it = original.begin(); it != original.end(); ++it) {
+      const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+      auto p = pruned.find(it.key());
+      if (p == pruned.end()) {
+        out.push_back(path);
+      } else {
+        unknownFields(it.value(), *p, path, out);
+      }
+    }
+  } else if (original.is_array() && pruned.is_array() && original.size() == pruned.size()) {
+    for (std::size_t i = 0; i < original.size(); ++i)
+      unknownFields(original[i], pruned[i], prefix + "[" + std::to_string(i) + "]", out);
+  }
+}
+
+// Metadata checks kube-apiserver makes on every kind (ValidateObjectMeta).
+FieldErrors validateMetadata(const ResourceType& type, const json& object) {
+  FieldErrors errors;
+  const auto& meta = object.at("metadata");
+  const std::string name = meta.value("name", "");
+  if (name.empty()) {
+    errors.push_back({"metadata.name", "Required value", "name or generateName is required"});
+  } else {
+    auto problems = isNamespace(type) ? validation::dns1123Label(name) : validation::dns1123Subdomain(name);
+    for (const auto& p : problems)
+      errors.push_back({"metadata.name", "Invalid value: \"" + name + "\"", p});
+  }
+  for (const char* field : {"labels", "annotations"}) {
+    if (!meta.contains(field)) continue;
+    const auto& map = meta[field];
+    if (map.is_null()) continue;
+    if (!map.is_object()) {
+      errors.push_back({std::string("metadata.") + field, "Invalid value", "must be a map of strings"});
+      continue;
+    }
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string path = std::string("metadata.") + field;
+      for (const auto& p : validation::qualifiedName(it.key()))
+        errors.push_back({path, "Invalid value: \"" + it.key() + "\"", p});
+      if (!it.value().is_string()) {
+        errors.push_back({path + "." + it.key(), "Invalid value", "must be a string"});
+      } else if (std::string_view(field) == "labels") {
+        for (const auto& p : validation::labelValue(it.value().get<std::string>()))
+          errors.push_back({path, "Invalid value: \"" + it.value().get<std::string>() + "\"", p});
+      }
+    }
+  }
+  return errors;
+}
+
+// Thrown by the store when another writer got there first; the write is retried.
+struct ConcurrentChange {
+  ApiError error;
+};
+
+}  // namespace
+
+ClusterApi::ClusterApi(std::string clusterName, ResourceRegistry& registry, ObjectStore& store, const Clock& clock)
+    : clusterName_(std::move(clusterName)), registry_(registry), store_(store), clock_(clock) {}
+
+ClusterApi::~ClusterApi() = default;
+
+std::string ClusterApi::now() const { return formatTime(clock_.now()); }
+
+ResourceTypePtr ClusterApi::resolve(const ResourceRef& ref) const {
+  auto type = registry_.find(ref.group, ref.version, ref.plural);
+  if (!type) throw resourceNotFound();
+  if (!type->namespaced && !ref.namespace_.empty()) throw resourceNotFound();
+  if (type->namespaced && ref.namespace_.empty() && !ref.name.empty()) throw resourceNotFound();
+  if (!ref.subresource.empty()) {
+    const auto* version = type->version(ref.version);
+    if (ref.subresource != "status" || !version || !version->hasStatus || ref.name.empty()) throw resourceNotFound();
+  }
+  return type;
+}
+
+namespace {
+
+// What every write path shares: the type, the served version and the store key.
+struct Target {
+  ResourceTypePtr type;
+  const ResourceVersionInfo* version;
+  ObjectKey key;
+  std::string apiVersion;
+};
+
+void setTypeMeta(json& object, const Target& t) {
+  object["apiVersion"] = t.apiVersion;
+  object["kind"] = t.type->kind;
+}
+
+// The client's apiVersion and kind must name the URL's (kube-apiserver decodes with them).
+void checkTypeMeta(const json& object, const Target& t) {
+  if (!object.is_object())
+    throw ApiError::badRequest("the body of the request must be a JSON object (a " + t.type->kind + ")");
+  if (auto av = object.find("apiVersion"); av != object.end() && !av->is_null() && *av != t.apiVersion)
+    throw ApiError::badRequest("the API version in the data (" + av->dump() +
+                               ") does not match the expected API version (" + t.apiVersion + ")");
+  if (auto k = object.find("kind"); k != object.end() && !k->is_null() && *k != t.type->kind)
+    throw ApiError::badRequest("the kind in the data (" + k->dump() + ") does not match the expected kind (" +
+                               t.type->kind + ")");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+
+json ClusterApi::get(const ResourceRef& ref) const {
+  auto type = resolve(ref);
+  if (ref.name.empty()) throw resourceNotFound();
+  auto object = store_.get({type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name});
+  if (!object) throw ApiError::notFound(type->qualifiedResource(), ref.name);
+  (*object)["apiVersion"] = groupVersion(type->group, ref.version);
+  return *object;
+}
+
+namespace {
+
+ObjectStore::Filter makeFilter(const ResourceType& type, const ListOptions& options, const std::string& onlyName) {
+  auto labels = LabelSelector::parse(options.labelSelector);
+  auto fields = FieldSelector::parse(options.fieldSelector);
+  for (const auto& f : fields.fields()) {
+    const bool allowed = f == "metadata.name" || (type.namespaced && f == "metadata.namespace") ||
+                         (type.group.empty() && type.plural == "secrets" && f == "type") ||
+                         (type.group.empty() && type.plural == "namespaces" && f == "status.phase") ||
+                         (type.plural == "events" && (f.starts_with("involvedObject.") || f == "reason" ||
+                                                       f == "type" || f == "source"));
+    if (!allowed) throw ApiError::badRequest("field label not supported: " + f);
+  }
+  if (labels.empty() && fields.empty() && onlyName.empty()) return nullptr;
+  return [labels = std::move(labels), fields = std::move(fields), onlyName](const json& object) {
+    if (!onlyName.empty() && stringAt(object, "metadata", "name") != onlyName) return false;
+    const auto& meta = object.contains("metadata") ? object["metadata"] : json();
+    const json labelMap = meta.is_object() && meta.contains("labels") ? meta["labels"] : json();
+    return labels.matches(labelMap) && fields.matches(object);
+  };
+}
+
+}  // namespace
+
+json ClusterApi::list(const ResourceRef& ref, const ListOptions& options) const {
+  auto type = resolve(ref);
+  auto filter = makeFilter(*type, options, "");
+  auto result = store_.list(type->group, type->plural, type->namespaced ? ref.namespace_ : "", filter, options.limit,
+                            options.continueToken);
+  const auto gv = groupVersion(type->group, ref.version);
+  json items = json::array();
+  for (auto& item : result.items) {
+    item["apiVersion"] = gv;
+    items.push_back(std::move(item));
+  }
+  json meta = {{"resourceVersion", std::to_string(result.resourceVersion)}};
+  if (!result.continueToken.empty()) meta["continue"] = result.continueToken;
+  if (result.remainingItemCount >= 0) meta["remainingItemCount"] = result.remainingItemCount;
+  return {{"apiVersion", gv}, {"kind", type->listKind}, {"metadata", std::move(meta)}, {"items", std::move(items)}};
+}
+
+namespace {
+
+// Serves synthetic ADDED events for what exists, then the store's events from the list's
+// revision on (a watch without a resourceVersion), and gives every object the requested
+// apiVersion.
+class ApiWatch final : public ObjectStore::Watch {
+ public:
+  ApiWatch(std::deque<WatchEvent> initial, std::unique_ptr<ObjectStore::Watch> inner, std::string apiVersion)
+      : initial_(std::move(initial)), inner_(std::move(inner)), apiVersion_(std::move(apiVersion)) {}
+
+  std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
+    if (!initial_.empty()) {
+      auto event = std::move(initial_.front());
+      initial_.pop_front();
+      return event;
+    }
+    auto event = inner_->next(timeout);
+    if (event && event->type != EventType::Error && event->type != EventType::Bookmark && event->object.is_object())
+      event->object["apiVersion"] = apiVersion_;
+    return event;
+  }
+  bool closed() const override { return initial_.empty() && inner_->closed(); }
+  void close() override {
+    initial_.clear();
+    inner_->close();
+  }
+
+ private:
+  std::deque<WatchEvent> initial_;
+  std::unique_ptr<ObjectStore::Watch> inner_;
+  std::string apiVersion_;
+};
+
+}  // namespace
+
+std::unique_ptr<ObjectStore::Watch> ClusterApi::watch(const ResourceRef& ref, const ListOptions& options,
+                                                      const std::string& resourceVersion,
+                                                      const ObjectStore::WatchOptions& watchOptions) {
+  auto type = resolve(ref);
+  auto filter = makeFilter(*type, options, ref.name);
+  const std::string ns = type->namespaced ? ref.namespace_ : "";
+  const auto gv = groupVersion(type->group, ref.version);
+  const auto from = parseResourceVersion(resourceVersion, "resourceVersion");
+  std::deque<WatchEvent> initial;
+  std::uint64_t start = from.value_or(0);
+  if (start == 0) {
+    auto existing = store_.list(type->group, type->plural, ns, filter);
+    for (auto& item : existing.items) {
+      item["apiVersion"] = gv;
+      const auto rv = parseResourceVersion(stringAt(item, "metadata", "resourceVersion"), "stored object").value_or(0);
+      initial.push_back({EventType::Added, rv, std::move(item)});
+    }
+    start = existing.resourceVersion;
+  }
+  auto inner = store_.watch(type->group, type->plural, ns, start, std::move(filter), watchOptions);
+  return std::make_unique<ApiWatch>(std::move(initial), std::move(inner), gv);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+
+namespace {
+
+Target target(const ClusterApi& api, const ResourceRef& ref) {
+  auto type = api.resolve(ref);
+  const auto* version = type->version(ref.version);
+  if (!version) throw resourceNotFound();
+  return {type, version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
+          groupVersion(type->group, ref.version)};
+}
+
+// Prunes and defaults a custom resource by its version's schema; with fieldValidation=Strict
+// an unknown field is refused the way kube-apiserver refuses it.
+void applySchema(json& object, const Target& t, const std::string& fieldValidation) {
+  if (t.type->builtin || t.version->schema.is_null()) return;
+  if (fieldValidation == "Strict") {
+    json pruned = object;
+    schema::prune(pruned, t.version->schema);
+    std::vector<std::string> unknown;
+    unknownFields(object, pruned, "", unknown);
+    if (!unknown.empty()) {
+      std::vector<std::string> quoted;
+      for (const auto& u : unknown) quoted.push_back("unknown field \"" + u + "\"");
+      throw ApiError::badRequest("strict decoding error: " + strings::join(quoted, ", "));
+    }
+    object = std::move(pruned);
+  } else {
+    schema::prune(object, t.version->schema);
+  }
+  schema::applyDefaults(object, t.version->schema);
+}
+
+std::string managerOf(const WriteOptions& options, const char* fallback) {
+  return options.fieldManager.empty() ? std::string(fallback) : options.fieldManager;
+}
+
+}  // namespace
+
+json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions& options) {
+  if (!ref.name.empty() || !ref.subresource.empty()) {
+    auto type = resolve(ref);
+    throw ApiError::methodNotSupported(type->qualifiedResource(), "create");
+  }
+  auto t = target(*this, ref);
+  checkTypeMeta(object, t);
+  setTypeMeta(object, t);
+  auto& meta = metadataOf(object);
+
+  const std::string bodyNs = meta.value("namespace", "");
+  if (t.type->namespaced) {
+    if (ref.namespace_.empty())
+      throw ApiError::badRequest("the namespace of the object is required: create " + t.type->plural +
+                                 " under /namespaces/<namespace>/");
+    if (!bodyNs.empty() && bodyNs != ref.namespace_)
+      throw ApiError::badRequest("the namespace of the provided object does not match the namespace sent on the "
+                                 "request");
+    meta["namespace"] = ref.namespace_;
+    auto ns = store_.get({"", "namespaces", "", ref.namespace_});
+    if (!ns) throw ApiError::notFound("namespaces", ref.namespace_);
+    if (beingDeleted(*ns))
+      throw ApiError::forbidden(t.type->plural + " \"" + meta.value("name", meta.value("generateName", "")) +
+                                "\" is forbidden: unable to create new content in namespace " + ref.namespace_ +
+                                " because it is being terminated");
+  } else {
+    meta.erase("namespace");
+  }
+  if (meta.contains("resourceVersion") && !meta["resourceVersion"].is_null() && meta["resourceVersion"] != "")
+    throw ApiError::badRequest("resourceVersion should not be set on objects to be created");
+
+  std::string name = meta.value("name", "");
+  if (name.empty() && meta.value("generateName", "") != "") name = meta["generateName"].get<std::string>() + randomSuffix();
+  if (!name.empty()) meta["name"] = name;
+  meta["uid"] = randomUid();
+  meta["creationTimestamp"] = now();
+  meta.erase("resourceVersion");
+  meta.erase("deletionTimestamp");
+  meta.erase("deletionGracePeriodSeconds");
+  if (tracksGeneration(*t.type)) {
+    meta["generation"] = 1;
+  } else {
+    meta.erase("generation");
+  }
+  if (t.version->hasStatus && !isCrd(*t.type)) object.erase("status");
+  if (isNamespace(*t.type)) {
+    auto& labels = meta["labels"];
+    if (!labels.is_object()) labels = json::object();
+    labels["kubernetes.io/metadata.name"] = name;
+    object["spec"] = {{"finalizers", {"kubernetes"}}};
+    object["status"] = {{"phase", "Active"}};
+  }
+  applySchema(object, t, options.fieldValidation);
+  t.key.name = name;
+
+  if (admit_) {
+    AdmissionAttributes attributes{"CREATE", t.type.get(), ref.version, ref, object, nullptr, options.dryRun,
+                                   options.user};
+    attributes.ref.name = name;
+    object = admit_(attributes);
+    setTypeMeta(object, t);
+    applySchema(object, t, "");
+  }
+  if (auto errors = validateMetadata(*t.type, object); !errors.empty())
+    throw ApiError::invalid(t.type->qualifiedKind(), name, errors);
+  if (isCrd(*t.type)) {
+    parseCrd(object);  // 422 naming the bad field
+    object["status"] = crdStatus(object, now());
+  }
+  patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, "", t.version->schema, now()};
+  patch::recordUpdate(json(nullptr), object, record);
+  if (options.dryRun) return object;
+
+  auto stored = store_.create(t.key, std::move(object));
+  if (isCrd(*t.type)) registry_.applyCrd(stored);
+  spdlog::debug("sandbox created cluster={} resource={} namespace={} name={} rv={}", clusterName_,
+                t.type->qualifiedResource(), t.key.namespace_, name, stringAt(stored, "metadata", "resourceVersion"));
+  return stored;
+}
+
+// The write shared by update and patch: `compute` builds the object the client wants from the
+// current one; what follows is kube-apiserver's update path (subresource rules, server-managed
+// metadata, generation, schema, managedFields, admission, finalizers) and a store write
+// conditioned on the revision read, retried when someone else wrote in between.
+
+json ClusterApi::update(const ResourceRef& ref, json object, const WriteOptions& options) {
+  auto t = target(*this, ref);
+  if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "update");
+  checkTypeMeta(object, t);
+  const auto& meta = object.contains("metadata") && object["metadata"].is_object() ? object["metadata"] : json();
+  const std::string bodyName = meta.is_object() ? meta.value("name", "") : "";
+  if (!bodyName.empty() && bodyName != ref.name)
+    throw ApiError::badRequest("the name of the object (" + bodyName + ") does not match the name on the URL (" +
+                               ref.name + ")");
+  const std::string bodyNs = meta.is_object() ? meta.value("namespace", "") : "";
+  if (t.type->namespaced && !bodyNs.empty() && bodyNs != ref.namespace_)
+    throw ApiError::badRequest("the namespace of the provided object does not match the namespace sent on the "
+                               "request");
+  const auto precondition =
+      parseResourceVersion(meta.is_object() ? meta.value("resourceVersion", "") : "", "metadata.resourceVersion");
+  return writeLoop(ref, options, precondition, [&](const std::optional<json>& current) {
+    if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
+    return UpdatePlan{object, false};
+  });
+}
+
+json ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
+                       const WriteOptions& options) {
+  auto t = target(*this, ref);
+  if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "patch");
+  const auto media = baseMediaType(contentType);
+  static const std::vector<std::string> kBuiltinTypes = {
+      "application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json",
+      "application/apply-patch+yaml"};
+  static const std::vector<std::string> kCustomTypes = {"application/json-patch+json", "application/merge-patch+json",
+                                                        "application/apply-patch+yaml"};
+  const auto& accepted = t.type->builtin ? kBuiltinTypes : kCustomTypes;
+  if (std::find(accepted.begin(), accepted.end(), media) == accepted.end())
+    throw ApiError::unsupportedMediaType(contentType, accepted);
+
+  json patchDoc;
+  if (media == "application/apply-patch+yaml") {
+    if (options.fieldManager.empty())
+      throw ApiError::badRequest("PATCH, application/apply-patch+yaml requires the fieldManager query parameter: "
+                                 "send ?fieldManager=<your controller's name>");
+    std::vector<json> docs;
+    try {
+      docs = loadYamlDocuments(body);
+    } catch (const Error& e) {
+      throw ApiError::badRequest(std::string("error decoding YAML: ") + e.what());
+    }
+    if (docs.size() != 1 || !docs.front().is_object())
+      throw ApiError::badRequest("an apply patch must be exactly one YAML or JSON object");
+    patchDoc = std::move(docs.front());
+    checkTypeMeta(patchDoc, t);
+    if (!patchDoc.contains("apiVersion") || !patchDoc.contains("kind"))
+      throw ApiError::badRequest("an apply patch must set apiVersion and kind (" + t.apiVersion + ", " +
+                                 t.type->kind + ")");
+    const auto name = stringAt(patchDoc, "metadata", "name");
+    if (!name.empty() && name != ref.name)
+      throw ApiError::badRequest("the name of the object (" + name + ") does not match the name on the URL (" +
+                                 ref.name + ")");
+  } else {
+    patchDoc = parseJsonBody(body, "the patch");
+    if (media == "application/json-patch+json" ? !patchDoc.is_array() : !patchDoc.is_object())
+      throw ApiError::badRequest(media == "application/json-patch+json"
+                                     ? "a JSON patch (application/json-patch+json) must be a JSON array of operations"
+                                     : "a merge patch must be a JSON object");
+  }
+  // A resourceVersion in a merge or apply patch is a precondition, as in kube-apiserver.
+  std::optional<std::uint64_t> precondition;
+  if (patchDoc.is_object()) precondition = parseResourceVersion(stringAt(patchDoc, "metadata", "resourceVersion"),
+                                                                "metadata.resourceVersion");
+
+  if (media == "application/apply-patch+yaml") {
+    // Apply to an absent object creates it.
+    for (int attempt = 0;; ++attempt) {
+      auto current = store_.get(t.key);
+      if (current) break;
+      if (!ref.subresource.empty()) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
+      json live = json::object();
+      patch::ApplyOptions apply{options.fieldManager, options.force, "", t.apiVersion, now()};
+      json created = patch::serverSideApply(live, patchDoc, *t.version, apply);
+      metadataOf(created)["name"] = ref.name;
+      if (t.type->namespaced) metadataOf(created)["namespace"] = ref.namespace_;
+      ResourceRef collection = ref;
+      collection.name.clear();
+      WriteOptions createOptions = options;
+      try {
+        return createWithManagedFields(collection, std::move(created), createOptions);
+      } catch (const ApiError& e) {
+        if (e.code() != 409 || e.reason() != "AlreadyExists" || attempt >= kWriteAttempts) throw;
+      }
+    }
+  }
+
+  return writeLoop(ref, options, precondition, [&](const std::optional<json>& current) -> UpdatePlan {
+    if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
+    if (media == "application/merge-patch+json") return {patch::mergePatch(*current, patchDoc), false};
+    if (media == "application/json-patch+json") return {patch::jsonPatch(*current, patchDoc), false};
+    if (media == "application/strategic-merge-patch+json") return {patch::strategicMergePatch(*current, patchDoc), false};
+    patch::ApplyOptions apply{options.fieldManager, options.force, ref.subresource, t.apiVersion, now()};
+    return {patch::serverSideApply(*current, patchDoc, *t.version, apply), true};
+  });
+}
+
+json ClusterApi::createWithManagedFields(const ResourceRef& ref, json object, const WriteOptions& options) {
+  // create() records the creator as an Update manager; an apply-create keeps the Apply entry
+  // server-side apply wrote instead.
+  const json managed = object["metadata"].value("managedFields", json::array());
+  auto created = create(ref, std::move(object), WriteOptions{options.dryRun, "", false, options.fieldValidation,
+                                                             options.user});
+  const auto& createdMeta = created["metadata"];
+  if (createdMeta.value("managedFields", json::array()) == managed || options.dryRun) {
+    if (options.dryRun) created["metadata"]["managedFields"] = managed;
+    return created;
+  }
+  auto t = target(*this, ref);
+  t.key.name = created["metadata"]["name"].get<std::string>();
+  auto rv = parseResourceVersion(createdMeta.value("resourceVersion", ""), "stored object");
+  json fixed = created;
+  fixed["metadata"]["managedFields"] = managed;
+  try {
+    return store_.update(t.key, std::move(fixed), rv);
+  } catch (const ApiError&) {
+    return created;  // changed meanwhile: the other writer's managedFields are the truth now
+  }
+}
+
+json ClusterApi::writeLoop(const ResourceRef& ref, const WriteOptions& options,
+                           std::optional<std::uint64_t> precondition, const PlanFunction& plan) {
+  auto t = target(*this, ref);
+  for (int attempt = 1;; ++attempt) {
+    auto current = store_.get(t.key);
+    auto planned = plan(current);
+    try {
+      return commitUpdate(t.type, *t.version, ref, *current, std::move(planned.object), planned.managedFieldsDone,
+                          precondition, options);
+    } catch (const ConcurrentChange& change) {
+      if (attempt >= kWriteAttempts) throw change.error;
+    }
+  }
+}
+
+json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version, const ResourceRef& ref,
+                              const json& current, json incoming, bool managedFieldsDone,
+                              std::optional<std::uint64_t> precondition, const WriteOptions& options) {
+  const Target t{type, &version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
+                 groupVersion(type->group, ref.version)};
+  checkTypeMeta(incoming, t);
+  const auto currentRv = parseResourceVersion(stringAt(current, "metadata", "resourceVersion"), "stored object");
+  if (precondition && precondition != currentRv)
+    throw ApiError::conflict(type->qualifiedResource(), ref.name,
+                             "the object has been modified; please apply your changes to the latest version and try "
+                             "again");
+  setTypeMeta(incoming, t);
+  json next;
+  if (ref.subresource == "status") {
+    // Status writes change status (and managedFields) only.
+    next = current;
+    if (incoming.contains("status")) {
+      next["status"] = incoming["status"];
+    } else {
+      next.erase("status");
+    }
+    if (incoming.contains("metadata") && incoming["metadata"].contains("managedFields"))
+      metadataOf(next)["managedFields"] = incoming["metadata"]["managedFields"];
+  } else {
+    next = std::move(incoming);
+    if (version.hasStatus && !isCrd(*type)) {
+      if (current.contains("status")) {
+        next["status"] = current["status"];
+      } else {
+        next.erase("status");
+      }
+    }
+    auto& meta = metadataOf(next);
+    const auto& old = current["metadata"];
+    for (const char* field : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                              "generation", "name", "namespace"}) {
+      if (old.contains(field)) {
+        meta[field] = old[field];
+      } else {
+        meta.erase(field);
+      }
+    }
+    if (meta.contains("generateName") && meta["generateName"].is_null()) meta.erase("generateName");
+  }
+  metadataOf(next)["resourceVersion"] = current["metadata"].value("resourceVersion", "");
+  applySchema(next, t, ref.subresource.empty() ? options.fieldValidation : "");
+  if (isNamespace(*type) && ref.subresource.empty()) {
+    auto& labels = metadataOf(next)["labels"];
+    if (!labels.is_object()) labels = json::object();
+    labels["kubernetes.io/metadata.name"] = ref.name;
+  }
+
+  if (admit_) {
+    AdmissionAttributes attributes{"UPDATE", type.get(), ref.version, ref, next, current, options.dryRun, options.user};
+    next = admit_(attributes);
+    setTypeMeta(next, t);
+    applySchema(next, t, "");
+  }
+  if (tracksGeneration(*type)) {
+    const auto generation = current["metadata"].value("generation", std::int64_t{1});
+    metadataOf(next)["generation"] = specPart(next) != specPart(current) ? generation + 1 : generation;
+  }
+  if (beingDeleted(current)) {
+    const auto before = finalizersOf(current);
+    std::vector<std::string> added;
+    for (const auto& f : finalizersOf(next))
+      if (std::find(before.begin(), before.end(), f) == before.end()) added.push_back("\"" + f + "\"");
+    if (!added.empty())
+      throw ApiError::invalid(type->qualifiedKind(), ref.name,
+                              FieldErrors{{"metadata.finalizers", "Forbidden",
+                                "no new finalizers can be added if the object is being deleted, found new "
+                                "finalizers []string{" +
+                                    strings::join(added, ", ") + "}"}});
+  }
+  if (auto errors = validateMetadata(*type, next); !errors.empty())
+    throw ApiError::invalid(type->qualifiedKind(), ref.name, errors);
+  if (isCrd(*type)) {
+    parseCrd(next);
+    next["status"] = crdStatus(next, now());
+  }
+  if (!managedFieldsDone) {
+    patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, ref.subresource, version.schema, now()};
+    patch::recordUpdate(current, next, record);
+  }
+  if (next == current) return next;  // a no-op write stores nothing and keeps the resourceVersion
+  if (options.dryRun) return next;
+
+  // The last finalizer of an object being deleted is gone: the deletion completes.
+  if (beingDeleted(next) && finalizersOf(next).empty()) {
+    try {
+      store_.remove(t.key, currentRv);
+    } catch (const ApiError& e) {
+      if (e.code() == 409 || e.code() == 404) throw ConcurrentChange{e};
+      throw;
+    }
+    afterRemoval(*type, next, "");
+    return next;
+  }
+  try {
+    auto stored = store_.update(t.key, std::move(next), currentRv);
+    if (isCrd(*type)) registry_.applyCrd(stored);
+    return stored;
+  } catch (const ApiError& e) {
+    if (e.code() == 409 || e.code() == 404) throw ConcurrentChange{e};
+    throw;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delete
+
+json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
+  auto t = target(*this, ref);
+  if (ref.name.empty() || !ref.subresource.empty())
+    throw ApiError::methodNotSupported(t.type->qualifiedResource(), "delete");
+  const auto& policy = options.propagationPolicy;
+  if (!policy.empty() && policy != "Orphan" && policy != "Background" && policy != "Foreground")
+    throw ApiError::badRequest("propagationPolicy: Unsupported value: \"" + policy +
+                               "\": supported values: \"Background\", \"Foreground\", \"Orphan\"");
+  for (int attempt = 1;; ++attempt) {
+    auto current = store_.get(t.key);
+    if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
+    const auto& meta = (*current)["metadata"];
+    if (options.preconditionUid && *options.preconditionUid != meta.value("uid", ""))
+      throw ApiError::conflict(t.type->qualifiedResource(), ref.name,
+                               "Precondition failed: UID in precondition: " + *options.preconditionUid +
+                                   ", UID in object meta: " + meta.value("uid", ""));
+    if (options.preconditionResourceVersion &&
+        *options.preconditionResourceVersion != meta.value("resourceVersion", ""))
+      throw ApiError::conflict(t.type->qualifiedResource(), ref.name,
+                               "Precondition failed: ResourceVersion in precondition: " +
+                                   *options.preconditionResourceVersion +
+                                   ", ResourceVersion in object meta: " + meta.value("resourceVersion", ""));
+    if (admit_) {
+      AdmissionAttributes attributes{"DELETE", t.type.get(), ref.version, ref, nullptr, *current, options.dryRun,
+                                     options.user};
+      admit_(attributes);
+    }
+    const auto currentRv = parseResourceVersion(meta.value("resourceVersion", ""), "stored object");
+
+    // Finalizers (and foreground deletion, and a namespace's content) keep the object: it only
+    // gets a deletionTimestamp now and goes once they are removed.
+    json next = *current;
+    auto& nextMeta = metadataOf(next);
+    auto finalizers = finalizersOf(next);
+    auto addFinalizer = [&](std::string_view f) {
+      if (std::find(finalizers.begin(), finalizers.end(), f) == finalizers.end()) {
+        finalizers.emplace_back(f);
+        nextMeta["finalizers"] = finalizers;
+      }
+    };
+    if (!beingDeleted(*current)) {
+      if (policy == "Foreground") addFinalizer(kForegroundFinalizer);
+      if (policy == "Orphan") addFinalizer(kOrphanFinalizer);
+    }
+    const bool namespaceContent = isNamespace(*t.type);
+    if (!finalizers.empty() || namespaceContent) {
+      if (beingDeleted(*current) && next == *current) return next;
+      if (!beingDeleted(*current)) {
+        nextMeta["deletionTimestamp"] = now();
+        nextMeta["deletionGracePeriodSeconds"] = 0;
+      }
+      if (namespaceContent) next["status"]["phase"] = "Terminating";
+      if (options.dryRun) return next;
+      try {
+        auto stored = store_.update(t.key, std::move(next), currentRv);
+        if (gc_) {
+          if (namespaceContent) gc_->namespaceDeleted(ref.name);
+          if (std::find(finalizers.begin(), finalizers.end(), kForegroundFinalizer) != finalizers.end() ||
+              std::find(finalizers.begin(), finalizers.end(), kOrphanFinalizer) != finalizers.end())
+            gc_->ownerDeleting(t.key, meta.value("uid", ""));
+        }
+        return stored;
+      } catch (const ApiError& e) {
+        if ((e.code() != 409 && e.code() != 404) || attempt >= kWriteAttempts) throw;
+        continue;
+      }
+    }
+    if (options.dryRun) return *current;
+    try {
+      store_.remove(t.key, currentRv);
+    } catch (const ApiError& e) {
+      if ((e.code() != 409 && e.code() != 404) || attempt >= kWriteAttempts) throw;
+      continue;
+    }
+    afterRemoval(*t.type, *current, policy);
+    json details = {{"name", ref.name}, {"kind", t.type->plural}, {"uid", meta.value("uid", "")}};
+    if (!t.type->group.empty()) details["group"] = t.type->group;
+    return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"},
+            {"details", std::move(details)}};
+  }
+}
+
+void ClusterApi::afterRemoval(const ResourceType& type, const json& removed, const std::string& policy) {
+  const auto uid = stringAt(removed, "metadata", "uid");
+  if (isCrd(type)) {
+    // Deleting a CRD deletes its objects and stops serving the resource.
+    try {
+      auto defined = parseCrd(removed);
+      for (auto& [key, object] : store_.snapshot()) {
+        if (key.group != defined.group || key.plural != defined.plural) continue;
+        try {
+          store_.remove(key);
+        } catch (const ApiError&) {
+          // removed meanwhile
+        }
+      }
+      registry_.removeCrd(defined.group, defined.plural);
+    } catch (const ApiError& e) {
+      spdlog::warn("sandbox could not unregister a deleted CRD cluster={} name={} error=\"{}\"", clusterName_,
+                   stringAt(removed, "metadata", "name"), e.what());
+    }
+  }
+  if (gc_ && !uid.empty()) gc_->ownerDeleted(uid, policy.empty() ? "Background" : policy);
+}
+
+}  // namespace mka::sandbox

@@ -1,0 +1,421 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "crd_fixtures.h"
+#include "mka/common/clock.h"
+#include "mka/sandbox/admission.h"
+#include "mka/sandbox/api_error.h"
+#include "mka/sandbox/cluster_api.h"
+
+namespace mka::sandbox {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+// Runs `f` and returns the ApiError it throws (fails the test when it throws nothing).
+template <typename F>
+ApiError apiErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ApiError thrown";
+  return ApiError::internal("none");
+}
+
+class ClusterApiTest : public ::testing::Test {
+ protected:
+  ClusterApiTest() : api("test", registry, store, clock) {
+    api.create(nsRef(), json{{"metadata", {{"name", "default"}}}});
+    api.create(crdRef(), test::pipelineRunCrd());
+    api.create(crdRef(), test::workloadCrd());
+  }
+
+  static ResourceRef nsRef(const std::string& name = "") { return {"", "v1", "namespaces", "", name, ""}; }
+  static ResourceRef crdRef(const std::string& name = "") {
+    return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", name, ""};
+  }
+  static ResourceRef cmRef(const std::string& name = "", const std::string& ns = "default") {
+    return {"", "v1", "configmaps", ns, name, ""};
+  }
+  static ResourceRef prRef(const std::string& name = "", const std::string& sub = "") {
+    return {"tekton.dev", "v1", "pipelineruns", "default", name, sub};
+  }
+  static ResourceRef wlRef(const std::string& name = "", const std::string& sub = "") {
+    return {"kueue.x-k8s.io", "v1beta1", "workloads", "default", name, sub};
+  }
+  static json pipelineRun(const std::string& name) {
+    return {{"apiVersion", "tekton.dev/v1"},
+            {"kind", "PipelineRun"},
+            {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
+            {"spec", {{"pipelineRef", {{"name", "build"}}}}}};
+  }
+  static std::string rv(const json& object) { return object["metadata"]["resourceVersion"].get<std::string>(); }
+
+  FakeClock clock;
+  ResourceRegistry registry;
+  ObjectStore store;
+  ClusterApi api;
+};
+
+TEST_F(ClusterApiTest, CreateFillsServerFields) {
+  auto created = api.create(prRef(), json{{"metadata", {{"generateName", "build-"}}},
+                                          {"spec", {{"pipelineRef", {{"name", "b"}}}}},
+                                          {"status", {{"conditions", json::array()}}}});
+  const auto& meta = created["metadata"];
+  EXPECT_THAT(meta["name"].get<std::string>(), ::testing::MatchesRegex("build-[a-z0-9]{5}"));
+  EXPECT_EQ(meta["uid"].get<std::string>().size(), 36u);
+  EXPECT_EQ(meta["creationTimestamp"], "2027-01-15T08:00:00Z");
+  EXPECT_EQ(meta["generation"], 1);
+  EXPECT_EQ(meta["namespace"], "default");
+  EXPECT_FALSE(rv(created).empty());
+  EXPECT_EQ(created["apiVersion"], "tekton.dev/v1");
+  EXPECT_EQ(created["kind"], "PipelineRun");
+  EXPECT_FALSE(created.contains("status")) << "status is dropped on create with a status subresource";
+  ASSERT_TRUE(meta.contains("managedFields"));
+  EXPECT_EQ(meta["managedFields"][0]["operation"], "Update");
+  EXPECT_EQ(api.get(prRef(meta["name"])), created);
+}
+
+TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
+  api.create(prRef(), pipelineRun("taken"));
+  struct Case {
+    std::string name;
+    std::function<void()> call;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"duplicate", [&] { api.create(prRef(), pipelineRun("taken")); }, 409,
+       "pipelineruns.tekton.dev \"taken\" already exists"},
+      {"missing namespace", [&] { api.create({"tekton.dev", "v1", "pipelineruns", "nowhere", "", ""}, pipelineRun("x")); },
+       404, "namespaces \"nowhere\" not found"},
+      {"namespace mismatch",
+       [&] {
+         auto o = pipelineRun("x");
+         o["metadata"]["namespace"] = "other";
+         api.create(prRef(), o);
+       },
+       400, "does not match the namespace sent on the request"},
+      {"bad name", [&] { api.create(prRef(), pipelineRun("Bad_Name")); }, 422, "metadata.name: Invalid value: \"Bad_Name\""},
+      {"no name", [&] { api.create(prRef(), json{{"spec", json::object()}}); }, 422,
+       "metadata.name: Required value"},
+      {"wrong kind",
+       [&] {
+         auto o = pipelineRun("x");
+         o["kind"] = "TaskRun";
+         api.create(prRef(), o);
+       },
+       400, "does not match the expected kind"},
+      {"resourceVersion set",
+       [&] {
+         auto o = pipelineRun("x");
+         o["metadata"]["resourceVersion"] = "5";
+         api.create(prRef(), o);
+       },
+       400, "resourceVersion should not be set on objects to be created"},
+      {"unknown resource", [&] { api.create({"tekton.dev", "v1", "taskruns", "default", "", ""}, pipelineRun("x")); },
+       404, "the server could not find the requested resource"},
+      {"bad label value",
+       [&] {
+         auto o = pipelineRun("x");
+         o["metadata"]["labels"]["a"] = "not valid!";
+         api.create(prRef(), o);
+       },
+       422, "metadata.labels: Invalid value: \"not valid!\""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto e = apiErrorOf(c.call);
+    EXPECT_EQ(e.code(), c.code);
+    EXPECT_THAT(e.what(), HasSubstr(c.message));
+  }
+}
+
+TEST_F(ClusterApiTest, DryRunStoresNothing) {
+  WriteOptions dry;
+  dry.dryRun = true;
+  auto answer = api.create(prRef(), pipelineRun("dry"), dry);
+  EXPECT_EQ(answer["metadata"]["name"], "dry");
+  EXPECT_EQ(apiErrorOf([&] { api.get(prRef("dry")); }).code(), 404);
+}
+
+TEST_F(ClusterApiTest, StrictFieldValidationNamesTheUnknownField) {
+  auto o = pipelineRun("strict");
+  o["spec"]["notAField"] = 1;
+  WriteOptions strict;
+  strict.fieldValidation = "Strict";
+  auto e = apiErrorOf([&] { api.create(prRef(), o, strict); });
+  EXPECT_EQ(e.code(), 400);
+  EXPECT_THAT(e.what(), HasSubstr("unknown field \"spec.notAField\""));
+  // Without Strict the field is pruned silently.
+  auto created = api.create(prRef(), o);
+  EXPECT_FALSE(created["spec"].contains("notAField"));
+}
+
+TEST_F(ClusterApiTest, ListFiltersByLabelAndFieldSelectors) {
+  for (const auto& [name, team] : std::vector<std::pair<std::string, std::string>>{{"a", "x"}, {"b", "y"}, {"c", "x"}}) {
+    auto o = pipelineRun(name);
+    o["metadata"]["labels"]["team"] = team;
+    api.create(prRef(), o);
+  }
+  auto names = [](const json& list) {
+    std::vector<std::string> out;
+    for (const auto& i : list["items"]) out.push_back(i["metadata"]["name"]);
+    return out;
+  };
+  auto all = api.list(prRef(), {});
+  EXPECT_EQ(all["kind"], "PipelineRunList");
+  EXPECT_EQ(all["apiVersion"], "tekton.dev/v1");
+  EXPECT_EQ(all["metadata"]["resourceVersion"], std::to_string(store.resourceVersion()));
+  EXPECT_EQ(names(all), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(names(api.list(prRef(), {"team=x", "", 0, ""})), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(names(api.list(prRef(), {"team=x", "metadata.name!=a", 0, ""})), (std::vector<std::string>{"c"}));
+  auto e = apiErrorOf([&] { api.list(prRef(), {"", "spec.pipelineRef.name=b", 0, ""}); });
+  EXPECT_EQ(e.code(), 400);
+  EXPECT_THAT(e.what(), HasSubstr("field label not supported: spec.pipelineRef.name"));
+  auto allNamespaces = api.list({"tekton.dev", "v1", "pipelineruns", "", "", ""}, {});
+  EXPECT_EQ(allNamespaces["items"].size(), 3u);
+}
+
+TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
+  auto created = api.create(prRef(), pipelineRun("u"));
+  auto stale = created;
+
+  auto changed = created;
+  changed["spec"]["timeouts"] = {{"pipeline", "1h"}};
+  changed["status"] = {{"startTime", "2027-01-01T00:00:00Z"}};
+  auto updated = api.update(prRef("u"), changed);
+  EXPECT_EQ(updated["metadata"]["generation"], 2);
+  EXPECT_FALSE(updated.contains("status")) << "the main resource ignores status";
+  EXPECT_NE(rv(updated), rv(created));
+
+  stale["metadata"]["labels"]["x"] = "y";
+  auto e = apiErrorOf([&] { api.update(prRef("u"), stale); });
+  EXPECT_EQ(e.code(), 409);
+  EXPECT_EQ(e.reason(), "Conflict");
+  EXPECT_THAT(e.what(), HasSubstr("Operation cannot be fulfilled on pipelineruns.tekton.dev \"u\": the object has "
+                                  "been modified"));
+
+  // An empty resourceVersion is an unconditional update; metadata-only changes keep the generation.
+  auto unconditional = updated;
+  unconditional["metadata"].erase("resourceVersion");
+  unconditional["metadata"]["labels"]["x"] = "z";
+  auto labelled = api.update(prRef("u"), unconditional);
+  EXPECT_EQ(labelled["metadata"]["labels"]["x"], "z");
+  EXPECT_EQ(labelled["metadata"]["generation"], 2);
+
+  // Writing the same object again stores nothing.
+  EXPECT_EQ(rv(api.update(prRef("u"), labelled)), rv(labelled));
+
+  auto renamed = labelled;
+  renamed["metadata"]["name"] = "other";
+  EXPECT_EQ(apiErrorOf([&] { api.update(prRef("u"), renamed); }).code(), 400);
+  EXPECT_EQ(apiErrorOf([&] { api.update(prRef("missing"), pipelineRun("missing")); }).code(), 404);
+}
+
+TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
+  auto created = api.create(prRef(), pipelineRun("s"));
+  auto withStatus = created;
+  withStatus["status"] = {{"startTime", "2027-01-01T00:00:00Z"}};
+  withStatus["spec"]["timeouts"] = {{"pipeline", "1h"}};
+  withStatus["metadata"]["labels"]["ignored"] = "yes";
+  auto stored = api.update(prRef("s", "status"), withStatus);
+  EXPECT_EQ(stored["status"]["startTime"], "2027-01-01T00:00:00Z");
+  EXPECT_FALSE(stored["spec"].contains("timeouts")) << "status writes ignore spec";
+  EXPECT_FALSE(stored["metadata"]["labels"].contains("ignored")) << "status writes ignore metadata";
+  EXPECT_EQ(stored["metadata"]["generation"], 1);
+
+  auto merged = api.patch(prRef("s", "status"), "application/merge-patch+json",
+                          R"({"status":{"completionTime":"2027-01-01T01:00:00Z"},"spec":{"status":"Cancelled"}})");
+  EXPECT_EQ(merged["status"]["completionTime"], "2027-01-01T01:00:00Z");
+  EXPECT_EQ(merged["status"]["startTime"], "2027-01-01T00:00:00Z");
+  EXPECT_FALSE(merged["spec"].contains("status"));
+
+  auto e = apiErrorOf([&] { api.update({"", "v1", "configmaps", "default", "x", "status"}, json::object()); });
+  EXPECT_EQ(e.code(), 404) << "configmaps have no status subresource";
+}
+
+TEST_F(ClusterApiTest, PatchTypes) {
+  api.create(prRef(), pipelineRun("p"));
+  auto merged = api.patch(prRef("p"), "application/merge-patch+json; charset=utf-8",
+                          R"({"metadata":{"labels":{"kueue.x-k8s.io/queue-name":null,"a":"b"}}})");
+  EXPECT_EQ(merged["metadata"]["labels"], json({{"a", "b"}}));
+
+  auto patched = api.patch(prRef("p"), "application/json-patch+json",
+                           R"([{"op":"add","path":"/spec/managedBy","value":"kueue.x-k8s.io/multikueue"}])");
+  EXPECT_EQ(patched["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+  EXPECT_EQ(patched["metadata"]["generation"], 2);
+
+  auto e = apiErrorOf([&] { api.patch(prRef("p"), "application/strategic-merge-patch+json", "{}"); });
+  EXPECT_EQ(e.code(), 415) << "custom resources take no strategic merge patch";
+
+  auto failedTest = apiErrorOf([&] {
+    api.patch(prRef("p"), "application/json-patch+json", R"([{"op":"test","path":"/spec/managedBy","value":"x"}])");
+  });
+  EXPECT_EQ(failedTest.code(), 422);
+
+  auto stale = apiErrorOf(
+      [&] { api.patch(prRef("p"), "application/merge-patch+json", R"({"metadata":{"resourceVersion":"1"}})"); });
+  EXPECT_EQ(stale.code(), 409);
+  EXPECT_EQ(apiErrorOf([&] { api.patch(prRef("p"), "application/merge-patch+json", "{not json"); }).code(), 400);
+  EXPECT_EQ(apiErrorOf([&] { api.patch(prRef("nope"), "application/merge-patch+json", "{}"); }).code(), 404);
+
+  api.create(cmRef(), json{{"metadata", {{"name", "cm"}}}, {"data", {{"a", "1"}}}});
+  auto smp = api.patch(cmRef("cm"), "application/strategic-merge-patch+json", R"({"data":{"b":"2"}})");
+  EXPECT_EQ(smp["data"], json({{"a", "1"}, {"b", "2"}}));
+}
+
+TEST_F(ClusterApiTest, ServerSideApplyMergesWorkloadStatusListsByKey) {
+  WriteOptions kueue;
+  kueue.fieldManager = "kueue-admission";
+  const std::string wl = R"({"apiVersion":"kueue.x-k8s.io/v1beta1","kind":"Workload","metadata":{"name":"wl"},
+    "spec":{"queueName":"q","podSets":[{"name":"main","count":1,"template":{"spec":{"containers":[]}}}]}})";
+  auto created = api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, kueue);
+  EXPECT_EQ(created["metadata"]["generation"], 1);
+  EXPECT_EQ(created["metadata"]["managedFields"][0]["manager"], "kueue-admission");
+  EXPECT_EQ(created["metadata"]["managedFields"][0]["operation"], "Apply");
+
+  WriteOptions one;
+  one.fieldManager = "check-one";
+  api.patch(wlRef("wl", "status"), "application/apply-patch+yaml", R"(apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {name: wl}
+status:
+  admissionChecks:
+  - {name: multikueue, state: Pending, message: "", lastTransitionTime: "2027-01-01T00:00:00Z"}
+)",
+            one);
+  WriteOptions two;
+  two.fieldManager = "check-two";
+  auto both = api.patch(wlRef("wl", "status"), "application/apply-patch+yaml", R"(apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {name: wl}
+status:
+  admissionChecks:
+  - {name: provisioning, state: Ready, message: "", lastTransitionTime: "2027-01-01T00:00:00Z"}
+)",
+                        two);
+  ASSERT_EQ(both["status"]["admissionChecks"].size(), 2u) << both["status"].dump();
+  EXPECT_EQ(both["status"]["admissionChecks"][0]["name"], "multikueue");
+  EXPECT_EQ(both["status"]["admissionChecks"][1]["name"], "provisioning");
+  EXPECT_EQ(both["spec"]["queueName"], "q") << "a status apply leaves spec alone";
+
+  WriteOptions noManager;
+  auto e = apiErrorOf([&] { api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, noManager); });
+  EXPECT_EQ(e.code(), 400);
+  EXPECT_THAT(e.what(), HasSubstr("fieldManager"));
+}
+
+TEST_F(ClusterApiTest, FinalizersHoldADeletionUntilRemoved) {
+  auto o = pipelineRun("f");
+  o["metadata"]["finalizers"] = {"example.com/keep"};
+  auto created = api.create(prRef(), o);
+
+  auto deleting = api.remove(prRef("f"));
+  EXPECT_EQ(deleting["metadata"]["deletionTimestamp"], "2027-01-15T08:00:00Z");
+  EXPECT_EQ(deleting["metadata"]["deletionGracePeriodSeconds"], 0);
+  EXPECT_EQ(api.get(prRef("f"))["metadata"]["deletionTimestamp"], "2027-01-15T08:00:00Z");
+
+  auto more = api.get(prRef("f"));
+  more["metadata"]["finalizers"].push_back("example.com/another");
+  auto e = apiErrorOf([&] { api.update(prRef("f"), more); });
+  EXPECT_EQ(e.code(), 422);
+  EXPECT_THAT(e.what(), HasSubstr("no new finalizers can be added if the object is being deleted"));
+
+  api.patch(prRef("f"), "application/json-patch+json", R"([{"op":"remove","path":"/metadata/finalizers"}])");
+  EXPECT_EQ(apiErrorOf([&] { api.get(prRef("f")); }).code(), 404);
+}
+
+TEST_F(ClusterApiTest, DeleteAnswersStatusAndHonoursPreconditions) {
+  auto created = api.create(prRef(), pipelineRun("d"));
+  DeleteOptions wrongUid;
+  wrongUid.preconditionUid = "not-the-uid";
+  auto e = apiErrorOf([&] { api.remove(prRef("d"), wrongUid); });
+  EXPECT_EQ(e.code(), 409);
+  EXPECT_THAT(e.what(), HasSubstr("Precondition failed: UID in precondition: not-the-uid"));
+
+  auto status = api.remove(prRef("d"));
+  EXPECT_EQ(status["kind"], "Status");
+  EXPECT_EQ(status["status"], "Success");
+  EXPECT_EQ(status["details"]["name"], "d");
+  EXPECT_EQ(status["details"]["group"], "tekton.dev");
+  EXPECT_EQ(status["details"]["uid"], created["metadata"]["uid"]);
+  EXPECT_EQ(apiErrorOf([&] { api.remove(prRef("d")); }).code(), 404);
+}
+
+TEST_F(ClusterApiTest, WatchWithoutResourceVersionStartsWithWhatExists) {
+  api.create(prRef(), pipelineRun("before"));
+  auto watch = api.watch(prRef(), {}, "");
+  auto first = watch->next(std::chrono::milliseconds{0});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->type, EventType::Added);
+  EXPECT_EQ(first->object["metadata"]["name"], "before");
+
+  api.create(prRef(), pipelineRun("after"));
+  auto second = watch->next(std::chrono::seconds{5});
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->type, EventType::Added);
+  EXPECT_EQ(second->object["metadata"]["name"], "after");
+  EXPECT_EQ(second->object["apiVersion"], "tekton.dev/v1");
+}
+
+TEST_F(ClusterApiTest, WatchFromATrimmedResourceVersionIsGone) {
+  auto created = api.create(prRef(), pipelineRun("old"));
+  api.patch(prRef("old"), "application/merge-patch+json", R"({"metadata":{"labels":{"n":"1"}}})");
+  store.compact();
+  auto e = apiErrorOf([&] { api.watch(prRef(), {}, rv(created)); });
+  EXPECT_EQ(e.code(), 410);
+  EXPECT_EQ(e.reason(), "Expired");
+  EXPECT_EQ(apiErrorOf([&] { api.watch(prRef(), {}, "abc"); }).code(), 400);
+}
+
+TEST_F(ClusterApiTest, CrdLifecycleRegistersAndRemovesTheResource) {
+  EXPECT_TRUE(registry.find("tekton.dev", "v1", "pipelineruns"));
+  auto crd = api.get(crdRef("pipelineruns.tekton.dev"));
+  bool established = false;
+  for (const auto& c : crd["status"]["conditions"]) established |= c["type"] == "Established" && c["status"] == "True";
+  EXPECT_TRUE(established);
+  api.create(prRef(), pipelineRun("goes-with-the-crd"));
+
+  api.remove(crdRef("pipelineruns.tekton.dev"));
+  EXPECT_FALSE(registry.find("tekton.dev", "v1", "pipelineruns"));
+  EXPECT_TRUE(store.list("tekton.dev", "pipelineruns", "", nullptr).items.empty());
+
+  auto bad = test::pipelineRunCrd();
+  bad["spec"]["names"].erase("plural");
+  EXPECT_EQ(apiErrorOf([&] { api.create(crdRef(), bad); }).code(), 422);
+}
+
+TEST_F(ClusterApiTest, AdmissionSeesEveryWriteAndCanMutateOrRefuse) {
+  std::vector<std::string> seen;
+  api.setAdmission([&](const AdmissionAttributes& a) {
+    seen.push_back(a.operation + " " + a.ref.name);
+    if (a.operation == "DELETE") return a.oldObject;
+    json out = a.object;
+    if (out["metadata"]["name"] == "refused") throw ApiError::forbidden("admission webhook \"x\" denied the request");
+    out["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+    return out;
+  });
+  auto created = api.create(prRef(), pipelineRun("admitted"));
+  EXPECT_EQ(created["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+  EXPECT_EQ(apiErrorOf([&] { api.create(prRef(), pipelineRun("refused")); }).code(), 403);
+  EXPECT_EQ(apiErrorOf([&] { api.get(prRef("refused")); }).code(), 404);
+  api.patch(prRef("admitted"), "application/merge-patch+json", R"({"metadata":{"labels":{"a":"b"}}})");
+  api.remove(prRef("admitted"));
+  EXPECT_EQ(seen, (std::vector<std::string>{"CREATE admitted", "CREATE refused", "UPDATE admitted", "DELETE admitted"}));
+}
+
+TEST_F(ClusterApiTest, NamespacesGetTheirLabelAndPhase) {
+  auto ns = api.get(nsRef("default"));
+  EXPECT_EQ(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "default");
+  EXPECT_EQ(ns["status"]["phase"], "Active");
+  EXPECT_FALSE(ns["metadata"].contains("generation"));
+  EXPECT_EQ(apiErrorOf([&] { api.create(nsRef(), json{{"metadata", {{"name", "a.b"}}}}); }).code(), 422)
+      << "namespace names are DNS labels";
+}
+
+}  // namespace
+}  // namespace mka::sandbox
