@@ -15,7 +15,7 @@
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/yaml_json.h"
-#include "table.h"
+#include "mka/sandbox/table.h"
 
 namespace mka::sandbox {
 namespace {
@@ -541,15 +541,8 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
 
 void ClusterHttp::serveResource(const Route& route, const httplib::Request& req, httplib::Response& res) {
   const ResourceRef& ref = route.ref;
-  ResourceTypePtr type = api_.registry().find(ref.group, ref.version, ref.plural);
-  if (!type) throw notFoundPath();
-  if (!ref.subresource.empty()) {
-    const ResourceVersionInfo* info = type->version(ref.version);
-    if (ref.subresource != "status" || info == nullptr || !info->hasStatus || ref.name.empty()) throw notFoundPath();
-  }
-  if (!type->namespaced && !ref.namespace_.empty()) throw notFoundPath();
-  const bool needsNamespace = type->namespaced && (!ref.name.empty() || route.verb == "create");
-  if (needsNamespace && ref.namespace_.empty()) throw notFoundPath();
+  const ResourceTypePtr type = api_.resolve(ref);  // 404 for what kube-apiserver does not serve
+  if (type->namespaced && ref.namespace_.empty() && route.verb == "create") throw notFoundPath();
 
   const bool table = acceptsTable(req.get_header_value("Accept"));
   const auto asTable = [&](const json& body) {
@@ -586,19 +579,13 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
 
 void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, httplib::Response& res,
                              bool injectGone) {
-  ResourceRef ref = route.ref;
-  ResourceTypePtr type = api_.registry().find(ref.group, ref.version, ref.plural);
-  if (!type || !ref.subresource.empty()) throw notFoundPath();
-  if (!type->namespaced && !ref.namespace_.empty()) throw notFoundPath();
+  const ResourceRef& ref = route.ref;  // with a name: a watch on that one object
+  if (!ref.subresource.empty()) throw notFoundPath();
+  const ResourceTypePtr type = api_.resolve(ref);
 
   ListOptions options;
   options.labelSelector = param(req, "labelSelector");
   options.fieldSelector = param(req, "fieldSelector");
-  if (!ref.name.empty()) {  // a watch on one object is a watch on its name
-    options.fieldSelector = "metadata.name=" + ref.name + (options.fieldSelector.empty() ? "" : ",") +
-                            options.fieldSelector;
-    ref.name.clear();
-  }
   const std::string resourceVersion = param(req, "resourceVersion");
   std::chrono::seconds timeout = options_.defaultWatchTimeout;
   if (req.has_param("timeoutSeconds")) {
@@ -628,7 +615,9 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
                         .status();
   } else {
     try {
-      stream->watch = api_.watch(ref, options, resourceVersion);
+      ObjectStore::WatchOptions watchOptions;
+      if (stream->bookmarks) watchOptions.bookmarkInterval = options_.bookmarkInterval;
+      stream->watch = api_.watch(ref, options, resourceVersion, watchOptions);
     } catch (const ApiError& e) {
       if (e.code() != 410) throw;
       stream->error = e.status();

@@ -119,12 +119,12 @@ std::shared_ptr<net::CertificateReloader> servingCertificates(const std::string&
 }  // namespace
 
 struct Cluster::Impl {
-  Impl(ClusterOptions o, const ServiceResolver& resolver, const Clock& c)
+  Impl(ClusterOptions o, const ServiceResolver& r, const Clock& c)
       : options(std::move(o)),
         clock(c),
         store(options.watchHistory),
+        resolver(r),
         api(options.name, registry, store, clock),
-        admission(store, resolver),
         gc(api),
         ca("multikueue-adapter sandbox CA (" + options.name + ")"),
         token(randomToken()) {}
@@ -133,8 +133,8 @@ struct Cluster::Impl {
   const Clock& clock;
   ResourceRegistry registry;
   ObjectStore store;
+  const ServiceResolver& resolver;  // webhook services, for the admission chain
   ClusterApi api;
-  AdmissionChain admission;
   GarbageCollector gc;
   FaultInjector faults;
   net::CertificateAuthority ca;
@@ -151,7 +151,6 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   }
   impl_ = std::make_unique<Impl>(std::move(options), resolver, clock);
   Impl& d = *impl_;
-  d.api.setAdmission(&d.admission);
   d.api.setGarbageCollector(&d.gc);
   d.gc.setEnabled(d.options.garbageCollection);
 

@@ -1,4 +1,4 @@
-#include "table.h"
+#include "mka/sandbox/table.h"
 
 #include <cctype>
 #include <cstdio>
