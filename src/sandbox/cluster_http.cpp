@@ -14,6 +14,7 @@
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
+#include "mka/sandbox/protobuf.h"
 #include "mka/sandbox/yaml_json.h"
 #include "mka/sandbox/table.h"
 
@@ -159,6 +160,8 @@ json decodeBody(const httplib::Request& req) {
                                  " YAML documents: send exactly one object per request");
     }
     body = std::move(documents.front());
+  } else if (type == "application/vnd.kubernetes.protobuf") {
+    body = decodeKubernetesProtobuf(req.body);  // kubectl's typed commands (create namespace, ...)
   } else {
     throw ApiError::unsupportedMediaType(type);
   }
@@ -179,10 +182,15 @@ DeleteOptions deleteOptions(const httplib::Request& req) {
   }
   if (req.body.empty()) return options;
   json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception& e) {
-    throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") + e.what());
+  if (mediaType(req.get_header_value("Content-Type")) == "application/vnd.kubernetes.protobuf") {
+    body = decodeKubernetesProtobuf(req.body);
+  } else {
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception& e) {
+      throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") +
+                                 e.what());
+    }
   }
   if (body.is_null()) return options;
   if (!body.is_object()) throw ApiError::badRequest("the DeleteOptions in the request body must be a JSON object");
