@@ -289,7 +289,7 @@ int ClusterHttp::start() {
   net::ServerOptions serverOptions;
   serverOptions.name = options_.clusterName;
   serverOptions.host = options_.host;
-  serverOptions.port = port_ > 0 ? port_ : options_.port;
+  serverOptions.port = port_.load() > 0 ? port_.load() : options_.port;
   serverOptions.maxThreads = options_.maxThreads;
   // kubectl and client-go keep connections for minutes between requests.
   serverOptions.keepAliveTimeout = std::chrono::seconds{300};
@@ -311,10 +311,11 @@ int ClusterHttp::start() {
                    res.status, req.remote_addr, req.remote_port);
   });
   stopping_ = false;
-  port_ = server->start();
+  const int port = server->start();
+  port_ = port;
   server_ = std::move(server);
-  logger().info("cluster serving cluster={} server=https://{}:{}", options_.clusterName, options_.host, port_);
-  return port_;
+  logger().info("cluster serving cluster={} server=https://{}:{}", options_.clusterName, options_.host, port);
+  return port;
 }
 
 void ClusterHttp::stop() {
@@ -334,7 +335,7 @@ void ClusterHttp::stop() {
   faults_.cancelDelays();
   server_->stop();
   server_.reset();
-  logger().info("cluster stopped cluster={} port={}", options_.clusterName, port_);
+  logger().info("cluster stopped cluster={} port={}", options_.clusterName, port_.load());
 }
 
 bool ClusterHttp::running() const { return server_ && server_->running(); }
@@ -512,7 +513,7 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
       res.set_content("ok", "text/plain; charset=utf-8");
       return;
     case Route::Kind::ApiVersions:
-      writeJson(res, 200, registry.apiVersions(options_.host + ":" + std::to_string(port_)));
+      writeJson(res, 200, registry.apiVersions(options_.host + ":" + std::to_string(port_.load())));
       return;
     case Route::Kind::ApiGroupList:
       writeJson(res, 200, registry.apiGroupList());
