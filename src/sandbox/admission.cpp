@@ -1,5 +1,7 @@
 #include "mka/sandbox/admission.h"
 
+#include "mka/common/base64.h"
+
 #include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -84,25 +86,6 @@ bool contains(const std::vector<std::string>& items, const std::string& wanted) 
 }
 
 // ---- OpenSSL helpers ----------------------------------------------------------------------
-
-// Standard base64 as Go's encoding/json reads a []byte field (caBundle, response.patch).
-std::optional<std::string> base64Decode(const std::string& text) {
-  std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> ctx(EVP_ENCODE_CTX_new(), &EVP_ENCODE_CTX_free);
-  if (!ctx) return std::nullopt;
-  EVP_DecodeInit(ctx.get());
-  std::string out(text.size() + 4, '\0');
-  int written = 0;
-  if (EVP_DecodeUpdate(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), &written,
-                       reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size())) < 0) {
-    return std::nullopt;
-  }
-  int last = 0;
-  if (EVP_DecodeFinal(ctx.get(), reinterpret_cast<unsigned char*>(out.data()) + written, &last) < 0) {
-    return std::nullopt;
-  }
-  out.resize(static_cast<std::size_t>(written + last));
-  return out;
-}
 
 using X509StorePtr = std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)>;
 
