@@ -1,6 +1,7 @@
 #include "mka/net/task_queue.h"
 
 #include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 
@@ -41,6 +42,14 @@ void ElasticTaskQueue::enqueue(std::function<void()> fn) {
 }
 
 void ElasticTaskQueue::work() {
+  // A write to a peer that has left raises SIGPIPE, which ends the process unless it is
+  // ignored: OpenSSL writes with write(2), which has no MSG_NOSIGNAL. Blocked here, the write
+  // fails with EPIPE instead (the signal stays pending on this thread, never delivered), so a
+  // process embedding a server (tests, the sandbox) survives a client that hangs up mid-stream.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::unique_lock lock(mutex_);
   const std::string name = options_.name.substr(0, 11) + "-" + std::to_string(nextId_++ % 1000);
   ::pthread_setname_np(::pthread_self(), name.c_str());

@@ -6,6 +6,7 @@
 //
 // Threads: the owner creates, starts and stops clusters; each cluster serves on its own threads.
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -21,12 +22,18 @@
 namespace mka::sandbox {
 
 struct ClusterOptions {
-  std::string name;
+  std::string name;  // a DNS label (lower-case letters, digits, '-'): it names files and contexts
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = a free port
-  std::vector<std::filesystem::path> crdFiles;  // CRDs (YAML, one or more documents) loaded at start
+  // CRDs (YAML, one or more documents) created at start, as `kubectl apply -f` would: they are
+  // served and listed by `kubectl get crd`. A CRD already created by an earlier file is skipped.
+  std::vector<std::filesystem::path> crdFiles;
   bool garbageCollection = true;
   std::size_t watchHistory = 10'000;  // events kept for watch resume before 410 Gone
+  // How often an idle watch that allows bookmarks gets one (kube-apiserver: about a minute).
+  std::chrono::milliseconds bookmarkInterval{std::chrono::seconds{60}};
+  // Length of a watch whose client sends no timeoutSeconds.
+  std::chrono::seconds defaultWatchTimeout{1800};
 };
 
 class Cluster {
@@ -34,18 +41,27 @@ class Cluster {
   Cluster(ClusterOptions options, const ServiceResolver& resolver, const Clock& clock);
   ~Cluster();
 
-  void start();  // binds (throws mka::Error on failure) and serves
+  // Creates the default namespaces and the CRDs of `crdFiles`, binds (throws mka::Error on
+  // failure, naming the address or the CRD file) and serves.
+  void start();
   void stop();
-  // Unreachable: the listener closes and open connections are dropped; back: listens again on
-  // the same port with the same certificate.
+  // Unreachable: the listener closes and open connections are dropped (watches end, requests
+  // held by injected latency are released with 503); back: listens again on the same port
+  // with the same certificate. Objects and watch history are kept.
   void setUnreachable(bool unreachable);
+  bool unreachable() const;
 
   const std::string& name() const;
   int port() const;
   std::string server() const;         // "https://127.0.0.1:<port>"
   const std::string& caPem() const;   // the cluster's CA (certificate-authority-data)
   const std::string& token() const;   // bearer token accepted by this cluster
-  std::string kubeconfig() const;     // a complete kubeconfig (YAML) for this cluster
+  // A complete kubeconfig (YAML) for this cluster: cluster, user and context all named after
+  // it, current-context set, the CA inline (certificate-authority-data) and the bearer token.
+  std::string kubeconfig() const;
+
+  std::size_t openWatches() const;      // watches streamed over HTTP right now
+  std::size_t openConnections() const;  // HTTP connections open right now
 
   ClusterApi& api();
   ObjectStore& store();
@@ -63,12 +79,15 @@ class Sandbox {
   explicit Sandbox(const Clock& clock = defaultClock());
   ~Sandbox();
 
-  Cluster& addCluster(ClusterOptions options);  // created and started
+  // Created and started. Throws mka::Error when the name is taken or not a DNS label, or when
+  // the cluster cannot start.
+  Cluster& addCluster(ClusterOptions options);
   Cluster& cluster(const std::string& name);
   std::vector<std::string> clusterNames() const;
   ServiceResolver& services() { return resolver_; }
 
-  // Writes <dir>/<cluster>.kubeconfig for each cluster; returns the paths by cluster name.
+  // Writes <dir>/<cluster>.kubeconfig (mode 0600, replaced atomically) for each cluster,
+  // creating `dir` if needed; returns the paths by cluster name. Throws mka::Error naming the file.
   std::map<std::string, std::filesystem::path> writeKubeconfigs(const std::filesystem::path& dir) const;
   void stop();
 

@@ -1,0 +1,684 @@
+#include "cluster_http.h"
+
+#include <httplib.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <vector>
+
+#include "log.h"
+#include "mka/common/errors.h"
+#include "mka/net/certificate_reloader.h"
+#include "mka/net/http_server.h"
+#include "mka/sandbox/api_error.h"
+#include "mka/sandbox/yaml_json.h"
+#include "mka/sandbox/table.h"
+
+namespace mka::sandbox {
+namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+// The version kubectl sees; 1.32 matches the kubectl we test with (no skew warning).
+const json kVersion = {{"major", "1"},
+                       {"minor", "32"},
+                       {"gitVersion", "v1.32.0"},
+                       {"gitCommit", "0000000000000000000000000000000000000000"},
+                       {"gitTreeState", "clean"},
+                       {"buildDate", "2024-12-11T00:00:00Z"},
+                       {"goVersion", "go1.23.3"},
+                       {"compiler", "gc"},
+                       {"platform", "linux/amd64"}};
+
+// Regular answers: plain application/json, which kubectl reads as legacy discovery. Watch
+// streams carry a charset parameter: httplib gzips exactly "application/json" for clients that
+// accept gzip (Go's do), and its gzip stream only flushes at the end, which would hold every
+// event back until the watch ends. Clients parse the media type, so both read as JSON.
+constexpr const char* kJson = "application/json";
+constexpr const char* kJsonStream = "application/json; charset=utf-8";
+// Longest wait between checks that a watching client is still there.
+constexpr std::chrono::milliseconds kWatchPoll{500};
+
+std::string dumpJson(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void writeJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dumpJson(body), kJson);
+}
+
+void writeError(httplib::Response& res, const ApiError& error) {
+  writeJson(res, error.code(), error.status());
+  if (error.code() == 429) {
+    int retryAfter = 1;
+    if (error.details().is_object() && error.details().contains("retryAfterSeconds") &&
+        error.details().at("retryAfterSeconds").is_number_integer()) {
+      retryAfter = error.details().at("retryAfterSeconds").get<int>();
+    }
+    res.set_header("Retry-After", std::to_string(retryAfter));
+  }
+}
+
+ApiError notFoundPath() { return {404, "NotFound", "the server could not find the requested resource", json::object()}; }
+
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < path.size()) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    if (end > start) out.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "application/merge-patch+json; charset=utf-8" -> "application/merge-patch+json".
+std::string mediaType(const std::string& contentType) {
+  std::string out = contentType.substr(0, contentType.find(';'));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  while (!out.empty() && out.front() == ' ') out.erase(out.begin());
+  return lower(out);
+}
+
+// strconv.ParseBool, which kube-apiserver uses for boolean query parameters.
+bool parseBoolParam(const std::string& name, const std::string& value) {
+  if (value == "1" || value == "t" || value == "T" || value == "true" || value == "TRUE" || value == "True") {
+    return true;
+  }
+  if (value.empty() || value == "0" || value == "f" || value == "F" || value == "false" || value == "FALSE" ||
+      value == "False") {
+    return false;
+  }
+  throw ApiError::badRequest(name + ": invalid value \"" + value + "\": must be true or false");
+}
+
+std::int64_t parseIntParam(const std::string& name, const std::string& value) {
+  std::int64_t out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc{} || end != value.data() + value.size()) {
+    throw ApiError::badRequest(name + ": invalid value \"" + value + "\": must be an integer");
+  }
+  return out;
+}
+
+std::string param(const httplib::Request& req, const char* name) {
+  return req.has_param(name) ? req.get_param_value(name) : std::string();
+}
+
+bool dryRunParam(const httplib::Request& req) {
+  bool dryRun = false;
+  const std::size_t count = req.get_param_value_count("dryRun");
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string value = req.get_param_value("dryRun", i);
+    if (value != "All") {
+      throw ApiError::invalid("DryRun", "", {FieldError{"dryRun", "Unsupported value: \"" + value + "\"",
+                                                        "supported values: \"All\""}});
+    }
+    dryRun = true;
+  }
+  return dryRun;
+}
+
+WriteOptions writeOptions(const httplib::Request& req) {
+  WriteOptions options;
+  options.dryRun = dryRunParam(req);
+  options.fieldManager = param(req, "fieldManager");
+  options.force = parseBoolParam("force", param(req, "force"));
+  options.fieldValidation = param(req, "fieldValidation");
+  return options;
+}
+
+// A POST or PUT body: JSON, or YAML as kubectl may send it.
+json decodeBody(const httplib::Request& req) {
+  const std::string type = mediaType(req.get_header_value("Content-Type"));
+  json body;
+  if (type.empty() || type == "application/json" || type == "*/*") {
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception& e) {
+      throw ApiError::badRequest(std::string("the request body is not valid JSON: ") + e.what() +
+                                 ": send one JSON object (or YAML with Content-Type: application/yaml)");
+    }
+  } else if (type == "application/yaml") {
+    std::vector<json> documents;
+    try {
+      documents = loadYamlDocuments(req.body);
+    } catch (const Error& e) {
+      throw ApiError::badRequest(std::string("the request body is not valid YAML: ") + e.what());
+    }
+    if (documents.size() != 1) {
+      throw ApiError::badRequest("the request body holds " + std::to_string(documents.size()) +
+                                 " YAML documents: send exactly one object per request");
+    }
+    body = std::move(documents.front());
+  } else {
+    throw ApiError::unsupportedMediaType(type);
+  }
+  if (!body.is_object()) {
+    throw ApiError::badRequest("the request body must be a JSON object (an API object), not " +
+                               std::string(body.type_name()));
+  }
+  return body;
+}
+
+DeleteOptions deleteOptions(const httplib::Request& req) {
+  DeleteOptions options;
+  options.dryRun = dryRunParam(req);
+  options.propagationPolicy = param(req, "propagationPolicy");
+  if (req.has_param("orphanDependents") && options.propagationPolicy.empty()) {
+    options.propagationPolicy = parseBoolParam("orphanDependents", param(req, "orphanDependents")) ? "Orphan"
+                                                                                                   : "Background";
+  }
+  if (req.body.empty()) return options;
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception& e) {
+    throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") + e.what());
+  }
+  if (body.is_null()) return options;
+  if (!body.is_object()) throw ApiError::badRequest("the DeleteOptions in the request body must be a JSON object");
+  if (auto it = body.find("propagationPolicy"); it != body.end() && it->is_string()) {
+    options.propagationPolicy = it->get<std::string>();
+  } else if (auto orphan = body.find("orphanDependents"); orphan != body.end() && orphan->is_boolean()) {
+    options.propagationPolicy = orphan->get<bool>() ? "Orphan" : "Background";
+  }
+  if (auto it = body.find("preconditions"); it != body.end() && it->is_object()) {
+    if (auto uid = it->find("uid"); uid != it->end() && uid->is_string()) {
+      options.preconditionUid = uid->get<std::string>();
+    }
+    if (auto rv = it->find("resourceVersion"); rv != it->end() && rv->is_string()) {
+      options.preconditionResourceVersion = rv->get<std::string>();
+    }
+  }
+  if (auto it = body.find("dryRun"); it != body.end() && it->is_array()) {
+    for (const auto& v : *it) {
+      if (v != "All") {
+        throw ApiError::invalid("DryRun", "", {FieldError{"dryRun", "Unsupported value: " + v.dump(),
+                                                          "supported values: \"All\""}});
+      }
+      options.dryRun = true;
+    }
+  }
+  return options;
+}
+
+// The stream's peer closed its side (or the connection broke): nobody reads the watch.
+bool peerGone(const httplib::Request& req) {
+  if (req.ssl == nullptr) return false;
+  const int fd = SSL_get_fd(req.ssl);
+  if (fd < 0) return true;
+  pollfd p{fd, static_cast<short>(POLLRDHUP), 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+std::string apiVersionOf(const std::string& group, const std::string& version) {
+  return group.empty() ? version : group + "/" + version;
+}
+
+}  // namespace
+
+// Where a request goes, decided from its method, path and query alone.
+struct ClusterHttp::Route {
+  enum class Kind {
+    NotFound,
+    Version,
+    Health,
+    ApiVersions,
+    ApiGroupList,
+    ApiGroup,
+    ResourceList,
+    OpenApiRoot,
+    OpenApiGroupVersion,
+    Resource,
+  };
+  Kind kind = Kind::NotFound;
+  bool isPublic = false;  // served without a token, as kube-apiserver's system:public-info-viewer
+  std::string group;
+  std::string version;
+  ResourceRef ref;
+  ResourceTypePtr type;
+  std::string verb;  // RBAC's: get, list, watch, create, update, patch, delete, deletecollection
+};
+
+// One watch being streamed: the store's Watch plus what the encoder needs.
+struct ClusterHttp::WatchStream {
+  std::uint64_t id = 0;
+  std::shared_ptr<ObjectStore::Watch> watch;  // null for a stream that only carries an error
+  std::optional<json> error;                  // a Status to send as the only event
+  SteadyClock::time_point deadline;
+  std::string kind;
+  std::string apiVersion;
+  bool bookmarks = false;
+  bool table = false;
+  TableObjects tableObjects = TableObjects::Metadata;
+  ResourceTypePtr type;
+  std::string version;
+};
+
+ClusterHttp::ClusterHttp(ClusterHttpOptions options, std::shared_ptr<net::CertificateReloader> certificates,
+                         ClusterApi& api, FaultInjector& faults, const Clock& clock)
+    : options_(std::move(options)),
+      certificates_(std::move(certificates)),
+      api_(api),
+      faults_(faults),
+      clock_(clock),
+      port_(options_.port) {}
+
+ClusterHttp::~ClusterHttp() { stop(); }
+
+int ClusterHttp::start() {
+  if (server_ && server_->running()) return port_;
+  net::ServerOptions serverOptions;
+  serverOptions.name = options_.clusterName;
+  serverOptions.host = options_.host;
+  serverOptions.port = port_ > 0 ? port_ : options_.port;
+  serverOptions.maxThreads = options_.maxThreads;
+  // kubectl and client-go keep connections for minutes between requests.
+  serverOptions.keepAliveTimeout = std::chrono::seconds{300};
+  serverOptions.readTimeout = std::chrono::seconds{60};
+  serverOptions.writeTimeout = std::chrono::seconds{30};
+  serverOptions.payloadMaxLength = 16 * 1024 * 1024;  // big CRDs (Kueue's Workload is ~0.5 MB)
+  auto server = std::make_unique<net::HttpServer>(serverOptions, certificates_);
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
+  auto& routes = server->routes();
+  routes.Get(".*", handler);
+  routes.Post(".*", handler);
+  routes.Put(".*", handler);
+  routes.Patch(".*", handler);
+  routes.Delete(".*", handler);
+  routes.Options(".*", handler);
+  routes.set_logger([name = options_.clusterName](const httplib::Request& req, const httplib::Response& res) {
+    logger().debug("request cluster={} method={} path={} query=\"{}\" status={} peer={}:{}", name, req.method,
+                   req.path, req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1),
+                   res.status, req.remote_addr, req.remote_port);
+  });
+  stopping_ = false;
+  port_ = server->start();
+  server_ = std::move(server);
+  logger().info("cluster serving cluster={} server=https://{}:{}", options_.clusterName, options_.host, port_);
+  return port_;
+}
+
+void ClusterHttp::stop() {
+  if (!server_) return;
+  stopping_ = true;
+  // HttpServer::stop() waits for in-flight requests: end what would keep them going.
+  std::vector<std::shared_ptr<WatchStream>> open;
+  {
+    std::lock_guard lock(watchesMutex_);
+    for (auto& [id, weak] : watches_) {
+      if (auto stream = weak.lock()) open.push_back(std::move(stream));
+    }
+  }
+  for (auto& stream : open) {
+    if (stream->watch) stream->watch->close();
+  }
+  faults_.cancelDelays();
+  server_->stop();
+  server_.reset();
+  logger().info("cluster stopped cluster={} port={}", options_.clusterName, port_);
+}
+
+bool ClusterHttp::running() const { return server_ && server_->running(); }
+
+std::size_t ClusterHttp::openWatches() const {
+  std::lock_guard lock(watchesMutex_);
+  return watches_.size();
+}
+
+std::size_t ClusterHttp::openConnections() const { return server_ ? server_->openConnections() : 0; }
+
+void ClusterHttp::registerWatch(const std::shared_ptr<WatchStream>& stream) {
+  {
+    std::lock_guard lock(watchesMutex_);
+    stream->id = ++nextWatchId_;
+    watches_[stream->id] = stream;
+  }
+  // stop() may have collected the open watches just before this one registered.
+  if (stopping_ && stream->watch) stream->watch->close();
+}
+
+void ClusterHttp::unregisterWatch(std::uint64_t id) {
+  std::lock_guard lock(watchesMutex_);
+  watches_.erase(id);
+}
+
+void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
+  const auto arrived = SteadyClock::now();
+  try {
+    // Routing: what the path names, before anything is checked.
+    Route route;
+    const auto parts = splitPath(req.path);
+    const std::size_t n = parts.size();
+    const bool isGet = req.method == "GET" || req.method == "HEAD";
+    if (n == 1 && parts[0] == "version") {
+      route.kind = Route::Kind::Version;
+      route.isPublic = true;
+    } else if (n >= 1 && (parts[0] == "healthz" || parts[0] == "readyz" || parts[0] == "livez")) {
+      route.kind = Route::Kind::Health;
+      route.isPublic = true;
+    } else if (n >= 1 && n <= 2 && parts[0] == "api") {
+      route.kind = n == 1 ? Route::Kind::ApiVersions : Route::Kind::ResourceList;
+      if (n == 2) route.version = parts[1];
+    } else if (n >= 1 && n <= 3 && parts[0] == "apis") {
+      route.kind = n == 1 ? Route::Kind::ApiGroupList : n == 2 ? Route::Kind::ApiGroup : Route::Kind::ResourceList;
+      if (n >= 2) route.group = parts[1];
+      if (n == 3) route.version = parts[2];
+    } else if (n >= 2 && parts[0] == "openapi" && parts[1] == "v3") {
+      if (n == 2) {
+        route.kind = Route::Kind::OpenApiRoot;
+      } else if (n == 4 && parts[2] == "api") {
+        route.kind = Route::Kind::OpenApiGroupVersion;
+        route.version = parts[3];
+      } else if (n == 5 && parts[2] == "apis") {
+        route.kind = Route::Kind::OpenApiGroupVersion;
+        route.group = parts[3];
+        route.version = parts[4];
+      }
+    } else if ((n >= 3 && parts[0] == "api") || (n >= 4 && parts[0] == "apis")) {
+      route.kind = Route::Kind::Resource;
+      std::size_t at = 1;
+      if (parts[0] == "apis") route.group = parts[at++];
+      route.version = parts[at++];
+      std::vector<std::string> rest(parts.begin() + static_cast<std::ptrdiff_t>(at), parts.end());
+      bool watchPrefix = false;
+      if (!rest.empty() && rest[0] == "watch") {  // legacy /api/v1/watch/namespaces/ns/configmaps
+        watchPrefix = true;
+        rest.erase(rest.begin());
+      }
+      ResourceRef& ref = route.ref;
+      ref.group = route.group;
+      ref.version = route.version;
+      if (!rest.empty() && rest[0] == "namespaces" && rest.size() >= 2) {
+        // kube-apiserver's RequestInfo: /namespaces/<ns>/<plural>/... is inside a namespace,
+        // /namespaces/<name>[/status|/finalize] is the Namespace itself.
+        const bool namespaceItself =
+            rest.size() == 2 || (route.group.empty() && (rest[2] == "status" || rest[2] == "finalize"));
+        if (!namespaceItself) {
+          ref.namespace_ = rest[1];
+          rest.erase(rest.begin(), rest.begin() + 2);
+        }
+      }
+      if (rest.empty() || rest.size() > 3) {
+        route.kind = Route::Kind::NotFound;
+      } else {
+        ref.plural = rest[0];
+        if (rest.size() >= 2) ref.name = rest[1];
+        if (rest.size() == 3) ref.subresource = rest[2];
+        const bool watch = watchPrefix || (req.has_param("watch") && parseBoolParam("watch", param(req, "watch")));
+        if (isGet) {
+          route.verb = watch ? "watch" : ref.name.empty() ? "list" : "get";
+        } else if (watchPrefix) {
+          route.kind = Route::Kind::NotFound;
+        } else if (req.method == "POST") {
+          route.verb = "create";
+        } else if (req.method == "PUT") {
+          route.verb = "update";
+        } else if (req.method == "PATCH") {
+          route.verb = "patch";
+        } else if (req.method == "DELETE") {
+          route.verb = ref.name.empty() ? "deletecollection" : "delete";
+        } else {
+          route.kind = Route::Kind::NotFound;
+        }
+      }
+    }
+
+    // Authentication, as kube-apiserver: before anything else, also for unknown paths.
+    if (!route.isPublic) {
+      const std::string authorization = req.get_header_value("Authorization");
+      const std::string prefix = "bearer ";
+      if (authorization.size() <= prefix.size() || lower(authorization.substr(0, prefix.size())) != prefix ||
+          authorization.substr(prefix.size()) != options_.token) {
+        logger().debug("request unauthorized cluster={} method={} path={} peer={}:{} reason={}", options_.clusterName,
+                       req.method, req.path, req.remote_addr, req.remote_port,
+                       authorization.empty() ? "no Authorization header" : "wrong bearer token");
+        throw ApiError::unauthorized();
+      }
+    }
+
+    // Faults: decided on arrival, then the latency, then the injected answer.
+    const bool resourceRequest = route.kind == Route::Kind::Resource;
+    const auto decision = faults_.onRequest(resourceRequest ? route.verb : "get",
+                                            resourceRequest ? route.ref.plural : "", route.ref.subresource);
+    faults_.delay(arrived);
+    if (stopping_) {
+      res.set_header("Connection", "close");
+      throw ApiError(503, "ServiceUnavailable",
+                     "cluster " + options_.clusterName + " is shutting down or unreachable: retry later");
+    }
+    if (decision.failWith) {
+      const int code = *decision.failWith;
+      json details = json::object();
+      if (code == 429) details["retryAfterSeconds"] = decision.retryAfterSeconds;
+      logger().info("injected fault cluster={} verb={} resource={} subresource={} code={}", options_.clusterName,
+                    route.verb, route.ref.plural, route.ref.subresource, code);
+      throw ApiError(code, statusReasonFor(code),
+                     "injected fault: the sandbox's fault injector answers " + std::to_string(code) + " to " +
+                         route.verb + " " + route.ref.plural +
+                         (route.ref.subresource.empty() ? "" : "/" + route.ref.subresource) + " in cluster " +
+                         options_.clusterName + " (FaultInjector::failNext)",
+                     std::move(details));
+    }
+
+    if (route.kind == Route::Kind::Resource) {
+      if (route.verb == "watch") {
+        serveWatch(route, req, res, decision.gone);
+      } else {
+        serveResource(route, req, res);
+      }
+    } else {
+      if (!isGet && route.kind != Route::Kind::NotFound) {
+        throw ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
+                       json::object());
+      }
+      serveNonResource(route, req, res);
+    }
+  } catch (const ApiError& e) {
+    writeError(res, e);
+  } catch (const std::exception& e) {
+    logger().error("request failed cluster={} method={} path={} error=\"{}\"", options_.clusterName, req.method,
+                   req.path, e.what());
+    writeError(res, ApiError::internal(e.what()));
+  }
+}
+
+void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& req, httplib::Response& res) {
+  ResourceRegistry& registry = api_.registry();
+  switch (route.kind) {
+    case Route::Kind::Version:
+      writeJson(res, 200, kVersion);
+      return;
+    case Route::Kind::Health:
+      res.status = 200;
+      res.set_content("ok", "text/plain; charset=utf-8");
+      return;
+    case Route::Kind::ApiVersions:
+      writeJson(res, 200, registry.apiVersions(options_.host + ":" + std::to_string(port_)));
+      return;
+    case Route::Kind::ApiGroupList:
+      writeJson(res, 200, registry.apiGroupList());
+      return;
+    case Route::Kind::ApiGroup:
+      if (auto group = registry.apiGroup(route.group)) {
+        writeJson(res, 200, *group);
+        return;
+      }
+      break;
+    case Route::Kind::ResourceList:
+      if (auto list = registry.apiResourceList(route.group, route.version)) {
+        writeJson(res, 200, *list);
+        return;
+      }
+      break;
+    case Route::Kind::OpenApiRoot:
+      writeJson(res, 200, registry.openApiV3Root());
+      return;
+    case Route::Kind::OpenApiGroupVersion:
+      if (auto doc = registry.openApiV3(route.group, route.version)) {
+        // Documents are addressed by their hash: immutable, as kube-apiserver marks them.
+        if (req.has_param("hash")) res.set_header("Cache-Control", "public, immutable");
+        writeJson(res, 200, *doc);
+        return;
+      }
+      break;
+    case Route::Kind::NotFound:
+    case Route::Kind::Resource:
+      break;
+  }
+  throw notFoundPath();
+}
+
+void ClusterHttp::serveResource(const Route& route, const httplib::Request& req, httplib::Response& res) {
+  const ResourceRef& ref = route.ref;
+  const ResourceTypePtr type = api_.resolve(ref);  // 404 for what kube-apiserver does not serve
+  if (type->namespaced && ref.namespace_.empty() && route.verb == "create") throw notFoundPath();
+
+  const bool table = acceptsTable(req.get_header_value("Accept"));
+  const auto asTable = [&](const json& body) {
+    return table ? toTable(*type, ref.version, body, clock_.now(), parseIncludeObject(param(req, "includeObject")))
+                 : body;
+  };
+
+  if (route.verb == "get") {
+    writeJson(res, 200, asTable(api_.get(ref)));
+  } else if (route.verb == "list") {
+    ListOptions options;
+    options.labelSelector = param(req, "labelSelector");
+    options.fieldSelector = param(req, "fieldSelector");
+    if (req.has_param("limit")) {
+      const std::int64_t limit = parseIntParam("limit", param(req, "limit"));
+      options.limit = limit > 0 ? static_cast<std::size_t>(limit) : 0;
+    }
+    options.continueToken = param(req, "continue");
+    writeJson(res, 200, asTable(api_.list(ref, options)));
+  } else if (route.verb == "create") {
+    if (!ref.name.empty()) throw ApiError::methodNotSupported(type->qualifiedResource(), "create");
+    writeJson(res, 201, api_.create(ref, decodeBody(req), writeOptions(req)));
+  } else if (route.verb == "update") {
+    writeJson(res, 200, api_.update(ref, decodeBody(req), writeOptions(req)));
+  } else if (route.verb == "patch") {
+    const std::string contentType = mediaType(req.get_header_value("Content-Type"));
+    writeJson(res, 200, api_.patch(ref, contentType, req.body, writeOptions(req)));
+  } else if (route.verb == "delete") {
+    writeJson(res, 200, api_.remove(ref, deleteOptions(req)));
+  } else {
+    throw ApiError::methodNotSupported(type->qualifiedResource(), route.verb);
+  }
+}
+
+void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, httplib::Response& res,
+                             bool injectGone) {
+  const ResourceRef& ref = route.ref;  // with a name: a watch on that one object
+  if (!ref.subresource.empty()) throw notFoundPath();
+  const ResourceTypePtr type = api_.resolve(ref);
+
+  ListOptions options;
+  options.labelSelector = param(req, "labelSelector");
+  options.fieldSelector = param(req, "fieldSelector");
+  const std::string resourceVersion = param(req, "resourceVersion");
+  std::chrono::seconds timeout = options_.defaultWatchTimeout;
+  if (req.has_param("timeoutSeconds")) {
+    const std::int64_t seconds = parseIntParam("timeoutSeconds", param(req, "timeoutSeconds"));
+    if (seconds > 0) timeout = std::chrono::seconds{seconds};
+  }
+
+  auto stream = std::make_shared<WatchStream>();
+  stream->deadline = SteadyClock::now() + timeout;
+  stream->kind = type->kind;
+  stream->apiVersion = apiVersionOf(type->group, ref.version);
+  stream->bookmarks = req.has_param("allowWatchBookmarks") &&
+                      parseBoolParam("allowWatchBookmarks", param(req, "allowWatchBookmarks"));
+  stream->table = acceptsTable(req.get_header_value("Accept"));
+  if (stream->table) stream->tableObjects = parseIncludeObject(param(req, "includeObject"));
+  stream->type = type;
+  stream->version = ref.version;
+
+  // kube-apiserver answers a watch it has accepted with 200 even when it cannot serve it: a
+  // too-old resourceVersion arrives as an ERROR event carrying a 410 Expired Status.
+  if (injectGone) {
+    logger().info("injected fault cluster={} verb=watch resource={} code=410", options_.clusterName, ref.plural);
+    stream->error = ApiError::gone("too old resource version: " + (resourceVersion.empty() ? "0" : resourceVersion) +
+                                   " (" + std::to_string(api_.store().resourceVersion()) +
+                                   "): injected fault in cluster " + options_.clusterName +
+                                   " (FaultInjector::goneOnNextWatch)")
+                        .status();
+  } else {
+    try {
+      ObjectStore::WatchOptions watchOptions;
+      if (stream->bookmarks) watchOptions.bookmarkInterval = options_.bookmarkInterval;
+      stream->watch = api_.watch(ref, options, resourceVersion, watchOptions);
+    } catch (const ApiError& e) {
+      if (e.code() != 410) throw;
+      stream->error = e.status();
+    }
+  }
+  registerWatch(stream);
+
+  res.status = 200;
+  const httplib::Request* request = &req;  // outlives the response: httplib writes it before returning
+  res.set_chunked_content_provider(
+      kJsonStream,
+      [this, stream, request](std::size_t /*offset*/, httplib::DataSink& sink) {
+        auto send = [&](const std::string& type, json object) {
+          std::string line = dumpJson(json{{"type", type}, {"object", std::move(object)}});
+          line += '\n';
+          return sink.write(line.data(), line.size());
+        };
+        if (stream->error) {
+          if (!send("ERROR", *stream->error)) return false;
+          sink.done();
+          return true;
+        }
+        auto& watch = *stream->watch;
+        for (;;) {
+          const auto now = SteadyClock::now();
+          if (stopping_ || watch.closed() || now >= stream->deadline) {
+            sink.done();
+            return true;
+          }
+          const auto wait = std::min<std::chrono::milliseconds>(
+              kWatchPoll, std::chrono::duration_cast<std::chrono::milliseconds>(stream->deadline - now) +
+                              std::chrono::milliseconds{1});
+          auto event = watch.next(wait);
+          if (!event) {
+            if (peerGone(*request)) return false;  // the client left: end quietly
+            continue;
+          }
+          json object = std::move(event->object);
+          switch (event->type) {
+            case EventType::Bookmark:
+              if (!stream->bookmarks) continue;
+              object["kind"] = stream->kind;
+              object["apiVersion"] = stream->apiVersion;
+              break;
+            case EventType::Error:
+              if (!send("ERROR", std::move(object))) return false;
+              sink.done();
+              return true;
+            default:
+              if (stream->table) {
+                object = toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects);
+              }
+              break;
+          }
+          return send(toString(event->type), std::move(object));
+        }
+      },
+      [this, stream](bool /*success*/) {
+        if (stream->watch) stream->watch->close();
+        unregisterWatch(stream->id);
+      });
+}
+
+}  // namespace mka::sandbox

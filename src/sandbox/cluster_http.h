@@ -1,0 +1,92 @@
+#pragma once
+// The HTTPS front of one emulated cluster: what kube-apiserver does between the socket and its
+// storage. Bearer-token authentication, discovery, /version, OpenAPI v3, health checks, and
+// the resource URLs (/api/v1/..., /apis/<group>/<version>/...) turned into ClusterApi calls:
+// get, list, watch (newline-delimited JSON events over a chunked response, bookmarks,
+// timeoutSeconds, 410 Gone as an ERROR event), create, update, patch, delete, Tables for
+// `kubectl get`, and metav1.Status errors. Fault injection is consulted on every request.
+//
+// Threads: the owner (Cluster) calls start()/stop(); requests, watches included, run on the
+// HttpServer's elastic pool (a thread per connection, so open watches never starve others).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "mka/common/clock.h"
+#include "mka/sandbox/cluster_api.h"
+#include "mka/sandbox/faults.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace mka::net {
+class CertificateReloader;
+class HttpServer;
+}  // namespace mka::net
+
+namespace mka::sandbox {
+
+struct ClusterHttpOptions {
+  std::string clusterName;
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: a free port on the first start(), then the same one on every restart
+  std::string token;
+  // How often an idle watch that asked for bookmarks gets one (kube-apiserver: about a minute).
+  std::chrono::milliseconds bookmarkInterval{std::chrono::seconds{60}};
+  // Watch length when the client sends no timeoutSeconds (kube-apiserver: 30-60 minutes).
+  std::chrono::seconds defaultWatchTimeout{1800};
+  std::size_t maxThreads = 1024;  // connections served at once
+};
+
+class ClusterHttp {
+ public:
+  ClusterHttp(ClusterHttpOptions options, std::shared_ptr<net::CertificateReloader> certificates, ClusterApi& api,
+              FaultInjector& faults, const Clock& clock);
+  ~ClusterHttp();
+  ClusterHttp(const ClusterHttp&) = delete;
+  ClusterHttp& operator=(const ClusterHttp&) = delete;
+
+  // Binds and serves; returns the port. Throws mka::Error naming the address when the bind
+  // fails. After stop(), start() listens again on the same port.
+  int start();
+  // Ends every watch it streams and every request held by injected latency, stops accepting,
+  // lets in-flight requests finish and closes every connection.
+  void stop();
+  bool running() const;
+  int port() const { return port_; }
+
+  std::size_t openWatches() const;      // watch streams open now
+  std::size_t openConnections() const;  // connections open now (idle keep-alive ones included)
+
+ private:
+  struct Route;
+  struct WatchStream;
+  void handle(const httplib::Request& req, httplib::Response& res);
+  void serveNonResource(const Route& route, const httplib::Request& req, httplib::Response& res);
+  void serveResource(const Route& route, const httplib::Request& req, httplib::Response& res);
+  void serveWatch(const Route& route, const httplib::Request& req, httplib::Response& res, bool injectGone);
+  void registerWatch(const std::shared_ptr<WatchStream>& stream);
+  void unregisterWatch(std::uint64_t id);
+
+  ClusterHttpOptions options_;
+  std::shared_ptr<net::CertificateReloader> certificates_;
+  ClusterApi& api_;
+  FaultInjector& faults_;
+  const Clock& clock_;
+  std::unique_ptr<net::HttpServer> server_;  // a fresh one per start()
+  int port_ = -1;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex watchesMutex_;
+  std::map<std::uint64_t, std::weak_ptr<WatchStream>> watches_;
+  std::uint64_t nextWatchId_ = 0;
+};
+
+}  // namespace mka::sandbox

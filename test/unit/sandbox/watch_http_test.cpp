@@ -1,0 +1,206 @@
+// Watches over real HTTPS: the event stream, bookmarks, 410 after history trimming,
+// timeoutSeconds, clients that leave, gzip-accepting clients, and a hundred open watches that
+// must not starve ordinary requests.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "mka/sandbox/sandbox.h"
+#include "sandbox_http.h"
+
+namespace mka::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using mka::test::eventually;
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class WatchHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ClusterOptions options;
+    options.name = "manager";
+    options.bookmarkInterval = 100ms;
+    options.crdFiles = {std::string(MKA_FIXTURES_DIR) + "/crds/tekton.dev_pipelineruns.yaml"};
+    cluster_ = &sandbox_.addCluster(options);
+    client_ = test::clientFor(*cluster_);
+  }
+
+  json create(const std::string& name, json labels = json::object()) {
+    json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"labels", labels}}}};
+    auto res = client_->Post("/api/v1/namespaces/default/configmaps", cm.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 201);
+    return res ? test::bodyOf(res) : json();
+  }
+  std::string currentRv() {
+    auto res = client_->Get("/api/v1/namespaces/default/configmaps");
+    return test::bodyOf(res)["metadata"]["resourceVersion"];
+  }
+
+  Sandbox sandbox_;
+  Cluster* cluster_ = nullptr;
+  std::unique_ptr<httplib::SSLClient> client_;
+};
+
+TEST_F(WatchHttpTest, StreamsAddedModifiedDeleted) {
+  const std::string rv = currentRv();
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + rv);
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 1; }));
+
+  create("a");
+  auto res = client_->Patch("/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"v"}})",
+                            "application/merge-patch+json");
+  ASSERT_EQ(res->status, 200);
+  ASSERT_EQ(test::statusOf(client_->Delete("/api/v1/namespaces/default/configmaps/a")), 200);
+
+  ASSERT_TRUE(eventually([&] { return watch.saw("DELETED", "a"); }));
+  EXPECT_THAT(watch.types(), ElementsAre("ADDED", "MODIFIED", "DELETED"));
+  EXPECT_EQ(watch.status(), 200);
+  EXPECT_THAT(watch.contentType(), HasSubstr("application/json"));
+  const auto events = watch.events();
+  EXPECT_EQ(events[0]["object"]["kind"], "ConfigMap");
+  EXPECT_EQ(events[0]["object"]["apiVersion"], "v1");
+  EXPECT_EQ(events[1]["object"]["data"]["k"], "v");
+  EXPECT_FALSE(watch.ended());
+}
+
+TEST_F(WatchHttpTest, WithoutAResourceVersionExistingObjectsComeFirst) {
+  create("before");
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=1");
+  ASSERT_TRUE(eventually([&] { return watch.saw("ADDED", "before"); }));
+  create("after");
+  ASSERT_TRUE(eventually([&] { return watch.saw("ADDED", "after"); }));
+}
+
+TEST_F(WatchHttpTest, SelectorsAndLegacyWatchPaths) {
+  const std::string rv = currentRv();
+  test::WatchReader selected(*cluster_, "/api/v1/watch/namespaces/default/configmaps?labelSelector=team%3Dblue&"
+                                        "resourceVersion=" + rv);
+  test::WatchReader named(*cluster_, "/api/v1/namespaces/default/configmaps/two?watch=true&resourceVersion=" + rv);
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 2; }));
+  create("one", {{"team", "blue"}});
+  create("two", {{"team", "red"}});
+  create("three", {{"team", "blue"}});
+  ASSERT_TRUE(eventually([&] { return selected.saw("ADDED", "three") && named.saw("ADDED", "two"); }));
+  EXPECT_THAT(selected.types(), ElementsAre("ADDED", "ADDED"));
+  EXPECT_FALSE(selected.saw("ADDED", "two"));
+  EXPECT_EQ(named.events().size(), 1u);
+}
+
+TEST_F(WatchHttpTest, BookmarksWhenAllowed) {
+  const std::string rv = currentRv();
+  test::WatchReader watch(*cluster_,
+                          "/apis/tekton.dev/v1/namespaces/default/pipelineruns?watch=true&allowWatchBookmarks=true&"
+                          "resourceVersion=" + rv);
+  ASSERT_TRUE(eventually([&] { return watch.saw("BOOKMARK"); }));
+  for (const auto& e : watch.events()) {
+    if (e["type"] != "BOOKMARK") continue;
+    EXPECT_EQ(e["object"]["kind"], "PipelineRun");
+    EXPECT_EQ(e["object"]["apiVersion"], "tekton.dev/v1");
+    EXPECT_FALSE(e["object"]["metadata"]["resourceVersion"].get<std::string>().empty());
+  }
+}
+
+TEST_F(WatchHttpTest, NoBookmarksUnlessAsked) {
+  const std::string rv = currentRv();
+  test::WatchReader plain(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + rv);
+  test::WatchReader bookmarked(
+      *cluster_, "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=" + rv);
+  // Once the second watch has had a few bookmarks, the first had the same time to get one.
+  ASSERT_TRUE(eventually([&] {
+    const auto types = bookmarked.types();
+    return std::count(types.begin(), types.end(), "BOOKMARK") >= 3;
+  }));
+  create("x");
+  ASSERT_TRUE(eventually([&] { return plain.saw("ADDED", "x"); }));
+  EXPECT_THAT(plain.types(), ElementsAre("ADDED"));
+}
+
+TEST_F(WatchHttpTest, TooOldResourceVersionAfterCompactionIsA410ErrorEvent) {
+  const json first = create("first");
+  create("second");
+  cluster_->store().compact();
+  const std::string old = first["metadata"]["resourceVersion"];
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + old);
+  ASSERT_TRUE(eventually([&] { return watch.ended(); }));
+  EXPECT_EQ(watch.status(), 200);  // as kube-apiserver: the error is an event
+  ASSERT_THAT(watch.types(), ElementsAre("ERROR"));
+  const json status = watch.events()[0]["object"];
+  EXPECT_EQ(status["kind"], "Status");
+  EXPECT_EQ(status["code"], 410);
+  EXPECT_EQ(status["reason"], "Expired");
+  EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("too old resource version: " + old));
+  EXPECT_TRUE(eventually([&] { return cluster_->openWatches() == 0; }));
+}
+
+TEST_F(WatchHttpTest, TimeoutSecondsEndsTheStream) {
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1");
+  ASSERT_TRUE(eventually([&] { return watch.ended(); }));
+  EXPECT_EQ(watch.status(), 200);
+  EXPECT_TRUE(eventually([&] { return cluster_->openWatches() == 0; }));
+}
+
+TEST_F(WatchHttpTest, AClientThatLeavesEndsItsWatch) {
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true");
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 1; }));
+  watch.cancel();
+  EXPECT_TRUE(eventually([&] { return cluster_->openWatches() == 0; }));
+}
+
+TEST_F(WatchHttpTest, EventsReachGzipAcceptingClientsAtOnce) {
+  // Go clients send Accept-Encoding: gzip; a compressed stream would hold events back.
+  const std::string rv = currentRv();
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + rv,
+                          {{"Accept-Encoding", "gzip, deflate"}});
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 1; }));
+  create("zipped");
+  ASSERT_TRUE(eventually([&] { return watch.saw("ADDED", "zipped"); }));
+  EXPECT_EQ(watch.contentEncoding(), "");
+  EXPECT_FALSE(watch.ended());
+}
+
+TEST_F(WatchHttpTest, WatchTablesForKubectlGetW) {
+  const std::string rv = currentRv();
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + rv,
+                          {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}});
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 1; }));
+  create("tabled");
+  ASSERT_TRUE(eventually([&] { return !watch.events().empty(); }));
+  const json event = watch.events()[0];
+  EXPECT_EQ(event["type"], "ADDED");
+  EXPECT_EQ(event["object"]["kind"], "Table");
+  EXPECT_EQ(event["object"]["rows"][0]["cells"][0], "tabled");
+}
+
+TEST_F(WatchHttpTest, AHundredOpenWatchesDoNotStarveOrdinaryRequests) {
+  std::vector<std::unique_ptr<test::WatchReader>> watches;
+  for (int i = 0; i < 100; ++i) {
+    watches.push_back(
+        std::make_unique<test::WatchReader>(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true"));
+  }
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 100; }, 60s));
+  auto res = client_->Get("/api/v1/namespaces/default/configmaps");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  create("seen-by-all");
+  EXPECT_TRUE(eventually(
+      [&] {
+        return std::all_of(watches.begin(), watches.end(), [](const auto& w) { return w->saw("ADDED", "seen-by-all"); });
+      },
+      60s));
+  sandbox_.stop();  // ends every stream, so the readers finish
+  EXPECT_TRUE(eventually([&] {
+    return std::all_of(watches.begin(), watches.end(), [](const auto& w) { return w->ended(); });
+  }));
+}
+
+TEST_F(WatchHttpTest, StoppingTheClusterEndsOpenWatches) {
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true");
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 1; }));
+  sandbox_.stop();
+  EXPECT_TRUE(eventually([&] { return watch.ended(); }));
+}
+
+}  // namespace
+}  // namespace mka::sandbox
