@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "mka/webhook/base64.h"
+#include "mka/common/base64.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {

@@ -20,6 +20,7 @@ struct OpensslFree {
   void operator()(BIGNUM* p) const { BN_free(p); }
   void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
   void operator()(SSL* p) const { SSL_free(p); }
+  void operator()(X509_STORE* p) const { X509_STORE_free(p); }
 };
 template <typename T>
 using OpensslPtr = std::unique_ptr<T, OpensslFree>;

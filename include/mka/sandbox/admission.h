@@ -17,6 +17,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,8 @@ namespace mka::sandbox {
 // is no cluster network in the sandbox. Shared by the clusters of a Sandbox.
 class ServiceResolver {
  public:
+  // `host` must be an IP literal ("127.0.0.1", "::1"; "localhost" is read as 127.0.0.1): the
+  // webhook client connects there while it verifies the certificate for `<name>.<ns>.svc`.
   void expose(const std::string& ns, const std::string& name, int servicePort, std::string host, int port);
   // "https://host:port" or nullopt when unknown.
   std::optional<std::string> resolve(const std::string& ns, const std::string& name, int servicePort) const;
@@ -54,8 +58,9 @@ class AdmissionChain {
  public:
   AdmissionChain(ObjectStore& store, const ServiceResolver& resolver);
   // Runs mutating then validating webhooks. Returns the (possibly mutated) object; throws
-  // ApiError when a webhook denies or fails under failurePolicy Fail.
-  nlohmann::json admit(const AdmissionAttributes& attributes);
+  // ApiError when a webhook denies or fails under failurePolicy Fail. The webhooks' `warnings`
+  // are appended to `warnings` when given (kube-apiserver returns them as Warning headers).
+  nlohmann::json admit(const AdmissionAttributes& attributes, std::vector<std::string>* warnings = nullptr);
 
  private:
   ObjectStore& store_;

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mka/observability/metrics.h"
-#include "mka/webhook/base64.h"
+#include "mka/common/base64.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/webhook/admission_handler.h"
-#include "mka/webhook/base64.h"
+#include "mka/common/base64.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {

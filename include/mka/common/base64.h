@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-namespace mka::webhook {
+namespace mka {
 
 std::string base64Encode(std::string_view bytes);
 // nullopt when `text` is not padded standard base64 (whitespace is not accepted either).
 std::optional<std::string> base64Decode(std::string_view text);
 
-}  // namespace mka::webhook
+}  // namespace mka

@@ -1,9 +1,9 @@
-#include "mka/webhook/base64.h"
+#include "mka/common/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace mka::webhook {
+namespace mka {
 namespace {
 
 constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -69,4 +69,4 @@ std::optional<std::string> base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace mka::webhook
+}  // namespace mka

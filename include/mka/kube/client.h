@@ -1,0 +1,127 @@
+#pragma once
+// Unstructured access to any kind an API server serves, as client-go's dynamic client and
+// discovery do: objects are nlohmann::json, kinds are resolved to their resource (plural,
+// scope, status subresource) through discovery, cached and refreshed on a miss.
+//
+// Threads: any thread; Discovery's cache is guarded by its own lock.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/kube/gvk.h"
+#include "mka/kube/rest_client.h"
+
+namespace mka::kube {
+
+struct ResourceInfo {
+  GroupVersionKind gvk;
+  std::string plural;
+  bool namespaced = true;
+  bool hasStatus = false;
+};
+
+class Discovery {
+ public:
+  explicit Discovery(RestClient& rest);
+  // Throws ApiError NotFound `no matches for kind "X" in version "g/v"` when the server does
+  // not serve it (after one refresh of that group-version).
+  ResourceInfo resourceFor(const GroupVersionKind& gvk);
+  void invalidate();
+
+ private:
+  RestClient& rest_;
+  std::mutex mutex_;
+  std::map<std::string, std::map<std::string, ResourceInfo>> byGroupVersion_;  // apiVersion -> kind -> info
+};
+
+// Percent-encodes a query parameter value (RFC 3986 unreserved characters stay).
+std::string encodeQueryValue(std::string_view value);
+
+struct ListOptions {
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::int64_t limit = 0;
+  std::string continueToken;
+  std::string resourceVersion;
+};
+
+struct WriteOptions {
+  std::string fieldManager;
+  bool dryRun = false;
+  std::string subresource;  // "" or "status"
+};
+
+struct ApplyOptions {
+  std::string fieldManager;  // required
+  bool force = false;
+  std::string subresource;
+};
+
+struct DeleteOptions {
+  std::string propagationPolicy;  // "" (server default), Background, Foreground, Orphan
+  std::optional<std::string> uid, resourceVersion;  // preconditions
+};
+
+enum class PatchType { Merge, Json };
+
+struct WatchOptions {
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::string resourceVersion;
+  int timeoutSeconds = 0;  // 0: the server's default
+  bool allowBookmarks = true;
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK
+  nlohmann::json object;
+};
+
+class Client {
+ public:
+  explicit Client(std::shared_ptr<RestClient> rest);
+
+  nlohmann::json get(const GroupVersionKind& gvk, const std::string& ns, const std::string& name);
+  // One page (a <Kind>List).
+  nlohmann::json list(const GroupVersionKind& gvk, const std::string& ns, const ListOptions& options = {});
+  // Every page, following `continue`; `resourceVersion` receives the list's revision.
+  std::vector<nlohmann::json> listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options = {},
+                                      std::string* resourceVersion = nullptr);
+  nlohmann::json create(const nlohmann::json& object, const WriteOptions& options = {});
+  // PUT, conditioned on the object's metadata.resourceVersion (409 Conflict when stale).
+  nlohmann::json update(const nlohmann::json& object, const WriteOptions& options = {});
+  nlohmann::json patch(const GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
+                       const nlohmann::json& patch, const WriteOptions& options = {});
+  // Server-side apply of `object` (its apiVersion, kind and metadata.name say where).
+  nlohmann::json apply(const nlohmann::json& object, const ApplyOptions& options);
+  void remove(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+              const DeleteOptions& options = {});
+
+  // One watch request: `onEvent` gets every event until the stream ends (returns normally:
+  // resume from the last resourceVersion seen), `onEvent` returns false, or `handle` is
+  // cancelled. Throws ApiError; a 410 (as an HTTP answer or an ERROR event) is Reason::Gone.
+  void watch(const GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
+             const std::function<bool(WatchEvent&)>& onEvent, RestClient::StreamHandle& handle);
+
+  RestClient& rest() { return *rest_; }
+  Discovery& discovery() { return discovery_; }
+
+  // "/apis/g/v/namespaces/ns/plural[/name][/sub]" for a resolved kind.
+  static std::string path(const ResourceInfo& resource, const std::string& ns, const std::string& name = "",
+                          const std::string& subresource = "");
+
+ private:
+  std::string objectPath(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+                         const std::string& subresource);
+  std::shared_ptr<RestClient> rest_;
+  Discovery discovery_;
+};
+
+}  // namespace mka::kube

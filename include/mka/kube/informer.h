@@ -1,0 +1,98 @@
+#pragma once
+// client-go's shared informer, for one kind: a reflector lists (every page) and then watches
+// from the list's resourceVersion with bookmarks; when the stream drops it resumes from the
+// last resourceVersion it saw, so nothing is missed or repeated; on 410 Gone it relists and
+// reconciles its cache with the new list (handlers see the differences as adds, updates and
+// deletes); other failures back off (exponentially, up to `maxBackoff`) and retry. The cache
+// answers get/list; hasSynced() turns true after the first complete list.
+//
+// Threads: owns one thread (the reflector), which also calls the handlers, in event order;
+// get/list/hasSynced may be called from any thread.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/kube/client.h"
+
+namespace mka::kube {
+
+struct InformerOptions {
+  std::string namespace_;  // "" = every namespace
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::int64_t pageSize = 500;
+  int watchTimeoutSeconds = 300;  // the server ends each watch after this (client-go: 5-10 min)
+  std::chrono::milliseconds initialBackoff{100};
+  std::chrono::milliseconds maxBackoff{std::chrono::seconds{30}};
+};
+
+struct InformerHandlers {
+  std::function<void(const nlohmann::json& object)> onAdd;
+  std::function<void(const nlohmann::json& oldObject, const nlohmann::json& newObject)> onUpdate;
+  std::function<void(const nlohmann::json& object)> onDelete;
+};
+
+class Informer {
+ public:
+  Informer(Client& client, GroupVersionKind gvk, InformerOptions options = {});
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Handlers added before start() see every object; added later, they see changes from then on.
+  void addHandlers(InformerHandlers handlers);
+  void start();
+  void stop();  // ends the watch promptly and joins
+
+  bool hasSynced() const { return synced_.load(); }
+  // Waits until synced or `timeout`; false on timeout or stop.
+  bool waitForSync(std::chrono::milliseconds timeout) const;
+
+  // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds).
+  std::optional<nlohmann::json> get(const std::string& key) const;
+  std::vector<nlohmann::json> list() const;
+  std::string lastResourceVersion() const;
+
+  // Observability and tests.
+  std::uint64_t lists() const { return lists_.load(); }
+  std::uint64_t watches() const { return watches_.load(); }
+  const GroupVersionKind& gvk() const { return gvk_; }
+
+  static std::string keyOf(const nlohmann::json& object);
+
+ private:
+  void run();
+  void relist();
+  void watchOnce();
+  void apply(const std::string& type, nlohmann::json object);
+  void setResourceVersion(const nlohmann::json& object);
+  bool sleepFor(std::chrono::milliseconds delay);  // false when stopping
+
+  Client& client_;
+  GroupVersionKind gvk_;
+  InformerOptions options_;
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::map<std::string, nlohmann::json> cache_;
+  std::vector<InformerHandlers> handlers_;
+  std::string resourceVersion_;
+  bool stopping_ = false;
+  std::atomic<bool> synced_{false};
+  std::atomic<std::uint64_t> lists_{0}, watches_{0};
+  RestClient::StreamHandle* stream_ = nullptr;  // the watch in flight, cancelled by stop()
+  std::thread thread_;
+};
+
+}  // namespace mka::kube

@@ -1,0 +1,100 @@
+#pragma once
+// HTTPS to one Kubernetes API server, as client-go's rest.Client does it: the server verified
+// against the kubeconfig's CA (with tls-server-name when set), a bearer token (re-read from
+// its file, since projected service-account tokens rotate) or a client certificate,
+// connections kept alive and reused, a deadline per request, client-side QPS/burst limiting,
+// and retries with backoff for 429/503/504 and connection failures (honouring Retry-After;
+// requests that may have reached the server are retried only when they are reads).
+//
+// Threads: any thread may call request() and stream() concurrently; each call takes a pooled
+// connection of its own.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mka/kube/api_error.h"
+#include "mka/kube/kubeconfig.h"
+
+namespace mka::kube {
+
+struct ClientOptions {
+  // controller-runtime's defaults (client-go's own are 5 and 10).
+  double qps = 20;
+  int burst = 30;
+  std::chrono::milliseconds timeout{std::chrono::seconds{30}};  // per request, watches excepted
+  int maxRetries = 5;
+  std::chrono::milliseconds retryBackoff{200};  // doubles per retry, up to retryBackoffCap
+  std::chrono::milliseconds retryBackoffCap{std::chrono::seconds{5}};
+  std::string userAgent = "multikueue-adapter";
+};
+
+struct Response {
+  int status = 0;
+  std::string body;
+  std::string contentType;
+};
+
+class RestClient {
+ public:
+  // Throws mka::Error when the config cannot be used (not https, bad CA or client key).
+  explicit RestClient(RestConfig config, ClientOptions options = {});
+  ~RestClient();
+  RestClient(const RestClient&) = delete;
+  RestClient& operator=(const RestClient&) = delete;
+
+  // `target` is the path with its query ("/api/v1/namespaces/a/configmaps?limit=5"). Returns
+  // the 2xx answer; throws ApiError otherwise (after the retries the answer allows).
+  Response request(const std::string& method, const std::string& target, const std::string& body = "",
+                   const std::string& contentType = "application/json");
+
+  // A long-lived GET (watch): `onLine` receives each newline-terminated line of the body until
+  // the server ends it, `onLine` returns false, or cancel() is called on `handle`. Throws
+  // ApiError when the answer is not 200 or the server cannot be reached; returns normally when
+  // the stream ends for any other reason (the caller resumes).
+  class StreamHandle {
+   public:
+    void cancel();
+    bool cancelled() const { return cancelled_; }
+
+   private:
+    friend class RestClient;
+    std::mutex mutex_;
+    std::function<void()> stop_;
+    std::atomic<bool> cancelled_{false};
+  };
+  void stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine,
+              StreamHandle& handle, std::chrono::seconds readTimeout);
+
+  const RestConfig& config() const { return config_; }
+  std::uint64_t requestsSent() const { return sent_.load(); }
+
+ private:
+  struct Connection;
+  std::unique_ptr<Connection> connect(std::chrono::milliseconds readTimeout) const;
+  std::unique_ptr<Connection> acquire();
+  void release(std::unique_ptr<Connection> connection);
+  std::string authorization();
+  void throttle();
+
+  RestConfig config_;
+  ClientOptions options_;
+  std::string host_;
+  int port_ = 443;
+  std::mutex poolMutex_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::mutex tokenMutex_;
+  std::string token_;
+  std::chrono::steady_clock::time_point tokenReadAt_{};
+  std::mutex limiterMutex_;
+  double tokens_;
+  std::chrono::steady_clock::time_point lastRefill_;
+  std::atomic<std::uint64_t> sent_{0};
+};
+
+}  // namespace mka::kube

@@ -1,0 +1,167 @@
+#pragma once
+// The controller work queue: client-go's rate-limiting work queue (workqueue.Typed +
+// delayingType + rateLimitingType) in one class, keyed by strings ("namespace/name").
+//
+// What a controller relies on:
+// - de-duplication: a key added several times before a worker takes it is handed out once;
+// - one worker per key: a key added while a worker holds it is handed out again only after
+//   that worker calls done(key), never to a second worker at the same time;
+// - retries: addRateLimited(key) brings a failed key back after its rate limiter's delay
+//   (per-key exponential backoff by default); forget(key) resets that backoff on success.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "mka/common/clock.h"
+#include "mka/kube/rate_limiter.h"
+
+namespace mka::kube {
+
+// Observes a WorkQueue, for Prometheus or logs (client-go's workqueue metrics without the
+// metrics library: the observability module adapts these calls to its own registry).
+// Threads: called by whichever thread changed the queue, with the queue's lock held, so
+// implementations must be quick and must not call back into the queue.
+class WorkQueueMetrics {
+ public:
+  virtual ~WorkQueueMetrics() = default;
+  // Keys waiting to be handed out, including keys re-added while a worker holds them
+  // (workqueue_depth).
+  virtual void depth(std::size_t /*keys*/) {}
+  // A key became pending (workqueue_adds_total); re-adding a pending key does not count.
+  virtual void added() {}
+  // A key was handed out this long after it became pending (workqueue_queue_duration_seconds).
+  virtual void queueLatency(std::chrono::nanoseconds) {}
+  // A worker held a key this long, get() to done() (workqueue_work_duration_seconds).
+  virtual void workDuration(std::chrono::nanoseconds) {}
+  // addAfter() or addRateLimited() was called (workqueue_retries_total).
+  virtual void retried() {}
+};
+
+// Threads: any number of producers (add, addAfter, addRateLimited; typically informer event
+// handlers) and workers (get, done, forget) on their own threads; every method is safe from
+// any thread. One mutex guards all state. The queue owns one thread of its own, the timer
+// ("wq-<name>"), which moves delayed keys into the queue when their time comes; it starts in
+// the constructor and is joined by shutDown()/shutDownWithDrain() or the destructor.
+//
+// Time comes from the injected clock. The timer thread waits, in real time, for the clock
+// distance to the next ready key (at most 10 s, then it looks again, as client-go's
+// heartbeat). With the real clock nothing more is needed. A FakeClock cannot wake anyone, so
+// tests call recheckClock() after advancing it: that call moves every key whose time has come
+// into the queue before it returns, so the test can assert on len() or get() at once, without
+// waiting for the timer thread.
+class WorkQueue {
+ public:
+  struct Options {
+    std::string name = "workqueue";  // thread name and error messages
+    // Decides addRateLimited() delays; null means defaultControllerRateLimiter(clock).
+    std::unique_ptr<RateLimiter> rateLimiter;
+    // Borrowed; must outlive the queue. Null means no metrics.
+    WorkQueueMetrics* metrics = nullptr;
+  };
+
+  // `clock` must outlive the queue.
+  explicit WorkQueue(Options options, const Clock& clock = systemClock());
+  // shutDown(). Destroy the queue only after every worker thread has left get()/done().
+  ~WorkQueue();
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  // Marks `key` as needing processing. Ignored after shutdown.
+  void add(const std::string& key);
+
+  // Blocks until a key is ready, marks it as being processed and returns it; the caller must
+  // call done(key) when finished. Returns nullopt once the queue is shut down and empty (keys
+  // already queued at shutdown are still handed out, as in client-go).
+  std::optional<std::string> get();
+
+  // Ends processing of a key returned by get(). If the key was added again meanwhile, it is
+  // queued again now. Throws std::logic_error when `key` is not being processed (done called
+  // twice, or for a key get() did not return): that would hand one key to two workers.
+  void done(const std::string& key);
+
+  // Keys ready to be handed out (not those waiting for their delay, nor those being
+  // processed). For information only: another thread may change it right after.
+  std::size_t len() const;
+
+  // Adds `key` once `delay` has passed on the clock; at once when delay <= 0. If the key is
+  // already waiting, it keeps the earlier of the two times. Ignored after shutdown.
+  void addAfter(const std::string& key, std::chrono::nanoseconds delay);
+
+  // addAfter(key, rateLimiter.when(key)): records a failure and schedules the retry.
+  void addRateLimited(const std::string& key);
+  // Resets the key's failure count in the rate limiter (call it when processing succeeds).
+  void forget(const std::string& key);
+  int numRequeues(const std::string& key);
+
+  // Stops the queue now: later adds are ignored, keys waiting for a delay are dropped, and
+  // get() returns what is still queued, then nullopt. Does not wait for workers. Also ends a
+  // shutDownWithDrain() that is still waiting. Idempotent.
+  void shutDown();
+  // Like shutDown(), then waits until every key being processed is done() (client-go: keys
+  // still queued are not waited for; workers normally take them before they see nullopt).
+  // Blocks forever if a worker never calls done(); shutDown() from another thread ends the
+  // wait.
+  void shutDownWithDrain();
+  bool shuttingDown() const;
+
+  // Moves every delayed key whose time has come on the clock into the queue before returning,
+  // and wakes the timer thread to re-plan its wait. Only needed after advancing a FakeClock
+  // (see the class comment).
+  void recheckClock();
+
+ private:
+  using TimePoint = Clock::TimePoint;
+  using WaitingSlot = std::pair<TimePoint, std::uint64_t>;  // ready time, then insertion order
+
+  void addLocked(const std::string& key);
+  void promoteReadyLocked(TimePoint now);
+  void stopLocked(bool drain);
+  void joinTimer();
+  void timerLoop();
+
+  const std::string name_;
+  const Clock& clock_;
+  const std::unique_ptr<RateLimiter> rateLimiter_;
+  WorkQueueMetrics* const metrics_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable keyReady_;  // get(): a key was queued, or shutdown
+  std::condition_variable drained_;   // shutDownWithDrain(): processing emptied, or shutDown()
+  std::condition_variable timerWake_;  // timer thread: earlier key, recheckClock(), or shutdown
+
+  // client-go's Type: every key in queue_ is in dirty_ and not in processing_; a key in both
+  // dirty_ and processing_ is queued again by done().
+  std::deque<std::string> queue_;
+  std::unordered_set<std::string> dirty_;
+  std::unordered_set<std::string> processing_;
+  bool shuttingDown_ = false;
+  bool drain_ = false;
+
+  // The delaying part: keys by ready time (FIFO among equal times), and each key's slot so a
+  // second addAfter can move it earlier.
+  std::map<WaitingSlot, std::string> waiting_;
+  std::unordered_map<std::string, WaitingSlot> waitingSlots_;
+  std::uint64_t nextWaitingSeq_ = 0;
+  std::uint64_t timerWakeups_ = 0;
+
+  // Only kept when metrics_ is set: when each pending key was added / taken by a worker.
+  std::unordered_map<std::string, TimePoint> addedAt_;
+  std::unordered_map<std::string, TimePoint> processingSince_;
+
+  std::mutex joinMutex_;  // one caller joins the timer thread
+  std::thread timer_;
+};
+
+}  // namespace mka::kube

@@ -1,0 +1,237 @@
+#include "mka/kube/client.h"
+
+#include <spdlog/spdlog.h>
+
+namespace mka::kube {
+namespace {
+
+using nlohmann::json;
+
+json parseBody(const Response& response, const std::string& what) {
+  auto parsed = json::parse(response.body, nullptr, false);
+  if (parsed.is_discarded()) throw ApiError(Reason::Unknown, response.status, what + ": the answer is not JSON");
+  return parsed;
+}
+
+std::string metaString(const json& object, const char* field) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  return meta->value(field, "");
+}
+
+GroupVersionKind gvkOf(const json& object) {
+  const auto apiVersion = object.value("apiVersion", "");
+  const auto kind = object.value("kind", "");
+  if (apiVersion.empty() || kind.empty())
+    throw Error("the object has no apiVersion or kind: set both (e.g. apiVersion: tekton.dev/v1, kind: PipelineRun)");
+  return GroupVersionKind::fromApiVersion(apiVersion, kind);
+}
+
+void appendQuery(std::string& target, const std::string& key, const std::string& value) {
+  if (value.empty()) return;
+  target += target.find('?') == std::string::npos ? '?' : '&';
+  target += key + "=" + encodeQueryValue(value);
+}
+
+}  // namespace
+
+std::string encodeQueryValue(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+Discovery::Discovery(RestClient& rest) : rest_(rest) {}
+
+ResourceInfo Discovery::resourceFor(const GroupVersionKind& gvk) {
+  const auto apiVersion = gvk.apiVersion();
+  {
+    std::lock_guard lock(mutex_);
+    auto gv = byGroupVersion_.find(apiVersion);
+    if (gv != byGroupVersion_.end()) {
+      auto it = gv->second.find(gvk.kind);
+      if (it != gv->second.end()) return it->second;
+    }
+  }
+  // A miss refreshes that group-version: a CRD may have been installed since.
+  const std::string path = gvk.group.empty() ? "/api/" + gvk.version : "/apis/" + apiVersion;
+  std::map<std::string, ResourceInfo> kinds;
+  try {
+    auto list = parseBody(rest_.request("GET", path), "GET " + path);
+    std::map<std::string, bool> statusOf;
+    for (const auto& r : list.value("resources", json::array())) {
+      const auto name = r.value("name", "");
+      const auto slash = name.find('/');
+      if (slash != std::string::npos) {
+        if (name.substr(slash + 1) == "status") statusOf[name.substr(0, slash)] = true;
+        continue;
+      }
+      ResourceInfo info{GroupVersionKind{gvk.group, gvk.version, r.value("kind", "")}, name, r.value("namespaced", true),
+                        false};
+      kinds[info.gvk.kind] = info;
+    }
+    for (auto& [kind, info] : kinds) info.hasStatus = statusOf.contains(info.plural);
+  } catch (const ApiError& e) {
+    if (e.reason() != Reason::NotFound) throw;
+  }
+  std::lock_guard lock(mutex_);
+  byGroupVersion_[apiVersion] = kinds;
+  auto it = kinds.find(gvk.kind);
+  if (it == kinds.end())
+    throw ApiError(Reason::NotFound, 404,
+                   "no matches for kind \"" + gvk.kind + "\" in version \"" + apiVersion +
+                       "\": is the CRD installed on " + (rest_.config().cluster.empty() ? rest_.config().host
+                                                                                        : rest_.config().cluster) +
+                       "?");
+  return it->second;
+}
+
+void Discovery::invalidate() {
+  std::lock_guard lock(mutex_);
+  byGroupVersion_.clear();
+}
+
+Client::Client(std::shared_ptr<RestClient> rest) : rest_(std::move(rest)), discovery_(*rest_) {}
+
+std::string Client::path(const ResourceInfo& resource, const std::string& ns, const std::string& name,
+                         const std::string& subresource) {
+  std::string out = resource.gvk.group.empty() ? "/api/" + resource.gvk.version
+                                               : "/apis/" + resource.gvk.group + "/" + resource.gvk.version;
+  if (resource.namespaced && !ns.empty()) out += "/namespaces/" + ns;
+  out += "/" + resource.plural;
+  if (!name.empty()) out += "/" + name;
+  if (!subresource.empty()) out += "/" + subresource;
+  return out;
+}
+
+std::string Client::objectPath(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+                               const std::string& subresource) {
+  const auto info = discovery_.resourceFor(gvk);
+  if (info.namespaced && ns.empty() && !name.empty())
+    throw Error(gvk.kind + " " + name + ": metadata.namespace is required: " + gvk.kind + " is namespaced");
+  if (subresource == "status" && !info.hasStatus)
+    throw Error(gvk.kind + " has no status subresource on " + rest_->config().host + ": write status with the object");
+  return path(info, ns, name, subresource);
+}
+
+json Client::get(const GroupVersionKind& gvk, const std::string& ns, const std::string& name) {
+  const auto target = objectPath(gvk, ns, name, "");
+  return parseBody(rest_->request("GET", target), "GET " + target);
+}
+
+json Client::list(const GroupVersionKind& gvk, const std::string& ns, const ListOptions& options) {
+  auto target = path(discovery_.resourceFor(gvk), ns);
+  appendQuery(target, "labelSelector", options.labelSelector);
+  appendQuery(target, "fieldSelector", options.fieldSelector);
+  if (options.limit > 0) appendQuery(target, "limit", std::to_string(options.limit));
+  appendQuery(target, "continue", options.continueToken);
+  appendQuery(target, "resourceVersion", options.resourceVersion);
+  return parseBody(rest_->request("GET", target), "GET " + target);
+}
+
+std::vector<json> Client::listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+                                  std::string* resourceVersion) {
+  std::vector<json> items;
+  while (true) {
+    auto page = list(gvk, ns, options);
+    for (auto& item : page.value("items", json::array())) {
+      // Lists may leave out each item's kind and apiVersion (built-ins do); informers want them.
+      if (!item.contains("kind")) item["kind"] = gvk.kind;
+      if (!item.contains("apiVersion")) item["apiVersion"] = gvk.apiVersion();
+      items.push_back(std::move(item));
+    }
+    const auto meta = page.value("metadata", json::object());
+    options.continueToken = meta.value("continue", "");
+    if (resourceVersion) *resourceVersion = meta.value("resourceVersion", "");
+    if (options.continueToken.empty()) return items;
+    options.resourceVersion.clear();  // the token carries it
+  }
+}
+
+json Client::create(const json& object, const WriteOptions& options) {
+  const auto gvk = gvkOf(object);
+  auto target = path(discovery_.resourceFor(gvk), metaString(object, "namespace"));
+  appendQuery(target, "fieldManager", options.fieldManager);
+  if (options.dryRun) appendQuery(target, "dryRun", "All");
+  return parseBody(rest_->request("POST", target, object.dump()), "POST " + target);
+}
+
+json Client::update(const json& object, const WriteOptions& options) {
+  const auto gvk = gvkOf(object);
+  auto target = objectPath(gvk, metaString(object, "namespace"), metaString(object, "name"), options.subresource);
+  appendQuery(target, "fieldManager", options.fieldManager);
+  if (options.dryRun) appendQuery(target, "dryRun", "All");
+  return parseBody(rest_->request("PUT", target, object.dump()), "PUT " + target);
+}
+
+json Client::patch(const GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
+                   const json& patch, const WriteOptions& options) {
+  auto target = objectPath(gvk, ns, name, options.subresource);
+  appendQuery(target, "fieldManager", options.fieldManager);
+  if (options.dryRun) appendQuery(target, "dryRun", "All");
+  const char* contentType = type == PatchType::Merge ? "application/merge-patch+json" : "application/json-patch+json";
+  return parseBody(rest_->request("PATCH", target, patch.dump(), contentType), "PATCH " + target);
+}
+
+json Client::apply(const json& object, const ApplyOptions& options) {
+  if (options.fieldManager.empty())
+    throw Error("server-side apply needs a field manager: set ApplyOptions.fieldManager to the controller's name");
+  const auto gvk = gvkOf(object);
+  auto target = objectPath(gvk, metaString(object, "namespace"), metaString(object, "name"), options.subresource);
+  appendQuery(target, "fieldManager", options.fieldManager);
+  if (options.force) appendQuery(target, "force", "true");
+  // JSON is YAML: the apply content type takes either.
+  return parseBody(rest_->request("PATCH", target, object.dump(), "application/apply-patch+yaml"), "PATCH " + target);
+}
+
+void Client::remove(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+                    const DeleteOptions& options) {
+  const auto target = objectPath(gvk, ns, name, "");
+  json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!options.propagationPolicy.empty()) body["propagationPolicy"] = options.propagationPolicy;
+  if (options.uid) body["preconditions"]["uid"] = *options.uid;
+  if (options.resourceVersion) body["preconditions"]["resourceVersion"] = *options.resourceVersion;
+  rest_->request("DELETE", target, body.dump());
+}
+
+void Client::watch(const GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
+                   const std::function<bool(WatchEvent&)>& onEvent, RestClient::StreamHandle& handle) {
+  auto target = path(discovery_.resourceFor(gvk), ns);
+  appendQuery(target, "watch", "true");
+  appendQuery(target, "labelSelector", options.labelSelector);
+  appendQuery(target, "fieldSelector", options.fieldSelector);
+  appendQuery(target, "resourceVersion", options.resourceVersion);
+  if (options.allowBookmarks) appendQuery(target, "allowWatchBookmarks", "true");
+  if (options.timeoutSeconds > 0) appendQuery(target, "timeoutSeconds", std::to_string(options.timeoutSeconds));
+  const auto readTimeout = std::chrono::seconds{(options.timeoutSeconds > 0 ? options.timeoutSeconds : 1800) + 30};
+  std::optional<ApiError> failure;
+  rest_->stream(
+      target,
+      [&](std::string_view line) {
+        auto parsed = json::parse(line, nullptr, false);
+        if (!parsed.is_object()) {
+          failure = ApiError(Reason::Unknown, 200, "GET " + target + ": a watch event is not JSON");
+          return false;
+        }
+        WatchEvent event{parsed.value("type", ""), std::move(parsed["object"])};
+        if (event.type == "ERROR") {
+          const int code = event.object.is_object() ? event.object.value("code", 500) : 500;
+          failure = ApiError::fromResponse(code, event.object.dump(), "GET " + target);
+          return false;
+        }
+        return onEvent(event);
+      },
+      handle, readTimeout);
+  if (failure) throw *failure;
+}
+
+}  // namespace mka::kube

@@ -1,0 +1,216 @@
+#include "mka/kube/informer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace mka::kube {
+
+using nlohmann::json;
+
+Informer::Informer(Client& client, GroupVersionKind gvk, InformerOptions options)
+    : client_(client), gvk_(std::move(gvk)), options_(std::move(options)) {}
+
+Informer::~Informer() { stop(); }
+
+std::string Informer::keyOf(const json& object) {
+  const auto meta = object.value("metadata", json::object());
+  const auto ns = meta.value("namespace", "");
+  const auto name = meta.value("name", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+void Informer::addHandlers(InformerHandlers handlers) {
+  std::lock_guard lock(mutex_);
+  handlers_.push_back(std::move(handlers));
+}
+
+void Informer::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    if (stream_) stream_->cancel();
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::waitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return synced_.load() || stopping_; }) && synced_.load();
+}
+
+std::optional<json> Informer::get(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<json> Informer::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<json> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, object] : cache_) out.push_back(object);
+  return out;
+}
+
+std::string Informer::lastResourceVersion() const {
+  std::lock_guard lock(mutex_);
+  return resourceVersion_;
+}
+
+bool Informer::sleepFor(std::chrono::milliseconds delay) {
+  std::unique_lock lock(mutex_);
+  return !changed_.wait_for(lock, delay, [&] { return stopping_; });
+}
+
+void Informer::run() {
+  auto backoff = options_.initialBackoff;
+  bool needList = true;
+  while (true) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    try {
+      if (needList) {
+        relist();
+        needList = false;
+      }
+      watchOnce();
+      backoff = options_.initialBackoff;  // a watch that ran and ended: resume right away
+    } catch (const ApiError& e) {
+      if (e.reason() == Reason::Gone) {
+        spdlog::info("informer relists after 410 Gone kind={} resourceVersion={}", gvk_.goString(),
+                     lastResourceVersion());
+        needList = true;
+        continue;
+      }
+      spdlog::warn("informer retries kind={} backoff_ms={} error=\"{}\"", gvk_.goString(), backoff.count(), e.what());
+      if (!sleepFor(backoff)) return;
+      backoff = std::min(backoff * 2, options_.maxBackoff);
+    } catch (const std::exception& e) {
+      spdlog::error("informer retries kind={} backoff_ms={} error=\"{}\"", gvk_.goString(), backoff.count(), e.what());
+      if (!sleepFor(backoff)) return;
+      backoff = std::min(backoff * 2, options_.maxBackoff);
+    }
+  }
+}
+
+void Informer::relist() {
+  ListOptions list;
+  list.labelSelector = options_.labelSelector;
+  list.fieldSelector = options_.fieldSelector;
+  list.limit = options_.pageSize;
+  std::string rv;
+  auto items = client_.listAll(gvk_, options_.namespace_, list, &rv);
+  ++lists_;
+  std::map<std::string, json> fresh;
+  for (auto& item : items) fresh[keyOf(item)] = std::move(item);
+
+  // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
+  std::vector<json> added, deleted;
+  std::vector<std::pair<json, json>> updated;
+  std::vector<InformerHandlers> handlers;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, object] : cache_)
+      if (!fresh.contains(key)) deleted.push_back(object);
+    for (const auto& [key, object] : fresh) {
+      auto it = cache_.find(key);
+      if (it == cache_.end()) {
+        added.push_back(object);
+      } else if (it->second != object) {
+        updated.emplace_back(it->second, object);
+      }
+    }
+    cache_ = std::move(fresh);
+    resourceVersion_ = rv;
+    handlers = handlers_;
+  }
+  for (const auto& h : handlers) {
+    for (const auto& o : deleted)
+      if (h.onDelete) h.onDelete(o);
+    for (const auto& o : added)
+      if (h.onAdd) h.onAdd(o);
+    for (const auto& [before, after] : updated)
+      if (h.onUpdate) h.onUpdate(before, after);
+  }
+  if (!synced_.exchange(true)) {
+    spdlog::info("informer synced kind={} objects={} resourceVersion={}", gvk_.goString(), added.size(), rv);
+  }
+  changed_.notify_all();
+}
+
+void Informer::watchOnce() {
+  RestClient::StreamHandle handle;
+  WatchOptions watch;
+  watch.labelSelector = options_.labelSelector;
+  watch.fieldSelector = options_.fieldSelector;
+  watch.timeoutSeconds = options_.watchTimeoutSeconds;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    watch.resourceVersion = resourceVersion_;
+    stream_ = &handle;
+  }
+  ++watches_;
+  try {
+    client_.watch(gvk_, options_.namespace_, watch, [&](WatchEvent& event) {
+      apply(event.type, std::move(event.object));
+      return true;
+    }, handle);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    stream_ = nullptr;
+    throw;
+  }
+  std::lock_guard lock(mutex_);
+  stream_ = nullptr;
+}
+
+void Informer::apply(const std::string& type, json object) {
+  if (type == "BOOKMARK") {
+    setResourceVersion(object);
+    return;
+  }
+  const auto key = keyOf(object);
+  std::optional<json> previous;
+  std::vector<InformerHandlers> handlers;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) previous = it->second;
+    if (type == "DELETED") {
+      cache_.erase(key);
+    } else {
+      cache_[key] = object;
+    }
+    resourceVersion_ = object.value("metadata", json::object()).value("resourceVersion", resourceVersion_);
+    handlers = handlers_;
+  }
+  for (const auto& h : handlers) {
+    if (type == "DELETED") {
+      if (h.onDelete) h.onDelete(previous ? *previous : object);
+    } else if (previous) {
+      if (h.onUpdate) h.onUpdate(*previous, object);
+    } else if (h.onAdd) {
+      h.onAdd(object);
+    }
+  }
+}
+
+void Informer::setResourceVersion(const json& object) {
+  const auto rv = object.value("metadata", json::object()).value("resourceVersion", "");
+  if (rv.empty()) return;
+  std::lock_guard lock(mutex_);
+  resourceVersion_ = rv;
+}
+
+}  // namespace mka::kube

@@ -1,0 +1,212 @@
+#include "mka/kube/leader_election.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+namespace mka::kube {
+namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+const GroupVersionKind kLease{"coordination.k8s.io", "v1", "Lease"};
+
+// metav1.MicroTime: RFC 3339 with microseconds.
+std::string microTimeNow() {
+  const auto now = std::chrono::system_clock::now();
+  const auto seconds = std::chrono::system_clock::to_time_t(now);
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[40];
+  const auto n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(buffer + n, sizeof buffer - n, ".%06lldZ", static_cast<long long>(micros));
+  return buffer;
+}
+
+int wholeSeconds(std::chrono::milliseconds d) {
+  return static_cast<int>(std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(d).count()));
+}
+
+}  // namespace
+
+std::string defaultLeaderIdentity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::mt19937_64 rng{std::random_device{}()};
+  static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+  std::string suffix;
+  for (int i = 0; i < 8; ++i) suffix += kAlphabet[rng() % kAlphabet.size()];
+  return std::string(host) + "_" + suffix;
+}
+
+LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config) : client_(client), config_(std::move(config)) {
+  if (config_.name.empty() || config_.namespace_.empty())
+    throw Error("leader election: the Lease needs a namespace and a name (leaderElection.resourceNamespace/resourceName)");
+  if (config_.identity.empty()) config_.identity = defaultLeaderIdentity();
+  if (config_.leaseDuration <= config_.renewDeadline)
+    throw Error("leader election: leaseDuration must be greater than renewDeadline");
+  if (config_.renewDeadline.count() <= config_.retryPeriod.count() * 12 / 10)
+    throw Error("leader election: renewDeadline must be greater than retryPeriod*1.2");
+}
+
+LeaderElector::~LeaderElector() { stop(); }
+
+std::string LeaderElector::leader() const {
+  std::lock_guard lock(mutex_);
+  return observedHolder_;
+}
+
+void LeaderElector::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void LeaderElector::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LeaderElector::waitFor(std::chrono::milliseconds delay) {
+  std::unique_lock lock(mutex_);
+  return !wake_.wait_for(lock, delay, [&] { return stopping_; });
+}
+
+void LeaderElector::run() {
+  spdlog::info("leader election starts lease={}/{} identity={}", config_.namespace_, config_.name, config_.identity);
+  // Acquire: retry every retryPeriod until we hold the lease.
+  while (true) {
+    if (tryAcquireOrRenew()) break;
+    if (!waitFor(config_.retryPeriod)) return;
+  }
+  leading_ = true;
+  spdlog::info("leader election acquired lease={}/{} identity={}", config_.namespace_, config_.name, config_.identity);
+  if (config_.onStartedLeading) config_.onStartedLeading();
+  // Renew: every retryPeriod; leadership ends when renewDeadline passes without a renewal.
+  auto lastRenew = SteadyClock::now();
+  while (true) {
+    if (!waitFor(config_.retryPeriod)) break;
+    if (tryAcquireOrRenew()) {
+      lastRenew = SteadyClock::now();
+    } else if (SteadyClock::now() - lastRenew >= config_.renewDeadline) {
+      spdlog::error("leader election lost lease={}/{} identity={}: no renewal within the renew deadline",
+                    config_.namespace_, config_.name, config_.identity);
+      leading_ = false;
+      if (config_.onStoppedLeading) config_.onStoppedLeading();
+      return;
+    }
+  }
+  if (config_.releaseOnCancel) release();
+  leading_ = false;
+  if (config_.onStoppedLeading) config_.onStoppedLeading();
+}
+
+bool LeaderElector::tryAcquireOrRenew() {
+  const auto now = SteadyClock::now();
+  json lease;
+  try {
+    lease = client_.get(kLease, config_.namespace_, config_.name);
+  } catch (const ApiError& e) {
+    if (e.reason() != Reason::NotFound) {
+      spdlog::warn("leader election cannot read lease={}/{} error=\"{}\"", config_.namespace_, config_.name, e.what());
+      return false;
+    }
+    const auto t = microTimeNow();
+    json fresh = {{"apiVersion", "coordination.k8s.io/v1"},
+                  {"kind", "Lease"},
+                  {"metadata", {{"name", config_.name}, {"namespace", config_.namespace_}}},
+                  {"spec",
+                   {{"holderIdentity", config_.identity},
+                    {"leaseDurationSeconds", wholeSeconds(config_.leaseDuration)},
+                    {"acquireTime", t},
+                    {"renewTime", t},
+                    {"leaseTransitions", 0}}}};
+    try {
+      client_.create(fresh);
+    } catch (const ApiError& createError) {
+      spdlog::info("leader election lost the race to create lease={}/{} error=\"{}\"", config_.namespace_,
+                   config_.name, createError.what());
+      return false;
+    }
+    std::lock_guard lock(mutex_);
+    observedHolder_ = config_.identity;
+    observedSpec_ = fresh["spec"];
+    observedAt_ = now;
+    return true;
+  }
+
+  const auto spec = lease.value("spec", json::object());
+  const auto holder = spec.value("holderIdentity", "");
+  std::string announce;
+  {
+    std::lock_guard lock(mutex_);
+    if (spec != observedSpec_) {
+      observedSpec_ = spec;
+      observedAt_ = now;
+      if (holder != observedHolder_) announce = holder;
+      observedHolder_ = holder;
+    }
+  }
+  if (!announce.empty() && config_.onNewLeader) config_.onNewLeader(announce);
+  const auto duration = std::chrono::seconds{spec.value("leaseDurationSeconds", wholeSeconds(config_.leaseDuration))};
+  bool expired;
+  {
+    std::lock_guard lock(mutex_);
+    expired = observedAt_ + duration <= now;
+  }
+  if (!holder.empty() && holder != config_.identity && !expired) return false;
+
+  const auto t = microTimeNow();
+  json next = lease;
+  auto& s = next["spec"];
+  if (holder != config_.identity) {
+    s["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+    s["acquireTime"] = t;
+  }
+  s["holderIdentity"] = config_.identity;
+  s["leaseDurationSeconds"] = wholeSeconds(config_.leaseDuration);
+  s["renewTime"] = t;
+  try {
+    auto stored = client_.update(next);  // conditioned on the resourceVersion we read
+    std::lock_guard lock(mutex_);
+    observedSpec_ = stored.value("spec", json::object());
+    observedHolder_ = config_.identity;
+    observedAt_ = now;
+    return true;
+  } catch (const ApiError& e) {
+    spdlog::info("leader election could not write lease={}/{} error=\"{}\"", config_.namespace_, config_.name,
+                 e.what());
+    return false;
+  }
+}
+
+void LeaderElector::release() {
+  try {
+    auto lease = client_.get(kLease, config_.namespace_, config_.name);
+    if (lease.value("spec", json::object()).value("holderIdentity", "") != config_.identity) return;
+    const auto t = microTimeNow();
+    lease["spec"]["holderIdentity"] = "";
+    lease["spec"]["leaseDurationSeconds"] = 1;
+    lease["spec"]["renewTime"] = t;
+    lease["spec"]["acquireTime"] = t;
+    client_.update(lease);
+    spdlog::info("leader election released lease={}/{} identity={}", config_.namespace_, config_.name,
+                 config_.identity);
+  } catch (const std::exception& e) {
+    spdlog::warn("leader election could not release lease={}/{} error=\"{}\"", config_.namespace_, config_.name,
+                 e.what());
+  }
+}
+
+}  // namespace mka::kube

@@ -1,0 +1,288 @@
+#include "mka/kube/rest_client.h"
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "mka/common/strings.h"
+#include "mka/net/openssl.h"
+
+namespace mka::kube {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// client-go re-reads a token file at most once a minute (transport/token_source.go).
+constexpr std::chrono::seconds kTokenFileRefresh{60};
+
+net::OpensslPtr<X509_STORE> caStore(const std::string& pem, const std::string& where) {
+  net::OpensslPtr<X509_STORE> store(X509_STORE_new());
+  net::OpensslPtr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  int loaded = 0;
+  while (true) {
+    net::OpensslPtr<X509> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) break;
+    X509_STORE_add_cert(store.get(), cert.get());
+    ++loaded;
+  }
+  net::opensslErrors();  // the end-of-file "error" of the loop
+  if (loaded == 0)
+    throw Error(where + ": certificate-authority-data holds no PEM certificate: put the API server's CA there");
+  return store;
+}
+
+std::string readTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ApiError(Reason::Unauthorized, 0, "cannot read the bearer token file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return std::string(strings::trim(text.str()));
+}
+
+bool isRead(const std::string& method) { return method == "GET" || method == "HEAD"; }
+
+}  // namespace
+
+struct RestClient::Connection {
+  std::unique_ptr<httplib::SSLClient> client;
+};
+
+void RestClient::StreamHandle::cancel() {
+  cancelled_ = true;
+  std::lock_guard lock(mutex_);
+  if (stop_) stop_();
+}
+
+RestClient::RestClient(RestConfig config, ClientOptions options)
+    : config_(std::move(config)), options_(std::move(options)), tokens_(options_.burst), lastRefill_(SteadyClock::now()) {
+  const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
+  std::string_view rest = config_.host;
+  if (!rest.starts_with("https://"))
+    throw Error(where + ": server \"" + config_.host + "\" is not an https:// URL: the API server must be reached over TLS");
+  rest.remove_prefix(8);
+  while (rest.ends_with("/")) rest.remove_suffix(1);
+  if (rest.find('/') != std::string_view::npos)
+    throw Error(where + ": server \"" + config_.host + "\" has a path: give the API server's base URL only");
+  if (rest.starts_with("[")) {
+    auto close = rest.find(']');
+    host_ = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+  } else {
+    auto colon = rest.find(':');
+    host_ = std::string(rest.substr(0, colon));
+    rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon);
+  }
+  if (rest.starts_with(":")) port_ = std::stoi(std::string(rest.substr(1)));
+  if (!config_.caPem.empty()) caStore(config_.caPem, where);  // fail early on a bad CA
+  if (config_.clientCertificatePem.empty() != config_.clientKeyPem.empty())
+    throw Error(where + ": a client certificate needs its key");
+  token_ = config_.bearerToken;
+  tokenReadAt_ = SteadyClock::now();
+  if (config_.insecureSkipTlsVerify)
+    spdlog::warn("kube client does not verify the server's certificate cluster={} host={}", config_.cluster,
+                 config_.host);
+}
+
+RestClient::~RestClient() = default;
+
+std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) const {
+  const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
+  // With tls-server-name the certificate is checked for that name while the socket goes to
+  // the server's host: httplib verifies (and sends SNI for) the name it was built with, and
+  // its address map sends that name to the real host.
+  const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
+  auto connection = std::make_unique<Connection>();
+  if (!config_.clientCertificatePem.empty()) {
+    net::OpensslPtr<BIO> certBio(
+        BIO_new_mem_buf(config_.clientCertificatePem.data(), static_cast<int>(config_.clientCertificatePem.size())));
+    net::OpensslPtr<X509> cert(PEM_read_bio_X509(certBio.get(), nullptr, nullptr, nullptr));
+    net::OpensslPtr<BIO> keyBio(BIO_new_mem_buf(config_.clientKeyPem.data(), static_cast<int>(config_.clientKeyPem.size())));
+    net::OpensslPtr<EVP_PKEY> key(PEM_read_bio_PrivateKey(keyBio.get(), nullptr, nullptr, nullptr));
+    if (!cert || !key)
+      throw Error(where + ": client-certificate-data or client-key-data is not PEM: " + net::opensslErrors());
+    connection->client = std::make_unique<httplib::SSLClient>(name, port_, cert.get(), key.get());
+  } else {
+    connection->client = std::make_unique<httplib::SSLClient>(name, port_);
+  }
+  auto& c = *connection->client;
+  if (name != host_) c.set_hostname_addr_map({{name, host_}});
+  if (config_.insecureSkipTlsVerify) {
+    c.enable_server_certificate_verification(false);
+  } else if (!config_.caPem.empty()) {
+    c.set_ca_cert_store(caStore(config_.caPem, where).release());  // the SSL_CTX owns it now
+  }
+  c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);
+  c.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(
+      std::min(options_.timeout, std::chrono::milliseconds{std::chrono::seconds{10}})));
+  c.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(readTimeout));
+  c.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.timeout));
+  return connection;
+}
+
+std::unique_ptr<RestClient::Connection> RestClient::acquire() {
+  {
+    std::lock_guard lock(poolMutex_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+  }
+  return connect(options_.timeout);
+}
+
+void RestClient::release(std::unique_ptr<Connection> connection) {
+  std::lock_guard lock(poolMutex_);
+  if (idle_.size() < 16) idle_.push_back(std::move(connection));
+}
+
+std::string RestClient::authorization() {
+  std::lock_guard lock(tokenMutex_);
+  if (!config_.bearerTokenFile.empty() && SteadyClock::now() - tokenReadAt_ >= kTokenFileRefresh) {
+    try {
+      token_ = readTokenFile(config_.bearerTokenFile);
+    } catch (const ApiError& e) {
+      spdlog::warn("kube client keeps its previous token cluster={} error=\"{}\"", config_.cluster, e.what());
+    }
+    tokenReadAt_ = SteadyClock::now();
+  }
+  return token_.empty() ? std::string{} : "Bearer " + token_;
+}
+
+// A token bucket (client-go's flowcontrol.NewTokenBucketRateLimiter): `burst` requests at
+// once, then `qps` per second.
+void RestClient::throttle() {
+  if (options_.qps <= 0) return;
+  std::chrono::duration<double> wait{0};
+  {
+    std::lock_guard lock(limiterMutex_);
+    const auto now = SteadyClock::now();
+    tokens_ = std::min<double>(options_.burst,
+                               tokens_ + std::chrono::duration<double>(now - lastRefill_).count() * options_.qps);
+    lastRefill_ = now;
+    tokens_ -= 1;
+    if (tokens_ < 0) wait = std::chrono::duration<double>(-tokens_ / options_.qps);
+  }
+  if (wait.count() > 0) std::this_thread::sleep_for(wait);
+}
+
+Response RestClient::request(const std::string& method, const std::string& target, const std::string& body,
+                             const std::string& contentType) {
+  const std::string what = method + " " + config_.host + target;
+  auto backoff = options_.retryBackoff;
+  for (int attempt = 0;; ++attempt) {
+    throttle();
+    httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.userAgent}};
+    if (auto auth = authorization(); !auth.empty()) headers.emplace("Authorization", auth);
+    auto connection = acquire();
+    auto& c = *connection->client;
+    ++sent_;
+    httplib::Result result = [&] {
+      if (method == "GET") return c.Get(target, headers);
+      if (method == "POST") return c.Post(target, headers, body, contentType);
+      if (method == "PUT") return c.Put(target, headers, body, contentType);
+      if (method == "PATCH") return c.Patch(target, headers, body, contentType);
+      if (method == "DELETE") return c.Delete(target, headers, body, contentType);
+      throw Error("kube client: unsupported HTTP method " + method);
+    }();
+
+    std::optional<ApiError> failure;
+    bool retryable = false;
+    if (!result) {
+      const auto error = result.error();
+      failure = ApiError::transport(what, httplib::to_string(error) +
+                                              (error == httplib::Error::SSLServerVerification
+                                                   ? ": the server's certificate is not signed by the kubeconfig's CA"
+                                                   : std::string{}));
+      // A request that never reached the server can always be retried; one that may have
+      // (read/write failed midway) only when it is a read.
+      retryable = error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout ||
+                  (isRead(method) && (error == httplib::Error::Read || error == httplib::Error::Write));
+      if (error == httplib::Error::SSLServerVerification || error == httplib::Error::SSLConnection) retryable = false;
+    } else {
+      const auto& res = result.value();
+      if (res.status >= 200 && res.status < 300) {
+        release(std::move(connection));
+        return {res.status, res.body, res.get_header_value("Content-Type")};
+      }
+      auto error = ApiError::fromResponse(res.status, res.body, what);
+      if (res.has_header("Retry-After")) {
+        try {
+          error = error.withRetryAfter(std::stoi(res.get_header_value("Retry-After")));
+        } catch (const std::exception&) {
+          // an HTTP date instead of seconds: use our own backoff
+        }
+      }
+      const bool serverSaysRetry = error.retryAfterSeconds() > 0;
+      retryable = res.status == 429 || ((res.status == 503 || res.status == 504) && (isRead(method) || serverSaysRetry));
+      failure = error;
+      release(std::move(connection));
+    }
+    if (!retryable || attempt >= options_.maxRetries) throw *failure;
+    auto delay = failure->retryAfterSeconds() > 0
+                     ? std::chrono::milliseconds{std::chrono::seconds{std::min(failure->retryAfterSeconds(), 30)}}
+                     : backoff;
+    spdlog::debug("kube client retries request={} attempt={} delay_ms={} error=\"{}\"", what, attempt + 1,
+                  delay.count(), failure->what());
+    std::this_thread::sleep_for(delay);
+    backoff = std::min(backoff * 2, options_.retryBackoffCap);
+  }
+}
+
+void RestClient::stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine,
+                        StreamHandle& handle, std::chrono::seconds readTimeout) {
+  const std::string what = "GET " + config_.host + target;
+  throttle();
+  auto connection = connect(readTimeout);
+  auto& c = *connection->client;
+  {
+    std::lock_guard lock(handle.mutex_);
+    if (handle.cancelled_) return;
+    handle.stop_ = [&c] { c.stop(); };
+  }
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.userAgent}};
+  if (auto auth = authorization(); !auth.empty()) headers.emplace("Authorization", auth);
+  ++sent_;
+  int status = 0;
+  std::string errorBody, pending;
+  bool stoppedByCallback = false;
+  auto result = c.Get(
+      target, headers,
+      [&](const httplib::Response& res) {
+        status = res.status;
+        return true;
+      },
+      [&](const char* data, std::size_t length) {
+        if (status != 200) {
+          errorBody.append(data, length);
+          return errorBody.size() < 64 * 1024;
+        }
+        pending.append(data, length);
+        std::size_t start = 0;
+        for (auto nl = pending.find('\n', start); nl != std::string::npos; nl = pending.find('\n', start)) {
+          std::string_view line(pending.data() + start, nl - start);
+          start = nl + 1;
+          if (!line.empty() && !onLine(line)) {
+            stoppedByCallback = true;
+            return false;
+          }
+        }
+        pending.erase(0, start);
+        return !handle.cancelled_;
+      });
+  {
+    std::lock_guard lock(handle.mutex_);
+    handle.stop_ = nullptr;
+  }
+  if (handle.cancelled_ || stoppedByCallback) return;
+  if (status != 0 && status != 200) throw ApiError::fromResponse(status, errorBody, what);
+  if (!result && status == 0) throw ApiError::transport(what, httplib::to_string(result.error()));
+  // Ended by the server, a timeout or a broken connection after the 200: the caller resumes.
+  if (!pending.empty()) onLine(pending);
+}
+
+}  // namespace mka::kube

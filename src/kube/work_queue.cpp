@@ -1,0 +1,201 @@
+#include "mka/kube/work_queue.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace mka::kube {
+namespace {
+
+// The timer thread looks at the clock at least this often, whatever it expects (client-go's
+// maxWait): insurance against a wall clock that jumped or a FakeClock nobody rechecked.
+constexpr std::chrono::seconds kMaxWait{10};
+
+std::chrono::nanoseconds since(Clock::TimePoint from, Clock::TimePoint to) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from);
+}
+
+}  // namespace
+
+WorkQueue::WorkQueue(Options options, const Clock& clock)
+    : name_(std::move(options.name)),
+      clock_(clock),
+      rateLimiter_(options.rateLimiter ? std::move(options.rateLimiter) : defaultControllerRateLimiter(clock)),
+      metrics_(options.metrics) {
+  timer_ = std::thread([this] { timerLoop(); });
+}
+
+WorkQueue::~WorkQueue() { shutDown(); }
+
+void WorkQueue::add(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  addLocked(key);
+}
+
+void WorkQueue::addLocked(const std::string& key) {
+  if (shuttingDown_) return;
+  if (!dirty_.insert(key).second) return;
+  if (metrics_ != nullptr) {
+    metrics_->added();
+    metrics_->depth(dirty_.size());
+    addedAt_.try_emplace(key, clock_.now());
+  }
+  // Held by a worker: done() queues it, so two workers never hold it at once.
+  if (processing_.contains(key)) return;
+  queue_.push_back(key);
+  keyReady_.notify_one();
+}
+
+std::optional<std::string> WorkQueue::get() {
+  std::unique_lock lock(mutex_);
+  keyReady_.wait(lock, [this] { return !queue_.empty() || shuttingDown_; });
+  if (queue_.empty()) return std::nullopt;
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  if (metrics_ != nullptr) {
+    const auto now = clock_.now();
+    metrics_->depth(dirty_.size());
+    if (const auto it = addedAt_.find(key); it != addedAt_.end()) {
+      metrics_->queueLatency(since(it->second, now));
+      addedAt_.erase(it);
+    }
+    processingSince_[key] = now;
+  }
+  return key;
+}
+
+void WorkQueue::done(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  if (processing_.erase(key) == 0) {
+    throw std::logic_error("work queue " + name_ + ": done(\"" + key +
+                           "\") for a key that is not being processed: call done exactly once for each key get() "
+                           "returned");
+  }
+  if (metrics_ != nullptr) {
+    if (const auto it = processingSince_.find(key); it != processingSince_.end()) {
+      metrics_->workDuration(since(it->second, clock_.now()));
+      processingSince_.erase(it);
+    }
+  }
+  if (dirty_.contains(key)) {
+    // Re-queued even while shutting down, as client-go does: it was added before the shutdown.
+    queue_.push_back(key);
+    keyReady_.notify_one();
+  } else if (processing_.empty()) {
+    drained_.notify_all();
+  }
+}
+
+std::size_t WorkQueue::len() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
+void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay) {
+  std::lock_guard lock(mutex_);
+  if (shuttingDown_) return;
+  if (metrics_ != nullptr) metrics_->retried();
+  const auto now = clock_.now();
+  if (delay <= std::chrono::nanoseconds::zero()) {
+    addLocked(key);
+    return;
+  }
+  const auto readyAt = now + std::chrono::duration_cast<Clock::TimePoint::duration>(delay);
+  if (const auto it = waitingSlots_.find(key); it != waitingSlots_.end()) {
+    if (it->second.first <= readyAt) return;  // already due sooner
+    waiting_.erase(it->second);
+    waitingSlots_.erase(it);
+  }
+  const WaitingSlot slot{readyAt, nextWaitingSeq_++};
+  waiting_.emplace(slot, key);
+  waitingSlots_.emplace(key, slot);
+  if (waiting_.begin()->first == slot) {  // the timer is waiting for something later
+    ++timerWakeups_;
+    timerWake_.notify_one();
+  }
+}
+
+void WorkQueue::addRateLimited(const std::string& key) {
+  // Asked outside the queue's lock: the limiter has its own, and may be shared.
+  addAfter(key, rateLimiter_->when(key));
+}
+
+void WorkQueue::forget(const std::string& key) { rateLimiter_->forget(key); }
+
+int WorkQueue::numRequeues(const std::string& key) { return rateLimiter_->numRequeues(key); }
+
+void WorkQueue::promoteReadyLocked(TimePoint now) {
+  while (!waiting_.empty() && waiting_.begin()->first.first <= now) {
+    auto node = waiting_.extract(waiting_.begin());
+    waitingSlots_.erase(node.mapped());
+    addLocked(node.mapped());
+  }
+}
+
+void WorkQueue::recheckClock() {
+  std::lock_guard lock(mutex_);
+  if (shuttingDown_) return;
+  promoteReadyLocked(clock_.now());
+  ++timerWakeups_;
+  timerWake_.notify_one();
+}
+
+void WorkQueue::timerLoop() {
+  const std::string threadName = ("wq-" + name_).substr(0, 15);
+  ::pthread_setname_np(::pthread_self(), threadName.c_str());
+  std::unique_lock lock(mutex_);
+  while (!shuttingDown_) {
+    // Read under the lock, so an advance followed by recheckClock() is never missed: either
+    // this read sees it or the wait below is woken by it.
+    const auto now = clock_.now();
+    promoteReadyLocked(now);
+    Clock::TimePoint::duration wait = kMaxWait;
+    if (!waiting_.empty()) wait = std::min(wait, waiting_.begin()->first.first - now);
+    const auto seen = timerWakeups_;
+    timerWake_.wait_for(lock, wait, [&] { return shuttingDown_ || timerWakeups_ != seen; });
+  }
+  // Delayed keys are dropped at shutdown, as client-go's waiting loop drops them.
+  waiting_.clear();
+  waitingSlots_.clear();
+}
+
+void WorkQueue::stopLocked(bool drain) {
+  drain_ = drain;
+  shuttingDown_ = true;
+  keyReady_.notify_all();
+  drained_.notify_all();
+  timerWake_.notify_all();
+}
+
+void WorkQueue::joinTimer() {
+  std::lock_guard lock(joinMutex_);
+  if (timer_.joinable()) timer_.join();
+}
+
+void WorkQueue::shutDown() {
+  {
+    std::lock_guard lock(mutex_);
+    stopLocked(false);
+  }
+  joinTimer();
+}
+
+void WorkQueue::shutDownWithDrain() {
+  {
+    std::lock_guard lock(mutex_);
+    stopLocked(true);
+  }
+  joinTimer();
+  std::unique_lock lock(mutex_);
+  drained_.wait(lock, [this] { return processing_.empty() || !drain_; });
+}
+
+bool WorkQueue::shuttingDown() const {
+  std::lock_guard lock(mutex_);
+  return shuttingDown_;
+}
+
+}  // namespace mka::kube
