@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <deque>
 #include <vector>
 
 #include "log.h"
@@ -256,6 +257,7 @@ struct ClusterHttp::Route {
   ResourceRef ref;
   ResourceTypePtr type;
   std::string verb;  // RBAC's: get, list, watch, create, update, patch, delete, deletecollection
+  std::optional<ApiError> error;  // a malformed query, answered once the client is authenticated
 };
 
 // One watch being streamed: the store's Watch plus what the encoder needs.
@@ -263,6 +265,7 @@ struct ClusterHttp::WatchStream {
   std::uint64_t id = 0;
   std::shared_ptr<ObjectStore::Watch> watch;  // null for a stream that only carries an error
   std::optional<json> error;                  // a Status to send as the only event
+  std::deque<std::pair<std::string, json>> initial;  // sendInitialEvents: sent before the watch's events
   SteadyClock::time_point deadline;
   std::string kind;
   std::string apiVersion;
@@ -362,87 +365,99 @@ void ClusterHttp::unregisterWatch(std::uint64_t id) {
   watches_.erase(id);
 }
 
+// What the method, path and query name, before anything is checked.
+ClusterHttp::Route ClusterHttp::routeOf(const httplib::Request& req) {
+  Route route;
+  const auto parts = splitPath(req.path);
+  const std::size_t n = parts.size();
+  const bool isGet = req.method == "GET" || req.method == "HEAD";
+  if (n == 1 && parts[0] == "version") {
+    route.kind = Route::Kind::Version;
+    route.isPublic = true;
+  } else if (n >= 1 && (parts[0] == "healthz" || parts[0] == "readyz" || parts[0] == "livez")) {
+    route.kind = Route::Kind::Health;
+    route.isPublic = true;
+  } else if (n >= 1 && n <= 2 && parts[0] == "api") {
+    route.kind = n == 1 ? Route::Kind::ApiVersions : Route::Kind::ResourceList;
+    if (n == 2) route.version = parts[1];
+  } else if (n >= 1 && n <= 3 && parts[0] == "apis") {
+    route.kind = n == 1 ? Route::Kind::ApiGroupList : n == 2 ? Route::Kind::ApiGroup : Route::Kind::ResourceList;
+    if (n >= 2) route.group = parts[1];
+    if (n == 3) route.version = parts[2];
+  } else if (n >= 2 && parts[0] == "openapi" && parts[1] == "v3") {
+    if (n == 2) {
+      route.kind = Route::Kind::OpenApiRoot;
+    } else if (n == 4 && parts[2] == "api") {
+      route.kind = Route::Kind::OpenApiGroupVersion;
+      route.version = parts[3];
+    } else if (n == 5 && parts[2] == "apis") {
+      route.kind = Route::Kind::OpenApiGroupVersion;
+      route.group = parts[3];
+      route.version = parts[4];
+    }
+  } else if ((n >= 3 && parts[0] == "api") || (n >= 4 && parts[0] == "apis")) {
+    route.kind = Route::Kind::Resource;
+    std::size_t at = 1;
+    if (parts[0] == "apis") route.group = parts[at++];
+    route.version = parts[at++];
+    std::vector<std::string> rest(parts.begin() + static_cast<std::ptrdiff_t>(at), parts.end());
+    bool watchPrefix = false;
+    if (!rest.empty() && rest[0] == "watch") {  // legacy /api/v1/watch/namespaces/ns/configmaps
+      watchPrefix = true;
+      rest.erase(rest.begin());
+    }
+    ResourceRef& ref = route.ref;
+    ref.group = route.group;
+    ref.version = route.version;
+    if (!rest.empty() && rest[0] == "namespaces" && rest.size() >= 2) {
+      // kube-apiserver's RequestInfo: /namespaces/<ns>/<plural>/... is inside a namespace,
+      // /namespaces/<name>[/status|/finalize] is the Namespace itself.
+      const bool namespaceItself =
+          rest.size() == 2 || (route.group.empty() && (rest[2] == "status" || rest[2] == "finalize"));
+      if (!namespaceItself) {
+        ref.namespace_ = rest[1];
+        rest.erase(rest.begin(), rest.begin() + 2);
+      }
+    }
+    if (rest.empty() || rest.size() > 3) {
+      route.kind = Route::Kind::NotFound;
+    } else {
+      ref.plural = rest[0];
+      if (rest.size() >= 2) ref.name = rest[1];
+      if (rest.size() == 3) ref.subresource = rest[2];
+      bool watch = watchPrefix;
+      if (req.has_param("watch")) {
+        try {
+          watch = watch || parseBoolParam("watch", param(req, "watch"));
+        } catch (const ApiError& e) {
+          route.error = e;  // answered after authentication
+        }
+      }
+      if (isGet) {
+        route.verb = watch ? "watch" : ref.name.empty() ? "list" : "get";
+      } else if (watchPrefix) {
+        route.kind = Route::Kind::NotFound;
+      } else if (req.method == "POST") {
+        route.verb = "create";
+      } else if (req.method == "PUT") {
+        route.verb = "update";
+      } else if (req.method == "PATCH") {
+        route.verb = "patch";
+      } else if (req.method == "DELETE") {
+        route.verb = ref.name.empty() ? "deletecollection" : "delete";
+      } else {
+        route.kind = Route::Kind::NotFound;
+      }
+    }
+  }
+  return route;
+}
+
 void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
   const auto arrived = SteadyClock::now();
   try {
-    // Routing: what the path names, before anything is checked.
-    Route route;
-    const auto parts = splitPath(req.path);
-    const std::size_t n = parts.size();
+    const Route route = routeOf(req);
     const bool isGet = req.method == "GET" || req.method == "HEAD";
-    if (n == 1 && parts[0] == "version") {
-      route.kind = Route::Kind::Version;
-      route.isPublic = true;
-    } else if (n >= 1 && (parts[0] == "healthz" || parts[0] == "readyz" || parts[0] == "livez")) {
-      route.kind = Route::Kind::Health;
-      route.isPublic = true;
-    } else if (n >= 1 && n <= 2 && parts[0] == "api") {
-      route.kind = n == 1 ? Route::Kind::ApiVersions : Route::Kind::ResourceList;
-      if (n == 2) route.version = parts[1];
-    } else if (n >= 1 && n <= 3 && parts[0] == "apis") {
-      route.kind = n == 1 ? Route::Kind::ApiGroupList : n == 2 ? Route::Kind::ApiGroup : Route::Kind::ResourceList;
-      if (n >= 2) route.group = parts[1];
-      if (n == 3) route.version = parts[2];
-    } else if (n >= 2 && parts[0] == "openapi" && parts[1] == "v3") {
-      if (n == 2) {
-        route.kind = Route::Kind::OpenApiRoot;
-      } else if (n == 4 && parts[2] == "api") {
-        route.kind = Route::Kind::OpenApiGroupVersion;
-        route.version = parts[3];
-      } else if (n == 5 && parts[2] == "apis") {
-        route.kind = Route::Kind::OpenApiGroupVersion;
-        route.group = parts[3];
-        route.version = parts[4];
-      }
-    } else if ((n >= 3 && parts[0] == "api") || (n >= 4 && parts[0] == "apis")) {
-      route.kind = Route::Kind::Resource;
-      std::size_t at = 1;
-      if (parts[0] == "apis") route.group = parts[at++];
-      route.version = parts[at++];
-      std::vector<std::string> rest(parts.begin() + static_cast<std::ptrdiff_t>(at), parts.end());
-      bool watchPrefix = false;
-      if (!rest.empty() && rest[0] == "watch") {  // legacy /api/v1/watch/namespaces/ns/configmaps
-        watchPrefix = true;
-        rest.erase(rest.begin());
-      }
-      ResourceRef& ref = route.ref;
-      ref.group = route.group;
-      ref.version = route.version;
-      if (!rest.empty() && rest[0] == "namespaces" && rest.size() >= 2) {
-        // kube-apiserver's RequestInfo: /namespaces/<ns>/<plural>/... is inside a namespace,
-        // /namespaces/<name>[/status|/finalize] is the Namespace itself.
-        const bool namespaceItself =
-            rest.size() == 2 || (route.group.empty() && (rest[2] == "status" || rest[2] == "finalize"));
-        if (!namespaceItself) {
-          ref.namespace_ = rest[1];
-          rest.erase(rest.begin(), rest.begin() + 2);
-        }
-      }
-      if (rest.empty() || rest.size() > 3) {
-        route.kind = Route::Kind::NotFound;
-      } else {
-        ref.plural = rest[0];
-        if (rest.size() >= 2) ref.name = rest[1];
-        if (rest.size() == 3) ref.subresource = rest[2];
-        const bool watch = watchPrefix || (req.has_param("watch") && parseBoolParam("watch", param(req, "watch")));
-        if (isGet) {
-          route.verb = watch ? "watch" : ref.name.empty() ? "list" : "get";
-        } else if (watchPrefix) {
-          route.kind = Route::Kind::NotFound;
-        } else if (req.method == "POST") {
-          route.verb = "create";
-        } else if (req.method == "PUT") {
-          route.verb = "update";
-        } else if (req.method == "PATCH") {
-          route.verb = "patch";
-        } else if (req.method == "DELETE") {
-          route.verb = ref.name.empty() ? "deletecollection" : "delete";
-        } else {
-          route.kind = Route::Kind::NotFound;
-        }
-      }
-    }
-
     // Authentication, as kube-apiserver: before anything else, also for unknown paths.
     if (!route.isPublic) {
       const std::string authorization = req.get_header_value("Authorization");
@@ -455,6 +470,7 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
         throw ApiError::unauthorized();
       }
     }
+    if (route.error) throw *route.error;
 
     // Faults: decided on arrival, then the latency, then the injected answer.
     const bool resourceRequest = route.kind == Route::Kind::Resource;
@@ -612,6 +628,20 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   if (stream->table) stream->tableObjects = parseIncludeObject(param(req, "includeObject"));
   stream->type = type;
   stream->version = ref.version;
+  const bool sendInitialEvents =
+      req.has_param("sendInitialEvents") && parseBoolParam("sendInitialEvents", param(req, "sendInitialEvents"));
+  if (sendInitialEvents) {  // kube-apiserver's validation of a WatchList request
+    FieldErrors causes;
+    if (param(req, "resourceVersionMatch") != "NotOlderThan") {
+      causes.push_back({"resourceVersionMatch", "Forbidden",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"});
+    }
+    if (!stream->bookmarks) {
+      causes.push_back(
+          {"allowWatchBookmarks", "Forbidden", "sendInitialEvents requires setting allowWatchBookmarks to true"});
+    }
+    if (!causes.empty()) throw ApiError::invalid("ListOptions.meta.k8s.io", "", causes);
+  }
 
   // kube-apiserver answers a watch it has accepted with 200 even when it cannot serve it: a
   // too-old resourceVersion arrives as an ERROR event carrying a 410 Expired Status.
@@ -626,7 +656,27 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
     try {
       ObjectStore::WatchOptions watchOptions;
       if (stream->bookmarks) watchOptions.bookmarkInterval = options_.bookmarkInterval;
-      stream->watch = api_.watch(ref, options, resourceVersion, watchOptions);
+      std::string from = resourceVersion;
+      if (sendInitialEvents) {
+        // The state as of now, then a bookmark saying the initial events are complete, then
+        // the changes after it: what a WatchList client (client-go's reflector) waits for.
+        ListOptions listOptions = options;
+        if (!ref.name.empty()) {
+          listOptions.fieldSelector =
+              "metadata.name=" + ref.name + (options.fieldSelector.empty() ? "" : "," + options.fieldSelector);
+        }
+        ResourceRef collection = ref;
+        collection.name.clear();
+        json list = api_.list(collection, listOptions);
+        for (auto& item : list["items"]) stream->initial.emplace_back("ADDED", std::move(item));
+        from = list["metadata"].value("resourceVersion", "0");
+        stream->initial.emplace_back(
+            "BOOKMARK", json{{"kind", stream->kind},
+                             {"apiVersion", stream->apiVersion},
+                             {"metadata",
+                              {{"resourceVersion", from}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}});
+      }
+      stream->watch = api_.watch(ref, options, from, watchOptions);
     } catch (const ApiError& e) {
       if (e.code() != 410) throw;
       stream->error = e.status();
@@ -648,6 +698,14 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
           if (!send("ERROR", *stream->error)) return false;
           sink.done();
           return true;
+        }
+        if (!stream->initial.empty()) {
+          auto [type, object] = std::move(stream->initial.front());
+          stream->initial.pop_front();
+          if (stream->table && type == "ADDED") {
+            object = toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects);
+          }
+          return send(type, std::move(object));
         }
         auto& watch = *stream->watch;
         for (;;) {

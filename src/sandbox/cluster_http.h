@@ -3,8 +3,8 @@
 // storage. Bearer-token authentication, discovery, /version, OpenAPI v3, health checks, and
 // the resource URLs (/api/v1/..., /apis/<group>/<version>/...) turned into ClusterApi calls:
 // get, list, watch (newline-delimited JSON events over a chunked response, bookmarks,
-// timeoutSeconds, 410 Gone as an ERROR event), create, update, patch, delete, Tables for
-// `kubectl get`, and metav1.Status errors. Fault injection is consulted on every request.
+// timeoutSeconds, sendInitialEvents, 410 Gone as an ERROR event), create, update, patch,
+// delete, Tables for `kubectl get`, and metav1.Status errors. Fault injection is consulted on every request.
 //
 // Threads: the owner (Cluster) calls start()/stop(); requests, watches included, run on the
 // HttpServer's elastic pool (a thread per connection, so open watches never starve others).
@@ -68,6 +68,7 @@ class ClusterHttp {
  private:
   struct Route;
   struct WatchStream;
+  static Route routeOf(const httplib::Request& req);
   void handle(const httplib::Request& req, httplib::Response& res);
   void serveNonResource(const Route& route, const httplib::Request& req, httplib::Response& res);
   void serveResource(const Route& route, const httplib::Request& req, httplib::Response& res);

@@ -90,7 +90,50 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
+bool validUtf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n > s.size() - i - 1) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// A string field. Go strings may hold any bytes, but JSON (and so the sandbox) needs UTF-8.
 std::string text(Reader& r, std::uint32_t wire, std::uint32_t field) {
+  r.expect(wire, kBytes, field);
+  const std::string_view bytes = r.bytes();
+  if (!validUtf8(bytes)) r.fail("string field " + std::to_string(field) + " is not valid UTF-8");
+  return std::string(bytes);
+}
+
+// A bytes field (ConfigMap.binaryData, Secret.data): any bytes, carried as base64.
+std::string raw(Reader& r, std::uint32_t wire, std::uint32_t field) {
   r.expect(wire, kBytes, field);
   return std::string(r.bytes());
 }
@@ -116,7 +159,7 @@ void mapEntry(Reader& r, std::uint32_t wire, std::uint32_t field, json& map, boo
     if (f == 1) {
       key = text(entry, w, f);
     } else if (f == 2) {
-      value = text(entry, w, f);
+      value = valueIsBytes ? raw(entry, w, f) : text(entry, w, f);
     } else {
       entry.skip(w);
     }

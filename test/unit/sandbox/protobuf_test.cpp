@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/sandbox.h"
 #include "sandbox_http.h"
@@ -142,6 +145,34 @@ TEST(ProtobufTest, MalformedBodiesAreBadRequestsNotCrashes) {
   EXPECT_EQ(codeOf(std::string("k8s\0", 4) + "\x0a\xff\xff\xff\xff\x0f"), 400) << "length past the end";
   EXPECT_EQ(codeOf(std::string("k8s\0", 4) + "\x0f"), 400) << "wire type 7";
   EXPECT_EQ(codeOf(std::string("k8s\0", 4) + std::string(11, '\xff')), 400) << "endless varint";
+}
+
+TEST(ProtobufTest, StringsMustBeUtf8ButBytesNeedNot) {
+  const std::string latin1 = "caf\xe9";
+  EXPECT_EQ(codeOf(envelope("v1", "ConfigMap", Message{}.msg(1, meta(latin1)))), 400);
+  EXPECT_EQ(codeOf(envelope("v1", "ConfigMap", Message{}.msg(1, meta("c")).entry(2, "k", latin1))), 400);
+  EXPECT_EQ(codeOf(envelope("v1", "ConfigMap", Message{}.msg(1, meta("c")).entry(2, "k", "\xed\xa0\x80"))), 400)
+      << "a surrogate";
+  EXPECT_EQ(codeOf(envelope("v1", "ConfigMap", Message{}.msg(1, meta("c")).entry(2, "k", "\xc0\xaf"))), 400)
+      << "an overlong form";
+  EXPECT_EQ(codeOf(envelope("v1", "ConfigMap", Message{}.msg(1, meta("c")).entry(2, "k", "caf\xc3"))), 400)
+      << "a truncated sequence";
+  const json ok = decodeKubernetesProtobuf(
+      envelope("v1", "ConfigMap", Message{}.msg(1, meta("c")).entry(2, "k", "caf\xc3\xa9 \xf0\x9f\x99\x82")));
+  EXPECT_EQ(ok["data"]["k"], "caf\u00e9 \U0001F642");
+  EXPECT_EQ(decodeKubernetesProtobuf(envelope("v1", "Secret", Message{}.msg(1, meta("s")).entry(2, "k", latin1)))
+                ["data"]["k"],
+            "Y2Fm6Q==");
+}
+
+TEST(ProtobufTest, TheFuzzSeedsDecode) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(MKA_FIXTURES_DIR) + "/protobuf")) {
+    if (entry.path().extension() != ".pb") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const json object = decodeKubernetesProtobuf(body);
+    EXPECT_TRUE(object.contains("kind")) << entry.path();
+  }
 }
 
 TEST(ProtobufTest, KubectlCreateNamespaceOverHttp) {

@@ -117,6 +117,34 @@ TEST_F(WatchHttpTest, NoBookmarksUnlessAsked) {
   EXPECT_THAT(plain.types(), ElementsAre("ADDED"));
 }
 
+TEST_F(WatchHttpTest, SendInitialEventsEndsWithAnAnnotatedBookmark) {
+  create("a");
+  create("b");
+  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&"
+                                     "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+  ASSERT_TRUE(eventually([&] { return watch.events().size() >= 3; }));
+  const auto events = watch.events();
+  EXPECT_EQ(events[0]["type"], "ADDED");
+  EXPECT_EQ(events[0]["object"]["metadata"]["name"], "a");
+  EXPECT_EQ(events[1]["object"]["metadata"]["name"], "b");
+  EXPECT_EQ(events[2]["type"], "BOOKMARK");
+  EXPECT_EQ(events[2]["object"]["kind"], "ConfigMap");
+  EXPECT_EQ(events[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+  EXPECT_EQ(events[2]["object"]["metadata"]["resourceVersion"], currentRv());
+  create("c");
+  EXPECT_TRUE(eventually([&] { return watch.saw("ADDED", "c"); }));
+}
+
+TEST_F(WatchHttpTest, SendInitialEventsNeedsNotOlderThanAndBookmarks) {
+  auto res = client_->Get("/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 422);
+  const json status = test::bodyOf(res);
+  EXPECT_EQ(status["reason"], "Invalid");
+  EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("resourceVersionMatch: Forbidden"));
+  EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("allowWatchBookmarks: Forbidden"));
+}
+
 TEST_F(WatchHttpTest, TooOldResourceVersionAfterCompactionIsA410ErrorEvent) {
   const json first = create("first");
   create("second");
