@@ -30,17 +30,39 @@ QueueIndexInformers::QueueIndexInformers(kube::Client& client, InMemoryQueueInde
 QueueIndexInformers::~QueueIndexInformers() { stop(); }
 
 void QueueIndexInformers::start() {
-  // Kueue v1beta2 first; a cluster with an older Kueue serves v1beta1 only.
-  version_ = "v1beta2";
-  try {
-    client_.discovery().resourceFor({"kueue.x-k8s.io", version_, "LocalQueue"});
-  } catch (const kube::ApiError& e) {
-    if (e.reason() != kube::Reason::NotFound) throw;
-    version_ = "v1beta1";
-    client_.discovery().resourceFor({"kueue.x-k8s.io", version_, "LocalQueue"});
-  }
-  spdlog::info("queue index watches Kueue version={}", version_);
+  std::lock_guard lock(mutex_);
+  if (starter_.joinable()) return;
+  stopping_ = false;
+  starter_ = std::thread([this] {
+    auto backoff = std::chrono::milliseconds{200};
+    while (true) {
+      try {
+        // Kueue v1beta2 first; a cluster with an older Kueue serves v1beta1 only.
+        std::string version = "v1beta2";
+        try {
+          client_.discovery().resourceFor({"kueue.x-k8s.io", version, "LocalQueue"});
+        } catch (const kube::ApiError& e) {
+          if (e.reason() != kube::Reason::NotFound) throw;
+          version = "v1beta1";
+          client_.discovery().resourceFor({"kueue.x-k8s.io", version, "LocalQueue"});
+        }
+        startInformers(version);
+        return;
+      } catch (const std::exception& e) {
+        spdlog::warn("queue index cannot start yet, retrying backoff_ms={} error=\"{}\"", backoff.count(), e.what());
+      }
+      std::unique_lock lock(mutex_);
+      if (wake_.wait_for(lock, backoff, [&] { return stopping_; })) return;
+      backoff = std::min(backoff * 2, std::chrono::milliseconds{std::chrono::seconds{30}});
+    }
+  });
+}
 
+void QueueIndexInformers::startInformers(const std::string& version) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  version_ = version;
+  spdlog::info("queue index watches Kueue version={}", version_);
   localQueues_ = std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"});
   localQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", "")); },
@@ -73,11 +95,23 @@ void QueueIndexInformers::start() {
 }
 
 void QueueIndexInformers::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (starter_.joinable()) starter_.join();
   for (auto* informer : {localQueues_.get(), clusterQueues_.get(), admissionChecks_.get()})
     if (informer) informer->stop();
 }
 
+std::string QueueIndexInformers::kueueVersion() const {
+  std::lock_guard lock(mutex_);
+  return version_;
+}
+
 bool QueueIndexInformers::hasSynced() const {
+  std::lock_guard lock(mutex_);
   return localQueues_ && clusterQueues_ && admissionChecks_ && localQueues_->hasSynced() &&
          clusterQueues_->hasSynced() && admissionChecks_->hasSynced();
 }
