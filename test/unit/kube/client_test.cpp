@@ -95,6 +95,32 @@ TEST_F(ClientTest, CrudWithTypedErrors) {
             Reason::NotFound);
 }
 
+TEST_F(ClientTest, RetryOnConflictRereadsAndSucceeds) {
+  auto client = newClient();
+  auto other = newClient();
+  client->create(configMap("counter"));
+  int attempts = 0;
+  auto result = retryOnConflict([&] {
+    auto current = client->get(kConfigMap, "default", "counter");
+    if (++attempts == 1) other->patch(kConfigMap, "default", "counter", PatchType::Merge, {{"data", {{"other", "1"}}}});
+    current["data"]["mine"] = "1";
+    return client->update(current);
+  });
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(result["data"]["other"], "1") << "the second attempt read the other writer's change";
+  EXPECT_EQ(result["data"]["mine"], "1");
+
+  int calls = 0;
+  EXPECT_THROW(retryOnConflict(
+                   [&]() -> json {
+                     ++calls;
+                     throw ApiError(Reason::Conflict, 409, "always");
+                   },
+                   3),
+               ApiError);
+  EXPECT_EQ(calls, 3);
+}
+
 TEST_F(ClientTest, PaginationFollowsContinueTokens) {
   auto client = newClient();
   for (int i = 0; i < 7; ++i) client->create(configMap("cm-" + std::to_string(i)));
