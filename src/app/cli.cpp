@@ -8,15 +8,17 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "mka/app/sandbox_command.h"
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
 #include "mka/common/errors.h"
+#include "mka/common/strings.h"
 #include "mka/observability/logging.h"
 
 namespace mka::app {
 namespace {
 
-const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version"};
+const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version", "sandbox"};
 
 // `multikueue-adapter --config f.yaml` means `multikueue-adapter serve --config f.yaml`: serve is
 // the default subcommand, as the container's plain `args:` expect.
@@ -66,6 +68,25 @@ int run(int argc, char** argv) {
 
   auto* versionCmd = app.add_subcommand("version", "Print the version");
 
+  SandboxCommandOptions sandboxOptions;
+  std::string sandboxClusters = "manager,worker1,worker2";
+  auto* sandboxCmd = app.add_subcommand(
+      "sandbox",
+      "Run emulated Kubernetes API servers (one HTTPS port, CA and bearer token per cluster) until SIGTERM/SIGINT, "
+      "writing <dir>/<cluster>.kubeconfig for kubectl and the adapter; prints \"<cluster> <kubeconfig> <server>\" "
+      "per cluster");
+  sandboxCmd->add_option("--dir", sandboxOptions.dir, "Directory for the kubeconfig files (created if missing)")
+      ->required();
+  sandboxCmd->add_option("--clusters", sandboxClusters, "Comma-separated cluster names (DNS labels)")
+      ->capture_default_str();
+  sandboxCmd->add_option("--crds", sandboxOptions.crds,
+                         "CRD manifest files or directories (*.yaml, *.yml) created in every cluster. Default: "
+                         "../shared/crds if it exists (Kueue, Tekton and Argo CRDs next to a development "
+                         "checkout), else test/fixtures/crds (run from a checkout), both relative to the current "
+                         "directory, else none");
+  sandboxCmd->add_flag("--no-crds", sandboxOptions.noCrds, "Start with the built-in kinds only");
+  sandboxCmd->add_option("--host", sandboxOptions.host, "Address the clusters listen on")->capture_default_str();
+
   try {
     app.parse(withDefaultSubcommand(argc, argv));
   } catch (const CLI::ParseError& e) {
@@ -88,6 +109,14 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (validateCmd->parsed()) return validateConfigCommand(validateFile, std::cout, std::cerr);
+  if (sandboxCmd->parsed()) {
+    sandboxOptions.clusters.clear();
+    for (const auto& name : strings::split(sandboxClusters, ',')) {
+      const auto trimmed = strings::trim(name);
+      if (!trimmed.empty()) sandboxOptions.clusters.emplace_back(trimmed);
+    }
+    return sandboxCommand(sandboxOptions, std::cout);
+  }
 
   if (!configFile.empty()) serveOptions.configFile = configFile;
   if (!kubeconfig.empty()) serveOptions.kubeconfig = kubeconfig;

@@ -14,6 +14,7 @@
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
+#include "mka/sandbox/protobuf.h"
 #include "mka/sandbox/yaml_json.h"
 #include "mka/sandbox/table.h"
 
@@ -159,6 +160,8 @@ json decodeBody(const httplib::Request& req) {
                                  " YAML documents: send exactly one object per request");
     }
     body = std::move(documents.front());
+  } else if (type == "application/vnd.kubernetes.protobuf") {
+    body = decodeKubernetesProtobuf(req.body);  // kubectl's typed commands (create namespace, ...)
   } else {
     throw ApiError::unsupportedMediaType(type);
   }
@@ -179,10 +182,15 @@ DeleteOptions deleteOptions(const httplib::Request& req) {
   }
   if (req.body.empty()) return options;
   json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception& e) {
-    throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") + e.what());
+  if (mediaType(req.get_header_value("Content-Type")) == "application/vnd.kubernetes.protobuf") {
+    body = decodeKubernetesProtobuf(req.body);
+  } else {
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception& e) {
+      throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") +
+                                 e.what());
+    }
   }
   if (body.is_null()) return options;
   if (!body.is_object()) throw ApiError::badRequest("the DeleteOptions in the request body must be a JSON object");
@@ -281,7 +289,7 @@ int ClusterHttp::start() {
   net::ServerOptions serverOptions;
   serverOptions.name = options_.clusterName;
   serverOptions.host = options_.host;
-  serverOptions.port = port_ > 0 ? port_ : options_.port;
+  serverOptions.port = port_.load() > 0 ? port_.load() : options_.port;
   serverOptions.maxThreads = options_.maxThreads;
   // kubectl and client-go keep connections for minutes between requests.
   serverOptions.keepAliveTimeout = std::chrono::seconds{300};
@@ -303,10 +311,11 @@ int ClusterHttp::start() {
                    res.status, req.remote_addr, req.remote_port);
   });
   stopping_ = false;
-  port_ = server->start();
+  const int port = server->start();
+  port_ = port;
   server_ = std::move(server);
-  logger().info("cluster serving cluster={} server=https://{}:{}", options_.clusterName, options_.host, port_);
-  return port_;
+  logger().info("cluster serving cluster={} server=https://{}:{}", options_.clusterName, options_.host, port);
+  return port;
 }
 
 void ClusterHttp::stop() {
@@ -326,7 +335,7 @@ void ClusterHttp::stop() {
   faults_.cancelDelays();
   server_->stop();
   server_.reset();
-  logger().info("cluster stopped cluster={} port={}", options_.clusterName, port_);
+  logger().info("cluster stopped cluster={} port={}", options_.clusterName, port_.load());
 }
 
 bool ClusterHttp::running() const { return server_ && server_->running(); }
@@ -504,7 +513,7 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
       res.set_content("ok", "text/plain; charset=utf-8");
       return;
     case Route::Kind::ApiVersions:
-      writeJson(res, 200, registry.apiVersions(options_.host + ":" + std::to_string(port_)));
+      writeJson(res, 200, registry.apiVersions(options_.host + ":" + std::to_string(port_.load())));
       return;
     case Route::Kind::ApiGroupList:
       writeJson(res, 200, registry.apiGroupList());

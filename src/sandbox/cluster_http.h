@@ -60,7 +60,7 @@ class ClusterHttp {
   // lets in-flight requests finish and closes every connection.
   void stop();
   bool running() const;
-  int port() const { return port_; }
+  int port() const { return port_.load(); }
 
   std::size_t openWatches() const;      // watch streams open now
   std::size_t openConnections() const;  // connections open now (idle keep-alive ones included)
@@ -81,7 +81,7 @@ class ClusterHttp {
   FaultInjector& faults_;
   const Clock& clock_;
   std::unique_ptr<net::HttpServer> server_;  // a fresh one per start()
-  int port_ = -1;
+  std::atomic<int> port_{-1};  // written by start(), read by request threads
   std::atomic<bool> stopping_{false};
 
   mutable std::mutex watchesMutex_;

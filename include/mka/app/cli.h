@@ -1,5 +1,5 @@
 #pragma once
-// multikueue-adapter's command line: serve (default), validate-config, version.
+// multikueue-adapter's command line: serve (default), validate-config, version, sandbox.
 
 namespace mka::app {
 

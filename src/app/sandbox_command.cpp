@@ -1,0 +1,112 @@
+// sandboxCommand(): emulated clusters until SIGTERM/SIGINT.
+#include "mka/app/sandbox_command.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <csignal>
+#include <ostream>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "mka/common/errors.h"
+#include "mka/sandbox/sandbox.h"
+
+namespace mka::app {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> defaultCrdDirectory(const fs::path& cwd) {
+  for (const fs::path& candidate : {cwd / ".." / "shared" / "crds", cwd / "test" / "fixtures" / "crds"}) {
+    std::error_code ec;
+    if (fs::is_directory(candidate, ec)) return candidate.lexically_normal();
+  }
+  return std::nullopt;
+}
+
+std::vector<fs::path> crdFilesFrom(const std::vector<fs::path>& paths) {
+  std::vector<fs::path> out;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    if (!fs::is_directory(path, ec)) {
+      throw Error("--crds " + path.string() + ": no such file or directory: give CRD manifest files or directories");
+    }
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      const auto ext = entry.path().extension();
+      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+    }
+    if (ec) throw Error("--crds " + path.string() + ": cannot list the directory: " + ec.message());
+    if (files.empty()) throw Error("--crds " + path.string() + ": the directory holds no *.yaml or *.yml file");
+    std::sort(files.begin(), files.end());
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  return out;
+}
+
+int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
+  // As serve(): block the stop signals before any thread starts and wait for them here.
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  try {
+    std::vector<fs::path> crdFiles;
+    if (!options.noCrds) {
+      std::vector<fs::path> sources = options.crds;
+      if (sources.empty()) {
+        if (auto dir = defaultCrdDirectory(fs::current_path())) {
+          sources.push_back(*dir);
+        } else {
+          spdlog::warn("no CRDs loaded: neither ../shared/crds nor test/fixtures/crds exists here; "
+                       "pass --crds FILE_OR_DIR, or --no-crds to silence this");
+        }
+      }
+      crdFiles = crdFilesFrom(sources);
+    }
+    std::set<std::string> seen;
+    for (const auto& name : options.clusters) {
+      if (!seen.insert(name).second) {
+        throw Error("--clusters: \"" + name + "\" is listed twice: give each cluster its own name");
+      }
+    }
+    if (options.clusters.empty()) throw Error("--clusters: name at least one cluster, e.g. manager,worker1");
+
+    sandbox::Sandbox sandbox;
+    for (const auto& name : options.clusters) {
+      sandbox::ClusterOptions cluster;
+      cluster.name = name;
+      cluster.host = options.host;
+      cluster.crdFiles = crdFiles;
+      sandbox.addCluster(cluster);
+    }
+    const auto kubeconfigs = sandbox.writeKubeconfigs(options.dir);
+    for (const auto& name : options.clusters) {
+      const auto& cluster = sandbox.cluster(name);
+      const fs::path file = fs::absolute(kubeconfigs.at(name));
+      spdlog::info("sandbox cluster ready cluster={} server={} kubeconfig={} crdFiles={}", name, cluster.server(),
+                   file.string(), crdFiles.size());
+      out << name << ' ' << file.string() << ' ' << cluster.server() << '\n';
+    }
+    out.flush();
+
+    int signal = 0;
+    sigwait(&stopSignals, &signal);
+    spdlog::info("received signal={}, stopping the sandbox", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    sandbox.stop();
+    return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("sandbox cannot start: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace mka::app

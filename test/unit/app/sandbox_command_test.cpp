@@ -1,0 +1,177 @@
+// `multikueue-adapter sandbox` through the real binary: clusters start, kubeconfigs appear and
+// work, one line per cluster is printed, SIGTERM ends it with exit code 0. And the CRD path
+// helpers in-process.
+#include "mka/app/sandbox_command.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <csignal>
+#include <optional>
+#include <fstream>
+#include <sstream>
+
+#include "mka/common/errors.h"
+#include "support/eventually.h"
+#include "support/temp_dir.h"
+
+extern char** environ;
+
+namespace mka::app {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using test::eventually;
+
+std::string decodeBase64(const std::string& text) {
+  std::string out(text.size(), '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+// The binary running `args`, stdout and stderr into files; killed (SIGKILL) if still running
+// when the test ends.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::filesystem::path& out, const std::filesystem::path& err) {
+    std::vector<std::string> argv = {MKA_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargs;
+    for (auto& a : argv) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, MKA_BINARY, &actions, nullptr, cargs.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Child() {
+    if (pid_ > 0 && !exitCode_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // The exit code once it has exited (-1 when killed by a signal).
+  std::optional<int> poll() {
+    if (exitCode_ || pid_ <= 0) return exitCode_;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return exitCode_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exitCode_;
+};
+
+TEST(SandboxCommandTest, ServesClustersUntilSigterm) {
+  test::TempDir dir;
+  Child child({"sandbox", "--dir", (dir / "kube").string(), "--clusters", "manager, worker1", "--no-crds"},
+              dir / "out.txt", dir / "err.txt");
+  ASSERT_GT(child.pid(), 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string out = test::readFile(dir / "out.txt");
+        return std::count(out.begin(), out.end(), '\n') == 2 || child.poll().has_value();
+      },
+      60s))
+      << test::readFile(dir / "err.txt");
+  ASSERT_FALSE(child.poll().has_value()) << test::readFile(dir / "err.txt");
+
+  std::istringstream lines(test::readFile(dir / "out.txt"));
+  for (const std::string name : {"manager", "worker1"}) {
+    std::string cluster, path, server;
+    lines >> cluster >> path >> server;
+    EXPECT_EQ(cluster, name);
+    EXPECT_EQ(std::filesystem::path(path), std::filesystem::absolute(dir / "kube" / (name + ".kubeconfig")));
+    EXPECT_THAT(server, HasSubstr("https://127.0.0.1:"));
+
+    // The kubeconfig alone gets a client in: server, CA and token.
+    const YAML::Node config = YAML::LoadFile(path);
+    EXPECT_EQ(config["clusters"][0]["cluster"]["server"].as<std::string>(), server);
+    const std::string ca = decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>());
+    const std::string token = config["users"][0]["user"]["token"].as<std::string>();
+    const int port = std::stoi(server.substr(server.rfind(':') + 1));
+    httplib::SSLClient client("127.0.0.1", port);
+    BIO* bio = BIO_new_mem_buf(ca.data(), static_cast<int>(ca.size()));
+    X509* caCert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    ASSERT_NE(caCert, nullptr);
+    X509_STORE* store = X509_STORE_new();
+    X509_STORE_add_cert(store, caCert);
+    X509_free(caCert);
+    client.set_ca_cert_store(store);
+    client.enable_server_certificate_verification(true);
+    client.set_bearer_token_auth(token);
+    auto res = client.Get("/api/v1/namespaces/default");
+    ASSERT_TRUE(res) << name;
+    EXPECT_EQ(res->status, 200) << name;
+  }
+
+  ASSERT_EQ(::kill(child.pid(), SIGTERM), 0);
+  ASSERT_TRUE(eventually([&] { return child.poll().has_value(); }, 30s));
+  EXPECT_EQ(child.poll(), 0) << test::readFile(dir / "err.txt");
+}
+
+TEST(SandboxCommandTest, FailsWithExitCode1OnABadClusterName) {
+  test::TempDir dir;
+  Child child({"sandbox", "--dir", (dir / "kube").string(), "--clusters", "Bad_Name", "--no-crds"}, dir / "out.txt",
+              dir / "err.txt");
+  ASSERT_TRUE(eventually([&] { return child.poll().has_value(); }, 30s));
+  EXPECT_EQ(child.poll(), 1);
+  const std::string log = test::readFile(dir / "out.txt") + test::readFile(dir / "err.txt");
+  EXPECT_THAT(log, HasSubstr("Bad_Name"));
+  EXPECT_THAT(log, HasSubstr("DNS label"));
+}
+
+TEST(SandboxCommandTest, HelpExplainsTheCrdDefaults) {
+  test::TempDir dir;
+  Child child({"sandbox", "--help"}, dir / "out.txt", dir / "err.txt");
+  ASSERT_TRUE(eventually([&] { return child.poll().has_value(); }, 30s));
+  EXPECT_EQ(child.poll(), 0);
+  const std::string help = test::readFile(dir / "out.txt");
+  EXPECT_THAT(help, HasSubstr("--crds"));
+  EXPECT_THAT(help, HasSubstr("../shared/crds"));
+  EXPECT_THAT(help, HasSubstr("test/fixtures/crds"));
+  EXPECT_THAT(help, HasSubstr("--clusters"));
+}
+
+TEST(SandboxCommandTest, CrdDirectoriesExpandToTheirYamlFilesSorted) {
+  test::TempDir dir;
+  dir.write("crds/b.yaml", "x");
+  dir.write("crds/a.yml", "x");
+  dir.write("crds/SOURCES.md", "x");
+  const auto single = dir.write("single.yaml", "x");
+  const auto files = crdFilesFrom({dir / "crds", single});
+  EXPECT_EQ(files, (std::vector<std::filesystem::path>{dir / "crds" / "a.yml", dir / "crds" / "b.yaml", single}));
+  EXPECT_THROW(crdFilesFrom({dir / "missing"}), Error);
+  dir.write("empty/README", "x");
+  EXPECT_THROW(crdFilesFrom({dir / "empty"}), Error);
+}
+
+TEST(SandboxCommandTest, DefaultCrdDirectoryPrefersSharedThenFixtures) {
+  test::TempDir dir;
+  EXPECT_FALSE(defaultCrdDirectory(dir / "repo"));
+  dir.write("repo/test/fixtures/crds/x.yaml", "x");
+  EXPECT_EQ(defaultCrdDirectory(dir / "repo"), (dir / "repo" / "test" / "fixtures" / "crds").lexically_normal());
+  dir.write("shared/crds/x.yaml", "x");
+  EXPECT_EQ(defaultCrdDirectory(dir / "repo"), (dir / "shared" / "crds").lexically_normal());
+}
+
+}  // namespace
+}  // namespace mka::app
