@@ -125,6 +125,7 @@ struct Cluster::Impl {
         store(options.watchHistory),
         resolver(r),
         api(options.name, registry, store, clock),
+        admission(store, resolver),
         gc(api),
         ca("multikueue-adapter sandbox CA (" + options.name + ")"),
         token(randomToken()) {}
@@ -135,6 +136,7 @@ struct Cluster::Impl {
   ObjectStore store;
   const ServiceResolver& resolver;  // webhook services, for the admission chain
   ClusterApi api;
+  AdmissionChain admission;  // the cluster's Mutating/ValidatingWebhookConfigurations
   GarbageCollector gc;
   FaultInjector faults;
   net::CertificateAuthority ca;
@@ -152,6 +154,7 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   impl_ = std::make_unique<Impl>(std::move(options), resolver, clock);
   Impl& d = *impl_;
   d.api.setGarbageCollector(&d.gc);
+  d.api.setAdmission([&d](const AdmissionAttributes& attributes) { return d.admission.admit(attributes); });
   d.gc.setEnabled(d.options.garbageCollection);
 
   net::IssueOptions issue;

@@ -13,9 +13,10 @@ crds=$root/../shared/crds
 work=$(mktemp -d)
 pids=()
 cleanup() {
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] && echo "work dir kept: $work"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
