@@ -1,11 +1,10 @@
 #include "mka/sandbox/protobuf.h"
 
-#include <openssl/evp.h>
-
 #include <cstdint>
 #include <ctime>
 #include <string>
 
+#include "mka/common/base64.h"
 #include "mka/sandbox/api_error.h"
 
 namespace mka::sandbox {
@@ -91,14 +90,6 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-std::string base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
 std::string text(Reader& r, std::uint32_t wire, std::uint32_t field) {
   r.expect(wire, kBytes, field);
   return std::string(r.bytes());
@@ -131,7 +122,7 @@ void mapEntry(Reader& r, std::uint32_t wire, std::uint32_t field, json& map, boo
     }
   }
   if (!map.is_object()) map = json::object();
-  map[key] = valueIsBytes ? base64(value) : value;
+  map[key] = valueIsBytes ? base64Encode(value) : value;
 }
 
 // metav1.Time {1: seconds, 2: nanos} as RFC 3339; null for the zero time (Go's omitempty

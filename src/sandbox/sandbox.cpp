@@ -1,7 +1,6 @@
 #include "mka/sandbox/sandbox.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 
 #include "cluster_http.h"
 #include "log.h"
+#include "mka/common/base64.h"
 #include "mka/common/errors.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/pki.h"
@@ -31,14 +31,6 @@ const std::vector<std::string> kDefaultNamespaces = {"default", "kube-system", "
 
 const ResourceRef kCrdRef{"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""};
 const ResourceRef kNamespaceRef{"", "v1", "namespaces", "", "", ""};
-
-std::string base64(const std::string& data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 std::string randomToken() {
   unsigned char bytes[32];
@@ -123,7 +115,7 @@ struct Cluster::Impl {
       : options(std::move(o)),
         clock(c),
         store(options.watchHistory),
-        resolver(r),
+        admission(store, r),
         api(options.name, registry, store, clock),
         admission(store, resolver),
         gc(api),
@@ -134,7 +126,7 @@ struct Cluster::Impl {
   const Clock& clock;
   ResourceRegistry registry;
   ObjectStore store;
-  const ServiceResolver& resolver;  // webhook services, for the admission chain
+  AdmissionChain admission;  // the cluster's webhooks, called by the API on every write
   ClusterApi api;
   AdmissionChain admission;  // the cluster's Mutating/ValidatingWebhookConfigurations
   GarbageCollector gc;
@@ -153,6 +145,9 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   }
   impl_ = std::make_unique<Impl>(std::move(options), resolver, clock);
   Impl& d = *impl_;
+  d.api.setAdmission([&admission = d.admission](const AdmissionAttributes& attributes) {
+    return admission.admit(attributes);
+  });
   d.api.setGarbageCollector(&d.gc);
   d.api.setAdmission([&d](const AdmissionAttributes& attributes) { return d.admission.admit(attributes); });
   d.gc.setEnabled(d.options.garbageCollection);
@@ -257,7 +252,7 @@ std::string Cluster::kubeconfig() const {
   out << YAML::Key << "name" << YAML::Value << name;
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "server" << YAML::Value << server();
-  out << YAML::Key << "certificate-authority-data" << YAML::Value << base64(caPem());
+  out << YAML::Key << "certificate-authority-data" << YAML::Value << base64Encode(caPem());
   out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
   out << YAML::Key << "contexts" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;

@@ -304,9 +304,14 @@ TEST_F(ClusterHttpTest, MalformedBodiesAreBadRequests) {
   EXPECT_EQ(res->status, 400);
   EXPECT_EQ(test::bodyOf(res)["reason"], "BadRequest");
 
-  res = client_->Post("/api/v1/namespaces/default/configmaps", "x", "application/vnd.kubernetes.protobuf");
+  res = client_->Post("/api/v1/namespaces/default/configmaps", "x", "application/cbor");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 415);
+  EXPECT_EQ(test::bodyOf(res)["reason"], "UnsupportedMediaType");
+
+  res = client_->Post("/api/v1/namespaces/default/configmaps", "x", "application/vnd.kubernetes.protobuf");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << "no protobuf envelope";
 
   res = get("/api/v1/namespaces/default/configmaps?limit=many");
   ASSERT_TRUE(res);

@@ -10,9 +10,13 @@
 
 #include <set>
 
+#include "mka/common/base64.h"
 #include "mka/common/errors.h"
+#include "mka/net/certificate_reloader.h"
+#include "mka/net/http_server.h"
 #include "sandbox_http.h"
 #include "support/temp_dir.h"
+#include "support/tls.h"
 
 namespace mka::sandbox {
 namespace {
@@ -178,6 +182,61 @@ TEST(SandboxTest, KubeconfigDirectoryErrorsNameThePath) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(file.string()));
   }
+}
+
+TEST(SandboxTest, WritesGoThroughTheClustersWebhooksReachedByService) {
+  // A webhook server that denies every ConfigMap, exposed as the Service webhooks/denier:443.
+  mka::test::TempDir dir;
+  mka::test::TestCa webhookCa;
+  net::IssueOptions issue;
+  issue.dnsNames = {"denier.webhooks.svc"};  // what kube-apiserver verifies for a service webhook
+  const auto files = mka::test::writeServingFiles(dir.path(), webhookCa, webhookCa.issue(issue));
+  auto certificates = std::make_shared<net::CertificateReloader>(files.cert, files.key);
+  ASSERT_EQ(certificates->reload(), "");
+  net::ServerOptions serverOptions;
+  serverOptions.name = "denier";
+  serverOptions.host = "127.0.0.1";
+  net::HttpServer webhook(serverOptions, certificates);
+  webhook.routes().Post("/deny", [](const httplib::Request& req, httplib::Response& res) {
+    const json review = json::parse(req.body);
+    json response = {{"uid", review["request"]["uid"]},
+                     {"allowed", false},
+                     {"status", {{"code", 403}, {"message", "no ConfigMaps here"}}}};
+    res.set_content(json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}}
+                        .dump(),
+                    "application/json; charset=utf-8");
+  });
+  const int port = webhook.start();
+
+  Sandbox sandbox;
+  sandbox.services().expose("webhooks", "denier", 443, "127.0.0.1", port);
+  Cluster& cluster = sandbox.addCluster(named("manager"));
+  auto client = test::clientFor(cluster);
+  json configuration = {
+      {"apiVersion", "admissionregistration.k8s.io/v1"},
+      {"kind", "ValidatingWebhookConfiguration"},
+      {"metadata", {{"name", "denier"}}},
+      {"webhooks",
+       json::array({{{"name", "deny.example.com"},
+                     {"admissionReviewVersions", {"v1"}},
+                     {"sideEffects", "None"},
+                     {"clientConfig",
+                      {{"service", {{"namespace", "webhooks"}, {"name", "denier"}, {"path", "/deny"}}},
+                       {"caBundle", base64Encode(webhookCa.certPem())}}},
+                     {"rules", json::array({{{"operations", {"CREATE"}},
+                                             {"apiGroups", {""}},
+                                             {"apiVersions", {"v1"}},
+                                             {"resources", {"configmaps"}}}})}}})}};
+  ASSERT_EQ(test::statusOf(client->Post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+                                        configuration.dump(), "application/json")),
+            201);
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "x"}}}};
+  auto res = client->Post("/api/v1/namespaces/default/configmaps", cm.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403) << res->body;
+  EXPECT_THAT(test::bodyOf(res)["message"].get<std::string>(),
+              HasSubstr("admission webhook \"deny.example.com\" denied the request: no ConfigMaps here"));
+  webhook.stop();
 }
 
 TEST(SandboxTest, StopIsIdempotent) {
