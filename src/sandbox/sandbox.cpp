@@ -117,7 +117,6 @@ struct Cluster::Impl {
         store(options.watchHistory),
         admission(store, r),
         api(options.name, registry, store, clock),
-        admission(store, resolver),
         gc(api),
         ca("multikueue-adapter sandbox CA (" + options.name + ")"),
         token(randomToken()) {}
@@ -128,7 +127,6 @@ struct Cluster::Impl {
   ObjectStore store;
   AdmissionChain admission;  // the cluster's webhooks, called by the API on every write
   ClusterApi api;
-  AdmissionChain admission;  // the cluster's Mutating/ValidatingWebhookConfigurations
   GarbageCollector gc;
   FaultInjector faults;
   net::CertificateAuthority ca;
@@ -149,7 +147,6 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
     return admission.admit(attributes);
   });
   d.api.setGarbageCollector(&d.gc);
-  d.api.setAdmission([&d](const AdmissionAttributes& attributes) { return d.admission.admit(attributes); });
   d.gc.setEnabled(d.options.garbageCollection);
 
   net::IssueOptions issue;
