@@ -6,12 +6,15 @@
 
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
+#include "mka/kube/client.h"
+#include "mka/kube/kubeconfig.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "mka/observability/health.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_handler.h"
 #include "mka/webhook/queue_index.h"
+#include "mka/webhook/queue_index_informers.h"
 
 namespace mka::app {
 namespace {
@@ -146,7 +149,7 @@ Service::Service(ServeOptions options)
     return std::string("no valid configuration loaded");
   });
   health_->addReadinessCheck("queue-index", [this]() -> std::optional<std::string> {
-    if (queues_->hasSynced()) return std::nullopt;
+    if (queueInformers_ ? queueInformers_->hasSynced() : queues_->hasSynced()) return std::nullopt;
     return std::string("LocalQueue/ClusterQueue/AdmissionCheck caches not synced yet");
   });
 
@@ -181,11 +184,13 @@ void Service::start() {
   if (probeServer_) probeServer_->start();
   if (metricsServer_) metricsServer_->start();
   webhookServer_->start();
-  if (options_.kubeconfig) {
-    spdlog::warn(
-        "--kubeconfig is accepted but not used yet: the queue index is in-memory, so the "
-        "MultiKueueQueues policy defaults nothing until the Kubernetes client is available kubeconfig={}",
-        *options_.kubeconfig);
+  // Only MultiKueueQueues looks queues up; QueueLabeled and Disabled need no cluster access.
+  if (options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues) {
+    auto rest = kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options_.kubeconfig.value_or("")));
+    spdlog::info("queue index follows the manager cluster server={} context={}", rest.host, rest.context);
+    kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest)));
+    queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
+    queueInformers_->start();
   }
   if (cfg->dispatch.enabled) {
     spdlog::info("dispatch loop is not part of this build yet; serving admission webhooks only");
@@ -199,6 +204,7 @@ void Service::stop() {
   if (stopping_.exchange(true)) return;
   spdlog::info("shutting down: draining in-flight webhook requests");
   if (webhookServer_) webhookServer_->stop();
+  if (queueInformers_) queueInformers_->stop();
   if (reloader_) reloader_->stop();
   if (certificates_) certificates_->stop();
   if (metricsServer_) metricsServer_->stop();

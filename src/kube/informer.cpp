@@ -112,7 +112,10 @@ void Informer::relist() {
   auto items = client_.listAll(gvk_, options_.namespace_, list, &rv);
   ++lists_;
   std::map<std::string, json> fresh;
-  for (auto& item : items) fresh[keyOf(item)] = std::move(item);
+  for (auto& item : items) {
+    auto key = keyOf(item);  // before the move: the right side of `=` is evaluated first
+    fresh[std::move(key)] = std::move(item);
+  }
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
   std::vector<json> added, deleted;

@@ -42,6 +42,22 @@ std::string readTokenFile(const std::string& path) {
   return std::string(strings::trim(text.str()));
 }
 
+// httplib names its errors in one word ("Write"); say what happened and what to check.
+std::string describe(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection: return "cannot connect: is the API server running and reachable?";
+    case httplib::Error::ConnectionTimeout: return "connection timed out: is the API server reachable?";
+    case httplib::Error::Read: return "the connection broke while reading the answer";
+    case httplib::Error::Write: return "the connection broke while sending the request";
+    case httplib::Error::SSLConnection: return "TLS handshake failed: check the server URL and TLS settings";
+    case httplib::Error::SSLServerVerification:
+      return "the server's certificate is not signed by the kubeconfig's CA (or does not name the server)";
+    case httplib::Error::SSLLoadingCerts: return "cannot load the CA or client certificate";
+    case httplib::Error::Canceled: return "cancelled";
+    default: return httplib::to_string(error);
+  }
+}
+
 bool isRead(const std::string& method) { return method == "GET" || method == "HEAD"; }
 
 }  // namespace
@@ -57,7 +73,8 @@ void RestClient::StreamHandle::cancel() {
 }
 
 RestClient::RestClient(RestConfig config, ClientOptions options)
-    : config_(std::move(config)), options_(std::move(options)), tokens_(options_.burst), lastRefill_(SteadyClock::now()) {
+    : config_(std::move(config)), options_(std::move(options)) {
+  if (options_.qps > 0) limiter_ = std::make_unique<TokenBucket>(options_.qps, std::max(1, options_.burst));
   const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
   std::string_view rest = config_.host;
   if (!rest.starts_with("https://"))
@@ -86,7 +103,9 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
                  config_.host);
 }
 
-RestClient::~RestClient() = default;
+RestClient::~RestClient() {
+  if (limiter_) limiter_->stop();
+}
 
 std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) const {
   const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
@@ -153,21 +172,11 @@ std::string RestClient::authorization() {
   return token_.empty() ? std::string{} : "Bearer " + token_;
 }
 
-// A token bucket (client-go's flowcontrol.NewTokenBucketRateLimiter): `burst` requests at
-// once, then `qps` per second.
+// client-go's flowcontrol limiter in front of every request; a client being destroyed stops
+// waiting.
 void RestClient::throttle() {
-  if (options_.qps <= 0) return;
-  std::chrono::duration<double> wait{0};
-  {
-    std::lock_guard lock(limiterMutex_);
-    const auto now = SteadyClock::now();
-    tokens_ = std::min<double>(options_.burst,
-                               tokens_ + std::chrono::duration<double>(now - lastRefill_).count() * options_.qps);
-    lastRefill_ = now;
-    tokens_ -= 1;
-    if (tokens_ < 0) wait = std::chrono::duration<double>(-tokens_ / options_.qps);
-  }
-  if (wait.count() > 0) std::this_thread::sleep_for(wait);
+  if (limiter_ && !limiter_->accept())
+    throw ApiError(Reason::Unavailable, 0, "cluster " + config_.cluster + ": the client is shutting down");
 }
 
 Response RestClient::request(const std::string& method, const std::string& target, const std::string& body,
@@ -194,10 +203,7 @@ Response RestClient::request(const std::string& method, const std::string& targe
     bool retryable = false;
     if (!result) {
       const auto error = result.error();
-      failure = ApiError::transport(what, httplib::to_string(error) +
-                                              (error == httplib::Error::SSLServerVerification
-                                                   ? ": the server's certificate is not signed by the kubeconfig's CA"
-                                                   : std::string{}));
+      failure = ApiError::transport(what, describe(error));
       // A request that never reached the server can always be retried; one that may have
       // (read/write failed midway) only when it is a read.
       retryable = error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout ||
@@ -280,7 +286,7 @@ void RestClient::stream(const std::string& target, const std::function<bool(std:
   }
   if (handle.cancelled_ || stoppedByCallback) return;
   if (status != 0 && status != 200) throw ApiError::fromResponse(status, errorBody, what);
-  if (!result && status == 0) throw ApiError::transport(what, httplib::to_string(result.error()));
+  if (!result && status == 0) throw ApiError::transport(what, describe(result.error()));
   // Ended by the server, a timeout or a broken connection after the 200: the caller resumes.
   if (!pending.empty()) onLine(pending);
 }

@@ -13,9 +13,10 @@ crds=$root/../shared/crds
 work=$(mktemp -d)
 pids=()
 cleanup() {
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] && echo "work dir kept: $work"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
@@ -196,6 +197,50 @@ check "an unqueued PipelineRun is left alone" bash -c "
     -e '/kueue.x-k8s.io\/queue-name/d' -e '/^  labels:\$/d' \
     '$root/manifests/samples/jobs/pipelinerun-hello.yaml' | kubectl create -f - -o json |
   jq -e '.spec.managedBy == null'"
+
+# MultiKueueQueues: a second `serve` follows the sandbox's LocalQueues, ClusterQueues and
+# AdmissionChecks through informers; kubectl creates all three.
+sed 's/^managedByDefaulting: QueueLabeled$/managedByDefaulting: MultiKueueQueues/' "$root/examples/dev-config.yaml" >"$work/mkq.yaml"
+"$bin" serve --config "$work/mkq.yaml" --kubeconfig "$KUBECONFIG" --cert-dir "$work/certs" \
+  --webhook-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+  --metrics-bind-address 127.0.0.1:0 >"$work/serve-mkq.log" 2>&1 &
+pids+=($!)
+await 60 grep -q 'webhookPort=' "$work/serve-mkq.log" || { echo "serve (MultiKueueQueues) did not start:"; cat "$work/serve-mkq.log"; exit 1; }
+port2=$(grep -o 'webhookPort=[0-9]*' "$work/serve-mkq.log" | head -1 | cut -d= -f2)
+probes2=$(grep -o 'probePort=[0-9]*' "$work/serve-mkq.log" | head -1 | cut -d= -f2)
+check "/readyz turns 200 once the queue caches are synced" await 60 curl -sf "http://127.0.0.1:$probes2/readyz"
+# The plain queue first: once the MultiKueue one is seen, the informers have seen it too.
+cat >"$work/plain-queue.yaml" <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: plain
+spec:
+  namespaceSelector: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: plain-queue
+  namespace: $ns
+spec:
+  clusterQueue: plain
+EOF
+check "kubectl apply a LocalQueue and ClusterQueue without admission checks" k apply -f "$work/plain-queue.yaml"
+check "kubectl apply the sample AdmissionCheck, ClusterQueue and LocalQueue" k apply \
+  -f "$root/manifests/samples/kueue/10-admission-check.yaml" -f "$root/manifests/samples/kueue/40-cluster-queue.yaml" \
+  -f "$root/manifests/samples/kueue/50-local-queue.yaml"
+sed "s/localhost:$port/localhost:$port2/" "$work/webhook.yaml" >"$work/webhook-mkq.yaml"
+check "point the webhook at the MultiKueueQueues instance" k apply -f "$work/webhook-mkq.yaml"
+sed -e 's/^  name: hello-pipeline$/  name: mk-queued/' "$root/manifests/samples/jobs/pipelinerun-hello.yaml" >"$work/mk-queued.yaml"
+check "a PipelineRun in a MultiKueue-backed queue is defaulted (server dry run until the index has it)" \
+  await 30 bash -c "kubectl create --dry-run=server -f '$work/mk-queued.yaml' -o json | jq -e '.spec.managedBy == \"kueue.x-k8s.io/multikueue\"'"
+check "kubectl create stores it with spec.managedBy" bash -c "
+  kubectl create -f '$work/mk-queued.yaml' -o json | jq -e '.spec.managedBy == \"kueue.x-k8s.io/multikueue\"'"
+check "a PipelineRun in a queue without a MultiKueue check is left alone" bash -c "
+  sed -e 's/^  name: hello-pipeline\$/  name: plain-queued/' -e 's/^  namespace: default\$/  namespace: $ns/' \
+    -e 's/queue-name: user-queue/queue-name: plain-queue/' '$root/manifests/samples/jobs/pipelinerun-hello.yaml' |
+  kubectl create -f - -o json | jq -e '.spec.managedBy == null'"
 
 echo "kubectl-conformance: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -27,7 +27,11 @@ class Metrics;
 namespace mka::webhook {
 class AdmissionHandler;
 class InMemoryQueueIndex;
+class QueueIndexInformers;
 }  // namespace mka::webhook
+namespace mka::kube {
+class Client;
+}  // namespace mka::kube
 
 namespace mka::app {
 
@@ -70,6 +74,10 @@ class Service {
   std::unique_ptr<config::ConfigStore> store_;
   std::unique_ptr<config::ConfigReloader> reloader_;
   std::unique_ptr<webhook::InMemoryQueueIndex> queues_;
+  // The manager cluster, when the policy needs it (MultiKueueQueues) or --kubeconfig is given:
+  // informers feed `queues_` from LocalQueues, ClusterQueues and AdmissionChecks.
+  std::unique_ptr<kube::Client> kubeClient_;
+  std::unique_ptr<webhook::QueueIndexInformers> queueInformers_;
   std::unique_ptr<webhook::AdmissionHandler> handler_;
   std::shared_ptr<net::CertificateReloader> certificates_;
   std::unique_ptr<net::HttpServer> webhookServer_;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -123,5 +124,20 @@ class Client {
   std::shared_ptr<RestClient> rest_;
   Discovery discovery_;
 };
+
+// client-go's retry.RetryOnConflict with retry.DefaultRetry (5 attempts, 10 ms apart): runs a
+// read-modify-write `f` again while it fails with 409 Conflict; any other error, or the last
+// conflict, propagates.
+template <typename F>
+auto retryOnConflict(F&& f, int attempts = 5) -> decltype(f()) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return f();
+    } catch (const ApiError& e) {
+      if (e.reason() != Reason::Conflict || attempt >= attempts) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+}
 
 }  // namespace mka::kube

@@ -20,11 +20,12 @@
 
 #include "mka/kube/api_error.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/kube/rate_limiter.h"
 
 namespace mka::kube {
 
 struct ClientOptions {
-  // controller-runtime's defaults (client-go's own are 5 and 10).
+  // controller-runtime's defaults (client-go's own are 5 and 10); qps 0 turns the limit off.
   double qps = 20;
   int burst = 30;
   std::chrono::milliseconds timeout{std::chrono::seconds{30}};  // per request, watches excepted
@@ -91,9 +92,7 @@ class RestClient {
   std::mutex tokenMutex_;
   std::string token_;
   std::chrono::steady_clock::time_point tokenReadAt_{};
-  std::mutex limiterMutex_;
-  double tokens_;
-  std::chrono::steady_clock::time_point lastRefill_;
+  std::unique_ptr<TokenBucket> limiter_;  // null when qps is 0
   std::atomic<std::uint64_t> sent_{0};
 };
 

@@ -35,7 +35,11 @@ struct ServerOptions {
   std::chrono::seconds readTimeout{10};
   std::chrono::seconds writeTimeout{10};
   std::size_t payloadMaxLength = 8 * 1024 * 1024;  // larger bodies get 413
-  std::chrono::seconds threadIdleTimeout{60};  // an idle pool thread exits after this
+  std::chrono::seconds threadIdleTimeout{60};
+  // TLS only: CA certificates (PEM) that client certificates are verified against. When set,
+  // clients are asked for a certificate (one is not required); a handler finds the verdict
+  // with SSL_get_verify_result on httplib::Request::ssl.
+  std::string clientCaPem;  // an idle pool thread exits after this
 };
 
 // Splits a controller-runtime style bind address (":8081", "127.0.0.1:8080", "[::1]:9443")

@@ -8,6 +8,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/observability/health.h"
+#include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
@@ -217,6 +218,60 @@ TEST(ServiceTest, StopMarksTheProcessNotReady) {
   auto report = service.health().ready(true);
   EXPECT_FALSE(report.ok);
   EXPECT_NE(report.body.find("shutting down"), std::string::npos) << report.body;
+}
+
+TEST(ServiceTest, MultiKueueQueuesFollowsTheManagerClusterAndIsReadyOnceSynced) {
+  sandbox::Sandbox sandbox;
+  const std::filesystem::path crds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
+  auto& manager = sandbox.addCluster({.name = "manager",
+                                      .crdFiles = {crds / "kueue.x-k8s.io_localqueues.yaml",
+                                                   crds / "kueue.x-k8s.io_clusterqueues.yaml",
+                                                   crds / "kueue.x-k8s.io_admissionchecks.yaml"}});
+  test::TempDir dir;
+  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: MultiKueueQueues
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)");
+  dir.write("manager.kubeconfig", manager.kubeconfig());
+  test::TestCa ca;
+  auto files = test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsFor(dir);
+  options.kubeconfig = (dir / "manager.kubeconfig").string();
+
+  manager.setUnreachable(true);  // the caches cannot sync yet
+  Service service(options);
+  service.start();
+  ASSERT_TRUE(eventually([&] { return get(service.probePort(), "/readyz?verbose").find("[+]certificate") != std::string::npos; }));
+  auto verbose = get(service.probePort(), "/readyz?verbose");
+  EXPECT_NE(verbose.find("[-]queue-index"), std::string::npos) << verbose;
+  manager.setUnreachable(false);
+  ASSERT_TRUE(eventually([&] { return probe(service.probePort(), "/readyz") == 200; }));
+
+  auto& api = manager.api();
+  auto create = [&](const std::string& plural, const std::string& ns, json object) {
+    api.create({"kueue.x-k8s.io", "v1beta2", plural, ns, "", ""}, std::move(object));
+  };
+  create("admissionchecks", "", {{"metadata", {{"name", "mk"}}}, {"spec", {{"controllerName", "kueue.x-k8s.io/multikueue"}}}});
+  create("clusterqueues", "", {{"metadata", {{"name", "cq-mk"}}},
+                               {"spec", {{"admissionChecksStrategy", {{"admissionChecks", json::array({{{"name", "mk"}}})}}}}}});
+  create("clusterqueues", "", {{"metadata", {{"name", "cq-local"}}}, {"spec", json::object()}});
+  api.create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "ci"}}}});
+  create("localqueues", "ci", {{"metadata", {{"name", "q"}}}, {"spec", {{"clusterQueue", "cq-mk"}}}});
+  create("localqueues", "ci", {{"metadata", {{"name", "local"}}}, {"spec", {{"clusterQueue", "cq-local"}}}});
+
+  auto client = webhookClient(service, files.ca);
+  auto patchType = [&](const std::string& queue) {
+    auto review = pipelineRunReview();
+    review["request"]["object"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue;
+    auto answer = mutate(*client, review);
+    return answer ? (*answer)["response"].value("patchType", "") : "no answer";
+  };
+  EXPECT_TRUE(eventually([&] { return patchType("q") == "JSONPatch"; })) << "a MultiKueue-backed queue is defaulted";
+  EXPECT_EQ(patchType("local"), "") << "a queue without a MultiKueue check is left alone";
+  service.stop();
 }
 
 }  // namespace

@@ -1,0 +1,319 @@
+// The client against the sandbox: never against a mock of itself.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "mka/kube/client.h"
+#include "mka/kube/informer.h"
+#include "mka/kube/kubeconfig.h"
+#include "mka/kube/leader_election.h"
+#include "mka/net/pki.h"
+#include "mka/sandbox/sandbox.h"
+#include "support/eventually.h"
+
+namespace mka::kube {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const GroupVersionKind kConfigMap{"", "v1", "ConfigMap"};
+const GroupVersionKind kWorkload{"kueue.x-k8s.io", "v1beta1", "Workload"};
+
+class ClientTest : public ::testing::Test {
+ protected:
+  ClientTest()
+      : cluster(sandbox.addCluster(
+            {.name = "manager",
+             .crdFiles = {std::filesystem::path(MKA_FIXTURES_DIR) / "crds/kueue.x-k8s.io_workloads.yaml"}})) {}
+
+  RestConfig restConfig() { return restConfigFor(Kubeconfig::parse(cluster.kubeconfig(), "sandbox")); }
+  std::unique_ptr<Client> newClient(ClientOptions options = fastOptions()) {
+    return std::make_unique<Client>(std::make_shared<RestClient>(restConfig(), options));
+  }
+  static ClientOptions fastOptions() {
+    ClientOptions o;
+    o.qps = 0;  // no client-side throttling in tests that are not about it
+    o.retryBackoff = std::chrono::milliseconds{10};
+    return o;
+  }
+  static json configMap(const std::string& name, const json& labels = json::object()) {
+    return {{"apiVersion", "v1"},
+            {"kind", "ConfigMap"},
+            {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", labels}}},
+            {"data", {{"k", name}}}};
+  }
+  template <typename F>
+  static ApiError errorOf(F&& f) {
+    try {
+      f();
+    } catch (const ApiError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no ApiError";
+    return ApiError(Reason::Unknown, 0, "none");
+  }
+
+  sandbox::Sandbox sandbox;
+  sandbox::Cluster& cluster;
+};
+
+TEST_F(ClientTest, CrudWithTypedErrors) {
+  auto client = newClient();
+  auto created = client->create(configMap("a", {{"team", "x"}}));
+  EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
+  EXPECT_EQ(client->get(kConfigMap, "default", "a")["data"]["k"], "a");
+  EXPECT_EQ(errorOf([&] { client->create(configMap("a")); }).reason(), Reason::AlreadyExists);
+
+  auto stale = created;
+  created["data"]["k"] = "changed";
+  auto updated = client->update(created);
+  EXPECT_EQ(updated["data"]["k"], "changed");
+  stale["data"]["k"] = "lost update";
+  auto conflict = errorOf([&] { client->update(stale); });
+  EXPECT_EQ(conflict.reason(), Reason::Conflict);
+  EXPECT_EQ(conflict.code(), 409);
+  EXPECT_TRUE(isConflict(conflict));
+
+  auto merged = client->patch(kConfigMap, "default", "a", PatchType::Merge, {{"data", {{"m", "1"}}}});
+  EXPECT_EQ(merged["data"]["m"], "1");
+  auto jsonPatched = client->patch(kConfigMap, "default", "a", PatchType::Json,
+                                   json::array({{{"op", "remove"}, {"path", "/data/m"}}}));
+  EXPECT_FALSE(jsonPatched["data"].contains("m"));
+
+  client->create(configMap("b", {{"team", "y"}}));
+  auto selected = client->listAll(kConfigMap, "default", {.labelSelector = "team in (x)"});
+  ASSERT_EQ(selected.size(), 1u);
+  EXPECT_EQ(selected[0]["metadata"]["name"], "a");
+
+  auto precondition = errorOf([&] { client->remove(kConfigMap, "default", "a", {.uid = std::string("wrong")}); });
+  EXPECT_EQ(precondition.reason(), Reason::Conflict);
+  client->remove(kConfigMap, "default", "a");
+  EXPECT_TRUE(isNotFound(errorOf([&] { client->get(kConfigMap, "default", "a"); })));
+  EXPECT_EQ(errorOf([&] { client->get({"example.com", "v1", "Nothing"}, "default", "x"); }).reason(),
+            Reason::NotFound);
+}
+
+TEST_F(ClientTest, RetryOnConflictRereadsAndSucceeds) {
+  auto client = newClient();
+  auto other = newClient();
+  client->create(configMap("counter"));
+  int attempts = 0;
+  auto result = retryOnConflict([&] {
+    auto current = client->get(kConfigMap, "default", "counter");
+    if (++attempts == 1) other->patch(kConfigMap, "default", "counter", PatchType::Merge, {{"data", {{"other", "1"}}}});
+    current["data"]["mine"] = "1";
+    return client->update(current);
+  });
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(result["data"]["other"], "1") << "the second attempt read the other writer's change";
+  EXPECT_EQ(result["data"]["mine"], "1");
+
+  int calls = 0;
+  EXPECT_THROW(retryOnConflict(
+                   [&]() -> json {
+                     ++calls;
+                     throw ApiError(Reason::Conflict, 409, "always");
+                   },
+                   3),
+               ApiError);
+  EXPECT_EQ(calls, 3);
+}
+
+TEST_F(ClientTest, PaginationFollowsContinueTokens) {
+  auto client = newClient();
+  for (int i = 0; i < 7; ++i) client->create(configMap("cm-" + std::to_string(i)));
+  const auto before = client->rest().requestsSent();
+  std::string rv;
+  auto all = client->listAll(kConfigMap, "default", {.limit = 3}, &rv);
+  EXPECT_EQ(all.size(), 7u);
+  EXPECT_EQ(client->rest().requestsSent() - before, 3u) << "three pages of at most 3";
+  EXPECT_FALSE(rv.empty());
+  EXPECT_EQ(all[0]["kind"], "ConfigMap");
+}
+
+TEST_F(ClientTest, ServerSideApplyOnAStatusListMap) {
+  auto client = newClient();
+  json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+             {"kind", "Workload"},
+             {"metadata", {{"name", "wl"}, {"namespace", "default"}}},
+             {"spec", {{"queueName", "q"}, {"podSets", json::array({{{"name", "main"}, {"count", 1}, {"template", {{"spec", {{"containers", json::array()}}}}}}})}}}};
+  client->apply(wl, {.fieldManager = "kueue"});
+  auto status = [](const std::string& check) {
+    return json{{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+                {"kind", "Workload"},
+                {"metadata", {{"name", "wl"}, {"namespace", "default"}}},
+                {"status",
+                 {{"admissionChecks",
+                   json::array({{{"name", check}, {"state", "Pending"}, {"message", ""},
+                                 {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}}};
+  };
+  client->apply(status("multikueue"), {.fieldManager = "a", .subresource = "status"});
+  auto both = client->apply(status("provisioning"), {.fieldManager = "b", .subresource = "status"});
+  ASSERT_EQ(both["status"]["admissionChecks"].size(), 2u);
+  EXPECT_EQ(both["status"]["admissionChecks"][1]["name"], "provisioning");
+}
+
+TEST_F(ClientTest, AuthenticationAndServerVerification) {
+  auto config = restConfig();
+  config.bearerToken = "not-the-token";
+  Client wrongToken(std::make_shared<RestClient>(config, fastOptions()));
+  EXPECT_EQ(errorOf([&] { wrongToken.get(kConfigMap, "default", "x"); }).reason(), Reason::Unauthorized);
+
+  net::CertificateAuthority otherCa;
+  config = restConfig();
+  config.caPem = otherCa.certPem();
+  Client wrongCa(std::make_shared<RestClient>(config, fastOptions()));
+  auto refused = errorOf([&] { wrongCa.get(kConfigMap, "default", "x"); });
+  EXPECT_EQ(refused.reason(), Reason::Unavailable);
+  EXPECT_THAT(refused.what(), HasSubstr("not signed by the kubeconfig's CA"));
+
+  config = restConfig();
+  config.host = "http://127.0.0.1:1";
+  EXPECT_THROW(RestClient(config, fastOptions()), Error);
+}
+
+TEST_F(ClientTest, RetriesTooManyRequestsHonouringRetryAfter) {
+  auto client = newClient();
+  client->create(configMap("a"));
+  cluster.faults().failNext(2, 429, {"get", "configmaps", ""}, 1);
+  const auto before = client->rest().requestsSent();
+  EXPECT_EQ(client->get(kConfigMap, "default", "a")["metadata"]["name"], "a");
+  EXPECT_EQ(client->rest().requestsSent() - before, 3u);
+
+  auto options = fastOptions();
+  options.maxRetries = 1;
+  auto impatient = newClient(options);
+  cluster.faults().failNext(5, 503, {"get", "configmaps", ""}, 0);
+  auto e = errorOf([&] { impatient->get(kConfigMap, "default", "a"); });
+  EXPECT_EQ(e.reason(), Reason::Unavailable);
+  EXPECT_EQ(e.code(), 503);
+  // A create is not retried on a 500: it may have been applied.
+  cluster.faults().failNext(1, 500, {"create", "configmaps", ""}, 0);
+  EXPECT_EQ(errorOf([&] { client->create(configMap("b")); }).reason(), Reason::Internal);
+}
+
+TEST_F(ClientTest, ClientSideRateLimitSpacesRequests) {
+  ClientOptions options = fastOptions();
+  options.qps = 50;
+  options.burst = 2;
+  auto client = newClient(options);
+  client->create(configMap("a"));
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6; ++i) client->get(kConfigMap, "default", "a");
+  // 7 requests with a burst of 2 at 50/s need at least 5 refills of 20 ms: a lower bound
+  // on waiting (the limiter's contract), never an upper bound on speed.
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds{90});
+}
+
+class InformerTest : public ClientTest {};
+
+TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
+  auto client = newClient();
+  client->create(configMap("before"));
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  std::mutex mutex;
+  std::vector<std::string> adds;
+  informer.addHandlers({.onAdd = [&](const json& o) {
+    std::lock_guard lock(mutex);
+    adds.push_back(o["metadata"]["name"]);
+  }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 1; }));
+
+  for (int round = 0; round < 3; ++round) {
+    // Each round drops a watch that is really open.
+    ASSERT_TRUE(test::eventually([&] {
+      return informer.watches() == static_cast<std::uint64_t>(round) + 1 && cluster.openWatches() == 1;
+    }));
+    client->create(configMap("r" + std::to_string(round) + "-a"));
+    cluster.store().closeAllWatches();  // the stream drops
+    client->create(configMap("r" + std::to_string(round) + "-b"));
+  }
+  ASSERT_TRUE(test::eventually([&] { return informer.list().size() == 7; })) << informer.list().size();
+  {
+    std::lock_guard lock(mutex);
+    std::multiset<std::string> seen(adds.begin(), adds.end());
+    EXPECT_EQ(seen.size(), 7u) << "every object added exactly once";
+    EXPECT_EQ(std::set<std::string>(adds.begin(), adds.end()).size(), 7u);
+  }
+  EXPECT_EQ(informer.lists(), 1u) << "a dropped stream resumes; it does not relist";
+  EXPECT_GE(informer.watches(), 4u);
+  informer.stop();
+}
+
+TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
+  auto client = newClient();
+  client->create(configMap("stays"));
+  client->create(configMap("goes"));
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  std::mutex mutex;
+  std::vector<std::string> events;
+  informer.addHandlers({.onAdd = [&](const json& o) {
+                          std::lock_guard lock(mutex);
+                          events.push_back("add " + o["metadata"]["name"].get<std::string>());
+                        },
+                        .onUpdate = [&](const json&, const json& o) {
+                          std::lock_guard lock(mutex);
+                          events.push_back("update " + o["metadata"]["name"].get<std::string>());
+                        },
+                        .onDelete = [&](const json& o) {
+                          std::lock_guard lock(mutex);
+                          events.push_back("delete " + o["metadata"]["name"].get<std::string>());
+                        }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 1; }));
+
+  // While the informer is cut off, the history it would resume from is compacted away.
+  cluster.setUnreachable(true);
+  cluster.api().remove({"", "v1", "configmaps", "default", "goes", ""});  // in-process, behind its back
+  cluster.store().compact();
+  cluster.setUnreachable(false);
+  ASSERT_TRUE(test::eventually([&] { return informer.lists() == 2; }));
+  ASSERT_TRUE(test::eventually([&] { return !informer.get("default/goes").has_value(); }));
+  EXPECT_TRUE(informer.get("default/stays").has_value());
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
+}
+
+TEST_F(ClientTest, LeaderHandOverOnRelease) {
+  auto clientA = newClient();
+  auto clientB = newClient();
+  LeaderElectionConfig base{.namespace_ = "default",
+                            .name = "adapter",
+                            .leaseDuration = std::chrono::milliseconds{3000},
+                            .renewDeadline = std::chrono::milliseconds{2000},
+                            .retryPeriod = std::chrono::milliseconds{100}};
+  auto configA = base;
+  configA.identity = "a";
+  auto configB = base;
+  configB.identity = "b";
+  LeaderElector a(*clientA, configA);
+  a.start();
+  ASSERT_TRUE(test::eventually([&] { return a.isLeader(); }));
+  LeaderElector b(*clientB, configB);
+  b.start();
+  ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
+  EXPECT_FALSE(b.isLeader());
+
+  a.stop();  // releases the lease
+  EXPECT_FALSE(a.isLeader());
+  ASSERT_TRUE(test::eventually([&] { return b.isLeader(); }, base.leaseDuration))
+      << "the successor takes over within one lease duration";
+  auto lease = clientB->get({"coordination.k8s.io", "v1", "Lease"}, "default", "adapter");
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "b");
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], 1) << "created by a (0), taken over by b (+1)";
+}
+
+TEST_F(ClientTest, LeaderElectionRefusesBadDurations) {
+  auto client = newClient();
+  EXPECT_THROW(LeaderElector(*client, {.namespace_ = "default", .name = "x",
+                                       .leaseDuration = std::chrono::seconds{5}, .renewDeadline = std::chrono::seconds{10}}),
+               Error);
+}
+
+}  // namespace
+}  // namespace mka::kube
