@@ -22,6 +22,18 @@
 namespace mka::sandbox {
 namespace {
 
+// kube-apiserver's x509 authenticator: a client certificate that verified against the
+// cluster's client CA during the handshake (HttpServer asks for one when clientCaPem is set)
+// authenticates its subject's CN.
+bool verifiedClientCertificate(const httplib::Request& req) {
+  if (req.ssl == nullptr) return false;
+  X509* peer = SSL_get_peer_certificate(req.ssl);
+  if (peer == nullptr) return false;
+  const bool ok = SSL_get_verify_result(req.ssl) == X509_V_OK;
+  X509_free(peer);
+  return ok;
+}
+
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -299,6 +311,7 @@ int ClusterHttp::start() {
   serverOptions.readTimeout = std::chrono::seconds{60};
   serverOptions.writeTimeout = std::chrono::seconds{30};
   serverOptions.payloadMaxLength = 16 * 1024 * 1024;  // big CRDs (Kueue's Workload is ~0.5 MB)
+  serverOptions.clientCaPem = options_.clientCaPem;
   auto server = std::make_unique<net::HttpServer>(serverOptions, certificates_);
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
   auto& routes = server->routes();
@@ -462,11 +475,13 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
     if (!route.isPublic) {
       const std::string authorization = req.get_header_value("Authorization");
       const std::string prefix = "bearer ";
-      if (authorization.size() <= prefix.size() || lower(authorization.substr(0, prefix.size())) != prefix ||
-          authorization.substr(prefix.size()) != options_.token) {
+      const bool tokenOk = authorization.size() > prefix.size() &&
+                           lower(authorization.substr(0, prefix.size())) == prefix &&
+                           authorization.substr(prefix.size()) == options_.token;
+      if (!tokenOk && !verifiedClientCertificate(req)) {
         logger().debug("request unauthorized cluster={} method={} path={} peer={}:{} reason={}", options_.clusterName,
                        req.method, req.path, req.remote_addr, req.remote_port,
-                       authorization.empty() ? "no Authorization header" : "wrong bearer token");
+                       authorization.empty() ? "no Authorization header or client certificate" : "wrong bearer token");
         throw ApiError::unauthorized();
       }
     }

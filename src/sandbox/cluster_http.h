@@ -38,6 +38,9 @@ struct ClusterHttpOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: a free port on the first start(), then the same one on every restart
   std::string token;
+  // CA (PEM) of client certificates accepted as users (x509 authentication: the subject's CN is
+  // the user, its O entries the groups); "" accepts bearer tokens only.
+  std::string clientCaPem;
   // How often an idle watch that asked for bookmarks gets one (kube-apiserver: about a minute).
   std::chrono::milliseconds bookmarkInterval{std::chrono::seconds{60}};
   // Watch length when the client sends no timeoutSeconds (kube-apiserver: 30-60 minutes).

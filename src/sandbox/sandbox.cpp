@@ -163,6 +163,7 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   http.host = d.options.host;
   http.port = d.options.port;
   http.token = d.token;
+  http.clientCaPem = d.ca.certPem();
   http.bookmarkInterval = d.options.bookmarkInterval;
   http.defaultWatchTimeout = d.options.defaultWatchTimeout;
   d.http = std::make_unique<ClusterHttp>(std::move(http), servingCertificates(d.options.name, d.ca.issue(issue)), d.api,
@@ -238,6 +239,15 @@ std::string Cluster::server() const {
 
 const std::string& Cluster::caPem() const { return impl_->ca.certPem(); }
 const std::string& Cluster::token() const { return impl_->token; }
+
+net::CertificateAndKey Cluster::clientCertificate(const std::string& user, const std::vector<std::string>& groups) const {
+  net::IssueOptions issue;
+  issue.commonName = user;
+  issue.organizations = groups;
+  issue.clientAuth = true;
+  issue.validity = std::chrono::hours{24};
+  return impl_->ca.issue(issue);
+}
 
 std::string Cluster::kubeconfig() const {
   const std::string& name = impl_->options.name;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mka/common/clock.h"
+#include "mka/net/pki.h"
 #include "mka/sandbox/admission.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/faults.h"
@@ -56,6 +57,10 @@ class Cluster {
   std::string server() const;         // "https://127.0.0.1:<port>"
   const std::string& caPem() const;   // the cluster's CA (certificate-authority-data)
   const std::string& token() const;   // bearer token accepted by this cluster
+  // A client certificate signed by the cluster's CA, which the cluster accepts instead of the
+  // token (x509 authentication), for the kubeconfig field client-certificate-data.
+  net::CertificateAndKey clientCertificate(const std::string& user,
+                                           const std::vector<std::string>& groups = {"system:masters"}) const;
   // A complete kubeconfig (YAML) for this cluster: cluster, user and context all named after
   // it, current-context set, the CA inline (certificate-authority-data) and the bearer token.
   std::string kubeconfig() const;

@@ -169,6 +169,21 @@ TEST_F(ClientTest, AuthenticationAndServerVerification) {
   EXPECT_EQ(refused.reason(), Reason::Unavailable);
   EXPECT_THAT(refused.what(), HasSubstr("not signed by the kubeconfig's CA"));
 
+  // x509 authentication: a client certificate from the cluster's CA instead of the token.
+  auto cert = cluster.clientCertificate("adapter");
+  config = restConfig();
+  config.bearerToken.clear();
+  config.clientCertificatePem = cert.certPem;
+  config.clientKeyPem = cert.keyPem;
+  Client withCert(std::make_shared<RestClient>(config, fastOptions()));
+  EXPECT_EQ(withCert.list(kConfigMap, "default")["kind"], "ConfigMapList");
+  net::CertificateAuthority strangerCa;
+  auto stranger = strangerCa.issue({.commonName = "intruder", .clientAuth = true});
+  config.clientCertificatePem = stranger.certPem;
+  config.clientKeyPem = stranger.keyPem;
+  Client wrongCert(std::make_shared<RestClient>(config, fastOptions()));
+  EXPECT_EQ(errorOf([&] { wrongCert.list(kConfigMap, "default"); }).reason(), Reason::Unauthorized);
+
   config = restConfig();
   config.host = "http://127.0.0.1:1";
   EXPECT_THROW(RestClient(config, fastOptions()), Error);
