@@ -190,6 +190,7 @@ Response RestClient::request(const std::string& method, const std::string& targe
     auto connection = acquire();
     auto& c = *connection->client;
     ++sent_;
+    const auto started = SteadyClock::now();
     httplib::Result result = [&] {
       if (method == "GET") return c.Get(target, headers);
       if (method == "POST") return c.Post(target, headers, body, contentType);
@@ -203,7 +204,12 @@ Response RestClient::request(const std::string& method, const std::string& targe
     bool retryable = false;
     if (!result) {
       const auto error = result.error();
-      failure = ApiError::transport(what, describe(error));
+      // httplib reports a read that outlived the timeout as a Read error: tell them apart.
+      const bool timedOut = error == httplib::Error::Read && SteadyClock::now() - started >= options_.timeout * 9 / 10;
+      failure = timedOut ? ApiError(Reason::Timeout, 0,
+                                    what + ": no answer within " + std::to_string(options_.timeout.count()) +
+                                        " ms (ClientOptions.timeout)")
+                         : ApiError::transport(what, describe(error));
       // A request that never reached the server can always be retried; one that may have
       // (read/write failed midway) only when it is a read.
       retryable = error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout ||

@@ -9,6 +9,7 @@
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/leader_election.h"
 #include "mka/net/pki.h"
+#include "mka/sandbox/crd_loader.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 
@@ -189,6 +190,43 @@ TEST_F(ClientTest, AuthenticationAndServerVerification) {
   EXPECT_THROW(RestClient(config, fastOptions()), Error);
 }
 
+TEST_F(ClientTest, TlsServerNameIsVerifiedInsteadOfTheHost) {
+  auto config = restConfig();
+  config.tlsServerName = "localhost";  // in the serving certificate; the socket still goes to 127.0.0.1
+  Client named(std::make_shared<RestClient>(config, fastOptions()));
+  EXPECT_EQ(named.list(kConfigMap, "default")["kind"], "ConfigMapList");
+  config.tlsServerName = "not-the-server.example";
+  Client misnamed(std::make_shared<RestClient>(config, fastOptions()));
+  EXPECT_EQ(errorOf([&] { misnamed.list(kConfigMap, "default"); }).reason(), Reason::Unavailable);
+}
+
+TEST_F(ClientTest, DiscoveryRefreshesOnAMissForANewlyInstalledCrd) {
+  auto client = newClient();
+  const GroupVersionKind pipelineRun{"tekton.dev", "v1", "PipelineRun"};
+  EXPECT_EQ(errorOf([&] { client->list(pipelineRun, "default"); }).reason(), Reason::NotFound);
+  cluster.api().create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
+                       sandbox::loadCrdFile(std::filesystem::path(MKA_FIXTURES_DIR) / "crds/tekton.dev_pipelineruns.yaml").at(0));
+  EXPECT_EQ(client->list(pipelineRun, "default")["kind"], "PipelineRunList");
+  auto info = client->discovery().resourceFor(pipelineRun);
+  EXPECT_EQ(info.plural, "pipelineruns");
+  EXPECT_TRUE(info.namespaced);
+  EXPECT_TRUE(info.hasStatus);
+  EXPECT_FALSE(client->discovery().resourceFor({"", "v1", "Namespace"}).namespaced);
+}
+
+TEST_F(ClientTest, ARequestWithoutAnswerTimesOut) {
+  auto options = fastOptions();
+  options.timeout = std::chrono::milliseconds{300};
+  options.maxRetries = 0;
+  auto client = newClient(options);
+  client->create(configMap("slow"));
+  cluster.faults().setLatency(std::chrono::seconds{30});
+  auto e = errorOf([&] { client->get(kConfigMap, "default", "slow"); });
+  cluster.faults().setLatency(std::chrono::milliseconds{0});
+  EXPECT_EQ(e.reason(), Reason::Timeout) << e.what();
+  EXPECT_THAT(e.what(), HasSubstr("ClientOptions.timeout"));
+}
+
 TEST_F(ClientTest, RetriesTooManyRequestsHonouringRetryAfter) {
   auto client = newClient();
   client->create(configMap("a"));
@@ -321,6 +359,33 @@ TEST_F(ClientTest, LeaderHandOverOnRelease) {
   auto lease = clientB->get({"coordination.k8s.io", "v1", "Lease"}, "default", "adapter");
   EXPECT_EQ(lease["spec"]["holderIdentity"], "b");
   EXPECT_EQ(lease["spec"]["leaseTransitions"], 1) << "created by a (0), taken over by b (+1)";
+}
+
+TEST_F(ClientTest, ACrashedLeadersLeaseIsTakenOverOnlyOnceItExpires) {
+  auto clientA = newClient();
+  auto clientB = newClient();
+  LeaderElectionConfig base{.namespace_ = "default",
+                            .name = "crash",
+                            .leaseDuration = std::chrono::milliseconds{2000},  // whole seconds in the Lease
+                            .renewDeadline = std::chrono::milliseconds{1500},
+                            .retryPeriod = std::chrono::milliseconds{100},
+                            .releaseOnCancel = false};  // a crash: nobody releases
+  auto configA = base;
+  configA.identity = "a";
+  auto configB = base;
+  configB.identity = "b";
+  LeaderElector a(*clientA, configA);
+  a.start();
+  ASSERT_TRUE(test::eventually([&] { return a.isLeader(); }));
+  LeaderElector b(*clientB, configB);
+  b.start();
+  ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
+  a.stop();
+  const auto stopped = std::chrono::steady_clock::now();
+  ASSERT_TRUE(test::eventually([&] { return b.isLeader(); }));
+  // b may only take over once the lease has expired on b's clock: a's last renewal was at most
+  // one retryPeriod before the crash.
+  EXPECT_GE(std::chrono::steady_clock::now() - stopped, base.leaseDuration - base.retryPeriod);
 }
 
 TEST_F(ClientTest, LeaderElectionRefusesBadDurations) {
