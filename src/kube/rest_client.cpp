@@ -19,17 +19,8 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kTokenFileRefresh{60};
 
 net::OpensslPtr<X509_STORE> caStore(const std::string& pem, const std::string& where) {
-  net::OpensslPtr<X509_STORE> store(X509_STORE_new());
-  net::OpensslPtr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  int loaded = 0;
-  while (true) {
-    net::OpensslPtr<X509> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-    if (!cert) break;
-    X509_STORE_add_cert(store.get(), cert.get());
-    ++loaded;
-  }
-  net::opensslErrors();  // the end-of-file "error" of the loop
-  if (loaded == 0)
+  auto store = net::certificateStore(pem);
+  if (!store)
     throw Error(where + ": certificate-authority-data holds no PEM certificate: put the API server's CA there");
   return store;
 }

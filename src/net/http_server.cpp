@@ -206,19 +206,13 @@ int HttpServer::start() {
       // Ask for a client certificate and verify it against `clientCaPem`, but accept a
       // connection without one (kube-apiserver's x509 authenticator is one of several): the
       // handlers read the verified certificate from the request's SSL.
-      OpensslPtr<BIO> bio(BIO_new_mem_buf(options_.clientCaPem.data(), static_cast<int>(options_.clientCaPem.size())));
+      auto cas = readPemCertificates(options_.clientCaPem);
+      if (cas.empty()) throw Error(options_.name + " server: clientCaPem holds no PEM certificate");
       X509_STORE* store = SSL_CTX_get_cert_store(runtime->tls);
       STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
-      int loaded = 0;
-      while (OpensslPtr<X509> ca{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
+      for (const auto& ca : cas) {
         X509_STORE_add_cert(store, ca.get());
         sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(ca.get())));
-        ++loaded;
-      }
-      opensslErrors();  // the end-of-data "error" of the loop
-      if (loaded == 0) {
-        sk_X509_NAME_pop_free(names, X509_NAME_free);
-        throw Error(options_.name + " server: clientCaPem holds no PEM certificate");
       }
       SSL_CTX_set_client_CA_list(runtime->tls, names);
       SSL_CTX_set_verify(runtime->tls, SSL_VERIFY_PEER, [](int, X509_STORE_CTX*) { return 1; });

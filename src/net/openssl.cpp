@@ -1,6 +1,7 @@
 #include "mka/net/openssl.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 
 namespace mka::net {
 
@@ -13,6 +14,26 @@ std::string opensslErrors() {
     out += buffer;
   }
   return out;
+}
+
+std::vector<OpensslPtr<X509>> readPemCertificates(std::string_view pem) {
+  std::vector<OpensslPtr<X509>> out;
+  OpensslPtr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  while (bio) {
+    OpensslPtr<X509> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) break;
+    out.push_back(std::move(cert));
+  }
+  opensslErrors();  // the end of the bundle leaves a "no start line" error queued
+  return out;
+}
+
+OpensslPtr<X509_STORE> certificateStore(std::string_view pem) {
+  auto certificates = readPemCertificates(pem);
+  if (certificates.empty()) return nullptr;
+  OpensslPtr<X509_STORE> store(X509_STORE_new());
+  for (const auto& cert : certificates) X509_STORE_add_cert(store.get(), cert.get());
+  return store;
 }
 
 }  // namespace mka::net

@@ -1,5 +1,7 @@
 #include "mka/sandbox/admission.h"
 
+#include "ids.h"
+
 #include "mka/common/base64.h"
 
 #include <httplib.h>
@@ -87,36 +89,6 @@ bool contains(const std::vector<std::string>& items, const std::string& wanted) 
 
 // ---- OpenSSL helpers ----------------------------------------------------------------------
 
-using X509StorePtr = std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)>;
-
-// Every certificate of a PEM bundle in a fresh store; null when there is none (Go's
-// x509.CertPool.AppendCertsFromPEM returning false).
-X509StorePtr storeFromPem(const std::string& pem) {
-  X509StorePtr store(X509_STORE_new(), &X509_STORE_free);
-  net::OpensslPtr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  int count = 0;
-  while (store && bio) {
-    net::OpensslPtr<X509> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-    if (!cert) break;
-    if (X509_STORE_add_cert(store.get(), cert.get()) == 1) ++count;
-  }
-  net::opensslErrors();  // the end of the bundle leaves a "no start line" error queued
-  if (count == 0) store.reset();
-  return store;
-}
-
-std::string newUid() {
-  std::array<unsigned char, 16> b{};
-  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) {
-    throw ApiError::internal("could not generate an AdmissionReview uid: " + net::opensslErrors());
-  }
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  char text[37];
-  std::snprintf(text, sizeof text, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  return text;
-}
 
 // ---- errors -------------------------------------------------------------------------------
 
@@ -311,7 +283,7 @@ json post(const Endpoint& endpoint, const std::string& caBundle, int timeoutSeco
   if (!endpoint.connectTo.empty()) client.set_hostname_addr_map({{endpoint.host, endpoint.connectTo}});
   if (!caBundle.empty()) {
     const auto pem = base64Decode(caBundle);
-    X509StorePtr store = pem ? storeFromPem(*pem) : X509StorePtr(nullptr, &X509_STORE_free);
+    net::OpensslPtr<X509_STORE> store = pem ? net::certificateStore(*pem) : nullptr;
     if (!store) {
       throw CallFailure{"could not get REST client: unable to load root certificates: unable to parse bytes as PEM "
                         "block (clientConfig.caBundle must be the base64 of PEM certificates)"};
@@ -571,7 +543,7 @@ class Caller {
     const json clientConfig = hook.spec.value("clientConfig", json::object());
     const Endpoint endpoint = endpointOf(clientConfig, resolver_, timeoutSeconds);
 
-    const std::string uid = newUid();
+    const std::string uid = detail::newUid();
     const std::string requestApiVersion = apiVersionOf(a_.ref.group, version_);
     const std::string hookApiVersion = apiVersionOf(a_.ref.group, invocationVersion);
     json request = {

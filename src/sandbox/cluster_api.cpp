@@ -1,5 +1,7 @@
 #include "mka/sandbox/cluster_api.h"
 
+#include "ids.h"
+
 #include <algorithm>
 #include <charconv>
 #include <ctime>
@@ -53,24 +55,6 @@ std::string randomSuffix() {
   std::uniform_int_distribution<std::size_t> pick(0, kAlphabet.size() - 1);
   std::string out;
   for (int i = 0; i < 5; ++i) out += kAlphabet[pick(rng())];
-  return out;
-}
-
-std::string randomUid() {  // RFC 4122 version 4
-  std::uniform_int_distribution<int> nibble(0, 15);
-  static constexpr std::string_view kHex = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 36; ++i) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      out += '-';
-    } else if (i == 14) {
-      out += '4';
-    } else if (i == 19) {
-      out += kHex[8 + nibble(rng()) % 4];
-    } else {
-      out += kHex[nibble(rng())];
-    }
-  }
   return out;
 }
 
@@ -439,7 +423,7 @@ json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions&
   std::string name = meta.value("name", "");
   if (name.empty() && meta.value("generateName", "") != "") name = meta["generateName"].get<std::string>() + randomSuffix();
   if (!name.empty()) meta["name"] = name;
-  meta["uid"] = randomUid();
+  meta["uid"] = detail::newUid();
   meta["creationTimestamp"] = now();
   meta.erase("resourceVersion");
   meta.erase("deletionTimestamp");

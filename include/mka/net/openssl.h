@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -28,5 +30,11 @@ using OpensslPtr = std::unique_ptr<T, OpensslFree>;
 // Drains this thread's OpenSSL error queue into one line ("error:...; error:..."), so that a
 // stale error never leaks into the next operation's report. Empty when the queue was empty.
 std::string opensslErrors();
+
+// Every certificate of a PEM bundle (a CA bundle, a caBundle, a kubeconfig's
+// certificate-authority-data), in order; empty when there is none. Leaves no error queued.
+std::vector<OpensslPtr<X509>> readPemCertificates(std::string_view pem);
+// A fresh verification store holding those certificates; null when the bundle has none.
+OpensslPtr<X509_STORE> certificateStore(std::string_view pem);
 
 }  // namespace mka::net
