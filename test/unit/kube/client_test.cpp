@@ -252,11 +252,12 @@ TEST_F(ClientTest, ClientSideRateLimitSpacesRequests) {
   options.qps = 50;
   options.burst = 2;
   auto client = newClient(options);
-  client->create(configMap("a"));
+  // The bucket holds at most `burst` tokens however long it waited, so from here 7 requests
+  // need at least 5 refills of 20 ms: a lower bound on waiting (the limiter's contract),
+  // never an upper bound on speed.
   const auto start = std::chrono::steady_clock::now();
+  client->create(configMap("a"));
   for (int i = 0; i < 6; ++i) client->get(kConfigMap, "default", "a");
-  // 7 requests with a burst of 2 at 50/s need at least 5 refills of 20 ms: a lower bound
-  // on waiting (the limiter's contract), never an upper bound on speed.
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds{90});
 }
 
