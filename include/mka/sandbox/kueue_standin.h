@@ -26,7 +26,14 @@
 //   kueue.x-k8s.io/prebuilt-workload-name adopts it (controller ownerReference + job-uid label)
 //   and, once it is admitted, "runs": framework-shaped running status at once, final status
 //   after Options::runTime on the injected clock, then Finished=True on the Workload;
-// - evict(namespace, name) evicts on demand (Evicted=True, QuotaReserved=False).
+// - evict(namespace, name) evicts on demand (Evicted=True, QuotaReserved=False);
+// - a Workload with DeactivationTarget=True (the dispatcher's EvictedOnManagerCluster) gets
+//   spec.active=false and is evicted (§2.7).
+// Left out, because the dispatcher does not depend on them: resource flavors and quotas (a
+// reservation is a count, podSetAssignments carry no flavors), cohorts and preemption,
+// AdmissionCheck objects and their Active condition (the ClusterQueue's list is trusted),
+// suspending and unsuspending jobs, requeue backoff (one fixed readmitDelay), pod labels, and
+// checking a prebuilt Workload against its job (OutOfSync).
 // Every write goes through ClusterApi (so admission, watches and the garbage collector apply);
 // status is written through the status subresource when the kind has one, always with the
 // resourceVersion read (optimistic concurrency: a 409 retries the key, never a blind overwrite).
