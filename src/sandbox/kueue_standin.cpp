@@ -1,0 +1,982 @@
+#include "mka/sandbox/kueue_standin.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <compare>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "log.h"
+#include "mka/common/errors.h"
+#include "mka/sandbox/api_error.h"
+#include "mka/sandbox/cluster_api.h"
+
+namespace mka::sandbox {
+namespace {
+
+using nlohmann::json;
+using TimePoint = Clock::TimePoint;
+
+// Kueue's strings, kept here on purpose (see the header): the adapter has its own copy.
+constexpr const char* kKueueGroup = "kueue.x-k8s.io";
+constexpr const char* kKueueVersion = "v1beta2";
+constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
+constexpr const char* kJobUidLabel = "kueue.x-k8s.io/job-uid";
+constexpr const char* kPrebuiltWorkloadKey = "kueue.x-k8s.io/prebuilt-workload-name";
+constexpr const char* kResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use";
+constexpr const char* kFieldManager = "kueue-standin";
+
+constexpr const char* kQuotaReserved = "QuotaReserved";
+constexpr const char* kAdmitted = "Admitted";
+constexpr const char* kEvicted = "Evicted";
+constexpr const char* kFinished = "Finished";
+constexpr const char* kDeactivationTarget = "DeactivationTarget";
+
+// Kueue's ShortWorkloadNames limit: Workload names are used as label values (63 characters).
+constexpr std::size_t kMaxWorkloadName = 63;
+constexpr std::size_t kHashLength = 5;
+
+// Conflicts are retried on the next poll; a key that keeps failing for another reason is
+// retried too (the stand-in must converge, as a controller does), but logged each time.
+constexpr int kEvictAttempts = 10;
+
+ResourceRef workloadRef(const std::string& ns, const std::string& name = "", const std::string& sub = "") {
+  return {kKueueGroup, kKueueVersion, "workloads", ns, name, sub};
+}
+ResourceRef localQueueRef(const std::string& ns, const std::string& name) {
+  return {kKueueGroup, kKueueVersion, "localqueues", ns, name, ""};
+}
+ResourceRef clusterQueueRef(const std::string& name) {
+  return {kKueueGroup, kKueueVersion, "clusterqueues", "", name, ""};
+}
+
+// Every write names the stand-in as field manager, as Kueue's controllers name themselves.
+WriteOptions asStandIn() {
+  WriteOptions options;
+  options.fieldManager = kFieldManager;
+  return options;
+}
+
+std::optional<json> getIfExists(const ClusterApi& api, const ResourceRef& ref) {
+  try {
+    return api.get(ref);
+  } catch (const ApiError& e) {
+    if (e.code() == 404) return std::nullopt;
+    throw;
+  }
+}
+
+std::string stringAt(const json& object, const json::json_pointer& pointer) {
+  if (!object.contains(pointer)) return "";
+  const auto& value = object.at(pointer);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+std::string labelOf(const json& object, const std::string& key) {
+  return stringAt(object, json::json_pointer("/metadata/labels") / key);
+}
+std::string annotationOf(const json& object, const std::string& key) {
+  return stringAt(object, json::json_pointer("/metadata/annotations") / key);
+}
+
+// Kueue (WorkloadIdentifierAnnotations on, the default) reads the annotation first and falls
+// back to the label.
+std::string prebuiltWorkloadName(const json& job) {
+  auto name = annotationOf(job, kPrebuiltWorkloadKey);
+  return name.empty() ? labelOf(job, kPrebuiltWorkloadKey) : name;
+}
+
+std::string nsOf(const json& object) { return stringAt(object, json::json_pointer("/metadata/namespace")); }
+std::string nameOf(const json& object) { return stringAt(object, json::json_pointer("/metadata/name")); }
+
+bool deleting(const json& object) { return object.contains("metadata") && object["metadata"].contains("deletionTimestamp"); }
+
+const json* findCondition(const json& object, const std::string& type) {
+  const auto pointer = json::json_pointer("/status/conditions");
+  if (!object.contains(pointer) || !object.at(pointer).is_array()) return nullptr;
+  for (const auto& c : object.at(pointer))
+    if (c.is_object() && c.value("type", "") == type) return &c;
+  return nullptr;
+}
+
+bool conditionTrue(const json& object, const std::string& type) {
+  const auto* c = findCondition(object, type);
+  return c != nullptr && c->value("status", "") == "True";
+}
+
+// metav1.Condition semantics (apimeta.SetStatusCondition): lastTransitionTime moves only when
+// the status changes.
+void setCondition(json& status, const std::string& type, const std::string& value, const std::string& reason,
+                  const std::string& message, const std::string& now, std::int64_t generation) {
+  auto& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  for (auto& c : conditions) {
+    if (!c.is_object() || c.value("type", "") != type) continue;
+    if (c.value("status", "") != value) c["lastTransitionTime"] = now;
+    c["status"] = value;
+    c["reason"] = reason;
+    c["message"] = message;
+    c["observedGeneration"] = generation;
+    return;
+  }
+  conditions.push_back({{"type", type},
+                        {"status", value},
+                        {"reason", reason},
+                        {"message", message},
+                        {"lastTransitionTime", now},
+                        {"observedGeneration", generation}});
+}
+
+std::int64_t generationOf(const json& object) {
+  const auto pointer = json::json_pointer("/metadata/generation");
+  return object.contains(pointer) && object.at(pointer).is_number_integer() ? object.at(pointer).get<std::int64_t>() : 0;
+}
+
+// RFC 3339 as ClusterApi::now() writes it ("2027-01-15T08:00:00Z", fractions ignored);
+// nullopt when unreadable.
+std::optional<TimePoint> parseTime(const std::string& text) {
+  std::tm tm{};
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec) != 6)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return std::chrono::time_point_cast<TimePoint::duration>(std::chrono::system_clock::from_time_t(timegm(&tm)));
+}
+
+std::string sha1Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha1(), nullptr) != 1)
+    throw Error("kueue stand-in: SHA-1 digest failed (OpenSSL EVP_Digest); is the default provider loaded?");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// What the worker thread reconciles: a Workload (kind == -1) or a job of jobKinds[kind].
+struct Key {
+  int kind = -1;
+  std::string namespace_;
+  std::string name;
+  auto operator<=>(const Key&) const = default;
+};
+constexpr int kWorkload = -1;
+
+// A watch the worker thread polls, and what its events mean.
+struct WatchSlot {
+  enum class Kind { Job, Workload, Queue };
+  Kind kind;
+  int jobKind = -1;
+  ResourceRef ref;
+  std::unique_ptr<ObjectStore::Watch> watch;
+};
+
+// A job being run on a worker: when it started and when its final status is due.
+struct Run {
+  TimePoint due;
+};
+
+}  // namespace
+
+std::vector<KueueStandIn::JobKind> KueueStandIn::defaultJobKinds() {
+  return {{"tekton.dev", "v1", "pipelineruns", "PipelineRun"}, {"argoproj.io", "v1alpha1", "workflows", "Workflow"}};
+}
+
+std::string KueueStandIn::workloadNameFor(const JobKind& kind, const std::string& jobName, const std::string& jobUid) {
+  auto prefix = lower(kind.kind) + "-" + jobName;
+  prefix.resize(std::min(prefix.size(), kMaxWorkloadName - 1 - kHashLength));
+  const auto hash = sha1Hex(kind.kind + "\n" + kind.group + "\n" + jobName + "\n" + jobUid);
+  return prefix + "-" + hash.substr(0, kHashLength);
+}
+
+struct KueueStandIn::Impl {
+  Impl(ClusterApi& a, const Clock& c, Options o) : api(a), clock(c), options(std::move(o)) {
+    for (std::size_t i = 0; i < options.jobKinds.size(); ++i) {
+      const auto& k = options.jobKinds[i];
+      slots.push_back({WatchSlot::Kind::Job, static_cast<int>(i), {k.group, k.version, k.plural, "", "", ""}, nullptr});
+    }
+    slots.push_back({WatchSlot::Kind::Workload, -1, workloadRef(""), nullptr});
+    slots.push_back({WatchSlot::Kind::Queue, -1, localQueueRef("", ""), nullptr});
+    slots.push_back({WatchSlot::Kind::Queue, -1, clusterQueueRef(""), nullptr});
+  }
+
+  ClusterApi& api;
+  const Clock& clock;
+  const Options options;
+  std::vector<WatchSlot> slots;  // worker thread only
+
+  mutable std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Key> queue;
+  std::set<Key> queued;
+  std::set<Key> retry;                  // failed (conflict): tried again next round
+  std::map<Key, TimePoint> readmitAt;   // evicted Workloads waiting for readmitDelay
+  std::map<Key, Run> runs;              // worker: jobs running
+  std::set<Key> waitingForCapacity;     // worker: Workloads over capacity, oldest first on retry
+  std::map<Key, std::set<Key>> jobsOfWorkload;  // worker: jobs naming a Workload (prebuilt)
+  std::uint64_t quietRevision = 0;      // store revision every event up to which was handled
+  bool poked = false;
+  bool busy = false;
+  bool running = false;
+  bool stopping = false;
+  std::thread worker;
+
+  const std::string& cluster() const { return api.clusterName(); }
+  bool manager() const { return options.role == Role::Manager; }
+
+  void enqueueLocked(const Key& key) {
+    if (queued.insert(key).second) queue.push_back(key);
+  }
+
+  // ---- the worker thread's loop -------------------------------------------------------------
+
+  void run() {
+    while (true) {
+      {
+        std::lock_guard lock(mutex);
+        if (stopping) return;
+      }
+      const auto revision = api.store().resourceVersion();
+      bool events = drainWatches();
+      enqueueDueTimers();
+      events = processQueue() || events;
+      std::unique_lock lock(mutex);
+      const bool retrying = !retry.empty();
+      if (!events && queue.empty() && !retrying) quietRevision = revision;
+      // After work, look again at once: what was written is already waiting in the watches.
+      // A failed key waits a poll interval, so a lasting error does not spin.
+      if (!poked && !stopping && (!events || retrying)) wake.wait_for(lock, options.pollInterval);
+      poked = false;
+      for (const auto& key : retry) enqueueLocked(key);
+      retry.clear();
+    }
+  }
+
+  // Opens missing watches (a CRD may appear later) and turns events into keys. Returns
+  // whether anything arrived.
+  bool drainWatches() {
+    bool any = false;
+    for (auto& slot : slots) {
+      if (!slot.watch || slot.watch->closed()) {
+        try {
+          // "0": synthetic ADDED events for what exists, so a (re)opened watch is a relist.
+          slot.watch = api.watch(slot.ref, {}, "0");
+        } catch (const ApiError& e) {
+          if (e.code() != 404) logger().warn("kueue-standin watch failed cluster={} resource={}.{} error=\"{}\"",
+                                             cluster(), slot.ref.plural, slot.ref.group, e.what());
+          slot.watch.reset();
+          continue;  // the CRD is not there yet: try again next round
+        }
+      }
+      while (auto event = slot.watch->next(std::chrono::milliseconds{0})) {
+        any = true;
+        if (event->type == EventType::Error) {
+          slot.watch.reset();  // 410: reopen (relist) next round
+          break;
+        }
+        if (event->type == EventType::Bookmark) continue;
+        onEvent(slot, event->object);
+      }
+    }
+    return any;
+  }
+
+  void onEvent(const WatchSlot& slot, const json& object) {
+    const auto ns = nsOf(object);
+    const auto name = nameOf(object);
+    // Read before taking the lock: the API is never called under it.
+    const auto workloads = slot.kind == WatchSlot::Kind::Queue ? listWorkloads() : std::vector<json>{};
+    std::lock_guard lock(mutex);
+    switch (slot.kind) {
+      case WatchSlot::Kind::Job:
+        enqueueLocked({slot.jobKind, ns, name});
+        break;
+      case WatchSlot::Kind::Workload: {
+        const Key key{kWorkload, ns, name};
+        enqueueLocked(key);
+        // A Workload changing may free capacity, or admit/finish/evict the jobs naming it.
+        for (const auto& waiting : waitingForCapacity) enqueueLocked(waiting);
+        if (auto it = jobsOfWorkload.find(key); it != jobsOfWorkload.end())
+          for (const auto& job : it->second) enqueueLocked(job);
+        break;
+      }
+      case WatchSlot::Kind::Queue:
+        // A LocalQueue or ClusterQueue appearing or changing may unblock any Workload.
+        for (const auto& wl : workloads) enqueueLocked({kWorkload, nsOf(wl), nameOf(wl)});
+        break;
+    }
+  }
+
+  void enqueueDueTimers() {
+    const auto now = clock.now();
+    std::lock_guard lock(mutex);
+    for (auto it = readmitAt.begin(); it != readmitAt.end();) {
+      if (it->second <= now) {
+        enqueueLocked(it->first);
+        it = readmitAt.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [key, run] : runs)
+      if (run.due <= now) enqueueLocked(key);
+  }
+
+  // Returns whether any key was handled.
+  bool processQueue() {
+    bool any = false;
+    while (true) {
+      Key key;
+      {
+        std::lock_guard lock(mutex);
+        if (queue.empty() || stopping) return any;
+        key = queue.front();
+        queue.pop_front();
+        queued.erase(key);
+        busy = true;
+      }
+      any = true;
+      bool failed = false;
+      try {
+        if (key.kind == kWorkload) {
+          reconcileWorkload(key);
+        } else {
+          reconcileJob(key);
+        }
+      } catch (const ApiError& e) {
+        failed = true;
+        if (e.code() != 409)
+          logger().warn("kueue-standin reconcile failed, retrying cluster={} namespace={} name={} error=\"{}\"",
+                        cluster(), key.namespace_, key.name, e.what());
+      } catch (const std::exception& e) {
+        failed = true;
+        logger().warn("kueue-standin reconcile failed, retrying cluster={} namespace={} name={} error=\"{}\"",
+                      cluster(), key.namespace_, key.name, e.what());
+      }
+      std::lock_guard lock(mutex);
+      busy = false;
+      if (failed) retry.insert(key);
+    }
+  }
+
+  std::vector<json> listWorkloads() const {
+    try {
+      auto list = api.list(workloadRef(""), {});
+      return list.value("items", json::array()).get<std::vector<json>>();
+    } catch (const ApiError&) {
+      return {};  // the Workload CRD is not there yet
+    }
+  }
+
+  static bool holdsQuota(const json& wl) {
+    return conditionTrue(wl, kQuotaReserved) && !conditionTrue(wl, kFinished) && !deleting(wl);
+  }
+
+  std::size_t countHoldingQuota() const {
+    const auto all = listWorkloads();
+    return static_cast<std::size_t>(std::count_if(all.begin(), all.end(), holdsQuota));
+  }
+
+  // Worker capacity, oldest first (creationTimestamp, then name), as Kueue's FIFO queues
+  // order: the Workload gets a free slot only when fewer older ones are waiting for one.
+  bool fitsCapacity(const Key& key, const json& wl) {
+    const auto all = listWorkloads();
+    const auto holding = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), holdsQuota));
+    if (holding >= options.capacity) return false;
+    const auto order = [](const json& o) {
+      return std::make_pair(stringAt(o, json::json_pointer("/metadata/creationTimestamp")), nsOf(o) + "/" + nameOf(o));
+    };
+    std::set<Key> waiting;
+    {
+      std::lock_guard lock(mutex);
+      waiting = waitingForCapacity;
+    }
+    std::size_t older = 0;
+    for (const auto& other : all) {
+      const Key otherKey{kWorkload, nsOf(other), nameOf(other)};
+      if (otherKey != key && waiting.count(otherKey) != 0 && !holdsQuota(other) && !deleting(other) &&
+          !conditionTrue(other, kFinished) && order(other) < order(wl))
+        ++older;
+    }
+    return older < options.capacity - holding;
+  }
+
+  // ---- Workloads ----------------------------------------------------------------------------
+
+  void reconcileWorkload(const Key& key) {
+    auto found = getIfExists(api, workloadRef(key.namespace_, key.name));
+    if (!found) {
+      std::lock_guard lock(mutex);
+      waitingForCapacity.erase(key);
+      readmitAt.erase(key);
+      return;
+    }
+    json wl = std::move(*found);
+    if (deleting(wl)) {
+      removeFinalizer(wl);
+      return;
+    }
+    if (conditionTrue(wl, kFinished)) return;  // finished (by us or by the dispatcher): left as is
+
+    const bool active = wl.contains("spec") ? wl["spec"].value("active", true) : true;
+    const bool reserved = conditionTrue(wl, kQuotaReserved);
+    if (active) {
+      const auto rejected = checksIn(wl, "Rejected");
+      if (conditionTrue(wl, kDeactivationTarget) || (manager() && reserved && !rejected.empty())) {
+        deactivate(wl, rejected);
+        return;
+      }
+    }
+    if (!active) {
+      // The checks keep their states (a Rejected one tells the dispatcher to leave it alone).
+      if (reserved) evictWorkload(wl, "Deactivated", deactivationMessage(wl), false);
+      return;
+    }
+    if (!reserved) {
+      reserve(key, wl);
+      return;
+    }
+    if (manager()) {
+      const auto retry = checksIn(wl, "Retry");
+      if (!retry.empty()) {
+        evictWorkload(wl, "AdmissionCheck", retryMessage(retry));
+        return;
+      }
+    }
+    if (!conditionTrue(wl, kAdmitted) && (!manager() || allChecksReady(wl))) admit(wl);
+  }
+
+  static std::vector<json> checksIn(const json& wl, const std::string& state) {
+    std::vector<json> out;
+    const auto pointer = json::json_pointer("/status/admissionChecks");
+    if (!wl.contains(pointer) || !wl.at(pointer).is_array()) return out;
+    for (const auto& c : wl.at(pointer))
+      if (c.is_object() && c.value("state", "") == state) out.push_back(c);
+    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a.value("name", "") < b.value("name", ""); });
+    return out;
+  }
+
+  static bool allChecksReady(const json& wl) {
+    const auto pointer = json::json_pointer("/status/admissionChecks");
+    if (!wl.contains(pointer) || !wl.at(pointer).is_array()) return true;
+    for (const auto& c : wl.at(pointer))
+      if (c.value("state", "") != "Ready") return false;
+    return true;
+  }
+
+  // Kueue's wording (KUEUE-MULTIKUEUE.md §2.8): the plural when several checks, sorted by name.
+  static std::string checkList(const std::vector<json>& checks) {
+    std::string out;
+    for (const auto& c : checks) {
+      if (!out.empty()) out += "; ";
+      out += "\"" + c.value("name", "") + "\" (" + c.value("message", "") + ")";
+    }
+    return out;
+  }
+  static std::string retryMessage(const std::vector<json>& checks) {
+    return std::string("Evicted due to ") + (checks.size() > 1 ? "AdmissionChecks" : "AdmissionCheck") +
+           " in Retry state: " + checkList(checks);
+  }
+  static std::string deactivationMessage(const json& wl) {
+    const auto* target = findCondition(wl, kDeactivationTarget);
+    if (target != nullptr) return "The workload is deactivated due to " + target->value("message", "");
+    return "The workload is deactivated";
+  }
+
+  void writeStatus(const json& wl, const json& status) {
+    json next = wl;
+    next["status"] = status;
+    // wl carries the resourceVersion read: a concurrent writer makes this a 409, retried.
+    api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), std::move(next), asStandIn());
+  }
+
+  void writeMain(const json& object, const ResourceRef& ref) {
+    api.update(ref, object, asStandIn());
+  }
+
+  void removeFinalizer(const json& wl) {
+    auto finalizers = wl.at("metadata").value("finalizers", json::array());
+    json kept = json::array();
+    for (const auto& f : finalizers)
+      if (f != kResourceInUseFinalizer) kept.push_back(f);
+    if (kept.size() == finalizers.size()) return;
+    json next = wl;
+    next["metadata"]["finalizers"] = kept;
+    writeMain(next, workloadRef(nsOf(wl), nameOf(wl)));
+    logger().info("kueue-standin released workload finalizer cluster={} namespace={} workload={}", cluster(),
+                  nsOf(wl), nameOf(wl));
+  }
+
+  // The ClusterQueue the Workload's LocalQueue points to; "" when either is missing.
+  std::string clusterQueueOf(const json& wl, json* clusterQueue) const {
+    const auto queueName = stringAt(wl, json::json_pointer("/spec/queueName"));
+    if (queueName.empty()) return "";
+    auto lq = getIfExists(api, localQueueRef(nsOf(wl), queueName));
+    if (!lq) return "";
+    const auto cqName = stringAt(*lq, json::json_pointer("/spec/clusterQueue"));
+    if (cqName.empty()) return "";
+    auto cq = getIfExists(api, clusterQueueRef(cqName));
+    if (!cq) return "";
+    if (clusterQueue != nullptr) *clusterQueue = std::move(*cq);
+    return cqName;
+  }
+
+  void reserve(const Key& key, const json& wl) {
+    const auto now = clock.now();
+    if (const auto* evicted = findCondition(wl, kEvicted);
+        evicted != nullptr && evicted->value("status", "") == "True" && options.readmitDelay.count() > 0) {
+      const auto since = parseTime(evicted->value("lastTransitionTime", ""));
+      const auto notBefore = since.value_or(now) + std::chrono::duration_cast<TimePoint::duration>(options.readmitDelay);
+      if (now < notBefore) {
+        std::lock_guard lock(mutex);
+        readmitAt[key] = notBefore;
+        return;
+      }
+    }
+    json cq;
+    auto cqName = clusterQueueOf(wl, &cq);
+    if (cqName.empty()) {
+      if (options.requireQueues) {
+        logger().debug("kueue-standin workload waits for its queues cluster={} namespace={} workload={} queue={}",
+                       cluster(), key.namespace_, key.name, stringAt(wl, json::json_pointer("/spec/queueName")));
+        return;  // a LocalQueue/ClusterQueue event brings it back
+      }
+      cqName = stringAt(wl, json::json_pointer("/spec/queueName"));
+    }
+    if (!manager() && options.capacity > 0 && !fitsCapacity(key, wl)) {
+      std::lock_guard lock(mutex);
+      waitingForCapacity.insert(key);
+      return;
+    }
+    {
+      std::lock_guard lock(mutex);
+      waitingForCapacity.erase(key);
+    }
+
+    const auto stamp = api.now();
+    const auto generation = generationOf(wl);
+    json status = wl.value("status", json::object());
+    json assignments = json::array();
+    for (const auto& podSet : wl.value("spec", json::object()).value("podSets", json::array()))
+      assignments.push_back({{"name", podSet.value("name", "main")},
+                             {"count", podSet.value("count", 1)},
+                             {"flavors", json::object()},
+                             {"resourceUsage", json::object()}});
+    status["admission"] = {{"clusterQueue", cqName}, {"podSetAssignments", assignments}};
+    setCondition(status, kQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue " + cqName, stamp,
+                 generation);
+    // Kueue's SetQuotaReservation turns a standing eviction into history.
+    if (const auto* evicted = findCondition(wl, kEvicted); evicted != nullptr && evicted->value("status", "") == "True")
+      setCondition(status, kEvicted, "False", "QuotaReserved", "Previously: " + evicted->value("message", ""), stamp,
+                   generation);
+
+    bool checksPending = false;
+    if (manager()) {
+      // One state per check the ClusterQueue lists; a state already there (reset to Pending by
+      // an eviction, with its retryCount) is kept.
+      json states = json::array();
+      const auto existing = status.value("admissionChecks", json::array());
+      const auto pointer = json::json_pointer("/spec/admissionChecksStrategy/admissionChecks");
+      if (cq.contains(pointer) && cq.at(pointer).is_array()) {
+        for (const auto& rule : cq.at(pointer)) {
+          const auto name = rule.value("name", "");
+          auto it = std::find_if(existing.begin(), existing.end(),
+                                 [&](const json& s) { return s.value("name", "") == name; });
+          states.push_back(it != existing.end()
+                               ? *it
+                               : json{{"name", name}, {"state", "Pending"}, {"lastTransitionTime", stamp}, {"message", ""}});
+          checksPending = checksPending || states.back().value("state", "") != "Ready";
+        }
+      }
+      if (states.empty()) {
+        status.erase("admissionChecks");
+      } else {
+        status["admissionChecks"] = states;
+      }
+    }
+    if (!checksPending) setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", stamp, generation);
+    writeStatus(wl, status);
+    logger().info("kueue-standin reserved quota cluster={} namespace={} workload={} clusterQueue={} admitted={}",
+                  cluster(), key.namespace_, key.name, cqName, !checksPending);
+  }
+
+  void admit(const json& wl) {
+    json status = wl.value("status", json::object());
+    setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", api.now(), generationOf(wl));
+    writeStatus(wl, status);
+    logger().info("kueue-standin admitted cluster={} namespace={} workload={}", cluster(),
+                  nsOf(wl), nameOf(wl));
+  }
+
+  // Kueue's eviction: the reservation is released, MultiKueue's placement fields cleared and
+  // every check not Pending reset to Pending (retryCount + 1 for a Retry), so the Workload is
+  // requeued and dispatched afresh.
+  void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true) {
+    json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
+    writeStatus(wl, status);
+    logger().info("kueue-standin evicted cluster={} namespace={} workload={} reason={} message=\"{}\"", cluster(),
+                  nsOf(wl), nameOf(wl), reason, message);
+  }
+
+  static json evictedStatus(const json& wl, const std::string& reason, const std::string& message,
+                            const std::string& stamp, bool resetChecks) {
+    const auto generation = generationOf(wl);
+    json status = wl.value("status", json::object());
+    setCondition(status, kEvicted, "True", reason, message, stamp, generation);
+    setCondition(status, kQuotaReserved, "False", "Pending", message, stamp, generation);
+    if (findCondition(wl, kAdmitted) != nullptr)
+      setCondition(status, kAdmitted, "False", "NoReservation", "The workload has no reservation", stamp, generation);
+    status.erase("admission");
+    status.erase("clusterName");
+    status.erase("nominatedClusterNames");
+    if (resetChecks && status.contains("admissionChecks") && status["admissionChecks"].is_array()) {
+      for (auto& check : status["admissionChecks"]) {
+        const auto old = check.value("state", "");
+        if (old == "Pending") continue;
+        if (old == "Retry") check["retryCount"] = check.value("retryCount", 0) + 1;
+        check["state"] = "Pending";
+        check["lastTransitionTime"] = stamp;
+        check["message"] = "Reset to Pending after eviction. Previously: " + old;
+      }
+    }
+    return status;
+  }
+
+  // Rejected check (manager) or DeactivationTarget (worker, set by the dispatcher): Kueue
+  // records DeactivationTarget and sets spec.active=false; the next pass evicts the inactive
+  // Workload (reason Deactivated).
+  void deactivate(const json& wl, const std::vector<json>& rejected) {
+    json current = wl;
+    if (!rejected.empty() && !conditionTrue(wl, kDeactivationTarget)) {
+      json status = wl.value("status", json::object());
+      setCondition(status, kDeactivationTarget, "True", "AdmissionCheck",
+                   "AdmissionCheck in Rejected state: " + checkList(rejected), api.now(), generationOf(wl));
+      json next = wl;
+      next["status"] = status;
+      current = api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), next, asStandIn());
+    }
+    current["spec"]["active"] = false;
+    writeMain(current, workloadRef(nsOf(wl), nameOf(wl)));
+    logger().info("kueue-standin deactivated cluster={} namespace={} workload={}", cluster(),
+                  nsOf(wl), nameOf(wl));
+  }
+
+  // ---- jobs ---------------------------------------------------------------------------------
+
+  ResourceRef jobRef(const Key& key, const std::string& sub = "") const {
+    const auto& k = options.jobKinds.at(static_cast<std::size_t>(key.kind));
+    return {k.group, k.version, k.plural, key.namespace_, key.name, sub};
+  }
+
+  void reconcileJob(const Key& key) {
+    if (manager()) {
+      createWorkloadFor(key);
+      return;
+    }
+    // A failed write throws past this and keeps the run: the retry finds it.
+    if (!runJob(key)) {
+      std::lock_guard lock(mutex);
+      runs.erase(key);
+    }
+  }
+
+  void createWorkloadFor(const Key& key) {
+    auto job = getIfExists(api, jobRef(key));
+    if (!job || deleting(*job)) return;
+    const auto queueName = labelOf(*job, kQueueNameLabel);
+    // A job naming a prebuilt Workload uses that one; Kueue creates none for it.
+    if (queueName.empty() || !prebuiltWorkloadName(*job).empty()) return;
+    const auto& kind = options.jobKinds.at(static_cast<std::size_t>(key.kind));
+    const auto uid = stringAt(*job, json::json_pointer("/metadata/uid"));
+    const auto name = workloadNameFor(kind, key.name, uid);
+    if (getIfExists(api, workloadRef(key.namespace_, name))) return;
+    json owner = {{"apiVersion", kind.group + "/" + kind.version},
+                  {"kind", kind.kind},
+                  {"name", key.name},
+                  {"uid", uid},
+                  {"controller", true},
+                  {"blockOwnerDeletion", true}};
+    json container = {{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}};
+    json podSet = {{"name", "main"},
+                   {"count", 1},
+                   {"template", {{"spec", {{"restartPolicy", "Never"}, {"containers", json::array({container})}}}}}};
+    json wl = {{"apiVersion", std::string(kKueueGroup) + "/" + kKueueVersion}, {"kind", "Workload"}};
+    wl["metadata"] = {{"name", name},
+                      {"namespace", key.namespace_},
+                      {"labels", {{kJobUidLabel, uid}}},
+                      {"finalizers", json::array({kResourceInUseFinalizer})},
+                      {"ownerReferences", json::array({owner})}};
+    wl["spec"] = {{"queueName", queueName}, {"podSets", json::array({podSet})}};
+    try {
+      api.create(workloadRef(key.namespace_), std::move(wl), asStandIn());
+    } catch (const ApiError& e) {
+      if (e.code() == 409) return;  // created meanwhile (a relist replayed the job)
+      throw;
+    }
+    logger().info("kueue-standin created workload cluster={} namespace={} workload={} job={}/{} queue={}", cluster(),
+                  key.namespace_, name, kind.plural, key.name, queueName);
+  }
+
+  static bool isArgo(const JobKind& kind) { return kind.group == "argoproj.io"; }
+
+  // The job's outcome from its status: true succeeded, false failed, nullopt not finished.
+  static std::optional<bool> outcome(const JobKind& kind, const json& job) {
+    if (isArgo(kind)) {
+      const auto phase = stringAt(job, json::json_pointer("/status/phase"));
+      if (phase == "Succeeded") return true;
+      if (phase == "Failed" || phase == "Error") return false;
+      return std::nullopt;
+    }
+    const auto* succeeded = findCondition(job, "Succeeded");
+    if (succeeded == nullptr) return std::nullopt;
+    const auto value = succeeded->value("status", "");
+    if (value == "True") return true;
+    if (value == "False") return false;
+    return std::nullopt;
+  }
+
+  static bool showsRunning(const JobKind& kind, const json& job) {
+    if (isArgo(kind)) return stringAt(job, json::json_pointer("/status/phase")) == "Running";
+    const auto* succeeded = findCondition(job, "Succeeded");
+    return succeeded != nullptr && succeeded->value("status", "") == "Unknown";
+  }
+
+  // Writes the job's status: through /status when the kind has a status subresource (Tekton),
+  // else through the main resource (Argo's CRD has none).
+  void writeJobStatus(const Key& key, const json& job, json status) {
+    const auto type = api.resolve(jobRef(key));
+    const auto* version = type->version(options.jobKinds.at(static_cast<std::size_t>(key.kind)).version);
+    const bool hasStatus = version != nullptr && version->hasStatus;
+    json next = job;
+    next["status"] = std::move(status);
+    api.update(jobRef(key, hasStatus ? "status" : ""), std::move(next), asStandIn());
+  }
+
+  json runningStatus(const JobKind& kind, const json& job, const std::string& stamp) const {
+    json status = job.value("status", json::object());
+    if (isArgo(kind)) {
+      status["phase"] = "Running";
+      status["startedAt"] = stamp;
+      return status;
+    }
+    status["startTime"] = stamp;
+    status["conditions"] = json::array({{{"type", "Succeeded"},
+                                         {"status", "Unknown"},
+                                         {"reason", "Running"},
+                                         {"message", "Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: 1, Skipped: 0"},
+                                         {"lastTransitionTime", stamp}}});
+    return status;
+  }
+
+  json finalStatus(const JobKind& kind, const json& job, bool success, const std::string& stamp) const {
+    json status = job.value("status", json::object());
+    if (isArgo(kind)) {
+      status["phase"] = success ? "Succeeded" : "Failed";
+      if (!status.contains("startedAt")) status["startedAt"] = stamp;
+      status["finishedAt"] = stamp;
+      if (!success) status["message"] = "failed by the Kueue stand-in (runFails)";
+      return status;
+    }
+    if (!status.contains("startTime")) status["startTime"] = stamp;
+    status["completionTime"] = stamp;
+    status["conditions"] = json::array(
+        {{{"type", "Succeeded"},
+          {"status", success ? "True" : "False"},
+          {"reason", success ? "Succeeded" : "Failed"},
+          {"message", success ? "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"
+                              : "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0"},
+          {"lastTransitionTime", stamp}}});
+    return status;
+  }
+
+  // Kueue's job integration on a worker. Returns whether the job is still running.
+  bool runJob(const Key& key) {
+    const auto& kind = options.jobKinds.at(static_cast<std::size_t>(key.kind));
+    auto job = getIfExists(api, jobRef(key));
+    if (!job) {
+      std::lock_guard lock(mutex);
+      for (auto& [wl, jobs] : jobsOfWorkload) jobs.erase(key);
+      return false;
+    }
+    if (deleting(*job)) return false;
+    const auto wlName = prebuiltWorkloadName(*job);
+    if (wlName.empty()) return false;  // not dispatched here: the worker runs only prebuilt Workloads
+    const Key wlKey{kWorkload, key.namespace_, wlName};
+    {
+      std::lock_guard lock(mutex);
+      jobsOfWorkload[wlKey].insert(key);
+    }
+    auto wl = getIfExists(api, workloadRef(key.namespace_, wlName));
+    if (!wl || deleting(*wl)) return false;  // its creation brings the job back (jobsOfWorkload)
+
+    const auto uid = stringAt(*job, json::json_pointer("/metadata/uid"));
+    if (!adopted(*wl, uid)) {
+      adopt(*wl, kind, key, uid);
+      return false;  // the Workload's event brings the job back
+    }
+    if (auto result = outcome(kind, *job)) {
+      if (!conditionTrue(*wl, kFinished)) finishWorkload(*wl, *result);
+      return false;
+    }
+    if (conditionTrue(*wl, kFinished)) return false;
+    if (!conditionTrue(*wl, kAdmitted) || !conditionTrue(*wl, kQuotaReserved) || conditionTrue(*wl, kEvicted))
+      return false;
+
+    const auto now = clock.now();
+    TimePoint due;
+    {
+      std::lock_guard lock(mutex);
+      auto [it, added] = runs.try_emplace(key, Run{now + std::chrono::duration_cast<TimePoint::duration>(options.runTime)});
+      due = it->second.due;
+    }
+    if (now < due) {
+      if (!showsRunning(kind, *job)) {
+        writeJobStatus(key, *job, runningStatus(kind, *job, api.now()));
+        logger().info("kueue-standin job running cluster={} namespace={} job={}/{} workload={}", cluster(),
+                      key.namespace_, kind.plural, key.name, wlName);
+      }
+      return true;
+    }
+    const bool success = !(options.runFails && options.runFails(*job));
+    writeJobStatus(key, *job, finalStatus(kind, *job, success, api.now()));
+    logger().info("kueue-standin job finished cluster={} namespace={} job={}/{} workload={} succeeded={}", cluster(),
+                  key.namespace_, kind.plural, key.name, wlName, success);
+    return true;  // the job's event finishes the Workload, then the run is dropped
+  }
+
+  static bool adopted(const json& wl, const std::string& jobUid) {
+    for (const auto& ref : wl.at("metadata").value("ownerReferences", json::array()))
+      if (ref.value("controller", false) && ref.value("uid", "") == jobUid) return true;
+    return false;
+  }
+
+  // The worker's job integration takes a prebuilt Workload (§2.7): the job becomes its
+  // controller and its uid goes into the job-uid label.
+  void adopt(const json& wl, const JobKind& kind, const Key& job, const std::string& uid) {
+    for (const auto& ref : wl.at("metadata").value("ownerReferences", json::array())) {
+      if (ref.value("controller", false)) {
+        logger().warn("kueue-standin prebuilt workload has another controller, not adopting cluster={} namespace={} "
+                      "workload={} job={}/{} controller={}/{}",
+                      cluster(), job.namespace_, nameOf(wl), kind.plural, job.name,
+                      ref.value("kind", ""), ref.value("name", ""));
+        return;
+      }
+    }
+    json next = wl;
+    auto& meta = next["metadata"];
+    if (!meta.contains("ownerReferences")) meta["ownerReferences"] = json::array();
+    meta["ownerReferences"].push_back({{"apiVersion", kind.group + "/" + kind.version},
+                                       {"kind", kind.kind},
+                                       {"name", job.name},
+                                       {"uid", uid},
+                                       {"controller", true},
+                                       {"blockOwnerDeletion", true}});
+    meta["labels"][kJobUidLabel] = uid;
+    writeMain(next, workloadRef(job.namespace_, meta.value("name", "")));
+    logger().info("kueue-standin adopted prebuilt workload cluster={} namespace={} workload={} job={}/{}", cluster(),
+                  job.namespace_, meta.value("name", ""), kind.plural, job.name);
+  }
+
+  void finishWorkload(const json& wl, bool success) {
+    json status = wl.value("status", json::object());
+    setCondition(status, kFinished, "True", success ? "Succeeded" : "Failed",
+                 success ? "Job finished successfully" : "Job failed", api.now(), generationOf(wl));
+    writeStatus(wl, status);
+    logger().info("kueue-standin workload finished cluster={} namespace={} workload={} succeeded={}", cluster(),
+                  nsOf(wl), nameOf(wl), success);
+  }
+};
+
+KueueStandIn::KueueStandIn(ClusterApi& api, const Clock& clock, Options options)
+    : impl_(std::make_unique<Impl>(api, clock, std::move(options))) {}
+
+KueueStandIn::~KueueStandIn() { stop(); }
+
+void KueueStandIn::start() {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->running) return;
+  impl_->running = true;
+  impl_->stopping = false;
+  impl_->worker = std::thread([this] { impl_->run(); });
+  logger().info("kueue-standin started cluster={} role={}", impl_->cluster(),
+                impl_->manager() ? "manager" : "worker");
+}
+
+void KueueStandIn::stop() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->running) return;
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  impl_->worker.join();
+  std::lock_guard lock(impl_->mutex);
+  impl_->running = false;
+  for (auto& slot : impl_->slots) slot.watch.reset();
+}
+
+void KueueStandIn::evict(const std::string& namespace_, const std::string& name) {
+  for (int attempt = 0; attempt < kEvictAttempts; ++attempt) {
+    auto wl = impl_->api.get(workloadRef(namespace_, name));
+    if (!Impl::holdsQuota(wl))
+      throw Error("kueue stand-in on cluster " + impl_->cluster() + ": cannot evict Workload " + namespace_ + "/" +
+                  name + ": it holds no quota (QuotaReserved is not True, or it is Finished or being deleted); "
+                  "wait until it is admitted");
+    try {
+      impl_->evictWorkload(wl, "Preempted", "Preempted by the sandbox's Kueue stand-in (KueueStandIn::evict)");
+      poke();
+      return;
+    } catch (const ApiError& e) {
+      if (e.code() != 409) throw;  // stale read: read again
+    }
+  }
+  throw Error("kueue stand-in on cluster " + impl_->cluster() + ": evicting Workload " + namespace_ + "/" + name +
+              " kept conflicting with other writers " + std::to_string(kEvictAttempts) + " times; try again");
+}
+
+void KueueStandIn::poke() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->poked = true;
+  }
+  impl_->wake.notify_all();
+}
+
+bool KueueStandIn::idle() const {
+  const auto revision = impl_->api.store().resourceVersion();
+  const auto now = impl_->clock.now();
+  std::lock_guard lock(impl_->mutex);
+  if (!impl_->queue.empty() || !impl_->retry.empty() || impl_->busy || impl_->quietRevision < revision) return false;
+  for (const auto& [key, at] : impl_->readmitAt)
+    if (at <= now) return false;
+  for (const auto& [key, run] : impl_->runs)
+    if (run.due <= now) return false;
+  return true;
+}
+
+std::size_t KueueStandIn::admittedCount() const { return impl_->countHoldingQuota(); }
+
+std::size_t KueueStandIn::runningCount() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->runs.size();
+}
+
+}  // namespace mka::sandbox
