@@ -113,7 +113,6 @@ void LeaderElector::run() {
 }
 
 bool LeaderElector::tryAcquireOrRenew() {
-  const auto now = SteadyClock::now();
   json lease;
   try {
     lease = client_.get(kLease, config_.namespace_, config_.name);
@@ -142,9 +141,12 @@ bool LeaderElector::tryAcquireOrRenew() {
     std::lock_guard lock(mutex_);
     observedHolder_ = config_.identity;
     observedSpec_ = fresh["spec"];
-    observedAt_ = now;
+    observedAt_ = SteadyClock::now();
     return true;
   }
+  // Observed when the answer arrived, as client-go does: never earlier than the holder's write,
+  // so a lease is never judged expired before leaseDuration has passed since that write.
+  const auto now = SteadyClock::now();
 
   const auto spec = lease.value("spec", json::object());
   const auto holder = spec.value("holderIdentity", "");
