@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include "mka/config/managed_by.h"
-#include "mka/webhook/kueue_labels.h"
+#include "mka/multikueue/api.h"
 #include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
 namespace {
+
+using multikueue::kQueueNameLabel;
 
 AdmissionResponse withPatch(const AdmissionRequest& request, const config::ExternalFramework& framework) {
   AdmissionResponse response;

@@ -8,12 +8,15 @@
 #include "mka/common/validation.h"
 #include "mka/config/loader.h"
 #include "mka/config/managed_by.h"
-#include "mka/webhook/kueue_labels.h"
+#include "mka/multikueue/api.h"
 #include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
 namespace {
+
+using multikueue::kPrebuiltWorkloadNameKey;
+using multikueue::kQueueNameLabel;
 
 constexpr std::size_t kMaxQuotedChars = 64;
 
