@@ -6,6 +6,7 @@
 #include <charconv>
 #include <ctime>
 #include <deque>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -295,30 +296,48 @@ namespace {
 
 // Serves synthetic ADDED events for what exists, then the store's events from the list's
 // revision on (a watch without a resourceVersion), and gives every object the requested
-// apiVersion.
+// apiVersion. Consumed by one thread; close() comes from any other (a server stopping, a
+// fault dropping every watch), hence the lock around the initial events.
 class ApiWatch final : public ObjectStore::Watch {
  public:
   ApiWatch(std::deque<WatchEvent> initial, std::unique_ptr<ObjectStore::Watch> inner, std::string apiVersion)
       : initial_(std::move(initial)), inner_(std::move(inner)), apiVersion_(std::move(apiVersion)) {}
 
   std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
-    if (!initial_.empty()) {
-      auto event = std::move(initial_.front());
-      initial_.pop_front();
-      return event;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return std::nullopt;
+      if (!initial_.empty()) {
+        auto event = std::move(initial_.front());
+        initial_.pop_front();
+        return event;
+      }
     }
     auto event = inner_->next(timeout);
     if (event && event->type != EventType::Error && event->type != EventType::Bookmark && event->object.is_object())
       event->object["apiVersion"] = apiVersion_;
     return event;
   }
-  bool closed() const override { return initial_.empty() && inner_->closed(); }
+  bool closed() const override {
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return true;
+      if (!initial_.empty()) return false;
+    }
+    return inner_->closed();
+  }
   void close() override {
-    initial_.clear();
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+      initial_.clear();
+    }
     inner_->close();
   }
 
  private:
+  mutable std::mutex mutex_;
+  bool closed_ = false;
   std::deque<WatchEvent> initial_;
   std::unique_ptr<ObjectStore::Watch> inner_;
   std::string apiVersion_;
