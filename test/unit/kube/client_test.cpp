@@ -266,9 +266,10 @@ class InformerTest : public ClientTest {};
 TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
   auto client = newClient();
   client->create(configMap("before"));
-  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  // Declared before the informer: its thread calls the handlers until informer.stop().
   std::mutex mutex;
   std::vector<std::string> adds;
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
   informer.addHandlers({.onAdd = [&](const json& o) {
     std::lock_guard lock(mutex);
     adds.push_back(o["metadata"]["name"]);
@@ -286,7 +287,12 @@ TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
     cluster.store().closeAllWatches();  // the stream drops
     client->create(configMap("r" + std::to_string(round) + "-b"));
   }
-  ASSERT_TRUE(test::eventually([&] { return informer.list().size() == 7; })) << informer.list().size();
+  // Handlers run after the cache is updated: await what they saw.
+  ASSERT_TRUE(test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return adds.size() >= 7;
+  })) << informer.list().size();
+  EXPECT_EQ(informer.list().size(), 7u);
   {
     std::lock_guard lock(mutex);
     std::multiset<std::string> seen(adds.begin(), adds.end());
@@ -302,9 +308,10 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   auto client = newClient();
   client->create(configMap("stays"));
   client->create(configMap("goes"));
-  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  // Declared before the informer: its thread calls the handlers until informer.stop().
   std::mutex mutex;
   std::vector<std::string> events;
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
   informer.addHandlers({.onAdd = [&](const json& o) {
                           std::lock_guard lock(mutex);
                           events.push_back("add " + o["metadata"]["name"].get<std::string>());
@@ -326,9 +333,14 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   cluster.api().remove({"", "v1", "configmaps", "default", "goes", ""});  // in-process, behind its back
   cluster.store().compact();
   cluster.setUnreachable(false);
-  ASSERT_TRUE(test::eventually([&] { return informer.lists() == 2; }));
-  ASSERT_TRUE(test::eventually([&] { return !informer.get("default/goes").has_value(); }));
+  ASSERT_TRUE(test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return events.size() >= 3;
+  }));
+  EXPECT_EQ(informer.lists(), 2u);
+  EXPECT_FALSE(informer.get("default/goes").has_value());
   EXPECT_TRUE(informer.get("default/stays").has_value());
+  informer.stop();
   std::lock_guard lock(mutex);
   EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
 }
