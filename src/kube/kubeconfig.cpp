@@ -76,6 +76,15 @@ std::filesystem::path resolve(const Kubeconfig& config, const std::string& path)
   return p;
 }
 
+// A kubeconfig credential: the inline *-data value when set (it wins, as in client-go), else the
+// file it names, else "".
+std::string inlineOrFile(const Kubeconfig& config, const std::string& data, const std::string& path,
+                         const std::string& what) {
+  if (!data.empty()) return data;
+  if (!path.empty()) return readFile(resolve(config, path), what);
+  return {};
+}
+
 // host[:port] of a URL, lower-cased, without brackets around an IPv6 literal.
 std::optional<std::string> urlHost(const std::string& server) {
   auto rest = std::string_view(server);
@@ -225,10 +234,8 @@ RestConfig restConfigFor(const Kubeconfig& config, const std::string& contextNam
   out.tlsServerName = cluster->tlsServerName;
   if (!context->namespace_.empty()) out.namespace_ = context->namespace_;
   const std::string where = config.source + ": cluster \"" + cluster->name + "\"";
-  out.caPem = !cluster->certificateAuthorityData.empty() ? cluster->certificateAuthorityData
-              : !cluster->certificateAuthority.empty()
-                  ? readFile(resolve(config, cluster->certificateAuthority), where + ": certificate-authority")
-                  : std::string{};
+  out.caPem = inlineOrFile(config, cluster->certificateAuthorityData, cluster->certificateAuthority,
+                           where + ": certificate-authority");
   if (!context->user.empty()) {
     const auto* user = config.user(context->user);
     if (!user)
@@ -240,13 +247,9 @@ RestConfig restConfigFor(const Kubeconfig& config, const std::string& contextNam
       out.bearerTokenFile = resolve(config, user->tokenFile).string();
       if (out.bearerToken.empty()) out.bearerToken = std::string(strings::trim(readFile(out.bearerTokenFile, uwhere + ": tokenFile")));
     }
-    out.clientCertificatePem = !user->clientCertificateData.empty() ? user->clientCertificateData
-                               : !user->clientCertificate.empty()
-                                   ? readFile(resolve(config, user->clientCertificate), uwhere + ": client-certificate")
-                                   : std::string{};
-    out.clientKeyPem = !user->clientKeyData.empty() ? user->clientKeyData
-                       : !user->clientKey.empty() ? readFile(resolve(config, user->clientKey), uwhere + ": client-key")
-                                                  : std::string{};
+    out.clientCertificatePem =
+        inlineOrFile(config, user->clientCertificateData, user->clientCertificate, uwhere + ": client-certificate");
+    out.clientKeyPem = inlineOrFile(config, user->clientKeyData, user->clientKey, uwhere + ": client-key");
     if (out.clientCertificatePem.empty() != out.clientKeyPem.empty())
       throw Error(uwhere + ": a client certificate needs its key (client-certificate-data and client-key-data together)");
     out.username = user->username;

@@ -6,8 +6,6 @@
 // Threads: a client is used by one thread; a WatchReader's events may be read from any.
 
 #include <httplib.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include <atomic>
 #include <csignal>
@@ -20,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/net/openssl.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 
@@ -35,13 +34,7 @@ inline const bool kSigpipeIgnored = [] {
 // A client for `cluster` (its CA, its token unless `token` says otherwise; "" = none).
 inline std::unique_ptr<httplib::SSLClient> clientFor(const Cluster& cluster, std::optional<std::string> token = {}) {
   auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", cluster.port());
-  BIO* bio = BIO_new_mem_buf(cluster.caPem().data(), static_cast<int>(cluster.caPem().size()));
-  X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  X509_STORE* store = X509_STORE_new();
-  X509_STORE_add_cert(store, ca);
-  X509_free(ca);
-  client->set_ca_cert_store(store);  // the client owns it from here
+  client->set_ca_cert_store(net::certificateStore(cluster.caPem()).release());  // the client owns it from here
   client->enable_server_certificate_verification(true);
   client->set_keep_alive(true);
   client->set_connection_timeout(5, 0);
