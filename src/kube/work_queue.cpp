@@ -89,6 +89,14 @@ void WorkQueue::done(const std::string& key) {
   }
 }
 
+std::size_t WorkQueue::unfinished() const {
+  std::lock_guard lock(mutex_);
+  std::size_t n = processing_.size();
+  for (const auto& key : dirty_)
+    if (!processing_.contains(key)) ++n;
+  return n;
+}
+
 std::size_t WorkQueue::len() const {
   std::lock_guard lock(mutex_);
   return queue_.size();

@@ -94,6 +94,9 @@ class WorkQueue {
   // Keys ready to be handed out (not those waiting for their delay, nor those being
   // processed). For information only: another thread may change it right after.
   std::size_t len() const;
+  // Keys ready plus keys being processed, read under one lock (so no key is ever between the
+  // two counts). Zero means quiet, apart from keys waiting for their delay.
+  std::size_t unfinished() const;
 
   // Adds `key` once `delay` has passed on the clock; at once when delay <= 0. If the key is
   // already waiting, it keeps the earlier of the two times. Ignored after shutdown.

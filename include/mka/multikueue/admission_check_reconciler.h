@@ -1,0 +1,60 @@
+#pragma once
+// The AdmissionCheck reconciler (KUEUE-MULTIKUEUE.md §4) for checks whose
+// spec.controllerName is ours (Options::controllerName): writes the check's `Active` condition
+// from its parameters (a MultiKueueConfig) and the state of the config's clusters, with Kueue's
+// reasons and messages (§1.4): Active / BadConfig / SomeActiveClusters / NoUsableClusters.
+// A cluster is missing when no MultiKueueCluster of that name exists on the manager, and
+// inactive when the registry does not have it connected (mode 2 reads connection state from
+// the registry because Kueue may own MultiKueueCluster status; in mode 3 both agree).
+// The status is written (optimistic concurrency, status subresource) only when status, reason
+// or message change; observedGeneration = the check's generation.
+//
+// Threads: reconcile() on the admission-check controller's workers (one key at a time).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/kube/client.h"
+#include "mka/multikueue/cluster_registry.h"
+#include "mka/multikueue/controller.h"
+
+namespace mka::multikueue {
+
+// The MultiKueueConfig an AdmissionCheck's spec.parameters names, or the error Kueue reports
+// (`missing parameters reference`, `empty name: bad parameters reference`,
+// `wrong group "<g>", expecting "kueue.x-k8s.io": bad parameters reference`,
+// `wrong kind "<k>", expecting "MultiKueueConfig": bad parameters reference`).
+struct ConfigReference {
+  std::string name;   // set when valid
+  std::string error;  // set when invalid
+};
+ConfigReference multiKueueConfigOf(const nlohmann::json& admissionCheck);
+
+class AdmissionCheckReconciler {
+ public:
+  struct Options {
+    std::string controllerName;  // our dispatch.admissionCheckControllerName
+  };
+  // All borrowed; must outlive the reconciler.
+  AdmissionCheckReconciler(kube::Client& manager, const ClusterRegistry& clusters, const Clock& clock, Options options);
+
+  Result reconcile(const std::string& admissionCheckName);
+
+  // The names of our AdmissionChecks that use MultiKueueConfig `configName` (event mapping:
+  // a config or a cluster changed -> the checks to reconcile).
+  std::vector<std::string> checksUsingConfig(const std::string& configName);
+  // The names of our AdmissionChecks whose config lists cluster `clusterName`.
+  std::vector<std::string> checksUsingCluster(const std::string& clusterName);
+
+ private:
+  kube::Client& manager_;
+  const ClusterRegistry& clusters_;
+  const Clock& clock_;
+  Options options_;
+};
+
+}  // namespace mka::multikueue

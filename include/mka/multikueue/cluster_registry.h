@@ -1,0 +1,122 @@
+#pragma once
+// The worker clusters the dispatch loop talks to (KUEUE-MULTIKUEUE.md §3): for each
+// MultiKueueCluster on the manager, its kubeconfig (Secret `<namespace>/<location>` key
+// `kubeconfig`, or a file under the allowed `Path` prefix), checked by
+// kube::validateKubeconfigSecurity, a client with the configured QPS/burst, and informers on
+// the worker for Workloads and for every configured job kind, all filtered by our origin label.
+// A worker is connected only once every one of those informers has synced (so a worker that
+// does not serve a configured CRD never connects).
+//
+// Connection state (§3.5): a new client starts disconnected with disconnectedSince = its
+// creation time; the first failure after a connection sets disconnectedSince, later failures
+// keep it; a complete connection clears it. Failed attempts back off 5 s, 10 s, ... 320 s
+// (§3.4); reconciles inside the window neither try nor count. A hung worker never blocks the
+// others: connection attempts do not hold the caller's thread for longer than one request.
+//
+// Status (SPEC §2): with Options::writeClusterStatus (mode 3, drop-in) the MultiKueueCluster's
+// `Active` condition is written with Kueue's reasons and messages (§1.4), only when status,
+// reason or message change; always: logs and the onConnectionChange callback (metrics).
+//
+// Threads: reconcile() is called by the cluster controller's workers (one key at a time);
+// connected()/disconnectedSince()/clusterNames() from any thread (the workload reconciler's
+// workers); callbacks run on informer threads or the reconciling thread and must be quick
+// (enqueue and return). Internal state is guarded by one mutex, never held during I/O.
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/kube/client.h"
+#include "mka/kube/gvk.h"
+#include "mka/kube/rest_client.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/controller.h"
+
+namespace mka::multikueue {
+
+// A connected worker as the reconcilers see it. Reads come from the informer caches (objects
+// with our origin label only); writes go through client(). Stays usable (stale) after a
+// disconnect: holders must not assume it is still connected.
+class RemoteCluster {
+ public:
+  virtual ~RemoteCluster() = default;
+  virtual const std::string& name() const = 0;
+  virtual kube::Client& client() = 0;
+  // Workloads by "namespace/name".
+  virtual std::optional<nlohmann::json> workload(const std::string& key) const = 0;
+  virtual std::vector<nlohmann::json> workloads() const = 0;
+  // Jobs of a configured kind by "namespace/name"; nullopt also for a kind not configured.
+  virtual std::optional<nlohmann::json> job(const kube::GroupVersionKind& gvk, const std::string& key) const = 0;
+  virtual std::vector<nlohmann::json> jobs(const kube::GroupVersionKind& gvk) const = 0;
+};
+
+struct ClusterRegistryOptions {
+  std::string namespace_ = "kueue-system";  // where kubeconfig Secrets live
+  std::string origin = "multikueue";        // the origin label value the informers select
+  std::vector<kube::GroupVersionKind> jobKinds;
+  // `Path` kubeconfigs must resolve under this directory (MultiKueueKubeConfigPathValidation).
+  std::filesystem::path pathPrefix = std::string(kKubeconfigPathPrefix);
+  kube::ClientOptions clientOptions;  // per worker: clientConnection.qps/burst
+  bool writeClusterStatus = false;    // mode 3 (drop-in): we own MultiKueueCluster status
+  // How long the informers of one attempt may take to sync (Kueue: 1m, 2m, 4m, 8m, then 10m
+  // per failed attempt); the first attempt's value.
+  std::chrono::milliseconds establishTimeout{std::chrono::minutes{1}};
+  // Informer backoff bounds on the workers (tests shorten them).
+  std::chrono::milliseconds informerInitialBackoff{100};
+  std::chrono::milliseconds informerMaxBackoff{std::chrono::seconds{30}};
+};
+
+class ClusterRegistry {
+ public:
+  // `manager` reads MultiKueueClusters and Secrets and writes MultiKueueCluster status; it and
+  // `clock` must outlive the registry.
+  ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options);
+  ~ClusterRegistry();  // stop()
+  ClusterRegistry(const ClusterRegistry&) = delete;
+  ClusterRegistry& operator=(const ClusterRegistry&) = delete;
+
+  // A remote Workload or job with our origin was added, changed or deleted on `cluster`;
+  // `workloadKey` is "namespace/name" of the manager's Workload it maps to (§3.6).
+  void onRemoteEvent(std::function<void(const std::string& cluster, const std::string& workloadKey)> callback);
+  // `cluster` became connected (true) or disconnected (false). Also asks for a reconcile of the
+  // cluster when a connection drops (Kueue's "watch ended" channel): the registry calls it, the
+  // owner enqueues the cluster.
+  void onConnectionChange(std::function<void(const std::string& cluster, bool connected)> callback);
+
+  // The cluster controller's reconcile (§3.3) for MultiKueueCluster `name`: reads it and its
+  // Secret from the manager; forgets a cluster that is gone or terminating; (re)connects when
+  // the kubeconfig changed or the worker is disconnected and outside its backoff window.
+  // Returns when to look again (backoff, connection in progress); throws on errors Kueue
+  // returns as errors (e.g. `failed to load client config, reason: BadKubeConfig, error: ...`).
+  Result reconcile(const std::string& name);
+
+  // The worker when connected, else null.
+  std::shared_ptr<RemoteCluster> connected(const std::string& name) const;
+  // When the worker was first lost (nullopt when connected). A cluster never seen counts as
+  // lost since the registry was created.
+  std::optional<Clock::TimePoint> disconnectedSince(const std::string& name) const;
+  // Every cluster the registry knows (connected or not), sorted.
+  std::vector<std::string> clusterNames() const;
+  // The MultiKueueClusters whose kubeconfig is the Secret `name` in Options::namespace_.
+  std::vector<std::string> clustersUsingSecret(const std::string& name) const;
+  // Failed connection attempts since the last success or config change (status messages, tests).
+  int failedAttempts(const std::string& name) const;
+
+  void stop();  // stops every worker's informers
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Kueue's reconnect backoff (§3.4): 0 for n = 0, else 5 s * 2^(min(n,7)-1).
+std::chrono::seconds reconnectBackoff(int failedAttempts);
+
+}  // namespace mka::multikueue
