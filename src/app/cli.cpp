@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "mka/app/demo_command.h"
 #include "mka/app/sandbox_command.h"
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
@@ -18,7 +19,7 @@
 namespace mka::app {
 namespace {
 
-const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version", "sandbox"};
+const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version", "sandbox", "demo"};
 
 // `multikueue-adapter --config f.yaml` means `multikueue-adapter serve --config f.yaml`: serve is
 // the default subcommand, as the container's plain `args:` expect.
@@ -87,6 +88,22 @@ int run(int argc, char** argv) {
   sandboxCmd->add_flag("--no-crds", sandboxOptions.noCrds, "Start with the built-in kinds only");
   sandboxCmd->add_option("--host", sandboxOptions.host, "Address the clusters listen on")->capture_default_str();
 
+  DemoOptions demoOptions;
+  std::string demoWorkers = "worker1,worker2";
+  double demoRunSeconds = 3;
+  auto* demoCmd = app.add_subcommand(
+      "demo",
+      "Show the whole MultiKueue flow without a cluster: a sandbox manager and workers, Kueue stand-ins, this "
+      "adapter (webhook + dispatch loop), and the sample PipelineRuns and Workflows of manifests/samples/jobs");
+  demoCmd->add_flag("--keep", demoOptions.keep,
+                    "Keep the sandbox and the adapter running after the summary (kubectl can look), until Ctrl-C");
+  demoCmd->add_option("--dir", demoOptions.dir,
+                      "Directory for kubeconfigs, certificates and the adapter's config (default: a temp directory)");
+  demoCmd->add_option("--workers", demoWorkers, "Comma-separated worker cluster names")->capture_default_str();
+  demoCmd->add_option("--run-seconds", demoRunSeconds, "How long each job runs on its worker")->capture_default_str();
+  demoCmd->add_option("--samples", demoOptions.samples, "The manifests/samples directory (default: found from here)");
+  demoCmd->add_option("--crds", demoOptions.crds, "CRD directory (default: test/fixtures/crds found from here)");
+
   try {
     app.parse(withDefaultSubcommand(argc, argv));
   } catch (const CLI::ParseError& e) {
@@ -116,6 +133,16 @@ int run(int argc, char** argv) {
       if (!trimmed.empty()) sandboxOptions.clusters.emplace_back(trimmed);
     }
     return sandboxCommand(sandboxOptions, std::cout);
+  }
+
+  if (demoCmd->parsed()) {
+    demoOptions.workers.clear();
+    for (const auto& name : strings::split(demoWorkers, ',')) {
+      const auto trimmed = strings::trim(name);
+      if (!trimmed.empty()) demoOptions.workers.emplace_back(trimmed);
+    }
+    demoOptions.runTime = std::chrono::milliseconds{static_cast<long>(demoRunSeconds * 1000)};
+    return demoCommand(demoOptions, std::cout);
   }
 
   if (!configFile.empty()) serveOptions.configFile = configFile;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "mka/app/dispatch_runner.h"
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
 #include "mka/kube/client.h"
@@ -163,7 +164,11 @@ Service::Service(ServeOptions options)
   if (options_.configFile) {
     reloader_ = std::make_unique<config::ConfigReloader>(
         *options_.configFile, *store_,
-        [this](const FieldErrors& errors) { metrics_->recordConfigReload(errors.empty()); }, FileWatcher::Options{},
+        [this](const FieldErrors& errors) {
+          metrics_->recordConfigReload(errors.empty());
+          if (errors.empty() && dispatchRunner_) dispatchRunner_->configChanged();
+        },
+        FileWatcher::Options{},
         [this](config::Configuration& next) {
           applyFlags(options_, next);
           keepStartupSettings(*store_->get(), next);
@@ -185,15 +190,30 @@ void Service::start() {
   if (metricsServer_) metricsServer_->start();
   webhookServer_->start();
   // Only MultiKueueQueues looks queues up; QueueLabeled and Disabled need no cluster access.
-  if (options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues) {
-    auto rest = kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options_.kubeconfig.value_or("")));
-    spdlog::info("queue index follows the manager cluster server={} context={}", rest.host, rest.context);
-    kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest)));
+  const bool needQueues =
+      options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
+  if (needQueues || cfg->dispatch.enabled) {
+    kube::RestConfig rest;
+    try {
+      rest = kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options_.kubeconfig.value_or("")));
+    } catch (const std::exception& e) {
+      if (needQueues) throw;
+      throw Error(std::string("dispatch.enabled is true (the default), so the adapter needs the manager cluster, but ") +
+                  e.what() + "; pass --kubeconfig, run in a pod, or set dispatch.enabled: false for webhook-only mode");
+    }
+    spdlog::info("manager cluster server={} context={}", rest.host, rest.context);
+    kube::ClientOptions clientOptions;
+    clientOptions.qps = cfg->clientConnection.qps;
+    clientOptions.burst = cfg->clientConnection.burst;
+    kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest), clientOptions));
+  }
+  if (needQueues) {
     queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
     queueInformers_->start();
   }
   if (cfg->dispatch.enabled) {
-    spdlog::info("dispatch loop is not part of this build yet; serving admission webhooks only");
+    dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_);
+    dispatchRunner_->start();
   }
   spdlog::info("multikueue-adapter serving webhookPort={} probePort={} metricsPort={} frameworks={} policy={}",
                webhookPort(), probePort(), metricsPort(), cfg->multiKueue.externalFrameworks.size(),
@@ -204,6 +224,7 @@ void Service::stop() {
   if (stopping_.exchange(true)) return;
   spdlog::info("shutting down: draining in-flight webhook requests");
   if (webhookServer_) webhookServer_->stop();
+  if (dispatchRunner_) dispatchRunner_->stop();
   if (queueInformers_) queueInformers_->stop();
   if (reloader_) reloader_->stop();
   if (certificates_) certificates_->stop();
@@ -222,5 +243,6 @@ std::shared_ptr<const config::Configuration> Service::configuration() const { re
 webhook::InMemoryQueueIndex& Service::queueIndex() { return *queues_; }
 observability::Health& Service::health() { return *health_; }
 observability::Metrics& Service::metrics() { return *metrics_; }
+DispatchRunner* Service::dispatchRunner() { return dispatchRunner_.get(); }
 
 }  // namespace mka::app

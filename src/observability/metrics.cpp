@@ -53,9 +53,58 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                              .Name("multikueue_adapter_certificate_reloads_total")
                              .Help("Serving certificate (re)loads, by result (success, failure).")
                              .Register(*registry_);
+  dispatched_ = &prometheus::BuildCounter()
+                     .Name("multikueue_workloads_dispatched_total")
+                     .Help("Remote Workload copies created on worker clusters, by ClusterQueue and worker.")
+                     .Register(*registry_);
+  admitted_ = &prometheus::BuildCounter()
+                   .Name("multikueue_workloads_admitted_total")
+                   .Help("Workloads whose MultiKueue admission check turned Ready, by ClusterQueue and worker.")
+                   .Register(*registry_);
+  clusterConnected_ = &prometheus::BuildGauge()
+                           .Name("multikueue_adapter_cluster_connected")
+                           .Help("1 when the worker cluster is connected (every watch established), else 0.")
+                           .Register(*registry_);
+  reconciles_ = &prometheus::BuildCounter()
+                     .Name("controller_runtime_reconcile_total")
+                     .Help("Reconciles per controller, by result (success, requeue, error).")
+                     .Register(*registry_);
+  reconcileTime_ = &prometheus::BuildHistogram()
+                        .Name("controller_runtime_reconcile_time_seconds")
+                        .Help("Time per reconcile, per controller.")
+                        .Register(*registry_);
+  queueDepth_ = &prometheus::BuildGauge()
+                     .Name("workqueue_depth")
+                     .Help("Keys waiting in a controller's work queue.")
+                     .Register(*registry_);
 }
 
 Metrics::~Metrics() = default;
+
+void Metrics::recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster) {
+  dispatched_
+      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
+      .Increment();
+}
+
+void Metrics::recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster) {
+  admitted_
+      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
+      .Increment();
+}
+
+void Metrics::setClusterConnected(std::string_view cluster, bool connected) {
+  clusterConnected_->Add({{"cluster", std::string(cluster)}}).Set(connected ? 1 : 0);
+}
+
+void Metrics::observeReconcile(std::string_view controller, std::string_view result, double seconds) {
+  reconciles_->Add({{"controller", std::string(controller)}, {"result", std::string(result)}}).Increment();
+  reconcileTime_->Add({{"controller", std::string(controller)}}, kLatencyBuckets).Observe(seconds);
+}
+
+void Metrics::setQueueDepth(std::string_view controller, std::size_t depth) {
+  queueDepth_->Add({{"name", std::string(controller)}}).Set(static_cast<double>(depth));
+}
 
 void Metrics::observeAdmission(std::string_view webhook, std::string_view kind, std::string_view operation,
                                std::string_view result, double seconds) {

@@ -35,6 +35,8 @@ class Client;
 
 namespace mka::app {
 
+class DispatchRunner;
+
 // Command-line values; each one that is set overrides the configuration file
 // (controller-runtime convention: flags win over the file).
 struct ServeOptions {
@@ -66,6 +68,8 @@ class Service {
   webhook::InMemoryQueueIndex& queueIndex();
   observability::Health& health();
   observability::Metrics& metrics();
+  // The dispatch loop's runner when dispatch.enabled (null otherwise).
+  DispatchRunner* dispatchRunner();
 
  private:
   ServeOptions options_;
@@ -78,6 +82,7 @@ class Service {
   // informers feed `queues_` from LocalQueues, ClusterQueues and AdmissionChecks.
   std::unique_ptr<kube::Client> kubeClient_;
   std::unique_ptr<webhook::QueueIndexInformers> queueInformers_;
+  std::unique_ptr<DispatchRunner> dispatchRunner_;  // dispatch.enabled: leader election + dispatch loop
   std::unique_ptr<webhook::AdmissionHandler> handler_;
   std::shared_ptr<net::CertificateReloader> certificates_;
   std::unique_ptr<net::HttpServer> webhookServer_;

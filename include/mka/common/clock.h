@@ -3,6 +3,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace mka {
 
@@ -30,5 +33,11 @@ class FakeClock final : public Clock {
  private:
   std::atomic<TimePoint::duration::rep> now_;
 };
+
+// "2026-11-22T16:35:01Z": RFC 3339 in UTC with whole seconds, as Kubernetes writes metav1.Time.
+std::string toRfc3339(Clock::TimePoint time);
+// The inverse, for metav1.Time strings (fractional seconds and "Z" or numeric offsets
+// accepted); nullopt when `text` is not such a time.
+std::optional<Clock::TimePoint> parseRfc3339(std::string_view text);
 
 }  // namespace mka

@@ -3,7 +3,10 @@
 // keys, condition types, reasons and field managers. Users, Kueue and the workers read them,
 // so they are part of the contract; every use goes through these names.
 
+#include <chrono>
 #include <string_view>
+
+#include "mka/kube/gvk.h"
 
 #include "mka/config/configuration.h"
 
@@ -47,5 +50,47 @@ inline constexpr std::string_view kReady = "Ready";
 inline constexpr std::string_view kRetry = "Retry";
 inline constexpr std::string_view kRejected = "Rejected";
 }  // namespace check_state
+
+
+// ---- Workload reconciler (KUEUE-MULTIKUEUE.md §2) ----
+
+// Kinds on the manager and the workers (kueue.x-k8s.io/v1beta2, the storage version).
+inline const kube::GroupVersionKind kWorkloadGvk{"kueue.x-k8s.io", "v1beta2", "Workload"};
+inline const kube::GroupVersionKind kAdmissionCheckGvk{"kueue.x-k8s.io", "v1beta2", "AdmissionCheck"};
+inline const kube::GroupVersionKind kMultiKueueConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
+inline const kube::GroupVersionKind kMultiKueueClusterGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
+inline const kube::GroupVersionKind kEventGvk{"", "v1", "Event"};
+
+// Multi-owner workloads name their adapter in annotations, read before ownerReferences (§2.2).
+inline constexpr std::string_view kJobOwnerGvkAnnotation = "kueue.x-k8s.io/job-owner-gvk";
+inline constexpr std::string_view kJobOwnerNameAnnotation = "kueue.x-k8s.io/job-owner-name";
+
+// Remote Workload condition reasons.
+inline constexpr std::string_view kReasonOutOfSync = "OutOfSync";
+inline constexpr std::string_view kReasonEvictedOnManagerCluster = "EvictedOnManagerCluster";
+
+// Workload events written by MultiKueue: reason and action.
+inline constexpr std::string_view kEventReason = "MultiKueue";
+
+// Admission check messages (§2.8). The `, Previously: "<old>"` suffix is added by
+// checkMessageWithPrevious() for the transitions Kueue writes through its helper.
+namespace message {
+inline constexpr std::string_view kNoAdapter = "No multikueue adapter found";
+// + ` for owner kind "<gvk string>"`
+inline constexpr std::string_view kNoAdapterForKindPrefix = "No multikueue adapter found for owner kind ";
+inline constexpr std::string_view kOwnerNotManagedPrefix = "The owner is not managed by Kueue: ";
+inline constexpr std::string_view kAdmittingRemoteLost = "Admitting remote lost";
+inline constexpr std::string_view kAdmittingRemoteGone = "Admitting remote no longer exists";
+inline constexpr std::string_view kReadyWithoutCluster =
+    "Admission check is Ready but no admitting cluster is recorded; this is unexpected, please report it";
+inline constexpr std::string_view kNoMoreWorkers = "no more workers to nominate";
+}  // namespace message
+
+// Timings Kueue hard-codes (§6).
+inline constexpr std::chrono::seconds kSyncDeferredRequeue{2};
+inline constexpr std::chrono::minutes kIncrementalRoundTimeout{5};
+inline constexpr int kIncrementalStepSize = 3;
+// Condition and admission-check messages are cut to 32 KiB, the last 4 bytes becoming " ...".
+inline constexpr std::size_t kMaxConditionMessage = 32 * 1024;
 
 }  // namespace mka::multikueue

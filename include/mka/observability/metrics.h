@@ -39,6 +39,18 @@ class Metrics {
   // multikueue_adapter_certificate_reloads_total{result}.
   void recordCertificateReload(bool success);
 
+  // The dispatch loop. Kueue's series, so its dashboards work unchanged:
+  // multikueue_workloads_dispatched_total{cluster_queue,cluster,replica_role} (remote Workloads
+  // created) and multikueue_workloads_admitted_total{...} (checks turned Ready); ours:
+  // multikueue_adapter_cluster_connected{cluster} (1 connected, 0 not).
+  void recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster);
+  void recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster);
+  void setClusterConnected(std::string_view cluster, bool connected);
+  // controller-runtime's series: controller_runtime_reconcile_total{controller,result},
+  // controller_runtime_reconcile_time_seconds{controller} and workqueue_depth{name}.
+  void observeReconcile(std::string_view controller, std::string_view result, double seconds);
+  void setQueueDepth(std::string_view controller, std::size_t depth);
+
   // Prometheus text exposition format 0.0.4.
   std::string render() const;
 
@@ -49,6 +61,12 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* configReloads_;
   prometheus::Gauge* configLastReloadOk_;
   prometheus::Family<prometheus::Counter>* certificateReloads_;
+  prometheus::Family<prometheus::Counter>* dispatched_;
+  prometheus::Family<prometheus::Counter>* admitted_;
+  prometheus::Family<prometheus::Gauge>* clusterConnected_;
+  prometheus::Family<prometheus::Counter>* reconciles_;
+  prometheus::Family<prometheus::Histogram>* reconcileTime_;
+  prometheus::Family<prometheus::Gauge>* queueDepth_;
   struct Series;
   mutable std::mutex cacheMutex_;
   std::map<std::string, std::unique_ptr<Series>, std::less<>> cache_;  // label-set -> metrics

@@ -1,0 +1,35 @@
+#pragma once
+// The `demo` subcommand (SPEC §6): the whole MultiKueue flow in one process, no cluster needed.
+// A sandbox manager and workers with Kueue stand-ins (app::Environment), the adapter itself
+// (`serve`, in-process: webhook registered in the manager as a MutatingWebhookConfiguration and
+// a ValidatingWebhookConfiguration, dispatch loop under leader election), then the sample jobs
+// of manifests/samples/jobs submitted without a managedBy marker. It prints each step as it
+// happens (defaulted, Workload created, dispatched, admitted on worker N, status synced,
+// finished, remote copies removed) and a summary; --keep leaves everything running for kubectl.
+//
+// Threads: demoCommand() runs on the main thread and polls the clusters to report progress;
+// everything else runs on the threads of the pieces it starts.
+
+#include <chrono>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace mka::app {
+
+struct DemoOptions {
+  std::filesystem::path dir;  // kubeconfigs, certificates, the adapter's config; "" = a temp dir
+  bool keep = false;          // keep running after the summary, until SIGTERM/SIGINT
+  std::vector<std::string> workers{"worker1", "worker2"};
+  std::chrono::milliseconds runTime{std::chrono::seconds{3}};  // how long each job "runs" on its worker
+  std::chrono::seconds timeout{std::chrono::seconds{120}};     // give up waiting for the jobs after this
+  std::filesystem::path samples;  // manifests/samples; "" = found from the current directory
+  std::filesystem::path crds;     // CRD directory; "" = found from the current directory
+};
+
+// Returns the exit code: 0 when every sample job finished on exactly one worker with its
+// status copied back and no remote copy left; 1 otherwise (the summary says which and why).
+int demoCommand(const DemoOptions& options, std::ostream& out);
+
+}  // namespace mka::app

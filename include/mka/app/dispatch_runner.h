@@ -1,0 +1,71 @@
+#pragma once
+// Runs the dispatch loop (multikueue::Dispatcher) in `serve` only while this replica leads
+// (SPEC §5: every replica serves webhooks, only the leader dispatches), as controller-runtime's
+// manager runs its leader-election runnables. A configuration reload that changes what the
+// dispatcher depends on restarts it with the new configuration; a reload that does not is
+// ignored. Metrics go to observability::Metrics.
+//
+// Threads: owns one thread ("dispatch") that starts and stops the Dispatcher in answer to
+// messages (leadership gained or lost, configuration changed, stop) posted by the leader
+// elector's thread, the config reloader's thread or the owner; the Dispatcher's start() waits
+// for caches, so it never runs on the elector's thread (that would delay lease renewals).
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "mka/config/store.h"
+#include "mka/kube/client.h"
+#include "mka/kube/leader_election.h"
+#include "mka/multikueue/dispatcher.h"
+#include "mka/observability/metrics.h"
+
+namespace mka::app {
+
+class DispatchRunner {
+ public:
+  // All borrowed; must outlive the runner.
+  DispatchRunner(kube::Client& manager, const config::ConfigStore& store, observability::Metrics& metrics);
+  ~DispatchRunner();  // stop()
+  DispatchRunner(const DispatchRunner&) = delete;
+  DispatchRunner& operator=(const DispatchRunner&) = delete;
+
+  // Starts leader election (or leads at once when leaderElection.leaderElect is false).
+  void start();
+  // Stops dispatching, releases the lease, joins.
+  void stop();
+  // The configuration store changed (called by the reloader's callback).
+  void configChanged();
+
+  bool leading() const;
+  bool dispatching() const;
+
+ private:
+  enum class Message { Lead, Follow, Reconfigure, Stop };
+  void post(Message message);
+  void run();
+  void startDispatcher();
+  void stopDispatcher();
+
+  class Observer;
+  kube::Client& manager_;
+  const config::ConfigStore& store_;
+  observability::Metrics& metrics_;
+  std::unique_ptr<Observer> observer_;
+  std::unique_ptr<kube::LeaderElector> elector_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Message> messages_;
+  bool leading_ = false;
+  bool dispatching_ = false;
+
+  // Owned by the "dispatch" thread.
+  std::unique_ptr<multikueue::Dispatcher> dispatcher_;
+  std::shared_ptr<const config::Configuration> running_;
+  std::thread thread_;
+};
+
+}  // namespace mka::app

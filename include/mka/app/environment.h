@@ -1,0 +1,86 @@
+#pragma once
+// A whole MultiKueue platform in one process, for `demo`, the end-to-end tests and the
+// benchmarks: sandbox clusters (a manager and workers, HTTPS on loopback), a Kueue stand-in on
+// each, the sample Kueue objects of manifests/samples applied (AdmissionCheck, MultiKueueConfig,
+// MultiKueueClusters, queues; the workers get manifests/samples/worker), one kubeconfig Secret
+// per worker in kueue-system, and a client per cluster. The adapter itself is not part of it:
+// callers start a multikueue::Dispatcher (or the whole Service) against client("manager").
+//
+// Threads: the owner builds, uses and destroys it; clusters and stand-ins run their own threads.
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/config/configuration.h"
+#include "mka/kube/client.h"
+#include "mka/sandbox/kueue_standin.h"
+#include "mka/sandbox/sandbox.h"
+
+namespace mka::app {
+
+class Environment {
+ public:
+  struct Options {
+    std::vector<std::string> workers{"worker1", "worker2"};
+    std::filesystem::path crdDirectory;      // CRDs served by every cluster (*.yaml)
+    std::filesystem::path samplesDirectory;  // manifests/samples (kueue/, worker/)
+    const Clock* clock = nullptr;            // null: real time
+    std::chrono::nanoseconds runTime{std::chrono::seconds{10}};  // how long a job "runs" on a worker
+    bool startWorkerKueues = true;
+    std::size_t workerCapacity = 0;  // Workloads admitted at once per worker; 0 = unlimited
+    std::chrono::milliseconds pollInterval{5};
+    std::chrono::nanoseconds readmitDelay{0};
+    std::size_t watchHistory = 10'000;  // events each cluster keeps for watch resume (benchmarks raise it)
+    // Also written into client options of the environment's own clients.
+    kube::ClientOptions clientOptions{.qps = 0};
+  };
+
+  // Starts everything; throws mka::Error naming what failed (a missing CRD directory, a bad
+  // sample file).
+  explicit Environment(Options options);
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  sandbox::Sandbox& sandbox();
+  sandbox::Cluster& cluster(const std::string& name);  // "manager" or a worker
+  sandbox::KueueStandIn& kueue(const std::string& name);
+  kube::Client& client(const std::string& name);
+  const std::vector<std::string>& workers() const { return options_.workers; }
+  const Clock& clock() const;
+
+  // The adapter configuration matching the environment: PipelineRun.v1.tekton.dev and
+  // Workflow.v1alpha1.argoproj.io (built-in profiles), namespace kueue-system, origin
+  // multikueue, our AdmissionCheck controller name, client rate limits off.
+  config::Configuration adapterConfiguration() const;
+
+  // Creates every document of a YAML file in `cluster` (as `kubectl create -f`); returns them.
+  std::vector<nlohmann::json> createFromFile(const std::string& cluster, const std::filesystem::path& file);
+  // Creates one object in `cluster` through its client.
+  nlohmann::json create(const std::string& cluster, const nlohmann::json& object);
+
+  // Every stand-in quiet (see KueueStandIn::idle).
+  bool kueuesIdle() const;
+  void pokeKueues();  // after advancing a FakeClock
+
+  // Where the repository's sample and CRD folders are, found from `start` upwards
+  // (../shared/crds beside the checkout, else test/fixtures/crds). Throws mka::Error when absent.
+  static std::filesystem::path findCrdDirectory(const std::filesystem::path& start);
+  static std::filesystem::path findSamplesDirectory(const std::filesystem::path& start);
+
+ private:
+  Options options_;
+  const Clock* clock_;
+  std::unique_ptr<sandbox::Sandbox> sandbox_;
+  std::map<std::string, std::unique_ptr<kube::Client>> clients_;
+  std::map<std::string, std::unique_ptr<sandbox::KueueStandIn>> kueues_;
+};
+
+}  // namespace mka::app

@@ -1,0 +1,114 @@
+#pragma once
+// The Workload reconciler (KUEUE-MULTIKUEUE.md §2.1-§2.14) for Workloads whose admission check
+// is ours (spec.controllerName == Options::controllerName) and whose owner is a configured
+// external framework: remote Workload copies on the nominated workers (AllAtOnce, Incremental
+// or an external dispatcher's nominatedClusterNames), the first worker to admit wins and the
+// other copies go, the job copy is created there (generic adapter, marker removed), its status
+// is copied back whenever it changes, the manager's Workload is finished from the worker's,
+// evictions go both ways, a worker lost longer than workerLostTimeout sends the check to Retry,
+// and remote objects are deleted in every case of §2.10.
+//
+// Reads come from caches (manager informers; the registry's worker informers); remote events
+// bring keys back, so a cache that lags only delays a decision. Writes: Workload status with
+// optimistic concurrency (the read object's resourceVersion; a 409 re-reads and re-decides),
+// never a blind overwrite; creates tolerate AlreadyExists and deletes NotFound, so a restart
+// mid-step never duplicates a job (names are deterministic: the remote copy has the local name).
+//
+// Threads: reconcile() on the workload controller's workers, one key at a time per key;
+// rememberDeleted() on the manager Workload informer's thread. Shared state (deleted-workload
+// cache, incremental rounds) is guarded by one mutex, never held during I/O.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/config/configuration.h"
+#include "mka/kube/client.h"
+#include "mka/kube/informer.h"
+#include "mka/multikueue/cluster_registry.h"
+#include "mka/multikueue/controller.h"
+#include "mka/multikueue/events.h"
+#include "mka/multikueue/generic_adapter.h"
+
+namespace mka::multikueue {
+
+// Manager-side caches the reconciler reads (all borrowed, started and synced by the owner).
+struct ManagerCaches {
+  kube::Informer* workloads = nullptr;
+  kube::Informer* admissionChecks = nullptr;
+  kube::Informer* configs = nullptr;  // MultiKueueConfigs
+  std::map<kube::GroupVersionKind, kube::Informer*> jobs;  // one per configured framework
+};
+
+// Kueue's dispatch metrics (multikueue_workloads_dispatched_total / _admitted_total).
+class DispatchObserver {
+ public:
+  virtual ~DispatchObserver() = default;
+  virtual void workloadDispatched(const std::string& clusterQueue, const std::string& cluster) = 0;
+  virtual void workloadAdmitted(const std::string& clusterQueue, const std::string& cluster) = 0;
+};
+
+class WorkloadReconciler {
+ public:
+  struct Options {
+    std::string controllerName = std::string(config::kDefaultDispatchControllerName);
+    std::string origin = "multikueue";
+    std::vector<config::ExternalFramework> frameworks;
+    std::chrono::nanoseconds workerLostTimeout{std::chrono::minutes{15}};
+    std::string dispatcherName = std::string(config::kDispatcherAllAtOnce);
+    int incrementalStepSize = kIncrementalStepSize;
+    PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;
+  };
+
+  // All borrowed; must outlive the reconciler. `observer` may be null.
+  WorkloadReconciler(kube::Client& manager, ManagerCaches caches, const ClusterRegistry& clusters,
+                     EventRecorder& events, const Clock& clock, Options options, DispatchObserver* observer = nullptr);
+
+  // Reconciles the manager's Workload "namespace/name".
+  Result reconcile(const std::string& key);
+
+  // The manager's Workload informer saw `workload` deleted: keep it so the next reconcile can
+  // clean the workers (§2.1 step 1).
+  void rememberDeleted(const nlohmann::json& workload);
+
+  // Keys of cached Workloads with a state for admission check `check` (event mapping).
+  std::vector<std::string> workloadsUsingCheck(const std::string& check) const;
+
+ private:
+  struct Group;
+  struct Owner;
+
+  std::optional<std::string> ourCheck(const nlohmann::json& workload) const;
+  Result reject(const nlohmann::json& workload, const std::string& check, const std::string& message);
+  Result reconcileGroup(const nlohmann::json& workload, const std::string& check, Group& group);
+  Result cleanupAll(Group& group);
+  Result nominateAndSync(const nlohmann::json& workload, const std::string& check, Group& group);
+  void removeRemoteObjects(RemoteCluster& remote, const Group& group);
+  void syncJob(RemoteCluster& remote, const Group& group, bool freshRead);
+  // Read-modify-write of the manager Workload's status: `mutate` returns false when nothing is
+  // to change. A conflict re-reads the object and runs `mutate` again. Returns whether written.
+  bool updateStatus(kube::Client& client, const nlohmann::json& cached,
+                    const std::function<bool(nlohmann::json&)>& mutate);
+  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,
+                                                 Result& result);
+
+  kube::Client& manager_;
+  ManagerCaches caches_;
+  const ClusterRegistry& clusters_;
+  EventRecorder& events_;
+  const Clock& clock_;
+  Options options_;
+  DispatchObserver* observer_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, nlohmann::json> deleted_;             // key -> last seen Workload
+  std::map<std::string, Clock::TimePoint> incrementalRound_;  // key -> current round's start
+};
+
+}  // namespace mka::multikueue

@@ -1,0 +1,346 @@
+#include "mka/app/demo_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "mka/app/dispatch_runner.h"
+#include "mka/app/environment.h"
+#include "mka/app/service.h"
+#include "mka/common/base64.h"
+#include "mka/common/errors.h"
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/workload_status.h"
+#include "mka/net/pki.h"
+#include "mka/observability/health.h"
+
+namespace mka::app {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+const char* kManager = "manager";
+
+// One sample job followed through the flow.
+struct Tracked {
+  kube::GroupVersionKind gvk;
+  sandbox::KueueStandIn::JobKind kind;
+  std::string name;
+  std::string workload;
+  std::set<std::string> seen;  // steps reported
+  std::set<std::string> admittedOn;
+  std::string worker;
+  std::string result;
+  Steady::time_point submitted;
+  Steady::time_point done;
+  bool complete = false;
+};
+
+std::optional<json> getIfExists(kube::Client& client, const kube::GroupVersionKind& gvk, const std::string& ns,
+                                const std::string& name) {
+  try {
+    return client.get(gvk, ns, name);
+  } catch (const kube::ApiError& e) {
+    if (e.reason() == kube::Reason::NotFound) return std::nullopt;
+    throw;
+  }
+}
+
+// A job's outcome as its framework writes it: Tekton's Succeeded condition, Argo's phase.
+std::string outcomeOf(const json& job) {
+  if (const auto* c = multikueue::findCondition(job, "Succeeded")) {
+    if (c->value("status", "") == "True") return "Succeeded";
+    if (c->value("status", "") == "False") return "Failed (" + c->value("reason", "") + ")";
+    return "Running";
+  }
+  const auto phase = job.value("status", json::object()).value("phase", "");
+  return phase.empty() ? "" : phase;
+}
+
+std::string markerOf(const json& job) {
+  const auto meta = job.value("metadata", json::object());
+  const auto labels = meta.value("labels", json::object());
+  if (labels.contains("workflows.argoproj.io/controller-instanceid"))
+    return "label workflows.argoproj.io/controller-instanceid=" +
+           labels["workflows.argoproj.io/controller-instanceid"].get<std::string>();
+  const auto spec = job.value("spec", json::object());
+  if (spec.contains("managedBy")) return "spec.managedBy=" + spec["managedBy"].get<std::string>();
+  return "";
+}
+
+std::string writeFile(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw Error(path.string() + ": cannot write the file");
+  return path.string();
+}
+
+json webhookConfiguration(const std::string& kind, const std::string& path, int port, const std::string& caPem,
+                          const json& operations) {
+  const auto name = std::string(kind == "MutatingWebhookConfiguration" ? "mutate" : "validate") + ".multikueue-adapter.dev";
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", kind},
+          {"metadata", {{"name", "multikueue-adapter"}}},
+          {"webhooks",
+           json::array({{{"name", name},
+                         {"clientConfig",
+                          {{"url", "https://127.0.0.1:" + std::to_string(port) + path},
+                           {"caBundle", base64Encode(caPem)}}},
+                         {"rules", json::array({{{"apiGroups", {"tekton.dev", "argoproj.io"}},
+                                                 {"apiVersions", {"*"}},
+                                                 {"resources", {"pipelineruns", "workflows"}},
+                                                 {"operations", operations}}})},
+                         {"failurePolicy", "Fail"},
+                         {"sideEffects", "None"},
+                         {"matchPolicy", "Equivalent"},
+                         {"timeoutSeconds", 10},
+                         {"admissionReviewVersions", {"v1"}}}})}};
+}
+
+class Demo {
+ public:
+  Demo(const DemoOptions& options, std::ostream& out) : options_(options), out_(out) {}
+
+  int run() {
+    dir_ = options_.dir.empty() ? fs::temp_directory_path() / ("multikueue-demo-" + std::to_string(::getpid()))
+                                : fs::absolute(options_.dir);
+    fs::create_directories(dir_);
+    say("Starting a sandbox: a manager and " + std::to_string(options_.workers.size()) +
+        " workers (emulated Kubernetes API servers on loopback), Kueue stand-ins, Kueue's sample objects");
+    Environment::Options eo;
+    eo.workers = options_.workers;
+    eo.crdDirectory = options_.crds.empty() ? Environment::findCrdDirectory(fs::current_path()) : options_.crds;
+    eo.samplesDirectory =
+        options_.samples.empty() ? Environment::findSamplesDirectory(fs::current_path()) : options_.samples;
+    eo.runTime = options_.runTime;
+    env_ = std::make_unique<Environment>(eo);
+    kubeconfigs_ = env_->sandbox().writeKubeconfigs(dir_ / "kubeconfigs");
+
+    startAdapter();
+    submitSamples();
+    const bool ok = follow();
+    summary(ok);
+    if (options_.keep) keepRunning();
+    service_->stop();
+    return ok ? 0 : 1;
+  }
+
+  ~Demo() {
+    if (service_) service_->stop();
+  }
+
+ private:
+  void say(const std::string& line) {
+    const auto elapsed = std::chrono::duration<double>(Steady::now() - started_).count();
+    out_ << "[" << std::fixed << std::setprecision(1) << std::setw(5) << elapsed << "s] " << line << '\n';
+    out_.flush();
+  }
+
+  void startAdapter() {
+    net::CertificateAuthority ca("multikueue-adapter demo CA");
+    const auto serving = ca.issue({});
+    writeFile(dir_ / "certs" / "tls.crt", serving.certPem);
+    writeFile(dir_ / "certs" / "tls.key", serving.keyPem);
+    const auto configFile = writeFile(dir_ / "config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+namespace: kueue-system
+leaderElection: {leaderElect: true, resourceName: multikueue-adapter, resourceNamespace: kueue-system}
+clientConnection: {qps: 200, burst: 400}
+managedByDefaulting: MultiKueueQueues
+dispatch: {enabled: true, admissionCheckControllerName: multikueue-adapter.dev/dispatcher}
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
+  gcInterval: 1m
+  origin: multikueue
+  workerLostTimeout: 15m
+)");
+    ServeOptions so;
+    so.configFile = configFile;
+    so.kubeconfig = kubeconfigs_.at(kManager).string();
+    so.certDir = (dir_ / "certs").string();
+    so.webhookBindAddress = "127.0.0.1:0";
+    so.healthProbeBindAddress = "127.0.0.1:0";
+    so.metricsBindAddress = "127.0.0.1:0";
+    service_ = std::make_unique<Service>(so);
+    service_->start();
+    auto& manager = env_->client(kManager);
+    manager.create(webhookConfiguration("MutatingWebhookConfiguration", "/mutate", service_->webhookPort(),
+                                        ca.certPem(), {"CREATE"}));
+    manager.create(webhookConfiguration("ValidatingWebhookConfiguration", "/validate", service_->webhookPort(),
+                                        ca.certPem(), {"CREATE", "UPDATE"}));
+    const auto deadline = Steady::now() + std::chrono::seconds{60};
+    while (!(service_->health().ready(false).ok && service_->dispatchRunner() && service_->dispatchRunner()->dispatching())) {
+      if (Steady::now() > deadline) throw Error("the adapter did not become ready within 60 s; see the log above");
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    say("Adapter running: webhook https://127.0.0.1:" + std::to_string(service_->webhookPort()) +
+        " registered in the manager, dispatch loop leading, metrics http://127.0.0.1:" +
+        std::to_string(service_->metricsPort()) + "/metrics");
+  }
+
+  void submitSamples() {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(samplesDir() / "jobs"))
+      if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& file : files) {
+      for (const auto& job : env_->createFromFile(kManager, file)) {
+        Tracked t;
+        t.gvk = kube::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
+        for (const auto& k : sandbox::KueueStandIn::defaultJobKinds())
+          if (k.kind == t.gvk.kind && k.group == t.gvk.group) t.kind = k;
+        t.name = job.at("metadata").value("name", "");
+        t.workload = sandbox::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
+        t.submitted = Steady::now();
+        const auto marker = markerOf(job);
+        say(label(t) + " submitted from " + file.filename().string() + " without a managedBy marker; webhook set " +
+            (marker.empty() ? std::string("nothing (!)") : marker));
+        jobs_.push_back(std::move(t));
+      }
+    }
+  }
+
+  fs::path samplesDir() const {
+    return options_.samples.empty() ? Environment::findSamplesDirectory(fs::current_path()) : options_.samples;
+  }
+
+  static std::string label(const Tracked& t) { return t.gvk.kind + " default/" + t.name; }
+
+  void step(Tracked& t, const std::string& id, const std::string& text) {
+    if (t.seen.insert(id).second) say(label(t) + ": " + text);
+  }
+
+  bool follow() {
+    auto& manager = env_->client(kManager);
+    const auto deadline = Steady::now() + options_.timeout;
+    while (Steady::now() < deadline) {
+      bool all = true;
+      for (auto& t : jobs_) {
+        if (t.complete) continue;
+        all = false;
+        observe(manager, t);
+      }
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    return std::all_of(jobs_.begin(), jobs_.end(), [](const Tracked& t) { return t.complete; });
+  }
+
+  void observe(kube::Client& manager, Tracked& t) {
+    const auto wl = getIfExists(manager, multikueue::kWorkloadGvk, "default", t.workload);
+    const auto job = getIfExists(manager, t.gvk, "default", t.name);
+    if (wl && multikueue::hasQuotaReservation(*wl))
+      step(t, "quota", "Kueue created Workload " + t.workload + " and reserved quota in ClusterQueue cluster-queue");
+    if (wl) {
+      const auto nominated = multikueue::nominatedClusters(*wl);
+      if (!nominated.empty()) {
+        std::string list;
+        for (const auto& n : nominated) list += (list.empty() ? "" : ", ") + n;
+        step(t, "dispatched", "Workload copies sent to " + list + " (first to admit wins)");
+      }
+      const auto worker = multikueue::clusterName(*wl);
+      if (!worker.empty()) {
+        t.worker = worker;
+        t.admittedOn.insert(worker);
+        step(t, "admitted:" + worker, "admitted on " + worker + "; the job copy was created there, the other copies removed");
+      }
+    }
+    if (job && !t.worker.empty()) {
+      const auto outcome = outcomeOf(*job);
+      if (!outcome.empty()) step(t, "status:" + outcome, "status synced from " + t.worker + ": " + outcome);
+    }
+    if (wl && multikueue::isFinished(*wl)) {
+      const auto* c = multikueue::findCondition(*wl, multikueue::condition::kFinished);
+      step(t, "finished", "finished on " + t.worker + " (" + c->value("reason", "") + ": " + c->value("message", "") + ")");
+      bool copies = false;
+      for (const auto& w : options_.workers) {
+        auto& client = env_->client(w);
+        copies = copies || getIfExists(client, multikueue::kWorkloadGvk, "default", t.workload) ||
+                 getIfExists(client, t.gvk, "default", t.name);
+      }
+      if (!copies) {
+        step(t, "cleaned", "remote copies removed from " + t.worker);
+        t.result = job ? outcomeOf(*job) : "";
+        t.done = Steady::now();
+        t.complete = true;
+      }
+    }
+  }
+
+  void summary(bool ok) {
+    out_ << "\nSummary\n";
+    out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER"
+         << std::setw(12) << "RESULT" << "TIME\n";
+    for (const auto& t : jobs_) {
+      const auto seconds =
+          t.complete ? std::chrono::duration<double>(t.done - t.submitted).count() : -1.0;
+      std::ostringstream time;
+      if (seconds >= 0) time << std::fixed << std::setprecision(1) << seconds << "s";
+      out_ << std::left << std::setw(34) << ("default/" + t.name) << std::setw(13) << t.gvk.kind << std::setw(10)
+           << (t.worker.empty() ? "-" : t.worker) << std::setw(12) << (t.complete ? t.result : "not done")
+           << (t.complete ? time.str() : "-") << '\n';
+      if (t.admittedOn.size() > 1) out_ << "  note: admitted on more than one worker over its life (requeued)\n";
+    }
+    out_ << (ok ? "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is left.\n"
+                : "\nSome jobs did not finish within the timeout (see the log lines above).\n");
+    out_ << "\nLook around with kubectl:\n";
+    for (const auto& [name, path] : kubeconfigs_)
+      out_ << "  kubectl --kubeconfig " << path.string() << " get pipelineruns,workflows,workloads -A\n";
+    out_.flush();
+  }
+
+  void keepRunning() {
+    sigset_t stopSignals;
+    sigemptyset(&stopSignals);
+    sigaddset(&stopSignals, SIGTERM);
+    sigaddset(&stopSignals, SIGINT);
+    say("--keep: everything stays up; press Ctrl-C (or send SIGTERM) to stop");
+    int signal = 0;
+    sigwait(&stopSignals, &signal);
+  }
+
+  const DemoOptions& options_;
+  std::ostream& out_;
+  Steady::time_point started_ = Steady::now();
+  fs::path dir_;
+  std::unique_ptr<Environment> env_;
+  std::map<std::string, fs::path> kubeconfigs_;
+  std::unique_ptr<Service> service_;
+  std::vector<Tracked> jobs_;
+};
+
+}  // namespace
+
+int demoCommand(const DemoOptions& options, std::ostream& out) {
+  // Block the stop signals before any thread starts (--keep waits for them on this thread).
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    Demo demo(options, out);
+    return demo.run();
+  } catch (const std::exception& e) {
+    spdlog::error("demo failed: {}", e.what());
+    out << "demo failed: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace mka::app

@@ -1,0 +1,185 @@
+#include "mka/app/dispatch_runner.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include "mka/kube/rate_limiter.h"
+
+namespace mka::app {
+
+namespace {
+
+// What a running dispatcher was built from; a reload that changes none of it changes nothing.
+bool sameDispatchSettings(const config::Configuration& a, const config::Configuration& b) {
+  auto frameworks = [](const config::Configuration& c) {
+    std::vector<std::pair<std::string, config::ManagedByLocation>> out;
+    for (const auto& f : c.multiKueue.externalFrameworks) out.emplace_back(f.name, f.managedBy);
+    return out;
+  };
+  return a.namespace_ == b.namespace_ && a.dispatch.enabled == b.dispatch.enabled &&
+         a.dispatch.admissionCheckControllerName == b.dispatch.admissionCheckControllerName &&
+         a.clientConnection.qps == b.clientConnection.qps && a.clientConnection.burst == b.clientConnection.burst &&
+         frameworks(a) == frameworks(b) && a.multiKueue.gcInterval == b.multiKueue.gcInterval &&
+         a.multiKueue.origin == b.multiKueue.origin && a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
+         a.multiKueue.dispatcherName == b.multiKueue.dispatcherName;
+}
+
+}  // namespace
+
+// Forwards the dispatch loop's observations to the Prometheus registry.
+class DispatchRunner::Observer : public multikueue::ControllerObserver, public multikueue::DispatchObserver {
+ public:
+  explicit Observer(observability::Metrics& metrics) : metrics_(metrics) {}
+  void reconciled(const std::string& controller, const std::string& result, double seconds) override {
+    metrics_.observeReconcile(controller, result, seconds);
+  }
+  void queueDepth(const std::string& controller, std::size_t depth) override {
+    metrics_.setQueueDepth(controller, depth);
+  }
+  void workloadDispatched(const std::string& clusterQueue, const std::string& cluster) override {
+    metrics_.recordWorkloadDispatched(clusterQueue, cluster);
+  }
+  void workloadAdmitted(const std::string& clusterQueue, const std::string& cluster) override {
+    metrics_.recordWorkloadAdmitted(clusterQueue, cluster);
+  }
+
+ private:
+  observability::Metrics& metrics_;
+};
+
+DispatchRunner::DispatchRunner(kube::Client& manager, const config::ConfigStore& store,
+                               observability::Metrics& metrics)
+    : manager_(manager), store_(store), metrics_(metrics), observer_(std::make_unique<Observer>(metrics)) {}
+
+DispatchRunner::~DispatchRunner() { stop(); }
+
+void DispatchRunner::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "dispatch");
+    run();
+  });
+  const auto cfg = store_.get();
+  if (!cfg->leaderElection.leaderElect) {
+    spdlog::info("leader election disabled: this replica dispatches");
+    post(Message::Lead);
+    return;
+  }
+  kube::LeaderElectionConfig le;
+  le.namespace_ = cfg->leaderElection.resourceNamespace;
+  le.name = cfg->leaderElection.resourceName;
+  le.identity = kube::defaultLeaderIdentity();
+  le.leaseDuration = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.leaseDuration);
+  le.renewDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.renewDeadline);
+  le.retryPeriod = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.retryPeriod);
+  le.onStartedLeading = [this] { post(Message::Lead); };
+  le.onStoppedLeading = [this] { post(Message::Follow); };
+  le.onNewLeader = [](const std::string& identity) { spdlog::info("leader observed identity={}", identity); };
+  elector_ = std::make_unique<kube::LeaderElector>(manager_, le);
+  spdlog::info("leader election started lease={}/{} identity={}", le.namespace_, le.name, le.identity);
+  elector_->start();
+}
+
+void DispatchRunner::stop() {
+  if (elector_) elector_->stop();  // may post Follow
+  post(Message::Stop);
+  if (thread_.joinable()) thread_.join();
+  elector_.reset();
+}
+
+void DispatchRunner::configChanged() { post(Message::Reconfigure); }
+
+bool DispatchRunner::leading() const {
+  std::lock_guard lock(mutex_);
+  return leading_;
+}
+
+bool DispatchRunner::dispatching() const {
+  std::lock_guard lock(mutex_);
+  return dispatching_;
+}
+
+void DispatchRunner::post(Message message) {
+  {
+    std::lock_guard lock(mutex_);
+    messages_.push_back(message);
+  }
+  wake_.notify_all();
+}
+
+void DispatchRunner::run() {
+  while (true) {
+    Message message;
+    {
+      std::unique_lock lock(mutex_);
+      // A dispatcher that could not start (caches not synced: CRDs or RBAC missing) is retried.
+      const bool retry = leading_ && !dispatcher_;
+      if (!wake_.wait_for(lock, retry ? std::chrono::seconds{30} : std::chrono::hours{24},
+                          [&] { return !messages_.empty(); })) {
+        if (retry) {
+          lock.unlock();
+          startDispatcher();
+        }
+        continue;
+      }
+      message = messages_.front();
+      messages_.pop_front();
+      if (message == Message::Lead) leading_ = true;
+      if (message == Message::Follow || message == Message::Stop) leading_ = false;
+    }
+    switch (message) {
+      case Message::Lead:
+        startDispatcher();
+        break;
+      case Message::Follow:
+        spdlog::info("leadership lost: dispatching stops");
+        stopDispatcher();
+        break;
+      case Message::Reconfigure:
+        if (dispatcher_ && running_ && !sameDispatchSettings(*running_, *store_.get())) {
+          spdlog::info("dispatch settings changed: restarting the dispatch loop with the new configuration");
+          stopDispatcher();
+          startDispatcher();
+        }
+        break;
+      case Message::Stop:
+        stopDispatcher();
+        return;
+    }
+  }
+}
+
+void DispatchRunner::startDispatcher() {
+  if (dispatcher_) return;
+  running_ = store_.get();
+  if (!running_->dispatch.enabled) return;
+  multikueue::Dispatcher::Options options;
+  options.config = *running_;
+  options.controllerObserver = observer_.get();
+  options.dispatchObserver = observer_.get();
+  options.onClusterConnection = [this](const std::string& cluster, bool connected) {
+    metrics_.setClusterConnected(cluster, connected);
+  };
+  auto dispatcher = std::make_unique<multikueue::Dispatcher>(manager_, kube::systemClock(), options);
+  try {
+    dispatcher->start();
+  } catch (const std::exception& e) {
+    // The caches cannot sync (CRDs missing, RBAC): stay up for the webhooks, say why, retry on
+    // the next leadership change or config reload.
+    spdlog::error("dispatch loop not started error=\"{}\"", e.what());
+    return;
+  }
+  dispatcher_ = std::move(dispatcher);
+  std::lock_guard lock(mutex_);
+  dispatching_ = true;
+}
+
+void DispatchRunner::stopDispatcher() {
+  if (!dispatcher_) return;
+  dispatcher_->stop();
+  dispatcher_.reset();
+  std::lock_guard lock(mutex_);
+  dispatching_ = false;
+}
+
+}  // namespace mka::app

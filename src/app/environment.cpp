@@ -1,0 +1,189 @@
+#include "mka/app/environment.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "mka/common/base64.h"
+#include "mka/common/errors.h"
+#include "mka/config/loader.h"
+#include "mka/kube/kubeconfig.h"
+#include "mka/kube/rate_limiter.h"
+#include "mka/sandbox/yaml_json.h"
+
+namespace mka::app {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kManager = "manager";
+constexpr const char* kKueueNamespace = "kueue-system";
+
+std::vector<fs::path> yamlFilesIn(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+  }
+  if (ec) throw Error(dir.string() + ": cannot list the directory: " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::optional<fs::path> findUpwards(const fs::path& start, const std::vector<fs::path>& relatives) {
+  for (fs::path dir = fs::absolute(start); !dir.empty(); dir = dir.parent_path()) {
+    for (const auto& relative : relatives) {
+      std::error_code ec;
+      if (fs::is_directory(dir / relative, ec)) return (dir / relative).lexically_normal();
+    }
+    if (dir == dir.parent_path()) break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+fs::path Environment::findCrdDirectory(const fs::path& start) {
+  // Our curated copies first (a small Argo CRD); the shared folder beside the checkout else.
+  if (auto dir = findUpwards(start, {fs::path("test") / "fixtures" / "crds", fs::path("shared") / "crds"})) return *dir;
+  throw Error("no CRD directory found from " + start.string() +
+              ": run from the repository checkout (test/fixtures/crds), or pass the CRD folder explicitly");
+}
+
+fs::path Environment::findSamplesDirectory(const fs::path& start) {
+  if (auto dir = findUpwards(start, {fs::path("manifests") / "samples"})) return *dir;
+  throw Error("no manifests/samples directory found from " + start.string() + ": run from the repository checkout");
+}
+
+Environment::Environment(Options options) : options_(std::move(options)) {
+  clock_ = options_.clock != nullptr ? options_.clock : &kube::systemClock();
+  sandbox_ = std::make_unique<sandbox::Sandbox>(*clock_);
+  const auto crdFiles = yamlFilesIn(options_.crdDirectory);
+  if (crdFiles.empty()) throw Error(options_.crdDirectory.string() + ": holds no CRD file (*.yaml)");
+
+  std::vector<std::string> names{kManager};
+  names.insert(names.end(), options_.workers.begin(), options_.workers.end());
+  for (const auto& name : names) {
+    sandbox::ClusterOptions cluster;
+    cluster.name = name;
+    cluster.crdFiles = crdFiles;
+    cluster.watchHistory = options_.watchHistory;
+    auto& started = sandbox_->addCluster(cluster);
+    const auto rest = kube::restConfigFor(kube::Kubeconfig::parse(started.kubeconfig(), name + ".kubeconfig"));
+    clients_[name] = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(rest, options_.clientOptions));
+  }
+
+  // Kueue's objects: the manager's from manifests/samples/kueue, the workers' from .../worker.
+  create(kManager, json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kKueueNamespace}}}});
+  for (const auto& file : yamlFilesIn(options_.samplesDirectory / "kueue")) {
+    for (auto& object : sandbox::loadYamlDocuments([&] {
+           std::ifstream in(file);
+           std::stringstream text;
+           text << in.rdbuf();
+           return text.str();
+         }())) {
+      if (object.value("kind", "") == "MultiKueueConfig") {
+        object["spec"]["clusters"] = options_.workers;
+      }
+      if (object.value("kind", "") == "MultiKueueCluster") continue;  // made below, one per worker
+      create(kManager, object);
+    }
+  }
+  for (const auto& worker : options_.workers) {
+    create(kManager, json{{"apiVersion", "v1"},
+                          {"kind", "Secret"},
+                          {"metadata", {{"name", worker + "-secret"}, {"namespace", kKueueNamespace}}},
+                          {"data", {{"kubeconfig", base64Encode(sandbox_->cluster(worker).kubeconfig())}}}});
+    create(kManager, json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                          {"kind", "MultiKueueCluster"},
+                          {"metadata", {{"name", worker}}},
+                          {"spec", {{"clusterSource", {{"kubeConfig", {{"locationType", "Secret"}, {"location", worker + "-secret"}}}}}}}});
+    for (const auto& file : yamlFilesIn(options_.samplesDirectory / "worker")) createFromFile(worker, file);
+  }
+
+  for (const auto& name : names) {
+    sandbox::KueueStandIn::Options o;
+    o.role = name == kManager ? sandbox::KueueStandIn::Role::Manager : sandbox::KueueStandIn::Role::Worker;
+    o.runTime = options_.runTime;
+    o.capacity = options_.workerCapacity;
+    o.pollInterval = options_.pollInterval;
+    o.readmitDelay = options_.readmitDelay;
+    auto kueue = std::make_unique<sandbox::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
+    if (name == kManager || options_.startWorkerKueues) kueue->start();
+    kueues_[name] = std::move(kueue);
+  }
+}
+
+Environment::~Environment() {
+  for (auto& [name, kueue] : kueues_) kueue->stop();
+  if (sandbox_) sandbox_->stop();
+}
+
+sandbox::Sandbox& Environment::sandbox() { return *sandbox_; }
+sandbox::Cluster& Environment::cluster(const std::string& name) { return sandbox_->cluster(name); }
+
+sandbox::KueueStandIn& Environment::kueue(const std::string& name) {
+  auto it = kueues_.find(name);
+  if (it == kueues_.end()) throw Error("environment: no cluster named " + name);
+  return *it->second;
+}
+
+kube::Client& Environment::client(const std::string& name) {
+  auto it = clients_.find(name);
+  if (it == clients_.end()) throw Error("environment: no cluster named " + name);
+  return *it->second;
+}
+
+const Clock& Environment::clock() const { return *clock_; }
+
+config::Configuration Environment::adapterConfiguration() const {
+  auto loaded = config::parseConfiguration(R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+namespace: kueue-system
+managedByDefaulting: MultiKueueQueues
+dispatch: {enabled: true}
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
+  origin: multikueue
+)");
+  if (!loaded.ok()) throw ValidationError(loaded.errors);
+  auto config = *loaded.config;
+  config.clientConnection.qps = 0;  // off: the sandbox is local (a file cannot say 0, code can)
+  return config;
+}
+
+std::vector<json> Environment::createFromFile(const std::string& cluster, const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(file.string() + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<json> created;
+  for (const auto& object : sandbox::loadYamlDocuments(text.str())) {
+    try {
+      created.push_back(create(cluster, object));
+    } catch (const std::exception& e) {
+      throw Error(file.string() + ": " + object.value("kind", "") + " " +
+                  object.value("metadata", json::object()).value("name", "") + " in cluster " + cluster + ": " + e.what());
+    }
+  }
+  return created;
+}
+
+json Environment::create(const std::string& cluster, const json& object) { return client(cluster).create(object); }
+
+bool Environment::kueuesIdle() const {
+  return std::all_of(kueues_.begin(), kueues_.end(), [](const auto& entry) { return entry.second->idle(); });
+}
+
+void Environment::pokeKueues() {
+  for (auto& [name, kueue] : kueues_) kueue->poke();
+}
+
+}  // namespace mka::app

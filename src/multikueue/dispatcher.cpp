@@ -1,0 +1,265 @@
+#include "mka/multikueue/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "mka/common/errors.h"
+#include "mka/kube/informer.h"
+#include "mka/multikueue/admission_check_reconciler.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/events.h"
+#include "mka/multikueue/garbage_collector.h"
+#include "mka/multikueue/workload_status.h"
+
+namespace mka::multikueue {
+
+using nlohmann::json;
+
+namespace {
+
+const kube::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
+
+std::string nameOf(const json& object) { return object.value("metadata", json::object()).value("name", ""); }
+
+std::int64_t generationOf(const json& object) {
+  return object.value("metadata", json::object()).value("generation", std::int64_t{0});
+}
+
+json clustersOf(const json& config) { return config.value("spec", json::object()).value("clusters", json::array()); }
+
+}  // namespace
+
+struct Dispatcher::Impl {
+  Impl(kube::Client& manager, const Clock& clock, Options options)
+      : manager(manager), clock(clock), options(std::move(options)) {
+    const auto& cfg = this->options.config;
+    auto registryOptions = this->options.registry;
+    registryOptions.namespace_ = cfg.namespace_;
+    registryOptions.origin = cfg.multiKueue.origin;
+    registryOptions.jobKinds.clear();
+    for (const auto& f : cfg.multiKueue.externalFrameworks) registryOptions.jobKinds.push_back(f.gvk);
+    registryOptions.clientOptions.qps = cfg.clientConnection.qps;
+    registryOptions.clientOptions.burst = cfg.clientConnection.burst;
+    registryOptions.writeClusterStatus =
+        cfg.dispatch.admissionCheckControllerName == config::kMultiKueueControllerName;
+
+    workloadsInformer = std::make_unique<kube::Informer>(manager, kWorkloadGvk);
+    checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk);
+    configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk);
+    clustersInformer = std::make_unique<kube::Informer>(manager, kMultiKueueClusterGvk);
+    secretsInformer = std::make_unique<kube::Informer>(manager, kSecretGvk, kube::InformerOptions{.namespace_ = cfg.namespace_});
+    ManagerCaches caches{workloadsInformer.get(), checksInformer.get(), configsInformer.get(), {}};
+    for (const auto& f : cfg.multiKueue.externalFrameworks) {
+      jobInformers.push_back(std::make_unique<kube::Informer>(manager, f.gvk));
+      caches.jobs[f.gvk] = jobInformers.back().get();
+    }
+
+    registry = std::make_unique<ClusterRegistry>(manager, clock, registryOptions);
+    workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
+    WorkloadReconciler::Options wo;
+    wo.controllerName = cfg.dispatch.admissionCheckControllerName;
+    wo.origin = cfg.multiKueue.origin;
+    wo.frameworks = cfg.multiKueue.externalFrameworks;
+    wo.workerLostTimeout = cfg.multiKueue.workerLostTimeout;
+    wo.dispatcherName = cfg.multiKueue.dispatcherName;
+    wo.prebuiltLink = this->options.prebuiltLink;
+    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, caches, *registry, *workloadEvents, clock,
+                                                              std::move(wo), this->options.dispatchObserver);
+    checkReconciler = std::make_unique<AdmissionCheckReconciler>(
+        manager, *registry, clock, AdmissionCheckReconciler::Options{cfg.dispatch.admissionCheckControllerName});
+    collector = std::make_unique<OrphanCollector>(
+        manager, *workloadsInformer, *registry,
+        OrphanCollector::Options{cfg.multiKueue.origin, cfg.multiKueue.externalFrameworks, cfg.multiKueue.gcInterval});
+
+    workloadController = std::make_unique<Controller>(
+        Controller::Options{"mk-workload", this->options.workloadWorkers, this->options.controllerObserver},
+        [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
+    clusterController = std::make_unique<Controller>(
+        Controller::Options{"mk-cluster", 2, this->options.controllerObserver},
+        [this](const std::string& key) { return registry->reconcile(key); }, clock);
+    checkController = std::make_unique<Controller>(
+        Controller::Options{"mk-check", 1, this->options.controllerObserver},
+        [this](const std::string& key) { return checkReconciler->reconcile(key); }, clock);
+    wire();
+  }
+
+  // Every Workload with a state for one of our checks (a worker came or went, a config changed).
+  void enqueueWorkloadsOfChecks(const std::vector<std::string>& checks) {
+    for (const auto& check : checks)
+      for (const auto& key : workloadReconciler->workloadsUsingCheck(check)) workloadController->enqueue(key);
+  }
+
+  std::vector<std::string> ourChecksUsingConfig(const std::string& configName) const {
+    std::vector<std::string> out;
+    for (const auto& ac : checksInformer->list()) {
+      if (ac.value("spec", json::object()).value("controllerName", "") !=
+          options.config.dispatch.admissionCheckControllerName)
+        continue;
+      if (multiKueueConfigOf(ac).name == configName) out.push_back(nameOf(ac));
+    }
+    return out;
+  }
+
+  std::vector<std::string> ourChecksUsingCluster(const std::string& cluster) const {
+    std::vector<std::string> out;
+    for (const auto& config : configsInformer->list()) {
+      const auto clusters = clustersOf(config);
+      if (std::find(clusters.begin(), clusters.end(), json(cluster)) == clusters.end()) continue;
+      for (auto& check : ourChecksUsingConfig(nameOf(config))) out.push_back(std::move(check));
+    }
+    return out;
+  }
+
+  void wire() {
+    auto enqueueWorkload = [this](const json& wl) {
+      workloadController->enqueue(kube::Informer::keyOf(wl));
+    };
+    workloadsInformer->addHandlers(
+        {.onAdd = enqueueWorkload,
+         .onUpdate = [enqueueWorkload](const json&, const json& wl) { enqueueWorkload(wl); },
+         .onDelete =
+             [this, enqueueWorkload](const json& wl) {
+               workloadReconciler->rememberDeleted(wl);
+               enqueueWorkload(wl);
+             }});
+    // Status updates of a job do not matter; a job gone matters to its Workload only through
+    // the Workload's own events (its owner reference), so job informers need no handlers.
+
+    auto checkChanged = [this](const json* before, const json& after) {
+      checkController->enqueue(nameOf(after));
+      if (after.value("spec", json::object()).value("controllerName", "") !=
+          options.config.dispatch.admissionCheckControllerName)
+        return;
+      if (before == nullptr || multiKueueConfigOf(*before).name != multiKueueConfigOf(after).name)
+        enqueueWorkloadsOfChecks({nameOf(after)});
+    };
+    checksInformer->addHandlers({.onAdd = [checkChanged](const json& ac) { checkChanged(nullptr, ac); },
+                                 .onUpdate = [checkChanged](const json& a, const json& b) { checkChanged(&a, b); },
+                                 .onDelete = [this](const json& ac) { checkController->enqueue(nameOf(ac)); }});
+
+    auto configChanged = [this](const json* before, const json& after) {
+      const auto checks = ourChecksUsingConfig(nameOf(after));
+      for (const auto& check : checks) checkController->enqueue(check);
+      if (before == nullptr || clustersOf(*before) != clustersOf(after)) enqueueWorkloadsOfChecks(checks);
+    };
+    configsInformer->addHandlers({.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
+                                  .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
+                                  .onDelete = [configChanged](const json& c) { configChanged(nullptr, c); }});
+
+    auto clusterChanged = [this](const json& cluster) {
+      clusterController->enqueue(nameOf(cluster));
+      for (const auto& check : ourChecksUsingCluster(nameOf(cluster))) checkController->enqueue(check);
+    };
+    clustersInformer->addHandlers(
+        {.onAdd = clusterChanged,
+         .onUpdate =
+             [this, clusterChanged](const json& before, const json& after) {
+               // Status-only updates (ours included) are not a reason to reconnect (§3.3).
+               if (generationOf(before) != generationOf(after) || isTerminating(before) != isTerminating(after))
+                 clusterController->enqueue(nameOf(after));
+               if (findCondition(before, condition::kActive) == nullptr ||
+                   findCondition(after, condition::kActive) == nullptr ||
+                   *findCondition(before, condition::kActive) != *findCondition(after, condition::kActive))
+                 for (const auto& check : ourChecksUsingCluster(nameOf(after))) checkController->enqueue(check);
+             },
+         .onDelete = clusterChanged});
+
+    auto secretChanged = [this](const json& secret) {
+      for (const auto& cluster : registry->clustersUsingSecret(nameOf(secret))) clusterController->enqueue(cluster);
+    };
+    secretsInformer->addHandlers({.onAdd = secretChanged,
+                                  .onUpdate = [secretChanged](const json&, const json& s) { secretChanged(s); },
+                                  .onDelete = secretChanged});
+
+    registry->onRemoteEvent([this](const std::string&, const std::string& workloadKey) {
+      // Only Workloads the manager still has (or just deleted) have anything to do.
+      workloadController->enqueue(workloadKey);
+    });
+    registry->onConnectionChange([this](const std::string& cluster, bool connected) {
+      if (!connected) clusterController->enqueue(cluster);
+      const auto checks = ourChecksUsingCluster(cluster);
+      for (const auto& check : checks) checkController->enqueue(check);
+      enqueueWorkloadsOfChecks(checks);
+      if (options.onClusterConnection) options.onClusterConnection(cluster, connected);
+    });
+  }
+
+  std::vector<kube::Informer*> informers() {
+    std::vector<kube::Informer*> all{workloadsInformer.get(), checksInformer.get(), configsInformer.get(),
+                                     clustersInformer.get(), secretsInformer.get()};
+    for (auto& i : jobInformers) all.push_back(i.get());
+    return all;
+  }
+
+  kube::Client& manager;
+  const Clock& clock;
+  Options options;
+  std::unique_ptr<kube::Informer> workloadsInformer, checksInformer, configsInformer, clustersInformer,
+      secretsInformer;
+  std::vector<std::unique_ptr<kube::Informer>> jobInformers;
+  std::unique_ptr<ClusterRegistry> registry;
+  std::unique_ptr<EventRecorder> workloadEvents;
+  std::unique_ptr<WorkloadReconciler> workloadReconciler;
+  std::unique_ptr<AdmissionCheckReconciler> checkReconciler;
+  std::unique_ptr<OrphanCollector> collector;
+  std::unique_ptr<Controller> workloadController, clusterController, checkController;
+  bool started = false;
+};
+
+Dispatcher::Dispatcher(kube::Client& manager, const Clock& clock, Options options)
+    : impl_(std::make_unique<Impl>(manager, clock, std::move(options))) {}
+
+Dispatcher::~Dispatcher() { stop(); }
+
+void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
+  if (impl_->started) return;
+  impl_->started = true;
+  for (auto* informer : impl_->informers()) informer->start();
+  const auto deadline = std::chrono::steady_clock::now() + syncTimeout;
+  std::string missing;
+  for (auto* informer : impl_->informers()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (!informer->waitForSync(std::max(left, std::chrono::milliseconds{0})))
+      missing += (missing.empty() ? "" : ", ") + informer->gvk().goString();
+  }
+  if (!missing.empty())
+    throw Error("dispatcher: the manager's caches did not sync within " + std::to_string(syncTimeout.count()) +
+                " ms for: " + missing +
+                "; check that the CRDs are installed on the manager and that the adapter's RBAC allows list/watch");
+  impl_->clusterController->start();
+  impl_->checkController->start();
+  impl_->workloadController->start();
+  impl_->collector->start();
+  spdlog::info("dispatcher started controller={} origin={} frameworks={} dispatcher={}",
+               impl_->options.config.dispatch.admissionCheckControllerName, impl_->options.config.multiKueue.origin,
+               impl_->options.config.multiKueue.externalFrameworks.size(), impl_->options.config.multiKueue.dispatcherName);
+}
+
+void Dispatcher::stop() {
+  if (!impl_ || !impl_->started) return;
+  impl_->started = false;
+  impl_->collector->stop();
+  impl_->workloadController->stop();
+  impl_->checkController->stop();
+  impl_->clusterController->stop();
+  impl_->registry->stop();
+  for (auto* informer : impl_->informers()) informer->stop();
+  spdlog::info("dispatcher stopped");
+}
+
+bool Dispatcher::idle() const {
+  return impl_->workloadController->idle() && impl_->clusterController->idle() && impl_->checkController->idle();
+}
+
+ClusterRegistry& Dispatcher::registry() { return *impl_->registry; }
+OrphanCollector& Dispatcher::collector() { return *impl_->collector; }
+WorkloadReconciler& Dispatcher::workloads() { return *impl_->workloadReconciler; }
+
+void Dispatcher::recheckClock() {
+  impl_->workloadController->recheckClock();
+  impl_->clusterController->recheckClock();
+  impl_->checkController->recheckClock();
+}
+
+}  // namespace mka::multikueue

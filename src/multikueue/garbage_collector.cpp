@@ -1,0 +1,136 @@
+#include "mka/multikueue/garbage_collector.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/generic_adapter.h"
+#include "mka/multikueue/workload_status.h"
+
+namespace mka::multikueue {
+
+using nlohmann::json;
+
+namespace {
+
+std::string keyOf(const json& object) {
+  const auto meta = object.value("metadata", json::object());
+  return meta.value("namespace", "") + "/" + meta.value("name", "");
+}
+
+}  // namespace
+
+OrphanCollector::OrphanCollector(kube::Client& manager, kube::Informer& workloads, const ClusterRegistry& clusters,
+                                 Options options)
+    : manager_(manager), workloads_(workloads), clusters_(clusters), options_(std::move(options)) {}
+
+OrphanCollector::~OrphanCollector() { stop(); }
+
+bool OrphanCollector::liveLocally(const std::string& key) {
+  if (const auto cached = workloads_.get(key)) return !isTerminating(*cached);
+  // Not cached: confirm with the API before deleting anything (the cache may lag a create).
+  const auto slash = key.find('/');
+  try {
+    const auto object = manager_.get(kWorkloadGvk, key.substr(0, slash), key.substr(slash + 1));
+    return !isTerminating(object);
+  } catch (const kube::ApiError& e) {
+    if (e.reason() == kube::Reason::NotFound) return false;
+    throw;
+  }
+}
+
+OrphanCollector::Stats OrphanCollector::collect() {
+  Stats stats;
+  for (const auto& name : clusters_.clusterNames()) {
+    auto remote = clusters_.connected(name);
+    if (!remote) continue;
+    auto removeJob = [&](const kube::GroupVersionKind& gvk, const std::string& ns, const std::string& jobName) {
+      const auto job = remote->job(gvk, ns + "/" + jobName);
+      if (!job || !ownedByOrigin(*job, options_.origin)) return;
+      try {
+        remote->client().remove(gvk, ns, jobName, {.propagationPolicy = "Background"});
+        ++stats.jobsDeleted;
+        spdlog::info("gc deleted orphan job cluster={} kind={} job={}/{}", name, gvk.kind, ns, jobName);
+      } catch (const kube::ApiError& e) {
+        if (e.reason() != kube::Reason::NotFound) throw;
+      }
+    };
+    for (const auto& wl : remote->workloads()) {
+      const auto key = keyOf(wl);
+      try {
+        if (!ownedByOrigin(wl, options_.origin) || liveLocally(key)) continue;
+        const auto meta = wl.value("metadata", json::object());
+        for (const auto& ref : meta.value("ownerReferences", json::array())) {
+          if (!ref.value("controller", false)) continue;
+          const auto gvk = kube::GroupVersionKind::fromApiVersion(ref.value("apiVersion", ""), ref.value("kind", ""));
+          for (const auto& f : options_.frameworks)
+            if (f.gvk == gvk) removeJob(gvk, meta.value("namespace", ""), ref.value("name", ""));
+        }
+        try {
+          remote->client().remove(kWorkloadGvk, meta.value("namespace", ""), meta.value("name", ""));
+          ++stats.workloadsDeleted;
+          spdlog::info("gc deleted orphan workload cluster={} workload={}", name, key);
+        } catch (const kube::ApiError& e) {
+          if (e.reason() != kube::Reason::NotFound) throw;
+        }
+      } catch (const std::exception& e) {
+        spdlog::warn("gc skipped workload cluster={} workload={} error=\"{}\"", name, key, e.what());
+      }
+    }
+    // Job copies whose Workload copy is gone and whose manager Workload is not live.
+    for (const auto& f : options_.frameworks) {
+      for (const auto& job : remote->jobs(f.gvk)) {
+        const auto ns = job.value("metadata", json::object()).value("namespace", "");
+        const auto jobName = job.value("metadata", json::object()).value("name", "");
+        try {
+          const auto workloadName = prebuiltWorkloadName(job);
+          if (!workloadName) continue;
+          const auto key = ns + "/" + *workloadName;
+          if (remote->workload(key) || liveLocally(key)) continue;
+          removeJob(f.gvk, ns, jobName);
+        } catch (const std::exception& e) {
+          spdlog::warn("gc skipped job cluster={} job={}/{} error=\"{}\"", name, ns, jobName, e.what());
+        }
+      }
+    }
+  }
+  return stats;
+}
+
+void OrphanCollector::start() {
+  if (options_.interval <= std::chrono::nanoseconds::zero()) {
+    spdlog::info("Garbage Collection is disabled");
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "mk-gc");
+    while (true) {
+      {
+        std::unique_lock lock(mutex_);
+        if (wake_.wait_for(lock, options_.interval, [&] { return stopping_; })) return;
+      }
+      try {
+        const auto stats = collect();
+        if (stats.workloadsDeleted + stats.jobsDeleted > 0)
+          spdlog::info("gc pass done workloads_deleted={} jobs_deleted={}", stats.workloadsDeleted, stats.jobsDeleted);
+      } catch (const std::exception& e) {
+        spdlog::warn("gc pass failed error=\"{}\"", e.what());
+      }
+    }
+  });
+}
+
+void OrphanCollector::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace mka::multikueue

@@ -1,0 +1,163 @@
+#include "mka/multikueue/workload_status.h"
+
+#include <algorithm>
+
+#include "mka/multikueue/api.h"
+
+namespace mka::multikueue {
+
+using nlohmann::json;
+
+namespace {
+
+const json* findIn(const json& list, std::string_view key, std::string_view value) {
+  if (!list.is_array()) return nullptr;
+  for (const auto& item : list)
+    if (item.is_object() && item.value(std::string(key), "") == value) return &item;
+  return nullptr;
+}
+
+json& arrayAt(json& object, const char* a, const char* b) {
+  auto& parent = object[a];
+  if (!parent.is_object()) parent = json::object();
+  auto& list = parent[b];
+  if (!list.is_array()) list = json::array();
+  return list;
+}
+
+}  // namespace
+
+const json* findCondition(const json& object, std::string_view type) {
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) return nullptr;
+  auto conditions = status->find("conditions");
+  if (conditions == status->end()) return nullptr;
+  return findIn(*conditions, "type", type);
+}
+
+bool conditionIsTrue(const json& object, std::string_view type) {
+  const auto* c = findCondition(object, type);
+  return c != nullptr && c->value("status", "") == "True";
+}
+
+bool setCondition(json& object, std::string_view type, bool status, std::string_view reason, std::string_view message,
+                  Clock::TimePoint now) {
+  auto& conditions = arrayAt(object, "status", "conditions");
+  const std::string statusText = status ? "True" : "False";
+  const auto text = truncateMessage(message, kMaxConditionMessage);
+  json* existing = nullptr;
+  for (auto& c : conditions)
+    if (c.is_object() && c.value("type", "") == type) existing = &c;
+  const auto generation = object.value("metadata", json::object()).value("generation", 0);
+  if (existing == nullptr) {
+    conditions.push_back({{"type", type},
+                          {"status", statusText},
+                          {"reason", reason},
+                          {"message", text},
+                          {"lastTransitionTime", toRfc3339(now)},
+                          {"observedGeneration", generation}});
+    return true;
+  }
+  bool changed = false;
+  auto assign = [&](const char* field, const json& value) {
+    if (!existing->contains(field) || (*existing)[field] != value) {
+      (*existing)[field] = value;
+      changed = true;
+    }
+  };
+  if (existing->value("status", "") != statusText) {
+    (*existing)["lastTransitionTime"] = toRfc3339(now);
+    changed = true;
+  }
+  assign("status", statusText);
+  assign("reason", reason);
+  assign("message", text);
+  assign("observedGeneration", generation);
+  return changed;
+}
+
+Clock::TimePoint transitionTime(const json& condition) {
+  if (const auto t = parseRfc3339(condition.value("lastTransitionTime", ""))) return *t;
+  return Clock::TimePoint{};
+}
+
+bool isFinished(const json& workload) { return conditionIsTrue(workload, condition::kFinished); }
+bool hasQuotaReservation(const json& workload) { return conditionIsTrue(workload, condition::kQuotaReserved); }
+bool isAdmitted(const json& workload) { return conditionIsTrue(workload, condition::kAdmitted); }
+bool isEvicted(const json& workload) { return conditionIsTrue(workload, condition::kEvicted); }
+
+bool isTerminating(const json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return false;
+  const auto ts = meta->find("deletionTimestamp");
+  return ts != meta->end() && !ts->is_null();
+}
+
+const json* findCheckState(const json& workload, std::string_view check) {
+  auto status = workload.find("status");
+  if (status == workload.end() || !status->is_object()) return nullptr;
+  auto checks = status->find("admissionChecks");
+  if (checks == status->end()) return nullptr;
+  return findIn(*checks, "name", check);
+}
+
+bool setCheckState(json& workload, std::string_view check, std::string_view state, std::string_view message,
+                   Clock::TimePoint now) {
+  auto& checks = arrayAt(workload, "status", "admissionChecks");
+  const auto text = truncateMessage(message, kMaxConditionMessage);
+  for (auto& entry : checks) {
+    if (!entry.is_object() || entry.value("name", "") != check) continue;
+    bool changed = false;
+    if (entry.value("state", "") != state) {
+      entry["state"] = state;
+      entry["lastTransitionTime"] = toRfc3339(now);
+      changed = true;
+    }
+    if (entry.value("message", "") != text) {
+      entry["message"] = text;
+      changed = true;
+    }
+    return changed;
+  }
+  checks.push_back({{"name", check}, {"state", state}, {"message", text}, {"lastTransitionTime", toRfc3339(now)}});
+  return true;
+}
+
+std::string withPreviousState(std::string_view message, std::string_view oldState) {
+  return std::string(message) + ", Previously: \"" + std::string(oldState) + "\"";
+}
+
+std::string clusterName(const json& workload) {
+  const auto status = workload.value("status", json::object());
+  const auto it = status.find("clusterName");
+  return it != status.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::vector<std::string> nominatedClusters(const json& workload) {
+  std::vector<std::string> out;
+  const auto status = workload.value("status", json::object());
+  const auto it = status.find("nominatedClusterNames");
+  if (it != status.end() && it->is_array())
+    for (const auto& name : *it)
+      if (name.is_string()) out.push_back(name.get<std::string>());
+  return out;
+}
+
+bool setNominatedClusters(json& workload, const std::vector<std::string>& clusters) {
+  if (nominatedClusters(workload) == clusters) return false;
+  auto& status = workload["status"];
+  if (!status.is_object()) status = json::object();
+  if (clusters.empty()) {
+    status.erase("nominatedClusterNames");
+  } else {
+    status["nominatedClusterNames"] = clusters;
+  }
+  return true;
+}
+
+std::string truncateMessage(std::string_view message, std::size_t limit) {
+  if (message.size() <= limit) return std::string(message);
+  return std::string(message.substr(0, limit - 4)) + " ...";
+}
+
+}  // namespace mka::multikueue

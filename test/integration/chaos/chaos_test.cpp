@@ -1,0 +1,261 @@
+// The dispatch loop under faults (issue 5): 300 jobs (PipelineRuns and Workflows), 3 workers,
+// random 5xx answers, latency, dropped watches, 410 Gone on watches, a worker unreachable for a
+// while, two adapter restarts. Seeded (MKA_CHAOS_SEED, default 20261122) and bounded. Afterwards
+// every job finished on exactly one worker with its final status on the manager, and no remote
+// object with our origin is left. The counts are printed.
+//
+// Verification reads the clusters in-process (ClusterApi), so injected faults never touch it.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+
+#include "mka/app/environment.h"
+#include "mka/common/clock.h"
+#include "mka/multikueue/dispatcher.h"
+#include "mka/multikueue/garbage_collector.h"
+#include "mka/multikueue/workload_status.h"
+#include "mka/sandbox/object_store.h"
+#include "support/eventually.h"
+
+namespace mka::e2e {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr int kJobs = 300;
+const std::vector<std::string> kWorkers{"worker1", "worker2", "worker3"};
+
+sandbox::ResourceRef pipelineRuns() { return {"tekton.dev", "v1", "pipelineruns", "default", "", ""}; }
+sandbox::ResourceRef workflows() { return {"argoproj.io", "v1alpha1", "workflows", "default", "", ""}; }
+sandbox::ResourceRef workloads() { return {"kueue.x-k8s.io", "v1beta2", "workloads", "", "", ""}; }
+
+std::vector<json> items(sandbox::Cluster& cluster, const sandbox::ResourceRef& ref, const std::string& selector = "") {
+  const auto list = cluster.api().list(ref, {.labelSelector = selector});
+  return list.value("items", std::vector<json>{});
+}
+
+std::string finalOutcome(const json& job) {
+  if (const auto* c = multikueue::findCondition(job, "Succeeded")) return c->value("status", "") == "True" ? "Succeeded" : "";
+  return job.value("status", json::object()).value("phase", "");
+}
+
+class ChaosTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* seedText = std::getenv("MKA_CHAOS_SEED");
+    seed_ = seedText ? std::strtoul(seedText, nullptr, 10) : 20261122u;
+    random_.seed(seed_);
+    app::Environment::Options o;
+    o.workers = kWorkers;
+    o.crdDirectory = std::string(MKA_FIXTURES_DIR) + "/crds";
+    o.samplesDirectory = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
+    o.clock = &clock_;
+    o.runTime = 30s;
+    o.pollInterval = 2ms;
+    env_ = std::make_unique<app::Environment>(o);
+    config_ = env_->adapterConfiguration();
+    config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();
+  }
+  void TearDown() override {
+    stopAdapter();
+    env_.reset();
+  }
+
+  void startAdapter() {
+    multikueue::Dispatcher::Options o;
+    o.config = config_;
+    o.registry.informerInitialBackoff = 20ms;
+    o.registry.informerMaxBackoff = 200ms;
+    dispatcher_ = std::make_unique<multikueue::Dispatcher>(env_->client("manager"), clock_, o);
+    dispatcher_->start(30s);
+  }
+  void stopAdapter() {
+    if (dispatcher_) dispatcher_->stop();
+    dispatcher_.reset();
+  }
+
+  int pick(int low, int high) { return std::uniform_int_distribution<int>(low, high)(random_); }
+  sandbox::Cluster& anyCluster() {
+    const int i = pick(0, static_cast<int>(kWorkers.size()));
+    return env_->cluster(i == 0 ? "manager" : kWorkers[i - 1]);
+  }
+
+  // One random fault somewhere; returns what it did, for the log.
+  std::string injectFault() {
+    auto& cluster = anyCluster();
+    static const std::vector<std::string> verbs{"get", "list", "create", "update", "patch", "delete", "watch"};
+    switch (pick(0, 4)) {
+      case 0: {
+        const int code = std::vector<int>{500, 503, 429, 504}[pick(0, 3)];
+        const auto verb = verbs[pick(0, static_cast<int>(verbs.size()) - 1)];
+        cluster.faults().failNext(pick(1, 8), code, {.verb = verb}, 0);
+        ++counts_["5xx/429 rules"];
+        return "fail " + verb + " with " + std::to_string(code) + " on " + cluster.name();
+      }
+      case 1:
+        cluster.faults().setLatency(std::chrono::milliseconds{pick(1, 30)});
+        ++counts_["latency phases"];
+        return "latency on " + cluster.name();
+      case 2:
+        cluster.store().closeAllWatches();
+        ++counts_["watch drops"];
+        return "dropped every watch on " + cluster.name();
+      case 3:
+        cluster.faults().goneOnNextWatch();
+        ++counts_["410s armed"];
+        return "410 on the next watch on " + cluster.name();
+      default:
+        for (const auto& name : std::vector<std::string>{"manager", "worker1", "worker2", "worker3"})
+          env_->cluster(name).faults().setLatency(0ms);
+        return "latency lifted";
+    }
+  }
+
+  void createJob(int i) {
+    const auto name = "chaos-" + std::to_string(i);
+    if (i % 2 == 0) {
+      env_->cluster("manager").api().create(
+          pipelineRuns(), json{{"apiVersion", "tekton.dev/v1"},
+                               {"kind", "PipelineRun"},
+                               {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
+                               {"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"pipelineRef", {{"name", "build"}}}}}});
+    } else {
+      env_->cluster("manager").api().create(
+          workflows(), json{{"apiVersion", "argoproj.io/v1alpha1"},
+                            {"kind", "Workflow"},
+                            {"metadata",
+                             {{"name", name},
+                              {"labels",
+                               {{"kueue.x-k8s.io/queue-name", "user-queue"},
+                                {"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}},
+                            {"spec", {{"entrypoint", "main"}}}});
+    }
+  }
+
+  // Which worker has held a copy of which job (names -> workers; uids counted apart).
+  void recordCopies() {
+    for (const auto& worker : kWorkers) {
+      for (const auto& ref : {pipelineRuns(), workflows()}) {
+        for (const auto& job : items(env_->cluster(worker), ref)) {
+          const auto name = job.at("metadata").value("name", "");
+          copies_[name].insert(worker);
+          uids_.insert(job.at("metadata").value("uid", ""));
+        }
+      }
+    }
+  }
+
+  std::size_t finishedOnManager() {
+    std::size_t done = 0;
+    for (const auto& ref : {pipelineRuns(), workflows()})
+      for (const auto& job : items(env_->cluster("manager"), ref)) done += finalOutcome(job) == "Succeeded" ? 1 : 0;
+    return done;
+  }
+
+  std::size_t remoteLeftovers() {
+    std::size_t left = 0;
+    for (const auto& worker : kWorkers)
+      for (const auto& ref : {pipelineRuns(), workflows(), workloads()})
+        left += items(env_->cluster(worker), ref, "kueue.x-k8s.io/multikueue-origin=multikueue").size();
+    return left;
+  }
+
+  // Fake time moves only once the platform is quiet and every reachable worker is connected:
+  // otherwise time would race past workerLostTimeout while a reconnect is merely slow.
+  void tick() {
+    test::eventually(
+        [&] {
+          if (!env_->kueuesIdle() || (dispatcher_ && !dispatcher_->idle())) return false;
+          if (!dispatcher_) return true;
+          for (const auto& w : kWorkers)
+            if (!env_->cluster(w).unreachable() && !dispatcher_->registry().connected(w)) return false;
+          return true;
+        },
+        10s);
+    clock_.advance(5s);
+    env_->pokeKueues();
+    if (dispatcher_) dispatcher_->recheckClock();
+    recordCopies();
+  }
+
+  unsigned seed_ = 0;
+  std::mt19937 random_;
+  FakeClock clock_;
+  std::unique_ptr<app::Environment> env_;
+  config::Configuration config_;
+  std::unique_ptr<multikueue::Dispatcher> dispatcher_;
+  std::map<std::string, int> counts_;
+  std::map<std::string, std::set<std::string>> copies_;
+  std::set<std::string> uids_;
+};
+
+TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
+  startAdapter();
+  int created = 0;
+  int round = 0;
+  const int restartAt[2] = {kJobs / 3, 2 * kJobs / 3};
+  bool workerDown = false;
+  while (created < kJobs) {
+    ++round;
+    const int batch = std::min(pick(10, 30), kJobs - created);
+    for (int i = 0; i < batch; ++i) createJob(created++);
+    for (int f = pick(1, 3); f > 0; --f) injectFault();
+    if (!workerDown && round == 3) {
+      env_->cluster("worker2").setUnreachable(true);  // down for a few rounds, well under workerLostTimeout
+      workerDown = true;
+      ++counts_["worker outages"];
+    } else if (workerDown && round == 6) {
+      env_->cluster("worker2").setUnreachable(false);
+    }
+    for (const int at : restartAt) {
+      if (created - batch < at && created >= at) {
+        stopAdapter();
+        tick();
+        startAdapter();
+        ++counts_["adapter restarts"];
+      }
+    }
+    tick();
+  }
+  if (workerDown) env_->cluster("worker2").setUnreachable(false);
+
+  // Faults stop; the platform converges: every job finishes, every copy goes.
+  for (const auto& name : std::vector<std::string>{"manager", "worker1", "worker2", "worker3"})
+    env_->cluster(name).faults().clear();
+  const bool converged = test::eventually(
+      [&] {
+        tick();
+        if (finishedOnManager() < static_cast<std::size_t>(kJobs)) return false;
+        dispatcher_->collector().collect();
+        return remoteLeftovers() == 0;
+      },
+      std::chrono::minutes{4});
+
+  const auto finished = finishedOnManager();
+  std::size_t onOne = 0, onSeveral = 0, onNone = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    const auto it = copies_.find("chaos-" + std::to_string(i));
+    const auto n = it == copies_.end() ? 0 : it->second.size();
+    (n == 1 ? onOne : n == 0 ? onNone : onSeveral)++;
+  }
+  std::printf("chaos seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu on_none=%zu "
+              "remote_job_copies_created=%zu leftovers=%zu",
+              seed_, kJobs, finished, onOne, onSeveral, onNone, uids_.size(), remoteLeftovers());
+  for (const auto& [what, n] : counts_) std::printf(" %s=%d", what.c_str(), n);
+  std::printf("\n");
+
+  EXPECT_TRUE(converged) << "seed " << seed_;
+  EXPECT_EQ(finished, static_cast<std::size_t>(kJobs)) << "seed " << seed_;
+  EXPECT_EQ(onOne, static_cast<std::size_t>(kJobs)) << "seed " << seed_;
+  EXPECT_EQ(remoteLeftovers(), 0u) << "seed " << seed_;
+  for (const auto& wl : items(env_->cluster("manager"), workloads()))
+    EXPECT_TRUE(multikueue::isFinished(wl)) << wl.at("metadata").value("name", "");
+}
+
+}  // namespace
+}  // namespace mka::e2e

@@ -1,0 +1,118 @@
+#include "dispatch_fixture.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "mka/sandbox/yaml_json.h"
+
+namespace mka::e2e {
+
+using nlohmann::json;
+
+void DispatchFixture::setUpEnvironment(Setup setup) {
+  app::Environment::Options options;
+  options.workers = setup.workers;
+  options.crdDirectory = std::string(MKA_FIXTURES_DIR) + "/crds";
+  options.samplesDirectory = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
+  options.clock = &clock_;
+  options.startWorkerKueues = setup.startWorkerKueues;
+  options.pollInterval = std::chrono::milliseconds{2};
+  env_ = std::make_unique<app::Environment>(options);
+  config_ = env_->adapterConfiguration();
+  config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();  // tests run the GC by hand
+  if (setup.configure) setup.configure(config_);
+}
+
+void DispatchFixture::tearDownEnvironment() {
+  stopAdapter();
+  env_.reset();
+}
+
+void DispatchFixture::startAdapter() {
+  multikueue::Dispatcher::Options options;
+  options.config = config_;
+  options.registry.informerInitialBackoff = std::chrono::milliseconds{20};
+  options.registry.informerMaxBackoff = std::chrono::milliseconds{200};
+  dispatcher_ = std::make_unique<multikueue::Dispatcher>(env_->client("manager"), clock_, options);
+  dispatcher_->start(std::chrono::seconds{20});
+}
+
+void DispatchFixture::stopAdapter() {
+  if (dispatcher_) dispatcher_->stop();
+  dispatcher_.reset();
+}
+
+json DispatchFixture::createJob(const JobKind& kind, const std::string& name, bool marker,
+                                const std::function<void(json&)>& mutate) {
+  std::ifstream in(std::string(MKA_SOURCE_DIR) + "/manifests/samples/jobs/" + kind.sampleFile);
+  std::stringstream text;
+  text << in.rdbuf();
+  json job = sandbox::loadYamlDocuments(text.str()).at(0);
+  job["metadata"]["name"] = name;
+  job["metadata"]["namespace"] = "default";
+  if (marker) {
+    if (kind.gvk.kind == "Workflow") {
+      job["metadata"]["labels"]["workflows.argoproj.io/controller-instanceid"] = "multikueue";
+    } else {
+      job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+    }
+  }
+  if (mutate) mutate(job);
+  return env_->create("manager", job);
+}
+
+std::string DispatchFixture::workloadNameOf(const JobKind& kind, const std::string& jobName) {
+  const auto job = get("manager", kind.gvk, jobName);
+  if (!job) return "";
+  return sandbox::KueueStandIn::workloadNameFor(kind.standIn, jobName, job->at("metadata").value("uid", ""));
+}
+
+std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::string& jobName) {
+  std::string name;
+  EXPECT_TRUE(test::eventually([&] {
+    name = workloadNameOf(kind, jobName);
+    return !name.empty() && workload("manager", name).has_value();
+  })) << "no Workload for " << jobName;
+  return name;
+}
+
+std::optional<json> DispatchFixture::get(const std::string& cluster, const kube::GroupVersionKind& gvk,
+                                         const std::string& name, const std::string& ns) {
+  try {
+    return env_->client(cluster).get(gvk, ns, name);
+  } catch (const kube::ApiError& e) {
+    if (e.reason() == kube::Reason::NotFound) return std::nullopt;
+    throw;
+  }
+}
+
+json DispatchFixture::checkState(const std::string& workloadName) {
+  const auto wl = workload("manager", workloadName);
+  if (!wl) return nullptr;
+  const auto* state = multikueue::findCheckState(*wl, checkName_);
+  return state ? *state : json(nullptr);
+}
+
+bool DispatchFixture::checkIs(const std::string& workloadName, const std::string& state, const std::string& message) {
+  const auto s = checkState(workloadName);
+  return s.is_object() && s.value("state", "") == state && (message.empty() || s.value("message", "") == message);
+}
+
+void DispatchFixture::advance(std::chrono::nanoseconds by) {
+  clock_.advance(by);
+  env_->pokeKueues();
+  if (dispatcher_) dispatcher_->recheckClock();
+}
+
+bool DispatchFixture::settled() {
+  return test::eventually([&] { return env_->kueuesIdle() && (!dispatcher_ || dispatcher_->idle()); });
+}
+
+std::vector<json> DispatchFixture::events(const std::string& involvedName) {
+  std::vector<json> out;
+  for (const auto& e : env_->client("manager").listAll({"", "v1", "Event"}, "default"))
+    if (e.value("involvedObject", json::object()).value("name", "") == involvedName) out.push_back(e);
+  return out;
+}
+
+}  // namespace mka::e2e

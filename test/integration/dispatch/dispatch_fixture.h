@@ -1,0 +1,88 @@
+#pragma once
+// The end-to-end fixture of the dispatch loop: an Environment (sandbox manager + workers, Kueue
+// stand-ins, the sample Kueue objects) on a FakeClock, and the adapter's Dispatcher against the
+// manager. Tests create jobs on the manager and await what users would see.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/app/environment.h"
+#include "mka/common/clock.h"
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/dispatcher.h"
+#include "mka/multikueue/workload_status.h"
+#include "mka/sandbox/kueue_standin.h"
+#include "support/eventually.h"
+
+namespace mka::e2e {
+
+// A job kind under test: the sample manifest it is built from and how its marker is set.
+struct JobKind {
+  std::string name;  // test-name suffix
+  kube::GroupVersionKind gvk;
+  sandbox::KueueStandIn::JobKind standIn;
+  std::string sampleFile;  // under manifests/samples/jobs
+};
+
+inline const JobKind kPipelineRun{"PipelineRun",
+                                  {"tekton.dev", "v1", "PipelineRun"},
+                                  {"tekton.dev", "v1", "pipelineruns", "PipelineRun"},
+                                  "pipelinerun-hello.yaml"};
+inline const JobKind kWorkflow{"Workflow",
+                               {"argoproj.io", "v1alpha1", "Workflow"},
+                               {"argoproj.io", "v1alpha1", "workflows", "Workflow"},
+                               "workflow-hello.yaml"};
+
+class DispatchFixture {
+ public:
+  struct Setup {
+    std::vector<std::string> workers{"worker1", "worker2"};
+    bool startWorkerKueues = true;
+    std::function<void(config::Configuration&)> configure;  // adapter configuration tweaks
+  };
+
+  void setUpEnvironment(Setup setup);
+  void tearDownEnvironment();
+
+  // The adapter (a fresh Dispatcher each call: a restart is stop + start).
+  void startAdapter();
+  void stopAdapter();
+
+  // A job of `kind` named `name` from the sample manifest, in namespace default, queued on
+  // user-queue; `marker` false leaves the managedBy marker out; `mutate` edits it first.
+  nlohmann::json createJob(const JobKind& kind, const std::string& name, bool marker = true,
+                           const std::function<void(nlohmann::json&)>& mutate = {});
+  // The manager Workload Kueue made for that job ("" until it exists).
+  std::string workloadNameOf(const JobKind& kind, const std::string& jobName);
+  std::string awaitWorkload(const JobKind& kind, const std::string& jobName);
+
+  std::optional<nlohmann::json> get(const std::string& cluster, const kube::GroupVersionKind& gvk,
+                                    const std::string& name, const std::string& ns = "default");
+  std::optional<nlohmann::json> workload(const std::string& cluster, const std::string& name) {
+    return get(cluster, multikueue::kWorkloadGvk, name);
+  }
+  // The state entry of the adapter's check on the manager Workload (null json when absent).
+  nlohmann::json checkState(const std::string& workloadName);
+  bool checkIs(const std::string& workloadName, const std::string& state, const std::string& message = "");
+
+  // Advances the fake clock and lets every piece look at it.
+  void advance(std::chrono::nanoseconds by);
+  // Everything quiet: stand-ins and the adapter's controllers.
+  bool settled();
+
+  std::vector<nlohmann::json> events(const std::string& involvedName);
+
+  FakeClock clock_;
+  std::unique_ptr<app::Environment> env_;
+  config::Configuration config_;
+  std::unique_ptr<multikueue::Dispatcher> dispatcher_;
+  std::string checkName_ = "multikueue-adapter";
+};
+
+}  // namespace mka::e2e

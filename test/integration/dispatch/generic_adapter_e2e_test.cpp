@@ -1,0 +1,169 @@
+// KUEUE-MULTIKUEUE.md §7.1 (the generic adapter end to end), once with Tekton PipelineRuns
+// (status through the status subresource, marker spec.managedBy) and once with Argo Workflows
+// (status in the main resource, marker a label).
+
+#include <gtest/gtest.h>
+
+#include "dispatch_fixture.h"
+
+namespace mka::e2e {
+namespace {
+
+using nlohmann::json;
+using test::eventually;
+
+class GenericAdapterE2E : public ::testing::TestWithParam<JobKind>, public DispatchFixture {
+ protected:
+  void TearDown() override { tearDownEnvironment(); }
+  const JobKind& kind() const { return GetParam(); }
+};
+
+// §7.1 scenario 1 (and 4: the marker set explicitly): copies on both workers, worker2 admits,
+// the check is Ready there, the manager Workload admitted, an event recorded, worker1's copy gone.
+TEST_P(GenericAdapterE2E, FirstWorkerToAdmitWinsAndTheOtherCopyIsDeleted) {
+  setUpEnvironment({.startWorkerKueues = false});
+  startAdapter();
+  createJob(kind(), "job1");
+  const auto wl = awaitWorkload(kind(), "job1");
+
+  // Both workers hold a copy with the manager's spec while nobody has admitted it.
+  ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl); }));
+  const auto local = workload("manager", wl);
+  for (const auto* worker : {"worker1", "worker2"}) {
+    const auto copy = workload(worker, wl);
+    EXPECT_EQ(copy->at("spec"), local->at("spec")) << worker;
+    EXPECT_EQ(copy->at("metadata").at("labels").value("kueue.x-k8s.io/multikueue-origin", ""), "multikueue");
+    EXPECT_FALSE(copy->at("metadata").at("labels").contains("kueue.x-k8s.io/job-uid"));
+    EXPECT_FALSE(copy->at("metadata").contains("ownerReferences") &&
+                 !copy->at("metadata").at("ownerReferences").empty());
+  }
+  EXPECT_EQ(multikueue::nominatedClusters(*workload("manager", wl)), (std::vector<std::string>{"worker1", "worker2"}));
+
+  env_->kueue("worker2").start();
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker2\""); }));
+  ASSERT_TRUE(eventually([&] { return multikueue::isAdmitted(*workload("manager", wl)); }));
+  const auto admitted = multikueue::findCondition(*workload("manager", wl), "Admitted");
+  EXPECT_EQ(admitted->value("reason", ""), "Admitted");
+  EXPECT_EQ(admitted->value("message", ""), "The workload is admitted");
+  EXPECT_EQ(multikueue::clusterName(*workload("manager", wl)), "worker2");
+  EXPECT_TRUE(multikueue::nominatedClusters(*workload("manager", wl)).empty());
+  ASSERT_TRUE(eventually([&] { return !workload("worker1", wl); }));
+  ASSERT_TRUE(eventually([&] { return get("worker2", kind().gvk, "job1").has_value(); }));
+  EXPECT_FALSE(get("worker1", kind().gvk, "job1").has_value());
+
+  const auto events = this->events(wl);
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const json& e) {
+    return e.value("reason", "") == "MultiKueue" && e.value("type", "") == "Normal" &&
+           e.value("message", "") == "The workload was admitted on \"worker2\"";
+  }));
+}
+
+// §7.1 scenario 2: the worker's job status reaches the manager's job, whole, and the final one
+// too; then the manager Workload finishes and the remote objects go.
+TEST_P(GenericAdapterE2E, WorkerStatusIsCopiedToTheManagerJobUntilItFinishes) {
+  setUpEnvironment({});
+  startAdapter();
+  createJob(kind(), "job1");
+  const auto wl = awaitWorkload(kind(), "job1");
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
+  const auto worker = multikueue::clusterName(*workload("manager", wl));
+
+  // Running: the stand-in wrote a running status on the worker's copy at once.
+  ASSERT_TRUE(eventually([&] {
+    const auto remote = get(worker, kind().gvk, "job1");
+    const auto local = get("manager", kind().gvk, "job1");
+    return remote && local && remote->contains("status") && local->value("status", json()) == remote->at("status");
+  }));
+
+  // Finished on the worker: the final status is on the manager, the Workload Finished, the copies gone.
+  json finalStatus;
+  advance(std::chrono::seconds{10});
+  ASSERT_TRUE(eventually([&] { return multikueue::isFinished(*workload("manager", wl)); }));
+  ASSERT_TRUE(eventually([&] { return !workload(worker, wl) && !get(worker, kind().gvk, "job1"); }));
+  const auto local = get("manager", kind().gvk, "job1");
+  if (kind().gvk.kind == "PipelineRun") {
+    const auto* succeeded = multikueue::findCondition(*local, "Succeeded");
+    ASSERT_NE(succeeded, nullptr) << local->dump();
+    EXPECT_EQ(succeeded->value("status", ""), "True");
+  } else {
+    EXPECT_EQ(local->at("status").value("phase", ""), "Succeeded") << local->dump();
+  }
+}
+
+// §7.1 scenario 3: an owner reference on the manager's job does not travel (the worker's GC
+// would delete the copy at once), nor do finalizers or status; the copy survives.
+TEST_P(GenericAdapterE2E, RemoteCopyHasNoOwnerReferencesAndSurvives) {
+  setUpEnvironment({});
+  const auto owner = env_->create("manager", json{{"apiVersion", "v1"},
+                                                  {"kind", "ConfigMap"},
+                                                  {"metadata", {{"name", "owner"}, {"namespace", "default"}}}});
+  startAdapter();
+  createJob(kind(), "job1", true, [&](json& job) {
+    job["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                       {"kind", "ConfigMap"},
+                                                       {"name", "owner"},
+                                                       {"uid", owner.at("metadata").at("uid")}}});
+  });
+  const auto wl = awaitWorkload(kind(), "job1");
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
+  const auto worker = multikueue::clusterName(*workload("manager", wl));
+  ASSERT_TRUE(eventually([&] { return get(worker, kind().gvk, "job1").has_value(); }));
+  ASSERT_TRUE(settled());
+  const auto remote = get(worker, kind().gvk, "job1");
+  ASSERT_TRUE(remote.has_value()) << "the copy was deleted";
+  EXPECT_FALSE(remote->at("metadata").contains("ownerReferences")) << remote->dump();
+  EXPECT_FALSE(remote->at("metadata").contains("finalizers"));
+  // The marker is gone from the copy, the link and the origin are there.
+  const auto labels = remote->at("metadata").value("labels", json::object());
+  EXPECT_EQ(labels.value("kueue.x-k8s.io/multikueue-origin", ""), "multikueue");
+  EXPECT_EQ(remote->at("metadata").at("annotations").value("kueue.x-k8s.io/prebuilt-workload-name", ""), wl);
+  EXPECT_FALSE(labels.contains("workflows.argoproj.io/controller-instanceid"));
+  EXPECT_FALSE(remote->at("spec").contains("managedBy"));
+}
+
+// §7.1 scenario 5: the manager's job and Workload deleted while both workers are unreachable;
+// the copies stay until each worker is back, then the GC removes them (the job too).
+TEST_P(GenericAdapterE2E, DeletedWhileWorkersAreUnreachableIsCollectedWhenTheyReturn) {
+  setUpEnvironment({.startWorkerKueues = false});
+  startAdapter();
+  createJob(kind(), "job1");
+  const auto wl = awaitWorkload(kind(), "job1");
+  ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl); }));
+  env_->cluster("worker2").setUnreachable(true);
+  ASSERT_TRUE(eventually([&] { return !dispatcher_->registry().connected("worker2"); }));
+  env_->kueue("worker1").start();
+  ASSERT_TRUE(eventually([&] { return get("worker1", kind().gvk, "job1").has_value(); }));
+  env_->cluster("worker1").setUnreachable(true);
+  ASSERT_TRUE(eventually([&] { return !dispatcher_->registry().connected("worker1"); }));
+
+  // Deleted on the manager (the stand-in's finalizer goes once Kueue sees the deletion).
+  env_->client("manager").remove(kind().gvk, "default", "job1", {.propagationPolicy = "Foreground"});
+  ASSERT_TRUE(eventually([&] { return !workload("manager", wl) && !get("manager", kind().gvk, "job1"); }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(dispatcher_->collector().collect().workloadsDeleted, 0u);
+
+  env_->cluster("worker2").setUnreachable(false);
+  advance(std::chrono::seconds{5});  // the reconnect backoff
+  ASSERT_TRUE(eventually([&] {
+    advance(std::chrono::seconds{1});
+    return dispatcher_->registry().connected("worker2") != nullptr;
+  }));
+  dispatcher_->collector().collect();
+  EXPECT_FALSE(workload("worker2", wl).has_value());
+
+  env_->cluster("worker1").setUnreachable(false);
+  ASSERT_TRUE(eventually([&] {
+    advance(std::chrono::seconds{1});
+    return dispatcher_->registry().connected("worker1") != nullptr;
+  }));
+  ASSERT_TRUE(eventually([&] {
+    dispatcher_->collector().collect();
+    return !workload("worker1", wl) && !get("worker1", kind().gvk, "job1");
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, GenericAdapterE2E, ::testing::Values(kPipelineRun, kWorkflow),
+                         [](const ::testing::TestParamInfo<JobKind>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace mka::e2e

@@ -1,0 +1,110 @@
+#include "mka/multikueue/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "support/eventually.h"
+
+namespace mka::multikueue {
+namespace {
+
+using namespace std::chrono_literals;
+using test::eventually;
+
+class RecordingObserver : public ControllerObserver {
+ public:
+  void reconciled(const std::string& controller, const std::string& result, double) override {
+    std::lock_guard lock(mutex_);
+    ++results_[controller + "/" + result];
+  }
+  void queueDepth(const std::string&, std::size_t) override {}
+  int count(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    return results_[key];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> results_;
+};
+
+TEST(ResultTest, SoonerIgnoresDone) {
+  EXPECT_EQ(Result::sooner(Result::done(), Result::after(5s)), Result::after(5s));
+  EXPECT_EQ(Result::sooner(Result::after(3s), Result::after(5s)), Result::after(3s));
+  EXPECT_EQ(Result::sooner(Result::after(3s), Result::done()), Result::after(3s));
+}
+
+TEST(ControllerTest, ReconcilesEachKeyAndReportsResults) {
+  RecordingObserver observer;
+  std::mutex mutex;
+  std::map<std::string, int> seen;
+  Controller controller({"test", 2, &observer}, [&](const std::string& key) {
+    std::lock_guard lock(mutex);
+    ++seen[key];
+    return Result::done();
+  });
+  controller.start();
+  controller.enqueue("a");
+  controller.enqueue("b");
+  ASSERT_TRUE(eventually([&] { return controller.reconciles() >= 2 && controller.idle(); }));
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(seen["a"], 1);
+  EXPECT_EQ(seen["b"], 1);
+  EXPECT_EQ(observer.count("test/success"), 2);
+}
+
+TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
+  RecordingObserver observer;
+  std::atomic<int> calls{0};
+  Controller controller({"test", 1, &observer}, [&](const std::string&) {
+    if (++calls < 3) throw std::runtime_error("not yet");
+    return Result::done();
+  });
+  controller.start();
+  controller.enqueue("a");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 3 && controller.idle(); }));
+  EXPECT_EQ(observer.count("test/error"), 2);
+  EXPECT_EQ(observer.count("test/success"), 1);
+}
+
+TEST(ControllerTest, RequeueAfterBringsTheKeyBackWhenTheClockSaysSo) {
+  FakeClock clock;
+  std::atomic<int> calls{0};
+  Controller controller({"test", 1, nullptr}, [&](const std::string&) {
+    ++calls;
+    return calls == 1 ? Result::after(1min) : Result::done();
+  }, clock);
+  controller.start();
+  controller.enqueue("a");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 1 && controller.idle(); }));
+  clock.advance(30s);
+  controller.recheckClock();
+  ASSERT_TRUE(controller.idle());
+  EXPECT_EQ(calls.load(), 1) << "not before its time";
+  clock.advance(31s);
+  controller.recheckClock();
+  ASSERT_TRUE(eventually([&] { return calls.load() == 2 && controller.idle(); }));
+}
+
+TEST(ControllerTest, StopLetsTheKeyInProgressFinish) {
+  std::atomic<bool> finished{false};
+  std::atomic<bool> started{false};
+  Controller controller({"test", 1, nullptr}, [&](const std::string&) {
+    started = true;
+    std::this_thread::sleep_for(50ms);  // a reconcile in flight while stop() is called
+    finished = true;
+    return Result::done();
+  });
+  controller.start();
+  controller.enqueue("a");
+  ASSERT_TRUE(eventually([&] { return started.load(); }));
+  controller.stop();
+  EXPECT_TRUE(finished.load());
+}
+
+}  // namespace
+}  // namespace mka::multikueue
