@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "mka/config/configuration.h"
+#include "mka/kube/gvk.h"
 
 namespace mka::multikueue {
 
@@ -47,5 +48,51 @@ inline constexpr std::string_view kReady = "Ready";
 inline constexpr std::string_view kRetry = "Retry";
 inline constexpr std::string_view kRejected = "Rejected";
 }  // namespace check_state
+
+// ---- Cluster connection and AdmissionCheck status (§1.4, §3, §4) --------------------------
+// Used by the cluster registry and the AdmissionCheck reconciler.
+
+inline constexpr std::string_view kKueueGroup = "kueue.x-k8s.io";
+inline const kube::GroupVersionKind kWorkloadGvk{"kueue.x-k8s.io", "v1beta2", "Workload"};
+inline const kube::GroupVersionKind kMultiKueueClusterGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
+inline const kube::GroupVersionKind kMultiKueueConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
+inline const kube::GroupVersionKind kAdmissionCheckGvk{"kueue.x-k8s.io", "v1beta2", "AdmissionCheck"};
+
+// MultiKueueCluster spec.clusterSource.kubeConfig.locationType.
+inline constexpr std::string_view kLocationTypeSecret = "Secret";
+inline constexpr std::string_view kLocationTypePath = "Path";
+
+// MultiKueueCluster `Active` condition: reasons and messages.
+namespace cluster_reason {
+inline constexpr std::string_view kActive = "Active";
+inline constexpr std::string_view kBadKubeConfig = "BadKubeConfig";
+inline constexpr std::string_view kInsecureKubeConfig = "InsecureKubeConfig";
+inline constexpr std::string_view kBadClusterProfile = "BadClusterProfile";
+inline constexpr std::string_view kBadRestConfig = "BadRestConfig";
+inline constexpr std::string_view kClusterProfileFeatureDisabled = "MultiKueueClusterProfileFeatureDisabled";
+inline constexpr std::string_view kClientConnectionFailed = "ClientConnectionFailed";
+}  // namespace cluster_reason
+inline constexpr std::string_view kClusterConnectedMessage = "Connected";
+inline constexpr std::string_view kLoadClientConfigFailedPrefix = "load client config failed: ";
+inline constexpr std::string_view kClusterProfileDisabledMessage = "MultiKueueClusterProfile feature gate is disabled";
+inline constexpr std::string_view kWatchEstablishmentTimedOut = "watch establishment timed out";
+
+// AdmissionCheck `Active` condition: reasons and messages.
+namespace check_reason {
+inline constexpr std::string_view kActive = "Active";
+inline constexpr std::string_view kBadConfig = "BadConfig";
+inline constexpr std::string_view kSomeActiveClusters = "SomeActiveClusters";
+inline constexpr std::string_view kNoUsableClusters = "NoUsableClusters";
+}  // namespace check_reason
+inline constexpr std::string_view kCheckActiveMessage = "The admission check is active";
+inline constexpr std::string_view kCannotLoadParametersPrefix = "Cannot load the AdmissionChecks parameters: ";
+inline constexpr std::string_view kMissingClustersPrefix = "Missing clusters: ";
+inline constexpr std::string_view kInactiveClustersPrefix = "Inactive clusters: ";
+// AdmissionCheck spec.parameters errors.
+inline constexpr std::string_view kMultiKueueConfigKind = "MultiKueueConfig";
+inline constexpr std::string_view kMissingParametersReference = "missing parameters reference";
+inline constexpr std::string_view kBadParametersReference = "bad parameters reference";
+
+// ---- end of cluster connection and AdmissionCheck status ----------------------------------
 
 }  // namespace mka::multikueue
