@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <sstream>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -72,11 +74,11 @@ class Recorder {
         }
         continue;
       }
-      if (event->type == "ERROR") {
+      if (event->type == mka::sandbox::EventType::Error) {
         lost_ = true;
         return;
       }
-      if (event->type == "DELETED" || !predicate_(event->object)) continue;
+      if (event->type == mka::sandbox::EventType::Deleted || event->type == mka::sandbox::EventType::Bookmark || !predicate_(event->object)) continue;
       const auto name = event->object.value("metadata", json::object()).value("name", "");
       std::lock_guard lock(mutex_);
       seen_.emplace(name, Steady::now());

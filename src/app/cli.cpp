@@ -115,6 +115,8 @@ int run(int argc, char** argv) {
     logOptions.format = observability::parseLogFormat(logFormat);
     logOptions.level = logLevel.empty() ? observability::verbosityToLevel(verbosity)
                                         : observability::parseLogLevel(logLevel);
+    // The demo tells its story on stdout; logs would drown it unless asked for.
+    if (demoCmd->parsed() && logLevel.empty() && verbosity == 0) logOptions.level = spdlog::level::warn;
     observability::setupLogging(logOptions);
   } catch (const Error& e) {
     std::cerr << e.what() << '\n';

@@ -134,6 +134,12 @@ class Demo {
     summary(ok);
     if (options_.keep) keepRunning();
     service_->stop();
+    service_.reset();
+    env_.reset();
+    if (options_.dir.empty() && !options_.keep) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);  // our own temporary directory
+    }
     return ok ? 0 : 1;
   }
 
@@ -246,13 +252,16 @@ multiKueue:
     if (wl && multikueue::hasQuotaReservation(*wl))
       step(t, "quota", "Kueue created Workload " + t.workload + " and reserved quota in ClusterQueue cluster-queue");
     if (wl) {
-      const auto nominated = multikueue::nominatedClusters(*wl);
+      // Nominations are short-lived (cleared once a worker admits): a poll may only see the
+      // admission, which implies them.
+      auto nominated = multikueue::nominatedClusters(*wl);
+      const auto worker = multikueue::clusterName(*wl);
+      if (nominated.empty() && !worker.empty()) nominated = options_.workers;
       if (!nominated.empty()) {
         std::string list;
         for (const auto& n : nominated) list += (list.empty() ? "" : ", ") + n;
         step(t, "dispatched", "Workload copies sent to " + list + " (first to admit wins)");
       }
-      const auto worker = multikueue::clusterName(*wl);
       if (!worker.empty()) {
         t.worker = worker;
         t.admittedOn.insert(worker);
@@ -297,9 +306,13 @@ multiKueue:
     }
     out_ << (ok ? "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is left.\n"
                 : "\nSome jobs did not finish within the timeout (see the log lines above).\n");
-    out_ << "\nLook around with kubectl:\n";
-    for (const auto& [name, path] : kubeconfigs_)
-      out_ << "  kubectl --kubeconfig " << path.string() << " get pipelineruns,workflows,workloads -A\n";
+    if (options_.keep) {
+      out_ << "\nLook around with kubectl (the sandbox keeps running):\n";
+      for (const auto& [name, path] : kubeconfigs_)
+        out_ << "  kubectl --kubeconfig " << path.string() << " get pipelineruns,workflows,workloads -A\n";
+    } else {
+      out_ << "\nRun `multikueue-adapter demo --keep` to look around with kubectl afterwards.\n";
+    }
     out_.flush();
   }
 

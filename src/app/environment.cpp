@@ -114,8 +114,8 @@ Environment::Environment(Options options) : options_(std::move(options)) {
     o.pollInterval = options_.pollInterval;
     o.readmitDelay = options_.readmitDelay;
     auto kueue = std::make_unique<sandbox::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
-    if (name == kManager || options_.startWorkerKueues) kueue->start();
     kueues_[name] = std::move(kueue);
+    if (name == kManager || options_.startWorkerKueues) startKueue(name);
   }
 }
 
@@ -178,8 +178,13 @@ std::vector<json> Environment::createFromFile(const std::string& cluster, const 
 
 json Environment::create(const std::string& cluster, const json& object) { return client(cluster).create(object); }
 
+void Environment::startKueue(const std::string& name) {
+  kueue(name).start();
+  started_.insert(name);
+}
+
 bool Environment::kueuesIdle() const {
-  return std::all_of(kueues_.begin(), kueues_.end(), [](const auto& entry) { return entry.second->idle(); });
+  return std::all_of(started_.begin(), started_.end(), [&](const auto& name) { return kueues_.at(name)->idle(); });
 }
 
 void Environment::pokeKueues() {

@@ -199,7 +199,7 @@ void Service::start() {
     } catch (const std::exception& e) {
       if (needQueues) throw;
       throw Error(std::string("dispatch.enabled is true (the default), so the adapter needs the manager cluster, but ") +
-                  e.what() + "; pass --kubeconfig, run in a pod, or set dispatch.enabled: false for webhook-only mode");
+                  e.what() + "; or set dispatch.enabled: false for webhook-only mode");
     }
     spdlog::info("manager cluster server={} context={}", rest.host, rest.context);
     kube::ClientOptions clientOptions;

@@ -7,7 +7,7 @@ namespace mka {
 
 std::string toRfc3339(Clock::TimePoint time) {
   const std::time_t t = std::chrono::system_clock::to_time_t(
-      std::chrono::time_point_cast<std::chrono::seconds>(time));
+      std::chrono::floor<std::chrono::seconds>(time));
   std::tm utc{};
   gmtime_r(&t, &utc);
   char buffer[32];

@@ -93,10 +93,12 @@ void Informer::run() {
         continue;
       }
       spdlog::warn("informer retries kind={} backoff_ms={} error=\"{}\"", gvk_.goString(), backoff.count(), e.what());
+      if (options_.onError) options_.onError(e);
       if (!sleepFor(backoff)) return;
       backoff = std::min(backoff * 2, options_.maxBackoff);
     } catch (const std::exception& e) {
       spdlog::error("informer retries kind={} backoff_ms={} error=\"{}\"", gvk_.goString(), backoff.count(), e.what());
+      if (options_.onError) options_.onError(e);
       if (!sleepFor(backoff)) return;
       backoff = std::min(backoff * 2, options_.maxBackoff);
     }
@@ -149,6 +151,7 @@ void Informer::relist() {
     spdlog::info("informer synced kind={} objects={} resourceVersion={}", gvk_.goString(), added.size(), rv);
   }
   changed_.notify_all();
+  if (options_.onSynced) options_.onSynced();
 }
 
 void Informer::watchOnce() {

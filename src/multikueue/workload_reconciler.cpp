@@ -109,6 +109,49 @@ WorkloadReconciler::WorkloadReconciler(kube::Client& manager, ManagerCaches cach
       options_(std::move(options)),
       observer_(observer) {}
 
+namespace {
+
+// metadata.resourceVersion as a number (the sandbox's and etcd's are revisions); -1 if not.
+long long revisionOf(const json& object) {
+  const auto text = object.value("metadata", json::object()).value("resourceVersion", "");
+  try {
+    return text.empty() ? -1 : std::stoll(text);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+std::optional<json> WorkloadReconciler::freshest(const std::string& key, std::optional<json> cached) {
+  std::lock_guard lock(mutex_);
+  auto it = written_.find(key);
+  if (it == written_.end()) return cached;
+  if (!cached) return cached;  // deleted since: the cache knows better
+  if (revisionOf(it->second) > revisionOf(*cached)) return it->second;
+  written_.erase(it);  // the cache caught up
+  return cached;
+}
+
+std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk,
+                                                     const std::string& key) {
+  auto object = gvk == kWorkloadGvk ? remote.workload(key) : remote.job(gvk, key);
+  const auto slot = remote.name() + "|" + gvk.goString() + "|" + key;
+  std::lock_guard lock(mutex_);
+  auto it = removedRemotes_.find(slot);
+  if (it == removedRemotes_.end()) return object;
+  if (object && object->value("metadata", json::object()).value("uid", "") == it->second) return std::nullopt;
+  removedRemotes_.erase(it);  // the cache caught up with the delete (or holds a newer object)
+  return object;
+}
+
+void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk, const json& object) {
+  const auto meta = object.value("metadata", json::object());
+  const auto slot = remote.name() + "|" + gvk.goString() + "|" + meta.value("namespace", "") + "/" + meta.value("name", "");
+  std::lock_guard lock(mutex_);
+  removedRemotes_[slot] = meta.value("uid", "");
+}
+
 void WorkloadReconciler::rememberDeleted(const json& workload) {
   std::lock_guard lock(mutex_);
   deleted_[keyOf(workload)] = workload;
@@ -139,7 +182,12 @@ bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
   for (int attempt = 1;; ++attempt) {
     if (!mutate(object)) return false;
     try {
-      client.update(object, {.fieldManager = std::string(kAdmissionFieldManager), .subresource = "status"});
+      auto written = client.update(object, {.fieldManager = std::string(kAdmissionFieldManager), .subresource = "status"});
+      if (&client == &manager_) {
+        const auto key = keyOf(written);
+        std::lock_guard lock(mutex_);
+        written_[key] = std::move(written);
+      }
       return true;
     } catch (const kube::ApiError& e) {
       if (e.reason() == kube::Reason::NotFound) return false;
@@ -163,7 +211,7 @@ Result WorkloadReconciler::reject(const json& workload, const std::string& check
 
 Result WorkloadReconciler::reconcile(const std::string& key) {
   // (§2.1 step 1) The Workload, or the last copy seen before it was deleted.
-  std::optional<json> workload = caches_.workloads->get(key);
+  std::optional<json> workload = freshest(key, caches_.workloads->get(key));
   bool deleted = false;
   if (!workload) {
     std::lock_guard lock(mutex_);
@@ -178,6 +226,7 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
     std::lock_guard lock(mutex_);
     deleted_.erase(key);
     incrementalRound_.erase(key);
+    written_.erase(key);
   };
 
   // (step 2) Our check, unless it is Rejected.
@@ -254,7 +303,7 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
       group.unavailable.push_back(name);
       continue;
     }
-    if (auto copy = remote->workload(key)) group.remotes[name] = std::move(*copy);
+    if (auto copy = cachedRemote(*remote, kWorkloadGvk, key)) group.remotes[name] = std::move(*copy);
     group.available[name] = std::move(remote);
   }
 
@@ -270,16 +319,17 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
 void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group& group) {
   // The job first: the GC may already have removed the Workload (§2.6).
   if (group.framework != nullptr && !group.ownerName.empty()) {
-    const auto job = remote.job(group.framework->gvk, group.ns + "/" + group.ownerName);
+    const auto job = cachedRemote(remote, group.framework->gvk, group.ns + "/" + group.ownerName);
     if (job && ownedByOrigin(*job, options_.origin)) {
       ignoring(kube::Reason::NotFound, [&] {
         remote.client().remove(group.framework->gvk, group.ns, group.ownerName, {.propagationPolicy = "Background"});
       });
+      forgetRemote(remote, group.framework->gvk, *job);
       spdlog::info("remote job deleted workload={} cluster={} kind={}", group.key, remote.name(),
                    group.framework->gvk.kind);
     }
   }
-  const auto copy = remote.workload(group.key);
+  const auto copy = cachedRemote(remote, kWorkloadGvk, group.key);
   if (!copy) return;
   const auto finalizers = copy->value("metadata", json::object()).value("finalizers", json::array());
   if (std::find(finalizers.begin(), finalizers.end(), json(kResourceInUseFinalizer)) != finalizers.end()) {
@@ -294,6 +344,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
     });
   }
   ignoring(kube::Reason::NotFound, [&] { remote.client().remove(kWorkloadGvk, group.ns, group.name); });
+  forgetRemote(remote, kWorkloadGvk, *copy);
   spdlog::info("remote workload deleted workload={} cluster={}", group.key, remote.name());
 }
 
@@ -303,7 +354,7 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
   if (freshRead) {
     ignoring(kube::Reason::NotFound, [&] { copy = remote.client().get(gvk, group.ns, group.ownerName); });
   } else {
-    copy = remote.job(gvk, group.ns + "/" + group.ownerName);
+    copy = cachedRemote(remote, gvk, group.ns + "/" + group.ownerName);
   }
   if (!copy) {
     if (!group.localJob) return;
@@ -364,7 +415,7 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
     bool any = false;
     for (auto& [name, remote] : group.available)
       any = any || group.remotes.contains(name) ||
-            remote->job(group.framework->gvk, group.ns + "/" + group.ownerName).has_value();
+            cachedRemote(*remote, group.framework->gvk, group.ns + "/" + group.ownerName).has_value();
     if (!any) return group.unavailable.empty() ? Result::done() : Result::after(options_.workerLostTimeout);
     return cleanupAll(group);
   }
@@ -429,8 +480,14 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
     it = group.remotes.erase(it);
   }
 
-  // (6) The first worker to admit wins.
+  // (6) The first worker to admit wins. Once a winner is recorded (status.clusterName) it stays
+  // the winner: admission times have one-second resolution, so two workers can tie, and a
+  // cache that lags must never flip the choice.
   const auto* admitted = earliestWith(group.remotes, condition::kAdmitted);
+  if (const auto recorded = clusterName(workload); !recorded.empty()) {
+    auto it = group.remotes.find(recorded);
+    admitted = it != group.remotes.end() && conditionIsTrue(it->second, condition::kAdmitted) ? &*it : nullptr;
+  }
   if (admitted == nullptr && state == check_state::kReady) {
     const auto cluster = clusterName(workload);
     std::string message;
@@ -457,7 +514,8 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
     // 6b.1: the other copies go.
     for (auto& [name, remote] : group.available)
       if (name != cluster &&
-          (group.remotes.contains(name) || remote->job(group.framework->gvk, group.ns + "/" + group.ownerName)))
+          (group.remotes.contains(name) ||
+           cachedRemote(*remote, group.framework->gvk, group.ns + "/" + group.ownerName)))
         removeRemoteObjects(*remote, group);
     auto& remote = *group.available.at(cluster);
     // 6b.2: evicted on the manager while running: ask the worker to deactivate its copy.

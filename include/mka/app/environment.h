@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,7 +67,9 @@ class Environment {
   // Creates one object in `cluster` through its client.
   nlohmann::json create(const std::string& cluster, const nlohmann::json& object);
 
-  // Every stand-in quiet (see KueueStandIn::idle).
+  // Starts the stand-in of a cluster created with startWorkerKueues = false.
+  void startKueue(const std::string& name);
+  // Every started stand-in quiet (see KueueStandIn::idle).
   bool kueuesIdle() const;
   void pokeKueues();  // after advancing a FakeClock
 
@@ -81,6 +84,7 @@ class Environment {
   std::unique_ptr<sandbox::Sandbox> sandbox_;
   std::map<std::string, std::unique_ptr<kube::Client>> clients_;
   std::map<std::string, std::unique_ptr<sandbox::KueueStandIn>> kueues_;
+  std::set<std::string> started_;  // stand-ins running
 };
 
 }  // namespace mka::app

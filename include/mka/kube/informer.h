@@ -4,10 +4,13 @@
 // last resourceVersion it saw, so nothing is missed or repeated; on 410 Gone it relists and
 // reconciles its cache with the new list (handlers see the differences as adds, updates and
 // deletes); other failures back off (exponentially, up to `maxBackoff`) and retry. The cache
-// answers get/list; hasSynced() turns true after the first complete list.
+// answers get/list; hasSynced() turns true after the first complete list. Owners that follow
+// the connection (the MultiKueue cluster registry) hear of synced lists and failed requests
+// through InformerOptions::onSynced and ::onError.
 //
-// Threads: owns one thread (the reflector), which also calls the handlers, in event order;
-// get/list/hasSynced may be called from any thread.
+// Threads: owns one thread (the reflector), which also calls the handlers and the hooks, in
+// event order; get/list/hasSynced may be called from any thread. Hooks must not call stop()
+// on their own informer (it joins the thread they run on).
 
 #include <atomic>
 #include <chrono>
@@ -35,6 +38,13 @@ struct InformerOptions {
   int watchTimeoutSeconds = 300;  // the server ends each watch after this (client-go: 5-10 min)
   std::chrono::milliseconds initialBackoff{100};
   std::chrono::milliseconds maxBackoff{std::chrono::seconds{30}};
+  // Called after each complete list, once the cache and the handlers have it (the first call
+  // is when hasSynced() turns true; later ones follow a relist after 410 Gone).
+  std::function<void()> onSynced;
+  // Called when a list or watch request fails, before the reflector backs off and retries.
+  // Not called for a watch stream that ends (server timeout, dropped connection: the reflector
+  // resumes) nor for 410 Gone (it relists).
+  std::function<void(const std::exception& error)> onError;
 };
 
 struct InformerHandlers {

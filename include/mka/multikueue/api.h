@@ -6,9 +6,8 @@
 #include <chrono>
 #include <string_view>
 
-#include "mka/kube/gvk.h"
-
 #include "mka/config/configuration.h"
+#include "mka/kube/gvk.h"
 
 namespace mka::multikueue {
 
@@ -92,5 +91,46 @@ inline constexpr std::chrono::minutes kIncrementalRoundTimeout{5};
 inline constexpr int kIncrementalStepSize = 3;
 // Condition and admission-check messages are cut to 32 KiB, the last 4 bytes becoming " ...".
 inline constexpr std::size_t kMaxConditionMessage = 32 * 1024;
+
+// ---- Cluster connection and AdmissionCheck status (§1.4, §3, §4) --------------------------
+// Used by the cluster registry and the AdmissionCheck reconciler.
+
+inline constexpr std::string_view kKueueGroup = "kueue.x-k8s.io";
+
+// MultiKueueCluster spec.clusterSource.kubeConfig.locationType.
+inline constexpr std::string_view kLocationTypeSecret = "Secret";
+inline constexpr std::string_view kLocationTypePath = "Path";
+
+// MultiKueueCluster `Active` condition: reasons and messages.
+namespace cluster_reason {
+inline constexpr std::string_view kActive = "Active";
+inline constexpr std::string_view kBadKubeConfig = "BadKubeConfig";
+inline constexpr std::string_view kInsecureKubeConfig = "InsecureKubeConfig";
+inline constexpr std::string_view kBadClusterProfile = "BadClusterProfile";
+inline constexpr std::string_view kBadRestConfig = "BadRestConfig";
+inline constexpr std::string_view kClusterProfileFeatureDisabled = "MultiKueueClusterProfileFeatureDisabled";
+inline constexpr std::string_view kClientConnectionFailed = "ClientConnectionFailed";
+}  // namespace cluster_reason
+inline constexpr std::string_view kClusterConnectedMessage = "Connected";
+inline constexpr std::string_view kLoadClientConfigFailedPrefix = "load client config failed: ";
+inline constexpr std::string_view kClusterProfileDisabledMessage = "MultiKueueClusterProfile feature gate is disabled";
+inline constexpr std::string_view kWatchEstablishmentTimedOut = "watch establishment timed out";
+
+// AdmissionCheck `Active` condition: reasons and messages.
+namespace check_reason {
+inline constexpr std::string_view kActive = "Active";
+inline constexpr std::string_view kBadConfig = "BadConfig";
+inline constexpr std::string_view kSomeActiveClusters = "SomeActiveClusters";
+inline constexpr std::string_view kNoUsableClusters = "NoUsableClusters";
+}  // namespace check_reason
+inline constexpr std::string_view kCheckActiveMessage = "The admission check is active";
+inline constexpr std::string_view kCannotLoadParametersPrefix = "Cannot load the AdmissionChecks parameters: ";
+inline constexpr std::string_view kMissingClustersPrefix = "Missing clusters: ";
+inline constexpr std::string_view kInactiveClustersPrefix = "Inactive clusters: ";
+// AdmissionCheck spec.parameters errors.
+inline constexpr std::string_view kMultiKueueConfigKind = "MultiKueueConfig";
+inline constexpr std::string_view kMissingParametersReference = "missing parameters reference";
+inline constexpr std::string_view kBadParametersReference = "bad parameters reference";
+
 
 }  // namespace mka::multikueue

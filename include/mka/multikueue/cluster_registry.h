@@ -17,10 +17,20 @@
 // `Active` condition is written with Kueue's reasons and messages (§1.4), only when status,
 // reason or message change; always: logs and the onConnectionChange callback (metrics).
 //
+// Connection attempts never wait in reconcile(): it builds a client, starts the attempt's
+// informers and returns Result::after(<= 1 s); the informers' own threads decide the attempt
+// (all synced -> connected; any failed list/watch request -> the attempt failed, counted and
+// backed off; once connected, a failed request disconnects). Either outcome is reported
+// through onConnectionChange, and the next reconcile writes the status and, past the
+// establishment timeout, fails an attempt still in flight. Informers of failed attempts, lost
+// connections and forgotten clusters are stopped by the registry's reaper thread, so that
+// neither a reconcile nor an informer hook waits for a hung worker's request.
+//
 // Threads: reconcile() is called by the cluster controller's workers (one key at a time);
 // connected()/disconnectedSince()/clusterNames() from any thread (the workload reconciler's
 // workers); callbacks run on informer threads or the reconciling thread and must be quick
-// (enqueue and return). Internal state is guarded by one mutex, never held during I/O.
+// (enqueue and return). Owns the reaper thread ("mkc-reaper") and, per worker, the informer
+// threads. Internal state is guarded by one mutex, never held during I/O or a join.
 
 #include <chrono>
 #include <filesystem>
@@ -87,7 +97,8 @@ class ClusterRegistry {
   void onRemoteEvent(std::function<void(const std::string& cluster, const std::string& workloadKey)> callback);
   // `cluster` became connected (true) or disconnected (false). Also asks for a reconcile of the
   // cluster when a connection drops (Kueue's "watch ended" channel): the registry calls it, the
-  // owner enqueues the cluster.
+  // owner enqueues the cluster. `false` is reported again when a connection attempt fails (the
+  // cluster stays disconnected; the reconcile writes the status and schedules the next attempt).
   void onConnectionChange(std::function<void(const std::string& cluster, bool connected)> callback);
 
   // The cluster controller's reconcile (§3.3) for MultiKueueCluster `name`: reads it and its

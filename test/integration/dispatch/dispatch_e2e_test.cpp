@@ -114,7 +114,8 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
     const auto s = checkState(wl);
     return s.value("retryCount", 0) >= 1 && s.value("state", "") == "Ready";
   })) << checkState(wl).dump();
-  const auto evicted = multikueue::findCondition(*workload("manager", wl), "Evicted");
+  const auto evictedWl = *workload("manager", wl);
+  const auto* evicted = multikueue::findCondition(evictedWl, "Evicted");
   ASSERT_NE(evicted, nullptr);
   EXPECT_EQ(evicted->value("message", ""),
             "Previously: Evicted due to AdmissionCheck in Retry state: \"multikueue-adapter\" (Workload evicted on "
@@ -198,9 +199,10 @@ TEST_F(DispatchE2E, WorkerLostLongerThanTheTimeoutSendsTheCheckToRetry) {
   ASSERT_TRUE(eventually([&] {
     return checkIs(wl, "Ready", std::string("The workload was admitted on \"") + other + "\"");
   })) << checkState(wl).dump();
-  const auto evicted = multikueue::findCondition(*workload("manager", wl), "Evicted");
+  const auto evictedWl = *workload("manager", wl);
+  const auto* evicted = multikueue::findCondition(evictedWl, "Evicted");
   ASSERT_NE(evicted, nullptr);
-  EXPECT_NE(evicted->value("message", "").find("Admitting remote lost, Previously: \\\"Ready\\\""), std::string::npos)
+  EXPECT_NE(evicted->value("message", "").find("Admitting remote lost, Previously: \"Ready\""), std::string::npos)
       << evicted->dump();
 }
 
@@ -213,7 +215,7 @@ TEST_F(DispatchE2E, AdapterRestartMidDispatchCreatesNoDuplicate) {
   const auto wl = awaitWorkload(kPipelineRun, "job1");
   ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl); }));
   stopAdapter();
-  env_->kueue("worker1").start();
+  env_->startKueue("worker1");
   ASSERT_TRUE(eventually([&] { return multikueue::isAdmitted(*workload("worker1", wl)); }));
   const auto uidBefore = workload("worker1", wl)->at("metadata").value("uid", "");
   startAdapter();
@@ -248,7 +250,7 @@ TEST_F(DispatchE2E, IncrementalDispatcherNominatesThreeWorkersPerRound) {
   ASSERT_TRUE(eventually([&] { return workload("worker4", wl).has_value(); }));
   EXPECT_EQ(multikueue::nominatedClusters(*workload("manager", wl)),
             (std::vector<std::string>{"worker1", "worker2", "worker3", "worker4"}));
-  env_->kueue("worker4").start();
+  env_->startKueue("worker4");
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker4\""); }));
   ASSERT_TRUE(eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl) && !workload("worker3", wl); }));
 }

@@ -105,7 +105,14 @@ void DispatchFixture::advance(std::chrono::nanoseconds by) {
 }
 
 bool DispatchFixture::settled() {
-  return test::eventually([&] { return env_->kueuesIdle() && (!dispatcher_ || dispatcher_->idle()); });
+  return test::eventually([&] {
+    if (!env_->kueuesIdle()) return false;
+    if (!dispatcher_) return true;
+    // Every reachable worker connected (a connection brings reconciles with it), then quiet.
+    for (const auto& w : env_->workers())
+      if (!env_->cluster(w).unreachable() && !dispatcher_->registry().connected(w)) return false;
+    return dispatcher_->idle();
+  });
 }
 
 std::vector<json> DispatchFixture::events(const std::string& involvedName) {

@@ -73,7 +73,7 @@ class DispatchFixture {
 
   // Advances the fake clock and lets every piece look at it.
   void advance(std::chrono::nanoseconds by);
-  // Everything quiet: stand-ins and the adapter's controllers.
+  // Everything quiet: stand-ins, every reachable worker connected, the adapter's controllers idle.
   bool settled();
 
   std::vector<nlohmann::json> events(const std::string& involvedName);
@@ -85,4 +85,9 @@ class DispatchFixture {
   std::string checkName_ = "multikueue-adapter";
 };
 
+}  // namespace mka::e2e
+
+namespace mka::e2e {
+// gtest prints a parameter by its name.
+inline void PrintTo(const JobKind& kind, std::ostream* os) { *os << kind.name; }
 }  // namespace mka::e2e

@@ -39,10 +39,11 @@ TEST_P(GenericAdapterE2E, FirstWorkerToAdmitWinsAndTheOtherCopyIsDeleted) {
   }
   EXPECT_EQ(multikueue::nominatedClusters(*workload("manager", wl)), (std::vector<std::string>{"worker1", "worker2"}));
 
-  env_->kueue("worker2").start();
+  env_->startKueue("worker2");
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker2\""); }));
   ASSERT_TRUE(eventually([&] { return multikueue::isAdmitted(*workload("manager", wl)); }));
-  const auto admitted = multikueue::findCondition(*workload("manager", wl), "Admitted");
+  const auto admittedWl = *workload("manager", wl);
+  const auto* admitted = multikueue::findCondition(admittedWl, "Admitted");
   EXPECT_EQ(admitted->value("reason", ""), "Admitted");
   EXPECT_EQ(admitted->value("message", ""), "The workload is admitted");
   EXPECT_EQ(multikueue::clusterName(*workload("manager", wl)), "worker2");
@@ -131,7 +132,7 @@ TEST_P(GenericAdapterE2E, DeletedWhileWorkersAreUnreachableIsCollectedWhenTheyRe
   ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl); }));
   env_->cluster("worker2").setUnreachable(true);
   ASSERT_TRUE(eventually([&] { return !dispatcher_->registry().connected("worker2"); }));
-  env_->kueue("worker1").start();
+  env_->startKueue("worker1");
   ASSERT_TRUE(eventually([&] { return get("worker1", kind().gvk, "job1").has_value(); }));
   env_->cluster("worker1").setUnreachable(true);
   ASSERT_TRUE(eventually([&] { return !dispatcher_->registry().connected("worker1"); }));

@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@ using test::eventually;
 constexpr const char* kQueueLabeledConfig = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
 managedByDefaulting: QueueLabeled
+dispatch: {enabled: false}  # webhook-only: these tests have no cluster
 multiKueue:
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
@@ -181,6 +183,7 @@ TEST(ServiceTest, HotReloadAppliesAGoodFileAndKeepsTheLastGoodOneOnABadFile) {
   test::writeFileAtomically(dir / "config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
 managedByDefaulting: Never
+dispatch: {enabled: false}
 webhook: {port: 9999}
 multiKueue:
   externalFrameworks:
@@ -231,6 +234,7 @@ TEST(ServiceTest, MultiKueueQueuesFollowsTheManagerClusterAndIsReadyOnceSynced) 
   dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
 managedByDefaulting: MultiKueueQueues
+dispatch: {enabled: false}
 multiKueue:
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
@@ -271,6 +275,39 @@ multiKueue:
   };
   EXPECT_TRUE(eventually([&] { return patchType("q") == "JSONPatch"; })) << "a MultiKueue-backed queue is defaulted";
   EXPECT_EQ(patchType("local"), "") << "a queue without a MultiKueue check is left alone";
+  service.stop();
+}
+
+}  // namespace
+}  // namespace mka::app
+
+namespace mka::app {
+namespace {
+
+// dispatch.enabled (the default) needs the manager cluster: without any kubeconfig the error
+// says what is missing and how to run webhook-only.
+TEST(ServiceDispatchTest, DispatchWithoutAClusterIsAClearError) {
+  test::TempDir dir;
+  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: QueueLabeled
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)");
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsFor(dir);
+  setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
+  Service service(options);
+  try {
+    service.start();
+    ADD_FAILURE() << "start() succeeded without a cluster";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("dispatch.enabled is true (the default)"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("set dispatch.enabled: false for webhook-only mode"));
+  }
+  unsetenv("KUBECONFIG");
   service.stop();
 }
 

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 
 #include "mka/kube/client.h"
@@ -343,6 +344,62 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   informer.stop();
   std::lock_guard lock(mutex);
   EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
+}
+
+TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) {
+  auto client = newClient();
+  client->create(configMap("a"));
+  // Declared before the informer: its thread calls the hooks until informer.stop().
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  std::atomic<int> synced{0};
+  InformerOptions options{.namespace_ = "default", .initialBackoff = std::chrono::milliseconds{10}};
+  options.onSynced = [&] { ++synced; };
+  options.onError = [&](const std::exception& e) {
+    std::lock_guard lock(mutex);
+    errors.emplace_back(e.what());
+  };
+  Informer informer(*client, kConfigMap, options);
+  informer.start();
+  ASSERT_TRUE(test::eventually([&] { return synced == 1 && cluster.openWatches() == 1; }));
+
+  // A watch that ends is resumed, not reported.
+  cluster.store().closeAllWatches();
+  ASSERT_TRUE(test::eventually([&] { return informer.watches() == 2 && cluster.openWatches() == 1; }));
+  // A watch request that fails is reported once, then the reflector backs off and resumes.
+  cluster.faults().failNext(1, 500, {"watch", "configmaps", ""}, 0);
+  cluster.store().closeAllWatches();
+  ASSERT_TRUE(test::eventually([&] { return informer.watches() == 4 && cluster.openWatches() == 1; }));
+  {
+    std::lock_guard lock(mutex);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_THAT(errors[0], HasSubstr("(Internal, 500)"));
+  }
+  // A relist after 410 Gone is not a failure; its complete list is reported again.
+  cluster.faults().goneOnNextWatch();
+  cluster.store().closeAllWatches();
+  ASSERT_TRUE(test::eventually([&] { return synced == 2 && informer.lists() == 2; }));
+  informer.stop();
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(errors.size(), 1u);
+}
+
+TEST_F(InformerTest, AKindTheServerDoesNotServeNeverSyncsAndReportsEveryFailedList) {
+  auto client = newClient();
+  std::atomic<int> failures{0};
+  std::atomic<bool> notFound{false};
+  InformerOptions options{.initialBackoff = std::chrono::milliseconds{10},
+                          .maxBackoff = std::chrono::milliseconds{20}};
+  options.onError = [&](const std::exception& e) {
+    notFound = isNotFound(e);
+    ++failures;
+  };
+  Informer informer(*client, {"tekton.dev", "v1", "PipelineRun"}, options);
+  informer.start();
+  ASSERT_TRUE(test::eventually([&] { return failures >= 3; }));
+  EXPECT_TRUE(notFound);
+  EXPECT_FALSE(informer.hasSynced());
+  informer.stop();
 }
 
 TEST_F(ClientTest, LeaderHandOverOnRelease) {

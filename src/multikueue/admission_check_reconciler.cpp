@@ -1,0 +1,162 @@
+#include "mka/multikueue/admission_check_reconciler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "conditions.h"
+#include "mka/common/log.h"
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/api.h"
+
+namespace mka::multikueue {
+
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const auto log = namedLogger("multikueue-admissioncheck");
+  return log;
+}
+
+std::string stringAt(const json& object, std::initializer_list<const char*> path) {
+  const json* at = &object;
+  for (const char* key : path) {
+    if (!at->is_object()) return "";
+    auto it = at->find(key);
+    if (it == at->end()) return "";
+    at = &*it;
+  }
+  return at->is_string() ? at->get<std::string>() : "";
+}
+
+std::string nameOf(const json& object) { return stringAt(object, {"metadata", "name"}); }
+
+std::vector<std::string> clustersOf(const json& config) {
+  std::vector<std::string> names;
+  const auto spec = config.value("spec", json::object());
+  const auto clusters = spec.is_object() ? spec.value("clusters", json::array()) : json::array();
+  if (!clusters.is_array()) return names;
+  for (const auto& c : clusters)
+    if (c.is_string()) names.push_back(c.get<std::string>());
+  return names;
+}
+
+// Go's fmt "%v" of a []string: "[a b]".
+std::string goList(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? " " : "") + names[i];
+  return out + "]";
+}
+
+Condition activeCondition(std::string_view status, std::string_view reason, std::string message) {
+  return {std::string(condition::kActive), std::string(status), std::string(reason), std::move(message)};
+}
+
+}  // namespace
+
+ConfigReference multiKueueConfigOf(const json& admissionCheck) {
+  const auto spec = admissionCheck.value("spec", json::object());
+  const auto parameters = spec.is_object() ? spec.value("parameters", json()) : json();
+  if (!parameters.is_object()) return {"", std::string(kMissingParametersReference)};
+  const auto bad = std::string(kBadParametersReference);
+  const auto name = parameters.value("name", "");
+  if (name.empty()) return {"", "empty name: " + bad};
+  const auto group = parameters.value("apiGroup", "");
+  if (group != kKueueGroup)
+    return {"", "wrong group \"" + group + "\", expecting \"" + std::string(kKueueGroup) + "\": " + bad};
+  const auto kind = parameters.value("kind", "");
+  if (kind != kMultiKueueConfigKind)
+    return {"", "wrong kind \"" + kind + "\", expecting \"" + std::string(kMultiKueueConfigKind) + "\": " + bad};
+  return {name, ""};
+}
+
+AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const ClusterRegistry& clusters,
+                                                   const Clock& clock, Options options)
+    : manager_(manager), clusters_(clusters), clock_(clock), options_(std::move(options)) {}
+
+Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName) {
+  json check;
+  try {
+    check = manager_.get(kAdmissionCheckGvk, "", admissionCheckName);
+  } catch (const kube::ApiError& e) {
+    if (e.reason() == kube::Reason::NotFound) return Result::done();
+    throw;
+  }
+  if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) return Result::done();
+
+  Condition desired;
+  const auto ref = multiKueueConfigOf(check);
+  std::optional<json> config;
+  if (!ref.error.empty()) {
+    desired = activeCondition("False", check_reason::kBadConfig, std::string(kCannotLoadParametersPrefix) + ref.error);
+  } else {
+    try {
+      config = manager_.get(kMultiKueueConfigGvk, "", ref.name);
+    } catch (const kube::ApiError& e) {
+      if (e.reason() != kube::Reason::NotFound) throw;
+      desired = activeCondition("False", check_reason::kBadConfig,
+                                std::string(kCannotLoadParametersPrefix) + apiErrorMessage(e));
+    }
+  }
+  if (config) {
+    const auto clusters = clustersOf(*config);
+    std::set<std::string> existing;
+    for (const auto& c : manager_.listAll(kMultiKueueClusterGvk, "")) existing.insert(nameOf(c));
+    std::vector<std::string> missing, inactive;
+    for (const auto& c : clusters) {
+      if (!existing.contains(c)) {
+        missing.push_back(c);
+      } else if (!clusters_.connected(c)) {
+        inactive.push_back(c);
+      }
+    }
+    const auto unusable = missing.size() + inactive.size();
+    if (unusable == 0) {
+      desired = activeCondition("True", check_reason::kActive, std::string(kCheckActiveMessage));
+    } else {
+      std::vector<std::string> parts;
+      if (!missing.empty()) parts.push_back(std::string(kMissingClustersPrefix) + goList(missing));
+      if (!inactive.empty()) parts.push_back(std::string(kInactiveClustersPrefix) + goList(inactive));
+      std::string message = parts[0];
+      if (parts.size() > 1) message += ", " + parts[1];
+      desired = unusable < clusters.size()
+                    ? activeCondition("True", check_reason::kSomeActiveClusters, std::move(message))
+                    : activeCondition("False", check_reason::kNoUsableClusters, std::move(message));
+    }
+  }
+
+  if (writeCondition(manager_, kAdmissionCheckGvk, admissionCheckName, check, desired, clock_))
+    logger()->info("admission check status written admissionCheck={} active={} reason={} message=\"{}\"",
+                   admissionCheckName, desired.status, desired.reason, desired.message);
+  return Result::done();
+}
+
+std::vector<std::string> AdmissionCheckReconciler::checksUsingConfig(const std::string& configName) {
+  std::vector<std::string> names;
+  for (const auto& check : manager_.listAll(kAdmissionCheckGvk, "")) {
+    if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) continue;
+    if (multiKueueConfigOf(check).name == configName) names.push_back(nameOf(check));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> AdmissionCheckReconciler::checksUsingCluster(const std::string& clusterName) {
+  std::set<std::string> configs;
+  for (const auto& config : manager_.listAll(kMultiKueueConfigGvk, "")) {
+    const auto clusters = clustersOf(config);
+    if (std::find(clusters.begin(), clusters.end(), clusterName) != clusters.end()) configs.insert(nameOf(config));
+  }
+  std::vector<std::string> names;
+  if (configs.empty()) return names;
+  for (const auto& check : manager_.listAll(kAdmissionCheckGvk, "")) {
+    if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) continue;
+    const auto ref = multiKueueConfigOf(check);
+    if (!ref.name.empty() && configs.contains(ref.name)) names.push_back(nameOf(check));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace mka::multikueue

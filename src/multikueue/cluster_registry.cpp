@@ -1,0 +1,524 @@
+#include "mka/multikueue/cluster_registry.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cluster_source.h"
+#include "conditions.h"
+#include "mka/common/errors.h"
+#include "mka/common/log.h"
+#include "mka/common/clock.h"
+#include "mka/kube/informer.h"
+#include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/generic_adapter.h"
+
+namespace mka::multikueue {
+
+using nlohmann::json;
+
+namespace {
+
+// How soon a reconcile looks again while a connection attempt is in flight. The informer hooks
+// usually decide sooner (and say so through onConnectionChange); this bounds the wait when the
+// owner does not enqueue on `true`, and is how the establishment timeout is noticed.
+constexpr std::chrono::seconds kConnectingRecheck{1};
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const auto log = namedLogger("multikueue-cluster");
+  return log;
+}
+
+// Kueue's watch-establishment timeout (§3.4): 1m, 2m, 4m, 8m, then 10m for the first value 1m.
+std::chrono::milliseconds establishTimeout(std::chrono::milliseconds first, int failedAttempts) {
+  const int factor = failedAttempts >= 4 ? 10 : (1 << std::max(0, failedAttempts));
+  return first * factor;
+}
+
+// One connection attempt to a worker: its client and informers. Shared by the registry and
+// whoever holds it from connected(); the registry's reaper thread stops its informers.
+class Remote final : public RemoteCluster {
+ public:
+  Remote(std::string name, std::unique_ptr<kube::Client> client) : name_(std::move(name)), client_(std::move(client)) {}
+  ~Remote() override { stop(); }
+
+  const std::string& name() const override { return name_; }
+  kube::Client& client() override { return *client_; }
+  std::optional<json> workload(const std::string& key) const override { return workloads_->get(key); }
+  std::vector<json> workloads() const override { return workloads_->list(); }
+  std::optional<json> job(const kube::GroupVersionKind& gvk, const std::string& key) const override {
+    auto it = jobs_.find(gvk);
+    if (it == jobs_.end()) return std::nullopt;
+    return it->second->get(key);
+  }
+  std::vector<json> jobs(const kube::GroupVersionKind& gvk) const override {
+    auto it = jobs_.find(gvk);
+    if (it == jobs_.end()) return {};
+    return it->second->list();
+  }
+
+  // Before start() only.
+  kube::Informer& addWorkloads(kube::InformerOptions options) {
+    workloads_ = std::make_unique<kube::Informer>(*client_, kWorkloadGvk, std::move(options));
+    return *workloads_;
+  }
+  kube::Informer& addJobs(const kube::GroupVersionKind& gvk, kube::InformerOptions options) {
+    auto& slot = jobs_[gvk];
+    slot = std::make_unique<kube::Informer>(*client_, gvk, std::move(options));
+    return *slot;
+  }
+
+  void start() {
+    workloads_->start();
+    for (auto& [gvk, informer] : jobs_) informer->start();
+  }
+  // Joins the informer threads (at most one request long): never from one of them.
+  void stop() {
+    if (workloads_) workloads_->stop();
+    for (auto& [gvk, informer] : jobs_) informer->stop();
+  }
+  bool synced() const {
+    if (!workloads_ || !workloads_->hasSynced()) return false;
+    return std::all_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return j.second->hasSynced(); });
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<kube::Client> client_;  // declared first: the informers use it until they stop
+  std::unique_ptr<kube::Informer> workloads_;
+  std::map<kube::GroupVersionKind, std::unique_ptr<kube::Informer>> jobs_;
+};
+
+}  // namespace
+
+std::chrono::seconds reconnectBackoff(int failedAttempts) {
+  if (failedAttempts <= 0) return std::chrono::seconds{0};
+  return std::chrono::seconds{5} * (1 << (std::min(failedAttempts, 7) - 1));
+}
+
+// Design: reconcile() never waits for a worker. It starts an attempt (a fresh client and its
+// informers) and returns "look again soon"; the informers' hooks, on their own threads, decide
+// the attempt: every informer synced -> connected, any failed request -> the attempt failed
+// (counted, backed off). Once connected, a failed request of any informer disconnects the
+// worker. Both report through onConnectionChange (false also after a failed attempt, so the
+// owner reconciles: status, next attempt). Informers are stopped by a reaper thread, since a
+// hook cannot join its own thread and a stop may wait for one request of a hung worker.
+struct ClusterRegistry::Impl {
+  using RemoteEvent = std::function<void(const std::string&, const std::string&)>;
+  using ConnectionChange = std::function<void(const std::string&, bool)>;
+
+  struct Entry {
+    std::string secretName;          // spec location when the kubeconfig is a Secret
+    std::string kubeconfig;          // what the current client is built from ("" none yet)
+    std::shared_ptr<Remote> remote;  // the attempt in flight or the connection; null otherwise
+    std::uint64_t attempt = 0;       // `remote`'s attempt id (0: none); hooks of others are stale
+    bool connecting = false;
+    Clock::TimePoint attemptDeadline{};
+    bool connected = false;
+    std::optional<Clock::TimePoint> disconnectedSince;
+    int failedAttempts = 0;
+    Clock::TimePoint lastFailure{};
+    std::string error;  // why the last attempt failed or the connection was lost ("" none)
+  };
+
+  Impl(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options)
+      : manager(manager), clock(clock), options(std::move(options)), createdAt(clock.now()) {
+    reaper = std::thread([this] {
+      pthread_setname_np(pthread_self(), "mkc-reaper");
+      reap();
+    });
+  }
+
+  kube::Client& manager;
+  const Clock& clock;
+  const ClusterRegistryOptions options;
+  const Clock::TimePoint createdAt;
+
+  mutable std::mutex mutex;  // everything below; never held during I/O or a join
+  std::map<std::string, Entry> entries;
+  std::shared_ptr<const RemoteEvent> remoteEvent;
+  std::shared_ptr<const ConnectionChange> connectionChange;
+  std::uint64_t lastAttempt = 0;
+  bool stopped = false;
+  std::deque<std::shared_ptr<Remote>> retired;  // for the reaper to stop
+  std::condition_variable retiredChanged;
+  std::thread reaper;
+
+  // --- under `mutex` ---------------------------------------------------------------------
+
+  Entry& entryFor(const std::string& name) {
+    auto [it, created] = entries.try_emplace(name);
+    if (created) it->second.disconnectedSince = clock.now();  // a new client starts disconnected
+    return it->second;
+  }
+
+  // Hands the entry's client and informers to the reaper.
+  void retire(Entry& e) {
+    e.connecting = false;
+    e.attempt = 0;
+    if (!e.remote) return;
+    retired.push_back(std::move(e.remote));
+    e.remote = nullptr;
+    retiredChanged.notify_all();
+  }
+
+  // §3.5: returns whether it was connected; disconnectedSince keeps the first loss.
+  static bool markDisconnected(Entry& e, Clock::TimePoint now) {
+    const bool was = e.connected;
+    e.connected = false;
+    if (!e.disconnectedSince) e.disconnectedSince = now;
+    return was;
+  }
+
+  void failAttempt(const std::string& name, Entry& e, Clock::TimePoint now, const std::string& error) {
+    retire(e);
+    ++e.failedAttempts;
+    e.lastFailure = now;
+    e.error = error;
+    logger()->warn("cluster connection attempt failed cluster={} attempts={} next_attempt={} error=\"{}\"", name,
+                   e.failedAttempts, toRfc3339(now + reconnectBackoff(e.failedAttempts)), error);
+  }
+
+  std::optional<Condition> desiredStatus(const Entry& e) const {
+    if (e.connected)
+      return Condition{std::string(condition::kActive), "True", std::string(cluster_reason::kActive),
+                       std::string(kClusterConnectedMessage)};
+    if (e.error.empty()) return std::nullopt;  // the first attempt is still running
+    auto message = e.error;
+    if (e.failedAttempts > 0)
+      message += "; connection attempts: " + std::to_string(e.failedAttempts) +
+                 ", next connection attempt: " + toRfc3339(e.lastFailure + reconnectBackoff(e.failedAttempts));
+    return Condition{std::string(condition::kActive), "False", std::string(cluster_reason::kClientConnectionFailed),
+                     std::move(message)};
+  }
+
+  // --- without `mutex` -------------------------------------------------------------------
+
+  void emitConnectionChange(const std::string& name, bool connected) {
+    std::shared_ptr<const ConnectionChange> callback;
+    {
+      std::lock_guard lock(mutex);
+      callback = connectionChange;
+    }
+    if (callback && *callback) (*callback)(name, connected);
+  }
+
+  void emitRemoteEvent(const std::string& cluster, const std::string& workloadKey) {
+    std::shared_ptr<const RemoteEvent> callback;
+    {
+      std::lock_guard lock(mutex);
+      callback = remoteEvent;
+    }
+    if (!callback || !*callback) return;
+    try {
+      (*callback)(cluster, workloadKey);
+    } catch (const std::exception& e) {
+      // Not the worker's fault: the informer must not take it for a failed request.
+      logger()->error("remote event callback failed cluster={} workload={} error=\"{}\"", cluster, workloadKey,
+                      e.what());
+    }
+  }
+
+  void reap() {
+    std::unique_lock lock(mutex);
+    while (true) {
+      retiredChanged.wait(lock, [&] { return !retired.empty() || stopped; });
+      if (retired.empty()) return;  // stopped, and everything retired is stopped
+      auto remote = std::move(retired.front());
+      retired.pop_front();
+      lock.unlock();
+      remote->stop();
+      remote.reset();  // may be the last reference: destroyed outside the lock
+      lock.lock();
+    }
+  }
+
+  void forget(const std::string& name, std::string_view why) {
+    bool wasConnected = false;
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(name);
+      if (it == entries.end()) return;
+      wasConnected = it->second.connected;
+      retire(it->second);
+      entries.erase(it);
+    }
+    logger()->info("cluster forgotten cluster={} why={}", name, why);
+    if (wasConnected) emitConnectionChange(name, false);
+  }
+
+  // Informer hook: one informer of `attempt` has a complete list.
+  void informerSynced(const std::string& name, std::uint64_t attempt) {
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(name);
+      if (it == entries.end()) return;
+      auto& e = it->second;
+      if (e.attempt != attempt || !e.connecting || !e.remote || !e.remote->synced()) return;
+      e.connecting = false;
+      e.connected = true;
+      e.disconnectedSince.reset();
+      e.failedAttempts = 0;
+      e.error.clear();
+    }
+    logger()->info("cluster connected cluster={}", name);
+    emitConnectionChange(name, true);
+  }
+
+  // Informer hook: a list or watch request of `attempt` failed.
+  void informerFailed(const std::string& name, std::uint64_t attempt, const std::string& error) {
+    const auto now = clock.now();
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(name);
+      if (it == entries.end()) return;
+      auto& e = it->second;
+      if (e.attempt != attempt) return;
+      if (e.connecting) {
+        failAttempt(name, e, now, error);
+      } else if (e.connected) {
+        markDisconnected(e, now);
+        e.error = error;
+        retire(e);
+        logger()->warn("cluster disconnected cluster={} error=\"{}\"", name, error);
+      } else {
+        return;
+      }
+    }
+    emitConnectionChange(name, false);
+  }
+
+  std::shared_ptr<Remote> buildRemote(const std::string& name, const std::string& kubeconfig, std::uint64_t attempt) {
+    auto config = kube::restConfigFor(kube::Kubeconfig::parse(kubeconfig, "MultiKueueCluster " + name));
+    auto rest = std::make_shared<kube::RestClient>(std::move(config), options.clientOptions);
+    auto remote = std::make_shared<Remote>(name, std::make_unique<kube::Client>(std::move(rest)));
+
+    kube::InformerOptions base;
+    base.labelSelector = std::string(kOriginLabel) + "=" + options.origin;
+    base.initialBackoff = options.informerInitialBackoff;
+    base.maxBackoff = options.informerMaxBackoff;
+    base.onSynced = [this, name, attempt] { informerSynced(name, attempt); };
+    base.onError = [this, name, attempt](const std::exception& e) { informerFailed(name, attempt, e.what()); };
+
+    // §3.6: a remote Workload maps to the manager's Workload of the same key.
+    auto onWorkload = [this, name](const json& object) { emitRemoteEvent(name, kube::Informer::keyOf(object)); };
+    remote->addWorkloads(base).addHandlers(
+        {.onAdd = onWorkload,
+         .onUpdate = [onWorkload](const json&, const json& object) { onWorkload(object); },
+         .onDelete = onWorkload});
+    // A remote job maps through its prebuilt-workload link.
+    for (const auto& gvk : options.jobKinds) {
+      auto onJob = [this, name, kind = gvk.goString()](const json& object) {
+        auto workload = prebuiltWorkloadName(object);
+        if (!workload) {
+          logger()->debug("remote job without a prebuilt-workload link skipped cluster={} kind=\"{}\" job={}", name,
+                          kind, kube::Informer::keyOf(object));
+          return;
+        }
+        const auto ns = object.value("metadata", json::object()).value("namespace", "");
+        emitRemoteEvent(name, ns + "/" + *workload);
+      };
+      remote->addJobs(gvk, base).addHandlers(
+          {.onAdd = onJob, .onUpdate = [onJob](const json&, const json& object) { onJob(object); }, .onDelete = onJob});
+    }
+    return remote;
+  }
+
+  // §3.3 step 4: (re)connects when the config changed or the worker is disconnected and
+  // outside its backoff window.
+  Result connect(const std::string& name, const std::string& kubeconfig) {
+    const auto now = clock.now();
+    bool lost = false;
+    std::uint64_t attempt = 0;
+    std::optional<Result> decided;
+    {
+      std::lock_guard lock(mutex);
+      auto& e = entryFor(name);
+      if (e.kubeconfig != kubeconfig) {
+        if (!e.kubeconfig.empty()) logger()->info("cluster kubeconfig changed, reconnecting cluster={}", name);
+        lost = markDisconnected(e, now);
+        retire(e);
+        e.kubeconfig = kubeconfig;
+        e.failedAttempts = 0;
+        e.error.clear();
+      }
+      if (e.connected) {
+        decided = Result::done();
+      } else if (e.connecting) {
+        if (now < e.attemptDeadline) {
+          decided = Result::after(std::min<std::chrono::nanoseconds>(e.attemptDeadline - now, kConnectingRecheck));
+        } else {
+          failAttempt(name, e, now, std::string(kWatchEstablishmentTimedOut));
+          decided = Result::after(reconnectBackoff(e.failedAttempts));
+        }
+      } else if (e.failedAttempts > 0 && now < e.lastFailure + reconnectBackoff(e.failedAttempts)) {
+        // Inside the backoff window: no attempt, nothing counted.
+        decided = Result::after(e.lastFailure + reconnectBackoff(e.failedAttempts) - now);
+      } else {
+        attempt = ++lastAttempt;
+      }
+    }
+    if (lost) emitConnectionChange(name, false);
+    if (decided) return *decided;
+
+    // Parsing and TLS setup only, no request: outside the lock.
+    std::shared_ptr<Remote> remote;
+    std::string buildError;
+    try {
+      remote = buildRemote(name, kubeconfig, attempt);
+    } catch (const std::exception& e) {
+      buildError = e.what();
+    }
+    std::chrono::nanoseconds wait{0};
+    {
+      std::lock_guard lock(mutex);
+      auto& e = entryFor(name);
+      if (!remote) {
+        failAttempt(name, e, now, buildError);
+        return Result::after(reconnectBackoff(e.failedAttempts));
+      }
+      if (stopped) return Result::done();  // `remote` was never started: nothing to join
+      e.remote = remote;
+      e.attempt = attempt;
+      e.connecting = true;
+      const auto timeout = establishTimeout(options.establishTimeout, e.failedAttempts);
+      e.attemptDeadline = now + timeout;
+      wait = std::min<std::chrono::nanoseconds>(timeout, kConnectingRecheck);
+    }
+    logger()->info("cluster connecting cluster={} attempt={} server={}", name, attempt, remote->client().rest().config().host);
+    remote->start();
+    return Result::after(wait);
+  }
+
+  void writeStatus(const std::string& name, const json& cluster, const Condition& condition) {
+    if (!options.writeClusterStatus) return;
+    if (writeCondition(manager, kMultiKueueClusterGvk, name, cluster, condition, clock))
+      logger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name, condition.status,
+                     condition.reason, condition.message);
+  }
+
+  Result reconcile(const std::string& name) {
+    json cluster;
+    try {
+      cluster = manager.get(kMultiKueueClusterGvk, "", name);
+    } catch (const kube::ApiError& e) {
+      if (e.reason() != kube::Reason::NotFound) throw;
+      forget(name, "deleted");
+      return Result::done();
+    }
+    const auto meta = cluster.value("metadata", json::object());
+    if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) {
+      forget(name, "terminating");
+      return Result::done();
+    }
+
+    const auto source = loadClusterSource(manager, cluster, options.namespace_, options.pathPrefix);
+    bool lost = false;
+    {
+      std::lock_guard lock(mutex);
+      auto& e = entryFor(name);
+      e.secretName = source.secretName;
+      if (!source.ok()) {
+        // §3.3 step 2: disconnected and its informers stopped, but kept.
+        lost = markDisconnected(e, clock.now());
+        retire(e);
+      }
+    }
+    if (!source.ok()) {
+      if (lost) emitConnectionChange(name, false);
+      logger()->warn("cluster kubeconfig not loaded cluster={} reason={} error=\"{}\"", name, source.reason,
+                     source.error);
+      writeStatus(name, cluster,
+                  {std::string(condition::kActive), "False", source.reason,
+                   std::string(kLoadClientConfigFailedPrefix) + source.error});
+      if (source.notFound) return Result::done();  // the Secret's own event brings it back
+      throw Error("failed to load client config, reason: " + source.reason + ", error: " + source.error);
+    }
+
+    const auto result = connect(name, source.kubeconfig);
+    std::optional<Condition> status;
+    {
+      std::lock_guard lock(mutex);
+      if (auto it = entries.find(name); it != entries.end()) status = desiredStatus(it->second);
+    }
+    if (status) writeStatus(name, cluster, *status);
+    return result;
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex);
+      stopped = true;
+      for (auto& [name, e] : entries) {
+        e.connected = false;
+        retire(e);
+      }
+      retiredChanged.notify_all();
+    }
+    if (reaper.joinable()) reaper.join();
+  }
+};
+
+ClusterRegistry::ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options)
+    : impl_(std::make_unique<Impl>(manager, clock, std::move(options))) {}
+
+ClusterRegistry::~ClusterRegistry() { stop(); }
+
+void ClusterRegistry::onRemoteEvent(std::function<void(const std::string&, const std::string&)> callback) {
+  auto shared = std::make_shared<const Impl::RemoteEvent>(std::move(callback));
+  std::lock_guard lock(impl_->mutex);
+  impl_->remoteEvent = std::move(shared);
+}
+
+void ClusterRegistry::onConnectionChange(std::function<void(const std::string&, bool)> callback) {
+  auto shared = std::make_shared<const Impl::ConnectionChange>(std::move(callback));
+  std::lock_guard lock(impl_->mutex);
+  impl_->connectionChange = std::move(shared);
+}
+
+Result ClusterRegistry::reconcile(const std::string& name) { return impl_->reconcile(name); }
+
+std::shared_ptr<RemoteCluster> ClusterRegistry::connected(const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->entries.find(name);
+  if (it == impl_->entries.end() || !it->second.connected) return nullptr;
+  return it->second.remote;
+}
+
+std::optional<Clock::TimePoint> ClusterRegistry::disconnectedSince(const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->entries.find(name);
+  if (it == impl_->entries.end()) return impl_->createdAt;
+  if (it->second.connected) return std::nullopt;
+  return it->second.disconnectedSince;
+}
+
+std::vector<std::string> ClusterRegistry::clusterNames() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, e] : impl_->entries) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> ClusterRegistry::clustersUsingSecret(const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> names;
+  for (const auto& [cluster, e] : impl_->entries)
+    if (!e.secretName.empty() && e.secretName == name) names.push_back(cluster);
+  return names;
+}
+
+int ClusterRegistry::failedAttempts(const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->entries.find(name);
+  return it == impl_->entries.end() ? 0 : it->second.failedAttempts;
+}
+
+void ClusterRegistry::stop() { impl_->stop(); }
+
+}  // namespace mka::multikueue

@@ -1,0 +1,110 @@
+#include "cluster_source.h"
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "conditions.h"
+#include "mka/kube/api_error.h"
+#include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/api.h"
+
+namespace mka::multikueue {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const kube::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
+constexpr std::string_view kNotUnderPrefix = "kubeconfig path is not under the allowed prefix: ";
+
+ClusterSource failure(std::string_view reason, std::string error, std::string secretName = "") {
+  ClusterSource s;
+  s.secretName = std::move(secretName);
+  s.reason = std::string(reason);
+  s.error = std::move(error);
+  return s;
+}
+
+std::string quoted(const std::string& text) { return json(text).dump(); }
+
+// Kueue's security validation (§3.2), applied to every kubeConfig source.
+ClusterSource validated(std::string kubeconfig, std::string secretName) {
+  if (auto insecure = kube::validateKubeconfigSecurity(kubeconfig))
+    return failure(cluster_reason::kInsecureKubeConfig, *insecure, std::move(secretName));
+  ClusterSource s;
+  s.secretName = std::move(secretName);
+  s.kubeconfig = std::move(kubeconfig);
+  return s;
+}
+
+ClusterSource fromSecret(kube::Client& manager, const std::string& name, const std::string& namespace_) {
+  json secret;
+  try {
+    secret = manager.get(kSecretGvk, namespace_, name);
+  } catch (const kube::ApiError& e) {
+    auto f = failure(cluster_reason::kBadKubeConfig, apiErrorMessage(e), name);
+    f.notFound = e.reason() == kube::Reason::NotFound;
+    return f;
+  }
+  try {
+    return validated(kube::kubeconfigFromSecret(secret), name);
+  } catch (const std::exception& e) {
+    return failure(cluster_reason::kBadKubeConfig, e.what(), name);
+  }
+}
+
+ClusterSource fromPath(const std::string& path, const fs::path& prefix) {
+  if (auto invalid = validateKubeconfigPath(path, prefix)) return failure(cluster_reason::kBadKubeConfig, *invalid);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const std::error_code ec(errno, std::generic_category());
+    return failure(cluster_reason::kBadKubeConfig, "open " + path + ": " + ec.message());
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return failure(cluster_reason::kBadKubeConfig, "read " + path + ": the file cannot be read");
+  return validated(text.str(), "");
+}
+
+}  // namespace
+
+std::optional<std::string> validateKubeconfigPath(const std::string& path, const fs::path& prefix) {
+  if (path.empty()) return "kubeconfig path must not be empty";
+  const fs::path p(path);
+  for (const auto& part : p)
+    if (part == "..") return std::string(kNotUnderPrefix) + "path contains \"..\"";
+  if (!p.is_absolute()) return std::string(kNotUnderPrefix) + "path must be absolute";
+  std::error_code ec;
+  const auto resolvedPrefix = fs::canonical(prefix, ec);
+  if (ec) return std::string(kNotUnderPrefix) + quoted(path) + " is not under " + quoted(prefix.string());
+  const auto resolved = fs::canonical(p, ec);
+  if (ec) return "cannot resolve kubeconfig path symlinks: " + ec.message();
+  // With the separator, so that a sibling such as "<prefix>-other" is not "under" it.
+  const auto base = resolvedPrefix.string() + "/";
+  if (!(resolved.string() + "/").starts_with(base))
+    return std::string(kNotUnderPrefix) + quoted(resolved.string()) + " is not under " + quoted(resolvedPrefix.string());
+  return std::nullopt;
+}
+
+ClusterSource loadClusterSource(kube::Client& manager, const json& cluster, const std::string& namespace_,
+                                const fs::path& pathPrefix) {
+  const auto spec = cluster.value("spec", json::object());
+  const auto source = spec.is_object() ? spec.value("clusterSource", json::object()) : json::object();
+  if (source.contains("clusterProfileRef") && !source.contains("kubeConfig"))
+    return failure(cluster_reason::kClusterProfileFeatureDisabled, std::string(kClusterProfileDisabledMessage));
+  const auto kubeConfig = source.value("kubeConfig", json::object());
+  if (!kubeConfig.is_object() || !source.contains("kubeConfig"))
+    return failure(cluster_reason::kBadKubeConfig,
+                   "spec.clusterSource: set kubeConfig {location, locationType} (clusterProfileRef is not supported)");
+  const auto location = kubeConfig.value("location", "");
+  const auto type = kubeConfig.value("locationType", std::string(kLocationTypeSecret));
+  if (type == kLocationTypeSecret) return fromSecret(manager, location, namespace_);
+  if (type == kLocationTypePath) return fromPath(location, pathPrefix);
+  return failure(cluster_reason::kBadKubeConfig,
+                 "spec.clusterSource.kubeConfig.locationType: unsupported value " + quoted(type) +
+                     ": use Secret or Path");
+}
+
+}  // namespace mka::multikueue

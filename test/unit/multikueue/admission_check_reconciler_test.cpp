@@ -1,0 +1,197 @@
+// The AdmissionCheck reconciler against a sandbox manager (KUEUE-MULTIKUEUE.md §4), with the
+// cluster registry's real connection state: worker1 connected, worker2 known but not
+// connected (its Secret is missing), ghost and phantom without a MultiKueueCluster.
+#include "mka/multikueue/admission_check_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include "mka/common/clock.h"
+#include "sandbox_fixture.h"
+#include "support/eventually.h"
+
+namespace mka::multikueue {
+namespace {
+
+using nlohmann::json;
+using std::chrono::minutes;
+
+const std::string kOurs = "multikueue-adapter.dev/dispatcher";
+
+json parameters(const std::string& name, const std::string& group = "kueue.x-k8s.io",
+                const std::string& kind = "MultiKueueConfig") {
+  return {{"apiGroup", group}, {"kind", kind}, {"name", name}};
+}
+
+class AdmissionCheckReconcilerTest : public fixture::MultiKueueSandbox {
+ protected:
+  AdmissionCheckReconcilerTest() {
+    createSecretCluster("worker1", worker1.kubeconfig());
+    createCluster("worker2", {{"kubeConfig", {{"location", "worker2-missing"}}}});
+    startRegistry(registryOptions());
+    EXPECT_TRUE(connect("worker1"));
+    EXPECT_EQ(registry->reconcile("worker2"), Result::done());
+    reconciler = std::make_unique<AdmissionCheckReconciler>(*managerClient, *registry, clock,
+                                                            AdmissionCheckReconciler::Options{kOurs});
+  }
+
+  void createConfig(const std::string& name, const std::vector<std::string>& clusters) {
+    manager.api().create(fixture::kConfigs, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                             {"kind", "MultiKueueConfig"},
+                                             {"metadata", {{"name", name}}},
+                                             {"spec", {{"clusters", clusters}}}});
+  }
+  void setConfigClusters(const std::string& name, const std::vector<std::string>& clusters) {
+    manager.api().patch(fixture::named(fixture::kConfigs, name), "application/merge-patch+json",
+                        json{{"spec", {{"clusters", clusters}}}}.dump());
+  }
+  // `params` null: no spec.parameters.
+  void createCheck(const std::string& name, const json& params, const std::string& controller = kOurs) {
+    json spec = {{"controllerName", controller}};
+    if (!params.is_null()) spec["parameters"] = params;
+    manager.api().create(fixture::kChecks, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                            {"kind", "AdmissionCheck"},
+                                            {"metadata", {{"name", name}}},
+                                            {"spec", spec}});
+  }
+  json check(const std::string& name) { return manager.api().get(fixture::named(fixture::kChecks, name)); }
+  json checkActive(const std::string& name) {
+    for (const auto& c : check(name).value("status", json::object()).value("conditions", json::array()))
+      if (c.value("type", "") == "Active") return c;
+    return nullptr;
+  }
+
+  std::unique_ptr<AdmissionCheckReconciler> reconciler;
+};
+
+TEST_F(AdmissionCheckReconcilerTest, ActiveFollowsTheStateOfTheConfigsClusters) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> clusters;
+    std::string status, reason, message;
+  };
+  const std::vector<Case> cases = {
+      {"all-usable", {"worker1"}, "True", "Active", "The admission check is active"},
+      {"some-usable",
+       {"worker1", "worker2", "ghost"},
+       "True",
+       "SomeActiveClusters",
+       "Missing clusters: [ghost], Inactive clusters: [worker2]"},
+      {"none-usable",
+       {"worker2", "ghost"},
+       "False",
+       "NoUsableClusters",
+       "Missing clusters: [ghost], Inactive clusters: [worker2]"},
+      {"only-missing", {"ghost", "phantom"}, "False", "NoUsableClusters", "Missing clusters: [ghost phantom]"},
+      {"only-inactive", {"worker1", "worker2"}, "True", "SomeActiveClusters", "Inactive clusters: [worker2]"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    createConfig(c.name, c.clusters);
+    createCheck(c.name, parameters(c.name));
+    EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
+    const auto active = checkActive(c.name);
+    EXPECT_EQ(active["status"], c.status);
+    EXPECT_EQ(active["reason"], c.reason);
+    EXPECT_EQ(active["message"], c.message);
+    EXPECT_EQ(active["observedGeneration"], check(c.name)["metadata"]["generation"]);
+    EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
+  }
+}
+
+TEST_F(AdmissionCheckReconcilerTest, BadParametersAndAMissingConfigAreBadConfig) {
+  struct Case {
+    std::string name;
+    json params;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"no-parameters", nullptr, "missing parameters reference"},
+      {"empty-name", parameters(""), "empty name: bad parameters reference"},
+      {"wrong-group", parameters("c", "example.dev"),
+       "wrong group \"example.dev\", expecting \"kueue.x-k8s.io\": bad parameters reference"},
+      {"wrong-kind", parameters("c", "kueue.x-k8s.io", "ConfigMap"),
+       "wrong kind \"ConfigMap\", expecting \"MultiKueueConfig\": bad parameters reference"},
+      {"missing-config", parameters("gone"), "multikueueconfigs.kueue.x-k8s.io \"gone\" not found"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    createCheck(c.name, c.params);
+    EXPECT_EQ(multiKueueConfigOf(check(c.name)).error, c.name == "missing-config" ? "" : c.error);
+    EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
+    const auto active = checkActive(c.name);
+    EXPECT_EQ(active["status"], "False");
+    EXPECT_EQ(active["reason"], "BadConfig");
+    EXPECT_EQ(active["message"], "Cannot load the AdmissionChecks parameters: " + c.error);
+  }
+  EXPECT_EQ(multiKueueConfigOf(check("missing-config")).name, "gone");
+}
+
+TEST_F(AdmissionCheckReconcilerTest, ChecksOfOtherControllersAndMissingChecksAreLeftAlone) {
+  createConfig("config", {"worker1"});
+  createCheck("kueues", parameters("config"), "kueue.x-k8s.io/multikueue");
+  const auto version = check("kueues")["metadata"]["resourceVersion"];
+  EXPECT_EQ(reconciler->reconcile("kueues"), Result::done());
+  EXPECT_EQ(check("kueues")["metadata"]["resourceVersion"], version);
+  EXPECT_TRUE(checkActive("kueues").is_null());
+  EXPECT_EQ(reconciler->reconcile("no-such-check"), Result::done());
+}
+
+TEST_F(AdmissionCheckReconcilerTest, WritesOnlyChangesAndMovesTheTransitionTimeOnlyWithTheStatus) {
+  createConfig("config", {"worker1", "worker2", "ghost"});
+  createCheck("ac", parameters("config"));
+  const auto created = clock.now();
+  reconciler->reconcile("ac");
+  const auto version = check("ac")["metadata"]["resourceVersion"];
+  clock.advance(minutes{1});
+  reconciler->reconcile("ac");
+  EXPECT_EQ(check("ac")["metadata"]["resourceVersion"], version) << "unchanged: not written";
+
+  setConfigClusters("config", {"worker1", "ghost"});
+  reconciler->reconcile("ac");
+  auto active = checkActive("ac");
+  EXPECT_EQ(active["message"], "Missing clusters: [ghost]");
+  EXPECT_EQ(active["lastTransitionTime"], toRfc3339(created)) << "still True";
+
+  setConfigClusters("config", {"ghost"});
+  reconciler->reconcile("ac");
+  active = checkActive("ac");
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "NoUsableClusters");
+  EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
+}
+
+TEST_F(AdmissionCheckReconcilerTest, AWorkerThatDisconnectsBecomesInactive) {
+  createConfig("config", {"worker1"});
+  createCheck("ac", parameters("config"));
+  reconciler->reconcile("ac");
+  EXPECT_EQ(checkActive("ac")["reason"], "Active");
+
+  worker1.setUnreachable(true);
+  ASSERT_TRUE(test::eventually([&] { return registry->connected("worker1") == nullptr; }));
+  reconciler->reconcile("ac");
+  const auto active = checkActive("ac");
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "NoUsableClusters");
+  EXPECT_EQ(active["message"], "Inactive clusters: [worker1]");
+}
+
+TEST_F(AdmissionCheckReconcilerTest, MapsConfigsAndClustersToTheChecksUsingThem) {
+  createConfig("both", {"worker1", "worker2"});
+  createConfig("second", {"worker2"});
+  createCheck("ac-both", parameters("both"));
+  createCheck("ac-second", parameters("second"));
+  createCheck("ac-second-too", parameters("second"));
+  createCheck("kueues", parameters("both"), "kueue.x-k8s.io/multikueue");
+  createCheck("bad-ref", parameters("both", "example.dev"));
+
+  EXPECT_EQ(reconciler->checksUsingConfig("both"), std::vector<std::string>{"ac-both"});
+  EXPECT_EQ(reconciler->checksUsingConfig("second"), (std::vector<std::string>{"ac-second", "ac-second-too"}));
+  EXPECT_TRUE(reconciler->checksUsingConfig("none").empty());
+  EXPECT_EQ(reconciler->checksUsingCluster("worker1"), std::vector<std::string>{"ac-both"});
+  EXPECT_EQ(reconciler->checksUsingCluster("worker2"),
+            (std::vector<std::string>{"ac-both", "ac-second", "ac-second-too"}));
+  EXPECT_TRUE(reconciler->checksUsingCluster("ghost").empty());
+}
+
+}  // namespace
+}  // namespace mka::multikueue

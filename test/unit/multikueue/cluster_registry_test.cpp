@@ -1,0 +1,495 @@
+// The cluster registry against sandbox clusters (KUEUE-MULTIKUEUE.md §3, scenarios 77-100).
+// Time, backoff windows and establishment timeouts run on a FakeClock; what happens on the
+// informer threads is awaited with eventually().
+#include "mka/multikueue/cluster_registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "mka/common/errors.h"
+#include "mka/common/clock.h"
+#include "sandbox_fixture.h"
+#include "support/eventually.h"
+#include "support/temp_dir.h"
+
+namespace mka::multikueue {
+namespace {
+
+namespace fs = std::filesystem;
+using fixture::kPipelineRun;
+using nlohmann::json;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class ClusterRegistryTest : public fixture::MultiKueueSandbox {
+ protected:
+  // The message of the error reconcile() throws ("" when it does not throw).
+  std::string reconcileError(const std::string& name) {
+    try {
+      registry->reconcile(name);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string suffix(int attempts, Clock::TimePoint next) {
+    return "; connection attempts: " + std::to_string(attempts) + ", next connection attempt: " + toRfc3339(next);
+  }
+  // A kubeconfig whose client cannot be built (plain http), different per `port`.
+  std::string unbuildable(int port = 1) {
+    return fixture::kubeconfigFor("http://127.0.0.1:" + std::to_string(port), worker1.caPem(), worker1.token());
+  }
+  void createPipelineRun(sandbox::Cluster& cluster, const std::string& name, const json& labels,
+                         const json& annotations = json::object()) {
+    cluster.api().create({"tekton.dev", "v1", "pipelineruns", "team", "", ""},
+                         {{"apiVersion", "tekton.dev/v1"},
+                          {"kind", "PipelineRun"},
+                          {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+                          {"spec", json::object()}});
+  }
+  void createWorkload(sandbox::Cluster& cluster, const std::string& name, const json& labels) {
+    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "workloads", "team", "", ""},
+                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                          {"kind", "Workload"},
+                          {"metadata", {{"name", name}, {"labels", labels}}},
+                          {"spec", {{"podSets", json::array()}}}});
+  }
+
+  test::TempDir dir{"mka-registry"};
+};
+
+TEST(ReconnectBackoff, DoublesFromFiveSecondsAndSaturatesAfterTheSeventhFailure) {
+  const std::vector<int> expected = {0, 5, 10, 20, 40, 80, 160, 320, 320, 320};
+  for (int n = 0; n < static_cast<int>(expected.size()); ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_EQ(reconnectBackoff(n), seconds{expected[n]});
+  }
+  EXPECT_EQ(reconnectBackoff(-1), seconds{0});
+}
+
+// Scenario 77.
+TEST_F(ClusterRegistryTest, ConnectsWithASecretKubeconfigAndReportsActive) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  auto& r = startRegistry(registryOptions());
+  EXPECT_EQ(r.disconnectedSince("worker1"), clock.now()) << "never seen: lost since the registry was created";
+
+  const auto first = r.reconcile("worker1");
+  EXPECT_GT(first.requeueAfter, seconds{0}) << "an attempt in flight is looked at again";
+  EXPECT_LE(first.requeueAfter, seconds{1});
+  ASSERT_TRUE(test::eventually([&] { return r.connected("worker1") != nullptr && recorder.last("worker1") == true; }));
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+
+  const auto active = clusterActive("worker1");
+  EXPECT_EQ(active["status"], "True");
+  EXPECT_EQ(active["reason"], "Active");
+  EXPECT_EQ(active["message"], "Connected");
+  EXPECT_EQ(active["observedGeneration"], 1);
+  EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
+  EXPECT_EQ(recorder.connections(), (std::vector<std::pair<std::string, bool>>{{"worker1", true}}));
+  EXPECT_EQ(r.clusterNames(), std::vector<std::string>{"worker1"});
+  EXPECT_EQ(r.clustersUsingSecret("worker1"), std::vector<std::string>{"worker1"});
+  EXPECT_TRUE(r.clustersUsingSecret("other").empty());
+  EXPECT_EQ(r.disconnectedSince("worker1"), std::nullopt);
+  EXPECT_EQ(r.failedAttempts("worker1"), 0);
+  EXPECT_EQ(r.connected("worker1")->name(), "worker1");
+
+  // Nothing changed: nothing written.
+  const auto version = clusterObject("worker1")["metadata"]["resourceVersion"];
+  clock.advance(minutes{1});
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  EXPECT_EQ(clusterObject("worker1")["metadata"]["resourceVersion"], version);
+}
+
+// Scenarios 79, 82, 89 and 92: a client that cannot be built; backoff windows.
+TEST_F(ClusterRegistryTest, FailedAttemptsBackOffAndReconcilesInsideTheWindowNeitherTryNorCount) {
+  createSecretCluster("worker1", unbuildable());
+  auto& r = startRegistry(registryOptions());
+  const auto start = clock.now();
+
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{5}));
+  EXPECT_EQ(r.failedAttempts("worker1"), 1);
+  auto active = clusterActive("worker1");
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "ClientConnectionFailed");
+  const std::string message = active["message"];
+  EXPECT_THAT(message, HasSubstr("is not an https:// URL"));
+  const auto error = message.substr(0, message.find("; connection attempts"));
+  EXPECT_EQ(message, error + suffix(1, start + seconds{5}));
+
+  // Inside the window: no attempt, nothing counted.
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{5}));
+  clock.advance(seconds{2});
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{3}));
+  EXPECT_EQ(r.failedAttempts("worker1"), 1);
+  clock.advance(seconds{3});
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{10}));
+  EXPECT_EQ(r.failedAttempts("worker1"), 2);
+  clock.advance(seconds{10});
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{20}));
+  EXPECT_EQ(r.failedAttempts("worker1"), 3);
+  EXPECT_EQ(clusterActive("worker1")["message"], error + suffix(3, clock.now() + seconds{20}));
+
+  // The steps saturate at 320 s after the 7th failure.
+  for (int n = 4; n <= 9; ++n) {
+    clock.advance(reconnectBackoff(n - 1));
+    EXPECT_EQ(r.reconcile("worker1"), Result::after(reconnectBackoff(n)));
+  }
+  EXPECT_EQ(r.failedAttempts("worker1"), 9);
+  EXPECT_EQ(reconnectBackoff(9), seconds{320});
+  EXPECT_EQ(r.connected("worker1"), nullptr);
+}
+
+// Scenario 79 with a kubeconfig that passes the security checks but makes no client; one that
+// does not parse is refused by the checks (§3.2 rule 1).
+TEST_F(ClusterRegistryTest, AKubeconfigThatMakesNoClientIsAConnectionFailure) {
+  createSecretCluster("bad-ca", fixture::kubeconfigFor(worker1.server(), "not a certificate", worker1.token()));
+  createSecretCluster("not-yaml", "clusters: [");
+  auto& r = startRegistry(registryOptions());
+  EXPECT_EQ(r.reconcile("bad-ca"), Result::after(seconds{5}));
+  auto active = clusterActive("bad-ca");
+  EXPECT_EQ(active["reason"], "ClientConnectionFailed");
+  EXPECT_THAT(active["message"].get<std::string>(), HasSubstr("certificate-authority-data holds no PEM certificate"));
+  EXPECT_THAT(active["message"].get<std::string>(), ::testing::EndsWith(suffix(1, clock.now() + seconds{5})));
+
+  EXPECT_THAT(reconcileError("not-yaml"),
+              StartsWith("failed to load client config, reason: InsecureKubeConfig, error: failed to parse kubeconfig(apiconfig): "));
+  active = clusterActive("not-yaml");
+  EXPECT_EQ(active["reason"], "InsecureKubeConfig");
+  EXPECT_THAT(active["message"].get<std::string>(), StartsWith("load client config failed: failed to parse kubeconfig(apiconfig): "));
+}
+
+// §3.3: the worker must serve the CRD of every configured kind.
+TEST_F(ClusterRegistryTest, AWorkerThatDoesNotServeAConfiguredKindNeverConnects) {
+  auto& noTekton = sandbox.addCluster({.name = "no-tekton", .crdFiles = {fixture::kCrds / "kueue.x-k8s.io_workloads.yaml"}});
+  createSecretCluster("no-tekton", noTekton.kubeconfig());
+  auto& r = startRegistry(registryOptions());
+  const auto start = clock.now();
+
+  r.reconcile("no-tekton");
+  ASSERT_TRUE(test::eventually([&] { return r.failedAttempts("no-tekton") == 1; }));
+  EXPECT_EQ(r.reconcile("no-tekton"), Result::after(seconds{5}));
+  const auto active = clusterActive("no-tekton");
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "ClientConnectionFailed");
+  EXPECT_THAT(active["message"].get<std::string>(),
+              HasSubstr("no matches for kind \"PipelineRun\" in version \"tekton.dev/v1\""));
+  EXPECT_THAT(active["message"].get<std::string>(), ::testing::EndsWith(suffix(1, start + seconds{5})));
+
+  clock.advance(seconds{5});
+  r.reconcile("no-tekton");
+  ASSERT_TRUE(test::eventually([&] { return r.failedAttempts("no-tekton") == 2; }));
+  EXPECT_EQ(r.connected("no-tekton"), nullptr);
+  for (const auto& [cluster, connected] : recorder.connections()) EXPECT_FALSE(connected);
+}
+
+// Scenarios 96-98: a hung worker times out per attempt and blocks no one.
+TEST_F(ClusterRegistryTest, AHungWorkerTimesOutWithoutBlockingOthers) {
+  auto& hung = sandbox.addCluster({.name = "hung", .crdFiles = fixture::workerCrds()});
+  createSecretCluster("hung", hung.kubeconfig());
+  createSecretCluster("worker1", worker1.kubeconfig());
+  auto options = registryOptions();
+  options.clientOptions.timeout = minutes{10};  // the establishment timeout decides, not the request's
+  auto& r = startRegistry(options);
+  hung.faults().setLatency(std::chrono::hours{1});
+
+  EXPECT_EQ(r.reconcile("hung"), Result::after(seconds{1}));
+  EXPECT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.connected("hung"), nullptr);
+
+  clock.advance(seconds{59});
+  EXPECT_EQ(r.reconcile("hung"), Result::after(seconds{1}));
+  clock.advance(seconds{1});
+  EXPECT_EQ(r.reconcile("hung"), Result::after(seconds{5}));
+  EXPECT_EQ(r.failedAttempts("hung"), 1);
+  EXPECT_EQ(clusterActive("hung")["message"], "watch establishment timed out" + suffix(1, clock.now() + seconds{5}));
+
+  // The second attempt may take 2 minutes.
+  clock.advance(seconds{5});
+  EXPECT_EQ(r.reconcile("hung"), Result::after(seconds{1}));
+  clock.advance(minutes{1});
+  EXPECT_EQ(r.reconcile("hung"), Result::after(seconds{1}));
+  clock.advance(minutes{1});
+  EXPECT_EQ(r.reconcile("hung"), Result::after(seconds{10}));
+  EXPECT_EQ(r.failedAttempts("hung"), 2);
+
+  // Once it answers again, the next attempt connects.
+  hung.faults().setLatency(std::chrono::milliseconds{0});
+  clock.advance(seconds{10});
+  EXPECT_TRUE(connect("hung"));
+  EXPECT_EQ(r.failedAttempts("hung"), 0);
+}
+
+// Scenarios 90 and 91: lost connection, failed reconnects, back.
+TEST_F(ClusterRegistryTest, AnUnreachableWorkerIsDisconnectedUntilItAnswersAgain) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  auto& r = startRegistry(registryOptions());
+  ASSERT_TRUE(connect("worker1"));
+  const auto stale = r.connected("worker1");
+
+  clock.advance(minutes{1});
+  const auto lostAt = clock.now();
+  worker1.setUnreachable(true);
+  ASSERT_TRUE(test::eventually([&] { return r.connected("worker1") == nullptr && recorder.last("worker1") == false; }));
+  EXPECT_EQ(r.disconnectedSince("worker1"), lostAt);
+  EXPECT_EQ(recorder.connections(), (std::vector<std::pair<std::string, bool>>{{"worker1", true}, {"worker1", false}}));
+  EXPECT_EQ(stale->name(), "worker1") << "holders keep a usable (stale) worker";
+
+  // No failure counted yet: the reconnect is tried at once, and fails.
+  clock.advance(seconds{1});
+  r.reconcile("worker1");
+  EXPECT_EQ(clusterActive("worker1")["reason"], "ClientConnectionFailed");
+  EXPECT_EQ(clusterActive("worker1")["status"], "False");
+  ASSERT_TRUE(test::eventually([&] { return r.failedAttempts("worker1") == 1; }));
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{5}));
+  EXPECT_THAT(clusterActive("worker1")["message"].get<std::string>(),
+              ::testing::EndsWith(suffix(1, clock.now() + seconds{5})));
+  EXPECT_EQ(r.disconnectedSince("worker1"), lostAt);
+
+  clock.advance(seconds{5});
+  r.reconcile("worker1");
+  ASSERT_TRUE(test::eventually([&] { return r.failedAttempts("worker1") == 2; }));
+  EXPECT_EQ(r.disconnectedSince("worker1"), lostAt) << "a repeated disconnect keeps the first time";
+
+  worker1.setUnreachable(false);
+  clock.advance(seconds{10});
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.disconnectedSince("worker1"), std::nullopt);
+  EXPECT_EQ(r.failedAttempts("worker1"), 0);
+  const auto active = clusterActive("worker1");
+  EXPECT_EQ(active["status"], "True");
+  EXPECT_EQ(active["message"], "Connected");
+  EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
+  EXPECT_EQ(recorder.connections().back(), (std::pair<std::string, bool>{"worker1", true}));
+}
+
+// §3.6: remote Workloads map to their own key, remote jobs through the prebuilt-workload link.
+TEST_F(ClusterRegistryTest, RemoteEventsMapToTheManagersWorkloads) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  auto& r = startRegistry(registryOptions());
+  ASSERT_TRUE(connect("worker1"));
+  worker1.api().create(fixture::kNamespaces, {{"metadata", {{"name", "team"}}}});
+  const json ours = {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}};
+
+  createWorkload(worker1, "foreign", {{"kueue.x-k8s.io/multikueue-origin", "elsewhere"}});
+  createPipelineRun(worker1, "unlinked", ours);
+  createPipelineRun(worker1, "job1", ours, {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-job1"}});
+  createWorkload(worker1, "wl1", ours);
+  ASSERT_TRUE(test::eventually(
+      [&] { return recorder.events("worker1", "team/wl1") == 1 && recorder.events("worker1", "team/wl-job1") == 1; }));
+  // Each informer reports in event order: "unlinked" came before "job1", "foreign" is not selected.
+  EXPECT_EQ(recorder.events("worker1", "team/unlinked"), 0);
+  EXPECT_EQ(recorder.events("worker1", "team/foreign"), 0);
+
+  auto remote = r.connected("worker1");
+  ASSERT_NE(remote, nullptr);
+  EXPECT_TRUE(remote->workload("team/wl1").has_value());
+  EXPECT_FALSE(remote->workload("team/foreign").has_value());
+  EXPECT_EQ(remote->workloads().size(), 1u);
+  EXPECT_EQ(remote->jobs(kPipelineRun).size(), 2u);
+  EXPECT_TRUE(remote->job(kPipelineRun, "team/job1").has_value());
+  EXPECT_FALSE(remote->job({"batch", "v1", "Job"}, "team/job1").has_value()) << "not a configured kind";
+  EXPECT_TRUE(remote->jobs({"batch", "v1", "Job"}).empty());
+
+  // Writes go through the worker's client; deletions are events too.
+  remote->client().remove(kWorkloadGvk, "team", "wl1");
+  EXPECT_TRUE(test::eventually([&] { return recorder.events("worker1", "team/wl1") == 2; }));
+}
+
+TEST_F(ClusterRegistryTest, WritesNoStatusUnlessAskedTo) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  createCluster("missing-secret", {{"kubeConfig", {{"location", "nope"}}}});
+  auto options = registryOptions();
+  options.writeClusterStatus = false;
+  auto& r = startRegistry(options);
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.reconcile("missing-secret"), Result::done());
+  EXPECT_TRUE(clusterActive("worker1").is_null());
+  EXPECT_TRUE(clusterActive("missing-secret").is_null());
+  EXPECT_EQ(recorder.connections(), (std::vector<std::pair<std::string, bool>>{{"worker1", true}}));
+}
+
+// §3.1: Path kubeconfigs (MultiKueueKubeConfigPathValidation on).
+TEST_F(ClusterRegistryTest, PathKubeconfigsUnderThePrefixConnect) {
+  const auto file = dir.write("kubeconfigs/worker1", worker1.kubeconfig());
+  createCluster("worker1", {{"kubeConfig", {{"location", file.string()}, {"locationType", "Path"}}}});
+  auto options = registryOptions();
+  options.pathPrefix = dir / "kubeconfigs";
+  auto& r = startRegistry(options);
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(clusterActive("worker1")["reason"], "Active");
+  EXPECT_TRUE(r.clustersUsingSecret("worker1").empty());
+}
+
+// Scenarios 80 and 99.
+TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
+  const auto prefix = dir / "kubeconfigs";
+  dir.write("kubeconfigs/worker1", worker1.kubeconfig());
+  const auto outside = dir.write("outside.kubeconfig", worker1.kubeconfig());
+  const auto sibling = dir.write("kubeconfigs-other/worker1", worker1.kubeconfig());
+  fs::create_symlink(outside, prefix / "link");
+  const auto canonicalPrefix = fs::canonical(prefix).string();
+  const std::string notUnder = "kubeconfig path is not under the allowed prefix: ";
+  struct Case {
+    std::string name, path, error;
+  };
+  const std::vector<Case> cases = {
+      {"empty", "", "kubeconfig path must not be empty"},
+      {"dotdot", (prefix / ".." / "outside.kubeconfig").string(), notUnder + "path contains \"..\""},
+      {"relative", "kubeconfigs/worker1", notUnder + "path must be absolute"},
+      {"outside", outside.string(),
+       notUnder + "\"" + fs::canonical(outside).string() + "\" is not under \"" + canonicalPrefix + "\""},
+      {"symlink-escape", (prefix / "link").string(),
+       notUnder + "\"" + fs::canonical(outside).string() + "\" is not under \"" + canonicalPrefix + "\""},
+      {"sibling-prefix", sibling.string(),
+       notUnder + "\"" + fs::canonical(sibling).string() + "\" is not under \"" + canonicalPrefix + "\""},
+      {"missing", (prefix / "missing").string(), "cannot resolve kubeconfig path symlinks: No such file or directory"},
+  };
+  auto options = registryOptions();
+  options.pathPrefix = prefix;
+  auto& r = startRegistry(options);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    createCluster(c.name, {{"kubeConfig", {{"location", c.path}, {"locationType", "Path"}}}});
+    EXPECT_EQ(reconcileError(c.name), "failed to load client config, reason: BadKubeConfig, error: " + c.error);
+    const auto active = clusterActive(c.name);
+    EXPECT_EQ(active["status"], "False");
+    EXPECT_EQ(active["reason"], "BadKubeConfig");
+    EXPECT_EQ(active["message"], "load client config failed: " + c.error);
+    EXPECT_EQ(r.connected(c.name), nullptr);
+  }
+}
+
+// Scenarios 84 and 94.
+TEST_F(ClusterRegistryTest, InsecureKubeconfigsAreRefusedAndDisconnectAnExistingClient) {
+  struct Case {
+    std::string name, kubeconfig, error;
+  };
+  const auto server = worker1.server();
+  const std::vector<Case> cases = {
+      {"token-file", fixture::kubeconfigFor(server, worker1.caPem(), "t", "", "    tokenFile: /var/run/token\n"),
+       "tokenFile is not allowed"},
+      {"insecure-tls", fixture::kubeconfigFor(server, worker1.caPem(), "t", "    insecure-skip-tls-verify: true\n"),
+       "insecure TLS verification is not allowed for cluster worker"},
+      {"ca-file", fixture::kubeconfigFor(server, worker1.caPem(), "t", "    certificate-authority: /etc/ca.crt\n"),
+       "certificate-authority file paths are not allowed, use certificate-authority-data for cluster worker"},
+  };
+  auto& r = startRegistry(registryOptions());
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    createSecretCluster(c.name, c.kubeconfig);
+    EXPECT_EQ(reconcileError(c.name), "failed to load client config, reason: InsecureKubeConfig, error: " + c.error);
+    const auto active = clusterActive(c.name);
+    EXPECT_EQ(active["reason"], "InsecureKubeConfig");
+    EXPECT_EQ(active["message"], "load client config failed: " + c.error);
+  }
+
+  // A connected worker whose Secret turns insecure is disconnected, but kept.
+  createSecretCluster("worker1", worker1.kubeconfig());
+  ASSERT_TRUE(connect("worker1"));
+  clock.advance(seconds{30});
+  putSecret("worker1", cases[0].kubeconfig);
+  EXPECT_THAT(reconcileError("worker1"), HasSubstr("reason: InsecureKubeConfig"));
+  EXPECT_EQ(r.connected("worker1"), nullptr);
+  EXPECT_EQ(r.disconnectedSince("worker1"), clock.now());
+  EXPECT_THAT(r.clusterNames(), ::testing::Contains("worker1"));
+  EXPECT_EQ(recorder.connections().back(), (std::pair<std::string, bool>{"worker1", false}));
+  ASSERT_TRUE(test::eventually([&] { return worker1.openWatches() == 0; })) << "its informers are stopped";
+
+  // Fixed: the same kubeconfig as before connects again.
+  putSecret("worker1", worker1.kubeconfig());
+  ASSERT_TRUE(connect("worker1"));
+}
+
+TEST_F(ClusterRegistryTest, AMissingSecretWaitsForItsEventAndAMissingKeyIsAnError) {
+  createCluster("worker1", {{"kubeConfig", {{"location", "creds"}, {"locationType", "Secret"}}}});
+  auto& r = startRegistry(registryOptions());
+  EXPECT_EQ(r.reconcile("worker1"), Result::done()) << "no error: the Secret's event brings the cluster back";
+  auto active = clusterActive("worker1");
+  EXPECT_EQ(active["reason"], "BadKubeConfig");
+  EXPECT_EQ(active["message"], "load client config failed: secrets \"creds\" not found");
+  EXPECT_EQ(r.clustersUsingSecret("creds"), std::vector<std::string>{"worker1"});
+  EXPECT_EQ(r.clusterNames(), std::vector<std::string>{"worker1"});
+
+  manager.api().create(fixture::kSecrets, {{"metadata", {{"name", "creds"}}}, {"data", {{"other", "eA=="}}}});
+  EXPECT_EQ(reconcileError("worker1"),
+            "failed to load client config, reason: BadKubeConfig, error: key \"kubeconfig\" not found in secret \"creds\"");
+  EXPECT_EQ(clusterActive("worker1")["message"], "load client config failed: key \"kubeconfig\" not found in secret \"creds\"");
+
+  putSecret("creds", worker1.kubeconfig());
+  EXPECT_TRUE(connect("worker1"));
+}
+
+TEST_F(ClusterRegistryTest, ClusterProfilesAreNotSupported) {
+  createCluster("profiled", {{"clusterProfileRef", {{"name", "worker1"}}}});
+  auto& r = startRegistry(registryOptions());
+  EXPECT_EQ(reconcileError("profiled"),
+            "failed to load client config, reason: MultiKueueClusterProfileFeatureDisabled, error: "
+            "MultiKueueClusterProfile feature gate is disabled");
+  const auto active = clusterActive("profiled");
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "MultiKueueClusterProfileFeatureDisabled");
+  EXPECT_EQ(active["message"], "load client config failed: MultiKueueClusterProfile feature gate is disabled");
+  EXPECT_EQ(r.connected("profiled"), nullptr);
+}
+
+// Scenario 81.
+TEST_F(ClusterRegistryTest, AClusterThatIsGoneOrTerminatingIsForgotten) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  putSecret("keeper", worker1.kubeconfig());
+  createCluster("keeper", {{"kubeConfig", {{"location", "keeper"}}}}, {{"finalizers", {"test.dev/keep"}}});
+  auto& r = startRegistry(registryOptions());
+  ASSERT_TRUE(connect("worker1"));
+  ASSERT_TRUE(connect("keeper"));
+  ASSERT_TRUE(test::eventually([&] { return worker1.openWatches() == 4; }));
+
+  manager.api().remove(fixture::named(fixture::kClusters, "worker1"));
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  manager.api().remove(fixture::named(fixture::kClusters, "keeper"));
+  ASSERT_TRUE(clusterObject("keeper")["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(r.reconcile("keeper"), Result::done());
+
+  EXPECT_TRUE(r.clusterNames().empty());
+  EXPECT_EQ(r.connected("worker1"), nullptr);
+  EXPECT_EQ(r.connected("keeper"), nullptr);
+  EXPECT_TRUE(r.clustersUsingSecret("worker1").empty());
+  const auto changes = recorder.connections();
+  EXPECT_EQ(std::count(changes.begin(), changes.end(), std::pair<std::string, bool>{"worker1", false}), 1);
+  EXPECT_EQ(std::count(changes.begin(), changes.end(), std::pair<std::string, bool>{"keeper", false}), 1);
+  EXPECT_TRUE(test::eventually([&] { return worker1.openWatches() == 0; })) << "informers stopped";
+}
+
+// Scenarios 78 and 83.
+TEST_F(ClusterRegistryTest, AChangedKubeconfigResetsTheFailureCountAndReconnects) {
+  auto& worker2 = sandbox.addCluster({.name = "worker2", .crdFiles = fixture::workerCrds()});
+  createSecretCluster("worker1", unbuildable(1));
+  auto& r = startRegistry(registryOptions());
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{5}));
+  clock.advance(seconds{5});
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{10}));
+  EXPECT_EQ(r.failedAttempts("worker1"), 2);
+
+  // Inside the window, but the config changed: reset and try at once.
+  putSecret("worker1", worker1.kubeconfig());
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.failedAttempts("worker1"), 0);
+  EXPECT_EQ(r.connected("worker1")->client().rest().config().host, worker1.server());
+
+  // Connected, then pointed at another server: rebuilt.
+  putSecret("worker1", worker2.kubeconfig());
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.connected("worker1")->client().rest().config().host, worker2.server());
+  EXPECT_EQ(recorder.connections(), (std::vector<std::pair<std::string, bool>>{
+                                        {"worker1", true}, {"worker1", false}, {"worker1", true}}));
+  EXPECT_TRUE(test::eventually([&] { return worker1.openWatches() == 0; })) << "the old informers are stopped";
+
+  // The next failure after a change counts from 1.
+  putSecret("worker1", unbuildable(2));
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{5}));
+  EXPECT_EQ(r.failedAttempts("worker1"), 1);
+  EXPECT_EQ(r.connected("worker1"), nullptr);
+}
+
+}  // namespace
+}  // namespace mka::multikueue
