@@ -115,6 +115,7 @@ void Informer::relist() {
   ++lists_;
   std::map<std::string, json> fresh;
   for (auto& item : items) {
+    if (options_.transform) options_.transform(item);
     auto key = keyOf(item);  // before the move: the right side of `=` is evaluated first
     fresh[std::move(key)] = std::move(item);
   }
@@ -181,11 +182,17 @@ void Informer::watchOnce() {
   stream_ = nullptr;
 }
 
+void dropManagedFields(json& object) {
+  auto meta = object.find("metadata");
+  if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
+}
+
 void Informer::apply(const std::string& type, json object) {
   if (type == "BOOKMARK") {
     setResourceVersion(object);
     return;
   }
+  if (options_.transform) options_.transform(object);
   const auto key = keyOf(object);
   std::optional<json> previous;
   std::vector<InformerHandlers> handlers;

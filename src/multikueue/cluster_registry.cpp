@@ -302,6 +302,7 @@ struct ClusterRegistry::Impl {
     base.labelSelector = std::string(kOriginLabel) + "=" + options.origin;
     base.initialBackoff = options.informerInitialBackoff;
     base.maxBackoff = options.informerMaxBackoff;
+    base.transform = kube::dropManagedFields;
     base.onSynced = [this, name, attempt] { informerSynced(name, attempt); };
     base.onError = [this, name, attempt](const std::exception& e) { informerFailed(name, attempt, e.what()); };
 

@@ -44,14 +44,19 @@ struct Dispatcher::Impl {
     registryOptions.writeClusterStatus =
         cfg.dispatch.admissionCheckControllerName == config::kMultiKueueControllerName;
 
-    workloadsInformer = std::make_unique<kube::Informer>(manager, kWorkloadGvk);
-    checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk);
-    configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk);
-    clustersInformer = std::make_unique<kube::Informer>(manager, kMultiKueueClusterGvk);
-    secretsInformer = std::make_unique<kube::Informer>(manager, kSecretGvk, kube::InformerOptions{.namespace_ = cfg.namespace_});
+    // Every cache drops managedFields: nothing here reads them, and they are a large part of
+    // each object kube-apiserver returns.
+    const kube::InformerOptions lean{.transform = kube::dropManagedFields};
+    workloadsInformer = std::make_unique<kube::Informer>(manager, kWorkloadGvk, lean);
+    checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk, lean);
+    configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk, lean);
+    clustersInformer = std::make_unique<kube::Informer>(manager, kMultiKueueClusterGvk, lean);
+    auto secrets = lean;
+    secrets.namespace_ = cfg.namespace_;
+    secretsInformer = std::make_unique<kube::Informer>(manager, kSecretGvk, secrets);
     ManagerCaches caches{workloadsInformer.get(), checksInformer.get(), configsInformer.get(), {}};
     for (const auto& f : cfg.multiKueue.externalFrameworks) {
-      jobInformers.push_back(std::make_unique<kube::Informer>(manager, f.gvk));
+      jobInformers.push_back(std::make_unique<kube::Informer>(manager, f.gvk, lean));
       caches.jobs[f.gvk] = jobInformers.back().get();
     }
 

@@ -45,7 +45,15 @@ struct InformerOptions {
   // Not called for a watch stream that ends (server timeout, dropped connection: the reflector
   // resumes) nor for 410 Gone (it relists).
   std::function<void(const std::exception& error)> onError;
+  // client-go's SetTransform: applied to every listed or watched object before it is cached and
+  // handed to the handlers (e.g. dropping metadata.managedFields to save memory). Runs on the
+  // reflector thread; must not throw.
+  std::function<void(nlohmann::json& object)> transform;
 };
+
+// A transform for InformerOptions::transform: drops metadata.managedFields, which controllers
+// never read and which often makes up a large part of an object.
+void dropManagedFields(nlohmann::json& object);
 
 struct InformerHandlers {
   std::function<void(const nlohmann::json& object)> onAdd;

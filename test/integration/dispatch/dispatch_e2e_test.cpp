@@ -255,6 +255,31 @@ TEST_F(DispatchE2E, IncrementalDispatcherNominatesThreeWorkersPerRound) {
   ASSERT_TRUE(eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl) && !workload("worker3", wl); }));
 }
 
+// An external dispatcher (any other dispatcherName) writes status.nominatedClusterNames itself:
+// copies go exactly there, and nowhere before it has chosen.
+TEST_F(DispatchE2E, ExternalDispatcherNominationsAreFollowed) {
+  setUpEnvironment({.startWorkerKueues = false, .configure = [](config::Configuration& c) {
+                      c.multiKueue.dispatcherName = "example.com/my-dispatcher";
+                    }});
+  startAdapter();
+  createJob(kPipelineRun, "job1");
+  const auto wl = awaitWorkload(kPipelineRun, "job1");
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Pending"); }));
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(workload("worker1", wl));
+  EXPECT_FALSE(workload("worker2", wl));
+  kube::retryOnConflict([&] {
+    auto local = *workload("manager", wl);
+    local["status"]["nominatedClusterNames"] = {"worker2"};
+    env_->client("manager").update(local, {.subresource = "status"});
+  });
+  ASSERT_TRUE(eventually([&] { return workload("worker2", wl).has_value(); }));
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(workload("worker1", wl));
+  env_->startKueue("worker2");
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker2\""); }));
+}
+
 // Another manager (origin "other") shares the workers: its objects are never touched, neither by
 // the GC nor by the dispatch of a job with the same name.
 TEST_F(DispatchE2E, ObjectsOfAnotherOriginOnASharedWorkerAreLeftAlone) {

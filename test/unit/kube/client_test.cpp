@@ -346,6 +346,39 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
 }
 
+TEST_F(InformerTest, TransformShapesWhatIsCachedAndHandedToHandlers) {
+  auto client = newClient();
+  client->create(configMap("listed"));
+  std::mutex mutex;
+  std::vector<nlohmann::json> seen;  // declared before the informer: its thread writes it
+  InformerOptions options{.namespace_ = "default"};
+  options.transform = [](nlohmann::json& object) {
+    dropManagedFields(object);
+    object["metadata"]["labels"]["transformed"] = "yes";
+  };
+  Informer informer(*client, kConfigMap, options);
+  informer.addHandlers({.onAdd = [&](const nlohmann::json& o) {
+    std::lock_guard lock(mutex);
+    seen.push_back(o);
+  }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  client->create(configMap("watched"));
+  ASSERT_TRUE(test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return seen.size() == 2;
+  }));
+  for (const auto* name : {"default/listed", "default/watched"}) {
+    const auto cached = informer.get(name);
+    ASSERT_TRUE(cached.has_value()) << name;
+    EXPECT_EQ(cached->at("metadata").at("labels").value("transformed", ""), "yes") << name;
+    EXPECT_FALSE(cached->at("metadata").contains("managedFields")) << name;
+  }
+  informer.stop();
+  std::lock_guard lock(mutex);
+  for (const auto& o : seen) EXPECT_EQ(o.at("metadata").at("labels").value("transformed", ""), "yes");
+}
+
 TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) {
   auto client = newClient();
   client->create(configMap("a"));
