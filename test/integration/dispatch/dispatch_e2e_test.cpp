@@ -173,10 +173,7 @@ TEST_F(DispatchE2E, WorkerLostShorterThanTheTimeoutKeepsTheCheckReady) {
   EXPECT_TRUE(checkIs(wl, "Ready", "The workload was admitted on \"" + worker + "\""));
   // Back in time: still the same worker, the job was never dispatched twice.
   env_->cluster(worker).setUnreachable(false);
-  ASSERT_TRUE(eventually([&] {
-    advance(std::chrono::seconds{1});
-    return dispatcher_->registry().connected(worker) != nullptr;
-  }));
+  ASSERT_TRUE(awaitReconnect(worker));
   ASSERT_TRUE(settled());
   EXPECT_TRUE(checkIs(wl, "Ready", "The workload was admitted on \"" + worker + "\""));
   const auto other = worker == "worker1" ? "worker2" : "worker1";

@@ -104,6 +104,16 @@ void DispatchFixture::advance(std::chrono::nanoseconds by) {
   if (dispatcher_) dispatcher_->recheckClock();
 }
 
+bool DispatchFixture::awaitReconnect(const std::string& worker) {
+  auto& registry = dispatcher_->registry();
+  for (int round = 0; round < 12; ++round) {
+    if (registry.connected(worker)) return true;
+    advance(multikueue::reconnectBackoff(std::max(1, registry.failedAttempts(worker))));
+    if (test::eventually([&] { return registry.connected(worker) != nullptr; }, std::chrono::seconds{5})) return true;
+  }
+  return false;
+}
+
 bool DispatchFixture::settled() {
   return test::eventually([&] {
     if (!env_->kueuesIdle()) return false;

@@ -73,6 +73,10 @@ class DispatchFixture {
 
   // Advances the fake clock and lets every piece look at it.
   void advance(std::chrono::nanoseconds by);
+  // A worker that is reachable again reconnects: each round moves the fake clock past the
+  // reconnect backoff window, then waits in real time (without moving the clock, so a slow
+  // connection attempt is not failed by its establishment timeout) for the connection.
+  bool awaitReconnect(const std::string& worker);
   // Everything quiet: stand-ins, every reachable worker connected, the adapter's controllers idle.
   bool settled();
 

@@ -144,19 +144,12 @@ TEST_P(GenericAdapterE2E, DeletedWhileWorkersAreUnreachableIsCollectedWhenTheyRe
   EXPECT_EQ(dispatcher_->collector().collect().workloadsDeleted, 0u);
 
   env_->cluster("worker2").setUnreachable(false);
-  advance(std::chrono::seconds{5});  // the reconnect backoff
-  ASSERT_TRUE(eventually([&] {
-    advance(std::chrono::seconds{1});
-    return dispatcher_->registry().connected("worker2") != nullptr;
-  }));
+  ASSERT_TRUE(awaitReconnect("worker2"));
   dispatcher_->collector().collect();
   EXPECT_FALSE(workload("worker2", wl).has_value());
 
   env_->cluster("worker1").setUnreachable(false);
-  ASSERT_TRUE(eventually([&] {
-    advance(std::chrono::seconds{1});
-    return dispatcher_->registry().connected("worker1") != nullptr;
-  }));
+  ASSERT_TRUE(awaitReconnect("worker1"));
   ASSERT_TRUE(eventually([&] {
     dispatcher_->collector().collect();
     return !workload("worker1", wl) && !get("worker1", kind().gvk, "job1");
