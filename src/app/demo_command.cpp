@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <csignal>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -14,6 +13,7 @@
 #include "mka/app/dispatch_runner.h"
 #include "mka/app/environment.h"
 #include "mka/app/service.h"
+#include "mka/app/signals.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
 #include "mka/kube/api_error.h"
@@ -317,13 +317,8 @@ multiKueue:
   }
 
   void keepRunning() {
-    sigset_t stopSignals;
-    sigemptyset(&stopSignals);
-    sigaddset(&stopSignals, SIGTERM);
-    sigaddset(&stopSignals, SIGINT);
     say("--keep: everything stays up; press Ctrl-C (or send SIGTERM) to stop");
-    int signal = 0;
-    sigwait(&stopSignals, &signal);
+    say(std::string("received ") + waitForStopSignal() + ", stopping");
   }
 
   const DemoOptions& options_;
@@ -339,13 +334,7 @@ multiKueue:
 }  // namespace
 
 int demoCommand(const DemoOptions& options, std::ostream& out) {
-  // Block the stop signals before any thread starts (--keep waits for them on this thread).
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  blockStopSignals();  // before any thread starts: --keep waits for them on this thread
   try {
     Demo demo(options, out);
     return demo.run();

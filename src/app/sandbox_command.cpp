@@ -1,15 +1,13 @@
 // sandboxCommand(): emulated clusters until SIGTERM/SIGINT.
 #include "mka/app/sandbox_command.h"
 
-#include <pthread.h>
-
 #include <algorithm>
-#include <csignal>
 #include <ostream>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "mka/app/signals.h"
 #include "mka/common/errors.h"
 #include "mka/sandbox/sandbox.h"
 
@@ -50,13 +48,7 @@ std::vector<fs::path> crdFilesFrom(const std::vector<fs::path>& paths) {
 }
 
 int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
-  // As serve(): block the stop signals before any thread starts and wait for them here.
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  blockStopSignals();  // as serve(): before any thread starts
 
   try {
     std::vector<fs::path> crdFiles;
@@ -98,9 +90,7 @@ int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
     }
     out.flush();
 
-    int signal = 0;
-    sigwait(&stopSignals, &signal);
-    spdlog::info("received signal={}, stopping the sandbox", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    spdlog::info("received signal={}, stopping the sandbox", waitForStopSignal());
     sandbox.stop();
     return 0;
   } catch (const std::exception& e) {

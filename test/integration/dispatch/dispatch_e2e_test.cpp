@@ -31,6 +31,20 @@ class DispatchE2E : public ::testing::Test, public DispatchFixture {
     return name;
   }
 
+  // A PipelineRun admitted on a worker, then that worker unreachable and seen disconnected:
+  // (Workload name, worker).
+  std::pair<std::string, std::string> admitThenLoseTheWorker() {
+    setUpEnvironment({});
+    startAdapter();
+    createJob(kPipelineRun, "job1");
+    const auto wl = awaitWorkload(kPipelineRun, "job1");
+    const auto worker = admittedOn(wl);
+    env_->cluster(worker).setUnreachable(true);
+    EXPECT_TRUE(eventually([&] { return !dispatcher_->registry().connected(worker); }));
+    EXPECT_TRUE(settled());
+    return {wl, worker};
+  }
+
   // The worker holding the admitted copy once the check is Ready.
   std::string admittedOn(const std::string& wl) {
     EXPECT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
@@ -160,14 +174,8 @@ TEST_F(DispatchE2E, ManagerEvictionDeactivatesTheRemoteCopy) {
 
 // The admitting worker is lost for less than workerLostTimeout: the check stays Ready.
 TEST_F(DispatchE2E, WorkerLostShorterThanTheTimeoutKeepsTheCheckReady) {
-  setUpEnvironment({});
-  startAdapter();
-  createJob(kPipelineRun, "job1");
-  const auto wl = awaitWorkload(kPipelineRun, "job1");
-  const auto worker = admittedOn(wl);
-  env_->cluster(worker).setUnreachable(true);
-  ASSERT_TRUE(eventually([&] { return !dispatcher_->registry().connected(worker); }));
-  ASSERT_TRUE(settled());
+  const auto [wl, worker] = admitThenLoseTheWorker();
+  if (HasFailure()) return;
   advance(config_.multiKueue.workerLostTimeout / 2);
   ASSERT_TRUE(settled());
   EXPECT_TRUE(checkIs(wl, "Ready", "The workload was admitted on \"" + worker + "\""));
@@ -183,14 +191,8 @@ TEST_F(DispatchE2E, WorkerLostShorterThanTheTimeoutKeepsTheCheckReady) {
 // Lost for longer: Retry with `Admitting remote lost`, then Kueue requeues it and the other
 // worker runs it.
 TEST_F(DispatchE2E, WorkerLostLongerThanTheTimeoutSendsTheCheckToRetry) {
-  setUpEnvironment({});
-  startAdapter();
-  createJob(kPipelineRun, "job1");
-  const auto wl = awaitWorkload(kPipelineRun, "job1");
-  const auto worker = admittedOn(wl);
-  env_->cluster(worker).setUnreachable(true);
-  ASSERT_TRUE(eventually([&] { return !dispatcher_->registry().connected(worker); }));
-  ASSERT_TRUE(settled());
+  const auto [wl, worker] = admitThenLoseTheWorker();
+  if (HasFailure()) return;
   advance(config_.multiKueue.workerLostTimeout + std::chrono::seconds{1});
   const auto other = worker == "worker1" ? "worker2" : "worker1";
   ASSERT_TRUE(eventually([&] {
