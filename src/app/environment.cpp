@@ -20,7 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kManager = "manager";
 constexpr const char* kKueueNamespace = "kueue-system";
 
 std::vector<fs::path> yamlFilesIn(const fs::path& dir) {
@@ -33,6 +32,14 @@ std::vector<fs::path> yamlFilesIn(const fs::path& dir) {
   if (ec) throw Error(dir.string() + ": cannot list the directory: " + ec.message());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+std::string readFile(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(file.string() + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::optional<fs::path> findUpwards(const fs::path& start, const std::vector<fs::path>& relatives) {
@@ -66,7 +73,7 @@ Environment::Environment(Options options) : options_(std::move(options)) {
   const auto crdFiles = yamlFilesIn(options_.crdDirectory);
   if (crdFiles.empty()) throw Error(options_.crdDirectory.string() + ": holds no CRD file (*.yaml)");
 
-  std::vector<std::string> names{kManager};
+  std::vector<std::string> names = options_.managers;
   names.insert(names.end(), options_.workers.begin(), options_.workers.end());
   for (const auto& name : names) {
     sandbox::ClusterOptions cluster;
@@ -78,44 +85,47 @@ Environment::Environment(Options options) : options_(std::move(options)) {
     clients_[name] = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(rest, options_.clientOptions));
   }
 
-  // Kueue's objects: the manager's from manifests/samples/kueue, the workers' from .../worker.
-  create(kManager, json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kKueueNamespace}}}});
+  // Kueue's objects: each manager's from manifests/samples/kueue (every manager shares every
+  // worker), the workers' from manifests/samples/worker.
+  std::vector<json> managerObjects;
   for (const auto& file : yamlFilesIn(options_.samplesDirectory / "kueue")) {
-    for (auto& object : sandbox::loadYamlDocuments([&] {
-           std::ifstream in(file);
-           std::stringstream text;
-           text << in.rdbuf();
-           return text.str();
-         }())) {
-      if (object.value("kind", "") == "MultiKueueConfig") {
-        object["spec"]["clusters"] = options_.workers;
-      }
+    for (auto& object : sandbox::loadYamlDocuments(readFile(file))) {
+      if (object.value("kind", "") == "MultiKueueConfig") object["spec"]["clusters"] = options_.workers;
       if (object.value("kind", "") == "MultiKueueCluster") continue;  // made below, one per worker
-      create(kManager, object);
+      managerObjects.push_back(std::move(object));
     }
   }
-  for (const auto& worker : options_.workers) {
-    create(kManager, json{{"apiVersion", "v1"},
-                          {"kind", "Secret"},
-                          {"metadata", {{"name", worker + "-secret"}, {"namespace", kKueueNamespace}}},
-                          {"data", {{"kubeconfig", base64Encode(sandbox_->cluster(worker).kubeconfig())}}}});
-    create(kManager, json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                          {"kind", "MultiKueueCluster"},
-                          {"metadata", {{"name", worker}}},
-                          {"spec", {{"clusterSource", {{"kubeConfig", {{"locationType", "Secret"}, {"location", worker + "-secret"}}}}}}}});
-    for (const auto& file : yamlFilesIn(options_.samplesDirectory / "worker")) createFromFile(worker, file);
+  for (const auto& manager : options_.managers) {
+    create(manager, json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kKueueNamespace}}}});
+    for (const auto& object : managerObjects) create(manager, object);
+    for (const auto& worker : options_.workers) {
+      create(manager, json{{"apiVersion", "v1"},
+                           {"kind", "Secret"},
+                           {"metadata", {{"name", worker + "-secret"}, {"namespace", kKueueNamespace}}},
+                           {"data", {{"kubeconfig", base64Encode(sandbox_->cluster(worker).kubeconfig())}}}});
+      create(manager,
+             json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                  {"kind", "MultiKueueCluster"},
+                  {"metadata", {{"name", worker}}},
+                  {"spec",
+                   {{"clusterSource", {{"kubeConfig", {{"locationType", "Secret"}, {"location", worker + "-secret"}}}}}}}});
+    }
   }
+  for (const auto& worker : options_.workers)
+    for (const auto& file : yamlFilesIn(options_.samplesDirectory / "worker")) createFromFile(worker, file);
 
   for (const auto& name : names) {
     sandbox::KueueStandIn::Options o;
-    o.role = name == kManager ? sandbox::KueueStandIn::Role::Manager : sandbox::KueueStandIn::Role::Worker;
+    const bool manager =
+        std::find(options_.managers.begin(), options_.managers.end(), name) != options_.managers.end();
+    o.role = manager ? sandbox::KueueStandIn::Role::Manager : sandbox::KueueStandIn::Role::Worker;
     o.runTime = options_.runTime;
     o.capacity = options_.workerCapacity;
     o.pollInterval = options_.pollInterval;
     o.readmitDelay = options_.readmitDelay;
     auto kueue = std::make_unique<sandbox::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
     kueues_[name] = std::move(kueue);
-    if (name == kManager || options_.startWorkerKueues) startKueue(name);
+    if (manager || options_.startWorkerKueues) startKueue(name);
   }
 }
 
@@ -160,12 +170,8 @@ multiKueue:
 }
 
 std::vector<json> Environment::createFromFile(const std::string& cluster, const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(file.string() + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
   std::vector<json> created;
-  for (const auto& object : sandbox::loadYamlDocuments(text.str())) {
+  for (const auto& object : sandbox::loadYamlDocuments(readFile(file))) {
     try {
       created.push_back(create(cluster, object));
     } catch (const std::exception& e) {

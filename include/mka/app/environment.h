@@ -29,6 +29,9 @@ namespace mka::app {
 class Environment {
  public:
   struct Options {
+    // Each manager gets the sample Kueue objects and a MultiKueueCluster per worker: several
+    // managers share the workers (each adapter with its own origin).
+    std::vector<std::string> managers{"manager"};
     std::vector<std::string> workers{"worker1", "worker2"};
     std::filesystem::path crdDirectory;      // CRDs served by every cluster (*.yaml)
     std::filesystem::path samplesDirectory;  // manifests/samples (kueue/, worker/)
@@ -51,7 +54,7 @@ class Environment {
   Environment& operator=(const Environment&) = delete;
 
   sandbox::Sandbox& sandbox();
-  sandbox::Cluster& cluster(const std::string& name);  // "manager" or a worker
+  sandbox::Cluster& cluster(const std::string& name);  // a manager or a worker
   sandbox::KueueStandIn& kueue(const std::string& name);
   kube::Client& client(const std::string& name);
   const std::vector<std::string>& workers() const { return options_.workers; }

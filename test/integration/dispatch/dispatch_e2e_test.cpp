@@ -279,6 +279,50 @@ TEST_F(DispatchE2E, ExternalDispatcherNominationsAreFollowed) {
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker2\""); }));
 }
 
+// Two managers, each with its adapter and its own origin, share both workers: each dispatches its
+// own job, each job's final status lands on its own manager, and neither GC touches the other's
+// copies.
+TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
+  setUpEnvironment({.managers = {"manager", "manager2"}});
+  startAdapter();
+  auto otherConfig = config_;
+  otherConfig.multiKueue.origin = "other";
+  auto other = startAdapterFor("manager2", otherConfig);
+  createJob(kPipelineRun, "ours");
+  createJob(kWorkflow, "theirs", true, {}, "manager2");
+  const auto ours = awaitWorkload(kPipelineRun, "ours");
+  const auto theirs = awaitWorkload(kWorkflow, "theirs", "manager2");
+  const auto ourWorker = admittedOn(ours);
+  std::string theirWorker;
+  ASSERT_TRUE(eventually([&] {
+    const auto wl = get("manager2", multikueue::kWorkloadGvk, theirs);
+    theirWorker = wl ? multikueue::clusterName(*wl) : "";
+    return !theirWorker.empty() && get(theirWorker, kWorkflow.gvk, "theirs").has_value();
+  }));
+  ASSERT_TRUE(eventually([&] { return get(ourWorker, kPipelineRun.gvk, "ours").has_value(); }));
+  EXPECT_EQ(get(theirWorker, kWorkflow.gvk, "theirs")->at("metadata").at("labels").value("kueue.x-k8s.io/multikueue-origin", ""),
+            "other");
+  // Both collectors run while both jobs run: nothing of either goes.
+  EXPECT_EQ(dispatcher_->collector().collect().workloadsDeleted + other->collector().collect().workloadsDeleted, 0u);
+  EXPECT_TRUE(get(ourWorker, kPipelineRun.gvk, "ours").has_value());
+  EXPECT_TRUE(get(theirWorker, kWorkflow.gvk, "theirs").has_value());
+
+  // Both runs started (each from the moment its worker saw it admitted), then both finish.
+  ASSERT_TRUE(eventually([&] {
+    return env_->kueue("worker1").runningCount() + env_->kueue("worker2").runningCount() == 2;
+  }));
+  advance(std::chrono::seconds{10});
+  ASSERT_TRUE(eventually([&] {
+    const auto a = get("manager", kPipelineRun.gvk, "ours");
+    const auto b = get("manager2", kWorkflow.gvk, "theirs");
+    const auto* succeeded = a ? multikueue::findCondition(*a, "Succeeded") : nullptr;
+    return succeeded != nullptr && succeeded->value("status", "") == "True" && b &&
+           b->value("status", json::object()).value("phase", "") == "Succeeded";
+  }));
+  ASSERT_TRUE(eventually([&] { return !get(ourWorker, kPipelineRun.gvk, "ours") && !get(theirWorker, kWorkflow.gvk, "theirs"); }));
+  other->stop();
+}
+
 // Another manager (origin "other") shares the workers: its objects are never touched, neither by
 // the GC nor by the dispatch of a job with the same name.
 TEST_F(DispatchE2E, ObjectsOfAnotherOriginOnASharedWorkerAreLeftAlone) {

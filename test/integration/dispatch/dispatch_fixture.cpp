@@ -12,6 +12,7 @@ using nlohmann::json;
 void DispatchFixture::setUpEnvironment(Setup setup) {
   app::Environment::Options options;
   options.workers = setup.workers;
+  options.managers = setup.managers;
   options.crdDirectory = std::string(MKA_FIXTURES_DIR) + "/crds";
   options.samplesDirectory = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
   options.clock = &clock_;
@@ -28,13 +29,17 @@ void DispatchFixture::tearDownEnvironment() {
   env_.reset();
 }
 
-void DispatchFixture::startAdapter() {
+void DispatchFixture::startAdapter() { dispatcher_ = startAdapterFor("manager", config_); }
+
+std::unique_ptr<multikueue::Dispatcher> DispatchFixture::startAdapterFor(const std::string& manager,
+                                                                         config::Configuration config) {
   multikueue::Dispatcher::Options options;
-  options.config = config_;
+  options.config = std::move(config);
   options.registry.informerInitialBackoff = std::chrono::milliseconds{20};
   options.registry.informerMaxBackoff = std::chrono::milliseconds{200};
-  dispatcher_ = std::make_unique<multikueue::Dispatcher>(env_->client("manager"), clock_, options);
-  dispatcher_->start(std::chrono::seconds{20});
+  auto dispatcher = std::make_unique<multikueue::Dispatcher>(env_->client(manager), clock_, options);
+  dispatcher->start(std::chrono::seconds{20});
+  return dispatcher;
 }
 
 void DispatchFixture::stopAdapter() {
@@ -43,7 +48,7 @@ void DispatchFixture::stopAdapter() {
 }
 
 json DispatchFixture::createJob(const JobKind& kind, const std::string& name, bool marker,
-                                const std::function<void(json&)>& mutate) {
+                                const std::function<void(json&)>& mutate, const std::string& manager) {
   std::ifstream in(std::string(MKA_SOURCE_DIR) + "/manifests/samples/jobs/" + kind.sampleFile);
   std::stringstream text;
   text << in.rdbuf();
@@ -58,20 +63,22 @@ json DispatchFixture::createJob(const JobKind& kind, const std::string& name, bo
     }
   }
   if (mutate) mutate(job);
-  return env_->create("manager", job);
+  return env_->create(manager, job);
 }
 
-std::string DispatchFixture::workloadNameOf(const JobKind& kind, const std::string& jobName) {
-  const auto job = get("manager", kind.gvk, jobName);
+std::string DispatchFixture::workloadNameOf(const JobKind& kind, const std::string& jobName,
+                                            const std::string& manager) {
+  const auto job = get(manager, kind.gvk, jobName);
   if (!job) return "";
   return sandbox::KueueStandIn::workloadNameFor(kind.standIn, jobName, job->at("metadata").value("uid", ""));
 }
 
-std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::string& jobName) {
+std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::string& jobName,
+                                           const std::string& manager) {
   std::string name;
   EXPECT_TRUE(test::eventually([&] {
-    name = workloadNameOf(kind, jobName);
-    return !name.empty() && workload("manager", name).has_value();
+    name = workloadNameOf(kind, jobName, manager);
+    return !name.empty() && get(manager, multikueue::kWorkloadGvk, name).has_value();
   })) << "no Workload for " << jobName;
   return name;
 }

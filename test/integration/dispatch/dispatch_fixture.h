@@ -44,6 +44,7 @@ class DispatchFixture {
   struct Setup {
     std::vector<std::string> workers{"worker1", "worker2"};
     bool startWorkerKueues = true;
+    std::vector<std::string> managers{"manager"};  // the adapter under test serves the first
     std::function<void(config::Configuration&)> configure;  // adapter configuration tweaks
   };
 
@@ -57,10 +58,13 @@ class DispatchFixture {
   // A job of `kind` named `name` from the sample manifest, in namespace default, queued on
   // user-queue; `marker` false leaves the managedBy marker out; `mutate` edits it first.
   nlohmann::json createJob(const JobKind& kind, const std::string& name, bool marker = true,
-                           const std::function<void(nlohmann::json&)>& mutate = {});
+                           const std::function<void(nlohmann::json&)>& mutate = {},
+                           const std::string& manager = "manager");
+  // Another adapter, for another manager of the environment (own origin, same workers).
+  std::unique_ptr<multikueue::Dispatcher> startAdapterFor(const std::string& manager, config::Configuration config);
   // The manager Workload Kueue made for that job ("" until it exists).
-  std::string workloadNameOf(const JobKind& kind, const std::string& jobName);
-  std::string awaitWorkload(const JobKind& kind, const std::string& jobName);
+  std::string workloadNameOf(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
+  std::string awaitWorkload(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
 
   std::optional<nlohmann::json> get(const std::string& cluster, const kube::GroupVersionKind& gvk,
                                     const std::string& name, const std::string& ns = "default");
