@@ -26,7 +26,9 @@ class Dispatcher {
  public:
   struct Options {
     config::Configuration config;
-    std::size_t workloadWorkers = 4;
+    // Workloads reconciled at once (controller-runtime MaxConcurrentReconciles): each reconcile
+    // mostly waits on API round trips to the manager and the workers.
+    std::size_t workloadWorkers = 16;
     // Worker connections (path prefix, timeouts); namespace_, origin, jobKinds, clientOptions
     // and writeClusterStatus are filled from `config`.
     ClusterRegistryOptions registry;
