@@ -356,6 +356,12 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
   } else {
     copy = cachedRemote(remote, gvk, group.ns + "/" + group.ownerName);
   }
+  // §2.6: a job of that name without our origin label is someone else's; never touch it.
+  const auto notOwned = [&] {
+    return Error(group.key + ": cluster " + remote.name() + ": remote object is not owned by MultiKueue: expected \"" +
+                 std::string(kOriginLabel) + "\"=\"" + options_.origin + "\" on " + gvk.kind + " \"" + group.ns + "/" +
+                 group.ownerName + "\"; delete or rename that object on the worker");
+  };
   if (!copy) {
     if (!group.localJob) return;
     try {
@@ -365,20 +371,12 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
                    group.ownerName);
     } catch (const kube::ApiError& e) {
       if (e.reason() != kube::Reason::AlreadyExists) throw;
-      // Ours, created earlier and not in the cache yet; or someone else's (§2.6): refuse.
-      const auto existing = remote.client().get(gvk, group.ns, group.ownerName);
-      if (!ownedByOrigin(existing, options_.origin))
-        throw Error(group.key + ": cluster " + remote.name() +
-                    ": remote object is not owned by MultiKueue: expected \"" + std::string(kOriginLabel) + "\"=\"" +
-                    options_.origin + "\" on " + gvk.kind + " \"" + group.ns + "/" + group.ownerName +
-                    "\"; delete or rename that object on the worker");
+      // Ours, created earlier and not in the cache yet; or someone else's: refuse.
+      if (!ownedByOrigin(remote.client().get(gvk, group.ns, group.ownerName), options_.origin)) throw notOwned();
     }
     return;
   }
-  if (!ownedByOrigin(*copy, options_.origin))
-    throw Error(group.key + ": cluster " + remote.name() + ": remote object is not owned by MultiKueue: expected \"" +
-                std::string(kOriginLabel) + "\"=\"" + options_.origin + "\" on " + gvk.kind + " \"" + group.ns + "/" +
-                group.ownerName + "\"");
+  if (!ownedByOrigin(*copy, options_.origin)) throw notOwned();
   if (!group.localJob) return;
   const auto patch = statusPatch(*group.localJob, *copy);
   if (!patch) return;

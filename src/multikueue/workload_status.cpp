@@ -17,6 +17,15 @@ const json* findIn(const json& list, std::string_view key, std::string_view valu
   return nullptr;
 }
 
+// status.<list>[<key> == value], or nullptr.
+const json* findInStatus(const json& object, const char* list, std::string_view key, std::string_view value) {
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) return nullptr;
+  auto items = status->find(list);
+  if (items == status->end()) return nullptr;
+  return findIn(*items, key, value);
+}
+
 json& arrayAt(json& object, const char* a, const char* b) {
   auto& parent = object[a];
   if (!parent.is_object()) parent = json::object();
@@ -28,11 +37,7 @@ json& arrayAt(json& object, const char* a, const char* b) {
 }  // namespace
 
 const json* findCondition(const json& object, std::string_view type) {
-  auto status = object.find("status");
-  if (status == object.end() || !status->is_object()) return nullptr;
-  auto conditions = status->find("conditions");
-  if (conditions == status->end()) return nullptr;
-  return findIn(*conditions, "type", type);
+  return findInStatus(object, "conditions", "type", type);
 }
 
 bool conditionIsTrue(const json& object, std::string_view type) {
@@ -94,11 +99,7 @@ bool isTerminating(const json& object) {
 }
 
 const json* findCheckState(const json& workload, std::string_view check) {
-  auto status = workload.find("status");
-  if (status == workload.end() || !status->is_object()) return nullptr;
-  auto checks = status->find("admissionChecks");
-  if (checks == status->end()) return nullptr;
-  return findIn(*checks, "name", check);
+  return findInStatus(workload, "admissionChecks", "name", check);
 }
 
 bool setCheckState(json& workload, std::string_view check, std::string_view state, std::string_view message,
