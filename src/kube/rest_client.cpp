@@ -1,5 +1,7 @@
 #include "mka/kube/rest_client.h"
 
+#include <arpa/inet.h>
+
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -51,10 +53,37 @@ std::string describe(httplib::Error error) {
 
 bool isRead(const std::string& method) { return method == "GET" || method == "HEAD"; }
 
+bool isIpAddress(const std::string& name) {
+  unsigned char buffer[16];
+  return inet_pton(AF_INET, name.c_str(), buffer) == 1 || inet_pton(AF_INET6, name.c_str(), buffer) == 1;
+}
+
 }  // namespace
 
 struct RestClient::Connection {
   std::unique_ptr<httplib::SSLClient> client;
+  // Why OpenSSL refused the server's certificate in the last handshake (X509_V_OK if it did
+  // not); set by the verify callback on the thread that connects.
+  std::atomic<long> verifyError{X509_V_OK};
+
+  // OpenSSL's verify callback: keeps its verdict, and remembers why it refused.
+  static int recordVerdict(int preverifyOk, X509_STORE_CTX* store) {
+    if (preverifyOk == 0) {
+      auto* ssl = static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+      auto* self = ssl ? static_cast<Connection*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl))) : nullptr;
+      if (self) self->verifyError = X509_STORE_CTX_get_error(store);
+    }
+    return preverifyOk;
+  }
+
+  // httplib's words for a failed request, made precise when the handshake failed because the
+  // certificate did not verify.
+  std::string describeFailure(httplib::Error error) const {
+    const long verdict = verifyError.load();
+    if (error == httplib::Error::SSLConnection && verdict != X509_V_OK)
+      return describe(httplib::Error::SSLServerVerification) + ": " + X509_verify_cert_error_string(verdict);
+    return describe(error);
+  }
 };
 
 void RestClient::StreamHandle::cancel() {
@@ -122,7 +151,20 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
   if (config_.insecureSkipTlsVerify) {
     c.enable_server_certificate_verification(false);
   } else if (!config_.caPem.empty()) {
-    c.set_ca_cert_store(caStore(config_.caPem, where).release());  // the SSL_CTX owns it now
+    // With the kubeconfig's CA, client-go trusts that CA alone. httplib, when it verifies, also
+    // adds the system's default CA paths to the store (so public CAs would vouch for the
+    // cluster) and parses the whole system bundle for every new client (~30 ms of CPU). So
+    // OpenSSL checks the chain and the name during the handshake itself, against this CA only,
+    // and httplib's own check stays off.
+    c.enable_server_certificate_verification(false);
+    SSL_CTX* ctx = c.ssl_context();
+    SSL_CTX_set_cert_store(ctx, caStore(config_.caPem, where).release());  // the SSL_CTX owns it now
+    X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+    const int named = isIpAddress(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
+                                        : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
+    if (named != 1) throw Error(where + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
+    SSL_CTX_set_app_data(ctx, connection.get());
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &Connection::recordVerdict);
   }
   c.set_keep_alive(true);
   c.set_tcp_nodelay(true);
@@ -200,7 +242,7 @@ Response RestClient::request(const std::string& method, const std::string& targe
       failure = timedOut ? ApiError(Reason::Timeout, 0,
                                     what + ": no answer within " + std::to_string(options_.timeout.count()) +
                                         " ms (ClientOptions.timeout)")
-                         : ApiError::transport(what, describe(error));
+                         : ApiError::transport(what, connection->describeFailure(error));
       // A request that never reached the server can always be retried; one that may have
       // (read/write failed midway) only when it is a read.
       retryable = error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout ||
@@ -283,7 +325,7 @@ void RestClient::stream(const std::string& target, const std::function<bool(std:
   }
   if (handle.cancelled_ || stoppedByCallback) return;
   if (status != 0 && status != 200) throw ApiError::fromResponse(status, errorBody, what);
-  if (!result && status == 0) throw ApiError::transport(what, describe(result.error()));
+  if (!result && status == 0) throw ApiError::transport(what, connection->describeFailure(result.error()));
   // Ended by the server, a timeout or a broken connection after the 200: the caller resumes.
   if (!pending.empty()) onLine(pending);
 }
