@@ -46,18 +46,44 @@ bool Informer::waitForSync(std::chrono::milliseconds timeout) const {
 }
 
 std::optional<json> Informer::get(const std::string& key) const {
+  std::string blob;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) return std::nullopt;
+    blob = it->second;
+  }
+  return codec_.decode(blob);
+}
+
+bool Informer::contains(const std::string& key) const {
   std::lock_guard lock(mutex_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) return std::nullopt;
-  return it->second;
+  return cache_.contains(key);
 }
 
 std::vector<json> Informer::list() const {
-  std::lock_guard lock(mutex_);
+  std::vector<std::string> blobs;
+  {
+    std::lock_guard lock(mutex_);
+    blobs.reserve(cache_.size());
+    for (const auto& [key, blob] : cache_) blobs.push_back(blob);
+  }
   std::vector<json> out;
-  out.reserve(cache_.size());
-  for (const auto& [key, object] : cache_) out.push_back(object);
+  out.reserve(blobs.size());
+  for (const auto& blob : blobs) out.push_back(codec_.decode(blob));
   return out;
+}
+
+std::size_t Informer::size() const {
+  std::lock_guard lock(mutex_);
+  return cache_.size();
+}
+
+std::size_t Informer::storedBytes() const {
+  std::lock_guard lock(mutex_);
+  std::size_t bytes = codec_.dictionarySize();
+  for (const auto& [key, blob] : cache_) bytes += key.size() + blob.size();
+  return bytes;
 }
 
 std::string Informer::lastResourceVersion() const {
@@ -113,40 +139,51 @@ void Informer::relist() {
   std::string rv;
   auto items = client_.listAll(gvk_, options_.namespace_, list, &rv);
   ++lists_;
-  std::map<std::string, json> fresh;
+  std::map<std::string, std::string> fresh;
   for (auto& item : items) {
     if (options_.transform) options_.transform(item);
     auto key = keyOf(item);  // before the move: the right side of `=` is evaluated first
-    fresh[std::move(key)] = std::move(item);
+    fresh[std::move(key)] = codec_.encode(item);
+    item = json();  // the encoded copy is enough: free the tree as we go
   }
 
-  // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
-  std::vector<json> added, deleted;
-  std::vector<std::pair<json, json>> updated;
+  // Reconcile the cache with the list; handlers see what changed (client-go's Replace). Equal
+  // objects have equal blobs.
+  std::vector<std::string> added, deleted;
+  std::vector<std::pair<std::string, std::string>> updated;
   std::vector<InformerHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [key, object] : cache_)
-      if (!fresh.contains(key)) deleted.push_back(object);
-    for (const auto& [key, object] : fresh) {
+    for (const auto& [key, blob] : cache_)
+      if (!fresh.contains(key)) deleted.push_back(blob);
+    for (const auto& [key, blob] : fresh) {
       auto it = cache_.find(key);
       if (it == cache_.end()) {
-        added.push_back(object);
-      } else if (it->second != object) {
-        updated.emplace_back(it->second, object);
+        added.push_back(blob);
+      } else if (it->second != blob) {
+        updated.emplace_back(it->second, blob);
       }
     }
     cache_ = std::move(fresh);
     resourceVersion_ = rv;
     handlers = handlers_;
   }
-  for (const auto& h : handlers) {
-    for (const auto& o : deleted)
-      if (h.onDelete) h.onDelete(o);
-    for (const auto& o : added)
-      if (h.onAdd) h.onAdd(o);
-    for (const auto& [before, after] : updated)
-      if (h.onUpdate) h.onUpdate(before, after);
+  if (!handlers.empty()) {
+    for (const auto& blob : deleted) {
+      const auto o = codec_.decode(blob);
+      for (const auto& h : handlers)
+        if (h.onDelete) h.onDelete(o);
+    }
+    for (const auto& blob : added) {
+      const auto o = codec_.decode(blob);
+      for (const auto& h : handlers)
+        if (h.onAdd) h.onAdd(o);
+    }
+    for (const auto& [beforeBlob, afterBlob] : updated) {
+      const auto before = codec_.decode(beforeBlob), after = codec_.decode(afterBlob);
+      for (const auto& h : handlers)
+        if (h.onUpdate) h.onUpdate(before, after);
+    }
   }
   if (!synced_.exchange(true)) {
     spdlog::info("informer synced kind={} objects={} resourceVersion={}", gvk_.goString(), added.size(), rv);
@@ -194,20 +231,29 @@ void Informer::apply(const std::string& type, json object) {
   }
   if (options_.transform) options_.transform(object);
   const auto key = keyOf(object);
-  std::optional<json> previous;
+  const bool deleted = type == "DELETED";
+  std::string blob = deleted ? std::string{} : codec_.encode(object);
+  std::optional<std::string> previousBlob;
   std::vector<InformerHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
     auto it = cache_.find(key);
-    if (it != cache_.end()) previous = it->second;
-    if (type == "DELETED") {
-      cache_.erase(key);
-    } else {
-      cache_[key] = object;
+    if (it != cache_.end()) {
+      previousBlob = deleted ? std::move(it->second) : it->second;
+      if (deleted) {
+        cache_.erase(it);
+      } else {
+        it->second = std::move(blob);
+      }
+    } else if (!deleted) {
+      cache_.emplace(key, std::move(blob));
     }
     resourceVersion_ = object.value("metadata", json::object()).value("resourceVersion", resourceVersion_);
     handlers = handlers_;
   }
+  if (handlers.empty()) return;
+  std::optional<json> previous;
+  if (previousBlob) previous = codec_.decode(*previousBlob);
   for (const auto& h : handlers) {
     if (type == "DELETED") {
       if (h.onDelete) h.onDelete(previous ? *previous : object);

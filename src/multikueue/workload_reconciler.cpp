@@ -123,14 +123,13 @@ long long revisionOf(const json& object) {
 
 }  // namespace
 
-std::optional<json> WorkloadReconciler::freshest(const std::string& key, std::optional<json> cached) {
+bool WorkloadReconciler::lagsOwnWrite(const std::string& key, const json& cached) {
   std::lock_guard lock(mutex_);
   auto it = written_.find(key);
-  if (it == written_.end()) return cached;
-  if (!cached) return cached;  // deleted since: the cache knows better
-  if (revisionOf(it->second) > revisionOf(*cached)) return it->second;
+  if (it == written_.end()) return false;
+  if (it->second > revisionOf(cached)) return true;
   written_.erase(it);  // the cache caught up
-  return cached;
+  return false;
 }
 
 std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk,
@@ -186,7 +185,7 @@ bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
       if (&client == &manager_) {
         const auto key = keyOf(written);
         std::lock_guard lock(mutex_);
-        written_[key] = std::move(written);
+        written_[key] = revisionOf(written);
       }
       return true;
     } catch (const kube::ApiError& e) {
@@ -211,7 +210,8 @@ Result WorkloadReconciler::reject(const json& workload, const std::string& check
 
 Result WorkloadReconciler::reconcile(const std::string& key) {
   // (§2.1 step 1) The Workload, or the last copy seen before it was deleted.
-  std::optional<json> workload = freshest(key, caches_.workloads->get(key));
+  std::optional<json> workload = caches_.workloads->get(key);
+  if (workload && lagsOwnWrite(key, *workload)) return Result::done();
   bool deleted = false;
   if (!workload) {
     std::lock_guard lock(mutex_);

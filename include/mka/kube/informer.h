@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/kube/client.h"
+#include "mka/kube/object_codec.h"
 
 namespace mka::kube {
 
@@ -77,9 +78,14 @@ class Informer {
   // Waits until synced or `timeout`; false on timeout or stop.
   bool waitForSync(std::chrono::milliseconds timeout) const;
 
-  // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds).
+  // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds). Each read decodes
+  // the stored object (see ObjectCodec): read once per decision, not in loops.
   std::optional<nlohmann::json> get(const std::string& key) const;
+  bool contains(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
+  std::size_t size() const;
+  // Bytes the cached objects take, encoded (observability, benchmarks and tests).
+  std::size_t storedBytes() const;
   std::string lastResourceVersion() const;
 
   // Observability and tests.
@@ -103,7 +109,8 @@ class Informer {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  std::map<std::string, nlohmann::json> cache_;
+  ObjectCodec codec_;                         // encodes on the reflector thread only
+  std::map<std::string, std::string> cache_;  // key -> codec_-encoded object
   std::vector<InformerHandlers> handlers_;
   std::string resourceVersion_;
   bool stopping_ = false;

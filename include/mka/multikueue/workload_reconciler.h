@@ -95,10 +95,11 @@ class WorkloadReconciler {
   // to change. A conflict re-reads the object and runs `mutate` again. Returns whether written.
   bool updateStatus(kube::Client& client, const nlohmann::json& cached,
                     const std::function<bool(nlohmann::json&)>& mutate);
-  // The cached Workload, or the one this reconciler last wrote when the cache has not caught up
-  // with that write yet (controller-runtime's reconcilers meet the same lag; deciding twice on
-  // a stale copy could undo a decision just written).
-  std::optional<nlohmann::json> freshest(const std::string& key, std::optional<nlohmann::json> cached);
+  // Whether the cache still shows a Workload older than this reconciler's last status write
+  // (controller-runtime's reconcilers meet the same lag). Deciding on that stale copy could undo
+  // a decision just written, so the reconcile waits: the informer's event for the write
+  // enqueues the Workload again. Only the write's resourceVersion is kept, not the object.
+  bool lagsOwnWrite(const std::string& key, const nlohmann::json& cached);
   // A worker's cached object, except one this reconciler deleted and the cache still shows.
   std::optional<nlohmann::json> cachedRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk,
                                              const std::string& key);
@@ -117,7 +118,7 @@ class WorkloadReconciler {
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> deleted_;             // key -> last seen Workload
   std::map<std::string, Clock::TimePoint> incrementalRound_;  // key -> current round's start
-  std::map<std::string, nlohmann::json> written_;             // key -> our last status write
+  std::map<std::string, long long> written_;                  // key -> revision of our last status write
   std::map<std::string, std::string> removedRemotes_;         // "cluster|gvk|key" -> uid we deleted
 };
 

@@ -1,0 +1,96 @@
+#include "mka/kube/object_codec.h"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "mka/common/errors.h"
+
+namespace mka::kube {
+namespace {
+
+// deflate's window: a dictionary longer than this is used by its last 32 KiB only.
+constexpr std::size_t kMaxDictionary = 32 * 1024;
+// Raw deflate (no zlib header or checksum: the blob never leaves the process).
+constexpr int kRawWindowBits = -15;
+// Level 1: objects are small and the dictionary supplies most matches; higher levels cost
+// CPU on every watch event for a few bytes.
+constexpr int kLevel = 1;
+constexpr std::size_t kHeader = 4;  // the CBOR length, little-endian
+
+[[noreturn]] void fail(const char* what, int rc) {
+  throw Error(std::string("informer cache: zlib ") + what + " failed (" + std::to_string(rc) +
+              "): the process is out of memory or the cache is corrupt; restart the adapter");
+}
+
+// One inflate stream per thread, reset for every blob.
+struct Inflater {
+  z_stream stream{};
+  Inflater() {
+    if (int rc = inflateInit2(&stream, kRawWindowBits); rc != Z_OK) fail("inflateInit2", rc);
+  }
+  ~Inflater() { inflateEnd(&stream); }
+};
+
+}  // namespace
+
+struct ObjectCodec::Deflater {
+  z_stream stream{};
+  Deflater() {
+    if (int rc = deflateInit2(&stream, kLevel, Z_DEFLATED, kRawWindowBits, 8, Z_DEFAULT_STRATEGY); rc != Z_OK)
+      fail("deflateInit2", rc);
+  }
+  ~Deflater() { deflateEnd(&stream); }
+};
+
+ObjectCodec::ObjectCodec() : deflater_(std::make_unique<Deflater>()) {}
+ObjectCodec::~ObjectCodec() = default;
+
+std::string ObjectCodec::encode(const nlohmann::json& object) {
+  std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(object);
+  if (dictionary_.empty()) {
+    const std::size_t from = cbor.size() > kMaxDictionary ? cbor.size() - kMaxDictionary : 0;
+    dictionary_.assign(reinterpret_cast<const char*>(cbor.data()) + from, cbor.size() - from);
+  }
+  z_stream& z = deflater_->stream;
+  if (int rc = deflateReset(&z); rc != Z_OK) fail("deflateReset", rc);
+  if (int rc = deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary_.data()),
+                                    static_cast<uInt>(dictionary_.size()));
+      rc != Z_OK)
+    fail("deflateSetDictionary", rc);
+  std::string blob(kHeader + deflateBound(&z, cbor.size()), '\0');
+  const auto length = static_cast<std::uint32_t>(cbor.size());
+  for (std::size_t i = 0; i < kHeader; ++i) blob[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+  z.next_in = cbor.data();
+  z.avail_in = static_cast<uInt>(cbor.size());
+  z.next_out = reinterpret_cast<Bytef*>(blob.data() + kHeader);
+  z.avail_out = static_cast<uInt>(blob.size() - kHeader);
+  if (int rc = deflate(&z, Z_FINISH); rc != Z_STREAM_END) fail("deflate", rc);
+  blob.resize(kHeader + z.total_out);
+  blob.shrink_to_fit();
+  return blob;
+}
+
+nlohmann::json ObjectCodec::decode(std::string_view blob) const {
+  if (blob.size() < kHeader) fail("inflate (short blob)", Z_DATA_ERROR);
+  std::uint32_t length = 0;
+  for (std::size_t i = 0; i < kHeader; ++i) length |= std::uint32_t{static_cast<unsigned char>(blob[i])} << (8 * i);
+  thread_local Inflater inflater;
+  z_stream& z = inflater.stream;
+  if (int rc = inflateReset(&z); rc != Z_OK) fail("inflateReset", rc);
+  if (int rc = inflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary_.data()),
+                                    static_cast<uInt>(dictionary_.size()));
+      rc != Z_OK)
+    fail("inflateSetDictionary", rc);
+  std::vector<std::uint8_t> cbor(length);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(blob.data() + kHeader));
+  z.avail_in = static_cast<uInt>(blob.size() - kHeader);
+  z.next_out = cbor.data();
+  z.avail_out = static_cast<uInt>(cbor.size());
+  if (int rc = inflate(&z, Z_FINISH); rc != Z_STREAM_END || z.total_out != length) fail("inflate", rc);
+  return nlohmann::json::from_cbor(cbor);
+}
+
+}  // namespace mka::kube
