@@ -124,10 +124,11 @@ struct ClusterRegistry::Impl {
     int failedAttempts = 0;
     Clock::TimePoint lastFailure{};
     std::string error;  // why the last attempt failed or the connection was lost ("" none)
+    std::optional<Condition> recorded;  // mode 2: the condition last recorded as an Event
   };
 
-  Impl(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options)
-      : manager(manager), clock(clock), options(std::move(options)), createdAt(clock.now()) {
+  Impl(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options, EventRecorder* events)
+      : manager(manager), clock(clock), options(std::move(options)), events(events), createdAt(clock.now()) {
     reaper = std::thread([this] {
       pthread_setname_np(pthread_self(), "mkc-reaper");
       reap();
@@ -137,6 +138,7 @@ struct ClusterRegistry::Impl {
   kube::Client& manager;
   const Clock& clock;
   const ClusterRegistryOptions options;
+  EventRecorder* const events;  // null: none
   const Clock::TimePoint createdAt;
 
   mutable std::mutex mutex;  // everything below; never held during I/O or a join
@@ -396,11 +398,26 @@ struct ClusterRegistry::Impl {
     return Result::after(wait);
   }
 
-  void writeStatus(const std::string& name, const json& cluster, const Condition& condition) {
-    if (!options.writeClusterStatus) return;
-    if (writeCondition(manager, kMultiKueueClusterGvk, name, cluster, condition, clock))
-      logger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name, condition.status,
-                     condition.reason, condition.message);
+  // SPEC §2: the `Active` condition goes out only when it changes: in mode 3 to the status
+  // (compared with what is stored), in mode 2 as an Event (compared with the last one recorded).
+  void publish(const std::string& name, const json& cluster, const Condition& condition) {
+    if (options.writeClusterStatus) {
+      if (writeCondition(manager, kMultiKueueClusterGvk, name, cluster, condition, clock))
+        logger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name,
+                       condition.status, condition.reason, condition.message);
+      return;
+    }
+    if (!events) return;
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(name);
+      if (it == entries.end() || it->second.recorded == condition) return;
+      it->second.recorded = condition;
+    }
+    // Best effort: a failed write is logged by the recorder and never fails the reconcile.
+    events->record(cluster, condition.status == "True" ? "Normal" : "Warning", condition.reason, condition.message);
+    logger()->info("cluster event recorded cluster={} active={} reason={} message=\"{}\"", name, condition.status,
+                   condition.reason, condition.message);
   }
 
   Result reconcile(const std::string& name) {
@@ -434,9 +451,9 @@ struct ClusterRegistry::Impl {
       if (lost) emitConnectionChange(name, false);
       logger()->warn("cluster kubeconfig not loaded cluster={} reason={} error=\"{}\"", name, source.reason,
                      source.error);
-      writeStatus(name, cluster,
-                  {std::string(condition::kActive), "False", source.reason,
-                   std::string(kLoadClientConfigFailedPrefix) + source.error});
+      publish(name, cluster,
+              {std::string(condition::kActive), "False", source.reason,
+               std::string(kLoadClientConfigFailedPrefix) + source.error});
       if (source.notFound) return Result::done();  // the Secret's own event brings it back
       throw Error("failed to load client config, reason: " + source.reason + ", error: " + source.error);
     }
@@ -447,7 +464,7 @@ struct ClusterRegistry::Impl {
       std::lock_guard lock(mutex);
       if (auto it = entries.find(name); it != entries.end()) status = desiredStatus(it->second);
     }
-    if (status) writeStatus(name, cluster, *status);
+    if (status) publish(name, cluster, *status);
     return result;
   }
 
@@ -465,8 +482,9 @@ struct ClusterRegistry::Impl {
   }
 };
 
-ClusterRegistry::ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options)
-    : impl_(std::make_unique<Impl>(manager, clock, std::move(options))) {}
+ClusterRegistry::ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options,
+                                 EventRecorder* events)
+    : impl_(std::make_unique<Impl>(manager, clock, std::move(options), events)) {}
 
 ClusterRegistry::~ClusterRegistry() { stop(); }
 

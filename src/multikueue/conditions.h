@@ -24,6 +24,7 @@ struct Condition {
   std::string status;  // "True" | "False"
   std::string reason;
   std::string message;
+  bool operator==(const Condition&) const = default;
 };
 
 // Sets `condition` in object.status.conditions; false (object untouched) when a condition of

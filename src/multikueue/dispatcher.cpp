@@ -60,7 +60,8 @@ struct Dispatcher::Impl {
       caches.jobs[f.gvk] = jobInformers.back().get();
     }
 
-    registry = std::make_unique<ClusterRegistry>(manager, clock, registryOptions);
+    clusterEvents = std::make_unique<EventRecorder>(manager, clock, std::string(kClusterEventComponent));
+    registry = std::make_unique<ClusterRegistry>(manager, clock, registryOptions, clusterEvents.get());
     workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
     WorkloadReconciler::Options wo;
     wo.controllerName = cfg.dispatch.admissionCheckControllerName;
@@ -203,6 +204,7 @@ struct Dispatcher::Impl {
   std::unique_ptr<kube::Informer> workloadsInformer, checksInformer, configsInformer, clustersInformer,
       secretsInformer;
   std::vector<std::unique_ptr<kube::Informer>> jobInformers;
+  std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which uses it
   std::unique_ptr<ClusterRegistry> registry;
   std::unique_ptr<EventRecorder> workloadEvents;
   std::unique_ptr<WorkloadReconciler> workloadReconciler;

@@ -115,6 +115,8 @@ inline constexpr std::string_view kClusterConnectedMessage = "Connected";
 inline constexpr std::string_view kLoadClientConfigFailedPrefix = "load client config failed: ";
 inline constexpr std::string_view kClusterProfileDisabledMessage = "MultiKueueClusterProfile feature gate is disabled";
 inline constexpr std::string_view kWatchEstablishmentTimedOut = "watch establishment timed out";
+// The source (component) of Events about MultiKueueClusters, as Kueue names its recorder.
+inline constexpr std::string_view kClusterEventComponent = "multikueue-cluster";
 
 // AdmissionCheck `Active` condition: reasons and messages.
 namespace check_reason {

@@ -13,9 +13,15 @@
 // (§3.4); reconciles inside the window neither try nor count. A hung worker never blocks the
 // others: connection attempts do not hold the caller's thread for longer than one request.
 //
-// Status (SPEC §2): with Options::writeClusterStatus (mode 3, drop-in) the MultiKueueCluster's
-// `Active` condition is written with Kueue's reasons and messages (§1.4), only when status,
-// reason or message change; always: logs and the onConnectionChange callback (metrics).
+// Status (SPEC §2): the MultiKueueCluster's `Active` condition is computed as Kueue does, with
+// its reasons and messages (§1.4), and published only when status, reason or message change.
+// With Options::writeClusterStatus (mode 3, drop-in) it is written to the object's status,
+// compared with what is stored (Kueue records no connection Events; neither do we). Otherwise
+// (mode 2: Kueue's own controller may own that status) it is recorded as an Event on the
+// MultiKueueCluster through the registry's EventRecorder: Normal when Active, else Warning, with
+// the condition's reason and message, compared with the last Event this registry recorded for
+// the cluster (after a restart the current state is recorded once more). Always: logs and the
+// onConnectionChange callback (metrics).
 //
 // Connection attempts never wait in reconcile(): it builds a client, starts the attempt's
 // informers and returns Result::after(<= 1 s); the informers' own threads decide the attempt
@@ -48,6 +54,7 @@
 #include "mka/kube/rest_client.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/controller.h"
+#include "mka/multikueue/events.h"
 
 namespace mka::multikueue {
 
@@ -85,9 +92,11 @@ struct ClusterRegistryOptions {
 
 class ClusterRegistry {
  public:
-  // `manager` reads MultiKueueClusters and Secrets and writes MultiKueueCluster status; it and
-  // `clock` must outlive the registry.
-  ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options);
+  // `manager` reads MultiKueueClusters and Secrets and writes MultiKueueCluster status; `events`
+  // (null: none) records the connection Events of mode 2. They and `clock` must outlive the
+  // registry.
+  ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options,
+                  EventRecorder* events = nullptr);
   ~ClusterRegistry();  // stop()
   ClusterRegistry(const ClusterRegistry&) = delete;
   ClusterRegistry& operator=(const ClusterRegistry&) = delete;

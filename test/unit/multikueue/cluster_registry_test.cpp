@@ -3,6 +3,8 @@
 // informer threads is awaited with eventually().
 #include "mka/multikueue/cluster_registry.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -55,6 +57,13 @@ class ClusterRegistryTest : public fixture::MultiKueueSandbox {
                           {"kind", "Workload"},
                           {"metadata", {{"name", name}, {"labels", labels}}},
                           {"spec", {{"podSets", json::array()}}}});
+  }
+
+  // Mode 2 (dispatcher): MultiKueueCluster status is not ours; connection state goes to Events.
+  ClusterRegistryOptions dispatcherMode() {
+    auto o = registryOptions();
+    o.writeClusterStatus = false;
+    return o;
   }
 
   test::TempDir dir{"mka-registry"};
@@ -308,6 +317,122 @@ TEST_F(ClusterRegistryTest, WritesNoStatusUnlessAskedTo) {
   EXPECT_TRUE(clusterActive("worker1").is_null());
   EXPECT_TRUE(clusterActive("missing-secret").is_null());
   EXPECT_EQ(recorder.connections(), (std::vector<std::pair<std::string, bool>>{{"worker1", true}}));
+}
+
+// SPEC §2, mode 2: connection state is recorded as Events on the MultiKueueCluster, with the
+// reason and message its Active condition would carry, only when they change.
+TEST_F(ClusterRegistryTest, InModeTwoAConnectionIsOneNormalEventOnTheCluster) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  auto& r = startRegistry(dispatcherMode());
+  ASSERT_TRUE(connect("worker1"));
+  clock.advance(minutes{1});
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+
+  const auto events = clusterEventsAbout("worker1");
+  ASSERT_EQ(events.size(), 1u);
+  const auto& event = events[0];
+  EXPECT_EQ(event["type"], "Normal");
+  EXPECT_EQ(event["reason"], "Active");
+  EXPECT_EQ(event["message"], "Connected");
+  EXPECT_EQ(event["source"]["component"], "multikueue-cluster");
+  EXPECT_EQ(event["metadata"]["namespace"], "default") << "cluster-scoped: the default namespace";
+  const json involved = event["involvedObject"];
+  EXPECT_EQ(involved["apiVersion"], "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ(involved["kind"], "MultiKueueCluster");
+  EXPECT_EQ(involved["name"], "worker1");
+  EXPECT_EQ(involved["namespace"], "");
+  EXPECT_EQ(involved["uid"], clusterObject("worker1")["metadata"]["uid"]);
+  EXPECT_TRUE(clusterActive("worker1").is_null()) << "no status in mode 2";
+}
+
+TEST_F(ClusterRegistryTest, InModeTwoAMissingSecretIsOneWarningEventUntilTheProblemChanges) {
+  createCluster("worker1", {{"kubeConfig", {{"location", "creds"}, {"locationType", "Secret"}}}});
+  auto& r = startRegistry(dispatcherMode());
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  auto events = clusterEventsAbout("worker1");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_EQ(events[0]["reason"], "BadKubeConfig");
+  EXPECT_EQ(events[0]["message"], "load client config failed: secrets \"creds\" not found");
+
+  // The same problem again (a resync, a retry): no second Event.
+  clock.advance(minutes{10});
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  EXPECT_EQ(clusterEventsAbout("worker1").size(), 1u);
+
+  // Another problem is another Event; repeating it is not.
+  manager.api().create(fixture::kSecrets, {{"metadata", {{"name", "creds"}}}, {"data", {{"other", "eA=="}}}});
+  EXPECT_THAT(reconcileError("worker1"), HasSubstr("key \"kubeconfig\" not found in secret \"creds\""));
+  EXPECT_THAT(reconcileError("worker1"), HasSubstr("key \"kubeconfig\" not found in secret \"creds\""));
+  events = clusterEventsAbout("worker1");
+  ASSERT_EQ(events.size(), 2u);
+  for (const auto& e : events) {
+    EXPECT_EQ(e["type"], "Warning");
+    EXPECT_EQ(e["reason"], "BadKubeConfig");
+  }
+}
+
+TEST_F(ClusterRegistryTest, InModeTwoFailureThenConnectedThenLostAreOneEventEach) {
+  createSecretCluster("worker1", unbuildable());
+  auto& r = startRegistry(dispatcherMode());
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{5}));
+  auto events = clusterEventsAbout("worker1");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_EQ(events[0]["reason"], "ClientConnectionFailed");
+  const std::string message = events[0]["message"];
+  EXPECT_THAT(message, HasSubstr("is not an https:// URL"));
+  EXPECT_THAT(message, ::testing::EndsWith(suffix(1, clock.now() + seconds{5})));
+
+  // Inside the backoff window nothing is tried and nothing is recorded.
+  clock.advance(seconds{2});
+  EXPECT_EQ(r.reconcile("worker1"), Result::after(seconds{3}));
+  EXPECT_EQ(clusterEventsAbout("worker1").size(), 1u);
+
+  putSecret("worker1", worker1.kubeconfig());
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  events = clusterEventsAbout("worker1");
+  ASSERT_EQ(events.size(), 2u);
+  std::vector<std::string> reasons;
+  for (const auto& e : events) reasons.push_back(e["type"].get<std::string>() + "/" + e["reason"].get<std::string>());
+  EXPECT_THAT(reasons, ::testing::UnorderedElementsAre("Warning/ClientConnectionFailed", "Normal/Active"));
+
+  // Lost: the reconcile the disconnect asks for records it.
+  worker1.setUnreachable(true);
+  ASSERT_TRUE(test::eventually([&] { return r.connected("worker1") == nullptr && recorder.last("worker1") == false; }));
+  r.reconcile("worker1");
+  events = clusterEventsAbout("worker1");
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(std::count_if(events.begin(), events.end(), [](const json& e) { return e["type"] == "Warning"; }), 2);
+}
+
+TEST_F(ClusterRegistryTest, InModeThreeTheStatusIsTheRecordAndNoEventIsRecorded) {
+  // Kueue's MultiKueueCluster controller records no connection Events (only DeprecatedPathUsage).
+  createSecretCluster("worker1", worker1.kubeconfig());
+  createCluster("missing-secret", {{"kubeConfig", {{"location", "nope"}}}});
+  auto& r = startRegistry(registryOptions());
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(r.reconcile("missing-secret"), Result::done());
+  EXPECT_EQ(clusterActive("worker1")["reason"], "Active");
+  EXPECT_EQ(clusterActive("missing-secret")["reason"], "BadKubeConfig");
+  EXPECT_TRUE(clusterEventsAbout("worker1").empty());
+  EXPECT_TRUE(clusterEventsAbout("missing-secret").empty());
+}
+
+TEST_F(ClusterRegistryTest, InModeTwoAFailedEventWriteDoesNotFailTheReconcile) {
+  createCluster("worker1", {{"kubeConfig", {{"location", "creds"}}}});
+  auto& r = startRegistry(dispatcherMode());
+  manager.faults().failNext(1, 500, {.verb = "create", .resource = "events"});
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  EXPECT_EQ(manager.faults().injectedFailures(), 1u);
+  EXPECT_TRUE(clusterEventsAbout("worker1").empty());
+
+  // Best effort: the lost Event is not retried, the next change is recorded.
+  manager.api().create(fixture::kSecrets, {{"metadata", {{"name", "creds"}}}, {"data", {{"other", "eA=="}}}});
+  EXPECT_THAT(reconcileError("worker1"), HasSubstr("not found in secret"));
+  EXPECT_EQ(clusterEventsAbout("worker1").size(), 1u);
 }
 
 // §3.1: Path kubeconfigs (MultiKueueKubeConfigPathValidation on).

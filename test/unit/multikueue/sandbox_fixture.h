@@ -19,6 +19,7 @@
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/cluster_registry.h"
+#include "mka/multikueue/events.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 
@@ -33,6 +34,7 @@ inline const sandbox::ResourceRef kSecrets{"", "v1", "secrets", "kueue-system", 
 inline const sandbox::ResourceRef kClusters{"kueue.x-k8s.io", "v1beta2", "multikueueclusters", "", "", ""};
 inline const sandbox::ResourceRef kConfigs{"kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "", "", ""};
 inline const sandbox::ResourceRef kChecks{"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", "", ""};
+inline const sandbox::ResourceRef kEvents{"", "v1", "events", "default", "", ""};
 
 inline sandbox::ResourceRef named(sandbox::ResourceRef ref, const std::string& name) {
   ref.name = name;
@@ -124,7 +126,8 @@ class MultiKueueSandbox : public ::testing::Test {
     return o;
   }
   ClusterRegistry& startRegistry(ClusterRegistryOptions options) {
-    registry = std::make_unique<ClusterRegistry>(*managerClient, clock, std::move(options));
+    clusterEvents = std::make_unique<EventRecorder>(*managerClient, clock, std::string(kClusterEventComponent));
+    registry = std::make_unique<ClusterRegistry>(*managerClient, clock, std::move(options), clusterEvents.get());
     registry->onConnectionChange([this](const std::string& c, bool connected) { recorder.connection(c, connected); });
     registry->onRemoteEvent([this](const std::string& c, const std::string& key) { recorder.event(c, key); });
     return *registry;
@@ -155,6 +158,11 @@ class MultiKueueSandbox : public ::testing::Test {
     createCluster(name, {{"kubeConfig", {{"location", name}}}});
   }
   json clusterObject(const std::string& name) { return manager.api().get(named(kClusters, name)); }
+  // The Events about the MultiKueueCluster `name` on the manager, in no particular order.
+  std::vector<json> clusterEventsAbout(const std::string& name) {
+    const auto list = manager.api().list(kEvents, {.fieldSelector = "involvedObject.name=" + name});
+    return list["items"].get<std::vector<json>>();
+  }
   // The MultiKueueCluster's Active condition, or null.
   json clusterActive(const std::string& name) {
     for (const auto& c : clusterObject(name).value("status", json::object()).value("conditions", json::array()))
@@ -179,8 +187,9 @@ class MultiKueueSandbox : public ::testing::Test {
   sandbox::Cluster& manager;
   sandbox::Cluster& worker1;
   std::unique_ptr<kube::Client> managerClient;
-  Recorder recorder;                          // before the registry: its threads report here
-  std::unique_ptr<ClusterRegistry> registry;  // stopped before the clusters go
+  Recorder recorder;                             // before the registry: its threads report here
+  std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which records through it
+  std::unique_ptr<ClusterRegistry> registry;     // stopped before the clusters go
 };
 
 }  // namespace mka::multikueue::fixture
