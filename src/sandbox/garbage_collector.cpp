@@ -46,14 +46,6 @@ ResourceRef refOf(const ObjectKey& key, const json& object) {
   return {key.group, versionOf(object), key.plural, key.namespace_, key.name, ""};
 }
 
-bool ownedBy(const json& object, const std::string& uid) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->contains("ownerReferences")) return false;
-  for (const auto& ref : (*meta)["ownerReferences"])
-    if (ref.is_object() && ref.value("uid", "") == uid) return true;
-  return false;
-}
-
 }  // namespace
 
 struct GarbageCollector::Impl {
@@ -120,10 +112,7 @@ struct GarbageCollector::Impl {
   }
 
   std::vector<std::pair<ObjectKey, json>> dependentsOf(const std::string& uid) const {
-    std::vector<std::pair<ObjectKey, json>> out;
-    for (auto& entry : api.store().snapshot())
-      if (ownedBy(entry.second, uid)) out.push_back(std::move(entry));
-    return out;
+    return api.store().dependentsOf(uid);
   }
 
   // Drops the reference to `uid`; returns the references left.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <utility>
 
 #include "continue_token.h"
@@ -75,6 +76,9 @@ struct StoreState {
   mutable std::mutex mutex;
   std::condition_variable changed;
   std::map<ObjectKey, Entry> objects;
+  // owner uid -> objects with an ownerReference to it (the garbage collector's graph), so that
+  // finding an owner's dependents does not walk the whole store.
+  std::map<std::string, std::set<ObjectKey>> dependents;
   std::deque<Event> history;  // consecutive revisions (compacted, revision]
   const std::size_t historyLimit;
   std::uint64_t revision = 0;
@@ -95,10 +99,29 @@ struct StoreState {
         history.begin());
   }
 
+  void indexOwners(const ObjectKey& key, const json& object, bool add) {
+    const auto meta = object.find("metadata");
+    if (meta == object.end() || !meta->is_object()) return;
+    const auto refs = meta->find("ownerReferences");
+    if (refs == meta->end() || !refs->is_array()) return;
+    for (const auto& ref : *refs) {
+      if (!ref.is_object()) continue;
+      const auto uid = ref.value("uid", "");
+      if (uid.empty()) continue;
+      if (add) {
+        dependents[uid].insert(key);
+      } else if (auto it = dependents.find(uid); it != dependents.end()) {
+        it->second.erase(key);
+        if (it->second.empty()) dependents.erase(it);
+      }
+    }
+  }
+
   ObjectPtr create(const ObjectKey& key, json object) {
     const auto rv = ++revision;
     auto ptr = std::make_shared<const json>(withRevision(std::move(object), rv));
     objects.emplace(key, Entry{ptr, rv});
+    indexOwners(key, *ptr, true);
     record({EventType::Added, rv, key, ptr, nullptr});
     return ptr;
   }
@@ -106,6 +129,8 @@ struct StoreState {
     const auto rv = ++revision;
     auto ptr = std::make_shared<const json>(withRevision(std::move(object), rv));
     auto previous = std::exchange(it->second, Entry{ptr, rv}).object;
+    indexOwners(it->first, *previous, false);
+    indexOwners(it->first, *ptr, true);
     record({EventType::Modified, rv, it->first, ptr, std::move(previous)});
     return ptr;
   }
@@ -114,6 +139,7 @@ struct StoreState {
     auto previous = it->second.object;
     // etcd's watch reports a deletion with the last state at the deletion's revision.
     auto last = std::make_shared<const json>(withRevision(*previous, rv));
+    indexOwners(it->first, *previous, false);
     record({EventType::Deleted, rv, it->first, last, std::move(previous)});
     objects.erase(it);
     return last;
@@ -440,6 +466,20 @@ void ObjectStore::closeAllWatches() {
     ++impl_->state->closeEpoch;
   }
   impl_->notify();
+}
+
+std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::dependentsOf(const std::string& ownerUid) const {
+  std::vector<std::pair<ObjectKey, ObjectPtr>> refs;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    auto it = impl_->state->dependents.find(ownerUid);
+    if (it == impl_->state->dependents.end()) return {};
+    for (const auto& key : it->second) refs.emplace_back(key, impl_->state->objects.at(key).object);
+  }
+  std::vector<std::pair<ObjectKey, nlohmann::json>> out;
+  out.reserve(refs.size());
+  for (auto& [key, object] : refs) out.emplace_back(std::move(key), *object);
+  return out;
 }
 
 std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::snapshot() const {

@@ -126,6 +126,8 @@ class ObjectStore {
   void closeAllWatches();
   // Every stored object (for the garbage collector and the GC tests).
   std::vector<std::pair<ObjectKey, nlohmann::json>> snapshot() const;
+  // The objects with an ownerReference to `ownerUid` (from an index: no walk of the store).
+  std::vector<std::pair<ObjectKey, nlohmann::json>> dependentsOf(const std::string& ownerUid) const;
 
  private:
   struct Impl;

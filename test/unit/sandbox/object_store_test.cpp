@@ -391,6 +391,38 @@ TEST(ObjectStoreTest, SnapshotHasEveryObject) {
   EXPECT_EQ(all[1].first, wl("b", "w"));
 }
 
+// The garbage collector's index follows every write: creates, reference changes through
+// update and mutate, and deletes.
+TEST(ObjectStoreTest, DependentsOfFollowOwnerReferencesThroughEveryWrite) {
+  ObjectStore store;
+  auto owned = [](const std::string& name, std::vector<std::string> owners) {
+    auto o = object("a", name);
+    for (const auto& uid : owners) o["metadata"]["ownerReferences"].push_back({{"uid", uid}, {"kind", "Job"}});
+    return o;
+  };
+  auto keys = [&](const std::string& uid) {
+    std::vector<std::string> out;
+    for (const auto& [key, o] : store.dependentsOf(uid)) out.push_back(key.name + "@" + rvOf(o));
+    return out;
+  };
+  store.create(cm("a", "one"), owned("one", {"u1"}));
+  store.create(cm("a", "two"), owned("two", {"u1", "u2"}));
+  store.create(cm("a", "free"), object("a", "free"));
+  EXPECT_EQ(keys("u1"), (std::vector<std::string>{"one@1", "two@2"}));
+  EXPECT_EQ(keys("u2"), (std::vector<std::string>{"two@2"}));
+  EXPECT_TRUE(keys("nobody").empty());
+
+  store.update(cm("a", "two"), owned("two", {"u2"}));  // drops u1
+  EXPECT_EQ(keys("u1"), (std::vector<std::string>{"one@1"}));
+  EXPECT_EQ(keys("u2"), (std::vector<std::string>{"two@4"}));
+  store.mutate(cm("a", "free"), [&](const std::optional<json>&) { return std::optional<json>(owned("free", {"u1"})); });
+  EXPECT_EQ(keys("u1"), (std::vector<std::string>{"free@5", "one@1"}));
+  store.remove(cm("a", "one"));
+  store.mutate(cm("a", "free"), [](const std::optional<json>&) { return std::optional<json>(); });
+  EXPECT_TRUE(keys("u1").empty());
+  EXPECT_EQ(keys("u2"), (std::vector<std::string>{"two@4"}));
+}
+
 // Several writers and several watchers at once: each watcher sees every event of its scope
 // exactly once, in revision order. Run under TSan in CI.
 TEST(ObjectStoreTest, ConcurrentWritersAndWatchersSeeEveryEventInOrder) {
