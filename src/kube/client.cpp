@@ -138,23 +138,32 @@ json Client::list(const GroupVersionKind& gvk, const std::string& ns, const List
   return parseBody(rest_->request("GET", target), "GET " + target);
 }
 
-std::vector<json> Client::listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
-                                  std::string* resourceVersion) {
-  std::vector<json> items;
+void Client::listEach(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+                      const std::function<void(json& item)>& onItem, std::string* resourceVersion) {
   while (true) {
     auto page = list(gvk, ns, options);
-    for (auto& item : page.value("items", json::array())) {
-      // Lists may leave out each item's kind and apiVersion (built-ins do); informers want them.
-      if (!item.contains("kind")) item["kind"] = gvk.kind;
-      if (!item.contains("apiVersion")) item["apiVersion"] = gvk.apiVersion();
-      items.push_back(std::move(item));
+    if (auto items = page.find("items"); items != page.end() && items->is_array()) {
+      for (auto& item : *items) {
+        // Lists may leave out each item's kind and apiVersion (built-ins do); informers want them.
+        if (!item.contains("kind")) item["kind"] = gvk.kind;
+        if (!item.contains("apiVersion")) item["apiVersion"] = gvk.apiVersion();
+        onItem(item);
+        item = json();  // free each item once seen
+      }
     }
     const auto meta = page.value("metadata", json::object());
     options.continueToken = meta.value("continue", "");
     if (resourceVersion) *resourceVersion = meta.value("resourceVersion", "");
-    if (options.continueToken.empty()) return items;
+    if (options.continueToken.empty()) return;
     options.resourceVersion.clear();  // the token carries it
   }
+}
+
+std::vector<json> Client::listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+                                  std::string* resourceVersion) {
+  std::vector<json> items;
+  listEach(gvk, ns, std::move(options), [&](json& item) { items.push_back(std::move(item)); }, resourceVersion);
+  return items;
 }
 
 json Client::create(const json& object, const WriteOptions& options) {

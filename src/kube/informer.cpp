@@ -74,6 +74,19 @@ std::vector<json> Informer::list() const {
   return out;
 }
 
+void Informer::forEach(const std::function<void(const json& object)>& visit) const {
+  std::vector<std::string> blobs;
+  {
+    std::lock_guard lock(mutex_);
+    blobs.reserve(cache_.size());
+    for (const auto& [key, blob] : cache_) blobs.push_back(blob);
+  }
+  for (auto& blob : blobs) {
+    visit(codec_.decode(blob));
+    std::string().swap(blob);
+  }
+}
+
 std::size_t Informer::size() const {
   std::lock_guard lock(mutex_);
   return cache_.size();
@@ -137,15 +150,14 @@ void Informer::relist() {
   list.fieldSelector = options_.fieldSelector;
   list.limit = options_.pageSize;
   std::string rv;
-  auto items = client_.listAll(gvk_, options_.namespace_, list, &rv);
-  ++lists_;
+  // Each item is encoded as its page arrives: the parsed list is never held whole.
   std::map<std::string, std::string> fresh;
-  for (auto& item : items) {
+  client_.listEach(gvk_, options_.namespace_, list, [&](json& item) {
     if (options_.transform) options_.transform(item);
-    auto key = keyOf(item);  // before the move: the right side of `=` is evaluated first
+    auto key = keyOf(item);
     fresh[std::move(key)] = codec_.encode(item);
-    item = json();  // the encoded copy is enough: free the tree as we go
-  }
+  }, &rv);
+  ++lists_;
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace). Equal
   // objects have equal blobs.

@@ -50,16 +50,14 @@ class Remote final : public RemoteCluster {
   const std::string& name() const override { return name_; }
   kube::Client& client() override { return *client_; }
   std::optional<json> workload(const std::string& key) const override { return workloads_->get(key); }
-  std::vector<json> workloads() const override { return workloads_->list(); }
+  void forEachWorkload(const std::function<void(const json&)>& visit) const override { workloads_->forEach(visit); }
   std::optional<json> job(const kube::GroupVersionKind& gvk, const std::string& key) const override {
     auto it = jobs_.find(gvk);
     if (it == jobs_.end()) return std::nullopt;
     return it->second->get(key);
   }
-  std::vector<json> jobs(const kube::GroupVersionKind& gvk) const override {
-    auto it = jobs_.find(gvk);
-    if (it == jobs_.end()) return {};
-    return it->second->list();
+  void forEachJob(const kube::GroupVersionKind& gvk, const std::function<void(const json&)>& visit) const override {
+    if (auto it = jobs_.find(gvk); it != jobs_.end()) it->second->forEach(visit);
   }
 
   // Before start() only.

@@ -56,10 +56,10 @@ OrphanCollector::Stats OrphanCollector::collect() {
         if (e.reason() != kube::Reason::NotFound) throw;
       }
     };
-    for (const auto& wl : remote->workloads()) {
+    remote->forEachWorkload([&](const json& wl) {
       const auto key = keyOf(wl);
       try {
-        if (!ownedByOrigin(wl, options_.origin) || liveLocally(key)) continue;
+        if (!ownedByOrigin(wl, options_.origin) || liveLocally(key)) return;
         const auto meta = wl.value("metadata", json::object());
         for (const auto& ref : meta.value("ownerReferences", json::array())) {
           if (!ref.value("controller", false)) continue;
@@ -77,22 +77,22 @@ OrphanCollector::Stats OrphanCollector::collect() {
       } catch (const std::exception& e) {
         spdlog::warn("gc skipped workload cluster={} workload={} error=\"{}\"", name, key, e.what());
       }
-    }
+    });
     // Job copies whose Workload copy is gone and whose manager Workload is not live.
     for (const auto& f : options_.frameworks) {
-      for (const auto& job : remote->jobs(f.gvk)) {
+      remote->forEachJob(f.gvk, [&](const json& job) {
         const auto ns = job.value("metadata", json::object()).value("namespace", "");
         const auto jobName = job.value("metadata", json::object()).value("name", "");
         try {
           const auto workloadName = prebuiltWorkloadName(job);
-          if (!workloadName) continue;
+          if (!workloadName) return;
           const auto key = ns + "/" + *workloadName;
-          if (remote->workload(key) || liveLocally(key)) continue;
+          if (remote->workload(key) || liveLocally(key)) return;
           removeJob(f.gvk, ns, jobName);
         } catch (const std::exception& e) {
           spdlog::warn("gc skipped job cluster={} job={}/{} error=\"{}\"", name, ns, jobName, e.what());
         }
-      }
+      });
     }
   }
   return stats;

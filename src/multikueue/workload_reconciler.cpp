@@ -158,8 +158,9 @@ void WorkloadReconciler::rememberDeleted(const json& workload) {
 
 std::vector<std::string> WorkloadReconciler::workloadsUsingCheck(const std::string& check) const {
   std::vector<std::string> keys;
-  for (const auto& wl : caches_.workloads->list())
+  caches_.workloads->forEach([&](const json& wl) {
     if (findCheckState(wl, check) != nullptr) keys.push_back(keyOf(wl));
+  });
   return keys;
 }
 

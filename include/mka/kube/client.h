@@ -92,6 +92,10 @@ class Client {
   nlohmann::json get(const GroupVersionKind& gvk, const std::string& ns, const std::string& name);
   // One page (a <Kind>List).
   nlohmann::json list(const GroupVersionKind& gvk, const std::string& ns, const ListOptions& options = {});
+  // Every page, following `continue`, item by item: a page is dropped once its items were seen,
+  // so a large list never sits in memory whole. `resourceVersion` receives the list's revision.
+  void listEach(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+                const std::function<void(nlohmann::json& item)>& onItem, std::string* resourceVersion = nullptr);
   // Every page, following `continue`; `resourceVersion` receives the list's revision.
   std::vector<nlohmann::json> listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options = {},
                                       std::string* resourceVersion = nullptr);

@@ -35,7 +35,7 @@ struct InformerOptions {
   std::string namespace_;  // "" = every namespace
   std::string labelSelector;
   std::string fieldSelector;
-  std::int64_t pageSize = 500;
+  std::int64_t pageSize = 100;  // client-go uses 500; smaller pages keep a relist's parsed page small
   int watchTimeoutSeconds = 300;  // the server ends each watch after this (client-go: 5-10 min)
   std::chrono::milliseconds initialBackoff{100};
   std::chrono::milliseconds maxBackoff{std::chrono::seconds{30}};
@@ -83,6 +83,9 @@ class Informer {
   std::optional<nlohmann::json> get(const std::string& key) const;
   bool contains(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
+  // Every cached object, decoded one at a time (a snapshot taken at the call): unlike list(),
+  // never holds them all decoded at once. `visit` runs outside the cache's lock.
+  void forEach(const std::function<void(const nlohmann::json& object)>& visit) const;
   std::size_t size() const;
   // Bytes the cached objects take, encoded (observability, benchmarks and tests).
   std::size_t storedBytes() const;

@@ -68,10 +68,12 @@ class RemoteCluster {
   virtual kube::Client& client() = 0;
   // Workloads by "namespace/name".
   virtual std::optional<nlohmann::json> workload(const std::string& key) const = 0;
-  virtual std::vector<nlohmann::json> workloads() const = 0;
+  // Every cached Workload, one at a time (never all decoded at once).
+  virtual void forEachWorkload(const std::function<void(const nlohmann::json&)>& visit) const = 0;
   // Jobs of a configured kind by "namespace/name"; nullopt also for a kind not configured.
   virtual std::optional<nlohmann::json> job(const kube::GroupVersionKind& gvk, const std::string& key) const = 0;
-  virtual std::vector<nlohmann::json> jobs(const kube::GroupVersionKind& gvk) const = 0;
+  virtual void forEachJob(const kube::GroupVersionKind& gvk,
+                          const std::function<void(const nlohmann::json&)>& visit) const = 0;
 };
 
 struct ClusterRegistryOptions {
