@@ -56,21 +56,9 @@ std::optional<json> Informer::get(const std::string& key) const {
   return codec_.decode(blob);
 }
 
-bool Informer::contains(const std::string& key) const {
-  std::lock_guard lock(mutex_);
-  return cache_.contains(key);
-}
-
 std::vector<json> Informer::list() const {
-  std::vector<std::string> blobs;
-  {
-    std::lock_guard lock(mutex_);
-    blobs.reserve(cache_.size());
-    for (const auto& [key, blob] : cache_) blobs.push_back(blob);
-  }
   std::vector<json> out;
-  out.reserve(blobs.size());
-  for (const auto& blob : blobs) out.push_back(codec_.decode(blob));
+  forEach([&](const json& object) { out.push_back(object); });
   return out;
 }
 
@@ -87,17 +75,7 @@ void Informer::forEach(const std::function<void(const json& object)>& visit) con
   }
 }
 
-std::size_t Informer::size() const {
-  std::lock_guard lock(mutex_);
-  return cache_.size();
-}
 
-std::size_t Informer::storedBytes() const {
-  std::lock_guard lock(mutex_);
-  std::size_t bytes = codec_.dictionarySize();
-  for (const auto& [key, blob] : cache_) bytes += key.size() + blob.size();
-  return bytes;
-}
 
 std::string Informer::lastResourceVersion() const {
   std::lock_guard lock(mutex_);

@@ -81,14 +81,10 @@ class Informer {
   // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds). Each read decodes
   // the stored object (see ObjectCodec): read once per decision, not in loops.
   std::optional<nlohmann::json> get(const std::string& key) const;
-  bool contains(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
   // Every cached object, decoded one at a time (a snapshot taken at the call): unlike list(),
   // never holds them all decoded at once. `visit` runs outside the cache's lock.
   void forEach(const std::function<void(const nlohmann::json& object)>& visit) const;
-  std::size_t size() const;
-  // Bytes the cached objects take, encoded (observability, benchmarks and tests).
-  std::size_t storedBytes() const;
   std::string lastResourceVersion() const;
 
   // Observability and tests.
