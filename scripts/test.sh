@@ -14,14 +14,17 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
 
-echo "== build (ASan+UBSan)"
+# Each stage says when it starts (seconds since the script began), so a slow stage shows.
+stage() { echo "== $1 (at ${SECONDS} s)"; }
+
+stage "build (ASan+UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_SANITIZE=address,undefined -DMKA_BUILD_BENCH=OFF >/dev/null
 ninja -C build-asan -j"$jobs"
 
-echo "== unit tests (ASan+UBSan)"
+stage "unit tests (ASan+UBSan)"
 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== integration tests (ASan+UBSan binary)"
+stage "integration tests (ASan+UBSan binary)"
 failed=0
 for t in test/integration/*.sh; do
   echo "-- $t"
@@ -29,7 +32,7 @@ for t in test/integration/*.sh; do
 done
 
 if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
-  echo "== concurrency tests (TSan)"
+  stage "concurrency tests (TSan)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF >/dev/null
   ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test kube_test multikueue_test dispatch_test
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(FileWatcher|HttpServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|ClusterHttp|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|Kinds/GenericAdapterE2E)'
@@ -39,4 +42,4 @@ if [ "$failed" -ne 0 ]; then
   echo "$failed integration script(s) failed"
   exit 1
 fi
-echo "all tests passed"
+echo "all tests passed (in ${SECONDS} s)"
