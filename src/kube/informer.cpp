@@ -75,8 +75,6 @@ void Informer::forEach(const std::function<void(const json& object)>& visit) con
   }
 }
 
-
-
 std::string Informer::lastResourceVersion() const {
   std::lock_guard lock(mutex_);
   return resourceVersion_;
