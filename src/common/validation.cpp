@@ -1,5 +1,7 @@
 #include "mka/common/validation.h"
 
+#include <arpa/inet.h>
+
 #include <string>
 
 namespace mka::validation {
@@ -146,6 +148,11 @@ std::vector<std::string> domainPrefixedPath(std::string_view value) {
   errs = dns1123Subdomain(value.substr(0, slash));
   if (!matchesHttpPath(value.substr(slash + 1))) errs.push_back(regexError("Invalid path", kHttpPathFmt, {}));
   return errs;
+}
+
+bool isIpLiteral(const std::string& host) {
+  unsigned char buffer[16];
+  return inet_pton(AF_INET, host.c_str(), buffer) == 1 || inet_pton(AF_INET6, host.c_str(), buffer) == 1;
 }
 
 }  // namespace mka::validation

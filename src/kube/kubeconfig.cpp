@@ -1,7 +1,6 @@
 #include "mka/kube/kubeconfig.h"
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -105,11 +104,6 @@ std::optional<std::string> urlHost(const std::string& server) {
   }
   std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return std::tolower(c); });
   return host;
-}
-
-bool isIpLiteral(const std::string& host) {
-  unsigned char buffer[16];
-  return inet_pton(AF_INET, host.c_str(), buffer) == 1 || inet_pton(AF_INET6, host.c_str(), buffer) == 1;
 }
 
 }  // namespace
@@ -335,7 +329,7 @@ std::optional<std::string> validateKubeconfigSecurity(std::string_view kubeconfi
   if (user && (!user->clientCertificate.empty() || !user->clientKey.empty()))
     return "client certificate file paths are not allowed, use client-certificate-data and client-key-data";
   auto host = urlHost(cluster->server);
-  if (!host || host->empty() || (!isIpLiteral(*host) && !validation::dns1123Subdomain(*host).empty()))
+  if (!host || host->empty() || (!validation::isIpLiteral(*host) && !validation::dns1123Subdomain(*host).empty()))
     return "untrusted server endpoint";
   if (user && (!user->username.empty() || !user->password.empty())) return "basic auth is not allowed";
   if (user && user->exec) return "exec plugins are not allowed";

@@ -1,7 +1,5 @@
 #include "mka/kube/rest_client.h"
 
-#include <arpa/inet.h>
-
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -10,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mka/common/strings.h"
+#include "mka/common/validation.h"
 #include "mka/net/openssl.h"
 
 namespace mka::kube {
@@ -52,11 +51,6 @@ std::string describe(httplib::Error error) {
 }
 
 bool isRead(const std::string& method) { return method == "GET" || method == "HEAD"; }
-
-bool isIpAddress(const std::string& name) {
-  unsigned char buffer[16];
-  return inet_pton(AF_INET, name.c_str(), buffer) == 1 || inet_pton(AF_INET6, name.c_str(), buffer) == 1;
-}
 
 }  // namespace
 
@@ -160,7 +154,7 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
     SSL_CTX* ctx = c.ssl_context();
     SSL_CTX_set_cert_store(ctx, caStore(config_.caPem, where).release());  // the SSL_CTX owns it now
     X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-    const int named = isIpAddress(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
+    const int named = validation::isIpLiteral(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
                                         : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
     if (named != 1) throw Error(where + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
     SSL_CTX_set_app_data(ctx, connection.get());

@@ -468,6 +468,18 @@ void ObjectStore::closeAllWatches() {
   impl_->notify();
 }
 
+namespace {
+
+// Copies handed out, made after the store's lock is released.
+std::vector<std::pair<ObjectKey, nlohmann::json>> copiesOf(std::vector<std::pair<ObjectKey, ObjectPtr>> refs) {
+  std::vector<std::pair<ObjectKey, nlohmann::json>> out;
+  out.reserve(refs.size());
+  for (auto& [key, object] : refs) out.emplace_back(std::move(key), *object);
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::dependentsOf(const std::string& ownerUid) const {
   std::vector<std::pair<ObjectKey, ObjectPtr>> refs;
   {
@@ -476,10 +488,7 @@ std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::dependentsOf(cons
     if (it == impl_->state->dependents.end()) return {};
     for (const auto& key : it->second) refs.emplace_back(key, impl_->state->objects.at(key).object);
   }
-  std::vector<std::pair<ObjectKey, nlohmann::json>> out;
-  out.reserve(refs.size());
-  for (auto& [key, object] : refs) out.emplace_back(std::move(key), *object);
-  return out;
+  return copiesOf(std::move(refs));
 }
 
 std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::snapshot() const {
@@ -489,10 +498,7 @@ std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::snapshot() const 
     refs.reserve(impl_->state->objects.size());
     for (const auto& [key, entry] : impl_->state->objects) refs.emplace_back(key, entry.object);
   }
-  std::vector<std::pair<ObjectKey, nlohmann::json>> out;
-  out.reserve(refs.size());
-  for (auto& [key, object] : refs) out.emplace_back(std::move(key), *object);
-  return out;
+  return copiesOf(std::move(refs));
 }
 
 }  // namespace mka::sandbox

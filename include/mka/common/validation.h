@@ -21,5 +21,8 @@ std::vector<std::string> qualifiedName(std::string_view value);
 // Domain-prefixed path ("acme.io/foo"): a DNS subdomain, '/', then URL path characters. Kueue
 // requires this form for AdmissionCheck controller names.
 std::vector<std::string> domainPrefixedPath(std::string_view value);
+// An IPv4 or IPv6 address literal (no brackets), as inet_pton reads it: a host to check as an IP
+// address rather than as a DNS name.
+bool isIpLiteral(const std::string& host);
 
 }  // namespace mka::validation

@@ -105,3 +105,15 @@ TEST(Validation, MatchesApimachineryRulesAndWording) {
 
 }  // namespace
 }  // namespace mka::validation
+
+namespace mka::validation {
+namespace {
+
+TEST(Validation, IpLiteralsAreAddressesAndNamesAreNot) {
+  for (const char* ip : {"127.0.0.1", "10.0.0.255", "::1", "fd00::8a2e:370:7334"}) EXPECT_TRUE(isIpLiteral(ip)) << ip;
+  for (const char* host : {"localhost", "api.example.com", "1.2.3", "256.0.0.1", "[::1]", ""})
+    EXPECT_FALSE(isIpLiteral(host)) << host;
+}
+
+}  // namespace
+}  // namespace mka::validation
