@@ -78,8 +78,8 @@ class Recorder {
         lost_ = true;
         return;
       }
-      if (event->type == mka::sandbox::EventType::Deleted || event->type == mka::sandbox::EventType::Bookmark || !predicate_(event->object)) continue;
-      const auto name = event->object.value("metadata", json::object()).value("name", "");
+      if (event->type == mka::sandbox::EventType::Deleted || event->type == mka::sandbox::EventType::Bookmark || !predicate_(*event->object)) continue;
+      const auto name = event->object->value("metadata", json::object()).value("name", "");
       std::lock_guard lock(mutex_);
       seen_.emplace(name, Steady::now());
     }

@@ -314,8 +314,15 @@ class ApiWatch final : public ObjectStore::Watch {
       }
     }
     auto event = inner_->next(timeout);
-    if (event && event->type != EventType::Error && event->type != EventType::Bookmark && event->object.is_object())
-      event->object["apiVersion"] = apiVersion_;
+    if (event && event->type != EventType::Error && event->type != EventType::Bookmark && event->object->is_object()) {
+      // Copy on write: the stored object is shared, and usually has the requested version already.
+      const auto current = event->object->find("apiVersion");
+      if (current == event->object->end() || *current != apiVersion_) {
+        auto converted = std::make_shared<json>(*event->object);
+        (*converted)["apiVersion"] = apiVersion_;
+        event->object = std::move(converted);
+      }
+    }
     return event;
   }
   bool closed() const override {
@@ -360,7 +367,7 @@ std::unique_ptr<ObjectStore::Watch> ClusterApi::watch(const ResourceRef& ref, co
     for (auto& item : existing.items) {
       item["apiVersion"] = gv;
       const auto rv = parseResourceVersion(stringAt(item, "metadata", "resourceVersion"), "stored object").value_or(0);
-      initial.push_back({EventType::Added, rv, std::move(item)});
+      initial.push_back({EventType::Added, rv, std::make_shared<const json>(std::move(item))});
     }
     start = existing.resourceVersion;
   }
@@ -477,7 +484,7 @@ json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions&
     parseCrd(object);  // 422 naming the bad field
     object["status"] = crdStatus(object, now());
   }
-  patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, "", t.version->schema, now()};
+  patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, "", &t.version->schema, now()};
   patch::recordUpdate(json(nullptr), object, record);
   if (options.dryRun) return object;
 
@@ -713,7 +720,7 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
     next["status"] = crdStatus(next, now());
   }
   if (!managedFieldsDone) {
-    patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, ref.subresource, version.schema, now()};
+    patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, ref.subresource, &version.schema, now()};
     patch::recordUpdate(current, next, record);
   }
   if (next == current) return next;  // a no-op write stores nothing and keeps the resourceVersion

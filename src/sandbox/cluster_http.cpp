@@ -704,9 +704,10 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   res.set_chunked_content_provider(
       kJsonStream,
       [this, stream, request](std::size_t /*offset*/, httplib::DataSink& sink) {
-        auto send = [&](const std::string& type, json object) {
-          std::string line = dumpJson(json{{"type", type}, {"object", std::move(object)}});
-          line += '\n';
+        // {"type":...,"object":...} written around the object's own encoding, so a shared
+        // stored object is serialized in place rather than copied into a wrapper first.
+        auto send = [&](const std::string& type, const json& object) {
+          std::string line = "{\"type\":" + dumpJson(json(type)) + ",\"object\":" + dumpJson(object) + "}\n";
           return sink.write(line.data(), line.size());
         };
         if (stream->error) {
@@ -720,7 +721,7 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
           if (stream->table && type == "ADDED") {
             object = toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects);
           }
-          return send(type, std::move(object));
+          return send(type, object);
         }
         auto& watch = *stream->watch;
         for (;;) {
@@ -737,24 +738,25 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
             if (peerGone(*request)) return false;  // the client left: end quietly
             continue;
           }
-          json object = std::move(event->object);
           switch (event->type) {
-            case EventType::Bookmark:
+            case EventType::Bookmark: {
               if (!stream->bookmarks) continue;
-              object["kind"] = stream->kind;
-              object["apiVersion"] = stream->apiVersion;
-              break;
+              json bookmark = *event->object;
+              bookmark["kind"] = stream->kind;
+              bookmark["apiVersion"] = stream->apiVersion;
+              return send("BOOKMARK", bookmark);
+            }
             case EventType::Error:
-              if (!send("ERROR", std::move(object))) return false;
+              if (!send("ERROR", *event->object)) return false;
               sink.done();
               return true;
             default:
               if (stream->table) {
-                object = toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects);
+                return send(toString(event->type), toTable(*stream->type, stream->version, *event->object,
+                                                           clock_.now(), stream->tableObjects));
               }
-              break;
+              return send(toString(event->type), *event->object);
           }
-          return send(toString(event->type), std::move(object));
         }
       },
       [this, stream](bool /*success*/) {

@@ -293,7 +293,7 @@ struct KueueStandIn::Impl {
           break;
         }
         if (event->type == EventType::Bookmark) continue;
-        onEvent(slot, event->object);
+        onEvent(slot, *event->object);
       }
     }
     return any;

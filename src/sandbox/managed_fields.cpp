@@ -110,7 +110,8 @@ void record(const json& before, json& after, const UpdateOptions& options) {
   const json baseManaged = override ? *supplied : beforeManaged;
 
   const auto listTypeOf = [&](const std::vector<std::string>& path) {
-    return schema::listTypeAt(options.schema, path);
+    static const json kNoSchema;
+    return schema::listTypeAt(options.schema ? *options.schema : kNoSchema, path);
   };
   auto diff = fields::compare(before, after, listTypeOf);
   fields::stripUntracked(diff.added);

@@ -74,7 +74,11 @@ struct StoreState {
   explicit StoreState(std::size_t limit) : historyLimit(std::max<std::size_t>(limit, 1)) {}
 
   mutable std::mutex mutex;
-  std::condition_variable changed;
+  // One wake-up channel per group/plural: a write wakes only the watches of its own resource.
+  // With a single one, every write woke every watch of the cluster (workloads, jobs, events,
+  // secrets ...), and those context switches were about a fifth of the sandbox's CPU under load.
+  // Entries are never removed, so a watch may keep a pointer to its channel.
+  std::map<std::pair<std::string, std::string>, std::condition_variable> channels;
   std::map<ObjectKey, Entry> objects;
   // owner uid -> objects with an ownerReference to it (the garbage collector's graph), so that
   // finding an owner's dependents does not walk the whole store.
@@ -93,6 +97,15 @@ struct StoreState {
       history.pop_front();
     }
   }
+  std::condition_variable& channel(const std::string& group, const std::string& plural) {
+    return channels[{group, plural}];
+  }
+  // The channel watches of `key`'s resource wait on; nullptr when nobody ever watched it.
+  std::condition_variable* channelOf(const ObjectKey& key) {
+    auto it = channels.find({key.group, key.plural});
+    return it == channels.end() ? nullptr : &it->second;
+  }
+
   std::size_t firstAfter(std::uint64_t rv) const {
     return static_cast<std::size_t>(
         std::partition_point(history.begin(), history.end(), [rv](const Event& e) { return e.revision <= rv; }) -
@@ -149,9 +162,11 @@ struct StoreState {
 // Owned by the one thread that consumes it (next()); close() and closed() may be called from any.
 class StoreWatch final : public ObjectStore::Watch {
  public:
+  // Constructed under the store's lock (it registers on its resource's channel).
   StoreWatch(std::shared_ptr<StoreState> state, std::string group, std::string plural, std::string ns,
              std::uint64_t cursor, ObjectStore::Filter filter, ObjectStore::WatchOptions options, std::uint64_t epoch)
       : state_(std::move(state)),
+        channel_(&state_->channel(group, plural)),
         group_(std::move(group)),
         plural_(std::move(plural)),
         namespace_(std::move(ns)),
@@ -178,7 +193,8 @@ class StoreWatch final : public ObjectStore::Watch {
       if (bookmarks() && now >= lastDelivery_ + options_.bookmarkInterval) {
         lastDelivery_ = now;
         return WatchEvent{EventType::Bookmark, cursor_,
-                          json{{"metadata", {{"resourceVersion", std::to_string(cursor_)}}}}};
+                          std::make_shared<const json>(
+                              json{{"metadata", {{"resourceVersion", std::to_string(cursor_)}}}})};
       }
       if (now >= deadline) return std::nullopt;
     }
@@ -191,7 +207,7 @@ class StoreWatch final : public ObjectStore::Watch {
     closed_ = true;
     // Taking the lock orders the flag before a waiter's predicate check, so the wake-up is not lost.
     { std::lock_guard lock(state_->mutex); }
-    state_->changed.notify_all();
+    channel_->notify_all();
   }
 
  private:
@@ -212,13 +228,14 @@ class StoreWatch final : public ObjectStore::Watch {
       std::unique_lock lock(state_->mutex);
       auto wakeAt = deadline;
       if (bookmarks()) wakeAt = std::min(wakeAt, lastDelivery_ + options_.bookmarkInterval);
-      state_->changed.wait_until(lock, wakeAt, [&] { return closed() || state_->revision > cursor_; });
+      channel_->wait_until(lock, wakeAt, [&] { return closed() || state_->revision > cursor_; });
       if (closed()) return std::nullopt;
       if (cursor_ < state_->compacted) {
         const auto compacted = state_->compacted;
         lock.unlock();
         closed_ = true;
-        return WatchEvent{EventType::Error, compacted, ApiError::gone(tooOld(cursor_, compacted)).status()};
+        return WatchEvent{EventType::Error, compacted,
+                          std::make_shared<const json>(ApiError::gone(tooOld(cursor_, compacted)).status())};
       }
       std::size_t scanned = 0;
       for (auto i = state_->firstAfter(cursor_); i < state_->history.size() && scanned < kScanBatch; ++i, ++scanned) {
@@ -238,16 +255,19 @@ class StoreWatch final : public ObjectStore::Watch {
     const bool now = c.type != EventType::Deleted && matches(*c.object);
     const bool before = c.type != EventType::Added && c.previous && matches(*c.previous);
     if (now && before) {
-      pending_.push_back({EventType::Modified, c.revision, *c.object});
+      pending_.push_back({EventType::Modified, c.revision, c.object});
     } else if (now) {
-      pending_.push_back({EventType::Added, c.revision, *c.object});
+      pending_.push_back({EventType::Added, c.revision, c.object});
     } else if (before) {
       pending_.push_back({EventType::Deleted, c.revision,
-                          c.type == EventType::Deleted ? *c.object : withRevision(*c.previous, c.revision)});
+                          c.type == EventType::Deleted
+                              ? c.object
+                              : std::make_shared<const json>(withRevision(*c.previous, c.revision))});
     }
   }
 
   std::shared_ptr<StoreState> state_;
+  std::condition_variable* const channel_;  // in state_->channels
   const std::string group_, plural_, namespace_;
   std::uint64_t cursor_;  // every event up to here has been looked at
   const ObjectStore::Filter filter_;
@@ -264,7 +284,9 @@ struct ObjectStore::Impl {
   std::shared_ptr<StoreState> state;
 
   // Writers wake watchers after releasing the lock so a woken watcher does not block on it.
-  void notify() const { state->changed.notify_all(); }
+  static void notify(std::condition_variable* channel) {
+    if (channel) channel->notify_all();
+  }
 };
 
 ObjectStore::ObjectStore(std::size_t historyLimit)
@@ -359,18 +381,21 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
 
 nlohmann::json ObjectStore::create(const ObjectKey& key, nlohmann::json object) {
   ObjectPtr stored;
+  std::condition_variable* channel = nullptr;
   {
     std::lock_guard lock(impl_->state->mutex);
     if (impl_->state->objects.contains(key)) throw ApiError::alreadyExists(qualifiedResource(key), key.name);
     stored = impl_->state->create(key, std::move(object));
+    channel = impl_->state->channelOf(key);
   }
-  impl_->notify();
+  Impl::notify(channel);
   return *stored;
 }
 
 nlohmann::json ObjectStore::update(const ObjectKey& key, nlohmann::json object,
                                    std::optional<std::uint64_t> expectedResourceVersion) {
   ObjectPtr stored;
+  std::condition_variable* channel = nullptr;
   {
     std::lock_guard lock(impl_->state->mutex);
     auto it = impl_->state->objects.find(key);
@@ -379,13 +404,15 @@ nlohmann::json ObjectStore::update(const ObjectKey& key, nlohmann::json object,
       throw ApiError::conflict(qualifiedResource(key), key.name, std::string(kConflict));
     }
     stored = impl_->state->update(it, std::move(object));
+    channel = impl_->state->channelOf(key);
   }
-  impl_->notify();
+  Impl::notify(channel);
   return *stored;
 }
 
 nlohmann::json ObjectStore::remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion) {
   ObjectPtr last;
+  std::condition_variable* channel = nullptr;
   {
     std::lock_guard lock(impl_->state->mutex);
     auto it = impl_->state->objects.find(key);
@@ -397,13 +424,15 @@ nlohmann::json ObjectStore::remove(const ObjectKey& key, std::optional<std::uint
               ", ResourceVersion in object meta: " + std::to_string(it->second.revision));
     }
     last = impl_->state->remove(it);
+    channel = impl_->state->channelOf(key);
   }
-  impl_->notify();
+  Impl::notify(channel);
   return *last;
 }
 
 std::optional<nlohmann::json> ObjectStore::mutate(const ObjectKey& key, const Mutation& mutate) {
   ObjectPtr stored;
+  std::condition_variable* channel = nullptr;
   {
     auto& s = *impl_->state;
     std::lock_guard lock(s.mutex);
@@ -419,8 +448,9 @@ std::optional<nlohmann::json> ObjectStore::mutate(const ObjectKey& key, const Mu
     } else {
       stored = it == s.objects.end() ? s.create(key, std::move(*next)) : s.update(it, std::move(*next));
     }
+    channel = s.channelOf(key);
   }
-  impl_->notify();
+  Impl::notify(channel);
   if (!stored) return std::nullopt;
   return *stored;
 }
@@ -461,11 +491,9 @@ void ObjectStore::compact() {
 }
 
 void ObjectStore::closeAllWatches() {
-  {
-    std::lock_guard lock(impl_->state->mutex);
-    ++impl_->state->closeEpoch;
-  }
-  impl_->notify();
+  std::lock_guard lock(impl_->state->mutex);
+  ++impl_->state->closeEpoch;
+  for (auto& [resource, channel] : impl_->state->channels) channel.notify_all();
 }
 
 namespace {

@@ -352,14 +352,30 @@ TEST_F(ClusterApiTest, WatchWithoutResourceVersionStartsWithWhatExists) {
   auto first = watch->next(std::chrono::milliseconds{0});
   ASSERT_TRUE(first);
   EXPECT_EQ(first->type, EventType::Added);
-  EXPECT_EQ(first->object["metadata"]["name"], "before");
+  EXPECT_EQ(first->object->at("metadata").at("name"), "before");
 
   api.create(prRef(), pipelineRun("after"));
   auto second = watch->next(std::chrono::seconds{5});
   ASSERT_TRUE(second);
   EXPECT_EQ(second->type, EventType::Added);
-  EXPECT_EQ(second->object["metadata"]["name"], "after");
-  EXPECT_EQ(second->object["apiVersion"], "tekton.dev/v1");
+  EXPECT_EQ(second->object->at("metadata").at("name"), "after");
+  EXPECT_EQ(second->object->at("apiVersion"), "tekton.dev/v1");
+}
+
+// Watch events share the stored object; a watch at another served version gets its own copy
+// with its apiVersion, and the others (and the store) keep theirs.
+TEST_F(ClusterApiTest, WatchesAtDifferentVersionsEachSeeTheirOwnApiVersion) {
+  ResourceRef v1beta1 = prRef();
+  v1beta1.version = "v1beta1";
+  auto atV1 = api.watch(prRef(), {}, "");
+  auto atV1beta1 = api.watch(v1beta1, {}, "");
+  api.create(prRef(), pipelineRun("r"));
+  auto a = atV1->next(std::chrono::seconds{5});
+  auto b = atV1beta1->next(std::chrono::seconds{5});
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->object->at("apiVersion"), "tekton.dev/v1");
+  EXPECT_EQ(b->object->at("apiVersion"), "tekton.dev/v1beta1");
+  EXPECT_EQ(api.get(prRef("r"))["apiVersion"], "tekton.dev/v1");
 }
 
 TEST_F(ClusterApiTest, WatchFromATrimmedResourceVersionIsGone) {

@@ -139,7 +139,7 @@ TEST(ManagedFieldsTest, ListsFollowTheSchema) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     json out = after;
-    recordUpdate(before, out, UpdateOptions{"kueue", "kueue.x-k8s.io/v1beta1", "status", c.schema, "t"});
+    recordUpdate(before, out, UpdateOptions{"kueue", "kueue.x-k8s.io/v1beta1", "status", &c.schema, "t"});
     EXPECT_EQ(managed(out)[0]["fieldsV1"], c.fields);
   }
 }

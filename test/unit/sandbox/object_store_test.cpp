@@ -52,7 +52,7 @@ std::vector<WatchEvent> drain(ObjectStore::Watch& w, std::chrono::milliseconds i
 std::vector<std::string> summary(const std::vector<WatchEvent>& events) {
   std::vector<std::string> out;
   for (const auto& e : events) {
-    out.push_back(std::string(toString(e.type)) + " " + nameOf(e.object) + "@" + std::to_string(e.resourceVersion));
+    out.push_back(std::string(toString(e.type)) + " " + nameOf(*e.object) + "@" + std::to_string(e.resourceVersion));
   }
   return out;
 }
@@ -281,9 +281,9 @@ TEST(ObjectStoreTest, AWatcherLeftBehindByTrimmingGetsAnErrorAndCloses) {
   auto e = w->next(100ms);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->type, EventType::Error);
-  EXPECT_EQ(e->object["code"], 410);
-  EXPECT_EQ(e->object["reason"], "Expired");
-  EXPECT_EQ(e->object["message"], "too old resource version: 0 (3)");
+  EXPECT_EQ(e->object->at("code"), 410);
+  EXPECT_EQ(e->object->at("reason"), "Expired");
+  EXPECT_EQ(e->object->at("message"), "too old resource version: 0 (3)");
   EXPECT_TRUE(w->closed());
   EXPECT_FALSE(w->next(10ms).has_value());
 }
@@ -303,8 +303,36 @@ TEST(ObjectStoreTest, FilteredWatchTurnsMatchChangesIntoAddedAndDeleted) {
   // The DELETED for "stopped matching" carries the object as the watcher last saw it, at the
   // event's revision, as kube-apiserver's watch cache sends it.
   ASSERT_EQ(events.size(), 4u);
-  EXPECT_EQ(events[1].object["metadata"]["labels"]["app"], "web");
-  EXPECT_EQ(rvOf(events[1].object), "3");
+  EXPECT_EQ(events[1].object->at("metadata").at("labels").at("app"), "web");
+  EXPECT_EQ(rvOf(*events[1].object), "3");
+}
+
+TEST(ObjectStoreTest, WatchersShareTheStoredObjectInsteadOfCopyingIt) {
+  ObjectStore store;
+  auto first = store.watch("", "configmaps", "", 0, nullptr);
+  auto second = store.watch("", "configmaps", "a", 0, nullptr);
+  store.create(cm("a", "x"), object("a", "x"));
+  auto a = first->next(0ms);
+  auto b = second->next(0ms);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->object.get(), b->object.get());  // one object, two readers
+  EXPECT_EQ(nameOf(*a->object), "x");
+}
+
+// Each resource has its own wake-up channel: a watch waiting on configmaps is not woken by
+// workload writes, but must still get the configmap event that follows them, promptly and once.
+TEST(ObjectStoreTest, AWaitingWatchGetsItsEventAfterWritesToOtherResources) {
+  ObjectStore store;
+  auto configmaps = store.watch("", "configmaps", "", 0, nullptr);
+  std::optional<WatchEvent> got;
+  std::thread waiter([&] { got = configmaps->next(10s); });
+  for (int i = 0; i < 20; ++i) store.create(wl("a", "w" + std::to_string(i)), object("a", "w" + std::to_string(i)));
+  store.create(cm("a", "x"), object("a", "x"));  // revision 21
+  waiter.join();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->type, EventType::Added);
+  EXPECT_EQ(got->resourceVersion, 21u);
+  EXPECT_FALSE(configmaps->next(20ms).has_value());
 }
 
 TEST(ObjectStoreTest, CloseAllWatchesEndsEveryWatch) {
@@ -341,7 +369,7 @@ TEST(ObjectStoreTest, IdleWatchSendsBookmarksWhenAsked) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->type, EventType::Bookmark);
   EXPECT_EQ(e->resourceVersion, 2u);
-  EXPECT_EQ(e->object, (json{{"metadata", {{"resourceVersion", "2"}}}}));
+  EXPECT_EQ(*e->object, (json{{"metadata", {{"resourceVersion", "2"}}}}));
   auto plain = store.watch("", "configmaps", "", 0, nullptr);
   EXPECT_FALSE(plain->next(60ms).has_value());  // no bookmarks unless asked
 }

@@ -189,7 +189,7 @@ TEST(ServerSideApplyTest, StatusSubresourceApplyIgnoresEverythingButStatus) {
 TEST(ServerSideApplyTest, ConflictsWithAnUpdateManagerNameItsVersion) {
   const auto version = workloadVersion();
   json live = workload({{"replicas", 1}});
-  recordUpdate(nullptr, live, UpdateOptions{"kubectl-client-side-apply", "kueue.x-k8s.io/v1beta1", "", version.schema, "2029-01-01T00:00:00Z"});
+  recordUpdate(nullptr, live, UpdateOptions{"kubectl-client-side-apply", "kueue.x-k8s.io/v1beta1", "", &version.schema, "2029-01-01T00:00:00Z"});
   const auto e = applyError(live, workload({{"replicas", 2}}), apply("kubectl"));
   EXPECT_EQ(e.code(), 409);
   EXPECT_STREQ(e.what(),
