@@ -14,6 +14,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/log.h"
 #include "mka/common/clock.h"
+#include "mka/common/file_watcher.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/generic_adapter.h"
@@ -109,9 +110,12 @@ std::chrono::seconds reconnectBackoff(int failedAttempts) {
 struct ClusterRegistry::Impl {
   using RemoteEvent = std::function<void(const std::string&, const std::string&)>;
   using ConnectionChange = std::function<void(const std::string&, bool)>;
+  using KubeconfigChange = std::function<void(const std::string&)>;
 
   struct Entry {
     std::string secretName;          // spec location when the kubeconfig is a Secret
+    std::string path;                // spec location when the kubeconfig is a file
+    std::shared_ptr<FileWatcher> pathWatcher;  // watches `path`; started and stopped outside `mutex`
     std::string kubeconfig;          // what the current client is built from ("" none yet)
     std::shared_ptr<Remote> remote;  // the attempt in flight or the connection; null otherwise
     std::uint64_t attempt = 0;       // `remote`'s attempt id (0: none); hooks of others are stale
@@ -143,6 +147,7 @@ struct ClusterRegistry::Impl {
   std::map<std::string, Entry> entries;
   std::shared_ptr<const RemoteEvent> remoteEvent;
   std::shared_ptr<const ConnectionChange> connectionChange;
+  std::shared_ptr<const KubeconfigChange> kubeconfigChange;
   std::uint64_t lastAttempt = 0;
   bool stopped = false;
   std::deque<std::shared_ptr<Remote>> retired;  // for the reaper to stop
@@ -224,6 +229,28 @@ struct ClusterRegistry::Impl {
     }
   }
 
+  void emitKubeconfigChange(const std::string& name) {
+    std::shared_ptr<const KubeconfigChange> callback;
+    {
+      std::lock_guard lock(mutex);
+      callback = kubeconfigChange;
+    }
+    if (callback && *callback) (*callback)(name);
+  }
+
+  // Makes `e` watch `path` ("" none). Returns the watcher to stop (after the lock is released)
+  // and the one to start, if any. Under `mutex`.
+  std::pair<std::shared_ptr<FileWatcher>, std::shared_ptr<FileWatcher>> watchPath(const std::string& name, Entry& e,
+                                                                                  const std::string& path) {
+    if (e.path == path && (path.empty() || e.pathWatcher)) return {};
+    auto old = std::move(e.pathWatcher);
+    e.path = path;
+    if (!path.empty() && !stopped)
+      e.pathWatcher = std::make_shared<FileWatcher>(std::vector<std::filesystem::path>{path},
+                                                    [this, name] { emitKubeconfigChange(name); });
+    return {std::move(old), e.pathWatcher};
+  }
+
   void reap() {
     std::unique_lock lock(mutex);
     while (true) {
@@ -240,14 +267,17 @@ struct ClusterRegistry::Impl {
 
   void forget(const std::string& name, std::string_view why) {
     bool wasConnected = false;
+    std::shared_ptr<FileWatcher> watcher;
     {
       std::lock_guard lock(mutex);
       auto it = entries.find(name);
       if (it == entries.end()) return;
       wasConnected = it->second.connected;
       retire(it->second);
+      watcher = std::move(it->second.pathWatcher);
       entries.erase(it);
     }
+    if (watcher) watcher->stop();
     logger()->info("cluster forgotten cluster={} why={}", name, why);
     if (wasConnected) emitConnectionChange(name, false);
   }
@@ -435,15 +465,24 @@ struct ClusterRegistry::Impl {
 
     const auto source = loadClusterSource(manager, cluster, options.namespace_, options.pathPrefix);
     bool lost = false;
+    std::pair<std::shared_ptr<FileWatcher>, std::shared_ptr<FileWatcher>> watchers;  // {stop, start}
     {
       std::lock_guard lock(mutex);
       auto& e = entryFor(name);
       e.secretName = source.secretName;
+      watchers = watchPath(name, e, source.path);
       if (!source.ok()) {
         // §3.3 step 2: disconnected and its informers stopped, but kept.
         lost = markDisconnected(e, clock.now());
         retire(e);
       }
+    }
+    if (watchers.first) watchers.first->stop();
+    if (watchers.second) {
+      // The file may have changed between the read above and the watch's baseline: look again.
+      watchers.second->start();
+      logger()->info("watching kubeconfig file cluster={} path={}", name, source.path);
+      emitKubeconfigChange(name);
     }
     if (!source.ok()) {
       if (lost) emitConnectionChange(name, false);
@@ -467,15 +506,18 @@ struct ClusterRegistry::Impl {
   }
 
   void stop() {
+    std::vector<std::shared_ptr<FileWatcher>> watchers;
     {
       std::lock_guard lock(mutex);
       stopped = true;
       for (auto& [name, e] : entries) {
         e.connected = false;
         retire(e);
+        if (e.pathWatcher) watchers.push_back(std::move(e.pathWatcher));
       }
       retiredChanged.notify_all();
     }
+    for (auto& w : watchers) w->stop();
     if (reaper.joinable()) reaper.join();
   }
 };
@@ -496,6 +538,12 @@ void ClusterRegistry::onConnectionChange(std::function<void(const std::string&, 
   auto shared = std::make_shared<const Impl::ConnectionChange>(std::move(callback));
   std::lock_guard lock(impl_->mutex);
   impl_->connectionChange = std::move(shared);
+}
+
+void ClusterRegistry::onKubeconfigChange(std::function<void(const std::string&)> callback) {
+  auto shared = std::make_shared<const Impl::KubeconfigChange>(std::move(callback));
+  std::lock_guard lock(impl_->mutex);
+  impl_->kubeconfigChange = std::move(shared);
 }
 
 Result ClusterRegistry::reconcile(const std::string& name) { return impl_->reconcile(name); }

@@ -101,7 +101,11 @@ ClusterSource loadClusterSource(kube::Client& manager, const json& cluster, cons
   const auto location = kubeConfig.value("location", "");
   const auto type = kubeConfig.value("locationType", std::string(kLocationTypeSecret));
   if (type == kLocationTypeSecret) return fromSecret(manager, location, namespace_);
-  if (type == kLocationTypePath) return fromPath(location, pathPrefix);
+  if (type == kLocationTypePath) {
+    auto loaded = fromPath(location, pathPrefix);
+    loaded.path = location;
+    return loaded;
+  }
   return failure(cluster_reason::kBadKubeConfig,
                  "spec.clusterSource.kubeConfig.locationType: unsupported value " + quoted(type) +
                      ": use Secret or Path");

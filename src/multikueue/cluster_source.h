@@ -18,6 +18,7 @@ namespace mka::multikueue {
 
 struct ClusterSource {
   std::string secretName;  // the Secret's name when locationType is Secret, else ""
+  std::string path;        // the file when locationType is Path (also when it did not load), else ""
   std::string kubeconfig;  // the kubeconfig text when it loaded
   // When it did not load: Kueue's reason (BadKubeConfig, InsecureKubeConfig, ...) and error.
   std::string reason;

@@ -182,6 +182,7 @@ struct Dispatcher::Impl {
       // Only Workloads the manager still has (or just deleted) have anything to do.
       workloadController->enqueue(workloadKey);
     });
+    registry->onKubeconfigChange([this](const std::string& cluster) { clusterController->enqueue(cluster); });
     registry->onConnectionChange([this](const std::string& cluster, bool connected) {
       if (!connected) clusterController->enqueue(cluster);
       const auto checks = ourChecksUsingCluster(cluster);

@@ -35,8 +35,9 @@
 // Threads: reconcile() is called by the cluster controller's workers (one key at a time);
 // connected()/disconnectedSince()/clusterNames() from any thread (the workload reconciler's
 // workers); callbacks run on informer threads or the reconciling thread and must be quick
-// (enqueue and return). Owns the reaper thread ("mkc-reaper") and, per worker, the informer
-// threads. Internal state is guarded by one mutex, never held during I/O or a join.
+// (enqueue and return). Owns the reaper thread ("mkc-reaper"), per worker the informer
+// threads, and per `Path` cluster a FileWatcher thread. stop() must not race reconcile(): the
+// owner stops the workers that call reconcile() first. Internal state is guarded by one mutex, never held during I/O or a join.
 
 #include <chrono>
 #include <filesystem>
@@ -111,6 +112,12 @@ class ClusterRegistry {
   // owner enqueues the cluster. `false` is reported again when a connection attempt fails (the
   // cluster stays disconnected; the reconcile writes the status and schedules the next attempt).
   void onConnectionChange(std::function<void(const std::string& cluster, bool connected)> callback);
+  // The kubeconfig file of a `Path` cluster changed on disk (rewritten, replaced, a kubelet
+  // symlink swap, created after a reconcile found it missing), as Kueue watches those files:
+  // the owner enqueues the cluster, whose reconcile reconnects when the content differs. Also
+  // called once when a file starts being watched, to close the window between the reconcile's
+  // read and the watch's start.
+  void onKubeconfigChange(std::function<void(const std::string& cluster)> callback);
 
   // The cluster controller's reconcile (§3.3) for MultiKueueCluster `name`: reads it and its
   // Secret from the manager; forgets a cluster that is gone or terminating; (re)connects when

@@ -4,6 +4,7 @@
 #include "mka/multikueue/cluster_registry.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -450,6 +451,38 @@ TEST_F(ClusterRegistryTest, PathKubeconfigsUnderThePrefixConnect) {
   ASSERT_TRUE(connect("worker1"));
   EXPECT_EQ(clusterActive("worker1")["reason"], "Active");
   EXPECT_TRUE(r.clustersUsingSecret("worker1").empty());
+}
+
+// Kueue watches Path kubeconfigs: a change on disk brings a reconcile (through the owner) without
+// waiting for any event on the manager, and the reconcile reconnects with the new file.
+TEST_F(ClusterRegistryTest, PathKubeconfigChangedOnDiskAsksForAReconcileThatReconnects) {
+  const auto file = dir.write("kubeconfigs/worker1", worker1.kubeconfig());
+  createCluster("worker1", {{"kubeConfig", {{"location", file.string()}, {"locationType", "Path"}}}});
+  auto options = registryOptions();
+  options.pathPrefix = dir / "kubeconfigs";
+  auto& r = startRegistry(options);
+  std::mutex mutex;
+  int changes = 0;
+  r.onKubeconfigChange([&](const std::string& cluster) {
+    std::lock_guard lock(mutex);
+    if (cluster == "worker1") ++changes;
+  });
+  ASSERT_TRUE(connect("worker1"));
+  const auto before = r.connected("worker1");
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(changes, 1);  // the look-again when the watch started
+    changes = 0;
+  }
+
+  dir.write("kubeconfigs/worker1", worker1.kubeconfig() + "# rotated\n");
+  ASSERT_TRUE(mka::test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return changes > 0;
+  }));
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_NE(r.connected("worker1"), before);  // a new client, built from the new file
+  EXPECT_EQ(clusterActive("worker1")["reason"], "Active");
 }
 
 // Scenarios 80 and 99.
