@@ -471,7 +471,7 @@ json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions&
   t.key.name = name;
 
   if (admit_) {
-    AdmissionAttributes attributes{"CREATE", t.type.get(), ref.version, ref, object, nullptr, options.dryRun,
+    AdmissionAttributes attributes{"CREATE", t.type.get(), ref.version, ref, std::move(object), nullptr, options.dryRun,
                                    options.user};
     attributes.ref.name = name;
     object = admit_(attributes);
@@ -692,7 +692,8 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
   }
 
   if (admit_) {
-    AdmissionAttributes attributes{"UPDATE", type.get(), ref.version, ref, next, current, options.dryRun, options.user};
+    AdmissionAttributes attributes{"UPDATE", type.get(), ref.version, ref, std::move(next), current, options.dryRun,
+                                   options.user};
     next = admit_(attributes);
     setTypeMeta(next, t);
     applySchema(next, t, "");
