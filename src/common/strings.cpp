@@ -42,6 +42,11 @@ std::string_view trim(std::string_view text) {
   return text.substr(first, last - first + 1);
 }
 
+std::string toLower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), lower);
+  return text;
+}
+
 std::size_t editDistance(std::string_view a, std::string_view b) {
   // Three rows of the table suffice (the swap looks two rows back); keys are short.
   std::vector<std::size_t> twoBack(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);

@@ -14,6 +14,7 @@ namespace mka::config {
 namespace {
 
 using detail::MapReader;
+using detail::quote;
 using detail::YamlReader;
 
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a ConfigMap cannot hold more
@@ -26,8 +27,6 @@ const std::string kAcceptedHeaders =
     "config.kueue.x-k8s.io/v1beta2 (or v1beta1) with kind: Configuration";
 
 enum class Format { Adapter, Kueue };
-
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 // Reads apiVersion and kind and says which format the rest is in; nullopt after reporting.
 std::optional<Format> detectFormat(YamlReader& reader, MapReader& top) {

@@ -12,10 +12,9 @@ namespace {
 
 using detail::childPath;
 using detail::indexPath;
+using detail::quote;
 
 constexpr std::string_view kNameFix = "write it as Kind.version.group, for example PipelineRun.v1.tekton.dev";
-
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 class Validator {
  public:

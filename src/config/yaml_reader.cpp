@@ -18,8 +18,6 @@ bool isAllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 // Keys people write from memory of other docs; the extra sentence explains why ours is right.
 std::string confusionNote(std::string_view key) {
   if (key == "multikueue")
@@ -66,6 +64,8 @@ std::string childPath(std::string_view parent, std::string_view key) {
 std::string indexPath(std::string_view parent, std::size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
 }
+
+std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {

@@ -45,6 +45,8 @@ std::string childPath(std::string_view parent, std::string_view key);
 std::string indexPath(std::string_view parent, std::size_t index);
 // "a mapping", "a list", "a string", "null": for "must be X, not Y" messages.
 std::string describe(const YAML::Node& node);
+// `s` in double quotes, for error messages.
+std::string quote(std::string_view s);
 
 // A mapping node at a field path. Absent and null nodes read as an empty mapping, as Kubernetes
 // treats them; a node of another type is reported once and then reads as empty.

@@ -10,7 +10,7 @@ namespace {
 
 // The timer thread looks at the clock at least this often, whatever it expects (client-go's
 // maxWait): insurance against a wall clock that jumped or a FakeClock nobody rechecked.
-constexpr std::chrono::seconds kMaxWait{10};
+constexpr std::chrono::seconds kTimerMaxWait{10};
 
 std::chrono::nanoseconds since(Clock::TimePoint from, Clock::TimePoint to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from);
@@ -160,7 +160,7 @@ void WorkQueue::timerLoop() {
     // this read sees it or the wait below is woken by it.
     const auto now = clock_.now();
     promoteReadyLocked(now);
-    Clock::TimePoint::duration wait = kMaxWait;
+    Clock::TimePoint::duration wait = kTimerMaxWait;
     if (!waiting_.empty()) wait = std::min(wait, waiting_.begin()->first.first - now);
     const auto seen = timerWakeups_;
     timerWake_.wait_for(lock, wait, [&] { return shuttingDown_ || timerWakeups_ != seen; });

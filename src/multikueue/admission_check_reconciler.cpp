@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-std::shared_ptr<spdlog::logger> logger() {
+std::shared_ptr<spdlog::logger> admissionCheckLogger() {
   static const auto log = namedLogger("multikueue-admissioncheck");
   return log;
 }
@@ -127,8 +127,8 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   }
 
   if (writeCondition(manager_, kAdmissionCheckGvk, admissionCheckName, check, desired, clock_))
-    logger()->info("admission check status written admissionCheck={} active={} reason={} message=\"{}\"",
-                   admissionCheckName, desired.status, desired.reason, desired.message);
+    admissionCheckLogger()->info("admission check status written admissionCheck={} active={} reason={} message=\"{}\"",
+                                 admissionCheckName, desired.status, desired.reason, desired.message);
   return Result::done();
 }
 

@@ -30,7 +30,7 @@ namespace {
 // owner does not enqueue on `true`, and is how the establishment timeout is noticed.
 constexpr std::chrono::seconds kConnectingRecheck{1};
 
-std::shared_ptr<spdlog::logger> logger() {
+std::shared_ptr<spdlog::logger> registryLogger() {
   static const auto log = namedLogger("multikueue-cluster");
   return log;
 }
@@ -185,8 +185,8 @@ struct ClusterRegistry::Impl {
     ++e.failedAttempts;
     e.lastFailure = now;
     e.error = error;
-    logger()->warn("cluster connection attempt failed cluster={} attempts={} next_attempt={} error=\"{}\"", name,
-                   e.failedAttempts, toRfc3339(now + reconnectBackoff(e.failedAttempts)), error);
+    registryLogger()->warn("cluster connection attempt failed cluster={} attempts={} next_attempt={} error=\"{}\"",
+                           name, e.failedAttempts, toRfc3339(now + reconnectBackoff(e.failedAttempts)), error);
   }
 
   std::optional<Condition> desiredStatus(const Entry& e) const {
@@ -224,8 +224,8 @@ struct ClusterRegistry::Impl {
       (*callback)(cluster, workloadKey);
     } catch (const std::exception& e) {
       // Not the worker's fault: the informer must not take it for a failed request.
-      logger()->error("remote event callback failed cluster={} workload={} error=\"{}\"", cluster, workloadKey,
-                      e.what());
+      registryLogger()->error("remote event callback failed cluster={} workload={} error=\"{}\"", cluster, workloadKey,
+                              e.what());
     }
   }
 
@@ -278,7 +278,7 @@ struct ClusterRegistry::Impl {
       entries.erase(it);
     }
     if (watcher) watcher->stop();
-    logger()->info("cluster forgotten cluster={} why={}", name, why);
+    registryLogger()->info("cluster forgotten cluster={} why={}", name, why);
     if (wasConnected) emitConnectionChange(name, false);
   }
 
@@ -296,7 +296,7 @@ struct ClusterRegistry::Impl {
       e.failedAttempts = 0;
       e.error.clear();
     }
-    logger()->info("cluster connected cluster={}", name);
+    registryLogger()->info("cluster connected cluster={}", name);
     emitConnectionChange(name, true);
   }
 
@@ -315,7 +315,7 @@ struct ClusterRegistry::Impl {
         markDisconnected(e, now);
         e.error = error;
         retire(e);
-        logger()->warn("cluster disconnected cluster={} error=\"{}\"", name, error);
+        registryLogger()->warn("cluster disconnected cluster={} error=\"{}\"", name, error);
       } else {
         return;
       }
@@ -347,8 +347,8 @@ struct ClusterRegistry::Impl {
       auto onJob = [this, name, kind = gvk.goString()](const json& object) {
         auto workload = prebuiltWorkloadName(object);
         if (!workload) {
-          logger()->debug("remote job without a prebuilt-workload link skipped cluster={} kind=\"{}\" job={}", name,
-                          kind, kube::Informer::keyOf(object));
+          registryLogger()->debug("remote job without a prebuilt-workload link skipped cluster={} kind=\"{}\" job={}",
+                                  name, kind, kube::Informer::keyOf(object));
           return;
         }
         const auto ns = object.value("metadata", json::object()).value("namespace", "");
@@ -371,7 +371,7 @@ struct ClusterRegistry::Impl {
       std::lock_guard lock(mutex);
       auto& e = entryFor(name);
       if (e.kubeconfig != kubeconfig) {
-        if (!e.kubeconfig.empty()) logger()->info("cluster kubeconfig changed, reconnecting cluster={}", name);
+        if (!e.kubeconfig.empty()) registryLogger()->info("cluster kubeconfig changed, reconnecting cluster={}", name);
         lost = markDisconnected(e, now);
         retire(e);
         e.kubeconfig = kubeconfig;
@@ -421,7 +421,8 @@ struct ClusterRegistry::Impl {
       e.attemptDeadline = now + timeout;
       wait = std::min<std::chrono::nanoseconds>(timeout, kConnectingRecheck);
     }
-    logger()->info("cluster connecting cluster={} attempt={} server={}", name, attempt, remote->client().rest().config().host);
+    registryLogger()->info("cluster connecting cluster={} attempt={} server={}", name, attempt,
+                           remote->client().rest().config().host);
     remote->start();
     return Result::after(wait);
   }
@@ -431,8 +432,8 @@ struct ClusterRegistry::Impl {
   void publish(const std::string& name, const json& cluster, const Condition& condition) {
     if (options.writeClusterStatus) {
       if (writeCondition(manager, kMultiKueueClusterGvk, name, cluster, condition, clock))
-        logger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name,
-                       condition.status, condition.reason, condition.message);
+        registryLogger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name,
+                               condition.status, condition.reason, condition.message);
       return;
     }
     if (!events) return;
@@ -444,8 +445,8 @@ struct ClusterRegistry::Impl {
     }
     // Best effort: a failed write is logged by the recorder and never fails the reconcile.
     events->record(cluster, condition.status == "True" ? "Normal" : "Warning", condition.reason, condition.message);
-    logger()->info("cluster event recorded cluster={} active={} reason={} message=\"{}\"", name, condition.status,
-                   condition.reason, condition.message);
+    registryLogger()->info("cluster event recorded cluster={} active={} reason={} message=\"{}\"", name,
+                           condition.status, condition.reason, condition.message);
   }
 
   Result reconcile(const std::string& name) {
@@ -481,13 +482,13 @@ struct ClusterRegistry::Impl {
     if (watchers.second) {
       // The file may have changed between the read above and the watch's baseline: look again.
       watchers.second->start();
-      logger()->info("watching kubeconfig file cluster={} path={}", name, source.path);
+      registryLogger()->info("watching kubeconfig file cluster={} path={}", name, source.path);
       emitKubeconfigChange(name);
     }
     if (!source.ok()) {
       if (lost) emitConnectionChange(name, false);
-      logger()->warn("cluster kubeconfig not loaded cluster={} reason={} error=\"{}\"", name, source.reason,
-                     source.error);
+      registryLogger()->warn("cluster kubeconfig not loaded cluster={} reason={} error=\"{}\"", name, source.reason,
+                             source.error);
       publish(name, cluster,
               {std::string(condition::kActive), "False", source.reason,
                std::string(kLoadClientConfigFailedPrefix) + source.error});

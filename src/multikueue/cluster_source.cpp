@@ -16,7 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const kube::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
 constexpr std::string_view kNotUnderPrefix = "kubeconfig path is not under the allowed prefix: ";
 
 ClusterSource failure(std::string_view reason, std::string error, std::string secretName = "") {

@@ -18,15 +18,13 @@ using nlohmann::json;
 
 namespace {
 
-const kube::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
-
-std::string nameOf(const json& object) { return object.value("metadata", json::object()).value("name", ""); }
+std::string objectName(const json& object) { return object.value("metadata", json::object()).value("name", ""); }
 
 std::int64_t generationOf(const json& object) {
   return object.value("metadata", json::object()).value("generation", std::int64_t{0});
 }
 
-json clustersOf(const json& config) { return config.value("spec", json::object()).value("clusters", json::array()); }
+json clustersJson(const json& config) { return config.value("spec", json::object()).value("clusters", json::array()); }
 
 }  // namespace
 
@@ -102,7 +100,7 @@ struct Dispatcher::Impl {
       if (ac.value("spec", json::object()).value("controllerName", "") !=
           options.config.dispatch.admissionCheckControllerName)
         continue;
-      if (multiKueueConfigOf(ac).name == configName) out.push_back(nameOf(ac));
+      if (multiKueueConfigOf(ac).name == configName) out.push_back(objectName(ac));
     }
     return out;
   }
@@ -110,9 +108,9 @@ struct Dispatcher::Impl {
   std::vector<std::string> ourChecksUsingCluster(const std::string& cluster) const {
     std::vector<std::string> out;
     for (const auto& config : configsInformer->list()) {
-      const auto clusters = clustersOf(config);
+      const auto clusters = clustersJson(config);
       if (std::find(clusters.begin(), clusters.end(), json(cluster)) == clusters.end()) continue;
-      for (auto& check : ourChecksUsingConfig(nameOf(config))) out.push_back(std::move(check));
+      for (auto& check : ourChecksUsingConfig(objectName(config))) out.push_back(std::move(check));
     }
     return out;
   }
@@ -133,29 +131,29 @@ struct Dispatcher::Impl {
     // the Workload's own events (its owner reference), so job informers need no handlers.
 
     auto checkChanged = [this](const json* before, const json& after) {
-      checkController->enqueue(nameOf(after));
+      checkController->enqueue(objectName(after));
       if (after.value("spec", json::object()).value("controllerName", "") !=
           options.config.dispatch.admissionCheckControllerName)
         return;
       if (before == nullptr || multiKueueConfigOf(*before).name != multiKueueConfigOf(after).name)
-        enqueueWorkloadsOfChecks({nameOf(after)});
+        enqueueWorkloadsOfChecks({objectName(after)});
     };
     checksInformer->addHandlers({.onAdd = [checkChanged](const json& ac) { checkChanged(nullptr, ac); },
                                  .onUpdate = [checkChanged](const json& a, const json& b) { checkChanged(&a, b); },
-                                 .onDelete = [this](const json& ac) { checkController->enqueue(nameOf(ac)); }});
+                                 .onDelete = [this](const json& ac) { checkController->enqueue(objectName(ac)); }});
 
     auto configChanged = [this](const json* before, const json& after) {
-      const auto checks = ourChecksUsingConfig(nameOf(after));
+      const auto checks = ourChecksUsingConfig(objectName(after));
       for (const auto& check : checks) checkController->enqueue(check);
-      if (before == nullptr || clustersOf(*before) != clustersOf(after)) enqueueWorkloadsOfChecks(checks);
+      if (before == nullptr || clustersJson(*before) != clustersJson(after)) enqueueWorkloadsOfChecks(checks);
     };
     configsInformer->addHandlers({.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
                                   .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
                                   .onDelete = [configChanged](const json& c) { configChanged(nullptr, c); }});
 
     auto clusterChanged = [this](const json& cluster) {
-      clusterController->enqueue(nameOf(cluster));
-      for (const auto& check : ourChecksUsingCluster(nameOf(cluster))) checkController->enqueue(check);
+      clusterController->enqueue(objectName(cluster));
+      for (const auto& check : ourChecksUsingCluster(objectName(cluster))) checkController->enqueue(check);
     };
     clustersInformer->addHandlers(
         {.onAdd = clusterChanged,
@@ -163,16 +161,16 @@ struct Dispatcher::Impl {
              [this, clusterChanged](const json& before, const json& after) {
                // Status-only updates (ours included) are not a reason to reconnect (§3.3).
                if (generationOf(before) != generationOf(after) || isTerminating(before) != isTerminating(after))
-                 clusterController->enqueue(nameOf(after));
+                 clusterController->enqueue(objectName(after));
                if (findCondition(before, condition::kActive) == nullptr ||
                    findCondition(after, condition::kActive) == nullptr ||
                    *findCondition(before, condition::kActive) != *findCondition(after, condition::kActive))
-                 for (const auto& check : ourChecksUsingCluster(nameOf(after))) checkController->enqueue(check);
+                 for (const auto& check : ourChecksUsingCluster(objectName(after))) checkController->enqueue(check);
              },
          .onDelete = clusterChanged});
 
     auto secretChanged = [this](const json& secret) {
-      for (const auto& cluster : registry->clustersUsingSecret(nameOf(secret))) clusterController->enqueue(cluster);
+      for (const auto& cluster : registry->clustersUsingSecret(objectName(secret))) clusterController->enqueue(cluster);
     };
     secretsInformer->addHandlers({.onAdd = secretChanged,
                                   .onUpdate = [secretChanged](const json&, const json& s) { secretChanged(s); },

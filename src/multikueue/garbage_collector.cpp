@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string keyOf(const json& object) {
+std::string namespacedKeyOf(const json& object) {
   const auto meta = object.value("metadata", json::object());
   return meta.value("namespace", "") + "/" + meta.value("name", "");
 }
@@ -57,7 +57,7 @@ OrphanCollector::Stats OrphanCollector::collect() {
       }
     };
     remote->forEachWorkload([&](const json& wl) {
-      const auto key = keyOf(wl);
+      const auto key = namespacedKeyOf(wl);
       try {
         if (!ownedByOrigin(wl, options_.origin) || liveLocally(key)) return;
         const auto meta = wl.value("metadata", json::object());

@@ -19,7 +19,7 @@
 #include <memory>
 #include <string_view>
 
-#include "mka/common/log.h"
+#include "log.h"
 #include "mka/net/openssl.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
@@ -48,11 +48,6 @@ using namespace std::chrono_literals;
 
 constexpr const char* kAdmissionGroup = "admissionregistration.k8s.io";
 constexpr const char* kMetadataNameLabel = "kubernetes.io/metadata.name";
-
-spdlog::logger& logger() {
-  static const std::shared_ptr<spdlog::logger> instance = namedLogger("sandbox");
-  return *instance;
-}
 
 // ---- small JSON readers -------------------------------------------------------------------
 

@@ -5,13 +5,13 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <deque>
 #include <vector>
 
 #include "log.h"
 #include "mka/common/errors.h"
+#include "mka/common/strings.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
@@ -38,7 +38,7 @@ using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 // The version kubectl sees; 1.32 matches the kubectl we test with (no skew warning).
-const json kVersion = {{"major", "1"},
+const json kServerVersion = {{"major", "1"},
                        {"minor", "32"},
                        {"gitVersion", "v1.32.0"},
                        {"gitCommit", "0000000000000000000000000000000000000000"},
@@ -89,17 +89,12 @@ std::vector<std::string> splitPath(const std::string& path) {
   return out;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // "application/merge-patch+json; charset=utf-8" -> "application/merge-patch+json".
 std::string mediaType(const std::string& contentType) {
   std::string out = contentType.substr(0, contentType.find(';'));
   while (!out.empty() && out.back() == ' ') out.pop_back();
   while (!out.empty() && out.front() == ' ') out.erase(out.begin());
-  return lower(out);
+  return strings::toLower(out);
 }
 
 // strconv.ParseBool, which kube-apiserver uses for boolean query parameters.
@@ -242,7 +237,7 @@ bool peerGone(const httplib::Request& req) {
   return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-std::string apiVersionOf(const std::string& group, const std::string& version) {
+std::string joinGroupVersion(const std::string& group, const std::string& version) {
   return group.empty() ? version : group + "/" + version;
 }
 
@@ -476,7 +471,7 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
       const std::string authorization = req.get_header_value("Authorization");
       const std::string prefix = "bearer ";
       const bool tokenOk = authorization.size() > prefix.size() &&
-                           lower(authorization.substr(0, prefix.size())) == prefix &&
+                           strings::toLower(authorization.substr(0, prefix.size())) == prefix &&
                            authorization.substr(prefix.size()) == options_.token;
       if (!tokenOk && !verifiedClientCertificate(req)) {
         logger().debug("request unauthorized cluster={} method={} path={} peer={}:{} reason={}", options_.clusterName,
@@ -537,7 +532,7 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
   ResourceRegistry& registry = api_.registry();
   switch (route.kind) {
     case Route::Kind::Version:
-      writeJson(res, 200, kVersion);
+      writeJson(res, 200, kServerVersion);
       return;
     case Route::Kind::Health:
       res.status = 200;
@@ -636,7 +631,7 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   auto stream = std::make_shared<WatchStream>();
   stream->deadline = SteadyClock::now() + timeout;
   stream->kind = type->kind;
-  stream->apiVersion = apiVersionOf(type->group, ref.version);
+  stream->apiVersion = joinGroupVersion(type->group, ref.version);
   stream->bookmarks = req.has_param("allowWatchBookmarks") &&
                       parseBoolParam("allowWatchBookmarks", param(req, "allowWatchBookmarks"));
   stream->table = acceptsTable(req.get_header_value("Accept"));

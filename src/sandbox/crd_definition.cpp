@@ -1,9 +1,9 @@
 // Reading a CustomResourceDefinition the way apiextensions-apiserver validates and defaults it.
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 
+#include "mka/common/strings.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/resource_registry.h"
 
@@ -16,7 +16,7 @@ const std::string kCrdKind = "CustomResourceDefinition.apiextensions.k8s.io";
 
 std::string quoted(const std::string& s) { return json(s).dump(); }
 
-std::string stringAt(const json& object, const char* key) {
+std::string stringMember(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -106,11 +106,6 @@ bool isDnsLabel(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 void CrdReader::checkLabel(const std::string& path, const std::string& value) {
   if (!isDnsLabel(value)) {
     invalid(path, value,
@@ -135,7 +130,7 @@ void CrdReader::readNames(ResourceType& type, const json& spec) {
     checkLabel("spec.names.plural", type.plural);
   }
   if (type.kind.empty()) required("spec.names.kind");
-  if (type.singular.empty()) type.singular = lower(type.kind);
+  if (type.singular.empty()) type.singular = strings::toLower(type.kind);
   if (!type.singular.empty()) checkLabel("spec.names.singular", type.singular);
   if (type.listKind.empty() && !type.kind.empty()) type.listKind = type.kind + "List";
   for (std::size_t i = 0; i < type.shortNames.size(); ++i) {
@@ -235,9 +230,9 @@ json condition(const json& previous, const std::string& type, const std::string&
   std::string since = now;
   if (previous.is_object() && previous.contains("conditions") && previous["conditions"].is_array()) {
     for (const auto& c : previous["conditions"]) {
-      if (c.is_object() && stringAt(c, "type") == type && stringAt(c, "status") == "True" &&
-          !stringAt(c, "lastTransitionTime").empty()) {
-        since = stringAt(c, "lastTransitionTime");
+      if (c.is_object() && stringMember(c, "type") == type && stringMember(c, "status") == "True" &&
+          !stringMember(c, "lastTransitionTime").empty()) {
+        since = stringMember(c, "lastTransitionTime");
       }
     }
   }

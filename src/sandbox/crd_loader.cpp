@@ -12,7 +12,7 @@
 namespace mka::sandbox {
 namespace {
 
-std::string stringField(const nlohmann::json& doc, const char* key) {
+std::string topLevelString(const nlohmann::json& doc, const char* key) {
   auto it = doc.find(key);
   return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -36,8 +36,8 @@ std::vector<nlohmann::json> readCrdFile(const std::filesystem::path& file) {
     const auto& doc = documents[i];
     const std::string where = file.string() + ": document " + std::to_string(i + 1);
     if (!doc.is_object()) throw Error(where + ": is not a mapping: expected a CustomResourceDefinition manifest");
-    const auto kind = stringField(doc, "kind");
-    const auto apiVersion = stringField(doc, "apiVersion");
+    const auto kind = topLevelString(doc, "kind");
+    const auto apiVersion = topLevelString(doc, "apiVersion");
     if (kind != "CustomResourceDefinition" || apiVersion != "apiextensions.k8s.io/v1") {
       throw Error(where + ": is " + (apiVersion.empty() ? "" : apiVersion + " ") + (kind.empty() ? "<no kind>" : kind) +
                   ", not apiextensions.k8s.io/v1 CustomResourceDefinition: keep only CRDs in CRD files");

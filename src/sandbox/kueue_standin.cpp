@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "mka/common/errors.h"
+#include "mka/common/strings.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
@@ -74,17 +75,17 @@ std::optional<json> getIfExists(const ClusterApi& api, const ResourceRef& ref) {
   }
 }
 
-std::string stringAt(const json& object, const json::json_pointer& pointer) {
+std::string stringAtPointer(const json& object, const json::json_pointer& pointer) {
   if (!object.contains(pointer)) return "";
   const auto& value = object.at(pointer);
   return value.is_string() ? value.get<std::string>() : "";
 }
 
 std::string labelOf(const json& object, const std::string& key) {
-  return stringAt(object, json::json_pointer("/metadata/labels") / key);
+  return stringAtPointer(object, json::json_pointer("/metadata/labels") / key);
 }
 std::string annotationOf(const json& object, const std::string& key) {
-  return stringAt(object, json::json_pointer("/metadata/annotations") / key);
+  return stringAtPointer(object, json::json_pointer("/metadata/annotations") / key);
 }
 
 // Kueue (WorkloadIdentifierAnnotations on, the default) reads the annotation first and falls
@@ -94,8 +95,8 @@ std::string prebuiltWorkloadName(const json& job) {
   return name.empty() ? labelOf(job, kPrebuiltWorkloadKey) : name;
 }
 
-std::string nsOf(const json& object) { return stringAt(object, json::json_pointer("/metadata/namespace")); }
-std::string nameOf(const json& object) { return stringAt(object, json::json_pointer("/metadata/name")); }
+std::string nsOf(const json& object) { return stringAtPointer(object, json::json_pointer("/metadata/namespace")); }
+std::string nameOf(const json& object) { return stringAtPointer(object, json::json_pointer("/metadata/name")); }
 
 bool deleting(const json& object) { return object.contains("metadata") && object["metadata"].contains("deletionTimestamp"); }
 
@@ -166,11 +167,6 @@ std::string sha1Hex(const std::string& data) {
   return out;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // What the worker thread reconciles: a Workload (kind == -1) or a job of jobKinds[kind].
 struct Key {
   int kind = -1;
@@ -201,7 +197,7 @@ std::vector<KueueStandIn::JobKind> KueueStandIn::defaultJobKinds() {
 }
 
 std::string KueueStandIn::workloadNameFor(const JobKind& kind, const std::string& jobName, const std::string& jobUid) {
-  auto prefix = lower(kind.kind) + "-" + jobName;
+  auto prefix = strings::toLower(kind.kind) + "-" + jobName;
   prefix.resize(std::min(prefix.size(), kMaxWorkloadName - 1 - kHashLength));
   const auto hash = sha1Hex(kind.kind + "\n" + kind.group + "\n" + jobName + "\n" + jobUid);
   return prefix + "-" + hash.substr(0, kHashLength);
@@ -402,7 +398,8 @@ struct KueueStandIn::Impl {
     const auto holding = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), holdsQuota));
     if (holding >= options.capacity) return false;
     const auto order = [](const json& o) {
-      return std::make_pair(stringAt(o, json::json_pointer("/metadata/creationTimestamp")), nsOf(o) + "/" + nameOf(o));
+      return std::make_pair(stringAtPointer(o, json::json_pointer("/metadata/creationTimestamp")),
+                            nsOf(o) + "/" + nameOf(o));
     };
     std::set<Key> waiting;
     {
@@ -527,11 +524,11 @@ struct KueueStandIn::Impl {
 
   // The ClusterQueue the Workload's LocalQueue points to; "" when either is missing.
   std::string clusterQueueOf(const json& wl, json* clusterQueue) const {
-    const auto queueName = stringAt(wl, json::json_pointer("/spec/queueName"));
+    const auto queueName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
     if (queueName.empty()) return "";
     auto lq = getIfExists(api, localQueueRef(nsOf(wl), queueName));
     if (!lq) return "";
-    const auto cqName = stringAt(*lq, json::json_pointer("/spec/clusterQueue"));
+    const auto cqName = stringAtPointer(*lq, json::json_pointer("/spec/clusterQueue"));
     if (cqName.empty()) return "";
     auto cq = getIfExists(api, clusterQueueRef(cqName));
     if (!cq) return "";
@@ -556,10 +553,10 @@ struct KueueStandIn::Impl {
     if (cqName.empty()) {
       if (options.requireQueues) {
         logger().debug("kueue-standin workload waits for its queues cluster={} namespace={} workload={} queue={}",
-                       cluster(), key.namespace_, key.name, stringAt(wl, json::json_pointer("/spec/queueName")));
+                       cluster(), key.namespace_, key.name, stringAtPointer(wl, json::json_pointer("/spec/queueName")));
         return;  // a LocalQueue/ClusterQueue event brings it back
       }
-      cqName = stringAt(wl, json::json_pointer("/spec/queueName"));
+      cqName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
     }
     if (!manager() && options.capacity > 0 && !fitsCapacity(key, wl)) {
       std::lock_guard lock(mutex);
@@ -705,7 +702,7 @@ struct KueueStandIn::Impl {
     // A job naming a prebuilt Workload uses that one; Kueue creates none for it.
     if (queueName.empty() || !prebuiltWorkloadName(*job).empty()) return;
     const auto& kind = options.jobKinds.at(static_cast<std::size_t>(key.kind));
-    const auto uid = stringAt(*job, json::json_pointer("/metadata/uid"));
+    const auto uid = stringAtPointer(*job, json::json_pointer("/metadata/uid"));
     const auto name = workloadNameFor(kind, key.name, uid);
     if (getIfExists(api, workloadRef(key.namespace_, name))) return;
     json owner = {{"apiVersion", kind.group + "/" + kind.version},
@@ -740,7 +737,7 @@ struct KueueStandIn::Impl {
   // The job's outcome from its status: true succeeded, false failed, nullopt not finished.
   static std::optional<bool> outcome(const JobKind& kind, const json& job) {
     if (isArgo(kind)) {
-      const auto phase = stringAt(job, json::json_pointer("/status/phase"));
+      const auto phase = stringAtPointer(job, json::json_pointer("/status/phase"));
       if (phase == "Succeeded") return true;
       if (phase == "Failed" || phase == "Error") return false;
       return std::nullopt;
@@ -754,7 +751,7 @@ struct KueueStandIn::Impl {
   }
 
   static bool showsRunning(const JobKind& kind, const json& job) {
-    if (isArgo(kind)) return stringAt(job, json::json_pointer("/status/phase")) == "Running";
+    if (isArgo(kind)) return stringAtPointer(job, json::json_pointer("/status/phase")) == "Running";
     const auto* succeeded = findCondition(job, "Succeeded");
     return succeeded != nullptr && succeeded->value("status", "") == "Unknown";
   }
@@ -827,7 +824,7 @@ struct KueueStandIn::Impl {
     auto wl = getIfExists(api, workloadRef(key.namespace_, wlName));
     if (!wl || deleting(*wl)) return false;  // its creation brings the job back (jobsOfWorkload)
 
-    const auto uid = stringAt(*job, json::json_pointer("/metadata/uid"));
+    const auto uid = stringAtPointer(*job, json::json_pointer("/metadata/uid"));
     if (!adopted(*wl, uid)) {
       adopt(*wl, kind, key, uid);
       return false;  // the Workload's event brings the job back

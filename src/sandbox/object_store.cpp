@@ -15,7 +15,7 @@ using nlohmann::json;
 // Stored objects are immutable once written, so the map, the history and every watcher can
 // share them without copies; a reader copies only what it hands out.
 using ObjectPtr = std::shared_ptr<const json>;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::string_view kInconsistentContinue =
     "The provided continue parameter is too old to display a consistent list result. You can start a new list "
@@ -174,22 +174,22 @@ class StoreWatch final : public ObjectStore::Watch {
         filter_(std::move(filter)),
         options_(options),
         epoch_(epoch),
-        lastDelivery_(Clock::now()) {}
+        lastDelivery_(SteadyClock::now()) {}
 
   ~StoreWatch() override = default;
 
   std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = SteadyClock::now() + timeout;
     while (!closed()) {
       if (!pending_.empty()) {
         auto event = std::move(pending_.front());
         pending_.pop_front();
-        lastDelivery_ = Clock::now();
+        lastDelivery_ = SteadyClock::now();
         return event;
       }
       if (auto expired = scan(deadline)) return expired;
       if (!pending_.empty()) continue;
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       if (bookmarks() && now >= lastDelivery_ + options_.bookmarkInterval) {
         lastDelivery_ = now;
         return WatchEvent{EventType::Bookmark, cursor_,
@@ -222,7 +222,7 @@ class StoreWatch final : public ObjectStore::Watch {
   // Waits for events past the cursor (until `deadline` or a bookmark is due), copies a batch of
   // the ones in scope under the lock and filters them outside it. Returns an Error event when
   // the history the watcher still needs is gone.
-  std::optional<WatchEvent> scan(Clock::time_point deadline) {
+  std::optional<WatchEvent> scan(SteadyClock::time_point deadline) {
     std::vector<Candidate> batch;
     {
       std::unique_lock lock(state_->mutex);
@@ -275,7 +275,7 @@ class StoreWatch final : public ObjectStore::Watch {
   const std::uint64_t epoch_;
   std::atomic<bool> closed_{false};
   std::deque<WatchEvent> pending_;
-  Clock::time_point lastDelivery_;
+  SteadyClock::time_point lastDelivery_;
 };
 
 }  // namespace

@@ -48,7 +48,7 @@ std::optional<std::size_t> arrayIndex(const std::string& token) {
 }
 
 // The node `tokens` name, or null when a step is missing.
-json* find(json& doc, const std::vector<std::string>& tokens, std::size_t count) {
+json* findByTokens(json& doc, const std::vector<std::string>& tokens, std::size_t count) {
   json* node = &doc;
   for (std::size_t i = 0; i < count; ++i) {
     const auto& t = tokens[i];
@@ -77,7 +77,7 @@ void add(json& doc, const std::string& path, json value) {
     doc = std::move(value);
     return;
   }
-  json* parent = find(doc, tokens, tokens.size() - 1);
+  json* parent = findByTokens(doc, tokens, tokens.size() - 1);
   if (!parent || !(parent->is_object() || parent->is_array())) {
     throw OpError{"add operation does not apply: doc is missing path: \"" + path + "\": missing value"};
   }
@@ -98,7 +98,7 @@ void add(json& doc, const std::string& path, json value) {
 json remove(json& doc, const std::string& path, const std::string& op) {
   const auto tokens = parsePointer(path);
   if (tokens.empty()) throw OpError{op + " operation does not apply: doc is missing path: \"\": missing value"};
-  json* parent = find(doc, tokens, tokens.size() - 1);
+  json* parent = findByTokens(doc, tokens, tokens.size() - 1);
   if (!parent || !(parent->is_object() || parent->is_array())) {
     throw OpError{op + " operation does not apply: doc is missing path: \"" + path + "\": missing value"};
   }
@@ -145,17 +145,17 @@ void apply(json& doc, const json& op) {
   } else if (kind == "replace") {
     const auto path = pathOf(op, "path", kind);
     const auto tokens = parsePointer(path);
-    json* parent = tokens.empty() ? nullptr : find(doc, tokens, tokens.size() - 1);
+    json* parent = tokens.empty() ? nullptr : findByTokens(doc, tokens, tokens.size() - 1);
     if (!tokens.empty() && (!parent || !(parent->is_object() || parent->is_array()))) {
       throw OpError{"replace operation does not apply: doc is missing path: " + path + ": missing value"};
     }
-    json* target = find(doc, tokens, tokens.size());
+    json* target = findByTokens(doc, tokens, tokens.size());
     if (!target) throw OpError{"replace operation does not apply: doc is missing key: " + path + ": missing value"};
     *target = member(op, "value", kind);
   } else if (kind == "move" || kind == "copy") {
     const auto from = pathOf(op, "from", kind);
     const auto fromTokens = parsePointer(from);
-    json* source = find(doc, fromTokens, fromTokens.size());
+    json* source = findByTokens(doc, fromTokens, fromTokens.size());
     if (!source) {
       throw OpError{kind + " operation does not apply: doc is missing from path: " + from + ": missing value"};
     }
@@ -164,7 +164,7 @@ void apply(json& doc, const json& op) {
   } else if (kind == "test") {
     const auto path = pathOf(op, "path", kind);
     const auto tokens = parsePointer(path);
-    json* target = find(doc, tokens, tokens.size());
+    json* target = findByTokens(doc, tokens, tokens.size());
     const auto& expected = member(op, "value", kind);
     // A missing member equals a test for null, as in evanphx/json-patch.
     const bool equal = target ? *target == expected : expected.is_null();

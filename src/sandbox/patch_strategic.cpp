@@ -44,9 +44,9 @@ ListStrategy strategyFor(const std::string& kind, const Path& path) {
 
 bool isDirective(std::string_view key) { return key.starts_with("$"); }
 
-class Merger {
+class StrategicMerger {
  public:
-  explicit Merger(std::string kind) : kind_(std::move(kind)) {}
+  explicit StrategicMerger(std::string kind) : kind_(std::move(kind)) {}
 
   // Merges `patch` into `target` (both maps); nullopt when the patch deletes the map itself.
   std::optional<json> mergeMap(const json& target, const json& patch, const Path& path) const {
@@ -169,7 +169,7 @@ nlohmann::json strategicMergePatch(const nlohmann::json& target, const nlohmann:
   if (!patch.is_object()) throw ApiError::badRequest("invalid JSON document");
   std::string kind = target.is_object() ? target.value("kind", "") : "";
   if (kind.empty()) kind = patch.value("kind", "");
-  auto merged = Merger(kind).mergeMap(target, patch, {});
+  auto merged = StrategicMerger(kind).mergeMap(target, patch, {});
   return merged ? *merged : nlohmann::json::object();
 }
 

@@ -342,7 +342,7 @@ json serviceAccount(Reader r) {
   return out;
 }
 
-json deleteOptions(Reader r, const std::string& apiVersion) {
+json deleteOptionsObject(Reader r, const std::string& apiVersion) {
   json out = {{"apiVersion", apiVersion}, {"kind", "DeleteOptions"}};
   while (!r.done()) {
     const auto [f, w] = r.tag();
@@ -422,7 +422,7 @@ json decodeKubernetesProtobuf(std::string_view body) {
   if (apiVersion == "v1" && kind == "Secret") return secret(object);
   if (apiVersion == "v1" && kind == "ServiceAccount") return serviceAccount(object);
   if ((apiVersion == "v1" || apiVersion == "meta.k8s.io/v1") && kind == "DeleteOptions") {
-    return deleteOptions(object, apiVersion);
+    return deleteOptionsObject(object, apiVersion);
   }
   throw ApiError(415, "UnsupportedMediaType",
                  "the sandbox reads protobuf bodies only for v1 Namespace, ConfigMap, Secret, ServiceAccount and "

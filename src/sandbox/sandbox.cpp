@@ -44,7 +44,7 @@ std::string randomToken() {
   return out;
 }
 
-bool isDnsLabel(const std::string& name) {
+bool isValidClusterName(const std::string& name) {
   if (name.empty() || name.size() > 63) return false;
   for (char c : name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
@@ -137,7 +137,7 @@ struct Cluster::Impl {
 };
 
 Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const Clock& clock) {
-  if (!isDnsLabel(options.name)) {
+  if (!isValidClusterName(options.name)) {
     throw Error("sandbox: cluster name \"" + options.name +
                 "\" is not a DNS label: use lower-case letters, digits and '-' (at most 63), e.g. worker1");
   }

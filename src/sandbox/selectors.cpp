@@ -99,7 +99,7 @@ std::string goStrings(const std::vector<std::string>& values) {
   return out + "}";
 }
 
-std::string joinErrors(const std::vector<std::string>& errors) {
+std::string joinProblems(const std::vector<std::string>& errors) {
   std::string out;
   for (const auto& e : errors) out += (out.empty() ? "" : "; ") + e;
   return out;
@@ -137,7 +137,7 @@ std::vector<std::string> requirementErrors(const std::string& key, const std::st
                                            const std::vector<std::string>& values, bool keyChecked) {
   std::vector<std::string> errs;
   if (!keyChecked) {
-    if (auto e = validation::qualifiedName(key); !e.empty()) errs.push_back(invalidValue("key", key, joinErrors(e)));
+    if (auto e = validation::qualifiedName(key); !e.empty()) errs.push_back(invalidValue("key", key, joinProblems(e)));
   }
   if (opName == "in" || opName == "notin") {
     if (values.empty()) {
@@ -168,7 +168,7 @@ std::vector<std::string> requirementErrors(const std::string& key, const std::st
   }
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (auto e = validation::labelValue(values[i]); !e.empty()) {
-      errs.push_back(invalidValue("values[" + std::to_string(i) + "][" + key + "]", values[i], joinErrors(e)));
+      errs.push_back(invalidValue("values[" + std::to_string(i) + "][" + key + "]", values[i], joinProblems(e)));
     }
   }
   return errs;
@@ -239,7 +239,7 @@ class LabelParser {
     }
     if (item.token != Token::Identifier) throw SyntaxError{"found '" + item.literal + "', expected: identifier"};
     if (auto e = validation::qualifiedName(item.literal); !e.empty()) {
-      throw SyntaxError{invalidValue("<nil>", item.literal, joinErrors(e))};
+      throw SyntaxError{invalidValue("<nil>", item.literal, joinProblems(e))};
     }
     r.key = item.literal;
     const auto next = lookahead().token;
@@ -482,7 +482,7 @@ std::string unescapeValue(const std::string& s) {
   return out;
 }
 
-std::vector<std::string> splitPath(const std::string& dotted) {
+std::vector<std::string> splitFieldPath(const std::string& dotted) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (true) {
@@ -515,7 +515,7 @@ FieldSelector FieldSelector::parse(std::string_view text) {
       throw ApiError::badRequest("invalid selector: '" + std::string(text) + "'; can't understand '" + term + "'");
     }
     const auto [at, op] = *split;
-    out.terms_.push_back({splitPath(term.substr(0, at)), op != "!=", unescapeValue(term.substr(at + op.size()))});
+    out.terms_.push_back({splitFieldPath(term.substr(0, at)), op != "!=", unescapeValue(term.substr(at + op.size()))});
   }
   return out;
 }

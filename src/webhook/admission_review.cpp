@@ -17,7 +17,7 @@ constexpr std::size_t kMaxParserDetailChars = 200;
 
 [[noreturn]] void badRequest(std::string message) { throw BadRequest(std::move(message)); }
 
-std::string quotedValue(std::string_view value) {
+std::string echoedValue(std::string_view value) {
   if (value.size() > kMaxEchoedChars) return "\"" + std::string(value.substr(0, kMaxEchoedChars)) + "...\"";
   return "\"" + std::string(value) + "\"";
 }
@@ -195,12 +195,12 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   constexpr std::string_view versionFix = "send apiVersion admission.k8s.io/v1 (or admission.k8s.io/v1beta1)";
   request.apiVersion = requiredString(review, "apiVersion", "apiVersion", versionFix);
   if (request.apiVersion != kAdmissionV1 && request.apiVersion != kAdmissionV1beta1) {
-    badRequest("apiVersion: unsupported value " + quotedValue(request.apiVersion) + ": " + std::string(versionFix) +
+    badRequest("apiVersion: unsupported value " + echoedValue(request.apiVersion) + ": " + std::string(versionFix) +
                "; list v1 in the webhook's admissionReviewVersions");
   }
   const auto kind = requiredString(review, "kind", "kind", "send kind AdmissionReview");
   if (kind != "AdmissionReview") {
-    badRequest("kind: unsupported value " + quotedValue(kind) + ": send kind AdmissionReview");
+    badRequest("kind: unsupported value " + echoedValue(kind) + ": send kind AdmissionReview");
   }
 
   auto requestIt = review.find("request");
@@ -229,7 +229,7 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   bool known = false;
   for (auto op : kOperations) known = known || request.operation == op;
   if (!known) {
-    badRequest("request.operation: unsupported value " + quotedValue(request.operation) +
+    badRequest("request.operation: unsupported value " + echoedValue(request.operation) +
                ": send one of CREATE, UPDATE, DELETE, CONNECT");
   }
 

@@ -3,7 +3,7 @@
 namespace mka::webhook {
 namespace {
 
-const nlohmann::json* member(const nlohmann::json& parent, std::string_view key) {
+const nlohmann::json* memberIfObject(const nlohmann::json& parent, std::string_view key) {
   if (!parent.is_object()) return nullptr;
   auto it = parent.find(key);
   return it == parent.end() ? nullptr : &*it;
@@ -11,9 +11,9 @@ const nlohmann::json* member(const nlohmann::json& parent, std::string_view key)
 
 std::optional<std::string_view> metadataMapEntry(const nlohmann::json& object, std::string_view map,
                                                  std::string_view key) {
-  const auto* metadata = member(object, "metadata");
-  const auto* entries = metadata ? member(*metadata, map) : nullptr;
-  const auto* value = entries ? member(*entries, key) : nullptr;
+  const auto* metadata = memberIfObject(object, "metadata");
+  const auto* entries = metadata ? memberIfObject(*metadata, map) : nullptr;
+  const auto* value = entries ? memberIfObject(*entries, key) : nullptr;
   if (!value || !value->is_string()) return std::nullopt;
   return std::string_view(value->get_ref<const std::string&>());
 }
@@ -29,8 +29,8 @@ std::optional<std::string_view> annotationOf(const nlohmann::json& object, std::
 }
 
 std::string_view metadataString(const nlohmann::json& object, std::string_view field) {
-  const auto* metadata = member(object, "metadata");
-  const auto* value = metadata ? member(*metadata, field) : nullptr;
+  const auto* metadata = memberIfObject(object, "metadata");
+  const auto* value = metadata ? memberIfObject(*metadata, field) : nullptr;
   if (!value || !value->is_string()) return {};
   return value->get_ref<const std::string&>();
 }

@@ -11,6 +11,8 @@ namespace mka::strings {
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::string_view trim(std::string_view text);
+// `text` with each byte passed through std::tolower ("PipelineRun" -> "pipelinerun").
+std::string toLower(std::string text);
 
 // Edit distance counting insertions, deletions, substitutions and swaps of two adjacent
 // characters (optimal string alignment), compared case-insensitively: "prot" is one edit from

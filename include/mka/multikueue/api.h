@@ -59,6 +59,8 @@ inline const kube::GroupVersionKind kAdmissionCheckGvk{"kueue.x-k8s.io", "v1beta
 inline const kube::GroupVersionKind kMultiKueueConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
 inline const kube::GroupVersionKind kMultiKueueClusterGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
 inline const kube::GroupVersionKind kEventGvk{"", "v1", "Event"};
+// Kubeconfig Secrets of MultiKueueClusters (§3.1), on the manager.
+inline const kube::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
 
 // Multi-owner workloads name their adapter in annotations, read before ownerReferences (§2.2).
 inline constexpr std::string_view kJobOwnerGvkAnnotation = "kueue.x-k8s.io/job-owner-gvk";

@@ -33,6 +33,12 @@ TEST(Strings, JoinAndTrim) {
   EXPECT_EQ(trim("x"), "x");
 }
 
+TEST(Strings, ToLower) {
+  EXPECT_EQ(toLower("PipelineRun"), "pipelinerun");
+  EXPECT_EQ(toLower("Bearer x-Y_9"), "bearer x-y_9");
+  EXPECT_EQ(toLower(""), "");
+}
+
 TEST(Strings, EditDistanceIgnoresCase) {
   struct Case {
     std::string name;

@@ -5,7 +5,7 @@
 namespace mka::config {
 namespace {
 
-ManagedByLocation label(std::string key, std::string value) {
+ManagedByLocation labelLocation(std::string key, std::string value) {
   ManagedByLocation where;
   where.type = ManagedByLocation::Type::Label;
   where.path.clear();
@@ -36,7 +36,7 @@ TEST(ManagedByLocation, FieldPath) {
   const std::vector<Case> cases = {
       {"default", ManagedByLocation{}, "spec.managedBy"},
       {"run policy", path("spec.runPolicy.managedBy"), "spec.runPolicy.managedBy"},
-      {"label", label("workflows.argoproj.io/controller-instanceid", "multikueue"),
+      {"label", labelLocation("workflows.argoproj.io/controller-instanceid", "multikueue"),
        "metadata.labels[workflows.argoproj.io/controller-instanceid]"},
   };
   for (const auto& c : cases) {
@@ -71,7 +71,7 @@ TEST(BuiltinProfile, MatchesTektonAndArgoInAnyVersion) {
     kube::GroupVersionKind gvk;
     std::optional<ManagedByLocation> profile;
   };
-  const auto argo = label("workflows.argoproj.io/controller-instanceid", "multikueue");
+  const auto argo = labelLocation("workflows.argoproj.io/controller-instanceid", "multikueue");
   const std::vector<Case> cases = {
       {"tekton v1", {"tekton.dev", "v1", "PipelineRun"}, ManagedByLocation{}},
       {"tekton v1beta1", {"tekton.dev", "v1beta1", "PipelineRun"}, ManagedByLocation{}},

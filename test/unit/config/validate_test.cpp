@@ -12,7 +12,7 @@ using test::adapterDoc;
 using test::rendered;
 
 // One bad value gives exactly one error, at `path`, whose problem and fix contain the given texts.
-struct Case {
+struct BadValueCase {
   std::string name;
   std::string body;
   std::string path;
@@ -20,7 +20,7 @@ struct Case {
   std::string fix;
 };
 
-void runCases(const std::vector<Case>& cases) {
+void runBadValueCases(const std::vector<BadValueCase>& cases) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto result = parseConfiguration(adapterDoc(c.body));
@@ -40,7 +40,7 @@ const std::string kNameFix = "write it as Kind.version.group, for example Pipeli
 const std::string kNamePath = "multiKueue.externalFrameworks[0].name";
 
 TEST(Validate, FrameworkNames) {
-  runCases({
+  runBadValueCases({
       {"empty version, which Kueue accepts", framework("PipelineRun..tekton.dev"), kNamePath,
        "the version part is empty", kNameFix},
       {"empty kind", framework(".v1.tekton.dev"), kNamePath, "the Kind part is empty", kNameFix},
@@ -86,7 +86,7 @@ TEST(Validate, DuplicateFrameworksNameTheEarlierIndex) {
 }
 
 TEST(Validate, MultiKueueValues) {
-  runCases({
+  runBadValueCases({
       {"negative gcInterval", "multiKueue: {gcInterval: -1m}\n", "multiKueue.gcInterval",
        "must be greater than or equal to 0, not -1m0s", "use 0 to turn garbage collection off"},
       {"negative workerLostTimeout", "multiKueue: {workerLostTimeout: -5s}\n", "multiKueue.workerLostTimeout",
@@ -104,7 +104,7 @@ TEST(Validate, ZeroDurationsAreAllowedWhereKueueAllowsThem) {
 }
 
 TEST(Validate, ServerSettings) {
-  runCases({
+  runBadValueCases({
       {"port 0", "webhook: {port: 0}\n", "webhook.port", "must be between 1 and 65535, not 0", "such as 9443"},
       {"port too big", "webhook: {port: 65536}\n", "webhook.port", "must be between 1 and 65535, not 65536", "9443"},
       {"empty certDir", "webhook: {certDir: \"\"}\n", "webhook.certDir", "must not be empty", "serving-certs"},
@@ -140,7 +140,7 @@ TEST(Validate, GoodBindAddresses) {
 }
 
 TEST(Validate, LeaderElectionFollowsClientGo) {
-  runCases({
+  runBadValueCases({
       {"lease not longer than renew", "leaderElection: {leaseDuration: 10s, renewDeadline: 10s}\n",
        "leaderElection.leaseDuration", "must be longer than renewDeadline (10s), not 10s",
        "for example leaseDuration: 15s with renewDeadline: 10s"},
@@ -164,7 +164,7 @@ TEST(Validate, LeaderElectionIsNotCheckedWhenOff) {
 }
 
 TEST(Validate, ClientConnectionAndDispatch) {
-  runCases({
+  runBadValueCases({
       {"qps zero", "clientConnection: {qps: 0}\n", "clientConnection.qps", "must be greater than 0, not 0",
        "such as 50"},
       {"qps negative", "clientConnection: {qps: -2.5}\n", "clientConnection.qps", "must be greater than 0, not -2.5",

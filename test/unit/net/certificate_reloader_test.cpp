@@ -54,16 +54,17 @@ TEST_F(CertificateReloaderTest, AcceptsACertificateFollowedByItsChain) {
   EXPECT_EQ(reloader.reload(), "");
 }
 
-struct BadCase {
+struct BadFilesCase {
   std::string name;
   std::string cert;      // "" = leave the file missing; "LEAF" = the good certificate
   std::string key;       // "" = leave the file missing; "KEY" = the good key
   std::string file;      // which file the message must name: "tls.crt" or "tls.key"
   std::string expected;  // part of the message
-  friend void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+  friend void PrintTo(const BadFilesCase& c, std::ostream* os) { *os << c.name; }
 };
 
-class CertificateReloaderErrorTest : public CertificateReloaderTest, public ::testing::WithParamInterface<BadCase> {};
+class CertificateReloaderErrorTest : public CertificateReloaderTest,
+                                     public ::testing::WithParamInterface<BadFilesCase> {};
 
 TEST_P(CertificateReloaderErrorTest, RefusesWithTheFileAndTheFix) {
   const auto& c = GetParam();
@@ -87,17 +88,17 @@ TEST_P(CertificateReloaderErrorTest, RefusesWithTheFileAndTheFix) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bad, CertificateReloaderErrorTest,
-    ::testing::Values(BadCase{"MissingCertificate", "", "KEY", "tls.crt",
-                              "cannot read: No such file or directory: check that the Secret"},
-                      BadCase{"MissingKey", "LEAF", "", "tls.key", "cannot read"},
-                      BadCase{"CertificateNotPem", "hello", "KEY", "tls.crt", "no PEM certificate found"},
-                      BadCase{"KeyInCertificateFile", "KEY", "KEY", "tls.crt", "no PEM certificate found"},
-                      BadCase{"KeyNotPem", "LEAF", "hello", "tls.key", "no usable PEM private key"},
-                      BadCase{"CertificateInKeyFile", "LEAF", "LEAF", "tls.key", "no usable PEM private key"},
+    ::testing::Values(BadFilesCase{"MissingCertificate", "", "KEY", "tls.crt",
+                                   "cannot read: No such file or directory: check that the Secret"},
+                      BadFilesCase{"MissingKey", "LEAF", "", "tls.key", "cannot read"},
+                      BadFilesCase{"CertificateNotPem", "hello", "KEY", "tls.crt", "no PEM certificate found"},
+                      BadFilesCase{"KeyInCertificateFile", "KEY", "KEY", "tls.crt", "no PEM certificate found"},
+                      BadFilesCase{"KeyNotPem", "LEAF", "hello", "tls.key", "no usable PEM private key"},
+                      BadFilesCase{"CertificateInKeyFile", "LEAF", "LEAF", "tls.key", "no usable PEM private key"},
                       // Must fail, not prompt for a password on the terminal.
-                      BadCase{"EncryptedKey", "LEAF", "ENCRYPTEDKEY", "tls.key", "unencrypted"},
-                      BadCase{"KeyOfAnotherCertificate", "LEAF", "OTHERKEY", "tls.key",
-                              "private key does not match the certificate in"}),
+                      BadFilesCase{"EncryptedKey", "LEAF", "ENCRYPTEDKEY", "tls.key", "unencrypted"},
+                      BadFilesCase{"KeyOfAnotherCertificate", "LEAF", "OTHERKEY", "tls.key",
+                                   "private key does not match the certificate in"}),
     [](const auto& info) { return info.param.name; });
 
 TEST_F(CertificateReloaderTest, ABadNewPairKeepsThePreviousOne) {

@@ -124,7 +124,7 @@ class AdmissionTest : public ::testing::Test {
     const auto leaf = ca_.issue({.commonName = "hooks",
                                  .dnsNames = {"localhost", "hooks.webhooks.svc"},
                                  .ipAddresses = {"127.0.0.1"}});
-    const auto files = test::writeServingFiles(dir_ / "serving", ca_, leaf);
+    const auto files = mka::test::writeServingFiles(dir_ / "serving", ca_, leaf);
     certificates_ = std::make_shared<net::CertificateReloader>(files.cert, files.key);
     certificates_->start();
     ASSERT_TRUE(certificates_->loaded()) << certificates_->lastError();
@@ -263,8 +263,8 @@ class AdmissionTest : public ::testing::Test {
     return attributes("CREATE", ns, std::move(object));
   }
 
-  test::TempDir dir_;
-  test::TestCa ca_{"admission-test-ca"};
+  mka::test::TempDir dir_;
+  mka::test::TestCa ca_{"admission-test-ca"};
   std::shared_ptr<net::CertificateReloader> certificates_;
   std::unique_ptr<net::HttpServer> server_;
   int port_ = 0;
@@ -531,7 +531,7 @@ TEST_F(AdmissionTest, WebhookDownFailsTheRequestUnderFailAndIsSkippedUnderIgnore
 }
 
 TEST_F(AdmissionTest, CertificateNotSignedByTheCaBundleFailsTheCall) {
-  const test::TestCa stranger{"stranger-ca"};
+  const mka::test::TestCa stranger{"stranger-ca"};
   on("/label", [](const json&) { return patchResponse(setLabel("x", "y")); });
   mutating("m", {hook("label.example.com", "/label", json::array({configMapRule()}),
                       {{"clientConfig", {{"caBundle", base64(stranger.certPem())}}}})});

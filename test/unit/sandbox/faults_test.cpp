@@ -13,7 +13,7 @@ namespace mka::sandbox {
 namespace {
 
 using namespace std::chrono_literals;
-using test::eventually;
+using mka::test::eventually;
 
 TEST(FaultInjectorTest, NothingArmedServesEverything) {
   FaultInjector faults;

@@ -36,7 +36,7 @@ class GarbageCollectorTest : public ::testing::Test {
     return store.get({"", "configmaps", ns, name}).has_value();
   }
   bool settled() {
-    return test::eventually([&] { return gc.idle(); });
+    return mka::test::eventually([&] { return gc.idle(); });
   }
 
   FakeClock clock;
@@ -52,7 +52,7 @@ TEST_F(GarbageCollectorTest, BackgroundDeletionRemovesDependentsInCascade) {
   configMap("grandchild", {child});
   configMap("unrelated");
   api.remove(cmRef("owner"));
-  ASSERT_TRUE(test::eventually([&] { return !exists("child") && !exists("grandchild"); }));
+  ASSERT_TRUE(mka::test::eventually([&] { return !exists("child") && !exists("grandchild"); }));
   ASSERT_TRUE(settled());
   EXPECT_TRUE(exists("unrelated"));
 }
@@ -62,7 +62,7 @@ TEST_F(GarbageCollectorTest, ADependentWithAnotherOwnerOnlyLosesTheReference) {
   auto b = configMap("b");
   configMap("shared", {a, b});
   api.remove(cmRef("a"));
-  ASSERT_TRUE(test::eventually([&] {
+  ASSERT_TRUE(mka::test::eventually([&] {
     auto shared = store.get({"", "configmaps", "default", "shared"});
     return shared && (*shared)["metadata"]["ownerReferences"].size() == 1;
   }));
@@ -75,7 +75,7 @@ TEST_F(GarbageCollectorTest, OrphanKeepsDependentsAndStripsTheReference) {
   DeleteOptions orphan;
   orphan.propagationPolicy = "Orphan";
   api.remove(cmRef("owner"), orphan);
-  ASSERT_TRUE(test::eventually([&] { return !exists("owner"); }));
+  ASSERT_TRUE(mka::test::eventually([&] { return !exists("owner"); }));
   ASSERT_TRUE(settled());
   ASSERT_TRUE(exists("child"));
   EXPECT_FALSE(store.get({"", "configmaps", "default", "child"}).value()["metadata"].contains("ownerReferences"));
@@ -90,14 +90,14 @@ TEST_F(GarbageCollectorTest, ForegroundDeletionWaitsForDependents) {
   foreground.propagationPolicy = "Foreground";
   auto deleting = api.remove(cmRef("owner"), foreground);
   EXPECT_EQ(deleting["metadata"]["finalizers"], json({"foregroundDeletion"}));
-  ASSERT_TRUE(test::eventually([&] {
+  ASSERT_TRUE(mka::test::eventually([&] {
     auto c = store.get({"", "configmaps", "default", "child"});
     return c && (*c)["metadata"].contains("deletionTimestamp");
   }));
   EXPECT_TRUE(exists("owner")) << "the owner stays while a dependent exists";
 
   api.patch(cmRef("child"), "application/merge-patch+json", R"({"metadata":{"finalizers":null}})");
-  ASSERT_TRUE(test::eventually([&] { return !exists("owner") && !exists("child"); }));
+  ASSERT_TRUE(mka::test::eventually([&] { return !exists("owner") && !exists("child"); }));
 }
 
 TEST_F(GarbageCollectorTest, DisabledLeavesDependents) {
@@ -125,11 +125,11 @@ TEST_F(GarbageCollectorTest, DeletedNamespaceEmptiesThenGoes) {
     return 0;
   }();
   EXPECT_EQ(e, 403) << "no new content in a terminating namespace";
-  ASSERT_TRUE(test::eventually([&] { return !exists("b", "team"); }));
+  ASSERT_TRUE(mka::test::eventually([&] { return !exists("b", "team"); }));
   EXPECT_TRUE(store.get({"", "namespaces", "", "team"})) << "held by the finalizer of a";
 
   api.patch(cmRef("a", "team"), "application/merge-patch+json", R"({"metadata":{"finalizers":null}})");
-  ASSERT_TRUE(test::eventually([&] { return !store.get({"", "namespaces", "", "team"}); }));
+  ASSERT_TRUE(mka::test::eventually([&] { return !store.get({"", "namespaces", "", "team"}); }));
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Case {
+struct MergePatchCase {
   std::string name;
   json target;
   json patch;
@@ -16,7 +16,7 @@ struct Case {
 };
 
 TEST(MergePatchTest, FollowsRfc7386) {
-  const std::vector<Case> cases = {
+  const std::vector<MergePatchCase> cases = {
       {"sets a field", {{"a", 1}}, {{"b", 2}}, {{"a", 1}, {"b", 2}}},
       {"replaces a value", {{"a", 1}}, {{"a", "x"}}, {{"a", "x"}}},
       {"null deletes", {{"a", 1}, {"b", 2}}, {{"a", nullptr}}, {{"b", 2}}},

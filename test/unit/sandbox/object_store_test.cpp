@@ -32,7 +32,7 @@ std::vector<std::string> names(const std::vector<json>& items) {
 }
 
 template <typename F>
-ApiError expectApiError(F&& f) {
+ApiError expectStoreApiError(F&& f) {
   try {
     f();
   } catch (const ApiError& e) {
@@ -101,7 +101,7 @@ TEST(ObjectStoreTest, ErrorsAreKubeApiserversOwn) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const auto e = expectApiError(c.call);
+    const auto e = expectStoreApiError(c.call);
     EXPECT_EQ(e.code(), c.code);
     EXPECT_EQ(e.reason(), c.reason);
     EXPECT_EQ(std::string(e.what()), c.message);
@@ -195,7 +195,7 @@ TEST(ObjectStoreTest, ContinueTokenOlderThanHistoryIsExpired) {
   auto page1 = store.list("", "configmaps", "ns", nullptr, 1);
   store.create(cm("ns", "d"), object("ns", "d"));
   store.compact();
-  const auto e = expectApiError([&] { store.list("", "configmaps", "ns", nullptr, 1, page1.continueToken); });
+  const auto e = expectStoreApiError([&] { store.list("", "configmaps", "ns", nullptr, 1, page1.continueToken); });
   EXPECT_EQ(e.code(), 410);
   EXPECT_EQ(e.reason(), "Expired");
   EXPECT_TRUE(std::string(e.what()).starts_with(
@@ -213,7 +213,7 @@ TEST(ObjectStoreTest, MalformedContinueTokenIsBadRequest) {
   ObjectStore store;
   for (const std::string token : {"%%%", "bm90LWpzb24", "eyJ2IjoieCJ9"}) {
     SCOPED_TRACE(token);
-    const auto e = expectApiError([&] { store.list("", "configmaps", "", nullptr, 1, token); });
+    const auto e = expectStoreApiError([&] { store.list("", "configmaps", "", nullptr, 1, token); });
     EXPECT_EQ(e.code(), 400);
     EXPECT_TRUE(std::string(e.what()).starts_with("invalid continue token: ")) << e.what();
   }
@@ -263,7 +263,7 @@ TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone) {
     ObjectStore store(3);
     for (int i = 0; i < 5; ++i) store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
     c.forget(store);
-    const auto e = expectApiError([&] { store.watch("", "configmaps", "", c.from, nullptr); });
+    const auto e = expectStoreApiError([&] { store.watch("", "configmaps", "", c.from, nullptr); });
     EXPECT_EQ(e.code(), 410);
     EXPECT_EQ(e.reason(), "Expired");
     EXPECT_EQ(std::string(e.what()), c.message);

@@ -12,7 +12,7 @@ json ownerRef(const std::string& uid, const std::string& name) {
   return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", name}, {"uid", uid}};
 }
 
-struct Case {
+struct StrategicCase {
   std::string name;
   json target;
   json patch;
@@ -39,7 +39,7 @@ TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys) {
                          {"webhooks",
                           {{{"name", "a.example.com"}, {"timeoutSeconds", 10}},
                            {{"name", "b.example.com"}, {"timeoutSeconds", 10}}}}};
-  const std::vector<Case> cases = {
+  const std::vector<StrategicCase> cases = {
       {"maps merge like a merge patch", configMap,
        {{"metadata", {{"labels", {{"a", nullptr}, {"b", "2"}}}}}, {"data", {{"k2", "v2"}}}},
        with([](json& d) {

@@ -111,14 +111,14 @@ TEST(YamlToJson, ConvertsDocuments) {
   }
 }
 
-struct ErrorCase {
+struct YamlErrorCase {
   std::string name;
   std::string yaml;
   std::string messagePart;
 };
 
 TEST(YamlToJson, RejectsWhatJsonCannotHold) {
-  const std::vector<ErrorCase> cases = {
+  const std::vector<YamlErrorCase> cases = {
       {"syntax error names the line", "a: 1\nb: [1, 2\nc: 3\n", "yaml: line"},
       {"bad indentation", "a:\n  b: 1\n c: 2\n", "yaml: line 3"},
       {"NaN", "a: .nan\n", "unsupported value: .nan"},

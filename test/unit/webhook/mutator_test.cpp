@@ -86,7 +86,7 @@ json applyAddOnlyPatch(const json& object, const json& patch, const std::string&
   return object.patch(patch);
 }
 
-struct Case {
+struct MutateCase {
   std::string name{};
   kube::GroupVersionKind kind{};
   json object{};
@@ -106,7 +106,7 @@ TEST(MutateJob, DefaultsTheMarkerOnlyWhenItShould) {
   const std::string runPolicyMarker = "/spec/runPolicy/managedBy";
   const json argoQueued = {{"kueue.x-k8s.io/queue-name", "team-a"}};
 
-  const std::vector<Case> cases = {
+  const std::vector<MutateCase> cases = {
       // managedBy locations, with and without their parents.
       {.name = "spec.managedBy with spec present", .kind = kPipelineRun, .object = pipelineRun(kQueued),
        .marker = specMarker, .looksUp = true},

@@ -14,7 +14,7 @@ using Result = QueueLookup::Result;
 const std::vector<std::string> kBoth = {"multikueue-adapter.dev/dispatcher", "kueue.x-k8s.io/multikueue"};
 const std::vector<std::string> kKueueOnly = {"kueue.x-k8s.io/multikueue"};
 
-struct Case {
+struct QueueLookupCase {
   std::string name{};
   std::function<void(InMemoryQueueIndex&)> setup{};
   std::string ns = "tekton-ci";
@@ -33,7 +33,7 @@ void standard(InMemoryQueueIndex& index) {
 }
 
 TEST(InMemoryQueueIndex, Lookup) {
-  const std::vector<Case> cases = {
+  const std::vector<QueueLookupCase> cases = {
       {.name = "empty index", .setup = [](InMemoryQueueIndex&) {}, .result = Result::LocalQueueNotFound},
       {.name = "same queue name in another namespace", .setup = standard, .ns = "argo-ci",
        .result = Result::LocalQueueNotFound},

@@ -7,7 +7,9 @@
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
-namespace {
+// Named, not anonymous: the fixtures share names with mutator_test.cpp's (pipelineRun, kQueued,
+// ...), and a unity build compiles both files as one source.
+namespace validator_test {
 
 using nlohmann::json;
 using testing::kConfigMap;
@@ -308,5 +310,5 @@ TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
   }
 }
 
-}  // namespace
+}  // namespace validator_test
 }  // namespace mka::webhook
