@@ -67,6 +67,22 @@ ClusterSource fromPath(const std::string& path, const fs::path& prefix) {
   return validated(text.str(), "");
 }
 
+// Whether the registry may watch `path` for changes: it loaded, or it does not exist yet at a
+// place under the prefix (so its creation is noticed). Never a file the adapter may not load:
+// the watcher reads what it watches.
+bool watchable(const ClusterSource& loaded, const std::string& path, const fs::path& prefix) {
+  if (loaded.ok()) return true;
+  const fs::path p(path);
+  std::error_code ec;
+  if (path.empty() || !p.is_absolute() || fs::exists(fs::symlink_status(p, ec))) return false;
+  for (const auto& part : p)
+    if (part == "..") return false;
+  const auto resolvedPrefix = fs::canonical(prefix, ec);
+  if (ec) return false;
+  const auto resolved = fs::weakly_canonical(p, ec);
+  return !ec && (resolved.string() + "/").starts_with(resolvedPrefix.string() + "/");
+}
+
 }  // namespace
 
 std::optional<std::string> validateKubeconfigPath(const std::string& path, const fs::path& prefix) {
@@ -102,7 +118,7 @@ ClusterSource loadClusterSource(kube::Client& manager, const json& cluster, cons
   if (type == kLocationTypeSecret) return fromSecret(manager, location, namespace_);
   if (type == kLocationTypePath) {
     auto loaded = fromPath(location, pathPrefix);
-    loaded.path = location;
+    if (watchable(loaded, location, pathPrefix)) loaded.path = location;
     return loaded;
   }
   return failure(cluster_reason::kBadKubeConfig,

@@ -18,7 +18,9 @@ namespace mka::multikueue {
 
 struct ClusterSource {
   std::string secretName;  // the Secret's name when locationType is Secret, else ""
-  std::string path;        // the file when locationType is Path (also when it did not load), else ""
+  // The file to watch when locationType is Path: it loaded, or it is missing under the prefix.
+  // "" otherwise (Secret, or a path the adapter may not read).
+  std::string path;
   std::string kubeconfig;  // the kubeconfig text when it loaded
   // When it did not load: Kueue's reason (BadKubeConfig, InsecureKubeConfig, ...) and error.
   std::string reason;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -512,6 +513,12 @@ TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
   auto options = registryOptions();
   options.pathPrefix = prefix;
   auto& r = startRegistry(options);
+  std::mutex mutex;
+  std::set<std::string> watched;  // a watch starting asks for one reconcile, synchronously
+  r.onKubeconfigChange([&](const std::string& cluster) {
+    std::lock_guard lock(mutex);
+    watched.insert(cluster);
+  });
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     createCluster(c.name, {{"kubeConfig", {{"location", c.path}, {"locationType", "Path"}}}});
@@ -522,6 +529,10 @@ TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
     EXPECT_EQ(active["message"], "load client config failed: " + c.error);
     EXPECT_EQ(r.connected(c.name), nullptr);
   }
+  // Only a file that may be loaded is watched (the watcher reads it): here, the missing one
+  // under the prefix, whose creation must be noticed.
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(watched, std::set<std::string>{"missing"});
 }
 
 // Scenarios 84 and 94.
