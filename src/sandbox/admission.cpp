@@ -472,10 +472,6 @@ std::vector<Hook> hooksOf(const ObjectStore& store, const std::string& plural) {
   return out;
 }
 
-std::string apiVersionOf(const std::string& group, const std::string& version) {
-  return group.empty() ? version : group + "/" + version;
-}
-
 json atVersion(json object, const std::string& apiVersion) {
   if (object.is_object() && object.contains("apiVersion")) object["apiVersion"] = apiVersion;
   return object;

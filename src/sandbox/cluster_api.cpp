@@ -59,10 +59,6 @@ std::string randomSuffix() {
   return out;
 }
 
-std::string groupVersion(const std::string& group, const std::string& version) {
-  return group.empty() ? version : group + "/" + version;
-}
-
 bool isCrd(const ResourceType& type) { return type.group == kCrdGroup && type.plural == "customresourcedefinitions"; }
 bool isNamespace(const ResourceType& type) { return type.group.empty() && type.plural == "namespaces"; }
 
@@ -247,7 +243,7 @@ json ClusterApi::get(const ResourceRef& ref) const {
   if (ref.name.empty()) throw resourceNotFound();
   auto object = store_.get({type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name});
   if (!object) throw ApiError::notFound(type->qualifiedResource(), ref.name);
-  (*object)["apiVersion"] = groupVersion(type->group, ref.version);
+  (*object)["apiVersion"] = apiVersionOf(type->group, ref.version);
   return *object;
 }
 
@@ -280,7 +276,7 @@ json ClusterApi::list(const ResourceRef& ref, const ListOptions& options) const 
   auto filter = makeFilter(*type, options, "");
   auto result = store_.list(type->group, type->plural, type->namespaced ? ref.namespace_ : "", filter, options.limit,
                             options.continueToken);
-  const auto gv = groupVersion(type->group, ref.version);
+  const auto gv = apiVersionOf(type->group, ref.version);
   json items = json::array();
   for (auto& item : result.items) {
     item["apiVersion"] = gv;
@@ -358,7 +354,7 @@ std::unique_ptr<ObjectStore::Watch> ClusterApi::watch(const ResourceRef& ref, co
   auto type = resolve(ref);
   auto filter = makeFilter(*type, options, ref.name);
   const std::string ns = type->namespaced ? ref.namespace_ : "";
-  const auto gv = groupVersion(type->group, ref.version);
+  const auto gv = apiVersionOf(type->group, ref.version);
   const auto from = parseResourceVersion(resourceVersion, "resourceVersion");
   std::deque<WatchEvent> initial;
   std::uint64_t start = from.value_or(0);
@@ -385,7 +381,7 @@ Target target(const ClusterApi& api, const ResourceRef& ref) {
   const auto* version = type->version(ref.version);
   if (!version) throw resourceNotFound();
   return {type, version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
-          groupVersion(type->group, ref.version)};
+          apiVersionOf(type->group, ref.version)};
 }
 
 // Prunes and defaults a custom resource by its version's schema; with fieldValidation=Strict
@@ -643,7 +639,7 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
                               const json& current, json incoming, bool managedFieldsDone,
                               std::optional<std::uint64_t> precondition, const WriteOptions& options) {
   const Target t{type, &version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
-                 groupVersion(type->group, ref.version)};
+                 apiVersionOf(type->group, ref.version)};
   checkTypeMeta(incoming, t);
   const auto currentRv = parseResourceVersion(stringAt(current, "metadata", "resourceVersion"), "stored object");
   if (precondition && precondition != currentRv)

@@ -237,10 +237,6 @@ bool peerGone(const httplib::Request& req) {
   return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-std::string joinGroupVersion(const std::string& group, const std::string& version) {
-  return group.empty() ? version : group + "/" + version;
-}
-
 }  // namespace
 
 // Where a request goes, decided from its method, path and query alone.
@@ -631,7 +627,7 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   auto stream = std::make_shared<WatchStream>();
   stream->deadline = SteadyClock::now() + timeout;
   stream->kind = type->kind;
-  stream->apiVersion = joinGroupVersion(type->group, ref.version);
+  stream->apiVersion = apiVersionOf(type->group, ref.version);
   stream->bookmarks = req.has_param("allowWatchBookmarks") &&
                       parseBoolParam("allowWatchBookmarks", param(req, "allowWatchBookmarks"));
   stream->table = acceptsTable(req.get_header_value("Accept"));

@@ -174,7 +174,7 @@ std::optional<json> ResourceRegistry::apiResourceList(const std::string& group, 
   if (resources.empty()) return std::nullopt;
   return json{{"kind", "APIResourceList"},
               {"apiVersion", "v1"},
-              {"groupVersion", group.empty() ? version : group + "/" + version},
+              {"groupVersion", apiVersionOf(group, version)},
               {"resources", std::move(resources)}};
 }
 

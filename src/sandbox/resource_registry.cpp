@@ -8,6 +8,10 @@
 
 namespace mka::sandbox {
 
+std::string apiVersionOf(const std::string& group, const std::string& version) {
+  return group.empty() ? version : group + "/" + version;
+}
+
 std::string ResourceType::qualifiedResource() const { return group.empty() ? plural : plural + "." + group; }
 
 std::string ResourceType::qualifiedKind() const { return group.empty() ? kind : kind + "." + group; }

@@ -44,6 +44,9 @@ struct ResourceType {
   const ResourceVersionInfo& storageVersion() const;
 };
 
+// An object's apiVersion: "tekton.dev/v1", or "v1" for the core group.
+std::string apiVersionOf(const std::string& group, const std::string& version);
+
 // A registry entry: immutable once registered (a CRD update registers a new one), so holders
 // may keep it without a lock.
 using ResourceTypePtr = std::shared_ptr<const ResourceType>;
