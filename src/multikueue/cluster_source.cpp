@@ -67,25 +67,9 @@ ClusterSource fromPath(const std::string& path, const fs::path& prefix) {
   return validated(text.str(), "");
 }
 
-// Whether the registry may watch `path` for changes: it loaded, or it does not exist yet at a
-// place under the prefix (so its creation is noticed). Never a file the adapter may not load:
-// the watcher reads what it watches.
-bool watchable(const ClusterSource& loaded, const std::string& path, const fs::path& prefix) {
-  if (loaded.ok()) return true;
-  const fs::path p(path);
-  std::error_code ec;
-  if (path.empty() || !p.is_absolute() || fs::exists(fs::symlink_status(p, ec))) return false;
-  for (const auto& part : p)
-    if (part == "..") return false;
-  const auto resolvedPrefix = fs::canonical(prefix, ec);
-  if (ec) return false;
-  const auto resolved = fs::weakly_canonical(p, ec);
-  return !ec && (resolved.string() + "/").starts_with(resolvedPrefix.string() + "/");
-}
-
-}  // namespace
-
-std::optional<std::string> validateKubeconfigPath(const std::string& path, const fs::path& prefix) {
+// Kueue's MultiKueueKubeConfigPathValidation. `missingAllowed`: a file that does not exist yet is
+// judged by where it would be (its existing parent directories resolved), not refused.
+std::optional<std::string> checkKubeconfigPath(const std::string& path, const fs::path& prefix, bool missingAllowed) {
   if (path.empty()) return "kubeconfig path must not be empty";
   const fs::path p(path);
   for (const auto& part : p)
@@ -94,13 +78,29 @@ std::optional<std::string> validateKubeconfigPath(const std::string& path, const
   std::error_code ec;
   const auto resolvedPrefix = fs::canonical(prefix, ec);
   if (ec) return std::string(kNotUnderPrefix) + quoted(path) + " is not under " + quoted(prefix.string());
-  const auto resolved = fs::canonical(p, ec);
+  const auto resolved = missingAllowed ? fs::weakly_canonical(p, ec) : fs::canonical(p, ec);
   if (ec) return "cannot resolve kubeconfig path symlinks: " + ec.message();
   // With the separator, so that a sibling such as "<prefix>-other" is not "under" it.
   const auto base = resolvedPrefix.string() + "/";
   if (!(resolved.string() + "/").starts_with(base))
     return std::string(kNotUnderPrefix) + quoted(resolved.string()) + " is not under " + quoted(resolvedPrefix.string());
   return std::nullopt;
+}
+
+// Whether the registry may watch `path` for changes: it loaded, or it does not exist yet at a
+// place under the prefix (so its creation is noticed). Never a file the adapter may not load:
+// the watcher reads what it watches.
+bool watchable(const ClusterSource& loaded, const std::string& path, const fs::path& prefix) {
+  if (loaded.ok()) return true;
+  std::error_code ec;
+  if (path.empty() || fs::exists(fs::symlink_status(path, ec))) return false;
+  return !checkKubeconfigPath(path, prefix, /*missingAllowed=*/true);
+}
+
+}  // namespace
+
+std::optional<std::string> validateKubeconfigPath(const std::string& path, const fs::path& prefix) {
+  return checkKubeconfigPath(path, prefix, /*missingAllowed=*/false);
 }
 
 ClusterSource loadClusterSource(kube::Client& manager, const json& cluster, const std::string& namespace_,
