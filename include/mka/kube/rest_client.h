@@ -21,6 +21,7 @@
 #include "mka/kube/api_error.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/rate_limiter.h"
+#include "mka/net/openssl.h"
 
 namespace mka::kube {
 
@@ -87,6 +88,11 @@ class RestClient {
   ClientOptions options_;
   std::string host_;
   int port_ = 443;
+  // Parsed once and shared by every connection's SSL_CTX (OpenSSL counts the references): a
+  // connection costs no PEM parsing and no copy of the CA.
+  net::OpensslPtr<X509_STORE> caStore_;  // null without certificate-authority-data
+  net::OpensslPtr<X509> clientCertificate_;
+  net::OpensslPtr<EVP_PKEY> clientKey_;
   std::mutex poolMutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::mutex tokenMutex_;

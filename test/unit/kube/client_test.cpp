@@ -190,6 +190,18 @@ TEST_F(ClientTest, AuthenticationAndServerVerification) {
   config = restConfig();
   config.host = "http://127.0.0.1:1";
   EXPECT_THROW(RestClient(config, fastOptions()), Error);
+
+  // A client key that is not PEM is refused when the client is built, not at its first request.
+  config = restConfig();
+  config.bearerToken.clear();
+  config.clientCertificatePem = cert.certPem;
+  config.clientKeyPem = "not a key";
+  try {
+    RestClient unusable(config, fastOptions());
+    ADD_FAILURE() << "a client key that is not PEM was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("client-certificate-data or client-key-data is not PEM"));
+  }
 }
 
 TEST_F(ClientTest, TlsServerNameIsVerifiedInsteadOfTheHost) {
