@@ -135,8 +135,7 @@ void Informer::relist() {
   }, &rv);
   ++lists_;
 
-  // Reconcile the cache with the list; handlers see what changed (client-go's Replace). Equal
-  // objects have equal blobs.
+  // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
   std::vector<std::string> added, deleted;
   std::vector<std::pair<std::string, std::string>> updated;
   std::vector<InformerHandlers> handlers;
@@ -148,7 +147,7 @@ void Informer::relist() {
       auto it = cache_.find(key);
       if (it == cache_.end()) {
         added.push_back(blob);
-      } else if (it->second != blob) {
+      } else if (!codec_.sameObject(it->second, blob)) {
         updated.emplace_back(it->second, blob);
       }
     }

@@ -22,7 +22,17 @@ constexpr std::size_t kMaxDictionary = std::size_t{1} << kWindowBits;
 // Level 1: objects are small and the dictionary supplies most matches; higher levels cost
 // CPU on every watch event for a few bytes.
 constexpr int kLevel = 1;
-constexpr std::size_t kHeader = 4;  // the CBOR length, little-endian
+// A blob starts with 4 bytes, little-endian: the dictionary generation in the top 2 bits, the
+// CBOR length below them.
+constexpr std::size_t kHeader = 4;
+constexpr int kGenerationShift = 30;
+constexpr std::uint32_t kLengthMask = (std::uint32_t{1} << kGenerationShift) - 1;
+
+std::uint32_t headerOf(std::string_view blob) {
+  std::uint32_t header = 0;
+  for (std::size_t i = 0; i < kHeader; ++i) header |= std::uint32_t{static_cast<unsigned char>(blob[i])} << (8 * i);
+  return header;
+}
 
 [[noreturn]] void fail(const char* what, int rc) {
   throw Error(std::string("informer cache: zlib ") + what + " failed (" + std::to_string(rc) +
@@ -52,21 +62,42 @@ struct ObjectCodec::Deflater {
 ObjectCodec::ObjectCodec() : deflater_(std::make_unique<Deflater>()) {}
 ObjectCodec::~ObjectCodec() = default;
 
+void ObjectCodec::retrain(const std::vector<std::uint8_t>& current) {
+  std::string samples(reinterpret_cast<const char*>(largest_.data()), largest_.size());
+  if (largest_ != current) samples.append(reinterpret_cast<const char*>(current.data()), current.size());
+  // The last window's worth: deflate only reaches that far back, and the current object,
+  // nearest to the data, gives the shortest distances.
+  if (samples.size() > kMaxDictionary) samples.erase(0, samples.size() - kMaxDictionary);
+  dictionaries_[1] = std::move(samples);
+  generation_ = 1;
+  std::vector<std::uint8_t>().swap(largest_);
+}
+
 std::string ObjectCodec::encode(const nlohmann::json& object) {
   std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(object);
-  if (dictionary_.empty()) {
+  if (cbor.size() > kLengthMask)
+    throw Error("informer cache: an object of " + std::to_string(cbor.size()) +
+                " bytes is too large to cache (the limit is 1 GiB)");
+  ++encodes_;
+  if (encodes_ == 1) {
     const std::size_t from = cbor.size() > kMaxDictionary ? cbor.size() - kMaxDictionary : 0;
-    dictionary_.assign(reinterpret_cast<const char*>(cbor.data()) + from, cbor.size() - from);
+    dictionaries_[0].assign(reinterpret_cast<const char*>(cbor.data()) + from, cbor.size() - from);
   }
+  if (generation_ == 0) {
+    if (cbor.size() > largest_.size()) largest_ = cbor;
+    if (encodes_ == kRetrainAt) retrain(cbor);
+  }
+  const std::string& dictionary = dictionaries_[generation_];
   z_stream& z = deflater_->stream;
   if (int rc = deflateReset(&z); rc != Z_OK) fail("deflateReset", rc);
-  if (int rc = deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary_.data()),
-                                    static_cast<uInt>(dictionary_.size()));
+  if (int rc = deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
+                                    static_cast<uInt>(dictionary.size()));
       rc != Z_OK)
     fail("deflateSetDictionary", rc);
   std::string blob(kHeader + deflateBound(&z, cbor.size()), '\0');
-  const auto length = static_cast<std::uint32_t>(cbor.size());
-  for (std::size_t i = 0; i < kHeader; ++i) blob[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+  const auto header = static_cast<std::uint32_t>(cbor.size()) |
+                      (static_cast<std::uint32_t>(generation_) << kGenerationShift);
+  for (std::size_t i = 0; i < kHeader; ++i) blob[i] = static_cast<char>((header >> (8 * i)) & 0xff);
   z.next_in = cbor.data();
   z.avail_in = static_cast<uInt>(cbor.size());
   z.next_out = reinterpret_cast<Bytef*>(blob.data() + kHeader);
@@ -79,13 +110,16 @@ std::string ObjectCodec::encode(const nlohmann::json& object) {
 
 nlohmann::json ObjectCodec::decode(std::string_view blob) const {
   if (blob.size() < kHeader) fail("inflate (short blob)", Z_DATA_ERROR);
-  std::uint32_t length = 0;
-  for (std::size_t i = 0; i < kHeader; ++i) length |= std::uint32_t{static_cast<unsigned char>(blob[i])} << (8 * i);
+  const std::uint32_t header = headerOf(blob);
+  const std::uint32_t length = header & kLengthMask;
+  const std::uint32_t generation = header >> kGenerationShift;
+  if (generation >= dictionaries_.size()) fail("inflate (unknown dictionary)", Z_DATA_ERROR);
+  const std::string& dictionary = dictionaries_[generation];
   thread_local Inflater inflater;
   z_stream& z = inflater.stream;
   if (int rc = inflateReset(&z); rc != Z_OK) fail("inflateReset", rc);
-  if (int rc = inflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary_.data()),
-                                    static_cast<uInt>(dictionary_.size()));
+  if (int rc = inflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
+                                    static_cast<uInt>(dictionary.size()));
       rc != Z_OK)
     fail("inflateSetDictionary", rc);
   std::vector<std::uint8_t> cbor(length);
@@ -95,6 +129,12 @@ nlohmann::json ObjectCodec::decode(std::string_view blob) const {
   z.avail_out = static_cast<uInt>(cbor.size());
   if (int rc = inflate(&z, Z_FINISH); rc != Z_STREAM_END || z.total_out != length) fail("inflate", rc);
   return nlohmann::json::from_cbor(cbor);
+}
+
+bool ObjectCodec::sameObject(std::string_view a, std::string_view b) const {
+  if (a.size() >= kHeader && b.size() >= kHeader && (headerOf(a) >> kGenerationShift) == (headerOf(b) >> kGenerationShift))
+    return a == b;
+  return decode(a) == decode(b);
 }
 
 }  // namespace mka::kube

@@ -352,6 +352,11 @@ std::size_t ClusterHttp::openWatches() const {
   return watches_.size();
 }
 
+std::uint64_t ClusterHttp::watchesStarted() const {
+  std::lock_guard lock(watchesMutex_);
+  return nextWatchId_;
+}
+
 std::size_t ClusterHttp::openConnections() const { return server_ ? server_->openConnections() : 0; }
 
 void ClusterHttp::registerWatch(const std::shared_ptr<WatchStream>& stream) {

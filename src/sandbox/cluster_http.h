@@ -66,6 +66,7 @@ class ClusterHttp {
   int port() const { return port_.load(); }
 
   std::size_t openWatches() const;      // watch streams open now
+  std::uint64_t watchesStarted() const;  // watch streams opened since the cluster was made
   std::size_t openConnections() const;  // connections open now (idle keep-alive ones included)
 
  private:

@@ -279,6 +279,7 @@ std::string Cluster::kubeconfig() const {
 }
 
 std::size_t Cluster::openWatches() const { return impl_->http->openWatches(); }
+std::uint64_t Cluster::watchesStarted() const { return impl_->http->watchesStarted(); }
 std::size_t Cluster::openConnections() const { return impl_->http->openConnections(); }
 
 ClusterApi& Cluster::api() { return impl_->api; }

@@ -1,21 +1,29 @@
 #pragma once
 // Compact storage for cached API objects (the informers' caches). An object is kept as CBOR,
-// deflated against a preset dictionary: the first object the codec encoded. Objects of one kind
+// deflated against a preset dictionary made of objects of the same kind. Objects of one kind
 // share most of their bytes (keys, labels, owner references, conditions, the pod template), so
 // a cached Workload costs a few hundred bytes instead of the ~10 KB of an nlohmann::json tree,
 // for some microseconds per encode and per decode.
 //
-// The dictionary is the first object's last 8 KiB (the deflate window chosen for memory).
+// Dictionaries: generation 0 is the first object encoded. It is often a poor sample of the
+// kind (a Workload just created, before Kueue wrote its status), so at the kRetrainAt-th encode
+// generation 1 replaces it for later blobs: the largest object seen until then (the most
+// fields) followed by the current one, the last 8 KiB of them (the deflate window, chosen for
+// memory). Each blob names its generation; both dictionaries are kept, so older blobs decode.
+//
 // Written here over zlib because no packaged library keeps JSON documents compressed against a
 // shared dictionary; zlib's preset dictionaries (RFC 1951 raw deflate) do the real work.
 //
-// Threads: encode() from one thread at a time (an informer's reflector); decode() from any
-// thread, for blobs that encode() returned earlier and that reached the decoding thread through
-// a synchronising hand-off (the informer's mutex).
+// Threads: encode() from one thread at a time (an informer's reflector); decode() and
+// sameObject() from any thread, for blobs that encode() returned earlier and that reached the
+// calling thread through a synchronising hand-off (the informer's mutex).
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,23 +31,35 @@ namespace mka::kube {
 
 class ObjectCodec {
  public:
+  // The encode that makes dictionary generation 1.
+  static constexpr std::uint64_t kRetrainAt = 256;
+
   ObjectCodec();
   ~ObjectCodec();
   ObjectCodec(const ObjectCodec&) = delete;
   ObjectCodec& operator=(const ObjectCodec&) = delete;
 
-  // Equal objects give equal blobs (CBOR of sorted keys, deterministic deflate), so blobs can be
-  // compared instead of objects.
+  // Equal objects encoded under one dictionary generation give equal blobs (CBOR of sorted
+  // keys, deterministic deflate); sameObject() also compares blobs of different generations.
   std::string encode(const nlohmann::json& object);
   nlohmann::json decode(std::string_view blob) const;
+  bool sameObject(std::string_view a, std::string_view b) const;
 
-  // Bytes of the dictionary (observability and tests).
-  std::size_t dictionarySize() const { return dictionary_.size(); }
+  // Observability and tests: the dictionary later blobs are encoded with, and its generation.
+  // From the encoding thread only.
+  std::size_t dictionarySize() const { return dictionaries_[generation_].size(); }
+  int generation() const { return generation_; }
 
  private:
   struct Deflater;
+  void retrain(const std::vector<std::uint8_t>& current);
+
   std::unique_ptr<Deflater> deflater_;
-  std::string dictionary_;  // set by the first encode(), never changed afterwards
+  // Each set once by encode() before the first blob that uses it, never changed afterwards.
+  std::array<std::string, 2> dictionaries_;
+  int generation_ = 0;  // encoding thread only
+  std::uint64_t encodes_ = 0;
+  std::vector<std::uint8_t> largest_;  // the largest CBOR before generation 1, then freed
 };
 
 }  // namespace mka::kube

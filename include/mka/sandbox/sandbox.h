@@ -66,6 +66,7 @@ class Cluster {
   std::string kubeconfig() const;
 
   std::size_t openWatches() const;      // watches streamed over HTTP right now
+  std::uint64_t watchesStarted() const;  // watches streamed over HTTP since the cluster was made
   std::size_t openConnections() const;  // HTTP connections open right now
 
   ClusterApi& api();

@@ -295,10 +295,12 @@ TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
   ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 1; }));
 
   for (int round = 0; round < 3; ++round) {
-    // Each round drops a watch that is really open.
+    // Each round drops a watch that is really open: the server has registered this round's
+    // watch and let go of the last one (the informer counts a watch before the server has it).
     ASSERT_TRUE(test::eventually([&] {
-      return informer.watches() == static_cast<std::uint64_t>(round) + 1 && cluster.openWatches() == 1;
-    }));
+      return cluster.watchesStarted() == static_cast<std::uint64_t>(round) + 1 && cluster.openWatches() == 1;
+    })) << "round " << round << ": informer watches " << informer.watches() << ", server watches started "
+        << cluster.watchesStarted() << ", open " << cluster.openWatches();
     client->create(configMap("r" + std::to_string(round) + "-a"));
     cluster.store().closeAllWatches();  // the stream drops
     client->create(configMap("r" + std::to_string(round) + "-b"));
@@ -359,6 +361,34 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   informer.stop();
   std::lock_guard lock(mutex);
   EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
+}
+
+// The informer's codec changes its dictionary after kRetrainAt encodes: objects cached before
+// and listed again after it have different blobs, yet a relist must not call them updated.
+TEST_F(InformerTest, RelistAcrossADictionaryChangeReportsNoSpuriousUpdates) {
+  const int count = static_cast<int>(ObjectCodec::kRetrainAt) + 20;
+  for (int i = 0; i < count; ++i)
+    cluster.api().create({"", "v1", "configmaps", "default", "", ""}, configMap("cm-" + std::to_string(i)));
+  auto client = newClient();
+  std::atomic<int> updates{0}, deletes{0}, syncs{0};  // declared before the informer: its thread writes them
+  InformerOptions options{.namespace_ = "default"};
+  options.onSynced = [&] { ++syncs; };  // after the handlers have seen the list
+  Informer informer(*client, kConfigMap, options);
+  informer.addHandlers({.onUpdate = [&](const json&, const json&) { ++updates; },
+                        .onDelete = [&](const json&) { ++deletes; }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{30}));
+  ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 1; }));
+
+  cluster.setUnreachable(true);
+  cluster.api().remove({"", "v1", "configmaps", "default", "cm-0", ""});
+  cluster.store().compact();
+  cluster.setUnreachable(false);
+  ASSERT_TRUE(test::eventually([&] { return syncs.load() == 2; }));
+  EXPECT_EQ(deletes.load(), 1);
+  EXPECT_EQ(updates.load(), 0) << "objects cached under the first dictionary were reported as changed";
+  EXPECT_EQ(informer.list().size(), static_cast<std::size_t>(count - 1));
+  informer.stop();
 }
 
 TEST_F(InformerTest, TransformShapesWhatIsCachedAndHandedToHandlers) {

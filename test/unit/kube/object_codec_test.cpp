@@ -74,6 +74,30 @@ TEST(ObjectCodecTest, SimilarObjectsShrinkAgainstTheDictionary) {
   EXPECT_EQ(codec.decode(blob), sibling);
 }
 
+// The first object is often a poor dictionary (a Workload before Kueue wrote its status); the
+// kRetrainAt-th encode makes a better one from the largest object seen and the current one.
+TEST(ObjectCodecTest, ALaterDictionaryLearnsFromLargerObjectsAndOldBlobsStillDecode) {
+  ObjectCodec codec;
+  auto bare = workload(0);
+  bare.erase("status");
+  codec.encode(bare);
+  EXPECT_EQ(codec.generation(), 0);
+  const auto sample = workload(7777);
+  const auto before = codec.encode(sample);
+  for (std::uint64_t i = 2; i < ObjectCodec::kRetrainAt; ++i) codec.encode(workload(static_cast<int>(i)));
+  EXPECT_EQ(codec.generation(), 1);
+  EXPECT_GT(codec.dictionarySize(), bare.dump().size() / 2);
+  const auto after = codec.encode(sample);
+  EXPECT_LT(after.size(), before.size()) << "generation 1 should know the status fields";
+  EXPECT_EQ(codec.decode(before), sample);
+  EXPECT_EQ(codec.decode(after), sample);
+  // One object in two generations: different bytes, the same object.
+  EXPECT_NE(before, after);
+  EXPECT_TRUE(codec.sameObject(before, after));
+  EXPECT_TRUE(codec.sameObject(after, codec.encode(sample)));
+  EXPECT_FALSE(codec.sameObject(before, codec.encode(workload(7778))));
+}
+
 TEST(ObjectCodecTest, AFirstObjectLargerThanTheWindowStillWorks) {
   ObjectCodec codec;
   json big = workload(0);
