@@ -112,14 +112,16 @@ void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay)
     return;
   }
   const auto readyAt = now + std::chrono::duration_cast<Clock::TimePoint::duration>(delay);
-  if (const auto it = waitingSlots_.find(key); it != waitingSlots_.end()) {
+  const WaitingSlot slot{readyAt, nextWaitingSeq_++};
+  if (auto it = waitingSlots_.find(key); it != waitingSlots_.end()) {
     if (it->second.first <= readyAt) return;  // already due sooner
     waiting_.erase(it->second);
-    waitingSlots_.erase(it);
+    it->second = slot;
+    waiting_.emplace(slot, &it->first);
+  } else {
+    const auto added = waitingSlots_.emplace(key, slot).first;
+    waiting_.emplace(slot, &added->first);
   }
-  const WaitingSlot slot{readyAt, nextWaitingSeq_++};
-  waiting_.emplace(slot, key);
-  waitingSlots_.emplace(key, slot);
   if (waiting_.begin()->first == slot) {  // the timer is waiting for something later
     ++timerWakeups_;
     timerWake_.notify_one();
@@ -137,9 +139,10 @@ int WorkQueue::numRequeues(const std::string& key) { return rateLimiter_->numReq
 
 void WorkQueue::promoteReadyLocked(TimePoint now) {
   while (!waiting_.empty() && waiting_.begin()->first.first <= now) {
-    auto node = waiting_.extract(waiting_.begin());
-    waitingSlots_.erase(node.mapped());
-    addLocked(node.mapped());
+    const auto first = waiting_.begin();
+    auto node = waitingSlots_.extract(*first->second);  // keeps the key alive
+    waiting_.erase(first);
+    addLocked(node.key());
   }
 }
 

@@ -153,8 +153,10 @@ class WorkQueue {
   bool drain_ = false;
 
   // The delaying part: keys by ready time (FIFO among equal times), and each key's slot so a
-  // second addAfter can move it earlier.
-  std::map<WaitingSlot, std::string> waiting_;
+  // second addAfter can move it earlier. A controller keeps a delayed key per tracked object
+  // (periodic resync), so the key is stored once: waiting_ points at waitingSlots_'s copy
+  // (unordered_map nodes do not move).
+  std::map<WaitingSlot, const std::string*> waiting_;
   std::unordered_map<std::string, WaitingSlot> waitingSlots_;
   std::uint64_t nextWaitingSeq_ = 0;
   std::uint64_t timerWakeups_ = 0;
