@@ -669,6 +669,12 @@ std::optional<std::string> ServiceResolver::resolve(const std::string& ns, const
 AdmissionChain::AdmissionChain(ObjectStore& store, const ServiceResolver& resolver)
     : store_(store), resolver_(resolver) {}
 
+bool AdmissionChain::hasWebhooks() const {
+  for (const char* plural : {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"})
+    if (!store_.list(kAdmissionGroup, plural, "", nullptr).items.empty()) return true;
+  return false;
+}
+
 nlohmann::json AdmissionChain::admit(const AdmissionAttributes& attributes, std::vector<std::string>* warnings) {
   json object = attributes.object;
   // kube-apiserver never sends webhook configurations to webhooks (one could lock itself out).

@@ -466,7 +466,7 @@ json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions&
   applySchema(object, t, options.fieldValidation);
   t.key.name = name;
 
-  if (admit_) {
+  if (admitting()) {
     AdmissionAttributes attributes{"CREATE", t.type.get(), ref.version, ref, std::move(object), nullptr, options.dryRun,
                                    options.user};
     attributes.ref.name = name;
@@ -687,7 +687,7 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
     labels["kubernetes.io/metadata.name"] = ref.name;
   }
 
-  if (admit_) {
+  if (admitting()) {
     AdmissionAttributes attributes{"UPDATE", type.get(), ref.version, ref, std::move(next), current, options.dryRun,
                                    options.user};
     next = admit_(attributes);
@@ -769,7 +769,7 @@ json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
                                "Precondition failed: ResourceVersion in precondition: " +
                                    *options.preconditionResourceVersion +
                                    ", ResourceVersion in object meta: " + meta.value("resourceVersion", ""));
-    if (admit_) {
+    if (admitting()) {
       AdmissionAttributes attributes{"DELETE", t.type.get(), ref.version, ref, nullptr, *current, options.dryRun,
                                      options.user};
       admit_(attributes);

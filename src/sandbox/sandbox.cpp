@@ -143,9 +143,8 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   }
   impl_ = std::make_unique<Impl>(std::move(options), resolver, clock);
   Impl& d = *impl_;
-  d.api.setAdmission([&admission = d.admission](const AdmissionAttributes& attributes) {
-    return admission.admit(attributes);
-  });
+  d.api.setAdmission([&admission = d.admission](const AdmissionAttributes& attributes) { return admission.admit(attributes); },
+                     [&admission = d.admission] { return admission.hasWebhooks(); });
   d.api.setGarbageCollector(&d.gc);
   d.gc.setEnabled(d.options.garbageCollection);
 

@@ -61,6 +61,8 @@ class AdmissionChain {
   // ApiError when a webhook denies or fails under failurePolicy Fail. The webhooks' `warnings`
   // are appended to `warnings` when given (kube-apiserver returns them as Warning headers).
   nlohmann::json admit(const AdmissionAttributes& attributes, std::vector<std::string>* warnings = nullptr);
+  // Whether any mutating or validating webhook configuration exists (admit() is then a copy).
+  bool hasWebhooks() const;
 
  private:
   ObjectStore& store_;

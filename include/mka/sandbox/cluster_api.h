@@ -87,9 +87,14 @@ class ClusterApi {
 
   // Optional collaborators, set before serving. `admit` runs the admission webhooks (usually
   // AdmissionChain::admit) on every create, update, patch and delete, after defaulting; it
-  // returns the object to store (mutated) or throws ApiError to refuse.
+  // returns the object to store (mutated) or throws ApiError to refuse. `active`, when given,
+  // says whether there are webhooks at all (AdmissionChain::hasWebhooks): when there are none,
+  // a write skips admission, and the copies and second schema pass it costs.
   using AdmitFunction = std::function<nlohmann::json(const AdmissionAttributes&)>;
-  void setAdmission(AdmitFunction admit) { admit_ = std::move(admit); }
+  void setAdmission(AdmitFunction admit, std::function<bool()> active = {}) {
+    admit_ = std::move(admit);
+    admitActive_ = std::move(active);
+  }
   void setGarbageCollector(GarbageCollector* gc) { gc_ = gc; }
 
   // Each throws ApiError with kube-apiserver's status, reason and message.
@@ -144,6 +149,8 @@ class ClusterApi {
   ObjectStore& store_;
   const Clock& clock_;
   AdmitFunction admit_;
+  std::function<bool()> admitActive_;
+  bool admitting() const { return admit_ && (!admitActive_ || admitActive_()); }
   GarbageCollector* gc_ = nullptr;
 };
 

@@ -283,6 +283,16 @@ class AdmissionTest : public ::testing::Test {
   std::vector<Call> calls_;
 };
 
+TEST_F(AdmissionTest, HasWebhooksOnceAnyMutatingOrValidatingConfigurationExists) {
+  EXPECT_FALSE(chain_.hasWebhooks());
+  validating("checker", {hook("check.example.com", "/check")});
+  EXPECT_TRUE(chain_.hasWebhooks());
+  store_.remove({"admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "checker"});
+  EXPECT_FALSE(chain_.hasWebhooks());
+  mutating("labeller", {hook("label.example.com", "/label")});
+  EXPECT_TRUE(chain_.hasWebhooks());
+}
+
 TEST_F(AdmissionTest, MutatingWebhookPatchIsAppliedAndTheReviewCarriesTheRequest) {
   on("/label", [](const json&) { return patchResponse(setLabel("mutated", "yes")); });
   mutating("labeller", {hook("label.example.com", "/label")});

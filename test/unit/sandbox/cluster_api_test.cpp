@@ -405,6 +405,25 @@ TEST_F(ClusterApiTest, CrdLifecycleRegistersAndRemovesTheResource) {
   EXPECT_EQ(apiErrorOf([&] { api.create(crdRef(), bad); }).code(), 422);
 }
 
+// Without webhooks (AdmissionChain::hasWebhooks false) writes skip admission altogether.
+TEST_F(ClusterApiTest, AnInactiveAdmissionIsNotCalled) {
+  bool active = false;
+  int calls = 0;
+  api.setAdmission(
+      [&](const AdmissionAttributes& a) {
+        ++calls;
+        return a.operation == "DELETE" ? a.oldObject : a.object;
+      },
+      [&] { return active; });
+  api.create(prRef(), pipelineRun("quiet"));
+  api.patch(prRef("quiet"), "application/merge-patch+json", R"({"metadata":{"labels":{"a":"b"}}})");
+  api.remove(prRef("quiet"));
+  EXPECT_EQ(calls, 0);
+  active = true;
+  api.create(prRef(), pipelineRun("heard"));
+  EXPECT_EQ(calls, 1);
+}
+
 TEST_F(ClusterApiTest, AdmissionSeesEveryWriteAndCanMutateOrRefuse) {
   std::vector<std::string> seen;
   api.setAdmission([&](const AdmissionAttributes& a) {
