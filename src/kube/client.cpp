@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/json_fields.h"
+
 namespace mka::kube {
 namespace {
 
@@ -13,11 +15,7 @@ json parseBody(const Response& response, const std::string& what) {
   return parsed;
 }
 
-std::string metaString(const json& object, const char* field) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  return meta->value(field, "");
-}
+using json_fields::metadataString;
 
 GroupVersionKind gvkOf(const json& object) {
   const auto apiVersion = object.value("apiVersion", "");
@@ -168,7 +166,7 @@ std::vector<json> Client::listAll(const GroupVersionKind& gvk, const std::string
 
 json Client::create(const json& object, const WriteOptions& options) {
   const auto gvk = gvkOf(object);
-  auto target = path(discovery_.resourceFor(gvk), metaString(object, "namespace"));
+  auto target = path(discovery_.resourceFor(gvk), metadataString(object, "namespace"));
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
   return parseBody(rest_->request("POST", target, object.dump()), "POST " + target);
@@ -176,7 +174,7 @@ json Client::create(const json& object, const WriteOptions& options) {
 
 json Client::update(const json& object, const WriteOptions& options) {
   const auto gvk = gvkOf(object);
-  auto target = objectPath(gvk, metaString(object, "namespace"), metaString(object, "name"), options.subresource);
+  auto target = objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
   return parseBody(rest_->request("PUT", target, object.dump()), "PUT " + target);
@@ -195,7 +193,7 @@ json Client::apply(const json& object, const ApplyOptions& options) {
   if (options.fieldManager.empty())
     throw Error("server-side apply needs a field manager: set ApplyOptions.fieldManager to the controller's name");
   const auto gvk = gvkOf(object);
-  auto target = objectPath(gvk, metaString(object, "namespace"), metaString(object, "name"), options.subresource);
+  auto target = objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.force) appendQuery(target, "force", "true");
   // JSON is YAML: the apply content type takes either.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/config/managed_by.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
@@ -19,11 +20,9 @@ using std::chrono::nanoseconds;
 
 namespace {
 
-std::string metaString(const json& object, const char* field) {
-  return object.value("metadata", json::object()).value(field, "");
-}
+using json_fields::metadataString;
 
-std::string keyOf(const json& object) { return metaString(object, "namespace") + "/" + metaString(object, "name"); }
+std::string keyOf(const json& object) { return metadataString(object, "namespace") + "/" + metadataString(object, "name"); }
 
 std::pair<std::string, std::string> splitKey(const std::string& key) {
   const auto slash = key.find('/');
@@ -194,7 +193,7 @@ bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
       if (e.reason() != kube::Reason::Conflict || attempt >= 5) throw;
     }
     object = client.get(kube::GroupVersionKind::fromApiVersion(cached.value("apiVersion", ""), cached.value("kind", "")),
-                        metaString(cached, "namespace"), metaString(cached, "name"));
+                        metadataString(cached, "namespace"), metadataString(cached, "name"));
   }
 }
 

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "log.h"
+#include "mka/common/json_fields.h"
 #include "mka/net/openssl.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
@@ -51,11 +52,7 @@ constexpr const char* kMetadataNameLabel = "kubernetes.io/metadata.name";
 
 // ---- small JSON readers -------------------------------------------------------------------
 
-std::string stringField(const json& object, const char* key, const std::string& fallback = "") {
-  if (!object.is_object()) return fallback;
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
+using json_fields::stringMember;
 
 std::vector<std::string> stringList(const json& object, const char* key) {
   std::vector<std::string> out;
@@ -97,8 +94,8 @@ struct CallFailure {
 // none or one below 400), reason and details.
 ApiError denial(const std::string& hook, const json& result) {
   const std::string deniedBy = "admission webhook " + goQuote(hook) + " denied the request";
-  const std::string message = stringField(result, "message");
-  const std::string reason = stringField(result, "reason");
+  const std::string message = stringMember(result, "message");
+  const std::string reason = stringMember(result, "reason");
   std::string text = deniedBy + " without explanation";
   if (!message.empty()) {
     text = deniedBy + ": " + message;
@@ -181,13 +178,13 @@ Endpoint endpointOf(const json& clientConfig, const ServiceResolver& resolver, i
   Endpoint e;
   if (clientConfig.is_object() && clientConfig.contains("service") && clientConfig["service"].is_object()) {
     const json& service = clientConfig["service"];
-    const std::string ns = stringField(service, "namespace");
-    const std::string name = stringField(service, "name");
+    const std::string ns = stringMember(service, "namespace");
+    const std::string name = stringMember(service, "name");
     int servicePort = 443;
     if (service.contains("port") && service["port"].is_number_integer()) servicePort = service["port"].get<int>();
     e.host = name + "." + ns + ".svc";
     e.port = servicePort;
-    e.path = withTimeout(stringField(service, "path"), timeoutSeconds);
+    e.path = withTimeout(stringMember(service, "path"), timeoutSeconds);
     e.url = "https://" + hostPort(e.host, e.port) + e.path;
     const auto resolved = resolver.resolve(ns, name, servicePort);
     if (!resolved) {
@@ -206,7 +203,7 @@ Endpoint endpointOf(const json& clientConfig, const ServiceResolver& resolver, i
     e.port = target->port;
     return e;
   }
-  const std::string url = stringField(clientConfig, "url");
+  const std::string url = stringMember(clientConfig, "url");
   const auto parsed = parseHttpsUrl(url);
   if (!parsed) {
     throw CallFailure{"could not get REST client: clientConfig.url " + goQuote(url) +
@@ -248,8 +245,8 @@ std::string verificationError(long result, const std::string& host) {
 // client-go's text for a non-2xx answer that is not a metav1.Status (errors.NewGenericServerResponse).
 std::string unexpectedStatus(int status, const std::string& body) {
   const json parsed = json::parse(body, nullptr, false);
-  if (parsed.is_object() && stringField(parsed, "kind") == "Status" && !stringField(parsed, "message").empty()) {
-    return stringField(parsed, "message");
+  if (parsed.is_object() && stringMember(parsed, "kind") == "Status" && !stringMember(parsed, "message").empty()) {
+    return stringMember(parsed, "message");
   }
   switch (status) {
     case 400: return "the server rejected our request for an unknown reason";
@@ -341,7 +338,7 @@ bool exactOrWildcard(const std::vector<std::string>& items, const std::string& r
 // rules.Matcher for one RuleWithOperations against (group, version, resource, subresource).
 bool ruleMatches(const json& rule, const AdmissionAttributes& a, const std::string& version) {
   const bool isNamespace = a.ref.group.empty() && a.ref.plural == "namespaces";
-  const std::string scope = stringField(rule, "scope", "*");
+  const std::string scope = stringMember(rule, "scope", "*");
   if (scope == "Namespaced") {
     if (isNamespace || a.ref.namespace_.empty()) return false;
   } else if (scope == "Cluster") {
@@ -374,7 +371,7 @@ bool anyRuleMatches(const json& hook, const AdmissionAttributes& a, const std::s
 std::optional<std::string> invocationVersion(const json& hook, const AdmissionAttributes& a,
                                              const std::string& requestVersion) {
   if (anyRuleMatches(hook, a, requestVersion)) return requestVersion;
-  if (stringField(hook, "matchPolicy", "Equivalent") != "Equivalent" || a.type == nullptr) return std::nullopt;
+  if (stringMember(hook, "matchPolicy", "Equivalent") != "Equivalent" || a.type == nullptr) return std::nullopt;
   std::vector<std::string> others;
   for (const auto& v : a.type->versions) {
     if (v.served && v.name != requestVersion) others.push_back(v.name);
@@ -411,7 +408,7 @@ SelectorOutcome matchNamespaceSelector(const json& hook, const AdmissionAttribut
   if (isNamespace && a.ref.subresource.empty() && (a.operation == "CREATE" || a.operation == "UPDATE")) {
     // The namespace being written: its new labels (the stored one is not there yet).
     labels = labelsOf(object);
-    if (name.empty() && object.is_object()) name = stringField(object.value("metadata", json::object()), "name");
+    if (name.empty() && object.is_object()) name = stringMember(object.value("metadata", json::object()), "name");
   } else {
     const auto ns = store.get(ObjectKey{"", "namespaces", "", name});
     if (!ns) return {Match::Error, ApiError::notFound("namespaces", name)};
@@ -455,14 +452,14 @@ std::optional<std::string> shouldCall(const json& hook, const AdmissionAttribute
 struct Hook {
   std::string configuration;
   json spec;  // one entry of .webhooks
-  std::string name() const { return stringField(spec, "name"); }
+  std::string name() const { return stringMember(spec, "name"); }
 };
 
 std::vector<Hook> hooksOf(const ObjectStore& store, const std::string& plural) {
   std::vector<Hook> out;
   // Ordered by name: kube-apiserver sorts configurations by name, webhooks stay in order.
   for (const auto& config : store.list(kAdmissionGroup, plural, "", nullptr).items) {
-    const std::string configName = stringField(config.value("metadata", json::object()), "name");
+    const std::string configName = stringMember(config.value("metadata", json::object()), "name");
     const auto hooks = config.find("webhooks");
     if (hooks == config.end() || !hooks->is_array()) continue;
     for (const auto& hook : *hooks) {
@@ -490,7 +487,7 @@ std::string requestName(const AdmissionAttributes& a) {
   if (!a.ref.name.empty()) return a.ref.name;
   for (const json* o : {&a.object, &a.oldObject}) {
     if (o->is_object() && o->contains("metadata")) {
-      const std::string name = stringField((*o)["metadata"], "name");
+      const std::string name = stringMember((*o)["metadata"], "name");
       if (!name.empty()) return name;
     }
   }
@@ -558,7 +555,7 @@ class Caller {
     if (!a_.ref.namespace_.empty()) request["namespace"] = a_.ref.namespace_;
     const json review = {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", request}};
 
-    const json answer = post(endpoint, stringField(clientConfig, "caBundle"), timeoutSeconds, review);
+    const json answer = post(endpoint, stringMember(clientConfig, "caBundle"), timeoutSeconds, review);
     const json response = verify(answer, uid, mutating);
 
     if (warnings_ != nullptr) {
@@ -567,9 +564,9 @@ class Caller {
     if (!response.value("allowed", false)) throw denial(name, response.value("status", json(nullptr)));
     if (!mutating || !response.contains("patch")) return object;
 
-    const std::string patchType = stringField(response, "patchType");
+    const std::string patchType = stringMember(response, "patchType");
     if (patchType != "JSONPatch") throw CallFailure{"unsupported patch type " + goQuote(patchType)};
-    const auto patchText = base64Decode(stringField(response, "patch"));
+    const auto patchText = base64Decode(stringMember(response, "patch"));
     const json patchDoc = patchText ? json::parse(*patchText, nullptr, false) : json(json::value_t::discarded);
     if (!patchDoc.is_array()) {
       throw CallFailure{"received undecodable patch in webhook response: response.patch must be the base64 of a "
@@ -597,15 +594,15 @@ class Caller {
     };
     if (!answer.contains("response") || !answer["response"].is_object()) throw invalid("webhook response was absent");
     const json& response = answer["response"];
-    const std::string got = stringField(response, "uid");
+    const std::string got = stringMember(response, "uid");
     if (got != uid) throw invalid("expected response.uid=" + goQuote(uid) + ", got " + goQuote(got));
-    const std::string apiVersion = stringField(answer, "apiVersion");
-    const std::string kind = stringField(answer, "kind");
+    const std::string apiVersion = stringMember(answer, "apiVersion");
+    const std::string kind = stringMember(answer, "kind");
     if (apiVersion != "admission.k8s.io/v1" || kind != "AdmissionReview") {
       throw invalid("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got " + apiVersion +
                     ", Kind=" + kind);
     }
-    const bool hasPatch = !stringField(response, "patch").empty();
+    const bool hasPatch = !stringMember(response, "patch").empty();
     const bool hasPatchType = response.contains("patchType") && !response["patchType"].is_null();
     if (mutating) {
       if (hasPatch && !hasPatchType) throw invalid("webhook returned response.patch but not response.patchType");
@@ -632,7 +629,7 @@ json invoke(Caller& caller, const Hook& hook, bool mutating, const std::string& 
   } catch (const CallFailure& failure) {
     const std::string name = hook.name();
     const std::string message = "failed calling webhook " + goQuote(name) + ": " + failure.reason;
-    if (stringField(hook.spec, "failurePolicy", "Fail") == "Ignore") {
+    if (stringMember(hook.spec, "failurePolicy", "Fail") == "Ignore") {
       logger().warn("admission webhook failed, failing open (failurePolicy Ignore) webhook={} configuration={} "
                     "error=\"{}\"",
                     name, hook.configuration, message);
@@ -697,7 +694,7 @@ nlohmann::json AdmissionChain::admit(const AdmissionAttributes& attributes, std:
       }
       object = std::move(next);
     }
-    if (stringField(mutating[i].spec, "reinvocationPolicy", "Never") == "IfNeeded") invokedReinvocable[i] = true;
+    if (stringMember(mutating[i].spec, "reinvocationPolicy", "Never") == "IfNeeded") invokedReinvocable[i] = true;
   }
   for (std::size_t i = 0; anyReinvoke && i < mutating.size(); ++i) {
     if (!reinvoke[i]) continue;

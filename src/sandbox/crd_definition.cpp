@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
+#include "mka/common/validation.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/resource_registry.h"
 
@@ -16,10 +18,7 @@ const std::string kCrdKind = "CustomResourceDefinition.apiextensions.k8s.io";
 
 std::string quoted(const std::string& s) { return json(s).dump(); }
 
-std::string stringMember(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using json_fields::stringMember;
 
 // Collects field errors in kube-apiserver's wording ("Required value", "Invalid value: ...").
 // Threads: lives for one parseCrd call on the calling thread.
@@ -99,15 +98,8 @@ class CrdReader {
   FieldErrors errors_;
 };
 
-bool isDnsLabel(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
-}
-
 void CrdReader::checkLabel(const std::string& path, const std::string& value) {
-  if (!isDnsLabel(value)) {
+  if (!validation::dns1123Label(value).empty()) {
     invalid(path, value,
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "

@@ -7,15 +7,11 @@
 #include <system_error>
 
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/sandbox/yaml_json.h"
 
 namespace mka::sandbox {
 namespace {
-
-std::string topLevelString(const nlohmann::json& doc, const char* key) {
-  auto it = doc.find(key);
-  return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::vector<nlohmann::json> readCrdFile(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -36,8 +32,8 @@ std::vector<nlohmann::json> readCrdFile(const std::filesystem::path& file) {
     const auto& doc = documents[i];
     const std::string where = file.string() + ": document " + std::to_string(i + 1);
     if (!doc.is_object()) throw Error(where + ": is not a mapping: expected a CustomResourceDefinition manifest");
-    const auto kind = topLevelString(doc, "kind");
-    const auto apiVersion = topLevelString(doc, "apiVersion");
+    const auto kind = json_fields::stringMember(doc, "kind");
+    const auto apiVersion = json_fields::stringMember(doc, "apiVersion");
     if (kind != "CustomResourceDefinition" || apiVersion != "apiextensions.k8s.io/v1") {
       throw Error(where + ": is " + (apiVersion.empty() ? "" : apiVersion + " ") + (kind.empty() ? "<no kind>" : kind) +
                   ", not apiextensions.k8s.io/v1 CustomResourceDefinition: keep only CRDs in CRD files");

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
+#include "mka/common/validation.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/pki.h"
 #include "mka/sandbox/api_error.h"
@@ -42,14 +43,6 @@ std::string randomToken() {
     out += kHex[b & 0xf];
   }
   return out;
-}
-
-bool isValidClusterName(const std::string& name) {
-  if (name.empty() || name.size() > 63) return false;
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return name.front() != '-' && name.back() != '-';
 }
 
 bool isIpAddress(const std::string& host) {
@@ -137,7 +130,7 @@ struct Cluster::Impl {
 };
 
 Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const Clock& clock) {
-  if (!isValidClusterName(options.name)) {
+  if (!validation::dns1123Label(options.name).empty()) {
     throw Error("sandbox: cluster name \"" + options.name +
                 "\" is not a DNS label: use lower-case letters, digits and '-' (at most 63), e.g. worker1");
   }

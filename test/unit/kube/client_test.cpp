@@ -13,6 +13,7 @@
 #include "mka/sandbox/crd_loader.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
+#include "support/thrown.h"
 
 namespace mka::kube {
 namespace {
@@ -48,13 +49,7 @@ class ClientTest : public ::testing::Test {
   }
   template <typename F>
   static ApiError errorOf(F&& f) {
-    try {
-      f();
-    } catch (const ApiError& e) {
-      return e;
-    }
-    ADD_FAILURE() << "no ApiError";
-    return ApiError(Reason::Unknown, 0, "none");
+    return mka::test::thrownBy<ApiError>(std::forward<F>(f));
   }
 
   sandbox::Sandbox sandbox;

@@ -5,6 +5,7 @@
 #include "mka/common/errors.h"
 #include "mka/kube/kubeconfig.h"
 #include "support/temp_dir.h"
+#include "support/thrown.h"
 
 namespace mka::kube {
 namespace {
@@ -21,14 +22,7 @@ std::string kubeconfig(const std::string& clusterExtra = "", const std::string& 
          userExtra;
 }
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string errorOf(const std::function<void()>& f) { return mka::test::messageOf<Error>(f); }
 
 TEST(Kubeconfig, InlineCredentialsOfTheCurrentContext) {
   auto config = restConfigFor(Kubeconfig::parse(kubeconfig()));

@@ -15,6 +15,7 @@
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
+#include "support/thrown.h"
 
 namespace mka::multikueue {
 namespace {
@@ -31,12 +32,7 @@ class ClusterRegistryTest : public fixture::MultiKueueSandbox {
  protected:
   // The message of the error reconcile() throws ("" when it does not throw).
   std::string reconcileError(const std::string& name) {
-    try {
-      registry->reconcile(name);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
+    return mka::test::messageOf<Error>([&] { registry->reconcile(name); });
   }
   std::string suffix(int attempts, Clock::TimePoint next) {
     return "; connection attempts: " + std::to_string(attempts) + ", next connection attempt: " + toRfc3339(next);

@@ -21,6 +21,7 @@
 #include "mka/sandbox/api_error.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
+#include "support/thrown.h"
 
 namespace mka::sandbox {
 namespace {
@@ -33,17 +34,6 @@ std::string base64(const std::string& bytes) {
                                 reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
   out.resize(static_cast<std::size_t>(n));
   return out;
-}
-
-template <typename F>
-ApiError expectApiError(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "", "");
 }
 
 json configMap(const std::string& ns, const std::string& name, json labels = json::object()) {
@@ -348,7 +338,7 @@ TEST_F(AdmissionTest, ValidatingDenialBecomesTheWebhooksStatus) {
   });
   validating("policy", {hook("deny.example.com", "/deny")});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 403);
   EXPECT_EQ(e.reason(), "Forbidden");
   EXPECT_STREQ(e.what(), "admission webhook \"deny.example.com\" denied the request: configmaps need a team label");
@@ -360,7 +350,7 @@ TEST_F(AdmissionTest, DenialWithoutStatusIsABadRequestWithoutExplanation) {
   on("/deny", [](const json&) { return json{{"allowed", false}}; });
   mutating("policy", {hook("deny.example.com", "/deny")});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 400);
   EXPECT_EQ(e.reason(), "");
   EXPECT_STREQ(e.what(), "admission webhook \"deny.example.com\" denied the request without explanation");
@@ -387,7 +377,7 @@ TEST_F(AdmissionTest, ValidatingWebhookMayNotPatch) {
   on("/patching", [](const json&) { return patchResponse(setLabel("x", "y")); });
   validating("v", {hook("patching.example.com", "/patching")});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
   EXPECT_STREQ(e.what(),
                "Internal error occurred: failed calling webhook \"patching.example.com\": received invalid webhook "
@@ -489,7 +479,7 @@ TEST_F(AdmissionTest, NamespaceSelectorReadsTheNamespacesLabels) {
   EXPECT_EQ(calledPaths(), (std::set<std::string>{"/team-a", "/by-name"}));
 
   // A namespace that does not exist: kube-apiserver answers 404 for it.
-  const auto e = expectApiError([&] { chain_.admit(create("ghost", configMap("ghost", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("ghost", configMap("ghost", "cm"))); });
   EXPECT_EQ(e.code(), 404);
   EXPECT_STREQ(e.what(), "namespaces \"ghost\" not found");
 }
@@ -523,7 +513,7 @@ TEST_F(AdmissionTest, WebhookDownFailsTheRequestUnderFailAndIsSkippedUnderIgnore
                            {{"clientConfig", {{"url", downUrl}}}})});
   mutating("b-after", {hook("after.example.com", "/label")});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
   EXPECT_EQ(e.reason(), "InternalError");
   const std::string port = std::to_string(down.port());
@@ -546,7 +536,7 @@ TEST_F(AdmissionTest, CertificateNotSignedByTheCaBundleFailsTheCall) {
   mutating("m", {hook("label.example.com", "/label", json::array({configMapRule()}),
                       {{"clientConfig", {{"caBundle", base64(stranger.certPem())}}}})});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
   EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"label.example.com\": failed to "
                                    "call webhook: Post \"" + url("/label?timeout=10s") +
@@ -556,7 +546,7 @@ TEST_F(AdmissionTest, CertificateNotSignedByTheCaBundleFailsTheCall) {
 
   mutating("m", {hook("label.example.com", "/label", json::array({configMapRule()}),
                       {{"clientConfig", {{"caBundle", base64("not a certificate")}}}})});
-  const auto bad = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto bad = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_NE(std::string(bad.what()).find("could not get REST client: unable to load root certificates"),
             std::string::npos)
       << bad.what();
@@ -571,7 +561,7 @@ TEST_F(AdmissionTest, WebhookSlowerThanTimeoutSecondsFailsTheCall) {
   hang("/slow");
   mutating("slow", {hook("slow.example.com", "/slow", json::array({configMapRule()}), {{"timeoutSeconds", 1}})});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
   EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"slow.example.com\": failed to "
                                    "call webhook: Post \"" + url("/slow?timeout=1s") +
@@ -597,7 +587,7 @@ TEST_F(AdmissionTest, ServiceReferenceGoesThroughTheResolverAndTheServiceNameIsV
 
   // Not exposed: the Service is not found.
   mutating("svc", {serviceHook("hooks", nullptr)});
-  auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"svc.example.com\": failed to "
                                    "call webhook: Post \"https://hooks.webhooks.svc:443/label?timeout=10s\": service "
                                    "\"hooks\" not found");
@@ -608,7 +598,7 @@ TEST_F(AdmissionTest, ServiceReferenceGoesThroughTheResolverAndTheServiceNameIsV
 
   // Another port of the service is another endpoint.
   mutating("svc", {serviceHook("hooks", 8443)});
-  EXPECT_EQ(expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(), 500);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(), 500);
   resolver_.expose("webhooks", "hooks", 8443, "127.0.0.1", port_);
   EXPECT_EQ(labelOf(chain_.admit(create("team-a", configMap("team-a", "cm"))), "via"), "service");
 
@@ -616,7 +606,7 @@ TEST_F(AdmissionTest, ServiceReferenceGoesThroughTheResolverAndTheServiceNameIsV
   resolver_.expose("webhooks", "impostor", 443, "127.0.0.1", port_);
   mutating("svc", {serviceHook("impostor", nullptr)});
   forgetCalls();
-  e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"svc.example.com\": failed to "
                                    "call webhook: Post \"https://impostor.webhooks.svc:443/label?timeout=10s\": tls: "
                                    "failed to verify certificate: x509: certificate is not valid for "
@@ -644,7 +634,7 @@ TEST_F(AdmissionTest, DryRunCallsOnlyWebhooksWithoutSideEffects) {
   validating("b", {hook("some.example.com", "/some", json::array({configMapRule()}),
                         {{"sideEffects", "Some"}, {"failurePolicy", "Ignore"}})});
   forgetCalls();
-  const auto e = expectApiError([&] { chain_.admit(dryRun); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(dryRun); });
   EXPECT_EQ(e.code(), 400);
   EXPECT_EQ(e.reason(), "BadRequest");
   EXPECT_STREQ(e.what(), "admission webhook \"some.example.com\" does not support dry run");
@@ -658,7 +648,7 @@ TEST_F(AdmissionTest, DryRunCallsOnlyWebhooksWithoutSideEffects) {
   json unset = hook("unset.example.com", "/unset");
   unset.erase("sideEffects");
   validating("b", {unset});
-  const auto nil = expectApiError([&] { chain_.admit(dryRun); });
+  const auto nil = mka::test::thrownBy<ApiError>([&] { chain_.admit(dryRun); });
   EXPECT_STREQ(nil.what(), "Internal error occurred: failed calling webhook \"unset.example.com\": Webhook "
                            "SideEffects is nil");
   unset["failurePolicy"] = "Ignore";
@@ -677,7 +667,7 @@ TEST_F(AdmissionTest, MalformedAnswersAreFailedCalls) {
 
   const auto failure = [&](const std::string& path) {
     validating("bad", {hook("bad.example.com", path)});
-    return std::string(expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).what());
+    return std::string(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).what());
   };
   const std::string prefix = "Internal error occurred: failed calling webhook \"bad.example.com\": ";
 
@@ -699,7 +689,7 @@ TEST_F(AdmissionTest, WebhookMustAcceptAdmissionReviewV1) {
   validating("old", {hook("old.example.com", "/old", json::array({configMapRule()}),
                           {{"admissionReviewVersions", {"v1beta1"}}})});
 
-  const auto e = expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
   EXPECT_NE(std::string(e.what()).find("failed calling webhook \"old.example.com\": could not create admission "
                                        "objects: webhook does not accept known AdmissionReview versions"),
@@ -790,7 +780,7 @@ TEST_F(AdmissionTest, DeleteSendsTheOldObjectAndMayNotBePatched) {
   EXPECT_EQ(r["options"]["kind"], "DeleteOptions");
 
   mutating("patch", {hook("patch.example.com", "/patch", deleteRule, {{"failurePolicy", "Ignore"}})});
-  const auto e = expectApiError([&] { chain_.admit(attributes("DELETE", "team-a", nullptr, old)); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(attributes("DELETE", "team-a", nullptr, old)); });
   EXPECT_EQ(e.code(), 500);
   EXPECT_STREQ(e.what(), "Internal error occurred: admission webhook \"patch.example.com\" attempted to modify the "
                          "object, which is not supported for this operation");
@@ -812,7 +802,7 @@ TEST_F(AdmissionTest, WebhookConfigurationsAreNeverSentToWebhooks) {
   EXPECT_TRUE(calls("/all").empty());
 
   // The same webhook does deny other objects.
-  EXPECT_EQ(expectApiError([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(), 400);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(), 400);
 }
 
 }  // namespace

@@ -6,24 +6,13 @@
 #include "mka/sandbox/admission.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
+#include "support/thrown.h"
 
 namespace mka::sandbox {
 namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-// Runs `f` and returns the ApiError it throws (fails the test when it throws nothing).
-template <typename F>
-ApiError apiErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError::internal("none");
-}
 
 class ClusterApiTest : public ::testing::Test {
  protected:
@@ -128,7 +117,7 @@ TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto e = apiErrorOf(c.call);
+    auto e = mka::test::thrownBy<ApiError>(c.call);
     EXPECT_EQ(e.code(), c.code);
     EXPECT_THAT(e.what(), HasSubstr(c.message));
   }
@@ -139,7 +128,7 @@ TEST_F(ClusterApiTest, DryRunStoresNothing) {
   dry.dryRun = true;
   auto answer = api.create(prRef(), pipelineRun("dry"), dry);
   EXPECT_EQ(answer["metadata"]["name"], "dry");
-  EXPECT_EQ(apiErrorOf([&] { api.get(prRef("dry")); }).code(), 404);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(prRef("dry")); }).code(), 404);
 }
 
 TEST_F(ClusterApiTest, StrictFieldValidationNamesTheUnknownField) {
@@ -147,7 +136,7 @@ TEST_F(ClusterApiTest, StrictFieldValidationNamesTheUnknownField) {
   o["spec"]["notAField"] = 1;
   WriteOptions strict;
   strict.fieldValidation = "Strict";
-  auto e = apiErrorOf([&] { api.create(prRef(), o, strict); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.create(prRef(), o, strict); });
   EXPECT_EQ(e.code(), 400);
   EXPECT_THAT(e.what(), HasSubstr("unknown field \"spec.notAField\""));
   // Without Strict the field is pruned silently.
@@ -173,7 +162,7 @@ TEST_F(ClusterApiTest, ListFiltersByLabelAndFieldSelectors) {
   EXPECT_EQ(names(all), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(names(api.list(prRef(), {"team=x", "", 0, ""})), (std::vector<std::string>{"a", "c"}));
   EXPECT_EQ(names(api.list(prRef(), {"team=x", "metadata.name!=a", 0, ""})), (std::vector<std::string>{"c"}));
-  auto e = apiErrorOf([&] { api.list(prRef(), {"", "spec.pipelineRef.name=b", 0, ""}); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.list(prRef(), {"", "spec.pipelineRef.name=b", 0, ""}); });
   EXPECT_EQ(e.code(), 400);
   EXPECT_THAT(e.what(), HasSubstr("field label not supported: spec.pipelineRef.name"));
   auto allNamespaces = api.list({"tekton.dev", "v1", "pipelineruns", "", "", ""}, {});
@@ -193,7 +182,7 @@ TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
   EXPECT_NE(rv(updated), rv(created));
 
   stale["metadata"]["labels"]["x"] = "y";
-  auto e = apiErrorOf([&] { api.update(prRef("u"), stale); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.update(prRef("u"), stale); });
   EXPECT_EQ(e.code(), 409);
   EXPECT_EQ(e.reason(), "Conflict");
   EXPECT_THAT(e.what(), HasSubstr("Operation cannot be fulfilled on pipelineruns.tekton.dev \"u\": the object has "
@@ -212,8 +201,8 @@ TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
 
   auto renamed = labelled;
   renamed["metadata"]["name"] = "other";
-  EXPECT_EQ(apiErrorOf([&] { api.update(prRef("u"), renamed); }).code(), 400);
-  EXPECT_EQ(apiErrorOf([&] { api.update(prRef("missing"), pipelineRun("missing")); }).code(), 404);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.update(prRef("u"), renamed); }).code(), 400);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.update(prRef("missing"), pipelineRun("missing")); }).code(), 404);
 }
 
 TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
@@ -234,7 +223,7 @@ TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
   EXPECT_EQ(merged["status"]["startTime"], "2027-01-01T00:00:00Z");
   EXPECT_FALSE(merged["spec"].contains("status"));
 
-  auto e = apiErrorOf([&] { api.update({"", "v1", "configmaps", "default", "x", "status"}, json::object()); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.update({"", "v1", "configmaps", "default", "x", "status"}, json::object()); });
   EXPECT_EQ(e.code(), 404) << "configmaps have no status subresource";
 }
 
@@ -249,19 +238,19 @@ TEST_F(ClusterApiTest, PatchTypes) {
   EXPECT_EQ(patched["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
   EXPECT_EQ(patched["metadata"]["generation"], 2);
 
-  auto e = apiErrorOf([&] { api.patch(prRef("p"), "application/strategic-merge-patch+json", "{}"); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.patch(prRef("p"), "application/strategic-merge-patch+json", "{}"); });
   EXPECT_EQ(e.code(), 415) << "custom resources take no strategic merge patch";
 
-  auto failedTest = apiErrorOf([&] {
+  auto failedTest = mka::test::thrownBy<ApiError>([&] {
     api.patch(prRef("p"), "application/json-patch+json", R"([{"op":"test","path":"/spec/managedBy","value":"x"}])");
   });
   EXPECT_EQ(failedTest.code(), 422);
 
-  auto stale = apiErrorOf(
+  auto stale = mka::test::thrownBy<ApiError>(
       [&] { api.patch(prRef("p"), "application/merge-patch+json", R"({"metadata":{"resourceVersion":"1"}})"); });
   EXPECT_EQ(stale.code(), 409);
-  EXPECT_EQ(apiErrorOf([&] { api.patch(prRef("p"), "application/merge-patch+json", "{not json"); }).code(), 400);
-  EXPECT_EQ(apiErrorOf([&] { api.patch(prRef("nope"), "application/merge-patch+json", "{}"); }).code(), 404);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.patch(prRef("p"), "application/merge-patch+json", "{not json"); }).code(), 400);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.patch(prRef("nope"), "application/merge-patch+json", "{}"); }).code(), 404);
 
   api.create(cmRef(), json{{"metadata", {{"name", "cm"}}}, {"data", {{"a", "1"}}}});
   auto smp = api.patch(cmRef("cm"), "application/strategic-merge-patch+json", R"({"data":{"b":"2"}})");
@@ -304,7 +293,7 @@ status:
   EXPECT_EQ(both["spec"]["queueName"], "q") << "a status apply leaves spec alone";
 
   WriteOptions noManager;
-  auto e = apiErrorOf([&] { api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, noManager); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, noManager); });
   EXPECT_EQ(e.code(), 400);
   EXPECT_THAT(e.what(), HasSubstr("fieldManager"));
 }
@@ -321,19 +310,19 @@ TEST_F(ClusterApiTest, FinalizersHoldADeletionUntilRemoved) {
 
   auto more = api.get(prRef("f"));
   more["metadata"]["finalizers"].push_back("example.com/another");
-  auto e = apiErrorOf([&] { api.update(prRef("f"), more); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.update(prRef("f"), more); });
   EXPECT_EQ(e.code(), 422);
   EXPECT_THAT(e.what(), HasSubstr("no new finalizers can be added if the object is being deleted"));
 
   api.patch(prRef("f"), "application/json-patch+json", R"([{"op":"remove","path":"/metadata/finalizers"}])");
-  EXPECT_EQ(apiErrorOf([&] { api.get(prRef("f")); }).code(), 404);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(prRef("f")); }).code(), 404);
 }
 
 TEST_F(ClusterApiTest, DeleteAnswersStatusAndHonoursPreconditions) {
   auto created = api.create(prRef(), pipelineRun("d"));
   DeleteOptions wrongUid;
   wrongUid.preconditionUid = "not-the-uid";
-  auto e = apiErrorOf([&] { api.remove(prRef("d"), wrongUid); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.remove(prRef("d"), wrongUid); });
   EXPECT_EQ(e.code(), 409);
   EXPECT_THAT(e.what(), HasSubstr("Precondition failed: UID in precondition: not-the-uid"));
 
@@ -343,7 +332,7 @@ TEST_F(ClusterApiTest, DeleteAnswersStatusAndHonoursPreconditions) {
   EXPECT_EQ(status["details"]["name"], "d");
   EXPECT_EQ(status["details"]["group"], "tekton.dev");
   EXPECT_EQ(status["details"]["uid"], created["metadata"]["uid"]);
-  EXPECT_EQ(apiErrorOf([&] { api.remove(prRef("d")); }).code(), 404);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.remove(prRef("d")); }).code(), 404);
 }
 
 TEST_F(ClusterApiTest, WatchWithoutResourceVersionStartsWithWhatExists) {
@@ -382,10 +371,10 @@ TEST_F(ClusterApiTest, WatchFromATrimmedResourceVersionIsGone) {
   auto created = api.create(prRef(), pipelineRun("old"));
   api.patch(prRef("old"), "application/merge-patch+json", R"({"metadata":{"labels":{"n":"1"}}})");
   store.compact();
-  auto e = apiErrorOf([&] { api.watch(prRef(), {}, rv(created)); });
+  auto e = mka::test::thrownBy<ApiError>([&] { api.watch(prRef(), {}, rv(created)); });
   EXPECT_EQ(e.code(), 410);
   EXPECT_EQ(e.reason(), "Expired");
-  EXPECT_EQ(apiErrorOf([&] { api.watch(prRef(), {}, "abc"); }).code(), 400);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.watch(prRef(), {}, "abc"); }).code(), 400);
 }
 
 TEST_F(ClusterApiTest, CrdLifecycleRegistersAndRemovesTheResource) {
@@ -402,7 +391,7 @@ TEST_F(ClusterApiTest, CrdLifecycleRegistersAndRemovesTheResource) {
 
   auto bad = test::pipelineRunCrd();
   bad["spec"]["names"].erase("plural");
-  EXPECT_EQ(apiErrorOf([&] { api.create(crdRef(), bad); }).code(), 422);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.create(crdRef(), bad); }).code(), 422);
 }
 
 // Without webhooks (AdmissionChain::hasWebhooks false) writes skip admission altogether.
@@ -436,8 +425,8 @@ TEST_F(ClusterApiTest, AdmissionSeesEveryWriteAndCanMutateOrRefuse) {
   });
   auto created = api.create(prRef(), pipelineRun("admitted"));
   EXPECT_EQ(created["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
-  EXPECT_EQ(apiErrorOf([&] { api.create(prRef(), pipelineRun("refused")); }).code(), 403);
-  EXPECT_EQ(apiErrorOf([&] { api.get(prRef("refused")); }).code(), 404);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.create(prRef(), pipelineRun("refused")); }).code(), 403);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(prRef("refused")); }).code(), 404);
   api.patch(prRef("admitted"), "application/merge-patch+json", R"({"metadata":{"labels":{"a":"b"}}})");
   api.remove(prRef("admitted"));
   EXPECT_EQ(seen, (std::vector<std::string>{"CREATE admitted", "CREATE refused", "UPDATE admitted", "DELETE admitted"}));
@@ -448,7 +437,7 @@ TEST_F(ClusterApiTest, NamespacesGetTheirLabelAndPhase) {
   EXPECT_EQ(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "default");
   EXPECT_EQ(ns["status"]["phase"], "Active");
   EXPECT_FALSE(ns["metadata"].contains("generation"));
-  EXPECT_EQ(apiErrorOf([&] { api.create(nsRef(), json{{"metadata", {{"name", "a.b"}}}}); }).code(), 422)
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.create(nsRef(), json{{"metadata", {{"name", "a.b"}}}}); }).code(), 422)
       << "namespace names are DNS labels";
 }
 

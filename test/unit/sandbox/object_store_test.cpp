@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/sandbox/api_error.h"
+#include "support/thrown.h"
 
 namespace mka::sandbox {
 namespace {
@@ -29,17 +30,6 @@ std::vector<std::string> names(const std::vector<json>& items) {
   std::vector<std::string> out;
   for (const auto& i : items) out.push_back(i["metadata"]["namespace"].get<std::string>() + "/" + nameOf(i));
   return out;
-}
-
-template <typename F>
-ApiError expectStoreApiError(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "", "");
 }
 
 // Every event currently available, waiting `idle` for each.
@@ -101,7 +91,7 @@ TEST(ObjectStoreTest, ErrorsAreKubeApiserversOwn) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const auto e = expectStoreApiError(c.call);
+    const auto e = mka::test::thrownBy<ApiError>(c.call);
     EXPECT_EQ(e.code(), c.code);
     EXPECT_EQ(e.reason(), c.reason);
     EXPECT_EQ(std::string(e.what()), c.message);
@@ -195,7 +185,7 @@ TEST(ObjectStoreTest, ContinueTokenOlderThanHistoryIsExpired) {
   auto page1 = store.list("", "configmaps", "ns", nullptr, 1);
   store.create(cm("ns", "d"), object("ns", "d"));
   store.compact();
-  const auto e = expectStoreApiError([&] { store.list("", "configmaps", "ns", nullptr, 1, page1.continueToken); });
+  const auto e = mka::test::thrownBy<ApiError>([&] { store.list("", "configmaps", "ns", nullptr, 1, page1.continueToken); });
   EXPECT_EQ(e.code(), 410);
   EXPECT_EQ(e.reason(), "Expired");
   EXPECT_TRUE(std::string(e.what()).starts_with(
@@ -213,7 +203,7 @@ TEST(ObjectStoreTest, MalformedContinueTokenIsBadRequest) {
   ObjectStore store;
   for (const std::string token : {"%%%", "bm90LWpzb24", "eyJ2IjoieCJ9"}) {
     SCOPED_TRACE(token);
-    const auto e = expectStoreApiError([&] { store.list("", "configmaps", "", nullptr, 1, token); });
+    const auto e = mka::test::thrownBy<ApiError>([&] { store.list("", "configmaps", "", nullptr, 1, token); });
     EXPECT_EQ(e.code(), 400);
     EXPECT_TRUE(std::string(e.what()).starts_with("invalid continue token: ")) << e.what();
   }
@@ -263,7 +253,7 @@ TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone) {
     ObjectStore store(3);
     for (int i = 0; i < 5; ++i) store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
     c.forget(store);
-    const auto e = expectStoreApiError([&] { store.watch("", "configmaps", "", c.from, nullptr); });
+    const auto e = mka::test::thrownBy<ApiError>([&] { store.watch("", "configmaps", "", c.from, nullptr); });
     EXPECT_EQ(e.code(), 410);
     EXPECT_EQ(e.reason(), "Expired");
     EXPECT_EQ(std::string(e.what()), c.message);

@@ -1,0 +1,21 @@
+#pragma once
+// Tolerant readers of JSON object members, for code that reads fields it does not validate:
+// a missing member, a parent that is not an object, or a member of another type all read as
+// the fallback. Code that must refuse such input validates it first and says where.
+//
+// Threads: pure functions.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace mka::json_fields {
+
+// object[key] when it is a string, else `fallback`.
+std::string stringMember(const nlohmann::json& object, std::string_view key, std::string_view fallback = {});
+
+// object.metadata[field] when it is a string, else "".
+std::string metadataString(const nlohmann::json& object, std::string_view field);
+
+}  // namespace mka::json_fields

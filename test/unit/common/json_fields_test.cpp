@@ -1,0 +1,32 @@
+#include "mka/common/json_fields.h"
+
+#include <gtest/gtest.h>
+
+namespace mka::json_fields {
+namespace {
+
+using nlohmann::json;
+
+TEST(JsonFieldsTest, StringMemberReadsStringsAndFallsBackOnAnythingElse) {
+  const json object = {{"kind", "Workload"}, {"count", 3}, {"nothing", nullptr}};
+  EXPECT_EQ(stringMember(object, "kind"), "Workload");
+  EXPECT_EQ(stringMember(object, "count"), "");  // another type
+  EXPECT_EQ(stringMember(object, "nothing", "none"), "none");
+  EXPECT_EQ(stringMember(object, "missing", "fallback"), "fallback");
+  EXPECT_EQ(stringMember(json::array({"kind"}), "kind", "x"), "x");  // not an object
+  EXPECT_EQ(stringMember(json(nullptr), "kind"), "");
+}
+
+TEST(JsonFieldsTest, MetadataStringReadsObjectMetadata) {
+  const json object = {{"metadata", {{"name", "build-1"}, {"namespace", "team-a"}, {"generation", 2}}}};
+  EXPECT_EQ(metadataString(object, "name"), "build-1");
+  EXPECT_EQ(metadataString(object, "namespace"), "team-a");
+  EXPECT_EQ(metadataString(object, "generation"), "");
+  EXPECT_EQ(metadataString(object, "uid"), "");
+  EXPECT_EQ(metadataString(json{{"metadata", "oops"}}, "name"), "");
+  EXPECT_EQ(metadataString(json::object(), "name"), "");
+  EXPECT_EQ(metadataString(json("text"), "name"), "");
+}
+
+}  // namespace
+}  // namespace mka::json_fields
