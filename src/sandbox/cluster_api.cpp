@@ -103,11 +103,22 @@ std::optional<std::uint64_t> parseResourceVersion(const std::string& text, const
 }
 
 // Everything but metadata and status: what bumps metadata.generation when it changes.
-json specPart(const json& object) {
-  json out = object;
-  out.erase("metadata");
-  out.erase("status");
-  return out;
+// Whether anything but metadata and status differs (what bumps metadata.generation), compared
+// in place: copying both objects to drop those two was a noticeable share of every write.
+bool specDiffers(const json& a, const json& b) {
+  const auto counted = [](const json& object) {
+    std::size_t n = 0;
+    for (const auto& [key, value] : object.items())
+      if (key != "metadata" && key != "status") ++n;
+    return n;
+  };
+  if (!a.is_object() || !b.is_object()) return a != b;
+  for (const auto& [key, value] : a.items()) {
+    if (key == "metadata" || key == "status") continue;
+    const auto other = b.find(key);
+    if (other == b.end() || *other != value) return true;
+  }
+  return counted(a) != counted(b);
 }
 
 std::string baseMediaType(const std::string& contentType) {
@@ -696,7 +707,7 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
   }
   if (tracksGeneration(*type)) {
     const auto generation = current["metadata"].value("generation", std::int64_t{1});
-    metadataOf(next)["generation"] = specPart(next) != specPart(current) ? generation + 1 : generation;
+    metadataOf(next)["generation"] = specDiffers(next, current) ? generation + 1 : generation;
   }
   if (beingDeleted(current)) {
     const auto before = finalizersOf(current);

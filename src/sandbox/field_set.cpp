@@ -391,7 +391,9 @@ FieldSet fieldsOf(const nlohmann::json& object, const ListTypeOf& listTypeOf) {
 }
 
 Comparison compare(const nlohmann::json& before, const nlohmann::json& after, const ListTypeOf& listTypeOf) {
-  return Comparer(listTypeOf).run(before.is_null() ? json::object() : before, after.is_null() ? json::object() : after);
+  // References, not `cond ? json::object() : before` (a prvalue: it copied both objects).
+  static const json kNothing = json::object();
+  return Comparer(listTypeOf).run(before.is_null() ? kNothing : before, after.is_null() ? kNothing : after);
 }
 
 void stripUntracked(FieldSet& set) {

@@ -199,6 +199,11 @@ TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
   // Writing the same object again stores nothing.
   EXPECT_EQ(rv(api.update(prRef("u"), labelled)), rv(labelled));
 
+  // Dropping a whole top-level member other than metadata and status is a spec change too.
+  auto specless = labelled;
+  specless.erase("spec");
+  EXPECT_EQ(api.update(prRef("u"), specless)["metadata"]["generation"], 3);
+
   auto renamed = labelled;
   renamed["metadata"]["name"] = "other";
   EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.update(prRef("u"), renamed); }).code(), 400);
