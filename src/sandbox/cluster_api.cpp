@@ -255,7 +255,7 @@ json ClusterApi::get(const ResourceRef& ref) const {
   auto object = store_.get({type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name});
   if (!object) throw ApiError::notFound(type->qualifiedResource(), ref.name);
   (*object)["apiVersion"] = apiVersionOf(type->group, ref.version);
-  return *object;
+  return std::move(*object);
 }
 
 namespace {
@@ -522,7 +522,7 @@ json ClusterApi::update(const ResourceRef& ref, json object, const WriteOptions&
                                "request");
   const auto precondition =
       parseResourceVersion(meta.is_object() ? meta.value("resourceVersion", "") : "", "metadata.resourceVersion");
-  return writeLoop(ref, options, precondition, [&](const std::optional<json>& current) {
+  return writeLoop(ref, options, precondition, [&](const json* current) {
     if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
     return UpdatePlan{object, false};
   });
@@ -598,7 +598,7 @@ json ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, c
     }
   }
 
-  return writeLoop(ref, options, precondition, [&](const std::optional<json>& current) -> UpdatePlan {
+  return writeLoop(ref, options, precondition, [&](const json* current) -> UpdatePlan {
     if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
     if (media == "application/merge-patch+json") return {patch::mergePatch(*current, patchDoc), false};
     if (media == "application/json-patch+json") return {patch::jsonPatch(*current, patchDoc), false};
@@ -635,8 +635,8 @@ json ClusterApi::writeLoop(const ResourceRef& ref, const WriteOptions& options,
                            std::optional<std::uint64_t> precondition, const PlanFunction& plan) {
   auto t = target(*this, ref);
   for (int attempt = 1;; ++attempt) {
-    auto current = store_.get(t.key);
-    auto planned = plan(current);
+    const auto current = store_.getShared(t.key);  // shared, not copied: plan and commit only read it
+    auto planned = plan(current.get());
     try {
       return commitUpdate(t.type, *t.version, ref, *current, std::move(planned.object), planned.managedFieldsDone,
                           precondition, options);

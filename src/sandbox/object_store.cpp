@@ -295,14 +295,15 @@ ObjectStore::ObjectStore(std::size_t historyLimit)
 ObjectStore::~ObjectStore() { closeAllWatches(); }
 
 std::optional<nlohmann::json> ObjectStore::get(const ObjectKey& key) const {
-  ObjectPtr found;
-  {
-    std::lock_guard lock(impl_->state->mutex);
-    auto it = impl_->state->objects.find(key);
-    if (it == impl_->state->objects.end()) return std::nullopt;
-    found = it->second.object;
-  }
+  auto found = getShared(key);
+  if (!found) return std::nullopt;
   return *found;
+}
+
+std::shared_ptr<const nlohmann::json> ObjectStore::getShared(const ObjectKey& key) const {
+  std::lock_guard lock(impl_->state->mutex);
+  auto it = impl_->state->objects.find(key);
+  return it == impl_->state->objects.end() ? nullptr : it->second.object;
 }
 
 ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::string& plural,

@@ -134,7 +134,7 @@ class ClusterApi {
     nlohmann::json object;
     bool managedFieldsDone = false;  // server-side apply already recorded ownership
   };
-  using PlanFunction = std::function<UpdatePlan(const std::optional<nlohmann::json>& current)>;
+  using PlanFunction = std::function<UpdatePlan(const nlohmann::json* current)>;  // null: absent
   nlohmann::json writeLoop(const ResourceRef& ref, const WriteOptions& options,
                            std::optional<std::uint64_t> precondition, const PlanFunction& plan);
   nlohmann::json commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version,

@@ -52,6 +52,9 @@ class ObjectStore {
   ~ObjectStore();
 
   std::optional<nlohmann::json> get(const ObjectKey& key) const;
+  // The stored object itself, without a copy (null when absent). It never changes: a write
+  // stores a new object.
+  std::shared_ptr<const nlohmann::json> getShared(const ObjectKey& key) const;
 
   struct ListResult {
     std::vector<nlohmann::json> items;

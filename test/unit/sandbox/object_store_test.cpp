@@ -65,6 +65,23 @@ TEST(ObjectStoreTest, WritesAssignClusterWideRevisions) {
   EXPECT_EQ(store.resourceVersion(), 4u);
 }
 
+// getShared hands out the stored object itself; a later write stores a new one, so what was
+// handed out never changes under its reader.
+TEST(ObjectStoreTest, SharedReadsSeeOneRevisionAndNeverChange) {
+  ObjectStore store;
+  store.create(cm("a", "x"), object("a", "x"));
+  const auto first = store.getShared(cm("a", "x"));
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first, store.getShared(cm("a", "x"))) << "two reads of one revision share the object";
+  store.update(cm("a", "x"), object("a", "x"));
+  const auto second = store.getShared(cm("a", "x"));
+  EXPECT_NE(second, first);
+  EXPECT_EQ(rvOf(*first), "1");
+  EXPECT_EQ(rvOf(*second), "2");
+  store.remove(cm("a", "x"));
+  EXPECT_EQ(store.getShared(cm("a", "x")), nullptr);
+}
+
 TEST(ObjectStoreTest, ErrorsAreKubeApiserversOwn) {
   ObjectStore store;
   store.create(cm("a", "x"), object("a", "x"));
