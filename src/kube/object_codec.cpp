@@ -26,6 +26,7 @@ constexpr int kLevel = 6;
 // CBOR length below them.
 constexpr std::size_t kHeader = 4;
 constexpr int kGenerationShift = 30;
+static_assert(ObjectCodec::kGenerations <= 4, "a blob has 2 bits for its dictionary generation");
 constexpr std::uint32_t kLengthMask = (std::uint32_t{1} << kGenerationShift) - 1;
 
 std::uint32_t headerOf(std::string_view blob) {
@@ -68,9 +69,10 @@ void ObjectCodec::retrain(const std::vector<std::uint8_t>& current) {
   // The last window's worth: deflate only reaches that far back, and the current object,
   // nearest to the data, gives the shortest distances.
   if (samples.size() > kMaxDictionary) samples.erase(0, samples.size() - kMaxDictionary);
-  dictionaries_[1] = std::move(samples);
-  generation_ = 1;
-  std::vector<std::uint8_t>().swap(largest_);
+  trainedOn_ = largest_.size();
+  dictionaries_[generation_ + 1] = std::move(samples);
+  ++generation_;
+  if (generation_ + 1 == kGenerations) std::vector<std::uint8_t>().swap(largest_);
 }
 
 std::string ObjectCodec::encode(const nlohmann::json& object) {
@@ -82,10 +84,11 @@ std::string ObjectCodec::encode(const nlohmann::json& object) {
   if (encodes_ == 1) {
     const std::size_t from = cbor.size() > kMaxDictionary ? cbor.size() - kMaxDictionary : 0;
     dictionaries_[0].assign(reinterpret_cast<const char*>(cbor.data()) + from, cbor.size() - from);
+    trainedOn_ = cbor.size();
   }
-  if (generation_ == 0) {
+  if (generation_ + 1 < kGenerations) {
     if (cbor.size() > largest_.size()) largest_ = cbor;
-    if (encodes_ == kRetrainAt) retrain(cbor);
+    if (encodes_ == kRetrainAt || (encodes_ > kRetrainAt && 2 * cbor.size() > 3 * trainedOn_)) retrain(cbor);
   }
   const std::string& dictionary = dictionaries_[generation_];
   z_stream& z = deflater_->stream;

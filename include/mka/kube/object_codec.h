@@ -9,7 +9,10 @@
 // kind (a Workload just created, before Kueue wrote its status), so at the kRetrainAt-th encode
 // generation 1 replaces it for later blobs: the largest object seen until then (the most
 // fields) followed by the current one, the last 8 KiB of them (the deflate window, chosen for
-// memory). Each blob names its generation; both dictionaries are kept, so older blobs decode.
+// memory). Objects may still gain fields later (the jobs of a backlog listed at startup get
+// their status afterwards): an object half as large again as the largest in the current
+// dictionary makes the next generation the same way, up to kGenerations. Each blob names its
+// generation and every dictionary is kept, so older blobs decode.
 //
 // Written here over zlib because no packaged library keeps JSON documents compressed against a
 // shared dictionary; zlib's preset dictionaries (RFC 1951 raw deflate) do the real work.
@@ -31,8 +34,9 @@ namespace mka::kube {
 
 class ObjectCodec {
  public:
-  // The encode that makes dictionary generation 1.
+  // The encode that makes dictionary generation 1, and how many generations there can be.
   static constexpr std::uint64_t kRetrainAt = 256;
+  static constexpr int kGenerations = 4;
 
   ObjectCodec();
   ~ObjectCodec();
@@ -56,10 +60,11 @@ class ObjectCodec {
 
   std::unique_ptr<Deflater> deflater_;
   // Each set once by encode() before the first blob that uses it, never changed afterwards.
-  std::array<std::string, 2> dictionaries_;
+  std::array<std::string, kGenerations> dictionaries_;
   int generation_ = 0;  // encoding thread only
   std::uint64_t encodes_ = 0;
-  std::vector<std::uint8_t> largest_;  // the largest CBOR before generation 1, then freed
+  std::vector<std::uint8_t> largest_;  // the largest CBOR so far, freed at the last generation
+  std::size_t trainedOn_ = 0;          // the size of the largest object in the current dictionary
 };
 
 }  // namespace mka::kube

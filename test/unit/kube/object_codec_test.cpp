@@ -98,6 +98,33 @@ TEST(ObjectCodecTest, ALaterDictionaryLearnsFromLargerObjectsAndOldBlobsStillDec
   EXPECT_FALSE(codec.sameObject(before, codec.encode(workload(7778))));
 }
 
+// Objects that gain fields after the first training (jobs listed at startup, their status
+// written later) make further generations, up to the last; every older blob still decodes.
+TEST(ObjectCodecTest, AnObjectHalfAsLargeAgainMakesTheNextGeneration) {
+  ObjectCodec codec;
+  std::vector<std::pair<json, std::string>> kept;
+  auto keep = [&](const json& object) { kept.emplace_back(object, codec.encode(object)); };
+  for (std::uint64_t i = 0; i < ObjectCodec::kRetrainAt; ++i) keep(workload(static_cast<int>(i)));
+  ASSERT_EQ(codec.generation(), 1);
+  keep(workload(1));
+  EXPECT_EQ(codec.generation(), 1) << "an object no larger than the sample changes nothing";
+  auto grown = [](int i, std::size_t note) {
+    auto object = workload(i);
+    object["metadata"]["annotations"]["note"] = std::string(note, 'n');
+    return object;
+  };
+  const std::size_t base = json::to_cbor(workload(0)).size();
+  keep(grown(900, base));  // about twice the sample
+  EXPECT_EQ(codec.generation(), 2);
+  keep(grown(901, base + base / 4));  // larger, but not half as large again
+  EXPECT_EQ(codec.generation(), 2);
+  keep(grown(902, 3 * base));
+  EXPECT_EQ(codec.generation(), 3);
+  keep(grown(903, 9 * base));
+  EXPECT_EQ(codec.generation(), ObjectCodec::kGenerations - 1) << "the last generation stays";
+  for (const auto& [object, blob] : kept) EXPECT_EQ(codec.decode(blob), object);
+}
+
 TEST(ObjectCodecTest, AFirstObjectLargerThanTheWindowStillWorks) {
   ObjectCodec codec;
   json big = workload(0);
