@@ -436,13 +436,20 @@ TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) 
   informer.start();
   ASSERT_TRUE(test::eventually([&] { return synced == 1 && cluster.openWatches() == 1; }));
 
-  // A watch that ends is resumed, not reported.
+  // A watch that ends is resumed, not reported. (Each wait is for the server to have registered
+  // the new watch and let go of the old one: the informer counts a watch before the server
+  // has it, and closing all watches in between would close only the old one.)
   cluster.store().closeAllWatches();
-  ASSERT_TRUE(test::eventually([&] { return informer.watches() == 2 && cluster.openWatches() == 1; }));
-  // A watch request that fails is reported once, then the reflector backs off and resumes.
+  ASSERT_TRUE(test::eventually([&] {
+    return informer.watches() == 2 && cluster.watchesStarted() == 2 && cluster.openWatches() == 1;
+  }));
+  // A watch request that fails is reported once, then the reflector backs off and resumes (the
+  // failed request never became a watch on the server).
   cluster.faults().failNext(1, 500, {"watch", "configmaps", ""}, 0);
   cluster.store().closeAllWatches();
-  ASSERT_TRUE(test::eventually([&] { return informer.watches() == 4 && cluster.openWatches() == 1; }));
+  ASSERT_TRUE(test::eventually([&] {
+    return informer.watches() == 4 && cluster.watchesStarted() == 3 && cluster.openWatches() == 1;
+  })) << "informer watches " << informer.watches() << ", server watches started " << cluster.watchesStarted();
   {
     std::lock_guard lock(mutex);
     ASSERT_EQ(errors.size(), 1u);
