@@ -52,6 +52,7 @@ constexpr const char* kMetadataNameLabel = "kubernetes.io/metadata.name";
 
 // ---- small JSON readers -------------------------------------------------------------------
 
+using json_fields::metadataString;
 using json_fields::stringMember;
 
 std::vector<std::string> stringList(const json& object, const char* key) {
@@ -408,7 +409,7 @@ SelectorOutcome matchNamespaceSelector(const json& hook, const AdmissionAttribut
   if (isNamespace && a.ref.subresource.empty() && (a.operation == "CREATE" || a.operation == "UPDATE")) {
     // The namespace being written: its new labels (the stored one is not there yet).
     labels = labelsOf(object);
-    if (name.empty() && object.is_object()) name = stringMember(object.value("metadata", json::object()), "name");
+    if (name.empty()) name = metadataString(object, "name");
   } else {
     const auto ns = store.get(ObjectKey{"", "namespaces", "", name});
     if (!ns) return {Match::Error, ApiError::notFound("namespaces", name)};
@@ -459,7 +460,7 @@ std::vector<Hook> hooksOf(const ObjectStore& store, const std::string& plural) {
   std::vector<Hook> out;
   // Ordered by name: kube-apiserver sorts configurations by name, webhooks stay in order.
   for (const auto& config : store.list(kAdmissionGroup, plural, "", nullptr).items) {
-    const std::string configName = stringMember(config.value("metadata", json::object()), "name");
+    const std::string configName = metadataString(config, "name");
     const auto hooks = config.find("webhooks");
     if (hooks == config.end() || !hooks->is_array()) continue;
     for (const auto& hook : *hooks) {
@@ -486,10 +487,8 @@ json operationOptions(const AdmissionAttributes& a) {
 std::string requestName(const AdmissionAttributes& a) {
   if (!a.ref.name.empty()) return a.ref.name;
   for (const json* o : {&a.object, &a.oldObject}) {
-    if (o->is_object() && o->contains("metadata")) {
-      const std::string name = stringMember((*o)["metadata"], "name");
-      if (!name.empty()) return name;
-    }
+    const std::string name = metadataString(*o, "name");
+    if (!name.empty()) return name;
   }
   return "";
 }
