@@ -116,14 +116,24 @@ TEST_F(DispatchE2E, RejectedWhenTheManagedByMarkerIsForeign) {
 // A worker evicts its copy: the check goes to Retry with Kueue's message, Kueue requeues the
 // Workload, and it is dispatched again and admitted.
 TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain) {
-  setUpEnvironment({});
+  // The evicted copy stays evicted until the clock moves (a preemptor holds the worker's
+  // quota): a worker that reserved it again at once could do so before the adapter looked.
+  constexpr auto kReadmitDelay = std::chrono::minutes{1};
+  setUpEnvironment({.readmitDelay = kReadmitDelay});
   startAdapter();
   createJob(kPipelineRun, "job1");
   const auto wl = awaitWorkload(kPipelineRun, "job1");
   const auto first = admittedOn(wl);
   ASSERT_TRUE(eventually([&] { return get(first, kPipelineRun.gvk, "job1").has_value(); }));
   env_->kueue(first).evict("default", wl);
-  // Retry, then Kueue's eviction resets the check to Pending (retryCount 1), then Ready again.
+  // Retry, then Kueue's eviction resets the check to Pending (retryCount 1) and the adapter
+  // deletes the remote copies; once the requeue delay has passed, Ready again.
+  ASSERT_TRUE(eventually([&] {
+    const auto s = checkState(wl);
+    return s.value("retryCount", 0) >= 1 && s.value("state", "") == "Pending";
+  })) << checkState(wl).dump();
+  ASSERT_TRUE(eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl); }));
+  advance(kReadmitDelay);
   ASSERT_TRUE(eventually([&] {
     const auto s = checkState(wl);
     return s.value("retryCount", 0) >= 1 && s.value("state", "") == "Ready";

@@ -18,6 +18,7 @@ void DispatchFixture::setUpEnvironment(Setup setup) {
   options.clock = &clock_;
   options.startWorkerKueues = setup.startWorkerKueues;
   options.pollInterval = std::chrono::milliseconds{2};
+  options.readmitDelay = setup.readmitDelay;
   env_ = std::make_unique<app::Environment>(options);
   config_ = env_->adapterConfiguration();
   config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();  // tests run the GC by hand
