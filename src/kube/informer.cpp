@@ -51,9 +51,45 @@ std::optional<json> Informer::get(const std::string& key) const {
     std::lock_guard lock(mutex_);
     auto it = cache_.find(key);
     if (it == cache_.end()) return std::nullopt;
+    if (auto hit = recentLocked(key)) return *hit;
     blob = it->second;
   }
+  // Not remembered: keeping it would cost a copy on every read that misses.
+  return decode(blob);
+}
+
+json Informer::decode(const std::string& blob) const {
+  ++decodes_;
   return codec_.decode(blob);
+}
+
+Informer::Decoded Informer::recentLocked(const std::string& key) const {
+  auto it = recentIndex_.find(key);
+  if (it == recentIndex_.end()) return nullptr;
+  recent_.splice(recent_.begin(), recent_, it->second);
+  return it->second->second;
+}
+
+void Informer::rememberLocked(const std::string& key, Decoded object) const {
+  if (options_.recentObjects == 0) return;
+  if (auto it = recentIndex_.find(key); it != recentIndex_.end()) {
+    it->second->second = std::move(object);
+    recent_.splice(recent_.begin(), recent_, it->second);
+    return;
+  }
+  recent_.emplace_front(key, std::move(object));
+  recentIndex_.emplace(key, recent_.begin());
+  if (recent_.size() > options_.recentObjects) {
+    recentIndex_.erase(recent_.back().first);
+    recent_.pop_back();
+  }
+}
+
+void Informer::forgetLocked(const std::string& key) const {
+  auto it = recentIndex_.find(key);
+  if (it == recentIndex_.end()) return;
+  recent_.erase(it->second);
+  recentIndex_.erase(it);
 }
 
 std::vector<json> Informer::list() const {
@@ -70,7 +106,7 @@ void Informer::forEach(const std::function<void(const json& object)>& visit) con
     for (const auto& [key, blob] : cache_) blobs.push_back(blob);
   }
   for (auto& blob : blobs) {
-    visit(codec_.decode(blob));
+    visit(decode(blob));
     std::string().swap(blob);
   }
 }
@@ -152,22 +188,24 @@ void Informer::relist() {
       }
     }
     cache_ = std::move(fresh);
+    recent_.clear();  // the list may have replaced any of them
+    recentIndex_.clear();
     resourceVersion_ = rv;
     handlers = handlers_;
   }
   if (!handlers.empty()) {
     for (const auto& blob : deleted) {
-      const auto o = codec_.decode(blob);
+      const auto o = decode(blob);
       for (const auto& h : handlers)
         if (h.onDelete) h.onDelete(o);
     }
     for (const auto& blob : added) {
-      const auto o = codec_.decode(blob);
+      const auto o = decode(blob);
       for (const auto& h : handlers)
         if (h.onAdd) h.onAdd(o);
     }
     for (const auto& [beforeBlob, afterBlob] : updated) {
-      const auto before = codec_.decode(beforeBlob), after = codec_.decode(afterBlob);
+      const auto before = decode(beforeBlob), after = decode(afterBlob);
       for (const auto& h : handlers)
         if (h.onUpdate) h.onUpdate(before, after);
     }
@@ -220,13 +258,19 @@ void Informer::apply(const std::string& type, json object) {
   const auto key = keyOf(object);
   const bool deleted = type == "DELETED";
   std::string blob = deleted ? std::string{} : codec_.encode(object);
+  const auto resourceVersion = object.value("metadata", json::object()).value("resourceVersion", std::string{});
+  // The object as stored, decoded already: kept among the recent objects and handed to the
+  // handlers (a deleted one is handed over as it was last stored, when that is known).
+  Decoded current = deleted ? nullptr : std::make_shared<const json>(std::move(object));
   std::optional<std::string> previousBlob;
+  Decoded previousDecoded;
   std::vector<InformerHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {
-      previousBlob = deleted ? std::move(it->second) : it->second;
+      previousDecoded = recentLocked(key);
+      if (!previousDecoded) previousBlob = deleted ? std::move(it->second) : it->second;
       if (deleted) {
         cache_.erase(it);
       } else {
@@ -235,19 +279,23 @@ void Informer::apply(const std::string& type, json object) {
     } else if (!deleted) {
       cache_.emplace(key, std::move(blob));
     }
-    resourceVersion_ = object.value("metadata", json::object()).value("resourceVersion", resourceVersion_);
+    if (deleted) {
+      forgetLocked(key);
+    } else {
+      rememberLocked(key, current);
+    }
+    if (!resourceVersion.empty()) resourceVersion_ = resourceVersion;
     handlers = handlers_;
   }
   if (handlers.empty()) return;
-  std::optional<json> previous;
-  if (previousBlob) previous = codec_.decode(*previousBlob);
+  if (!previousDecoded && previousBlob) previousDecoded = std::make_shared<const json>(decode(*previousBlob));
   for (const auto& h : handlers) {
-    if (type == "DELETED") {
-      if (h.onDelete) h.onDelete(previous ? *previous : object);
-    } else if (previous) {
-      if (h.onUpdate) h.onUpdate(*previous, object);
+    if (deleted) {
+      if (h.onDelete) h.onDelete(previousDecoded ? *previousDecoded : object);
+    } else if (previousDecoded) {
+      if (h.onUpdate) h.onUpdate(*previousDecoded, *current);
     } else if (h.onAdd) {
-      h.onAdd(object);
+      h.onAdd(*current);
     }
   }
 }

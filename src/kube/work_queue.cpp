@@ -22,20 +22,30 @@ WorkQueue::WorkQueue(Options options, const Clock& clock)
     : name_(std::move(options.name)),
       clock_(clock),
       rateLimiter_(options.rateLimiter ? std::move(options.rateLimiter) : defaultControllerRateLimiter(clock)),
-      metrics_(options.metrics) {
+      metrics_(options.metrics),
+      normalHold_(options.normalHold) {
   timer_ = std::thread([this] { timerLoop(); });
 }
 
 WorkQueue::~WorkQueue() { shutDown(); }
 
-void WorkQueue::add(const std::string& key) {
+void WorkQueue::add(const std::string& key, Priority priority) {
   std::lock_guard lock(mutex_);
-  addLocked(key);
+  addLocked(key, priority);
 }
 
-void WorkQueue::addLocked(const std::string& key) {
+void WorkQueue::addLocked(const std::string& key, Priority priority) {
   if (shuttingDown_) return;
-  if (!dirty_.insert(key).second) return;
+  if (!dirty_.insert(key).second) {
+    // Already pending: only a raise matters. A waiting Low key moves to the Normal queue (its
+    // Low entry goes stale); one held by a worker is queued as Normal by done().
+    if (priority == Priority::Normal && low_.erase(key) > 0 && !processing_.contains(key)) {
+      queue_.emplace_back(key, clock_.now());
+      keyReady_.notify_one();
+    }
+    return;
+  }
+  if (priority == Priority::Low) low_.insert(key);
   if (metrics_ != nullptr) {
     metrics_->added();
     metrics_->depth(dirty_.size());
@@ -43,16 +53,42 @@ void WorkQueue::addLocked(const std::string& key) {
   }
   // Held by a worker: done() queues it, so two workers never hold it at once.
   if (processing_.contains(key)) return;
-  queue_.push_back(key);
+  pushLocked(key);
+}
+
+void WorkQueue::pushLocked(const std::string& key) {
+  if (low_.contains(key)) {
+    lowQueue_.push_back(key);
+  } else {
+    queue_.emplace_back(key, clock_.now());
+  }
+  ++ready_;
   keyReady_.notify_one();
 }
 
 std::optional<std::string> WorkQueue::get() {
   std::unique_lock lock(mutex_);
-  keyReady_.wait(lock, [this] { return !queue_.empty() || shuttingDown_; });
-  if (queue_.empty()) return std::nullopt;
-  std::string key = std::move(queue_.front());
-  queue_.pop_front();
+  keyReady_.wait(lock, [this] { return ready_ > 0 || shuttingDown_; });
+  if (ready_ == 0) return std::nullopt;
+  std::string key;
+  // Live Low entries exist when some ready keys are not in the Normal queue.
+  const bool lowWaiting = ready_ > queue_.size();
+  const bool normalDue =
+      !queue_.empty() && (!lowWaiting || normalHold_ <= std::chrono::nanoseconds::zero() ||
+                          clock_.now() - queue_.front().second >= normalHold_);
+  if (normalDue || !lowWaiting) {
+    key = std::move(queue_.front().first);
+    queue_.pop_front();
+  } else {
+    // Skips the entries of keys raised to Normal (handed out already, or held by a worker).
+    for (;;) {
+      key = std::move(lowQueue_.front());
+      lowQueue_.pop_front();
+      if (low_.contains(key) && !processing_.contains(key)) break;
+    }
+    low_.erase(key);
+  }
+  --ready_;
   processing_.insert(key);
   dirty_.erase(key);
   if (metrics_ != nullptr) {
@@ -82,8 +118,7 @@ void WorkQueue::done(const std::string& key) {
   }
   if (dirty_.contains(key)) {
     // Re-queued even while shutting down, as client-go does: it was added before the shutdown.
-    queue_.push_back(key);
-    keyReady_.notify_one();
+    pushLocked(key);
   } else if (processing_.empty()) {
     drained_.notify_all();
   }
@@ -99,7 +134,7 @@ std::size_t WorkQueue::unfinished() const {
 
 std::size_t WorkQueue::len() const {
   std::lock_guard lock(mutex_);
-  return queue_.size();
+  return ready_;
 }
 
 void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay) {

@@ -34,12 +34,13 @@ Controller::Controller(Options options, Reconcile reconcile, const Clock& clock)
   kube::WorkQueue::Options q;
   q.name = options_.name;
   q.metrics = queueObserver_.get();
+  q.normalHold = options_.normalHold;
   queue_ = std::make_unique<kube::WorkQueue>(std::move(q), clock_);
 }
 
 Controller::~Controller() { stop(); }
 
-void Controller::enqueue(const std::string& key) { queue_->add(key); }
+void Controller::enqueue(const std::string& key, kube::WorkQueue::Priority priority) { queue_->add(key, priority); }
 
 void Controller::enqueueAfter(const std::string& key, std::chrono::nanoseconds delay) { queue_->addAfter(key, delay); }
 

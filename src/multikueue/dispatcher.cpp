@@ -18,6 +18,14 @@ using nlohmann::json;
 
 namespace {
 
+// While a backlog of Workloads (the initial list) waits, an event-driven Workload waits this
+// long for the rest of its burst: the copies' creation, each worker's reservation and the
+// loser copies' deletion come close together, but on a busy manager they spread over hundreds
+// of milliseconds, and one reconcile for all of them costs a fraction of one per event
+// (measured with bench/dispatch: 50 ms gave 40 % more reconciles than a plain FIFO, 1 s about
+// as many). Nothing waits for it without a backlog.
+constexpr std::chrono::milliseconds kWorkloadEventHold{1000};
+
 std::string objectName(const json& object) { return object.value("metadata", json::object()).value("name", ""); }
 
 std::int64_t generationOf(const json& object) {
@@ -77,7 +85,8 @@ struct Dispatcher::Impl {
         OrphanCollector::Options{cfg.multiKueue.origin, cfg.multiKueue.externalFrameworks, cfg.multiKueue.gcInterval});
 
     workloadController = std::make_unique<Controller>(
-        Controller::Options{"mk-workload", this->options.workloadWorkers, this->options.controllerObserver},
+        Controller::Options{"mk-workload", this->options.workloadWorkers, this->options.controllerObserver,
+                            kWorkloadEventHold},
         [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
     clusterController = std::make_unique<Controller>(
         Controller::Options{"mk-cluster", 2, this->options.controllerObserver},
@@ -89,9 +98,13 @@ struct Dispatcher::Impl {
   }
 
   // Every Workload with a state for one of our checks (a worker came or went, a config changed).
+  // Every Workload of the checks, at Low priority like an initial list: a re-evaluation in
+  // bulk (a worker connected, a config changed) must not push back the Workloads whose own
+  // events are waiting; it raises none of them and lowers none either.
   void enqueueWorkloadsOfChecks(const std::vector<std::string>& checks) {
     for (const auto& check : checks)
-      for (const auto& key : workloadReconciler->workloadsUsingCheck(check)) workloadController->enqueue(key);
+      for (const auto& key : workloadReconciler->workloadsUsingCheck(check))
+        workloadController->enqueue(key, kube::WorkQueue::Priority::Low);
   }
 
   std::vector<std::string> ourChecksUsingConfig(const std::string& configName) const {
@@ -120,7 +133,14 @@ struct Dispatcher::Impl {
       workloadController->enqueue(kube::Informer::keyOf(wl));
     };
     workloadsInformer->addHandlers(
-        {.onAdd = enqueueWorkload,
+        {// The initial list goes behind every event (controller-runtime's priority queue): on a
+         // backlog, Workloads already dispatched are finished before new ones are opened.
+         .onAdd =
+             [this](const json& wl) {
+               workloadController->enqueue(kube::Informer::keyOf(wl), workloadsInformer->hasSynced()
+                                                                          ? kube::WorkQueue::Priority::Normal
+                                                                          : kube::WorkQueue::Priority::Low);
+             },
          .onUpdate = [enqueueWorkload](const json&, const json& wl) { enqueueWorkload(wl); },
          .onDelete =
              [this, enqueueWorkload](const json& wl) {

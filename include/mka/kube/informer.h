@@ -16,12 +16,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +52,11 @@ struct InformerOptions {
   // handed to the handlers (e.g. dropping metadata.managedFields to save memory). Runs on the
   // reflector thread; must not throw.
   std::function<void(nlohmann::json& object)> transform;
+  // How many objects the informer also keeps decoded: those most recently stored by watch
+  // events, most recent first. A controller works on the objects whose events just came in,
+  // so their get() calls and the old object of their next update are served without
+  // decoding. Each costs a decoded object's memory (a few KiB); 0 turns it off.
+  std::size_t recentObjects = 16;
 };
 
 // A transform for InformerOptions::transform: drops metadata.managedFields, which controllers
@@ -78,8 +85,9 @@ class Informer {
   // Waits until synced or `timeout`; false on timeout or stop.
   bool waitForSync(std::chrono::milliseconds timeout) const;
 
-  // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds). Each read decodes
-  // the stored object (see ObjectCodec): read once per decision, not in loops.
+  // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds). A read decodes
+  // the stored object (see ObjectCodec) unless it is among the recent objects, and copies
+  // those: read once per decision, not in loops.
   std::optional<nlohmann::json> get(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
   // Every cached object, decoded one at a time (a snapshot taken at the call): unlike list(),
@@ -90,6 +98,8 @@ class Informer {
   // Observability and tests.
   std::uint64_t lists() const { return lists_.load(); }
   std::uint64_t watches() const { return watches_.load(); }
+  // Stored objects decoded so far (reads and handler calls served by the recent objects are not).
+  std::uint64_t decodes() const { return decodes_.load(); }
   const GroupVersionKind& gvk() const { return gvk_; }
 
   static std::string keyOf(const nlohmann::json& object);
@@ -101,6 +111,12 @@ class Informer {
   void apply(const std::string& type, nlohmann::json object);
   void setResourceVersion(const nlohmann::json& object);
   bool sleepFor(std::chrono::milliseconds delay);  // false when stopping
+  using Decoded = std::shared_ptr<const nlohmann::json>;
+  nlohmann::json decode(const std::string& blob) const;  // codec_.decode, counted
+  // With mutex_ held. A read that hits moves the object to the front, so these are const.
+  Decoded recentLocked(const std::string& key) const;
+  void rememberLocked(const std::string& key, Decoded object) const;
+  void forgetLocked(const std::string& key) const;
 
   Client& client_;
   GroupVersionKind gvk_;
@@ -110,11 +126,17 @@ class Informer {
   mutable std::condition_variable changed_;
   ObjectCodec codec_;                         // encodes on the reflector thread only
   std::map<std::string, std::string> cache_;  // key -> codec_-encoded object
+  // Decoded copies of at most options_.recentObjects entries of cache_, always equal to them
+  // (apply stores or drops them with the entry, relist drops them all), most recently used
+  // first.
+  mutable std::list<std::pair<std::string, Decoded>> recent_;
+  mutable std::unordered_map<std::string, std::list<std::pair<std::string, Decoded>>::iterator> recentIndex_;
   std::vector<InformerHandlers> handlers_;
   std::string resourceVersion_;
   bool stopping_ = false;
   std::atomic<bool> synced_{false};
   std::atomic<std::uint64_t> lists_{0}, watches_{0};
+  mutable std::atomic<std::uint64_t> decodes_{0};
   RestClient::StreamHandle* stream_ = nullptr;  // the watch in flight, cancelled by stop()
   std::thread thread_;
 };

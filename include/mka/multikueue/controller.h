@@ -20,6 +20,7 @@
 #include "mka/common/clock.h"
 #include "mka/kube/rate_limiter.h"
 #include "mka/kube/work_queue.h"
+#include "mka/kube/work_queue.h"
 
 namespace mka::multikueue {
 
@@ -49,6 +50,9 @@ class Controller {
     std::string name;  // logs, thread names (keep it short: threads are named "<name>-N")
     std::size_t workers = 1;
     ControllerObserver* observer = nullptr;  // borrowed, may be null
+    // kube::WorkQueue::Options::normalHold: while Low keys wait, how long a Normal key waits
+    // for more events before it goes ahead of them.
+    std::chrono::nanoseconds normalHold{0};
   };
 
   // `clock` must outlive the controller.
@@ -57,7 +61,9 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  void enqueue(const std::string& key);
+  // Low: a key from an informer's initial list, handed out after every Normal one (see
+  // kube::WorkQueue).
+  void enqueue(const std::string& key, kube::WorkQueue::Priority priority = kube::WorkQueue::Priority::Normal);
   void enqueueAfter(const std::string& key, std::chrono::nanoseconds delay);
 
   void start();

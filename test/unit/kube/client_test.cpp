@@ -386,6 +386,72 @@ TEST_F(InformerTest, RelistAcrossADictionaryChangeReportsNoSpuriousUpdates) {
   informer.stop();
 }
 
+// The informer keeps the last objects stored or read decoded: reading them costs no decoding,
+// and what they return is always the current object, whatever was evicted or replaced.
+TEST_F(InformerTest, RecentObjectsAreReadWithoutDecodingAndAreAlwaysCurrent) {
+  auto client = newClient();
+  for (const auto* name : {"a", "b", "c"}) client->create(configMap(name));
+  auto setValue = [&](const std::string& name, const std::string& value) {
+    client->patch(kConfigMap, "default", name, PatchType::Merge, {{"data", {{"v", value}}}});
+  };
+  std::mutex mutex;
+  std::vector<std::string> updates;  // declared before the informer: its thread writes it
+  std::atomic<int> deletes{0};
+  InformerOptions options{.namespace_ = "default"};
+  options.recentObjects = 2;
+  Informer informer(*client, kConfigMap, options);
+  informer.addHandlers({.onUpdate =
+                            [&](const json& before, const json& after) {
+                              std::lock_guard lock(mutex);
+                              updates.push_back(after["metadata"]["name"].get<std::string>() + " " +
+                                                before["data"].value("v", "-") + "->" + after["data"].value("v", "-"));
+                            },
+                        .onDelete = [&](const json&) { ++deletes; }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  auto awaitUpdates = [&](std::size_t n) {
+    return test::eventually([&] {
+      std::lock_guard lock(mutex);
+      return updates.size() >= n;
+    });
+  };
+  auto valueOf = [&](const std::string& name) {
+    const auto object = informer.get("default/" + name);
+    return object ? object->at("data").value("v", "-") : "gone";
+  };
+
+  const auto listed = informer.decodes();  // the handlers saw the list
+  setValue("a", "1");
+  ASSERT_TRUE(awaitUpdates(1));
+  auto decodes = informer.decodes();
+  EXPECT_EQ(decodes, listed + 1) << "only the old object of the update, which came from the list";
+  EXPECT_EQ(valueOf("a"), "1");
+  EXPECT_EQ(informer.decodes(), decodes) << "the object just stored is read without decoding";
+  EXPECT_EQ(valueOf("b"), "-");
+  EXPECT_EQ(informer.decodes(), decodes + 1) << "an object only listed is decoded";
+
+  setValue("b", "1");
+  setValue("c", "1");  // recent: c, b; a is evicted
+  ASSERT_TRUE(awaitUpdates(3));
+  decodes = informer.decodes();
+  EXPECT_EQ(valueOf("a"), "1") << "an evicted object is decoded from the cache";
+  EXPECT_EQ(informer.decodes(), decodes + 1);
+  EXPECT_EQ(valueOf("b"), "1");
+  EXPECT_EQ(valueOf("c"), "1");
+  EXPECT_EQ(informer.decodes(), decodes + 1);
+  setValue("c", "2");
+  ASSERT_TRUE(awaitUpdates(4));
+  EXPECT_EQ(valueOf("c"), "2") << "a recent object is replaced with the update";
+  EXPECT_EQ(informer.decodes(), decodes + 1) << "the old object of the update was recent";
+
+  client->remove(kConfigMap, "default", "c");
+  ASSERT_TRUE(test::eventually([&] { return deletes.load() == 1; }));
+  EXPECT_EQ(valueOf("c"), "gone") << "a recent object is dropped with the delete";
+  informer.stop();
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(updates, (std::vector<std::string>{"a -->1", "b -->1", "c -->1", "c 1->2"}));
+}
+
 TEST_F(InformerTest, TransformShapesWhatIsCachedAndHandedToHandlers) {
   auto client = newClient();
   client->create(configMap("listed"));

@@ -151,7 +151,8 @@ TEST(WorkQueueTest, NoKeyIsEverHeldByTwoWorkersAndNoAddIsLost) {
           std::lock_guard lock(mutex);
           lastAdd[key] = ++sequence;
         }
-        queue.add(key);
+        // Both priorities: raises of waiting Low keys and Low adds of held keys happen too.
+        queue.add(key, random() % 2 == 0 ? WorkQueue::Priority::Low : WorkQueue::Priority::Normal);
         std::this_thread::yield();  // let workers run between adds, so keys are added while held
       }
     });
@@ -167,6 +168,96 @@ TEST(WorkQueueTest, NoKeyIsEverHeldByTwoWorkersAndNoAddIsLost) {
   for (const auto& [key, added] : lastAdd) {
     EXPECT_GT(lastGet[key], added) << key << " was added and never processed afterwards";
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Priorities
+
+constexpr auto kLow = WorkQueue::Priority::Low;
+constexpr auto kNormal = WorkQueue::Priority::Normal;
+
+TEST(WorkQueueTest, LowKeysGoAfterEveryNormalKeyInTheOrderOfEachLevel) {
+  FakeClock clock;
+  WorkQueue queue(testOptions(), clock);
+  queue.add("ns/low-1", kLow);
+  queue.add("ns/normal-1");
+  queue.add("ns/low-2", kLow);
+  queue.add("ns/normal-2", kNormal);
+  EXPECT_EQ(queue.len(), 4u);
+  EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/normal-1", "ns/normal-2", "ns/low-1", "ns/low-2"}));
+}
+
+TEST(WorkQueueTest, AWaitingLowKeyAddedAsNormalIsRaisedAndStillHandedOutOnce) {
+  FakeClock clock;
+  WorkQueue queue(testOptions(), clock);
+  queue.add("ns/a", kLow);
+  queue.add("ns/b", kLow);
+  queue.add("ns/b");  // raised: ahead of ns/a
+  queue.add("ns/b", kLow);  // a Low add does not lower it again
+  EXPECT_EQ(queue.len(), 2u);
+  EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/b", "ns/a"}));
+  EXPECT_EQ(queue.len(), 0u);
+  // The raised key's old Low place is not handed out as a second ns/b.
+  queue.add("ns/c", kLow);
+  EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/c"}));
+  queue.shutDown();
+  EXPECT_EQ(queue.get(), std::nullopt);
+}
+
+TEST(WorkQueueTest, AKeyAddedWhileHeldComesBackWithThePriorityItWasAddedWith) {
+  FakeClock clock;
+  WorkQueue queue(testOptions(), clock);
+  queue.add("ns/held");
+  ASSERT_EQ(queue.get(), "ns/held");
+  queue.add("ns/held", kLow);
+  queue.add("ns/other", kLow);
+  queue.done("ns/held");  // back as Low, behind ns/other
+  EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/other", "ns/held"}));
+
+  queue.add("ns/held");
+  ASSERT_EQ(queue.get(), "ns/held");
+  queue.add("ns/held", kLow);
+  queue.add("ns/other", kLow);
+  queue.add("ns/held");  // raised while held
+  queue.done("ns/held");
+  EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/held", "ns/other"}));
+}
+
+WorkQueue::Options holdOptions() {
+  auto options = testOptions();
+  options.normalHold = 50ms;
+  return options;
+}
+
+TEST(WorkQueueTest, WhileLowKeysWaitANormalKeyIsHeldForItsWindowAndGathersItsEvents) {
+  FakeClock clock;
+  WorkQueue queue(holdOptions(), clock);
+  queue.add("ns/low-1", kLow);
+  queue.add("ns/low-2", kLow);
+  queue.add("ns/event");
+  EXPECT_EQ(queue.get(), "ns/low-1") << "a Normal key younger than the hold lets a Low key go first";
+  queue.done("ns/low-1");
+  queue.add("ns/event");  // a second event joins the held key
+  clock.advance(50ms);
+  EXPECT_EQ(queue.get(), "ns/event") << "held long enough: ahead of the Low keys again";
+  queue.done("ns/event");
+  EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/low-2"}));
+}
+
+TEST(WorkQueueTest, WithoutLowKeysOrWithNothingElseReadyANormalKeyIsNeverHeld) {
+  FakeClock clock;
+  WorkQueue queue(holdOptions(), clock);
+  queue.add("ns/event");
+  EXPECT_EQ(queue.get(), "ns/event") << "no Low key waits: no hold";
+  queue.done("ns/event");
+
+  queue.add("ns/low", kLow);
+  queue.add("ns/event");
+  EXPECT_EQ(queue.get(), "ns/low");
+  EXPECT_EQ(queue.get(), "ns/event") << "only a held key is ready: handed out rather than waited for";
+  queue.done("ns/low");
+  queue.done("ns/event");
+  EXPECT_EQ(queue.len(), 0u);
 }
 
 TEST(WorkQueueTest, ShutDownReleasesBlockedWorkers) {
