@@ -97,10 +97,9 @@ struct Dispatcher::Impl {
     wire();
   }
 
-  // Every Workload with a state for one of our checks (a worker came or went, a config changed).
-  // Every Workload of the checks, at Low priority like an initial list: a re-evaluation in
-  // bulk (a worker connected, a config changed) must not push back the Workloads whose own
-  // events are waiting; it raises none of them and lowers none either.
+  // Every Workload with a state for one of our checks (a worker came or went, a config
+  // changed), at Low priority like an initial list: a re-evaluation in bulk must not push back
+  // the Workloads whose own events are waiting; it raises none of them and lowers none either.
   void enqueueWorkloadsOfChecks(const std::vector<std::string>& checks) {
     for (const auto& check : checks)
       for (const auto& key : workloadReconciler->workloadsUsingCheck(check))
@@ -129,17 +128,17 @@ struct Dispatcher::Impl {
   }
 
   void wire() {
-    auto enqueueWorkload = [this](const json& wl) {
-      workloadController->enqueue(kube::Informer::keyOf(wl));
+    auto enqueueWorkload = [this](const json& wl,
+                                  kube::WorkQueue::Priority priority = kube::WorkQueue::Priority::Normal) {
+      workloadController->enqueue(kube::Informer::keyOf(wl), priority);
     };
     workloadsInformer->addHandlers(
         {// The initial list goes behind every event (controller-runtime's priority queue): on a
          // backlog, Workloads already dispatched are finished before new ones are opened.
          .onAdd =
-             [this](const json& wl) {
-               workloadController->enqueue(kube::Informer::keyOf(wl), workloadsInformer->hasSynced()
-                                                                          ? kube::WorkQueue::Priority::Normal
-                                                                          : kube::WorkQueue::Priority::Low);
+             [this, enqueueWorkload](const json& wl) {
+               enqueueWorkload(wl, workloadsInformer->hasSynced() ? kube::WorkQueue::Priority::Normal
+                                                                  : kube::WorkQueue::Priority::Low);
              },
          .onUpdate = [enqueueWorkload](const json&, const json& wl) { enqueueWorkload(wl); },
          .onDelete =
