@@ -1,5 +1,7 @@
 #include "mka/kube/informer.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace mka::kube {
@@ -49,10 +51,10 @@ std::optional<json> Informer::get(const std::string& key) const {
   std::string blob;
   {
     std::lock_guard lock(mutex_);
-    auto it = cache_.find(key);
-    if (it == cache_.end()) return std::nullopt;
+    const auto stored = cache_.find(key);
+    if (!stored) return std::nullopt;
     if (auto hit = recentLocked(key)) return *hit;
-    blob = it->second;
+    blob = *stored;
   }
   // Not remembered: keeping it would cost a copy on every read that misses.
   return decode(blob);
@@ -99,13 +101,14 @@ std::vector<json> Informer::list() const {
 }
 
 void Informer::forEach(const std::function<void(const json& object)>& visit) const {
-  std::vector<std::string> blobs;
+  std::vector<std::pair<std::string, std::string>> entries;  // key, blob
   {
     std::lock_guard lock(mutex_);
-    blobs.reserve(cache_.size());
-    for (const auto& [key, blob] : cache_) blobs.push_back(blob);
+    entries.reserve(cache_.size());
+    cache_.forEach([&](std::string_view key, std::string_view blob) { entries.emplace_back(key, blob); });
   }
-  for (auto& blob : blobs) {
+  std::sort(entries.begin(), entries.end());  // by key, as a list from the server
+  for (auto& [key, blob] : entries) {
     visit(decode(blob));
     std::string().swap(blob);
   }
@@ -162,29 +165,36 @@ void Informer::relist() {
   list.fieldSelector = options_.fieldSelector;
   list.limit = options_.pageSize;
   std::string rv;
-  // Each item is encoded as its page arrives: the parsed list is never held whole.
-  std::map<std::string, std::string> fresh;
+  // Each item is encoded as its page arrives: the parsed list is never held whole. `listed`
+  // keeps the list's order (by key, as the server sorts), in which the handlers hear of it.
+  BlobMap fresh;
+  std::vector<std::string> listed;
   client_.listEach(gvk_, options_.namespace_, list, [&](json& item) {
     if (options_.transform) options_.transform(item);
     auto key = keyOf(item);
-    fresh[std::move(key)] = codec_.encode(item);
+    if (!fresh.contains(key)) listed.push_back(key);
+    fresh.assign(key, codec_.encode(item));
   }, &rv);
   ++lists_;
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
-  std::vector<std::string> added, deleted;
-  std::vector<std::pair<std::string, std::string>> updated;
+  std::vector<std::string> added;
+  std::vector<std::pair<std::string, std::string>> deleted;  // key, blob
+  std::vector<std::pair<std::string, std::string>> updated;  // before, after
   std::vector<InformerHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [key, blob] : cache_)
-      if (!fresh.contains(key)) deleted.push_back(blob);
-    for (const auto& [key, blob] : fresh) {
-      auto it = cache_.find(key);
-      if (it == cache_.end()) {
-        added.push_back(blob);
-      } else if (!codec_.sameObject(it->second, blob)) {
-        updated.emplace_back(it->second, blob);
+    cache_.forEach([&](std::string_view key, std::string_view blob) {
+      if (!fresh.contains(key)) deleted.emplace_back(key, blob);
+    });
+    std::sort(deleted.begin(), deleted.end());
+    for (const auto& key : listed) {
+      const auto blob = *fresh.find(key);
+      const auto before = cache_.find(key);
+      if (!before) {
+        added.emplace_back(blob);
+      } else if (!codec_.sameObject(*before, blob)) {
+        updated.emplace_back(*before, blob);
       }
     }
     cache_ = std::move(fresh);
@@ -194,7 +204,7 @@ void Informer::relist() {
     handlers = handlers_;
   }
   if (!handlers.empty()) {
-    for (const auto& blob : deleted) {
+    for (const auto& [key, blob] : deleted) {
       const auto o = decode(blob);
       for (const auto& h : handlers)
         if (h.onDelete) h.onDelete(o);
@@ -267,18 +277,12 @@ void Informer::apply(const std::string& type, json object) {
   std::vector<InformerHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
+    if (const auto stored = cache_.find(key)) {
       previousDecoded = recentLocked(key);
-      if (!previousDecoded) previousBlob = deleted ? std::move(it->second) : it->second;
-      if (deleted) {
-        cache_.erase(it);
-      } else {
-        it->second = std::move(blob);
-      }
-    } else if (!deleted) {
-      cache_.emplace(key, std::move(blob));
+      if (!previousDecoded) previousBlob = std::string(*stored);
+      if (deleted) cache_.erase(key);
     }
+    if (!deleted) cache_.assign(key, blob);
     if (deleted) {
       forgetLocked(key);
     } else {

@@ -17,7 +17,6 @@
 #include <condition_variable>
 #include <functional>
 #include <list>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/kube/blob_map.h"
 #include "mka/kube/client.h"
 #include "mka/kube/object_codec.h"
 
@@ -125,7 +125,7 @@ class Informer {
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   ObjectCodec codec_;                         // encodes on the reflector thread only
-  std::map<std::string, std::string> cache_;  // key -> codec_-encoded object
+  BlobMap cache_;                             // key -> codec_-encoded object
   // Decoded copies of at most options_.recentObjects entries of cache_, always equal to them
   // (apply stores or drops them with the entry, relist drops them all), most recently used
   // first.

@@ -28,7 +28,7 @@ class Dispatcher {
     config::Configuration config;
     // Workloads reconciled at once (controller-runtime MaxConcurrentReconciles): each reconcile
     // mostly waits on API round trips to the manager and the workers.
-    std::size_t workloadWorkers = 16;
+    std::size_t workloadWorkers = 8;
     // Worker connections (path prefix, timeouts); namespace_, origin, jobKinds, clientOptions
     // and writeClusterStatus are filled from `config`.
     ClusterRegistryOptions registry;
