@@ -97,4 +97,9 @@ std::string escapeJsonPointer(std::string_view token) {
   return out;
 }
 
+std::string quotedExcerpt(std::string_view value, std::size_t maxChars) {
+  if (value.size() > maxChars) return "\"" + std::string(value.substr(0, maxChars)) + "...\"";
+  return "\"" + std::string(value) + "\"";
+}
+
 }  // namespace mka::strings

@@ -12,15 +12,6 @@ namespace mka::multikueue {
 
 using nlohmann::json;
 
-namespace {
-
-std::string namespacedKeyOf(const json& object) {
-  const auto meta = object.value("metadata", json::object());
-  return meta.value("namespace", "") + "/" + meta.value("name", "");
-}
-
-}  // namespace
-
 OrphanCollector::OrphanCollector(kube::Client& manager, kube::Informer& workloads, const ClusterRegistry& clusters,
                                  Options options)
     : manager_(manager), workloads_(workloads), clusters_(clusters), options_(std::move(options)) {}
@@ -57,7 +48,7 @@ OrphanCollector::Stats OrphanCollector::collect() {
       }
     };
     remote->forEachWorkload([&](const json& wl) {
-      const auto key = namespacedKeyOf(wl);
+      const auto key = kube::Informer::keyOf(wl);
       try {
         if (!ownedByOrigin(wl, options_.origin) || liveLocally(key)) return;
         const auto meta = wl.value("metadata", json::object());

@@ -22,8 +22,6 @@ namespace {
 
 using json_fields::metadataString;
 
-std::string keyOf(const json& object) { return metadataString(object, "namespace") + "/" + metadataString(object, "name"); }
-
 std::pair<std::string, std::string> splitKey(const std::string& key) {
   const auto slash = key.find('/');
   if (slash == std::string::npos) return {"", key};
@@ -152,13 +150,13 @@ void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const kube::GroupVe
 
 void WorkloadReconciler::rememberDeleted(const json& workload) {
   std::lock_guard lock(mutex_);
-  deleted_[keyOf(workload)] = workload;
+  deleted_[kube::Informer::keyOf(workload)] = workload;
 }
 
 std::vector<std::string> WorkloadReconciler::workloadsUsingCheck(const std::string& check) const {
   std::vector<std::string> keys;
   caches_.workloads->forEach([&](const json& wl) {
-    if (findCheckState(wl, check) != nullptr) keys.push_back(keyOf(wl));
+    if (findCheckState(wl, check) != nullptr) keys.push_back(kube::Informer::keyOf(wl));
   });
   return keys;
 }
@@ -183,7 +181,7 @@ bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
     try {
       auto written = client.update(object, {.fieldManager = std::string(kAdmissionFieldManager), .subresource = "status"});
       if (&client == &manager_) {
-        const auto key = keyOf(written);
+        const auto key = kube::Informer::keyOf(written);
         std::lock_guard lock(mutex_);
         written_[key] = revisionOf(written);
       }
@@ -204,7 +202,7 @@ Result WorkloadReconciler::reject(const json& workload, const std::string& check
     if (old == check_state::kRejected) return false;
     return setCheckState(wl, check, check_state::kRejected, withPreviousState(message, old), clock_.now());
   });
-  spdlog::info("workload rejected workload={} check={} reason=\"{}\"", keyOf(workload), check, message);
+  spdlog::info("workload rejected workload={} check={} reason=\"{}\"", kube::Informer::keyOf(workload), check, message);
   return Result::done();
 }
 

@@ -123,9 +123,7 @@ bool specDiffers(const json& a, const json& b) {
 
 std::string baseMediaType(const std::string& contentType) {
   auto semi = contentType.find(';');
-  std::string out(strings::trim(std::string_view(contentType).substr(0, semi)));
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
+  return strings::toLower(std::string(strings::trim(std::string_view(contentType).substr(0, semi))));
 }
 
 json parseJsonBody(const std::string& body, const char* what) {

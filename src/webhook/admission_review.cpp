@@ -3,6 +3,7 @@
 #include <array>
 
 #include "mka/common/base64.h"
+#include "mka/common/strings.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
@@ -12,15 +13,10 @@ using nlohmann::json;
 
 constexpr std::array<std::string_view, 4> kOperations = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
 // Values we echo in messages are the sender's; keep a message readable whatever they sent.
-constexpr std::size_t kMaxEchoedChars = 64;
 constexpr std::size_t kMaxParserDetailChars = 200;
 
 [[noreturn]] void badRequest(std::string message) { throw BadRequest(std::move(message)); }
 
-std::string echoedValue(std::string_view value) {
-  if (value.size() > kMaxEchoedChars) return "\"" + std::string(value.substr(0, kMaxEchoedChars)) + "...\"";
-  return "\"" + std::string(value) + "\"";
-}
 
 std::string typeOf(const json& value) { return value.type_name(); }
 
@@ -195,12 +191,12 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   constexpr std::string_view versionFix = "send apiVersion admission.k8s.io/v1 (or admission.k8s.io/v1beta1)";
   request.apiVersion = requiredString(review, "apiVersion", "apiVersion", versionFix);
   if (request.apiVersion != kAdmissionV1 && request.apiVersion != kAdmissionV1beta1) {
-    badRequest("apiVersion: unsupported value " + echoedValue(request.apiVersion) + ": " + std::string(versionFix) +
+    badRequest("apiVersion: unsupported value " + strings::quotedExcerpt(request.apiVersion) + ": " + std::string(versionFix) +
                "; list v1 in the webhook's admissionReviewVersions");
   }
   const auto kind = requiredString(review, "kind", "kind", "send kind AdmissionReview");
   if (kind != "AdmissionReview") {
-    badRequest("kind: unsupported value " + echoedValue(kind) + ": send kind AdmissionReview");
+    badRequest("kind: unsupported value " + strings::quotedExcerpt(kind) + ": send kind AdmissionReview");
   }
 
   auto requestIt = review.find("request");
@@ -229,7 +225,7 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   bool known = false;
   for (auto op : kOperations) known = known || request.operation == op;
   if (!known) {
-    badRequest("request.operation: unsupported value " + echoedValue(request.operation) +
+    badRequest("request.operation: unsupported value " + strings::quotedExcerpt(request.operation) +
                ": send one of CREATE, UPDATE, DELETE, CONNECT");
   }
 

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mka/common/errors.h"
+#include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/config/loader.h"
 #include "mka/config/managed_by.h"
@@ -18,14 +19,9 @@ namespace {
 using multikueue::kPrebuiltWorkloadNameKey;
 using multikueue::kQueueNameLabel;
 
-constexpr std::size_t kMaxQuotedChars = 64;
 
-std::string quotedValue(std::string_view value) {
-  if (value.size() > kMaxQuotedChars) return "\"" + std::string(value.substr(0, kMaxQuotedChars)) + "...\"";
-  return "\"" + std::string(value) + "\"";
-}
 
-std::string describe(const std::optional<std::string>& value) { return value ? quotedValue(*value) : "unset"; }
+std::string describe(const std::optional<std::string>& value) { return value ? strings::quotedExcerpt(*value) : "unset"; }
 
 std::string joined(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
@@ -44,7 +40,7 @@ void checkSubdomain(std::optional<std::string_view> value, const std::string& pa
   if (!value) return;
   auto errors = validation::dns1123Subdomain(*value);
   if (errors.empty()) return;
-  problems.push_back({path, "invalid value " + quotedValue(*value) + ": " + joined(errors, ", "), std::string(fix)});
+  problems.push_back({path, "invalid value " + strings::quotedExcerpt(*value) + ": " + joined(errors, ", "), std::string(fix)});
 }
 
 bool endsWith(std::string_view text, std::string_view suffix) {
@@ -76,7 +72,7 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
     if (previous != current) {
       problems.push_back({where.fieldPath(), "field is immutable",
                           "it was " + describe(previous) + " and the update " +
-                              (current ? "sets " + quotedValue(*current) : std::string("removes it")) +
+                              (current ? "sets " + strings::quotedExcerpt(*current) : std::string("removes it")) +
                               "; keep the old value, or delete and re-create the " + kind});
     }
   }

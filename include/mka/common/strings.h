@@ -22,6 +22,10 @@ std::size_t editDistance(std::string_view a, std::string_view b);
 // differences always match, e.g. "multikueue" -> "multiKueue"); nullopt otherwise.
 std::optional<std::string> didYouMean(std::string_view word, const std::vector<std::string>& candidates);
 
+// `value` in double quotes for an error message, cut after `maxChars` bytes with "..." inside
+// the quotes, so that a long untrusted value cannot swamp the message.
+std::string quotedExcerpt(std::string_view value, std::size_t maxChars = 64);
+
 // Escapes a JSON-pointer reference token (RFC 6901): '~' -> "~0", '/' -> "~1".
 std::string escapeJsonPointer(std::string_view token);
 

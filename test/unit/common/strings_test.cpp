@@ -113,5 +113,13 @@ TEST(Strings, EscapeJsonPointer) {
   }
 }
 
+TEST(Strings, QuotedExcerpt) {
+  EXPECT_EQ(quotedExcerpt("PipelineRun"), "\"PipelineRun\"");
+  EXPECT_EQ(quotedExcerpt(""), "\"\"");
+  EXPECT_EQ(quotedExcerpt(std::string(64, 'x')), "\"" + std::string(64, 'x') + "\"");
+  EXPECT_EQ(quotedExcerpt(std::string(65, 'x')), "\"" + std::string(64, 'x') + "...\"");
+  EXPECT_EQ(quotedExcerpt("abcdef", 3), "\"abc...\"");
+}
+
 }  // namespace
 }  // namespace mka::strings
