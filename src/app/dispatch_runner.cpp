@@ -18,6 +18,7 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
   };
   return a.namespace_ == b.namespace_ && a.dispatch.enabled == b.dispatch.enabled &&
          a.dispatch.admissionCheckControllerName == b.dispatch.admissionCheckControllerName &&
+         a.dispatch.workloadConcurrency == b.dispatch.workloadConcurrency &&
          a.clientConnection.qps == b.clientConnection.qps && a.clientConnection.burst == b.clientConnection.burst &&
          frameworks(a) == frameworks(b) && a.multiKueue.gcInterval == b.multiKueue.gcInterval &&
          a.multiKueue.origin == b.multiKueue.origin && a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&

@@ -70,9 +70,10 @@ void readAdapterConfiguration(YamlReader& reader, const YAML::Node& root, Config
 
   auto dispatch = top.child(
       "dispatch", "dispatch: {enabled: true, admissionCheckControllerName: multikueue-adapter.dev/dispatcher}");
-  dispatch.checkKeys({"enabled", "admissionCheckControllerName"}, UnknownKeys::Reject);
+  dispatch.checkKeys({"enabled", "admissionCheckControllerName", "workloadConcurrency"}, UnknownKeys::Reject);
   dispatch.read("enabled", out.dispatch.enabled);
   dispatch.read("admissionCheckControllerName", out.dispatch.admissionCheckControllerName);
+  dispatch.read("workloadConcurrency", out.dispatch.workloadConcurrency);
 
   readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
                  UnknownKeys::Reject, out.multiKueue);

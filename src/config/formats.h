@@ -12,8 +12,8 @@ namespace mka::config::detail {
 
 // apiVersion config.multikueue-adapter.dev/v1alpha1, kind AdapterConfiguration: every key known.
 void readAdapterConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out);
-// Kueue's config.kueue.x-k8s.io Configuration: namespace, clientConnection and multiKueue read,
-// the rest of Kueue's keys ignored.
+// Kueue's config.kueue.x-k8s.io Configuration: namespace, clientConnection, multiKueue and the
+// Workload entry of controller.groupKindConcurrency read, the rest of Kueue's keys ignored.
 void readKueueConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out);
 // The multiKueue section, shared by both kinds (Kueue's has a few more keys, ignored).
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out);

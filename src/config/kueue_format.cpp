@@ -45,6 +45,14 @@ void readKueueConfiguration(YamlReader& reader, const YAML::Node& root, Configur
 
   readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
                  UnknownKeys::RejectIfClose, out.multiKueue);
+
+  // controller-runtime's concurrency per kind; the dispatch loop's workload controller takes
+  // Kueue's Workload entry, as Kueue's own MultiKueue workload controller does. The other kinds
+  // are Kueue's controllers, not ours.
+  auto controller = top.child("controller", "controller: {groupKindConcurrency: {Workload.kueue.x-k8s.io: 5}}");
+  controller.checkKeys({"groupKindConcurrency", "cacheSyncTimeout"}, UnknownKeys::RejectIfClose);
+  auto concurrency = controller.child("groupKindConcurrency", "groupKindConcurrency: {Workload.kueue.x-k8s.io: 5}");
+  concurrency.read(kWorkloadGroupKind, out.dispatch.workloadConcurrency);
 }
 
 }  // namespace mka::config::detail

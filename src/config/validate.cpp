@@ -14,6 +14,8 @@ using detail::childPath;
 using detail::indexPath;
 using detail::quote;
 
+// Each worker is a thread; more than this is a typo, not a tuning.
+constexpr int kMaxWorkloadConcurrency = 256;
 constexpr std::string_view kNameFix = "write it as Kind.version.group, for example PipelineRun.v1.tekton.dev";
 
 class Validator {
@@ -85,7 +87,16 @@ class Validator {
           "set the short burst allowed above qps, such as 100");
   }
 
-  void dispatch(const Dispatch& d) {
+  void dispatch(const Dispatch& d, Configuration::Source source) {
+    if (d.workloadConcurrency < 1 || d.workloadConcurrency > kMaxWorkloadConcurrency) {
+      const std::string path = source == Configuration::Source::KueueConfiguration
+                                   ? "controller.groupKindConcurrency." + std::string(kWorkloadGroupKind)
+                                   : "dispatch.workloadConcurrency";
+      add(path,
+          "must be between 1 and " + std::to_string(kMaxWorkloadConcurrency) + ", not " +
+              std::to_string(d.workloadConcurrency),
+          "set how many Workloads the dispatch loop reconciles at once, such as 8");
+    }
     const auto& name = d.admissionCheckControllerName;
     const std::string path = "dispatch.admissionCheckControllerName";
     const std::string fix =
@@ -272,7 +283,7 @@ FieldErrors validateConfiguration(const Configuration& c) {
   v.bindAddress("metricsBindAddress", c.metricsBindAddress, ":8080");
   v.leaderElection(c.leaderElection, c.namespace_);
   v.clientConnection(c.clientConnection);
-  v.dispatch(c.dispatch);
+  v.dispatch(c.dispatch, c.source);
   v.multiKueue(c.multiKueue);
   return v.take();
 }

@@ -84,9 +84,9 @@ struct Dispatcher::Impl {
         manager, *workloadsInformer, *registry,
         OrphanCollector::Options{cfg.multiKueue.origin, cfg.multiKueue.externalFrameworks, cfg.multiKueue.gcInterval});
 
+    const auto workers = static_cast<std::size_t>(cfg.dispatch.workloadConcurrency);
     workloadController = std::make_unique<Controller>(
-        Controller::Options{"mk-workload", this->options.workloadWorkers, this->options.controllerObserver,
-                            kWorkloadEventHold},
+        Controller::Options{"mk-workload", workers, this->options.controllerObserver, kWorkloadEventHold},
         [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
     clusterController = std::make_unique<Controller>(
         Controller::Options{"mk-cluster", 2, this->options.controllerObserver},

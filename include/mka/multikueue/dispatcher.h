@@ -25,10 +25,7 @@ namespace mka::multikueue {
 class Dispatcher {
  public:
   struct Options {
-    config::Configuration config;
-    // Workloads reconciled at once (controller-runtime MaxConcurrentReconciles): each reconcile
-    // mostly waits on API round trips to the manager and the workers.
-    std::size_t workloadWorkers = 8;
+    config::Configuration config;  // config.dispatch.workloadConcurrency: the workload controller's workers
     // Worker connections (path prefix, timeouts); namespace_, origin, jobKinds, clientOptions
     // and writeClusterStatus are filled from `config`.
     ClusterRegistryOptions registry;

@@ -1,6 +1,10 @@
 // The dispatch loop's named scenarios (issue 5) beyond §7.1: rejections, evictions both ways,
 // a lost worker, an adapter restart, the Incremental dispatcher, and origins shared workers.
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "dispatch_fixture.h"
@@ -51,6 +55,30 @@ class DispatchE2E : public ::testing::Test, public DispatchFixture {
     return multikueue::clusterName(*workload("manager", wl));
   }
 };
+
+// The workload controller runs as many workers as dispatch.workloadConcurrency says (threads
+// named mk-workload-<n>), and they dispatch.
+TEST_F(DispatchE2E, WorkloadConcurrencySetsTheWorkloadControllersWorkers) {
+  const auto workloadWorkers = [] {
+    int n = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.starts_with("mk-workload-")) ++n;
+    }
+    return n;
+  };
+  ASSERT_EQ(workloadWorkers(), 0);
+  setUpEnvironment({.configure = [](config::Configuration& c) { c.dispatch.workloadConcurrency = 3; }});
+  startAdapter();
+  EXPECT_EQ(workloadWorkers(), 3);
+  createJob(kPipelineRun, "job1");
+  const auto wl = awaitWorkload(kPipelineRun, "job1");
+  EXPECT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
+  stopAdapter();
+  EXPECT_EQ(workloadWorkers(), 0);
+}
 
 // §2.13: rejections, with Kueue's messages and the previous state.
 TEST_F(DispatchE2E, RejectedWhenTheWorkloadHasNoOwner) {

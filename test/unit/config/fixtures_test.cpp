@@ -76,6 +76,7 @@ TEST(Fixtures, EveryKeySet) {
   EXPECT_EQ(c.managedByDefaulting, ManagedByDefaulting::QueueLabeled);
   EXPECT_FALSE(c.dispatch.enabled);
   EXPECT_EQ(c.dispatch.admissionCheckControllerName, "kueue.x-k8s.io/multikueue");
+  EXPECT_EQ(c.dispatch.workloadConcurrency, 12);
   ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 4u);
   EXPECT_EQ(c.multiKueue.externalFrameworks[1].managedBy.path, "spec.runPolicy.managedBy");
   EXPECT_TRUE(c.multiKueue.externalFrameworks[2].managedByFromProfile);
@@ -100,11 +101,13 @@ TEST(Fixtures, KueueConfigurations) {
   EXPECT_EQ(v2.multiKueue.workerLostTimeout, 10min);
   ASSERT_EQ(v2.multiKueue.externalFrameworks.size(), 2u);
   EXPECT_EQ(v2.multiKueue.externalFrameworks[1].managedBy.labelKey, "workflows.argoproj.io/controller-instanceid");
+  EXPECT_EQ(v2.dispatch.workloadConcurrency, 5);  // controller.groupKindConcurrency["Workload.kueue.x-k8s.io"]
 
   auto v1 = load("kueue-v1beta1.yaml");
   EXPECT_EQ(v1.source, Configuration::Source::KueueConfiguration);
   EXPECT_TRUE(v1.multiKueue.externalFrameworks.empty());
   EXPECT_EQ(v1.multiKueue.workerLostTimeout, 15min);
+  EXPECT_EQ(v1.dispatch.workloadConcurrency, 8);  // no controller section: the default
 }
 
 TEST(Fixtures, ConfigMapDataParsesWithItsPrefix) {

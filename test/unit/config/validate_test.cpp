@@ -181,6 +181,10 @@ TEST(Validate, ClientConnectionAndDispatch) {
       {"controller name too long",
        "dispatch: {admissionCheckControllerName: example.com/" + std::string(250, 'a') + "}\n",
        "dispatch.admissionCheckControllerName", "must be no more than 253 characters", "domain-prefixed"},
+      {"no workload workers", "dispatch: {workloadConcurrency: 0}\n", "dispatch.workloadConcurrency",
+       "must be between 1 and 256, not 0", "how many Workloads the dispatch loop reconciles at once"},
+      {"a thread per workload", "dispatch: {workloadConcurrency: 10000}\n", "dispatch.workloadConcurrency",
+       "must be between 1 and 256, not 10000", "such as 8"},
       {"managedByDefaulting case", "managedByDefaulting: multikueuequeues\n", "managedByDefaulting",
        "must be MultiKueueQueues, QueueLabeled or Never, not \"multikueuequeues\"",
        "did you mean \"MultiKueueQueues\"?"},
@@ -188,6 +192,21 @@ TEST(Validate, ClientConnectionAndDispatch) {
        "must be MultiKueueQueues, QueueLabeled or Never, not \"Always\"",
        "use MultiKueueQueues (jobs in queues dispatched by MultiKueue), QueueLabeled"},
   });
+}
+
+TEST(Validate, WorkloadConcurrencyInAKueueConfigurationIsNamedByItsKueuePath) {
+  auto good = parseConfiguration(
+      test::kueueDoc("controller:\n  groupKindConcurrency:\n    Job.batch: 5\n    Workload.kueue.x-k8s.io: 3\n"));
+  ASSERT_TRUE(good.ok()) << joinErrors(good.errors);
+  EXPECT_EQ(good.config->dispatch.workloadConcurrency, 3);
+
+  auto bad = parseConfiguration(test::kueueDoc("controller:\n  groupKindConcurrency:\n    Workload.kueue.x-k8s.io: -1\n"));
+  ASSERT_EQ(bad.errors.size(), 1u) << joinErrors(bad.errors);
+  EXPECT_EQ(bad.errors[0].path, "controller.groupKindConcurrency.Workload.kueue.x-k8s.io");
+  EXPECT_NE(bad.errors[0].problem.find("must be between 1 and 256, not -1"), std::string::npos);
+
+  auto typo = parseConfiguration(test::kueueDoc("controller:\n  groupKindConcurency: {Workload.kueue.x-k8s.io: 3}\n"));
+  EXPECT_EQ(test::paths(typo.errors), std::vector<std::string>{"controller.groupKindConcurency"});
 }
 
 TEST(Validate, TypeErrorsAreNotRepeatedAsValueErrors) {
