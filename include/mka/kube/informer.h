@@ -90,8 +90,8 @@ class Informer {
   // those: read once per decision, not in loops.
   std::optional<nlohmann::json> get(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
-  // Every cached object, decoded one at a time (a snapshot taken at the call): unlike list(),
-  // never holds them all decoded at once. `visit` runs outside the cache's lock.
+  // Every cached object in key order, decoded one at a time (a snapshot taken at the call):
+  // unlike list(), never holds them all decoded at once. `visit` runs outside the cache's lock.
   void forEach(const std::function<void(const nlohmann::json& object)>& visit) const;
   std::string lastResourceVersion() const;
 

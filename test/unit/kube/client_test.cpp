@@ -305,7 +305,10 @@ TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
     std::lock_guard lock(mutex);
     return adds.size() >= 7;
   })) << informer.list().size();
-  EXPECT_EQ(informer.list().size(), 7u);
+  std::vector<std::string> listed;
+  for (const auto& o : informer.list()) listed.push_back(o["metadata"]["name"]);
+  EXPECT_EQ(listed, (std::vector<std::string>{"before", "r0-a", "r0-b", "r1-a", "r1-b", "r2-a", "r2-b"}))
+      << "list() is in key order, as a list from the server";
   {
     std::lock_guard lock(mutex);
     std::multiset<std::string> seen(adds.begin(), adds.end());
