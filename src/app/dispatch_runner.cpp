@@ -7,9 +7,6 @@
 
 namespace mka::app {
 
-namespace {
-
-// What a running dispatcher was built from; a reload that changes none of it changes nothing.
 bool sameDispatchSettings(const config::Configuration& a, const config::Configuration& b) {
   auto frameworks = [](const config::Configuration& c) {
     std::vector<std::pair<std::string, config::ManagedByLocation>> out;
@@ -24,8 +21,6 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
          a.multiKueue.origin == b.multiKueue.origin && a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
          a.multiKueue.dispatcherName == b.multiKueue.dispatcherName;
 }
-
-}  // namespace
 
 // Forwards the dispatch loop's observations to the Prometheus registry.
 class DispatchRunner::Observer : public multikueue::ControllerObserver, public multikueue::DispatchObserver {

@@ -24,6 +24,12 @@
 
 namespace mka::app {
 
+// Whether a dispatcher built from `running` can go on under `next`: false when anything it was
+// built from differs (namespace, dispatch settings, client rate limits, the multiKueue section),
+// and a reload then restarts it. Webhook, probe, metrics and leader-election settings do not
+// count.
+bool sameDispatchSettings(const config::Configuration& running, const config::Configuration& next);
+
 class DispatchRunner {
  public:
   // All borrowed; must outlive the runner.

@@ -1,0 +1,74 @@
+// Which configuration changes restart the dispatch loop on a reload.
+#include "mka/app/dispatch_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mka::app {
+namespace {
+
+using namespace std::chrono_literals;
+
+config::Configuration configWithOneFramework() {
+  config::Configuration c;
+  c.multiKueue.externalFrameworks.push_back(
+      {"PipelineRun.v1.tekton.dev", {"tekton.dev", "v1", "PipelineRun"}, {}, true});
+  return c;
+}
+
+struct SettingChange {
+  std::string name;
+  std::function<void(config::Configuration&)> apply;
+};
+
+TEST(SameDispatchSettings, EverySettingTheDispatcherIsBuiltFromRestartsIt) {
+  const std::vector<SettingChange> changes = {
+      {"namespace", [](auto& c) { c.namespace_ = "batch-system"; }},
+      {"dispatch.enabled", [](auto& c) { c.dispatch.enabled = false; }},
+      {"dispatch.admissionCheckControllerName",
+       [](auto& c) { c.dispatch.admissionCheckControllerName = "kueue.x-k8s.io/multikueue"; }},
+      {"dispatch.workloadConcurrency", [](auto& c) { c.dispatch.workloadConcurrency = 3; }},
+      {"clientConnection.qps", [](auto& c) { c.clientConnection.qps = 5; }},
+      {"clientConnection.burst", [](auto& c) { c.clientConnection.burst = 7; }},
+      {"a framework added",
+       [](auto& c) {
+         c.multiKueue.externalFrameworks.push_back(
+             {"Workflow.v1alpha1.argoproj.io", {"argoproj.io", "v1alpha1", "Workflow"}, {}, false});
+       }},
+      {"a framework's managedBy", [](auto& c) { c.multiKueue.externalFrameworks[0].managedBy.path = "spec.x"; }},
+      {"multiKueue.gcInterval", [](auto& c) { c.multiKueue.gcInterval = 5min; }},
+      {"multiKueue.origin", [](auto& c) { c.multiKueue.origin = "eu-manager"; }},
+      {"multiKueue.workerLostTimeout", [](auto& c) { c.multiKueue.workerLostTimeout = 1h; }},
+      {"multiKueue.dispatcherName",
+       [](auto& c) { c.multiKueue.dispatcherName = "kueue.x-k8s.io/multikueue-dispatcher-incremental"; }},
+  };
+  const auto running = configWithOneFramework();
+  EXPECT_TRUE(sameDispatchSettings(running, configWithOneFramework()));
+  for (const auto& change : changes) {
+    auto next = configWithOneFramework();
+    change.apply(next);
+    EXPECT_FALSE(sameDispatchSettings(running, next)) << change.name << " changed but the dispatcher would go on";
+  }
+}
+
+TEST(SameDispatchSettings, WebhookProbeMetricsAndElectionSettingsDoNotRestartIt) {
+  const std::vector<SettingChange> changes = {
+      {"webhook.port", [](auto& c) { c.webhook.port = 10443; }},
+      {"healthProbeBindAddress", [](auto& c) { c.healthProbeBindAddress = ":9081"; }},
+      {"metricsBindAddress", [](auto& c) { c.metricsBindAddress = "0"; }},
+      {"managedByDefaulting", [](auto& c) { c.managedByDefaulting = config::ManagedByDefaulting::Never; }},
+      {"leaderElection.leaseDuration", [](auto& c) { c.leaderElection.leaseDuration = 30s; }},
+  };
+  const auto running = configWithOneFramework();
+  for (const auto& change : changes) {
+    auto next = configWithOneFramework();
+    change.apply(next);
+    EXPECT_TRUE(sameDispatchSettings(running, next)) << change.name << " changed and the dispatcher would restart";
+  }
+}
+
+}  // namespace
+}  // namespace mka::app
