@@ -15,6 +15,42 @@ json parseBody(const Response& response, const std::string& what) {
   return parsed;
 }
 
+// parseBody's answer reduced to apiVersion, kind and metadata without managedFields. The
+// parser's callback refuses the other members' keys and containers, so nothing inside them is
+// built (only their scalars directly under a refused key are made, then dropped).
+json parseMetadata(const Response& response, const std::string& what) {
+  int skipFrom = 0;  // > 0: inside a refused member whose key was at this depth
+  const json::parser_callback_t keep = [&skipFrom](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::key: {
+        if (skipFrom > 0 && depth > skipFrom) return false;
+        skipFrom = 0;
+        const auto& key = parsed.get_ref<const std::string&>();
+        const bool kept = depth == 1 ? key == "apiVersion" || key == "kind" || key == "metadata"
+                                     : !(depth == 2 && key == "managedFields");
+        if (!kept) skipFrom = depth;
+        return kept;
+      }
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        return skipFrom == 0 || depth < skipFrom;
+      default:
+        return true;
+    }
+  };
+  auto parsed = json::parse(response.body, keep, false);
+  if (parsed.is_discarded()) throw ApiError(Reason::Unknown, response.status, what + ": the answer is not JSON");
+  return parsed;
+}
+
+json parseAnswer(const Response& response, const std::string& what, const WriteOptions& options) {
+  switch (options.answer) {
+    case WriteOptions::Answer::Metadata: return parseMetadata(response, what);
+    case WriteOptions::Answer::None: return nullptr;
+    default: return parseBody(response, what);
+  }
+}
+
 using json_fields::metadataString;
 
 GroupVersionKind gvkOf(const json& object) {
@@ -169,7 +205,7 @@ json Client::create(const json& object, const WriteOptions& options) {
   auto target = path(discovery_.resourceFor(gvk), metadataString(object, "namespace"));
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
-  return parseBody(rest_->request("POST", target, object.dump()), "POST " + target);
+  return parseAnswer(rest_->request("POST", target, object.dump()), "POST " + target, options);
 }
 
 json Client::update(const json& object, const WriteOptions& options) {
@@ -177,7 +213,7 @@ json Client::update(const json& object, const WriteOptions& options) {
   auto target = objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
-  return parseBody(rest_->request("PUT", target, object.dump()), "PUT " + target);
+  return parseAnswer(rest_->request("PUT", target, object.dump()), "PUT " + target, options);
 }
 
 json Client::patch(const GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
@@ -186,7 +222,7 @@ json Client::patch(const GroupVersionKind& gvk, const std::string& ns, const std
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
   const char* contentType = type == PatchType::Merge ? "application/merge-patch+json" : "application/json-patch+json";
-  return parseBody(rest_->request("PATCH", target, patch.dump(), contentType), "PATCH " + target);
+  return parseAnswer(rest_->request("PATCH", target, patch.dump(), contentType), "PATCH " + target, options);
 }
 
 json Client::apply(const json& object, const ApplyOptions& options) {

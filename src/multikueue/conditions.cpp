@@ -33,7 +33,7 @@ bool writeCondition(kube::Client& client, const kube::GroupVersionKind& gvk, con
       json object = first ? current : client.get(gvk, "", name);
       first = false;
       if (!setCondition(object, condition, clock.now())) return false;
-      client.update(object, {.subresource = "status"});
+      client.update(object, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
       return true;
     });
   } catch (const kube::ApiError& e) {

@@ -46,7 +46,7 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
                 {"lastTimestamp", now},
                 {"count", 1}};
   try {
-    client_.create(event);
+    client_.create(event, {.answer = kube::WriteOptions::Answer::None});
   } catch (const std::exception& e) {
     spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
   }

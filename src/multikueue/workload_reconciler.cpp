@@ -21,6 +21,8 @@ using std::chrono::nanoseconds;
 namespace {
 
 using json_fields::metadataString;
+// The reconciler's writes read nothing of the answer but, for status updates, the revision.
+using Answer = kube::WriteOptions::Answer;
 
 std::pair<std::string, std::string> splitKey(const std::string& key) {
   const auto slash = key.find('/');
@@ -179,7 +181,9 @@ bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
   for (int attempt = 1;; ++attempt) {
     if (!mutate(object)) return false;
     try {
-      auto written = client.update(object, {.fieldManager = std::string(kAdmissionFieldManager), .subresource = "status"});
+      auto written = client.update(object, {.fieldManager = std::string(kAdmissionFieldManager),
+                                            .subresource = "status",
+                                            .answer = Answer::Metadata});
       if (&client == &manager_) {
         const auto key = kube::Informer::keyOf(written);
         std::lock_guard lock(mutex_);
@@ -337,7 +341,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
         auto& list = current["metadata"]["finalizers"];
         if (!list.is_array()) return;
         list.erase(std::remove(list.begin(), list.end(), json(kResourceInUseFinalizer)), list.end());
-        remote.client().update(current);
+        remote.client().update(current, {.answer = Answer::None});
       });
     });
   }
@@ -363,8 +367,9 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
   if (!copy) {
     if (!group.localJob) return;
     try {
-      remote.client().create(remoteJob(*group.localJob, *group.framework, group.name, options_.origin,
-                                       options_.prebuiltLink));
+      remote.client().create(
+          remoteJob(*group.localJob, *group.framework, group.name, options_.origin, options_.prebuiltLink),
+          {.answer = Answer::None});
       spdlog::info("remote job created workload={} cluster={} kind={} job={}", group.key, remote.name(), gvk.kind,
                    group.ownerName);
     } catch (const kube::ApiError& e) {
@@ -380,7 +385,7 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
   if (!patch) return;
   const auto resource = manager_.discovery().resourceFor(gvk);
   manager_.patch(gvk, group.ns, group.ownerName, kube::PatchType::Merge, *patch,
-                 {.subresource = resource.hasStatus ? "status" : ""});
+                 {.subresource = resource.hasStatus ? "status" : "", .answer = Answer::None});
 }
 
 Result WorkloadReconciler::cleanupAll(Group& group) {
@@ -624,7 +629,7 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
       if (isNominated && !group.remotes.contains(name)) {
         bool created = true;
         try {
-          remote->client().create(remoteWorkload(workload, options_.origin));
+          remote->client().create(remoteWorkload(workload, options_.origin), {.answer = Answer::None});
         } catch (const kube::ApiError& e) {
           if (e.reason() != kube::Reason::AlreadyExists) throw;
           created = false;

@@ -1,5 +1,7 @@
 #include "mka/sandbox/garbage_collector.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -218,7 +220,10 @@ void GarbageCollector::start() {
   if (impl_->running) return;
   impl_->running = true;
   impl_->stopping = false;
-  impl_->worker = std::thread([this] { impl_->run(); });
+  impl_->worker = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), ("gc-" + impl_->api.clusterName()).substr(0, 15).c_str());
+    impl_->run();
+  });
 }
 
 void GarbageCollector::stop() {

@@ -1,6 +1,7 @@
 #include "mka/sandbox/kueue_standin.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <compare>
@@ -359,7 +360,10 @@ struct KueueStandIn::Impl {
         }
       } catch (const ApiError& e) {
         failed = true;
-        if (e.code() != 409)
+        // 409: a write raced another writer; 404: the object went away between the read and the
+        // write (the dispatcher deletes the copies that lost). Both are expected: the retry
+        // rereads, and finds the newer object or nothing to do.
+        if (e.code() != 409 && e.code() != 404)
           logger().warn("kueue-standin reconcile failed, retrying cluster={} namespace={} name={} error=\"{}\"",
                         cluster(), key.namespace_, key.name, e.what());
       } catch (const std::exception& e) {
@@ -912,7 +916,10 @@ void KueueStandIn::start() {
   if (impl_->running) return;
   impl_->running = true;
   impl_->stopping = false;
-  impl_->worker = std::thread([this] { impl_->run(); });
+  impl_->worker = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), ("kueue-" + impl_->cluster()).substr(0, 15).c_str());
+    impl_->run();
+  });
   logger().info("kueue-standin started cluster={} role={}", impl_->cluster(),
                 impl_->manager() ? "manager" : "worker");
 }

@@ -57,6 +57,14 @@ struct WriteOptions {
   std::string fieldManager;
   bool dryRun = false;
   std::string subresource;  // "" or "status"
+  // What the call returns of the server's answer (the written object). A controller's writes
+  // answer several KB each, mostly unread, and parsing them costs about 10 us per KB:
+  // - Object: all of it;
+  // - Metadata: apiVersion, kind and metadata without managedFields (for the new
+  //   resourceVersion or uid), the rest read past without being built;
+  // - None: not parsed at all; the call returns null JSON (success is the 2xx status).
+  enum class Answer { Object, Metadata, None };
+  Answer answer = Answer::Object;
 };
 
 struct ApplyOptions {

@@ -92,6 +92,40 @@ TEST_F(ClientTest, CrudWithTypedErrors) {
             Reason::NotFound);
 }
 
+TEST_F(ClientTest, WritesAnswerTheObjectItsMetadataOrNothingAsAsked) {
+  auto client = newClient();
+  auto object = configMap("meta", {{"team", "x"}});
+  object["metadata"]["annotations"] = {{"note", "kept"}};
+  object["data"]["nested"] = "{\"a\": [1, 2]}";
+  const WriteOptions metadata{.fieldManager = "tester", .answer = WriteOptions::Answer::Metadata};
+  auto created = client->create(object, metadata);
+  EXPECT_EQ(created["apiVersion"], "v1");
+  EXPECT_EQ(created["kind"], "ConfigMap");
+  EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
+  EXPECT_EQ(created["metadata"]["labels"]["team"], "x");
+  EXPECT_EQ(created["metadata"]["annotations"]["note"], "kept");
+  EXPECT_FALSE(created["metadata"].contains("managedFields"));
+  EXPECT_FALSE(created.contains("data"));
+  // The server answered all of it: the whole object is what a plain read returns.
+  auto full = client->get(kConfigMap, "default", "meta");
+  EXPECT_TRUE(full["metadata"].contains("managedFields"));
+  EXPECT_EQ(full["data"]["nested"], object["data"]["nested"]);
+
+  full["data"]["k"] = "changed";
+  auto updated = client->update(full, metadata);
+  EXPECT_NE(updated["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);
+  EXPECT_EQ(updated.size(), 3u) << updated.dump();
+
+  const WriteOptions none{.answer = WriteOptions::Answer::None};
+  EXPECT_TRUE(client->patch(kConfigMap, "default", "meta", PatchType::Merge, {{"data", {{"m", "1"}}}}, none).is_null());
+  EXPECT_EQ(client->get(kConfigMap, "default", "meta")["data"]["m"], "1");
+  EXPECT_TRUE(client->create(configMap("other"), none).is_null());
+  EXPECT_EQ(client->get(kConfigMap, "default", "other")["data"]["k"], "other");
+  // Errors are errors whatever the answer asked for.
+  EXPECT_EQ(errorOf([&] { client->create(configMap("other"), none); }).reason(), Reason::AlreadyExists);
+  EXPECT_EQ(errorOf([&] { client->update(full, metadata); }).reason(), Reason::Conflict);
+}
+
 TEST_F(ClientTest, RetryOnConflictRereadsAndSucceeds) {
   auto client = newClient();
   auto other = newClient();
