@@ -72,7 +72,8 @@ TEST_F(DispatchE2E, WorkloadConcurrencySetsTheWorkloadControllersWorkers) {
   ASSERT_EQ(workloadWorkers(), 0);
   setUpEnvironment({.configure = [](config::Configuration& c) { c.dispatch.workloadConcurrency = 3; }});
   startAdapter();
-  EXPECT_EQ(workloadWorkers(), 3);
+  // Each worker names its own thread once it runs, so the names appear shortly after start.
+  EXPECT_TRUE(eventually([&] { return workloadWorkers() == 3; })) << workloadWorkers() << " workers";
   createJob(kPipelineRun, "job1");
   const auto wl = awaitWorkload(kPipelineRun, "job1");
   EXPECT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
