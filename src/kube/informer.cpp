@@ -100,7 +100,8 @@ std::vector<json> Informer::list() const {
   return out;
 }
 
-void Informer::forEach(const std::function<void(const json& object)>& visit) const {
+void Informer::forEach(const std::function<void(const json& object)>& visit,
+                       const std::function<bool(const std::string& key)>& wanted) const {
   std::vector<std::pair<std::string, std::string>> entries;  // key, blob
   {
     std::lock_guard lock(mutex_);
@@ -109,7 +110,7 @@ void Informer::forEach(const std::function<void(const json& object)>& visit) con
   }
   std::sort(entries.begin(), entries.end());  // by key, as a list from the server
   for (auto& [key, blob] : entries) {
-    visit(decode(blob));
+    if (!wanted || wanted(key)) visit(decode(blob));
     std::string().swap(blob);
   }
 }

@@ -132,6 +132,11 @@ std::size_t WorkQueue::unfinished() const {
   return n;
 }
 
+bool WorkQueue::queued(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  return dirty_.contains(key);
+}
+
 std::size_t WorkQueue::len() const {
   std::lock_guard lock(mutex_);
   return ready_;

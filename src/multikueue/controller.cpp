@@ -44,6 +44,8 @@ void Controller::enqueue(const std::string& key, kube::WorkQueue::Priority prior
 
 void Controller::enqueueAfter(const std::string& key, std::chrono::nanoseconds delay) { queue_->addAfter(key, delay); }
 
+bool Controller::queued(const std::string& key) const { return queue_->queued(key); }
+
 void Controller::start() {
   if (started_) return;
   started_ = true;

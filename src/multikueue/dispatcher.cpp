@@ -100,10 +100,13 @@ struct Dispatcher::Impl {
   // Every Workload with a state for one of our checks (a worker came or went, a config
   // changed), at Low priority like an initial list: a re-evaluation in bulk must not push back
   // the Workloads whose own events are waiting; it raises none of them and lowers none either.
+  // Keys already queued will be reconciled after this change anyway, so their Workloads are
+  // not even decoded: at start-up the initial list has queued them all when the workers
+  // connect, and each connection would otherwise decode every cached Workload.
   void enqueueWorkloadsOfChecks(const std::vector<std::string>& checks) {
-    for (const auto& check : checks)
-      for (const auto& key : workloadReconciler->workloadsUsingCheck(check))
-        workloadController->enqueue(key, kube::WorkQueue::Priority::Low);
+    const auto queued = [this](const std::string& key) { return workloadController->queued(key); };
+    for (const auto& key : workloadReconciler->workloadsUsingChecks(checks, queued))
+      workloadController->enqueue(key, kube::WorkQueue::Priority::Low);
   }
 
   std::vector<std::string> ourChecksUsingConfig(const std::string& configName) const {

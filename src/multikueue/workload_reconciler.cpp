@@ -155,11 +155,17 @@ void WorkloadReconciler::rememberDeleted(const json& workload) {
   deleted_[kube::Informer::keyOf(workload)] = workload;
 }
 
-std::vector<std::string> WorkloadReconciler::workloadsUsingCheck(const std::string& check) const {
+std::vector<std::string> WorkloadReconciler::workloadsUsingChecks(
+    const std::vector<std::string>& checks, const std::function<bool(const std::string& key)>& skip) const {
   std::vector<std::string> keys;
-  caches_.workloads->forEach([&](const json& wl) {
-    if (findCheckState(wl, check) != nullptr) keys.push_back(kube::Informer::keyOf(wl));
-  });
+  if (checks.empty()) return keys;
+  caches_.workloads->forEach(
+      [&](const json& wl) {
+        if (std::any_of(checks.begin(), checks.end(),
+                        [&](const std::string& check) { return findCheckState(wl, check) != nullptr; }))
+          keys.push_back(kube::Informer::keyOf(wl));
+      },
+      [&](const std::string& key) { return !skip || !skip(key); });
   return keys;
 }
 

@@ -92,7 +92,10 @@ class Informer {
   std::vector<nlohmann::json> list() const;
   // Every cached object in key order, decoded one at a time (a snapshot taken at the call):
   // unlike list(), never holds them all decoded at once. `visit` runs outside the cache's lock.
-  void forEach(const std::function<void(const nlohmann::json& object)>& visit) const;
+  // `wanted`, when given, is asked about each key first (outside the lock too): the objects it
+  // declines are skipped without being decoded.
+  void forEach(const std::function<void(const nlohmann::json& object)>& visit,
+               const std::function<bool(const std::string& key)>& wanted = nullptr) const;
   std::string lastResourceVersion() const;
 
   // Observability and tests.

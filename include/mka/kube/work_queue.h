@@ -113,6 +113,10 @@ class WorkQueue {
   // Keys ready plus keys being processed, read under one lock (so no key is ever between the
   // two counts). Zero means quiet, apart from keys waiting for their delay.
   std::size_t unfinished() const;
+  // Whether `key` is queued (also when it is being processed and was added again): a get()
+  // will hand it out, so whatever changed before this call will be seen by a later reconcile.
+  // A key waiting for its delay is not queued. For information only, like len().
+  bool queued(const std::string& key) const;
 
   // Adds `key` once `delay` has passed on the clock; at once when delay <= 0. If the key is
   // already waiting, it keeps the earlier of the two times. Ignored after shutdown.

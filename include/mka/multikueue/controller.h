@@ -65,6 +65,8 @@ class Controller {
   // kube::WorkQueue).
   void enqueue(const std::string& key, kube::WorkQueue::Priority priority = kube::WorkQueue::Priority::Normal);
   void enqueueAfter(const std::string& key, std::chrono::nanoseconds delay);
+  // The key will be reconciled again without another enqueue (kube::WorkQueue::queued).
+  bool queued(const std::string& key) const;
 
   void start();
   // Shuts the queue down, lets workers finish the key they hold, joins them. Idempotent.

@@ -19,6 +19,7 @@
 // cache, incremental rounds) is guarded by one mutex, never held during I/O.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -77,8 +78,11 @@ class WorkloadReconciler {
   // clean the workers (§2.1 step 1).
   void rememberDeleted(const nlohmann::json& workload);
 
-  // Keys of cached Workloads with a state for admission check `check` (event mapping).
-  std::vector<std::string> workloadsUsingCheck(const std::string& check) const;
+  // Keys of cached Workloads with a state for one of `checks` (event mapping), in one pass over
+  // the cache. The keys `skip` accepts are passed over without decoding their Workloads (the
+  // dispatcher skips those already queued).
+  std::vector<std::string> workloadsUsingChecks(const std::vector<std::string>& checks,
+                                                const std::function<bool(const std::string& key)>& skip = nullptr) const;
 
  private:
   struct Group;

@@ -489,6 +489,27 @@ TEST_F(InformerTest, RecentObjectsAreReadWithoutDecodingAndAreAlwaysCurrent) {
   EXPECT_EQ(updates, (std::vector<std::string>{"a -->1", "b -->1", "c -->1", "c 1->2"}));
 }
 
+TEST_F(InformerTest, ForEachSkipsTheKeysNotWantedWithoutDecodingThem) {
+  auto client = newClient();
+  for (const auto* name : {"a", "b", "c", "d"}) client->create(configMap(name));
+  InformerOptions options{.namespace_ = "default"};
+  options.recentObjects = 0;
+  Informer informer(*client, kConfigMap, options);
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  const auto before = informer.decodes();
+  std::vector<std::string> asked, visited;
+  informer.forEach([&](const json& object) { visited.push_back(object["metadata"]["name"].get<std::string>()); },
+                   [&](const std::string& key) {
+                     asked.push_back(key);
+                     return key == "default/b" || key == "default/d";
+                   });
+  EXPECT_EQ(asked, (std::vector<std::string>{"default/a", "default/b", "default/c", "default/d"}));
+  EXPECT_EQ(visited, (std::vector<std::string>{"b", "d"}));
+  EXPECT_EQ(informer.decodes(), before + 2) << "the declined objects are not decoded";
+  informer.stop();
+}
+
 TEST_F(InformerTest, TransformShapesWhatIsCachedAndHandedToHandlers) {
   auto client = newClient();
   client->create(configMap("listed"));

@@ -83,6 +83,28 @@ TEST(WorkQueueTest, AKeyAddedWhileProcessedComesBackAfterDone) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
+TEST(WorkQueueTest, QueuedSaysWhetherAGetWillHandTheKeyOut) {
+  FakeClock clock;
+  WorkQueue queue(testOptions(), clock);
+  EXPECT_FALSE(queue.queued("ns/a"));
+  queue.add("ns/a");
+  EXPECT_TRUE(queue.queued("ns/a"));
+  ASSERT_EQ(queue.get(), "ns/a");
+  EXPECT_FALSE(queue.queued("ns/a")) << "being processed, with nothing new since it was taken";
+  queue.add("ns/a");
+  EXPECT_TRUE(queue.queued("ns/a")) << "added again while processed: it comes back after done";
+  queue.done("ns/a");
+  EXPECT_TRUE(queue.queued("ns/a"));
+  ASSERT_EQ(queue.get(), "ns/a");
+  queue.done("ns/a");
+  EXPECT_FALSE(queue.queued("ns/a"));
+  queue.addAfter("ns/b", 10s);
+  EXPECT_FALSE(queue.queued("ns/b")) << "a key waiting for its delay is not queued yet";
+  clock.advance(10s);
+  queue.recheckClock();
+  EXPECT_TRUE(queue.queued("ns/b"));
+}
+
 TEST(WorkQueueTest, DoneForAKeyNotBeingProcessedThrows) {
   FakeClock clock;
   WorkQueue queue(testOptions("orders"), clock);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <future>
 #include <stdexcept>
 
 #include "support/eventually.h"
@@ -55,6 +56,28 @@ TEST(ControllerTest, ReconcilesEachKeyAndReportsResults) {
   EXPECT_EQ(seen["a"], 1);
   EXPECT_EQ(seen["b"], 1);
   EXPECT_EQ(observer.count("test/success"), 2);
+}
+
+TEST(ControllerTest, QueuedIsTrueUntilAWorkerTakesTheKey) {
+  std::promise<void> release;
+  const std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  Controller controller({"test", 1, nullptr}, [&](const std::string&) {
+    ++started;
+    released.wait();
+    return Result::done();
+  });
+  controller.enqueue("a");
+  EXPECT_TRUE(controller.queued("a")) << "not started: the key waits in the queue";
+  EXPECT_FALSE(controller.queued("b"));
+  controller.start();
+  ASSERT_TRUE(eventually([&] { return started.load() == 1; }));
+  EXPECT_FALSE(controller.queued("a")) << "taken by the worker, nothing new since";
+  controller.enqueue("a");
+  EXPECT_TRUE(controller.queued("a")) << "changed during its reconcile: reconciled again";
+  release.set_value();
+  ASSERT_TRUE(eventually([&] { return started.load() == 2 && controller.idle(); }));
+  EXPECT_FALSE(controller.queued("a"));
 }
 
 TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
