@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mka/common/json_fields.h"
+#include "mka/kube/json_text.h"
 
 namespace mka::kube {
 namespace {
@@ -169,7 +170,10 @@ json Client::list(const GroupVersionKind& gvk, const std::string& ns, const List
   if (options.limit > 0) appendQuery(target, "limit", std::to_string(options.limit));
   appendQuery(target, "continue", options.continueToken);
   appendQuery(target, "resourceVersion", options.resourceVersion);
-  return parseBody(rest_->request("GET", target), "GET " + target);
+  auto response = rest_->request("GET", target);
+  if (options.withoutManagedFields)
+    response.body = json_text::withoutMember(response.body, {"items", "[]", "metadata", "managedFields"}, false);
+  return parseBody(response, "GET " + target);
 }
 
 void Client::listEach(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
@@ -260,7 +264,10 @@ void Client::watch(const GroupVersionKind& gvk, const std::string& ns, const Wat
   rest_->stream(
       target,
       [&](std::string_view line) {
-        auto parsed = json::parse(line, nullptr, false);
+        auto parsed = options.withoutManagedFields
+                          ? json::parse(json_text::withoutMember(line, {"object", "metadata", "managedFields"}, true),
+                                        nullptr, false)
+                          : json::parse(line, nullptr, false);
         if (!parsed.is_object()) {
           failure = ApiError(Reason::Unknown, 200, "GET " + target + ": a watch event is not JSON");
           return false;

@@ -165,12 +165,14 @@ void Informer::relist() {
   list.labelSelector = options_.labelSelector;
   list.fieldSelector = options_.fieldSelector;
   list.limit = options_.pageSize;
+  list.withoutManagedFields = options_.withoutManagedFields;
   std::string rv;
   // Each item is encoded as its page arrives: the parsed list is never held whole. `listed`
   // keeps the list's order (by key, as the server sorts), in which the handlers hear of it.
   BlobMap fresh;
   std::vector<std::string> listed;
   client_.listEach(gvk_, options_.namespace_, list, [&](json& item) {
+    if (options_.withoutManagedFields) dropManagedFields(item);
     if (options_.transform) options_.transform(item);
     auto key = keyOf(item);
     if (!fresh.contains(key)) listed.push_back(key);
@@ -215,10 +217,15 @@ void Informer::relist() {
       for (const auto& h : handlers)
         if (h.onAdd) h.onAdd(o);
     }
+    const bool oldRead =
+        std::any_of(handlers.begin(), handlers.end(), [](const auto& h) { return static_cast<bool>(h.onUpdate); });
     for (const auto& [beforeBlob, afterBlob] : updated) {
-      const auto before = decode(beforeBlob), after = decode(afterBlob);
-      for (const auto& h : handlers)
+      const auto after = decode(afterBlob);
+      const auto before = oldRead ? decode(beforeBlob) : json();
+      for (const auto& h : handlers) {
         if (h.onUpdate) h.onUpdate(before, after);
+        if (h.onUpdateNew) h.onUpdateNew(after);
+      }
     }
   }
   if (!synced_.exchange(true)) {
@@ -234,6 +241,7 @@ void Informer::watchOnce() {
   watch.labelSelector = options_.labelSelector;
   watch.fieldSelector = options_.fieldSelector;
   watch.timeoutSeconds = options_.watchTimeoutSeconds;
+  watch.withoutManagedFields = options_.withoutManagedFields;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
@@ -265,22 +273,27 @@ void Informer::apply(const std::string& type, json object) {
     setResourceVersion(object);
     return;
   }
+  if (options_.withoutManagedFields) dropManagedFields(object);
   if (options_.transform) options_.transform(object);
   const auto key = keyOf(object);
   const bool deleted = type == "DELETED";
   std::string blob = deleted ? std::string{} : codec_.encode(object);
   const auto resourceVersion = object.value("metadata", json::object()).value("resourceVersion", std::string{});
   // The object as stored, decoded already: kept among the recent objects and handed to the
-  // handlers (a deleted one is handed over as it was last stored, when that is known).
+  // handlers. A deleted object is handed over as the event carries it (client-go does the same).
   Decoded current = deleted ? nullptr : std::make_shared<const json>(std::move(object));
+  bool existed = false;
   std::optional<std::string> previousBlob;
   Decoded previousDecoded;
   std::vector<InformerHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
     if (const auto stored = cache_.find(key)) {
-      previousDecoded = recentLocked(key);
-      if (!previousDecoded) previousBlob = std::string(*stored);
+      existed = true;
+      if (!deleted) {
+        previousDecoded = recentLocked(key);
+        if (!previousDecoded) previousBlob = std::string(*stored);
+      }
       if (deleted) cache_.erase(key);
     }
     if (!deleted) cache_.assign(key, blob);
@@ -293,12 +306,17 @@ void Informer::apply(const std::string& type, json object) {
     handlers = handlers_;
   }
   if (handlers.empty()) return;
-  if (!previousDecoded && previousBlob) previousDecoded = std::make_shared<const json>(decode(*previousBlob));
+  // The old object of an update is decoded only for handlers that read it.
+  const bool oldRead = existed && !deleted && std::any_of(handlers.begin(), handlers.end(), [](const auto& h) {
+                         return static_cast<bool>(h.onUpdate);
+                       });
+  if (oldRead && !previousDecoded) previousDecoded = std::make_shared<const json>(decode(*previousBlob));
   for (const auto& h : handlers) {
     if (deleted) {
-      if (h.onDelete) h.onDelete(previousDecoded ? *previousDecoded : object);
-    } else if (previousDecoded) {
+      if (h.onDelete) h.onDelete(object);
+    } else if (existed) {
       if (h.onUpdate) h.onUpdate(*previousDecoded, *current);
+      if (h.onUpdateNew) h.onUpdateNew(*current);
     } else if (h.onAdd) {
       h.onAdd(*current);
     }

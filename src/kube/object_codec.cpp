@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "mka/common/errors.h"
@@ -12,7 +14,7 @@ namespace mka::kube {
 namespace {
 
 // Raw deflate (no zlib header or checksum: the blob never leaves the process) with an 8 KiB
-// window: room for a typical object as dictionary, and ~40 KiB of deflate state per informer
+// window: room for a typical object as dictionary, and ~40 KiB of deflate state per stream
 // instead of the ~270 KiB of the default 32 KiB window.
 constexpr int kWindowBits = 13;
 constexpr int kRawWindowBits = -kWindowBits;
@@ -49,18 +51,66 @@ struct Inflater {
   ~Inflater() { inflateEnd(&stream); }
 };
 
-}  // namespace
-
-struct ObjectCodec::Deflater {
+// Deflate streams, shared by every codec in the process. Each is ~70 KiB; a process has a
+// codec per informer (about 20 in the adapter), but an informer holds a stream only while it
+// encodes one object, so a few streams serve them all. Streams are reset before each use,
+// so which one an encode gets does not change its blob.
+struct Deflater {
   z_stream stream{};
   Deflater() {
     if (int rc = deflateInit2(&stream, kLevel, Z_DEFLATED, kRawWindowBits, kMemLevel, Z_DEFAULT_STRATEGY); rc != Z_OK)
       fail("deflateInit2", rc);
   }
   ~Deflater() { deflateEnd(&stream); }
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
 };
 
-ObjectCodec::ObjectCodec() : deflater_(std::make_unique<Deflater>()) {}
+class DeflaterPool {
+ public:
+  // A stream for one encode, back in the pool when the lease ends.
+  class Lease {
+   public:
+    explicit Lease(DeflaterPool& pool) : pool_(pool), deflater_(pool.take()) {}
+    ~Lease() { pool_.give(std::move(deflater_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    z_stream& stream() { return deflater_->stream; }
+
+   private:
+    DeflaterPool& pool_;
+    std::unique_ptr<Deflater> deflater_;
+  };
+
+  static DeflaterPool& instance() {
+    static DeflaterPool pool;
+    return pool;
+  }
+
+ private:
+  std::unique_ptr<Deflater> take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        auto deflater = std::move(idle_.back());
+        idle_.pop_back();
+        return deflater;
+      }
+    }
+    return std::make_unique<Deflater>();
+  }
+  void give(std::unique_ptr<Deflater> deflater) {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(std::move(deflater));
+  }
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Deflater>> idle_;
+};
+
+}  // namespace
+
+ObjectCodec::ObjectCodec() = default;
 ObjectCodec::~ObjectCodec() = default;
 
 void ObjectCodec::retrain(const std::vector<std::uint8_t>& current) {
@@ -91,7 +141,8 @@ std::string ObjectCodec::encode(const nlohmann::json& object) {
     if (encodes_ == kRetrainAt || (encodes_ > kRetrainAt && 2 * cbor.size() > 3 * trainedOn_)) retrain(cbor);
   }
   const std::string& dictionary = dictionaries_[generation_];
-  z_stream& z = deflater_->stream;
+  DeflaterPool::Lease deflater(DeflaterPool::instance());
+  z_stream& z = deflater.stream();
   if (int rc = deflateReset(&z); rc != Z_OK) fail("deflateReset", rc);
   if (int rc = deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
                                     static_cast<uInt>(dictionary.size()));

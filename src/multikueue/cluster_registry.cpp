@@ -332,7 +332,7 @@ struct ClusterRegistry::Impl {
     base.labelSelector = std::string(kOriginLabel) + "=" + options.origin;
     base.initialBackoff = options.informerInitialBackoff;
     base.maxBackoff = options.informerMaxBackoff;
-    base.transform = kube::dropManagedFields;
+    base.withoutManagedFields = true;
     base.onSynced = [this, name, attempt] { informerSynced(name, attempt); };
     base.onError = [this, name, attempt](const std::exception& e) { informerFailed(name, attempt, e.what()); };
 
@@ -340,7 +340,7 @@ struct ClusterRegistry::Impl {
     auto onWorkload = [this, name](const json& object) { emitRemoteEvent(name, kube::Informer::keyOf(object)); };
     remote->addWorkloads(base).addHandlers(
         {.onAdd = onWorkload,
-         .onUpdate = [onWorkload](const json&, const json& object) { onWorkload(object); },
+         .onUpdateNew = onWorkload,
          .onDelete = onWorkload});
     // A remote job maps through its prebuilt-workload link.
     for (const auto& gvk : options.jobKinds) {
@@ -355,7 +355,7 @@ struct ClusterRegistry::Impl {
         emitRemoteEvent(name, ns + "/" + *workload);
       };
       remote->addJobs(gvk, base).addHandlers(
-          {.onAdd = onJob, .onUpdate = [onJob](const json&, const json& object) { onJob(object); }, .onDelete = onJob});
+          {.onAdd = onJob, .onUpdateNew = onJob, .onDelete = onJob});
     }
     return remote;
   }

@@ -52,7 +52,7 @@ struct Dispatcher::Impl {
 
     // Every cache drops managedFields: nothing here reads them, and they are a large part of
     // each object kube-apiserver returns.
-    const kube::InformerOptions lean{.transform = kube::dropManagedFields};
+    const kube::InformerOptions lean{.withoutManagedFields = true};
     workloadsInformer = std::make_unique<kube::Informer>(manager, kWorkloadGvk, lean);
     checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk, lean);
     configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk, lean);
@@ -143,7 +143,7 @@ struct Dispatcher::Impl {
                enqueueWorkload(wl, workloadsInformer->hasSynced() ? kube::WorkQueue::Priority::Normal
                                                                   : kube::WorkQueue::Priority::Low);
              },
-         .onUpdate = [enqueueWorkload](const json&, const json& wl) { enqueueWorkload(wl); },
+         .onUpdateNew = [enqueueWorkload](const json& wl) { enqueueWorkload(wl); },
          .onDelete =
              [this, enqueueWorkload](const json& wl) {
                workloadReconciler->rememberDeleted(wl);
@@ -195,7 +195,7 @@ struct Dispatcher::Impl {
       for (const auto& cluster : registry->clustersUsingSecret(objectName(secret))) clusterController->enqueue(cluster);
     };
     secretsInformer->addHandlers({.onAdd = secretChanged,
-                                  .onUpdate = [secretChanged](const json&, const json& s) { secretChanged(s); },
+                                  .onUpdateNew = secretChanged,
                                   .onDelete = secretChanged});
 
     registry->onRemoteEvent([this](const std::string&, const std::string& workloadKey) {

@@ -66,7 +66,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
   localQueues_ = std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"});
   localQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", "")); },
-      .onUpdate = [this](const json&, const json& o) {
+      .onUpdateNew = [this](const json& o) {
         index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", ""));
       },
       .onDelete = [this](const json& o) { index_.removeLocalQueue(ns(o), name(o)); },
@@ -75,7 +75,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
       std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"});
   clusterQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o)); },
-      .onUpdate = [this](const json&, const json& o) {
+      .onUpdateNew = [this](const json& o) {
         index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o));
       },
       .onDelete = [this](const json& o) { index_.removeClusterQueue(name(o)); },
@@ -84,7 +84,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
       std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"});
   admissionChecks_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", "")); },
-      .onUpdate = [this](const json&, const json& o) {
+      .onUpdateNew = [this](const json& o) {
         index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", ""));
       },
       .onDelete = [this](const json& o) { index_.removeAdmissionCheck(name(o)); },

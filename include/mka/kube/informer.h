@@ -52,6 +52,11 @@ struct InformerOptions {
   // handed to the handlers (e.g. dropping metadata.managedFields to save memory). Runs on the
   // reflector thread; must not throw.
   std::function<void(nlohmann::json& object)> transform;
+  // Cache objects without metadata.managedFields, which controllers never read and which is
+  // often half of an object: they are cut from the list and watch answers before parsing
+  // (ListOptions/WatchOptions::withoutManagedFields), and any left (a key written with
+  // escapes) is erased after. Runs before `transform`.
+  bool withoutManagedFields = false;
   // How many objects the informer also keeps decoded: those most recently stored by watch
   // events, most recent first. A controller works on the objects whose events just came in,
   // so their get() calls and the old object of their next update are served without
@@ -66,6 +71,12 @@ void dropManagedFields(nlohmann::json& object);
 struct InformerHandlers {
   std::function<void(const nlohmann::json& object)> onAdd;
   std::function<void(const nlohmann::json& oldObject, const nlohmann::json& newObject)> onUpdate;
+  // For handlers that read only the new object of an update, instead of onUpdate: the informer
+  // then need not decode the old object from its cache (unless another handler's onUpdate
+  // reads it). Both are called when both are set.
+  std::function<void(const nlohmann::json& newObject)> onUpdateNew;
+  // A watched deletion hands over the object as the DELETED event carries it; one found by a
+  // relist, as it was cached.
   std::function<void(const nlohmann::json& object)> onDelete;
 };
 

@@ -55,10 +55,8 @@ class ObjectCodec {
   int generation() const { return generation_; }
 
  private:
-  struct Deflater;
   void retrain(const std::vector<std::uint8_t>& current);
 
-  std::unique_ptr<Deflater> deflater_;
   // Each set once by encode() before the first blob that uses it, never changed afterwards.
   std::array<std::string, kGenerations> dictionaries_;
   int generation_ = 0;  // encoding thread only

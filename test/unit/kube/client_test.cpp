@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 
@@ -124,6 +125,28 @@ TEST_F(ClientTest, WritesAnswerTheObjectItsMetadataOrNothingAsAsked) {
   // Errors are errors whatever the answer asked for.
   EXPECT_EQ(errorOf([&] { client->create(configMap("other"), none); }).reason(), Reason::AlreadyExists);
   EXPECT_EQ(errorOf([&] { client->update(full, metadata); }).reason(), Reason::Conflict);
+}
+
+TEST_F(ClientTest, WatchEventsComeWithoutManagedFieldsWhenAsked) {
+  auto client = newClient();
+  const auto start = client->list(kConfigMap, "default").at("metadata").value("resourceVersion", "");
+  client->create(configMap("a"));
+  for (const bool without : {false, true}) {
+    WatchOptions options;
+    options.resourceVersion = start;
+    options.timeoutSeconds = 10;
+    options.withoutManagedFields = without;
+    std::optional<WatchEvent> first;
+    RestClient::StreamHandle handle;
+    client->watch(kConfigMap, "default", options, [&](WatchEvent& event) {
+      first = std::move(event);
+      return false;  // one event is enough
+    }, handle);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->type, "ADDED");
+    EXPECT_EQ(first->object.at("metadata").at("name"), "a");
+    EXPECT_EQ(first->object.at("metadata").contains("managedFields"), !without) << first->object.dump();
+  }
 }
 
 TEST_F(ClientTest, RetryOnConflictRereadsAndSucceeds) {
@@ -423,6 +446,54 @@ TEST_F(InformerTest, RelistAcrossADictionaryChangeReportsNoSpuriousUpdates) {
   informer.stop();
 }
 
+// Handlers that read only the new object of an update (onUpdateNew) and deletions cost no
+// decoding of the cached object; an onUpdate handler does.
+TEST_F(InformerTest, OldObjectsAreDecodedOnlyForHandlersThatReadThem) {
+  auto client = newClient();
+  for (const auto* name : {"a", "b"}) client->create(configMap(name));
+  auto setValue = [&](const std::string& name, const std::string& value) {
+    client->patch(kConfigMap, "default", name, PatchType::Merge, {{"data", {{"v", value}}}});
+  };
+  std::mutex mutex;
+  std::vector<std::string> seen;  // declared before the informers: their threads write it
+  auto record = [&](const std::string& what) {
+    std::lock_guard lock(mutex);
+    seen.push_back(what);
+  };
+  auto seenCount = [&] {
+    std::lock_guard lock(mutex);
+    return seen.size();
+  };
+  InformerOptions options{.namespace_ = "default"};
+  options.recentObjects = 0;  // every old object would have to be decoded
+  Informer newOnly(*client, kConfigMap, options);
+  newOnly.addHandlers({.onUpdateNew = [&](const json& o) { record("new " + o["data"].value("v", "-")); },
+                       .onDelete = [&](const json& o) { record("delete " + o["metadata"]["name"].get<std::string>()); }});
+  Informer both(*client, kConfigMap, options);
+  both.addHandlers({.onUpdate = [&](const json& before,
+                                    const json& after) { record("old " + before["data"].value("v", "-") + "->" +
+                                                                after["data"].value("v", "-")); },
+                    .onUpdateNew = [&](const json& o) { record("both " + o["data"].value("v", "-")); }});
+  newOnly.start();
+  both.start();
+  ASSERT_TRUE(newOnly.waitForSync(std::chrono::seconds{10}));
+  ASSERT_TRUE(both.waitForSync(std::chrono::seconds{10}));
+  ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 2; }));
+  const auto newOnlyBefore = newOnly.decodes(), bothBefore = both.decodes();
+
+  setValue("a", "1");
+  setValue("a", "2");
+  client->remove(kConfigMap, "default", "b");
+  ASSERT_TRUE(test::eventually([&] { return seenCount() == 7; }));
+  EXPECT_EQ(newOnly.decodes(), newOnlyBefore) << "no handler read an old object";
+  EXPECT_EQ(both.decodes(), bothBefore + 2) << "the onUpdate handler reads each update's old object";
+  newOnly.stop();
+  both.stop();
+  std::lock_guard lock(mutex);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"both 1", "both 2", "delete b", "new 1", "new 2", "old -->1", "old 1->2"}));
+}
+
 // The informer keeps the last objects stored or read decoded: reading them costs no decoding,
 // and what they return is always the current object, whatever was evicted or replaced.
 TEST_F(InformerTest, RecentObjectsAreReadWithoutDecodingAndAreAlwaysCurrent) {
@@ -541,6 +612,55 @@ TEST_F(InformerTest, TransformShapesWhatIsCachedAndHandedToHandlers) {
   informer.stop();
   std::lock_guard lock(mutex);
   for (const auto& o : seen) EXPECT_EQ(o.at("metadata").at("labels").value("transformed", ""), "yes");
+}
+
+TEST_F(InformerTest, WithoutManagedFieldsListsAndWatchesObjectsWithoutThem) {
+  auto client = newClient();
+  client->create(configMap("listed"));
+  // The server does send them, so the informer is what drops them.
+  const auto plain = client->list(kConfigMap, "default");
+  ASSERT_TRUE(plain.at("items").at(0).at("metadata").contains("managedFields"));
+  ListOptions lean;
+  lean.withoutManagedFields = true;
+  const auto page = client->list(kConfigMap, "default", lean);
+  ASSERT_EQ(page.at("items").size(), 1u);
+  EXPECT_FALSE(page.at("items").at(0).at("metadata").contains("managedFields"));
+  EXPECT_EQ(page.at("items").at(0).at("metadata").at("name"), "listed");
+
+  std::mutex mutex;
+  std::vector<nlohmann::json> seen;  // declared before the informer: its thread writes it
+  InformerOptions options{.namespace_ = "default"};
+  options.withoutManagedFields = true;
+  Informer informer(*client, kConfigMap, options);
+  informer.addHandlers({.onAdd =
+                            [&](const nlohmann::json& o) {
+                              std::lock_guard lock(mutex);
+                              seen.push_back(o);
+                            },
+                        .onUpdate =
+                            [&](const nlohmann::json&, const nlohmann::json& o) {
+                              std::lock_guard lock(mutex);
+                              seen.push_back(o);
+                            }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  auto watched = client->create(configMap("watched"));
+  watched["data"]["changed"] = "yes";
+  client->update(watched);
+  ASSERT_TRUE(test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return seen.size() == 3;
+  }));
+  for (const auto* name : {"default/listed", "default/watched"}) {
+    const auto cached = informer.get(name);
+    ASSERT_TRUE(cached.has_value()) << name;
+    EXPECT_FALSE(cached->at("metadata").contains("managedFields")) << name;
+    EXPECT_FALSE(cached->at("metadata").value("resourceVersion", "").empty()) << name;
+  }
+  EXPECT_EQ(informer.get("default/watched")->at("data").value("changed", ""), "yes");
+  informer.stop();
+  std::lock_guard lock(mutex);
+  for (const auto& o : seen) EXPECT_FALSE(o.at("metadata").contains("managedFields")) << o.dump();
 }
 
 TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) {
