@@ -13,7 +13,6 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +31,7 @@
 #include <thread>
 
 #include "mka/app/environment.h"
+#include "mka/common/thread_name.h"
 #include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/sandbox/object_store.h"
@@ -53,7 +53,7 @@ class Recorder {
       : predicate_(std::move(predicate)) {
     watch_ = cluster.store().watch(group, plural, "", 0, nullptr);
     thread_ = std::thread([this] {
-      ::pthread_setname_np(::pthread_self(), "recorder");
+      mka::nameThisThread("recorder");
       run();
     });
   }

@@ -1,8 +1,8 @@
 #include "mka/app/dispatch_runner.h"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_name.h"
 #include "mka/kube/rate_limiter.h"
 
 namespace mka::app {
@@ -52,7 +52,7 @@ DispatchRunner::~DispatchRunner() { stop(); }
 void DispatchRunner::start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "dispatch");
+    nameThisThread("dispatch");
     run();
   });
   const auto cfg = store_.get();

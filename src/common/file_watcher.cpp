@@ -2,7 +2,6 @@
 #include "mka/common/log.h"
 
 #include <poll.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -23,6 +22,7 @@
 #include <utility>
 
 #include "mka/common/errors.h"
+#include "mka/common/thread_name.h"
 
 namespace mka {
 namespace {
@@ -261,7 +261,7 @@ void FileWatcher::start() {
   impl.refreshWatches();  // before the baseline, so no change can slip between the two
   impl.baseline = impl.snapshot();
   impl.thread = std::thread([&impl] {
-    ::pthread_setname_np(::pthread_self(), "file-watcher");
+    nameThisThread("file-watcher");
     impl.run();
   });
 }

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_name.h"
+
 namespace mka::kube {
 
 using nlohmann::json;
@@ -29,7 +31,10 @@ void Informer::start() {
   std::lock_guard lock(mutex_);
   if (thread_.joinable()) return;
   stopping_ = false;
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    nameThisThread("inf-" + gvk_.kind);  // "inf-PipelineRun": which cache a profile's time goes to
+    run();
+  });
 }
 
 void Informer::stop() {

@@ -1,9 +1,9 @@
 #include "mka/kube/work_queue.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <stdexcept>
+
+#include "mka/common/thread_name.h"
 
 namespace mka::kube {
 namespace {
@@ -195,8 +195,7 @@ void WorkQueue::recheckClock() {
 }
 
 void WorkQueue::timerLoop() {
-  const std::string threadName = ("wq-" + name_).substr(0, 15);
-  ::pthread_setname_np(::pthread_self(), threadName.c_str());
+  nameThisThread("wq-" + name_);
   std::unique_lock lock(mutex_);
   while (!shuttingDown_) {
     // Read under the lock, so an advance followed by recheckClock() is never missed: either

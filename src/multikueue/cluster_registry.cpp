@@ -1,7 +1,5 @@
 #include "mka/multikueue/cluster_registry.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -15,6 +13,7 @@
 #include "mka/common/log.h"
 #include "mka/common/clock.h"
 #include "mka/common/file_watcher.h"
+#include "mka/common/thread_name.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/generic_adapter.h"
@@ -132,7 +131,7 @@ struct ClusterRegistry::Impl {
   Impl(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options, EventRecorder* events)
       : manager(manager), clock(clock), options(std::move(options)), events(events), createdAt(clock.now()) {
     reaper = std::thread([this] {
-      pthread_setname_np(pthread_self(), "mkc-reaper");
+      nameThisThread("mkc-reaper");
       reap();
     });
   }

@@ -1,9 +1,10 @@
 #include "mka/multikueue/controller.h"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+
+#include "mka/common/thread_name.h"
 
 namespace mka::multikueue {
 
@@ -51,8 +52,7 @@ void Controller::start() {
   started_ = true;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, options_.workers); ++i) {
     threads_.emplace_back([this, i] {
-      const auto threadName = (options_.name + "-" + std::to_string(i)).substr(0, 15);
-      pthread_setname_np(pthread_self(), threadName.c_str());
+      nameThisThread(options_.name + "-" + std::to_string(i));
       work();
     });
   }

@@ -1,8 +1,8 @@
 #include "mka/multikueue/garbage_collector.h"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_name.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/generic_adapter.h"
@@ -98,7 +98,7 @@ void OrphanCollector::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "mk-gc");
+    nameThisThread("mk-gc");
     while (true) {
       {
         std::unique_lock lock(mutex_);

@@ -10,7 +10,6 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 
 #include "log.h"
 #include "mka/common/errors.h"
+#include "mka/common/thread_name.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/task_queue.h"
 #include "socket_stream.h"
@@ -229,7 +229,7 @@ int HttpServer::start() {
   engine(*server_).setListening(runtime->listenFd);
   runtime_ = std::move(runtime);
   thread_ = std::thread([this] {
-    ::pthread_setname_np(::pthread_self(), (options_.name.substr(0, 8) + "-accept").c_str());
+    nameThisThread(options_.name.substr(0, 8) + "-accept");
     acceptLoop();
   });
   logger().info("listening server={} address={} tls={}", options_.name, runtime_->address, certificates_ != nullptr);

@@ -7,6 +7,8 @@
 
 #include "log.h"
 
+#include "mka/common/thread_name.h"
+
 namespace mka::net {
 
 ElasticTaskQueue::ElasticTaskQueue(Options options) : options_(std::move(options)) {}
@@ -52,7 +54,7 @@ void ElasticTaskQueue::work() {
   ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::unique_lock lock(mutex_);
   const std::string name = options_.name.substr(0, 11) + "-" + std::to_string(nextId_++ % 1000);
-  ::pthread_setname_np(::pthread_self(), name.c_str());
+  nameThisThread(name);
   for (;;) {
     if (!tasks_.empty()) {
       auto task = std::move(tasks_.front());

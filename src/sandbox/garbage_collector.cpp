@@ -1,7 +1,5 @@
 #include "mka/sandbox/garbage_collector.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_name.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
@@ -221,7 +220,7 @@ void GarbageCollector::start() {
   impl_->running = true;
   impl_->stopping = false;
   impl_->worker = std::thread([this] {
-    ::pthread_setname_np(::pthread_self(), ("gc-" + impl_->api.clusterName()).substr(0, 15).c_str());
+    nameThisThread("gc-" + impl_->api.clusterName());
     impl_->run();
   });
 }

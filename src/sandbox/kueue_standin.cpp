@@ -1,7 +1,6 @@
 #include "mka/sandbox/kueue_standin.h"
 
 #include <openssl/evp.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <compare>
@@ -18,6 +17,7 @@
 #include "log.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
+#include "mka/common/thread_name.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
@@ -917,7 +917,7 @@ void KueueStandIn::start() {
   impl_->running = true;
   impl_->stopping = false;
   impl_->worker = std::thread([this] {
-    ::pthread_setname_np(::pthread_self(), ("kueue-" + impl_->cluster()).substr(0, 15).c_str());
+    nameThisThread("kueue-" + impl_->cluster());
     impl_->run();
   });
   logger().info("kueue-standin started cluster={} role={}", impl_->cluster(),

@@ -8,9 +8,9 @@
 // the connection (the MultiKueue cluster registry) hear of synced lists and failed requests
 // through InformerOptions::onSynced and ::onError.
 //
-// Threads: owns one thread (the reflector), which also calls the handlers and the hooks, in
-// event order; get/list/hasSynced may be called from any thread. Hooks must not call stop()
-// on their own informer (it joins the thread they run on).
+// Threads: owns one thread (the reflector, named "inf-<Kind>"), which also calls the handlers
+// and the hooks, in event order; get/list/hasSynced may be called from any thread. Hooks must
+// not call stop() on their own informer (it joins the thread they run on).
 
 #include <atomic>
 #include <chrono>

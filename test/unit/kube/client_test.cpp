@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "mka/kube/client.h"
@@ -661,6 +663,26 @@ TEST_F(InformerTest, WithoutManagedFieldsListsAndWatchesObjectsWithoutThem) {
   informer.stop();
   std::lock_guard lock(mutex);
   for (const auto& o : seen) EXPECT_FALSE(o.at("metadata").contains("managedFields")) << o.dump();
+}
+
+TEST_F(InformerTest, ItsThreadIsNamedAfterTheKind) {
+  auto client = newClient();
+  auto threadNames = [] {
+    std::multiset<std::string> names;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      names.insert(name);
+    }
+    return names;
+  };
+  const auto before = threadNames().count("inf-ConfigMap");
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  informer.start();
+  ASSERT_TRUE(test::eventually([&] { return threadNames().count("inf-ConfigMap") == before + 1; }));
+  informer.stop();
+  EXPECT_EQ(threadNames().count("inf-ConfigMap"), before);
 }
 
 TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) {
