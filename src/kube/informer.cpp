@@ -24,7 +24,10 @@ std::string Informer::keyOf(const json& object) {
 
 void Informer::addHandlers(InformerHandlers handlers) {
   std::lock_guard lock(mutex_);
-  handlers_.push_back(std::move(handlers));
+  auto next = std::make_shared<Handlers>(*handlers_);
+  next->list.push_back(std::move(handlers));
+  next->oldRead = next->oldRead || static_cast<bool>(next->list.back().onUpdate);
+  handlers_ = std::move(next);
 }
 
 void Informer::start() {
@@ -189,7 +192,7 @@ void Informer::relist() {
   std::vector<std::string> added;
   std::vector<std::pair<std::string, std::string>> deleted;  // key, blob
   std::vector<std::pair<std::string, std::string>> updated;  // before, after
-  std::vector<InformerHandlers> handlers;
+  std::shared_ptr<const Handlers> handlers;
   {
     std::lock_guard lock(mutex_);
     cache_.forEach([&](std::string_view key, std::string_view blob) {
@@ -211,23 +214,21 @@ void Informer::relist() {
     resourceVersion_ = rv;
     handlers = handlers_;
   }
-  if (!handlers.empty()) {
+  if (!handlers->list.empty()) {
     for (const auto& [key, blob] : deleted) {
       const auto o = decode(blob);
-      for (const auto& h : handlers)
+      for (const auto& h : handlers->list)
         if (h.onDelete) h.onDelete(o);
     }
     for (const auto& blob : added) {
       const auto o = decode(blob);
-      for (const auto& h : handlers)
+      for (const auto& h : handlers->list)
         if (h.onAdd) h.onAdd(o);
     }
-    const bool oldRead =
-        std::any_of(handlers.begin(), handlers.end(), [](const auto& h) { return static_cast<bool>(h.onUpdate); });
     for (const auto& [beforeBlob, afterBlob] : updated) {
       const auto after = decode(afterBlob);
-      const auto before = oldRead ? decode(beforeBlob) : json();
-      for (const auto& h : handlers) {
+      const auto before = handlers->oldRead ? decode(beforeBlob) : json();
+      for (const auto& h : handlers->list) {
         if (h.onUpdate) h.onUpdate(before, after);
         if (h.onUpdateNew) h.onUpdateNew(after);
       }
@@ -290,12 +291,14 @@ void Informer::apply(const std::string& type, json object) {
   bool existed = false;
   std::optional<std::string> previousBlob;
   Decoded previousDecoded;
-  std::vector<InformerHandlers> handlers;
+  std::shared_ptr<const Handlers> handlers;
   {
     std::lock_guard lock(mutex_);
+    handlers = handlers_;
     if (const auto stored = cache_.find(key)) {
       existed = true;
-      if (!deleted) {
+      // The old object of an update is decoded only for handlers that read it.
+      if (!deleted && handlers->oldRead) {
         previousDecoded = recentLocked(key);
         if (!previousDecoded) previousBlob = std::string(*stored);
       }
@@ -308,15 +311,10 @@ void Informer::apply(const std::string& type, json object) {
       rememberLocked(key, current);
     }
     if (!resourceVersion.empty()) resourceVersion_ = resourceVersion;
-    handlers = handlers_;
   }
-  if (handlers.empty()) return;
-  // The old object of an update is decoded only for handlers that read it.
-  const bool oldRead = existed && !deleted && std::any_of(handlers.begin(), handlers.end(), [](const auto& h) {
-                         return static_cast<bool>(h.onUpdate);
-                       });
-  if (oldRead && !previousDecoded) previousDecoded = std::make_shared<const json>(decode(*previousBlob));
-  for (const auto& h : handlers) {
+  if (handlers->list.empty()) return;
+  if (previousBlob) previousDecoded = std::make_shared<const json>(decode(*previousBlob));
+  for (const auto& h : handlers->list) {
     if (deleted) {
       if (h.onDelete) h.onDelete(object);
     } else if (existed) {

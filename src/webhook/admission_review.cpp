@@ -4,6 +4,7 @@
 
 #include "mka/common/base64.h"
 #include "mka/common/strings.h"
+#include "mka/kube/json_text.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
@@ -51,8 +52,21 @@ void checkDepth(std::string_view body) {
   }
 }
 
+json parseText(std::string_view body);
+
+// The review without the objects' metadata.managedFields, which no decision reads and which
+// is often a large part of them: cut from the text before parsing (kube/json_text.h), a good
+// part of the parse saved. Malformed text is parsed as it came, so errors name its own bytes.
 json parseBody(std::string_view body) {
   checkDepth(body);
+  auto lean = kube::json_text::withoutMember(body, {"request", "object", "metadata", "managedFields"}, true);
+  lean = kube::json_text::withoutMember(lean, {"request", "oldObject", "metadata", "managedFields"}, true);
+  auto parsed = json::parse(lean, nullptr, false);
+  if (!parsed.is_discarded()) return parsed;
+  return parseText(body);
+}
+
+json parseText(std::string_view body) {
   try {
     return json::parse(body);
   } catch (const json::parse_error& e) {

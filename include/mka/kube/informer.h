@@ -145,7 +145,13 @@ class Informer {
   // first.
   mutable std::list<std::pair<std::string, Decoded>> recent_;
   mutable std::unordered_map<std::string, std::list<std::pair<std::string, Decoded>>::iterator> recentIndex_;
-  std::vector<InformerHandlers> handlers_;
+  // Replaced whole by addHandlers (rare), so each event takes a reference, not a copy of every
+  // std::function. `oldRead`: some handler has onUpdate, so update events decode the old object.
+  struct Handlers {
+    std::vector<InformerHandlers> list;
+    bool oldRead = false;
+  };
+  std::shared_ptr<const Handlers> handlers_ = std::make_shared<const Handlers>();
   std::string resourceVersion_;
   bool stopping_ = false;
   std::atomic<bool> synced_{false};

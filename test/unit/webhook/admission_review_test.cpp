@@ -186,6 +186,37 @@ TEST(DecodeAdmissionReview, ReadsEveryFieldWeUse) {
   EXPECT_TRUE(request.oldObject.is_null());
 }
 
+// No decision reads managedFields: they are left out of both objects, everything else is kept.
+TEST(DecodeAdmissionReview, LeavesOutTheObjectsManagedFields) {
+  json review = validReview();
+  review["request"]["operation"] = "UPDATE";
+  review["request"]["object"]["metadata"]["managedFields"] =
+      json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:spec", {{"f:x", json::object()}}}}}}});
+  review["request"]["object"]["metadata"]["annotations"] = {{"managedFields", "kept"}};
+  review["request"]["oldObject"] = review["request"]["object"];
+  const AdmissionRequest request = decodeAdmissionReview(review.dump());
+  for (const json* object : {&request.object, &request.oldObject}) {
+    json expected = review["request"]["object"];
+    expected["metadata"].erase("managedFields");
+    EXPECT_EQ(*object, expected);
+  }
+}
+
+// Bad JSON is reported at its own byte, whatever was to be cut before it.
+TEST(DecodeAdmissionReview, MalformedJsonAfterManagedFieldsIsReportedAtItsOwnByte) {
+  const std::string body =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":{"metadata":)"
+      R"({"managedFields":[{"manager":"kubectl"}]},"spec":x}}})";
+  try {
+    decodeAdmissionReview(body);
+    FAIL() << "accepted malformed JSON";
+  } catch (const BadRequest& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed JSON at byte " + std::to_string(body.find("x}") + 1)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 struct GoodCase {
   std::string name{};
   std::string body{};
