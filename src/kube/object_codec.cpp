@@ -14,8 +14,9 @@ namespace mka::kube {
 namespace {
 
 // Raw deflate (no zlib header or checksum: the blob never leaves the process) with an 8 KiB
-// window: room for a typical object as dictionary, and ~40 KiB of deflate state per stream
-// instead of the ~270 KiB of the default 32 KiB window.
+// window: room for a typical object as dictionary, and ~70 KiB of deflate state per stream
+// (zlib: 2^(windowBits+2) + 2^(memLevel+9) bytes and its state) instead of the ~270 KiB of the
+// default 32 KiB window.
 constexpr int kWindowBits = 13;
 constexpr int kRawWindowBits = -kWindowBits;
 constexpr int kMemLevel = 6;
