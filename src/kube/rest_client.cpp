@@ -1,5 +1,7 @@
 #include "mka/kube/rest_client.h"
 
+#include <fcntl.h>
+
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/net/openssl.h"
+#include "mka/net/socket_stream.h"
 
 namespace mka::kube {
 namespace {
@@ -52,10 +55,61 @@ std::string describe(httplib::Error error) {
 
 bool isRead(const std::string& method) { return method == "GET" || method == "HEAD"; }
 
+std::chrono::milliseconds toMillis(time_t seconds, time_t microseconds) {
+  return std::chrono::seconds{seconds} + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::microseconds{microseconds});
+}
+
+// httplib's SSLClient, with each request and its answer going through net::SocketStream:
+// the request leaves as one TLS record and one send (httplib's own stream sends the headers and
+// the body apart), and the answer is read through a buffer (httplib's own stream reads the
+// status line and headers with one SSL_read per byte, and polls before every read that finds
+// OpenSSL's buffer empty). httplib's process_socket hook hands a subclass the established
+// connection for each request; connecting, TLS, keep-alive and the HTTP itself stay httplib's.
+//
+// Threads: like httplib's client, one request at a time; stop() may come from another thread.
+class TlsClient final : public httplib::SSLClient {
+ public:
+  using httplib::SSLClient::SSLClient;
+
+ private:
+  // Answers are a few KB; what OpenSSL decrypted beyond waits in its record buffer.
+  static constexpr std::size_t kReadAhead = 4 * 1024;
+
+  // Marks the connections whose socket was made non-blocking (a new one comes blocking).
+  static int nonBlockingIndex() {
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+  }
+
+  bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
+    SSL* ssl = socket.ssl;
+    if (ssl == nullptr) return false;
+    // httplib leaves the socket blocking after its handshake; the stream waits with poll(),
+    // against the read and write timeouts, only when the socket has nothing for it.
+    if (SSL_get_ex_data(ssl, nonBlockingIndex()) == nullptr) {
+      const int flags = ::fcntl(socket.sock, F_GETFL);
+      if (flags < 0 || ::fcntl(socket.sock, F_SETFL, flags | O_NONBLOCK) < 0) return false;
+      SSL_set_ex_data(ssl, nonBlockingIndex(), ssl);
+    }
+    net::SocketStream stream(socket.sock, ssl, host_, port_, toMillis(read_timeout_sec_, read_timeout_usec_),
+                             toMillis(write_timeout_sec_, write_timeout_usec_), kReadAhead);
+    stream.holdWrites(true);
+    const bool ok = callback(stream);
+    const bool sent = stream.flush();
+    if (stream.hasBufferedInput()) {
+      // Bytes beyond the answer: the connection is out of step with its requests.
+      std::lock_guard lock(socket_mutex_);
+      socket_should_be_closed_when_request_is_done_ = true;
+    }
+    return ok && sent;
+  }
+};
+
 }  // namespace
 
 struct RestClient::Connection {
-  std::unique_ptr<httplib::SSLClient> client;
+  std::unique_ptr<TlsClient> client;
   // Why OpenSSL refused the server's certificate in the last handshake (X509_V_OK if it did
   // not); set by the verify callback on the thread that connects.
   std::atomic<long> verifyError{X509_V_OK};
@@ -138,9 +192,9 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
   const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
   auto connection = std::make_unique<Connection>();
   if (clientCertificate_) {
-    connection->client = std::make_unique<httplib::SSLClient>(name, port_, clientCertificate_.get(), clientKey_.get());
+    connection->client = std::make_unique<TlsClient>(name, port_, clientCertificate_.get(), clientKey_.get());
   } else {
-    connection->client = std::make_unique<httplib::SSLClient>(name, port_);
+    connection->client = std::make_unique<TlsClient>(name, port_);
   }
   auto& c = *connection->client;
   // OpenSSL keeps a ~17 KB read and a ~17 KB write buffer per connection for as long as it

@@ -23,7 +23,7 @@
 #include "mka/common/thread_name.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/task_queue.h"
-#include "socket_stream.h"
+#include "mka/net/socket_stream.h"
 
 namespace mka::net {
 namespace {
@@ -168,6 +168,12 @@ HttpServer::HttpServer(ServerOptions options, std::shared_ptr<CertificateReloade
     }
     if (preRouting_ && preRouting_(req, res)) return httplib::Server::HandlerResponse::Handled;
     return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // An answer's status line, headers and body leave as one TLS record (SocketStream holds the
+  // writes of a request until it is answered); a streamed answer (a watch) is sent piece by
+  // piece as it is written instead, or its events would wait for the next one.
+  server_->set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.content_provider_ && tCurrentStream != nullptr) tCurrentStream->holdWrites(false);
   });
   server_->set_exception_handler([name = options_.name](const httplib::Request& req, httplib::Response& res,
                                                         std::exception_ptr error) {
@@ -330,8 +336,9 @@ void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) 
     const bool closeAfter = left == 1 || rt.stopping.load();
     bool clientClosed = false;
     stream.beginRequest(readBudget);
+    stream.holdWrites(true);
     const bool ok = eng.serveRequest(stream, closeAfter, clientClosed, ssl.get());
-    if (!ok || clientClosed || closeAfter || !stream.reusable()) break;
+    if (!stream.flush() || !ok || clientClosed || closeAfter || !stream.reusable()) break;
   }
   if (ssl) {
     ERR_clear_error();

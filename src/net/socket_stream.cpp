@@ -1,4 +1,4 @@
-#include "socket_stream.h"
+#include "mka/net/socket_stream.h"
 
 #include <netdb.h>
 #include <openssl/err.h>
@@ -60,23 +60,48 @@ std::string formatAddress(const sockaddr* addr, int* port) {
 }
 
 SocketStream::SocketStream(int fd, SSL* ssl, std::string remoteAddr, int remotePort,
-                           std::chrono::milliseconds readTimeout, std::chrono::milliseconds writeTimeout)
+                           std::chrono::milliseconds readTimeout, std::chrono::milliseconds writeTimeout,
+                           std::size_t readBuffer)
     : fd_(fd),
       ssl_(ssl),
       remoteAddr_(std::move(remoteAddr)),
       remotePort_(remotePort),
       readTimeout_(readTimeout),
-      writeTimeout_(writeTimeout) {}
+      writeTimeout_(writeTimeout),
+      buffer_(std::make_unique_for_overwrite<char[]>(std::max<std::size_t>(readBuffer, 1))),
+      bufferSize_(std::max<std::size_t>(readBuffer, 1)) {}
 
 bool SocketStream::hasBufferedInput() const {
   return bufferBegin_ < bufferEnd_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0);
 }
 
 bool SocketStream::is_readable() const {
-  return hasBufferedInput() || waitFor(fd_, POLLIN, readTimeout_) == WaitResult::Ready;
+  if (hasBufferedInput()) return true;
+  // Waiting for input with a request still held would wait for an answer never asked for.
+  // (httplib's interface makes this const; the stream itself never is.)
+  if (!const_cast<SocketStream*>(this)->flush()) return false;
+  return waitFor(fd_, POLLIN, readTimeout_) == WaitResult::Ready;
 }
 
 bool SocketStream::is_writable() const { return waitFor(fd_, POLLOUT, writeTimeout_) == WaitResult::Ready; }
+
+void SocketStream::holdWrites(bool hold) {
+  if (!hold) flush();
+  holdWrites_ = hold;
+}
+
+bool SocketStream::flush() {
+  std::size_t sent = 0;
+  while (sent < held_.size() && !broken_) {
+    const ssize_t n = writeSome(held_.data() + sent, held_.size() - sent);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  const bool ok = sent == held_.size();
+  if (!ok) broken_ = true;
+  held_.clear();
+  return ok;
+}
 
 void SocketStream::beginRequest(std::size_t readBudget) {
   budget_ = readBudget;
@@ -85,6 +110,7 @@ void SocketStream::beginRequest(std::size_t readBudget) {
 
 ssize_t SocketStream::read(char* ptr, size_t size) {
   if (size == 0) return 0;
+  if (!held_.empty() && !flush()) return -1;  // the peer answers what it was sent
   if (broken_ || overBudget_) return -1;
   if (consumed_ >= budget_) {
     overBudget_ = true;
@@ -93,18 +119,18 @@ ssize_t SocketStream::read(char* ptr, size_t size) {
   size = std::min(size, budget_ - consumed_);
   if (bufferBegin_ == bufferEnd_) {
     // httplib reads headers a byte at a time: serve those from the buffer.
-    if (size >= buffer_.size()) {
+    if (size >= bufferSize_) {
       const ssize_t n = readSome(ptr, size);
       if (n > 0) consumed_ += static_cast<std::size_t>(n);
       return n;
     }
-    const ssize_t n = readSome(buffer_.data(), buffer_.size());
+    const ssize_t n = readSome(buffer_.get(), bufferSize_);
     if (n <= 0) return n;
     bufferBegin_ = 0;
     bufferEnd_ = static_cast<std::size_t>(n);
   }
   const std::size_t n = std::min(size, bufferEnd_ - bufferBegin_);
-  std::memcpy(ptr, buffer_.data() + bufferBegin_, n);
+  std::memcpy(ptr, buffer_.get() + bufferBegin_, n);
   bufferBegin_ += n;
   consumed_ += n;
   return static_cast<ssize_t>(n);
@@ -152,6 +178,18 @@ ssize_t SocketStream::readSome(char* ptr, size_t size) {
 
 ssize_t SocketStream::write(const char* ptr, size_t size) {
   if (size == 0) return 0;
+  if (broken_) return -1;
+  if (holdWrites_) {
+    if (held_.size() + size > kHeldWriteLimit && !flush()) return -1;
+    if (size <= kHeldWriteLimit) {
+      held_.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+  }
+  return writeSome(ptr, size);
+}
+
+ssize_t SocketStream::writeSome(const char* ptr, size_t size) {
   const int chunk = static_cast<int>(std::min<size_t>(size, INT_MAX));
   for (;;) {
     short waitEvents = POLLOUT;

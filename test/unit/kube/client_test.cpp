@@ -17,6 +17,7 @@
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 #include "support/thrown.h"
+#include "support/tls_record_proxy.h"
 
 namespace mka::kube {
 namespace {
@@ -93,6 +94,34 @@ TEST_F(ClientTest, CrudWithTypedErrors) {
   EXPECT_TRUE(isNotFound(errorOf([&] { client->get(kConfigMap, "default", "a"); })));
   EXPECT_EQ(errorOf([&] { client->get({"example.com", "v1", "Nothing"}, "default", "x"); }).reason(),
             Reason::NotFound);
+}
+
+// httplib's own client sends a request's headers and body as two TLS records, and the server
+// answered with two as well; each is one now (and the answer is read through a buffer).
+TEST_F(ClientTest, ARequestAndItsAnswerEachLeaveAsOneTlsRecord) {
+  auto config = restConfig();
+  const auto colon = config.host.rfind(':');
+  test::TlsRecordProxy proxy(std::stoi(config.host.substr(colon + 1)));
+  config.host = config.host.substr(0, colon + 1) + std::to_string(proxy.port());
+  Client client(std::make_shared<RestClient>(config, fastOptions()));
+  client.create(configMap("first"));  // the handshake, discovery, and the server's session tickets
+
+  const auto records = [&] { return std::pair{proxy.recordsToServer(), proxy.recordsToClient()}; };
+  auto before = records();
+  auto created = client.create(configMap("second"));  // headers and a body, on the kept-alive connection
+  EXPECT_EQ(records().first - before.first, 1u);
+  EXPECT_EQ(records().second - before.second, 1u);
+  EXPECT_EQ(created["data"]["k"], "second");
+
+  before = records();
+  EXPECT_EQ(client.get(kConfigMap, "default", "second")["metadata"]["uid"], created["metadata"]["uid"]);
+  EXPECT_EQ(records().first - before.first, 1u);
+  EXPECT_EQ(records().second - before.second, 1u);
+
+  before = records();
+  EXPECT_TRUE(isNotFound(errorOf([&] { client.get(kConfigMap, "default", "absent"); })));
+  EXPECT_EQ(records().first - before.first, 1u);
+  EXPECT_EQ(records().second - before.second, 1u);
 }
 
 TEST_F(ClientTest, WritesAnswerTheObjectItsMetadataOrNothingAsAsked) {

@@ -113,6 +113,16 @@ class HttpServerTest : public ::testing::Test {
       slowRelease_.wait();
       res.set_content("done", "text/plain");
     });
+    server_->routes().Get("/stream", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_chunked_content_provider("text/plain", [this](std::size_t, httplib::DataSink& sink) {
+        sink.write("first\n", 6);
+        // The second piece waits until the client has the first (for at most 10 s).
+        firstPieceArrived_ = firstPieceSeen_.get_future().wait_for(10s) == std::future_status::ready;
+        sink.write("second\n", 7);
+        sink.done();
+        return true;
+      });
+    });
     port_ = server_->start();
   }
 
@@ -127,6 +137,8 @@ class HttpServerTest : public ::testing::Test {
   int port_ = 0;
   std::latch slowEntered_{1};
   std::latch slowRelease_{1};
+  std::promise<void> firstPieceSeen_;
+  std::atomic<bool> firstPieceArrived_{false};
 };
 
 TEST_F(HttpServerTest, ServesManyRequestsOnOneKeepAliveConnection) {
@@ -141,6 +153,27 @@ TEST_F(HttpServerTest, ServesManyRequestsOnOneKeepAliveConnection) {
     ASSERT_EQ(res->body, firstPort) << "request " << i << " came on a new connection";
   }
   EXPECT_EQ(server_->connectionsAccepted(), 1u);
+}
+
+// Answers are held until complete so that they leave in one piece (one TLS record); a
+// streamed answer (a watch) must not be, or each event would wait for the next.
+TEST_F(HttpServerTest, AStreamedAnswerIsSentPieceByPieceAsItIsWritten) {
+  start();
+  auto c = client();
+  std::string body;
+  bool told = false;
+  auto res = c.Get("/stream", [&](const char* data, std::size_t length) {
+    body.append(data, length);
+    if (!told && body.find("first\n") != std::string::npos) {
+      told = true;
+      firstPieceSeen_.set_value();
+    }
+    return true;
+  });
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(body, "first\nsecond\n");
+  EXPECT_TRUE(firstPieceArrived_) << "the first piece reached the client only with the second";
+  EXPECT_EQ(c.Get("/ping")->body, "pong");  // the connection carries the next answer whole
 }
 
 TEST_F(HttpServerTest, AdvertisesTheKeepAliveSettings) {

@@ -14,6 +14,7 @@
 #include "support/secret_volume.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
+#include "support/tls_record_proxy.h"
 
 namespace mka::net {
 namespace {
@@ -98,6 +99,24 @@ TEST_F(TlsServerTest, ServesHttpsVerifiedAgainstTheCa) {
   auto refused = stranger->Get("/conn");
   EXPECT_FALSE(refused);
   EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
+}
+
+// httplib writes an answer's status line and headers, then its body: two TLS records, two
+// sends, unless the server holds them until the answer is complete.
+TEST_F(TlsServerTest, AnAnswerLeavesAsOneTlsRecord) {
+  test::TlsRecordProxy proxy(port_);
+  httplib::SSLClient c("127.0.0.1", proxy.port());
+  c.enable_server_certificate_verification(false);
+  c.set_keep_alive(true);
+  c.set_read_timeout(10, 0);
+  ASSERT_TRUE(c.Get("/conn"));  // the handshake and the session tickets
+  for (int i = 0; i < 3; ++i) {
+    const auto before = proxy.recordsToClient();
+    auto res = c.Get("/conn");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_FALSE(res->body.empty());
+    EXPECT_EQ(proxy.recordsToClient() - before, 1u);
+  }
 }
 
 TEST_F(TlsServerTest, RotationKeepsOpenConnectionsAndServesTheNewCertificateToNewOnes) {

@@ -1,13 +1,20 @@
 #pragma once
-// httplib::Stream over one accepted, non-blocking socket, plain or TLS. It lives as long as
-// the connection (httplib makes one per request and loses bytes the client pipelined), and
-// waits with poll() so every wait has a deadline.
+// httplib::Stream over one non-blocking socket, plain or TLS, for either end of a connection.
+// On the server it lives as long as the connection (httplib makes one per request and loses
+// bytes the client pipelined); the kube client makes one per request on a kept-alive socket.
+// It waits with poll() only when the socket has nothing, so every wait has a deadline, and
+// reads through a buffer (httplib reads headers a byte at a time).
 //
-// Threads: used by the one pool thread that serves the connection.
+// Written here because httplib's own streams write every piece httplib hands them as its own
+// TLS record (status line and headers, then the body: two records, two sends) and read
+// headers with one SSL_read per byte, and httplib offers no option for either.
+//
+// Threads: used by one thread at a time (the server's pool thread for the connection, or the
+// client thread making the request).
 
 #include <httplib.h>
 
-#include <array>
+#include <memory>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +30,19 @@ WaitResult waitFor(int fd, short events, std::chrono::milliseconds timeout, int 
 class SocketStream final : public httplib::Stream {
  public:
   // `ssl` may be null (plain HTTP); it is borrowed and must outlive the stream.
+  // `readBuffer` bytes are read ahead at most; what OpenSSL decrypted beyond stays in its own
+  // record buffer until the next read.
   SocketStream(int fd, SSL* ssl, std::string remoteAddr, int remotePort, std::chrono::milliseconds readTimeout,
-               std::chrono::milliseconds writeTimeout);
+               std::chrono::milliseconds writeTimeout, std::size_t readBuffer = 16 * 1024);
+
+  // While held, writes collect in memory (up to kHeldWriteLimit, beyond which they go out)
+  // and leave together at the next flush(), read or wait for input: a request or an answer
+  // becomes one TLS record and one send instead of one per piece. Releasing flushes. A
+  // streamed answer must not be held, or its pieces would wait for the next one.
+  void holdWrites(bool hold);
+  // Sends what is held; false (and the stream is broken) if that fails.
+  bool flush();
+  static constexpr std::size_t kHeldWriteLimit = 16 * 1024;
 
   // Bytes already read from the socket (or decrypted) but not yet consumed by httplib: a
   // pipelined next request is ready without waiting for the socket.
@@ -53,6 +71,7 @@ class SocketStream final : public httplib::Stream {
 
  private:
   ssize_t readSome(char* ptr, size_t size);
+  ssize_t writeSome(const char* ptr, size_t size);
 
   int fd_;
   SSL* ssl_;
@@ -62,7 +81,8 @@ class SocketStream final : public httplib::Stream {
   mutable int localPort_ = -1;
   std::chrono::milliseconds readTimeout_;
   std::chrono::milliseconds writeTimeout_;
-  std::array<char, 16 * 1024> buffer_{};
+  std::unique_ptr<char[]> buffer_;
+  std::size_t bufferSize_;
   std::size_t bufferBegin_ = 0;
   std::size_t bufferEnd_ = 0;
   std::size_t budget_ = SIZE_MAX;
@@ -70,6 +90,8 @@ class SocketStream final : public httplib::Stream {
   bool broken_ = false;
   bool overBudget_ = false;
   bool closeRequested_ = false;
+  bool holdWrites_ = false;
+  std::string held_;
 };
 
 // Half-closes `fd` and discards what the peer still sends for up to `linger` (or until it
