@@ -64,7 +64,9 @@ class HttpServer {
 
   // Register handlers before start(). The server owns httplib's pre-routing handler (it
   // refuses bodies without a Content-Length, which httplib would read without a size limit):
-  // use setPreRoutingHandler below, not routes().set_pre_routing_handler().
+  // use setPreRoutingHandler below, not routes().set_pre_routing_handler(). It owns the
+  // post-routing handler too (it lets a streamed answer out piece by piece, where other answers
+  // are held until complete and sent whole): do not replace it.
   httplib::Server& routes();
   // Runs before routing, after the server's own checks; return true when it wrote the
   // response itself (the route handler is then skipped).
