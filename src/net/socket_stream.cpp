@@ -68,8 +68,8 @@ SocketStream::SocketStream(int fd, SSL* ssl, std::string remoteAddr, int remoteP
       remotePort_(remotePort),
       readTimeout_(readTimeout),
       writeTimeout_(writeTimeout),
-      buffer_(std::make_unique_for_overwrite<char[]>(std::max<std::size_t>(readBuffer, 1))),
-      bufferSize_(std::max<std::size_t>(readBuffer, 1)) {}
+      bufferSize_(std::max<std::size_t>(readBuffer, 1)),
+      buffer_(std::make_unique_for_overwrite<char[]>(bufferSize_)) {}
 
 bool SocketStream::hasBufferedInput() const {
   return bufferBegin_ < bufferEnd_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0);

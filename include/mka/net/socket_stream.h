@@ -14,10 +14,10 @@
 
 #include <httplib.h>
 
-#include <memory>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace mka::net {
@@ -81,8 +81,8 @@ class SocketStream final : public httplib::Stream {
   mutable int localPort_ = -1;
   std::chrono::milliseconds readTimeout_;
   std::chrono::milliseconds writeTimeout_;
-  std::unique_ptr<char[]> buffer_;
   std::size_t bufferSize_;
+  std::unique_ptr<char[]> buffer_;
   std::size_t bufferBegin_ = 0;
   std::size_t bufferEnd_ = 0;
   std::size_t budget_ = SIZE_MAX;
