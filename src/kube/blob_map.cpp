@@ -1,6 +1,8 @@
 #include "mka/kube/blob_map.h"
 
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -8,7 +10,10 @@ namespace mka::kube {
 
 namespace {
 
-constexpr std::size_t kSizes = 2 * sizeof(std::uint32_t);
+// An entry's two sizes, each as a LEB128 varint (one byte below 128, two below 16,384): a
+// cached object's key is ~20-40 bytes and its blob ~50-200, so 2-3 bytes where two uint32 took
+// 8; with jemalloc's size classes 16-32 bytes apart, that moves many entries a class down.
+constexpr std::size_t kMaxVarint = 5;  // enough for a uint32
 
 std::uint32_t checkedSize(std::size_t size, const char* what) {
   if (size > UINT32_MAX)
@@ -17,51 +22,80 @@ std::uint32_t checkedSize(std::size_t size, const char* what) {
   return static_cast<std::uint32_t>(size);
 }
 
+std::size_t putVarint(char* out, std::uint32_t value) {
+  std::size_t n = 0;
+  while (value >= 0x80) {
+    out[n++] = static_cast<char>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  out[n++] = static_cast<char>(value);
+  return n;
+}
+
+std::uint32_t getVarint(const char*& in) {
+  std::uint32_t value = 0;
+  for (int shift = 0;; shift += 7) {
+    const auto byte = static_cast<unsigned char>(*in++);
+    value |= std::uint32_t{byte & 0x7fu} << shift;
+    if (byte < 0x80) return value;
+  }
+}
+
 }  // namespace
 
-BlobMap::Entry::Entry(std::string_view key, std::string_view blob) {
-  const std::uint32_t sizes[2] = {checkedSize(key.size(), "a key"), checkedSize(blob.size(), "a blob")};
-  data_ = std::make_unique_for_overwrite<char[]>(kSizes + key.size() + blob.size());
-  std::memcpy(data_.get(), sizes, kSizes);
-  std::memcpy(data_.get() + kSizes, key.data(), key.size());
-  std::memcpy(data_.get() + kSizes + key.size(), blob.data(), blob.size());
+std::string_view BlobMap::keyOf(const char* entry) {
+  const std::uint32_t keySize = getVarint(entry);
+  getVarint(entry);
+  return {entry, keySize};
 }
 
-std::string_view BlobMap::Entry::key() const {
-  std::uint32_t sizes[2];
-  std::memcpy(sizes, data_.get(), kSizes);
-  return {data_.get() + kSizes, sizes[0]};
+std::string_view BlobMap::blobOf(const char* entry) {
+  const std::uint32_t keySize = getVarint(entry);
+  const std::uint32_t blobSize = getVarint(entry);
+  return {entry + keySize, blobSize};
 }
 
-std::string_view BlobMap::Entry::blob() const {
-  std::uint32_t sizes[2];
-  std::memcpy(sizes, data_.get(), kSizes);
-  return {data_.get() + kSizes + sizes[0], sizes[1]};
+BlobMap::~BlobMap() { clear(); }
+
+BlobMap& BlobMap::operator=(BlobMap&& other) noexcept {
+  if (this != &other) {
+    clear();
+    entries_ = std::move(other.entries_);
+  }
+  return *this;
 }
 
 std::optional<std::string_view> BlobMap::find(std::string_view key) const {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return std::nullopt;
-  return it->blob();
+  const char* entry = entries_.find(key);
+  if (entry == nullptr) return std::nullopt;
+  return blobOf(entry);
 }
 
 void BlobMap::assign(std::string_view key, std::string_view blob) {
-  // A set's elements are immutable: a new blob means a new entry (one block either way). It is
-  // made before the old one goes, in case `key` or `blob` points into it.
-  Entry fresh(key, blob);
-  if (auto it = entries_.find(fresh.key()); it != entries_.end()) entries_.erase(it);
-  entries_.insert(std::move(fresh));
+  // The new block is made before the old one goes, in case `key` or `blob` points into it.
+  char sizes[2 * kMaxVarint];
+  std::size_t header = putVarint(sizes, checkedSize(key.size(), "a key"));
+  header += putVarint(sizes + header, checkedSize(blob.size(), "a blob"));
+  auto fresh = std::make_unique_for_overwrite<char[]>(header + key.size() + blob.size());
+  std::memcpy(fresh.get(), sizes, header);
+  std::memcpy(fresh.get() + header, key.data(), key.size());
+  std::memcpy(fresh.get() + header + key.size(), blob.data(), blob.size());
+  std::unique_ptr<char[]> replaced(entries_.put(fresh.get()));
+  fresh.release();  // NOLINT(bugprone-unused-return-value): the set holds it now
 }
 
 bool BlobMap::erase(std::string_view key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return false;
-  entries_.erase(it);
-  return true;
+  std::unique_ptr<char[]> taken(entries_.take(key));
+  return taken != nullptr;
+}
+
+void BlobMap::clear() {
+  entries_.forEach([](char* entry) { delete[] entry; });
+  entries_.clear();
 }
 
 void BlobMap::forEach(const std::function<void(std::string_view key, std::string_view blob)>& visit) const {
-  for (const auto& entry : entries_) visit(entry.key(), entry.blob());
+  entries_.forEach([&](const char* entry) { visit(keyOf(entry), blobOf(entry)); });
 }
 
 }  // namespace mka::kube

@@ -152,17 +152,7 @@ void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay)
     return;
   }
   const auto readyAt = now + std::chrono::duration_cast<Clock::TimePoint::duration>(delay);
-  const WaitingSlot slot{readyAt, nextWaitingSeq_++};
-  if (auto it = waitingSlots_.find(key); it != waitingSlots_.end()) {
-    if (it->second.first <= readyAt) return;  // already due sooner
-    waiting_.erase(it->second);
-    it->second = slot;
-    waiting_.emplace(slot, &it->first);
-  } else {
-    const auto added = waitingSlots_.emplace(key, slot).first;
-    waiting_.emplace(slot, &added->first);
-  }
-  if (waiting_.begin()->first == slot) {  // the timer is waiting for something later
+  if (waiting_.schedule(key, readyAt)) {  // the timer is waiting for something later
     ++timerWakeups_;
     timerWake_.notify_one();
   }
@@ -178,12 +168,7 @@ void WorkQueue::forget(const std::string& key) { rateLimiter_->forget(key); }
 int WorkQueue::numRequeues(const std::string& key) { return rateLimiter_->numRequeues(key); }
 
 void WorkQueue::promoteReadyLocked(TimePoint now) {
-  while (!waiting_.empty() && waiting_.begin()->first.first <= now) {
-    const auto first = waiting_.begin();
-    auto node = waitingSlots_.extract(*first->second);  // keeps the key alive
-    waiting_.erase(first);
-    addLocked(node.key());
-  }
+  while (auto key = waiting_.popDue(now)) addLocked(*key);
 }
 
 void WorkQueue::recheckClock() {
@@ -203,13 +188,12 @@ void WorkQueue::timerLoop() {
     const auto now = clock_.now();
     promoteReadyLocked(now);
     Clock::TimePoint::duration wait = kTimerMaxWait;
-    if (!waiting_.empty()) wait = std::min(wait, waiting_.begin()->first.first - now);
+    if (const auto first = waiting_.firstReadyAt()) wait = std::min(wait, *first - now);
     const auto seen = timerWakeups_;
     timerWake_.wait_for(lock, wait, [&] { return shuttingDown_ || timerWakeups_ != seen; });
   }
   // Delayed keys are dropped at shutdown, as client-go's waiting loop drops them.
   waiting_.clear();
-  waitingSlots_.clear();
 }
 
 void WorkQueue::stopLocked(bool drain) {

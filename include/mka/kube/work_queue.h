@@ -22,7 +22,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,6 +32,7 @@
 #include <utility>
 
 #include "mka/common/clock.h"
+#include "mka/kube/delayed_keys.h"
 #include "mka/kube/rate_limiter.h"
 
 namespace mka::kube {
@@ -146,7 +146,6 @@ class WorkQueue {
 
  private:
   using TimePoint = Clock::TimePoint;
-  using WaitingSlot = std::pair<TimePoint, std::uint64_t>;  // ready time, then insertion order
 
   void addLocked(const std::string& key, Priority priority = Priority::Normal);
   void pushLocked(const std::string& key);
@@ -179,13 +178,8 @@ class WorkQueue {
   bool shuttingDown_ = false;
   bool drain_ = false;
 
-  // The delaying part: keys by ready time (FIFO among equal times), and each key's slot so a
-  // second addAfter can move it earlier. A controller keeps a delayed key per tracked object
-  // (periodic resync), so the key is stored once: waiting_ points at waitingSlots_'s copy
-  // (unordered_map nodes do not move).
-  std::map<WaitingSlot, const std::string*> waiting_;
-  std::unordered_map<std::string, WaitingSlot> waitingSlots_;
-  std::uint64_t nextWaitingSeq_ = 0;
+  // The delaying part: keys waiting for their time (one entry per key, the earlier time kept).
+  DelayedKeys waiting_;
   std::uint64_t timerWakeups_ = 0;
 
   // Only kept when metrics_ is set: when each pending key was added / taken by a worker.

@@ -1,0 +1,109 @@
+#include "mka/kube/delayed_keys.h"
+
+#include <cstring>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <tuple>
+
+namespace mka::kube {
+
+std::string_view DelayedKeys::keyOf(const Waiting* waiting) {
+  return {reinterpret_cast<const char*>(waiting + 1), waiting->keySize};
+}
+
+bool DelayedKeys::before(const Waiting* a, const Waiting* b) {
+  return std::tie(a->readyAt, a->order) < std::tie(b->readyAt, b->order);
+}
+
+void DelayedKeys::destroy(Waiting* waiting) {
+  waiting->~Waiting();
+  ::operator delete(waiting);
+}
+
+DelayedKeys::~DelayedKeys() { clear(); }
+
+void DelayedKeys::place(std::size_t index, Waiting* waiting) {
+  heap_[index] = waiting;
+  waiting->heapIndex = static_cast<std::uint32_t>(index);
+}
+
+void DelayedKeys::siftUp(std::size_t index) {
+  Waiting* moving = heap_[index];
+  while (index > 0) {
+    const std::size_t parent = (index - 1) / 2;
+    if (!before(moving, heap_[parent])) break;
+    place(index, heap_[parent]);
+    index = parent;
+  }
+  place(index, moving);
+}
+
+void DelayedKeys::siftDown(std::size_t index) {
+  Waiting* moving = heap_[index];
+  const std::size_t size = heap_.size();
+  for (;;) {
+    std::size_t child = 2 * index + 1;
+    if (child >= size) break;
+    if (child + 1 < size && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], moving)) break;
+    place(index, heap_[child]);
+    index = child;
+  }
+  place(index, moving);
+}
+
+bool DelayedKeys::schedule(std::string_view key, TimePoint readyAt) {
+  if (Waiting* waiting = byKey_.find(key)) {
+    if (waiting->readyAt <= readyAt) return false;  // already due sooner
+    waiting->readyAt = readyAt;
+    waiting->order = nextOrder_++;
+    siftUp(waiting->heapIndex);
+    return waiting->heapIndex == 0;
+  }
+  if (heap_.size() >= std::numeric_limits<std::uint32_t>::max() ||
+      key.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("work queue: too many delayed keys, or a key over 4 GiB");
+  heap_.reserve(heap_.size() + 1);  // before the block exists, so a throw leaks nothing
+  void* memory = ::operator new(sizeof(Waiting) + key.size());
+  auto* waiting = new (memory) Waiting{readyAt, nextOrder_++, 0, static_cast<std::uint32_t>(key.size())};
+  std::memcpy(waiting + 1, key.data(), key.size());
+  try {
+    byKey_.put(waiting);
+  } catch (...) {
+    destroy(waiting);
+    throw;
+  }
+  heap_.push_back(waiting);
+  siftUp(heap_.size() - 1);
+  return waiting->heapIndex == 0;
+}
+
+std::optional<DelayedKeys::TimePoint> DelayedKeys::firstReadyAt() const {
+  if (heap_.empty()) return std::nullopt;
+  return heap_.front()->readyAt;
+}
+
+std::optional<std::string> DelayedKeys::popDue(TimePoint now) {
+  if (heap_.empty() || heap_.front()->readyAt > now) return std::nullopt;
+  Waiting* first = heap_.front();
+  std::string key(keyOf(first));
+  byKey_.take(key);
+  Waiting* last = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) {
+    place(0, last);
+    siftDown(0);
+  }
+  destroy(first);
+  return key;
+}
+
+void DelayedKeys::clear() {
+  for (Waiting* waiting : heap_) destroy(waiting);
+  heap_.clear();
+  heap_.shrink_to_fit();
+  byKey_.clear();
+}
+
+}  // namespace mka::kube
