@@ -1,6 +1,7 @@
 #include "mka/kube/informer.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -65,12 +66,68 @@ std::optional<json> Informer::get(const std::string& key) const {
     blob = *stored;
   }
   // Not remembered: keeping it would cost a copy on every read that misses.
-  return decode(blob);
+  return decode(key, blob);
 }
 
-json Informer::decode(const std::string& blob) const {
+namespace {
+
+// The key's namespace and name ("ns/name", or "name" for a cluster-scoped object).
+std::pair<std::string_view, std::string_view> splitKey(std::string_view key) {
+  const auto slash = key.find('/');
+  if (slash == std::string_view::npos) return {{}, key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+}  // namespace
+
+std::string Informer::encode(const std::string& key, json& object) {
+  // Only a name and a namespace that are the key's own are left out; anything else (no name,
+  // a non-string one) is kept as it is, so decode() restores exactly what was there.
+  const auto [ns, name] = splitKey(key);
+  auto meta = object.is_object() ? object.find("metadata") : object.end();
+  if (name.empty() || meta == object.end() || !meta->is_object()) return codec_.encode(object);
+  auto nameIt = meta->find("name");
+  auto nsIt = meta->find("namespace");
+  const bool nameMatches = nameIt != meta->end() && nameIt->is_string() && nameIt->get_ref<const std::string&>() == name;
+  const bool nsMatches = ns.empty() ? nsIt == meta->end()
+                                    : nsIt != meta->end() && nsIt->is_string() && nsIt->get_ref<const std::string&>() == ns;
+  if (!nameMatches || !nsMatches) return codec_.encode(object);
+  json savedName = std::move(*nameIt);
+  meta->erase(nameIt);
+  json savedNs;
+  if (!ns.empty()) {
+    savedNs = std::move(*meta->find("namespace"));
+    meta->erase("namespace");
+  }
+  std::string blob;
+  try {
+    blob = codec_.encode(object);
+  } catch (...) {
+    (*meta)["name"] = std::move(savedName);
+    if (!ns.empty()) (*meta)["namespace"] = std::move(savedNs);
+    throw;
+  }
+  (*meta)["name"] = std::move(savedName);
+  if (!ns.empty()) (*meta)["namespace"] = std::move(savedNs);
+  return blob;
+}
+
+json Informer::decode(std::string_view key, const std::string& blob) const {
   ++decodes_;
-  return codec_.decode(blob);
+  json object = codec_.decode(blob);
+  const auto [ns, name] = splitKey(key);
+  auto meta = object.is_object() ? object.find("metadata") : object.end();
+  if (name.empty() || meta == object.end() || !meta->is_object() || meta->contains("name")) return object;
+  (*meta)["name"] = name;
+  if (!ns.empty()) (*meta)["namespace"] = ns;
+  return object;
+}
+
+std::size_t Informer::cachedBytes() const {
+  std::lock_guard lock(mutex_);
+  std::size_t bytes = 0;
+  cache_.forEach([&](std::string_view, std::string_view blob) { bytes += blob.size(); });
+  return bytes;
 }
 
 Informer::Decoded Informer::recentLocked(const std::string& key) const {
@@ -118,7 +175,7 @@ void Informer::forEach(const std::function<void(const json& object)>& visit,
   }
   std::sort(entries.begin(), entries.end());  // by key, as a list from the server
   for (auto& [key, blob] : entries) {
-    if (!wanted || wanted(key)) visit(decode(blob));
+    if (!wanted || wanted(key)) visit(decode(key, blob));
     std::string().swap(blob);
   }
 }
@@ -184,14 +241,14 @@ void Informer::relist() {
     if (options_.transform) options_.transform(item);
     auto key = keyOf(item);
     if (!fresh.contains(key)) listed.push_back(key);
-    fresh.assign(key, codec_.encode(item));
+    fresh.assign(key, encode(key, item));
   }, &rv);
   ++lists_;
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
-  std::vector<std::string> added;
+  std::vector<std::pair<std::string, std::string>> added;  // key, blob
   std::vector<std::pair<std::string, std::string>> deleted;  // key, blob
-  std::vector<std::pair<std::string, std::string>> updated;  // before, after
+  std::vector<std::tuple<std::string, std::string, std::string>> updated;  // key, before, after
   std::shared_ptr<const Handlers> handlers;
   {
     std::lock_guard lock(mutex_);
@@ -203,9 +260,9 @@ void Informer::relist() {
       const auto blob = *fresh.find(key);
       const auto before = cache_.find(key);
       if (!before) {
-        added.emplace_back(blob);
+        added.emplace_back(key, blob);
       } else if (!codec_.sameObject(*before, blob)) {
-        updated.emplace_back(*before, blob);
+        updated.emplace_back(key, *before, blob);
       }
     }
     cache_ = std::move(fresh);
@@ -216,18 +273,18 @@ void Informer::relist() {
   }
   if (!handlers->list.empty()) {
     for (const auto& [key, blob] : deleted) {
-      const auto o = decode(blob);
+      const auto o = decode(key, blob);
       for (const auto& h : handlers->list)
         if (h.onDelete) h.onDelete(o);
     }
-    for (const auto& blob : added) {
-      const auto o = decode(blob);
+    for (const auto& [key, blob] : added) {
+      const auto o = decode(key, blob);
       for (const auto& h : handlers->list)
         if (h.onAdd) h.onAdd(o);
     }
-    for (const auto& [beforeBlob, afterBlob] : updated) {
-      const auto after = decode(afterBlob);
-      const auto before = handlers->oldRead ? decode(beforeBlob) : json();
+    for (const auto& [key, beforeBlob, afterBlob] : updated) {
+      const auto after = decode(key, afterBlob);
+      const auto before = handlers->oldRead ? decode(key, beforeBlob) : json();
       for (const auto& h : handlers->list) {
         if (h.onUpdate) h.onUpdate(before, after);
         if (h.onUpdateNew) h.onUpdateNew(after);
@@ -283,7 +340,7 @@ void Informer::apply(const std::string& type, json object) {
   if (options_.transform) options_.transform(object);
   const auto key = keyOf(object);
   const bool deleted = type == "DELETED";
-  std::string blob = deleted ? std::string{} : codec_.encode(object);
+  std::string blob = deleted ? std::string{} : encode(key, object);
   const auto resourceVersion = object.value("metadata", json::object()).value("resourceVersion", std::string{});
   // The object as stored, decoded already: kept among the recent objects and handed to the
   // handlers. A deleted object is handed over as the event carries it (client-go does the same).
@@ -313,7 +370,7 @@ void Informer::apply(const std::string& type, json object) {
     if (!resourceVersion.empty()) resourceVersion_ = resourceVersion;
   }
   if (handlers->list.empty()) return;
-  if (previousBlob) previousDecoded = std::make_shared<const json>(decode(*previousBlob));
+  if (previousBlob) previousDecoded = std::make_shared<const json>(decode(key, *previousBlob));
   for (const auto& h : handlers->list) {
     if (deleted) {
       if (h.onDelete) h.onDelete(object);

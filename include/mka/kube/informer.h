@@ -114,6 +114,8 @@ class Informer {
   std::uint64_t watches() const { return watches_.load(); }
   // Stored objects decoded so far (reads and handler calls served by the recent objects are not).
   std::uint64_t decodes() const { return decodes_.load(); }
+  // The bytes of the cache's encoded objects (keys and table not counted).
+  std::size_t cachedBytes() const;
   const GroupVersionKind& gvk() const { return gvk_; }
 
   static std::string keyOf(const nlohmann::json& object);
@@ -126,7 +128,11 @@ class Informer {
   void setResourceVersion(const nlohmann::json& object);
   bool sleepFor(std::chrono::milliseconds delay);  // false when stopping
   using Decoded = std::shared_ptr<const nlohmann::json>;
-  nlohmann::json decode(const std::string& blob) const;  // codec_.decode, counted
+  // The cache keeps an object without metadata.name and metadata.namespace, which its key
+  // already holds (about 10 bytes less per blob): encode() leaves them out, decode() puts them
+  // back. `object` is as it was when encode() returns.
+  std::string encode(const std::string& key, nlohmann::json& object);
+  nlohmann::json decode(std::string_view key, const std::string& blob) const;  // counted
   // With mutex_ held. A read that hits moves the object to the front, so these are const.
   Decoded recentLocked(const std::string& key) const;
   void rememberLocked(const std::string& key, Decoded object) const;

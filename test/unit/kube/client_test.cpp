@@ -645,6 +645,58 @@ TEST_F(InformerTest, TransformShapesWhatIsCachedAndHandedToHandlers) {
   for (const auto& o : seen) EXPECT_EQ(o.at("metadata").at("labels").value("transformed", ""), "yes");
 }
 
+// The cache keeps objects without the name and namespace their key holds, and puts them back
+// on every read: listed or watched, namespaced or cluster-scoped.
+TEST_F(InformerTest, CachedObjectsLeaveTheirNameToTheKeyAndGetItBack) {
+  auto client = newClient();
+  std::string longName = "z";
+  std::mt19937 random(3);
+  for (int i = 0; i < 199; ++i) longName += "abcdefghijklmnopqrstuvwxyz0123456789"[random() % 36];
+  for (const auto& name : {std::string("a"), longName}) {
+    auto object = configMap(name);
+    object["data"]["k"] = "same";  // the name only in metadata
+    client->create(object);
+  }
+  InformerOptions options{.namespace_ = "default"};
+  options.recentObjects = 0;
+  options.withoutManagedFields = true;  // every read decodes the cached blob
+  Informer informer(*client, kConfigMap, options);
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  // Two objects that differ by their name only: 200 random characters would cost well over
+  // 100 bytes of blob if the cache kept them.
+  EXPECT_LT(informer.cachedBytes(), 100u);
+  const auto served = [&](const GroupVersionKind& kind, const std::string& ns, const std::string& name) {
+    auto object = client->get(kind, ns, name);
+    object["metadata"].erase("managedFields");
+    return object;
+  };
+  for (const auto& name : {std::string("a"), longName}) {
+    const auto cached = informer.get("default/" + name);
+    ASSERT_TRUE(cached.has_value()) << name;
+    EXPECT_EQ(*cached, served(kConfigMap, "default", name)) << name;
+  }
+  auto watched = client->create(configMap("watched"));
+  ASSERT_TRUE(test::eventually([&] { return informer.get("default/watched").has_value(); }));
+  EXPECT_EQ(*informer.get("default/watched"), served(kConfigMap, "default", "watched"));
+  EXPECT_EQ(informer.list().size(), 3u);
+  informer.stop();
+
+  const GroupVersionKind namespaceKind{"", "v1", "Namespace"};
+  client->create({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "team-a"}}}});
+  InformerOptions clusterScoped;
+  clusterScoped.recentObjects = 0;
+  clusterScoped.withoutManagedFields = true;
+  Informer namespaces(*client, namespaceKind, clusterScoped);
+  namespaces.start();
+  ASSERT_TRUE(namespaces.waitForSync(std::chrono::seconds{10}));
+  const auto cached = namespaces.get("team-a");
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_EQ(*cached, served(namespaceKind, "", "team-a"));
+  EXPECT_FALSE(cached->at("metadata").contains("namespace"));
+  namespaces.stop();
+}
+
 TEST_F(InformerTest, WithoutManagedFieldsListsAndWatchesObjectsWithoutThem) {
   auto client = newClient();
   client->create(configMap("listed"));
