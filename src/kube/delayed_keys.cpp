@@ -1,5 +1,6 @@
 #include "mka/kube/delayed_keys.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -64,7 +65,8 @@ bool DelayedKeys::schedule(std::string_view key, TimePoint readyAt) {
   if (heap_.size() >= std::numeric_limits<std::uint32_t>::max() ||
       key.size() > std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("work queue: too many delayed keys, or a key over 4 GiB");
-  heap_.reserve(heap_.size() + 1);  // before the block exists, so a throw leaks nothing
+  // Room first (doubling, as push_back would), so a throw once the block exists leaks nothing.
+  if (heap_.size() == heap_.capacity()) heap_.reserve(std::max<std::size_t>(16, 2 * heap_.size()));
   void* memory = ::operator new(sizeof(Waiting) + key.size());
   auto* waiting = new (memory) Waiting{readyAt, nextOrder_++, 0, static_cast<std::uint32_t>(key.size())};
   std::memcpy(waiting + 1, key.data(), key.size());

@@ -96,19 +96,21 @@ std::string Informer::encode(const std::string& key, json& object) {
   meta->erase(nameIt);
   json savedNs;
   if (!ns.empty()) {
-    savedNs = std::move(*meta->find("namespace"));
-    meta->erase("namespace");
+    savedNs = std::move(*nsIt);
+    meta->erase(nsIt);
   }
+  const auto restore = [&] {
+    (*meta)["name"] = std::move(savedName);
+    if (!ns.empty()) (*meta)["namespace"] = std::move(savedNs);
+  };
   std::string blob;
   try {
     blob = codec_.encode(object);
   } catch (...) {
-    (*meta)["name"] = std::move(savedName);
-    if (!ns.empty()) (*meta)["namespace"] = std::move(savedNs);
+    restore();
     throw;
   }
-  (*meta)["name"] = std::move(savedName);
-  if (!ns.empty()) (*meta)["namespace"] = std::move(savedNs);
+  restore();
   return blob;
 }
 
