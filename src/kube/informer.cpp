@@ -69,16 +69,11 @@ std::optional<json> Informer::get(const std::string& key) const {
   return decode(key, blob);
 }
 
-namespace {
-
-// The key's namespace and name ("ns/name", or "name" for a cluster-scoped object).
-std::pair<std::string_view, std::string_view> splitKey(std::string_view key) {
+std::pair<std::string_view, std::string_view> Informer::splitKey(std::string_view key) {
   const auto slash = key.find('/');
   if (slash == std::string_view::npos) return {{}, key};
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
-
-}  // namespace
 
 std::string Informer::encode(const std::string& key, json& object) {
   // Only a name and a namespace that are the key's own are left out; anything else (no name,

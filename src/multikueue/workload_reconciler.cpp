@@ -24,12 +24,6 @@ using json_fields::metadataString;
 // The reconciler's writes read nothing of the answer but, for status updates, the revision.
 using Answer = kube::WriteOptions::Answer;
 
-std::pair<std::string, std::string> splitKey(const std::string& key) {
-  const auto slash = key.find('/');
-  if (slash == std::string::npos) return {"", key};
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
 // The spec a remote copy must keep equal to the manager's (§2.3 step 5): preemption gates are
 // the worker's business, and `active` is written by the worker when it deactivates a copy.
 json comparableSpec(const json& workload) {
@@ -247,7 +241,7 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
 
   Group group;
   group.key = key;
-  std::tie(group.ns, group.name) = splitKey(key);
+  std::tie(group.ns, group.name) = kube::Informer::splitKey(key);
   group.clusterQueue = clusterQueueOf(*workload);
 
   // (step 3) The adapter, from the owner (§2.2).

@@ -21,8 +21,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -119,6 +121,9 @@ class Informer {
   const GroupVersionKind& gvk() const { return gvk_; }
 
   static std::string keyOf(const nlohmann::json& object);
+  // The namespace and name of such a key: ("ns", "name"), or ("", "name") for a cluster-scoped
+  // object. The views point into `key`.
+  static std::pair<std::string_view, std::string_view> splitKey(std::string_view key);
 
  private:
   void run();
