@@ -71,7 +71,7 @@ std::optional<std::string_view> BlobMap::find(std::string_view key) const {
   return blobOf(entry);
 }
 
-void BlobMap::assign(std::string_view key, std::string_view blob) {
+std::string_view BlobMap::assign(std::string_view key, std::string_view blob) {
   // The new block is made before the old one goes, in case `key` or `blob` points into it.
   char sizes[2 * kMaxVarint];
   std::size_t header = putVarint(sizes, checkedSize(key.size(), "a key"));
@@ -81,7 +81,7 @@ void BlobMap::assign(std::string_view key, std::string_view blob) {
   std::memcpy(fresh.get() + header, key.data(), key.size());
   std::memcpy(fresh.get() + header + key.size(), blob.data(), blob.size());
   std::unique_ptr<char[]> replaced(entries_.put(fresh.get()));
-  fresh.release();  // NOLINT(bugprone-unused-return-value): the set holds it now
+  return keyOf(fresh.release());
 }
 
 bool BlobMap::erase(std::string_view key) {

@@ -109,7 +109,7 @@ std::string Informer::encode(const std::string& key, json& object) {
   return blob;
 }
 
-json Informer::decode(std::string_view key, const std::string& blob) const {
+json Informer::decode(std::string_view key, std::string_view blob) const {
   ++decodes_;
   json object = codec_.decode(blob);
   const auto [ns, name] = splitKey(key);
@@ -231,21 +231,35 @@ void Informer::relist() {
   std::string rv;
   // Each item is encoded as its page arrives: the parsed list is never held whole. `listed`
   // keeps the list's order (by key, as the server sorts), in which the handlers hear of it.
+  //
+  // Nothing below copies a key or a blob: `listed` views the keys stored in `fresh`, and the
+  // handlers' views point into `fresh` (the cache from the swap on) and into `previous`, the
+  // cache it replaces, kept until they have run. This thread is the cache's only writer, so the
+  // views stay valid after the lock is released. Copies made a relist of 10,000 jobs cost
+  // about 300 bytes each for a moment: it was the adapter's peak RSS.
   BlobMap fresh;
-  std::vector<std::string> listed;
+  std::vector<std::string_view> listed;
   client_.listEach(gvk_, options_.namespace_, list, [&](json& item) {
     if (options_.withoutManagedFields) dropManagedFields(item);
     if (options_.transform) options_.transform(item);
-    auto key = keyOf(item);
-    if (!fresh.contains(key)) listed.push_back(key);
-    fresh.assign(key, encode(key, item));
+    const auto key = keyOf(item);
+    const auto blob = encode(key, item);
+    if (!fresh.contains(key)) {
+      listed.push_back(fresh.assign(key, blob));
+      return;
+    }
+    // Listed twice (the server's bug): the later item wins, at the first one's place. Its view
+    // is found while it still holds, then pointed at the new entry.
+    const auto at = std::find(listed.begin(), listed.end(), key);
+    *at = fresh.assign(key, blob);
   }, &rv);
   ++lists_;
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
-  std::vector<std::pair<std::string, std::string>> added;  // key, blob
-  std::vector<std::pair<std::string, std::string>> deleted;  // key, blob
-  std::vector<std::tuple<std::string, std::string, std::string>> updated;  // key, before, after
+  std::vector<std::pair<std::string_view, std::string_view>> deleted;  // key, blob (in previous)
+  std::vector<std::string_view> added;                                  // key (in the cache)
+  std::vector<std::pair<std::string_view, std::string_view>> updated;  // key (in the cache), blob before
+  BlobMap previous;
   std::shared_ptr<const Handlers> handlers;
   {
     std::lock_guard lock(mutex_);
@@ -253,15 +267,15 @@ void Informer::relist() {
       if (!fresh.contains(key)) deleted.emplace_back(key, blob);
     });
     std::sort(deleted.begin(), deleted.end());
-    for (const auto& key : listed) {
-      const auto blob = *fresh.find(key);
+    for (const auto key : listed) {
       const auto before = cache_.find(key);
       if (!before) {
-        added.emplace_back(key, blob);
-      } else if (!codec_.sameObject(*before, blob)) {
-        updated.emplace_back(key, *before, blob);
+        added.push_back(key);
+      } else if (!codec_.sameObject(*before, *fresh.find(key))) {
+        updated.emplace_back(key, *before);
       }
     }
+    previous = std::move(cache_);
     cache_ = std::move(fresh);
     recent_.clear();  // the list may have replaced any of them
     recentIndex_.clear();
@@ -274,13 +288,13 @@ void Informer::relist() {
       for (const auto& h : handlers->list)
         if (h.onDelete) h.onDelete(o);
     }
-    for (const auto& [key, blob] : added) {
-      const auto o = decode(key, blob);
+    for (const auto key : added) {
+      const auto o = decode(key, *cache_.find(key));
       for (const auto& h : handlers->list)
         if (h.onAdd) h.onAdd(o);
     }
-    for (const auto& [key, beforeBlob, afterBlob] : updated) {
-      const auto after = decode(key, afterBlob);
+    for (const auto& [key, beforeBlob] : updated) {
+      const auto after = decode(key, *cache_.find(key));
       const auto before = handlers->oldRead ? decode(key, beforeBlob) : json();
       for (const auto& h : handlers->list) {
         if (h.onUpdate) h.onUpdate(before, after);

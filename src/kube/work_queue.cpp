@@ -1,6 +1,9 @@
 #include "mka/kube/work_queue.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
+#include <new>
 #include <stdexcept>
 
 #include "mka/common/thread_name.h"
@@ -18,6 +21,39 @@ std::chrono::nanoseconds since(Clock::TimePoint from, Clock::TimePoint to) {
 
 }  // namespace
 
+struct WorkQueue::KeyState {
+  TimePoint addedAt{};           // metrics: when it became pending
+  TimePoint processingSince{};   // metrics: when a worker took it
+  std::uint32_t lowEntries = 0;  // lowQueue_ entries naming it, stale ones included
+  std::uint32_t size = 0;        // of the key, whose characters follow the struct
+  bool dirty = false;
+  bool low = false;
+  bool processing = false;
+};
+
+std::string_view WorkQueue::keyOf(const KeyState* state) {
+  return {reinterpret_cast<const char*>(state + 1), state->size};
+}
+
+WorkQueue::KeyState* WorkQueue::stateLocked(std::string_view key) {
+  if (auto* found = keys_.find(key)) return found;
+  if (key.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("work queue " + name_ + ": a key of " + std::to_string(key.size()) +
+                            " bytes is longer than a queue key may be (4 GiB)");
+  auto* state = new (::operator new(sizeof(KeyState) + key.size())) KeyState{};
+  state->size = static_cast<std::uint32_t>(key.size());
+  std::memcpy(state + 1, key.data(), key.size());
+  keys_.put(state);
+  return state;
+}
+
+void WorkQueue::releaseLocked(KeyState* state) {
+  if (state->dirty || state->processing || state->lowEntries > 0) return;
+  keys_.take(keyOf(state));
+  state->~KeyState();
+  ::operator delete(state);
+}
+
 WorkQueue::WorkQueue(Options options, const Clock& clock)
     : name_(std::move(options.name)),
       clock_(clock),
@@ -27,7 +63,14 @@ WorkQueue::WorkQueue(Options options, const Clock& clock)
   timer_ = std::thread([this] { timerLoop(); });
 }
 
-WorkQueue::~WorkQueue() { shutDown(); }
+WorkQueue::~WorkQueue() {
+  shutDown();
+  keys_.forEach([](KeyState* state) {
+    state->~KeyState();
+    ::operator delete(state);
+  });
+  keys_.clear();
+}
 
 void WorkQueue::add(const std::string& key, Priority priority) {
   std::lock_guard lock(mutex_);
@@ -36,31 +79,38 @@ void WorkQueue::add(const std::string& key, Priority priority) {
 
 void WorkQueue::addLocked(const std::string& key, Priority priority) {
   if (shuttingDown_) return;
-  if (!dirty_.insert(key).second) {
+  auto* state = stateLocked(key);
+  if (state->dirty) {
     // Already pending: only a raise matters. A waiting Low key moves to the Normal queue (its
     // Low entry goes stale); one held by a worker is queued as Normal by done().
-    if (priority == Priority::Normal && low_.erase(key) > 0 && !processing_.contains(key)) {
-      queue_.emplace_back(key, clock_.now());
-      keyReady_.notify_one();
+    if (priority == Priority::Normal && state->low) {
+      state->low = false;
+      if (!state->processing) {
+        queue_.emplace_back(state, clock_.now());
+        keyReady_.notify_one();
+      }
     }
     return;
   }
-  if (priority == Priority::Low) low_.insert(key);
+  state->dirty = true;
+  ++dirtyCount_;
+  if (priority == Priority::Low) state->low = true;
   if (metrics_ != nullptr) {
     metrics_->added();
-    metrics_->depth(dirty_.size());
-    addedAt_.try_emplace(key, clock_.now());
+    metrics_->depth(dirtyCount_);
+    state->addedAt = clock_.now();
   }
   // Held by a worker: done() queues it, so two workers never hold it at once.
-  if (processing_.contains(key)) return;
-  pushLocked(key);
+  if (state->processing) return;
+  pushLocked(state);
 }
 
-void WorkQueue::pushLocked(const std::string& key) {
-  if (low_.contains(key)) {
-    lowQueue_.push_back(key);
+void WorkQueue::pushLocked(KeyState* state) {
+  if (state->low) {
+    lowQueue_.push_back(state);
+    ++state->lowEntries;
   } else {
-    queue_.emplace_back(key, clock_.now());
+    queue_.emplace_back(state, clock_.now());
   }
   ++ready_;
   keyReady_.notify_one();
@@ -70,71 +120,78 @@ std::optional<std::string> WorkQueue::get() {
   std::unique_lock lock(mutex_);
   keyReady_.wait(lock, [this] { return ready_ > 0 || shuttingDown_; });
   if (ready_ == 0) return std::nullopt;
-  std::string key;
+  KeyState* state = nullptr;
   // Live Low entries exist when some ready keys are not in the Normal queue.
   const bool lowWaiting = ready_ > queue_.size();
   const bool normalDue =
       !queue_.empty() && (!lowWaiting || normalHold_ <= std::chrono::nanoseconds::zero() ||
                           clock_.now() - queue_.front().second >= normalHold_);
   if (normalDue || !lowWaiting) {
-    key = std::move(queue_.front().first);
+    state = queue_.front().first;
     queue_.pop_front();
   } else {
     // Skips the entries of keys raised to Normal (handed out already, or held by a worker).
     for (;;) {
-      key = std::move(lowQueue_.front());
+      state = lowQueue_.front();
       lowQueue_.pop_front();
-      if (low_.contains(key) && !processing_.contains(key)) break;
+      --state->lowEntries;
+      if (state->low && !state->processing) break;
+      releaseLocked(state);
     }
-    low_.erase(key);
+    state->low = false;
   }
   --ready_;
-  processing_.insert(key);
-  dirty_.erase(key);
+  state->processing = true;
+  ++processingCount_;
+  state->dirty = false;
+  --dirtyCount_;
   if (metrics_ != nullptr) {
     const auto now = clock_.now();
-    metrics_->depth(dirty_.size());
-    if (const auto it = addedAt_.find(key); it != addedAt_.end()) {
-      metrics_->queueLatency(since(it->second, now));
-      addedAt_.erase(it);
-    }
-    processingSince_[key] = now;
+    metrics_->depth(dirtyCount_);
+    metrics_->queueLatency(since(state->addedAt, now));
+    state->processingSince = now;
   }
-  return key;
+  return std::string(keyOf(state));
 }
 
 void WorkQueue::done(const std::string& key) {
   std::lock_guard lock(mutex_);
-  if (processing_.erase(key) == 0) {
+  auto* state = keys_.find(key);
+  if (state == nullptr || !state->processing) {
     throw std::logic_error("work queue " + name_ + ": done(\"" + key +
                            "\") for a key that is not being processed: call done exactly once for each key get() "
                            "returned");
   }
-  if (metrics_ != nullptr) {
-    if (const auto it = processingSince_.find(key); it != processingSince_.end()) {
-      metrics_->workDuration(since(it->second, clock_.now()));
-      processingSince_.erase(it);
-    }
-  }
-  if (dirty_.contains(key)) {
+  state->processing = false;
+  --processingCount_;
+  if (metrics_ != nullptr) metrics_->workDuration(since(state->processingSince, clock_.now()));
+  if (state->dirty) {
     // Re-queued even while shutting down, as client-go does: it was added before the shutdown.
-    pushLocked(key);
-  } else if (processing_.empty()) {
-    drained_.notify_all();
+    pushLocked(state);
+    return;
   }
+  releaseLocked(state);
+  if (processingCount_ == 0) drained_.notify_all();
 }
 
 std::size_t WorkQueue::unfinished() const {
   std::lock_guard lock(mutex_);
-  std::size_t n = processing_.size();
-  for (const auto& key : dirty_)
-    if (!processing_.contains(key)) ++n;
+  std::size_t n = processingCount_;
+  keys_.forEach([&](const KeyState* state) {
+    if (state->dirty && !state->processing) ++n;
+  });
   return n;
 }
 
 bool WorkQueue::queued(const std::string& key) const {
   std::lock_guard lock(mutex_);
-  return dirty_.contains(key);
+  const auto* state = keys_.find(key);
+  return state != nullptr && state->dirty;
+}
+
+std::size_t WorkQueue::trackedKeys() const {
+  std::lock_guard lock(mutex_);
+  return keys_.size();
 }
 
 std::size_t WorkQueue::len() const {
@@ -224,7 +281,7 @@ void WorkQueue::shutDownWithDrain() {
   }
   joinTimer();
   std::unique_lock lock(mutex_);
-  drained_.wait(lock, [this] { return processing_.empty() || !drain_; });
+  drained_.wait(lock, [this] { return processingCount_ == 0 || !drain_; });
 }
 
 bool WorkQueue::shuttingDown() const {

@@ -28,10 +28,12 @@ class BlobMap {
   BlobMap(const BlobMap&) = delete;
   BlobMap& operator=(const BlobMap&) = delete;
 
-  std::optional<std::string_view> find(std::string_view key) const;  // valid until the entry changes
+  // Valid until the entry changes; moving the map keeps them valid.
+  std::optional<std::string_view> find(std::string_view key) const;
   bool contains(std::string_view key) const { return entries_.find(key) != nullptr; }
-  // Inserts, or replaces the blob of an existing key.
-  void assign(std::string_view key, std::string_view blob);
+  // Inserts, or replaces the blob of an existing key. Returns the key as stored, valid (like
+  // find's view, and through a move of the map) until the entry changes.
+  std::string_view assign(std::string_view key, std::string_view blob);
   bool erase(std::string_view key);  // false when absent
   std::size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }

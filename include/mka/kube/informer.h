@@ -137,7 +137,7 @@ class Informer {
   // already holds (about 10 bytes less per blob): encode() leaves them out, decode() puts them
   // back. `object` is as it was when encode() returns.
   std::string encode(const std::string& key, nlohmann::json& object);
-  nlohmann::json decode(std::string_view key, const std::string& blob) const;  // counted
+  nlohmann::json decode(std::string_view key, std::string_view blob) const;  // counted
   // With mutex_ held. A read that hits moves the object to the front, so these are const.
   Decoded recentLocked(const std::string& key) const;
   void rememberLocked(const std::string& key, Decoded object) const;

@@ -27,11 +27,11 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
+#include <string_view>
 #include <utility>
 
 #include "mka/common/clock.h"
+#include "mka/common/flat_pointer_set.h"
 #include "mka/kube/delayed_keys.h"
 #include "mka/kube/rate_limiter.h"
 
@@ -113,6 +113,9 @@ class WorkQueue {
   // Keys ready plus keys being processed, read under one lock (so no key is ever between the
   // two counts). Zero means quiet, apart from keys waiting for their delay.
   std::size_t unfinished() const;
+  // Keys the queue keeps state for: pending, being processed, or still named by the stale
+  // Low entry of a raised key (it goes when that entry comes out). For tests and debugging.
+  std::size_t trackedKeys() const;
   // Whether `key` is queued (also when it is being processed and was added again): a get()
   // will hand it out, so whatever changed before this call will be seen by a later reconcile.
   // A key waiting for its delay is not queued. For information only, like len().
@@ -147,8 +150,18 @@ class WorkQueue {
  private:
   using TimePoint = Clock::TimePoint;
 
+  // One block per key the queue knows (pending, held by a worker, or named by a stale Low
+  // entry): its state, then its characters, so each key is stored once and every state is one
+  // lookup. Defined in the .cc. The string-keyed hash sets and maps it replaces (pending, Low,
+  // processing, and the two metrics times) cost about 400 bytes a key: an informer's initial
+  // list of 10,000 keys made the adapter's peak RSS.
+  struct KeyState;
+  static std::string_view keyOf(const KeyState* state);
+  KeyState* stateLocked(std::string_view key);  // found, or made (in no state yet)
+  void releaseLocked(KeyState* state);          // frees it once nothing needs it
+
   void addLocked(const std::string& key, Priority priority = Priority::Normal);
-  void pushLocked(const std::string& key);
+  void pushLocked(KeyState* state);
   void promoteReadyLocked(TimePoint now);
   void stopLocked(bool drain);
   void joinTimer();
@@ -165,26 +178,24 @@ class WorkQueue {
   std::condition_variable drained_;   // shutDownWithDrain(): processing emptied, or shutDown()
   std::condition_variable timerWake_;  // timer thread: earlier key, recheckClock(), or shutdown
 
-  // client-go's Type: every key in queue_ is in dirty_ and not in processing_; a key in both
-  // dirty_ and processing_ is queued again by done().
-  std::deque<std::pair<std::string, TimePoint>> queue_;  // with the time each became ready
-  // Low-priority keys (dirty_ keys also in low_). A key raised to Normal leaves a stale entry
-  // behind, skipped when it comes out; `ready_` counts the live entries of both deques.
-  std::deque<std::string> lowQueue_;
-  std::unordered_set<std::string> low_;
+  // client-go's Type, in the KeyState flags: `dirty` (pending), `processing` (held by a
+  // worker). Every key in queue_ is dirty and not processing; a key both dirty and processing is
+  // queued again by done().
+  FlatPointerSet<KeyState, &WorkQueue::keyOf> keys_;  // owns the blocks (freed by releaseLocked)
+  std::size_t dirtyCount_ = 0;
+  std::size_t processingCount_ = 0;
+  std::deque<std::pair<KeyState*, TimePoint>> queue_;  // with the time each became ready
+  // Low-priority keys (dirty keys with the `low` flag). A key raised to Normal leaves a stale
+  // entry behind, skipped when it comes out (KeyState::lowEntries keeps its block until then);
+  // `ready_` counts the live entries of both deques.
+  std::deque<KeyState*> lowQueue_;
   std::size_t ready_ = 0;
-  std::unordered_set<std::string> dirty_;
-  std::unordered_set<std::string> processing_;
   bool shuttingDown_ = false;
   bool drain_ = false;
 
   // The delaying part: keys waiting for their time (one entry per key, the earlier time kept).
   DelayedKeys waiting_;
   std::uint64_t timerWakeups_ = 0;
-
-  // Only kept when metrics_ is set: when each pending key was added / taken by a worker.
-  std::unordered_map<std::string, TimePoint> addedAt_;
-  std::unordered_map<std::string, TimePoint> processingSince_;
 
   std::mutex joinMutex_;  // one caller joins the timer thread
   std::thread timer_;

@@ -449,6 +449,30 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
 }
 
+// A list naming a key twice (here a transform folds names together): the later item wins, at
+// the first one's place in the order the handlers hear, and it is heard once.
+TEST_F(InformerTest, AKeyListedTwiceKeepsTheLaterItemAtTheFirstPlace) {
+  auto client = newClient();
+  for (const auto* name : {"a-1", "a-2", "b-1"}) client->create(configMap(name));
+  std::mutex mutex;
+  std::vector<std::string> adds;
+  Informer informer(*client, kConfigMap,
+                    {.namespace_ = "default", .transform = [](json& o) {
+                       auto& name = o["metadata"]["name"];
+                       name = name.get<std::string>().substr(0, 1);  // a-1, a-2 -> a
+                     }});
+  informer.addHandlers({.onAdd = [&](const json& o) {
+    std::lock_guard lock(mutex);
+    adds.push_back(o["metadata"]["name"].get<std::string>() + "=" + o["data"]["k"].get<std::string>());
+  }});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  informer.stop();
+  EXPECT_EQ(informer.get("default/a").value()["data"]["k"], "a-2");
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(adds, (std::vector<std::string>{"a=a-2", "b=b-1"}));
+}
+
 // The informer's codec changes its dictionary after kRetrainAt encodes: objects cached before
 // and listed again after it have different blobs, yet a relist must not call them updated.
 TEST_F(InformerTest, RelistAcrossADictionaryChangeReportsNoSpuriousUpdates) {

@@ -226,6 +226,27 @@ TEST(WorkQueueTest, AWaitingLowKeyAddedAsNormalIsRaisedAndStillHandedOutOnce) {
   EXPECT_EQ(queue.get(), std::nullopt);
 }
 
+TEST(WorkQueueTest, AKeyLeavesNoStateBehindOnceDoneRaisedOrNot) {
+  FakeClock clock;
+  WorkQueue queue(testOptions(), clock);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back("ns/job-" + std::to_string(1000 + i));
+  for (const auto& key : keys) queue.add(key, kLow);  // an informer's initial list
+  for (int i = 0; i < 50; ++i) queue.add(keys[i]);  // raised: their Low entries go stale
+  EXPECT_EQ(queue.trackedKeys(), 100u);
+  std::set<std::string> handedOut;
+  while (queue.len() > 0) {
+    const auto key = queue.get();
+    ASSERT_TRUE(key.has_value());
+    EXPECT_TRUE(handedOut.insert(*key).second) << *key << " handed out twice";
+    queue.done(*key);
+  }
+  EXPECT_EQ(handedOut.size(), 100u);
+  // The stale Low entries came out (skipped) before the live ones, so every key is forgotten.
+  EXPECT_EQ(queue.unfinished(), 0u);
+  EXPECT_EQ(queue.trackedKeys(), 0u);
+}
+
 TEST(WorkQueueTest, AKeyAddedWhileHeldComesBackWithThePriorityItWasAddedWith) {
   FakeClock clock;
   WorkQueue queue(testOptions(), clock);
