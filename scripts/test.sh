@@ -33,6 +33,13 @@ for t in test/integration/*.sh; do
   MKA_BINARY="$root/build-asan/multikueue-adapter" bash "$t" || { echo "FAILED: $t"; failed=$((failed + 1)); }
 done
 
+# The sanitizer builds run on the sanitizers' allocator: what depends on jemalloc, the allocator
+# the adapter ships with, is tested in a build of its own.
+stage "allocator tests (jemalloc, as shipped)"
+cmake -S . -B build-jemalloc -G Ninja -DCMAKE_BUILD_TYPE=Release -DMKA_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
+ninja -C build-jemalloc -j"$jobs" common_test
+MKA_EXPECT_JEMALLOC=1 build-jemalloc/test/common_test --gtest_filter='ThreadCacheTest.*' || failed=$((failed + 1))
+
 if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   stage "concurrency tests (TSan)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF \
@@ -42,7 +49,7 @@ if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
 fi
 
 if [ "$failed" -ne 0 ]; then
-  echo "$failed integration script(s) failed"
+  echo "$failed integration script(s) or allocator test(s) failed"
   exit 1
 fi
 echo "all tests passed (in ${SECONDS} s)"

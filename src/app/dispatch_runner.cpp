@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/rate_limiter.h"
 
@@ -53,6 +54,7 @@ void DispatchRunner::start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] {
     nameThisThread("dispatch");
+    disableThreadCache();  // leader election: a lease renewal every few seconds
     run();
   });
   const auto cfg = store_.get();

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "mka/common/errors.h"
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
 namespace mka {
@@ -262,6 +263,7 @@ void FileWatcher::start() {
   impl.baseline = impl.snapshot();
   impl.thread = std::thread([&impl] {
     nameThisThread("file-watcher");
+    disableThreadCache();  // a poll now and then
     impl.run();
   });
 }

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
 namespace mka::kube {
@@ -37,6 +38,7 @@ void Informer::start() {
   stopping_ = false;
   thread_ = std::thread([this] {
     nameThisThread("inf-" + gvk_.kind);  // "inf-PipelineRun": which cache a profile's time goes to
+    if (!options_.threadCache) disableThreadCache();
     run();
   });
 }

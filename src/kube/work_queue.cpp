@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
 namespace mka::kube {
@@ -238,6 +239,7 @@ void WorkQueue::recheckClock() {
 
 void WorkQueue::timerLoop() {
   nameThisThread("wq-" + name_);
+  disableThreadCache();  // it only moves due keys along
   std::unique_lock lock(mutex_);
   while (!shuttingDown_) {
     // Read under the lock, so an advance followed by recheckClock() is never missed: either

@@ -13,6 +13,7 @@
 #include "mka/common/log.h"
 #include "mka/common/clock.h"
 #include "mka/common/file_watcher.h"
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
@@ -132,6 +133,7 @@ struct ClusterRegistry::Impl {
       : manager(manager), clock(clock), options(std::move(options)), events(events), createdAt(clock.now()) {
     reaper = std::thread([this] {
       nameThisThread("mkc-reaper");
+      disableThreadCache();
       reap();
     });
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
 namespace mka::multikueue {
@@ -53,6 +54,7 @@ void Controller::start() {
   for (std::size_t i = 0; i < std::max<std::size_t>(1, options_.workers); ++i) {
     threads_.emplace_back([this, i] {
       nameThisThread(options_.name + "-" + std::to_string(i));
+      if (!options_.threadCache) disableThreadCache();
       work();
     });
   }

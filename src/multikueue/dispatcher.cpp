@@ -54,10 +54,13 @@ struct Dispatcher::Impl {
     // each object kube-apiserver returns.
     const kube::InformerOptions lean{.withoutManagedFields = true};
     workloadsInformer = std::make_unique<kube::Informer>(manager, kWorkloadGvk, lean);
-    checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk, lean);
-    configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk, lean);
-    clustersInformer = std::make_unique<kube::Informer>(manager, kMultiKueueClusterGvk, lean);
-    auto secrets = lean;
+    // Configuration kinds change rarely: their reflectors keep no allocator thread cache.
+    auto config = lean;
+    config.threadCache = false;
+    checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk, config);
+    configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk, config);
+    clustersInformer = std::make_unique<kube::Informer>(manager, kMultiKueueClusterGvk, config);
+    auto secrets = config;
     secrets.namespace_ = cfg.namespace_;
     secretsInformer = std::make_unique<kube::Informer>(manager, kSecretGvk, secrets);
     ManagerCaches caches{workloadsInformer.get(), checksInformer.get(), configsInformer.get(), {}};
@@ -89,10 +92,10 @@ struct Dispatcher::Impl {
         Controller::Options{"mk-workload", workers, this->options.controllerObserver, kWorkloadEventHold},
         [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
     clusterController = std::make_unique<Controller>(
-        Controller::Options{"mk-cluster", 2, this->options.controllerObserver},
+        Controller::Options{"mk-cluster", 2, this->options.controllerObserver, {}, false},
         [this](const std::string& key) { return registry->reconcile(key); }, clock);
     checkController = std::make_unique<Controller>(
-        Controller::Options{"mk-check", 1, this->options.controllerObserver},
+        Controller::Options{"mk-check", 1, this->options.controllerObserver, {}, false},
         [this](const std::string& key) { return checkReconciler->reconcile(key); }, clock);
     wire();
   }

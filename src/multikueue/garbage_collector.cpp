@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
@@ -99,6 +100,7 @@ void OrphanCollector::start() {
   stopping_ = false;
   thread_ = std::thread([this] {
     nameThisThread("mk-gc");
+    disableThreadCache();  // one pass per gcInterval: not worth a cache held in between
     while (true) {
       {
         std::unique_lock lock(mutex_);

@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "mka/common/errors.h"
+#include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/task_queue.h"
@@ -236,6 +237,7 @@ int HttpServer::start() {
   runtime_ = std::move(runtime);
   thread_ = std::thread([this] {
     nameThisThread(options_.name.substr(0, 8) + "-accept");
+    disableThreadCache();  // accepts and hands off; the workers do the allocating
     acceptLoop();
   });
   logger().info("listening server={} address={} tls={}", options_.name, runtime_->address, certificates_ != nullptr);

@@ -63,7 +63,10 @@ void QueueIndexInformers::startInformers(const std::string& version) {
   if (stopping_) return;
   version_ = version;
   spdlog::info("queue index watches Kueue version={}", version_);
-  localQueues_ = std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"});
+  // Queues and checks change rarely: the reflectors keep no allocator thread cache.
+  const kube::InformerOptions options{.threadCache = false};
+  localQueues_ =
+      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"}, options);
   localQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", "")); },
       .onUpdateNew = [this](const json& o) {
@@ -72,7 +75,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
       .onDelete = [this](const json& o) { index_.removeLocalQueue(ns(o), name(o)); },
   });
   clusterQueues_ =
-      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"});
+      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"}, options);
   clusterQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o)); },
       .onUpdateNew = [this](const json& o) {
@@ -81,7 +84,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
       .onDelete = [this](const json& o) { index_.removeClusterQueue(name(o)); },
   });
   admissionChecks_ =
-      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"});
+      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"}, options);
   admissionChecks_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", "")); },
       .onUpdateNew = [this](const json& o) {

@@ -53,6 +53,9 @@ class Controller {
     // kube::WorkQueue::Options::normalHold: while Low keys wait, how long a Normal key waits
     // for more events before it goes ahead of them.
     std::chrono::nanoseconds normalHold{0};
+    // false for a controller of objects that change rarely: its workers keep no allocator
+    // thread cache (mka/common/thread_cache.h).
+    bool threadCache = true;
   };
 
   // `clock` must outlive the controller.
