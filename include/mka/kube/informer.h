@@ -106,8 +106,9 @@ class Informer {
   // those: read once per decision, not in loops.
   std::optional<nlohmann::json> get(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
-  // Every cached object in key order, decoded one at a time (a snapshot taken at the call):
-  // unlike list(), never holds them all decoded at once. `visit` runs outside the cache's lock.
+  // Every object cached at the call, in key order, decoded one at a time as it stands when its
+  // turn comes (one deleted meanwhile is skipped): unlike list(), never holds them all decoded
+  // at once, nor copies of them all. `visit` runs outside the cache's lock.
   // `wanted`, when given, is asked about each key first (outside the lock too): the objects it
   // declines are skipped without being decoded.
   void forEach(const std::function<void(const nlohmann::json& object)>& visit,

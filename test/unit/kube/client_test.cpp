@@ -449,6 +449,25 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   EXPECT_EQ(events, (std::vector<std::string>{"add goes", "add stays", "delete goes"}));
 }
 
+// forEach takes the keys at the call and each object when its turn comes: one deleted during
+// the walk is not visited (a snapshot of every blob used to be copied up front).
+TEST_F(InformerTest, ForEachSkipsAnObjectDeletedDuringTheWalk) {
+  auto client = newClient();
+  for (const auto* name : {"a", "b", "c"}) client->create(configMap(name));
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+  std::vector<std::string> seen;
+  informer.forEach([&](const json& o) {
+    seen.push_back(o["metadata"]["name"]);
+    if (seen.back() != "a") return;
+    client->remove(kConfigMap, "default", "b");
+    ASSERT_TRUE(test::eventually([&] { return !informer.get("default/b").has_value(); }));
+  });
+  informer.stop();
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "c"}));
+}
+
 // A list naming a key twice (here a transform folds names together): the later item wins, at
 // the first one's place in the order the handlers hear, and it is heard once.
 TEST_F(InformerTest, AKeyListedTwiceKeepsTheLaterItemAtTheFirstPlace) {
