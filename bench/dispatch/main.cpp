@@ -177,10 +177,14 @@ int main(int argc, char** argv) {
   int workers = 3;
   int timeoutSeconds = 600;
   std::string adapter = MKA_BENCH_ADAPTER;
+  std::string gcInterval;
   app.add_option("--jobs", jobs, "Jobs to submit (PipelineRuns)")->capture_default_str();
   app.add_option("--workers", workers, "Worker clusters")->capture_default_str();
   app.add_option("--timeout", timeoutSeconds, "Give up after this many seconds")->capture_default_str();
   app.add_option("--adapter", adapter, "The multikueue-adapter binary")->capture_default_str();
+  app.add_option("--gc-interval", gcInterval,
+                 "multiKueue.gcInterval for the adapter (a Go duration, e.g. 5s); default: the adapter's (1m), "
+                 "which a 10,000-job run does not reach");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   std::signal(SIGPIPE, SIG_IGN);
@@ -215,6 +219,7 @@ multiKueue:
   - name: PipelineRun.v1.tekton.dev
   - name: Workflow.v1alpha1.argoproj.io
 )";
+    if (!gcInterval.empty()) std::ofstream(dir / "config.yaml", std::ios::app) << "  gcInterval: " << gcInterval << "\n";
 
     // Recorders first, so no event is missed.
     auto& manager = env.cluster("manager");
