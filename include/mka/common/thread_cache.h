@@ -5,7 +5,7 @@
 // thread that allocates rarely (a timer, a file watcher, an accept loop, the informer of a
 // configuration kind) gains nothing from it, so it gives it up with disableThreadCache() and
 // takes its few allocations from the shared arena instead. In the 10,000-job benchmark that
-// took about 1 MiB off the adapter's peak RSS (bench/README.md).
+// took 0.5-1 MiB off the adapter's peak RSS (bench/README.md).
 //
 // Threads: acts on the calling thread only.
 
