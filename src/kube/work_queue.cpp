@@ -51,6 +51,10 @@ WorkQueue::KeyState* WorkQueue::stateLocked(std::string_view key) {
 void WorkQueue::releaseLocked(KeyState* state) {
   if (state->dirty || state->processing || state->lowEntries > 0) return;
   keys_.take(keyOf(state));
+  destroy(state);
+}
+
+void WorkQueue::destroy(KeyState* state) {
   state->~KeyState();
   ::operator delete(state);
 }
@@ -66,10 +70,7 @@ WorkQueue::WorkQueue(Options options, const Clock& clock)
 
 WorkQueue::~WorkQueue() {
   shutDown();
-  keys_.forEach([](KeyState* state) {
-    state->~KeyState();
-    ::operator delete(state);
-  });
+  keys_.forEach(&WorkQueue::destroy);
   keys_.clear();
 }
 

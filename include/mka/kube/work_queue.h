@@ -159,6 +159,7 @@ class WorkQueue {
   static std::string_view keyOf(const KeyState* state);
   KeyState* stateLocked(std::string_view key);  // found, or made (in no state yet)
   void releaseLocked(KeyState* state);          // frees it once nothing needs it
+  static void destroy(KeyState* state);
 
   void addLocked(const std::string& key, Priority priority = Priority::Normal);
   void pushLocked(KeyState* state);
