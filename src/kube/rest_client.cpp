@@ -96,6 +96,10 @@ class TlsClient final : public httplib::SSLClient {
                              toMillis(write_timeout_sec_, write_timeout_usec_), kReadAhead);
     stream.holdWrites(true);
     const bool ok = callback(stream);
+    // httplib closes the connection inside the callback when the answer says "Connection:
+    // close" (and frees `ssl`, clearing socket.ssl): the answer is complete, and the stream
+    // must not touch the connection again.
+    if (socket.ssl != ssl) return ok;
     const bool sent = stream.flush();
     if (stream.hasBufferedInput()) {
       // Bytes beyond the answer: the connection is out of step with its requests.

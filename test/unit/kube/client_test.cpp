@@ -6,7 +6,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
+#include <thread>
+
+#include <httplib.h>
+#include <malloc.h>
 
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
@@ -16,7 +21,9 @@
 #include "mka/sandbox/crd_loader.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
+#include "support/temp_dir.h"
 #include "support/thrown.h"
+#include "support/tls.h"
 #include "support/tls_record_proxy.h"
 
 namespace mka::kube {
@@ -358,6 +365,48 @@ TEST_F(ClientTest, ClientSideRateLimitSpacesRequests) {
   client->create(configMap("a"));
   for (int i = 0; i < 6; ++i) client->get(kConfigMap, "default", "a");
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds{90});
+}
+
+// httplib closes the connection itself, and frees its TLS state, inside a request once the
+// answer says "Connection: close" (as kube-apiserver's answers may when it sheds connections).
+// The client's stream used that TLS state after the request: a use-after-free inside OpenSSL,
+// seen as a rare crash in SSL_pending when a sandbox worker went unreachable. OpenSSL is not
+// instrumented, so ASan sees such a read only as the crash it causes on memory filled at free
+// (scripts/test.sh sets max_free_fill_size; glibc's malloc does it with M_PERTURB, below).
+TEST(RestClientTest, AnAnswerThatClosesTheConnectionIsReadAndTheNextRequestConnectsAgain) {
+  struct Perturb {
+    Perturb() { mallopt(M_PERTURB, 0x55); }
+    ~Perturb() { mallopt(M_PERTURB, 0); }
+  } perturb;
+  mka::test::TestCa ca;
+  mka::test::TempDir dir;
+  const auto files = mka::test::writeServingFiles(dir.path(), ca, ca.issue({}));
+  httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
+  ASSERT_TRUE(server.is_valid());
+  std::atomic<int> answered{0};
+  server.Get("/api/v1/namespaces/default/configmaps/a", [&](const httplib::Request&, httplib::Response& res) {
+    ++answered;
+    res.set_header("Connection", "close");
+    res.set_content(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}})",
+                    "application/json");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { server.listen_after_bind(); });
+
+  RestConfig config;
+  config.host = "https://127.0.0.1:" + std::to_string(port);
+  config.caPem = ca.certPem();
+  ClientOptions options;
+  options.qps = 0;
+  options.maxRetries = 0;
+  RestClient client(config, options);
+  for (int i = 0; i < 3; ++i) {
+    const auto answer = client.request("GET", "/api/v1/namespaces/default/configmaps/a");
+    EXPECT_EQ(json::parse(answer.body)["metadata"]["name"], "a");
+  }
+  EXPECT_EQ(answered.load(), 3);
+  server.stop();
+  serving.join();
 }
 
 class InformerTest : public ClientTest {};
