@@ -256,6 +256,18 @@ json ClusterApi::get(const ResourceRef& ref) const {
   return std::move(*object);
 }
 
+StoredObject ClusterApi::getShared(const ResourceRef& ref) const {
+  auto type = resolve(ref);
+  if (ref.name.empty()) throw resourceNotFound();
+  auto object = store_.getShared({type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name});
+  if (!object) throw ApiError::notFound(type->qualifiedResource(), ref.name);
+  auto apiVersion = apiVersionOf(type->group, ref.version);
+  if (const auto stored = object->find("apiVersion"); stored != object->end() && *stored == apiVersion) return object;
+  json copy = *object;
+  copy["apiVersion"] = std::move(apiVersion);
+  return std::make_shared<const json>(std::move(copy));
+}
+
 namespace {
 
 ObjectStore::Filter makeFilter(const ResourceType& type, const ListOptions& options, const std::string& onlyName) {
@@ -420,7 +432,7 @@ std::string managerOf(const WriteOptions& options, const char* fallback) {
 
 }  // namespace
 
-json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions& options) {
+StoredObject ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions& options) {
   if (!ref.name.empty() || !ref.subresource.empty()) {
     auto type = resolve(ref);
     throw ApiError::methodNotSupported(type->qualifiedResource(), "create");
@@ -491,12 +503,12 @@ json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions&
   }
   patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, "", &t.version->schema, now()};
   patch::recordUpdate(json(nullptr), object, record);
-  if (options.dryRun) return object;
+  if (options.dryRun) return std::make_shared<const json>(std::move(object));
 
   auto stored = store_.create(t.key, std::move(object));
-  if (isCrd(*t.type)) registry_.applyCrd(stored);
+  if (isCrd(*t.type)) registry_.applyCrd(*stored);
   spdlog::debug("sandbox created cluster={} resource={} namespace={} name={} rv={}", clusterName_,
-                t.type->qualifiedResource(), t.key.namespace_, name, stringAt(stored, "metadata", "resourceVersion"));
+                t.type->qualifiedResource(), t.key.namespace_, name, stringAt(*stored, "metadata", "resourceVersion"));
   return stored;
 }
 
@@ -505,7 +517,7 @@ json ClusterApi::create(const ResourceRef& ref, json object, const WriteOptions&
 // metadata, generation, schema, managedFields, admission, finalizers) and a store write
 // conditioned on the revision read, retried when someone else wrote in between.
 
-json ClusterApi::update(const ResourceRef& ref, json object, const WriteOptions& options) {
+StoredObject ClusterApi::update(const ResourceRef& ref, json object, const WriteOptions& options) {
   auto t = target(*this, ref);
   if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "update");
   checkTypeMeta(object, t);
@@ -526,7 +538,7 @@ json ClusterApi::update(const ResourceRef& ref, json object, const WriteOptions&
   });
 }
 
-json ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
+StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
                        const WriteOptions& options) {
   auto t = target(*this, ref);
   if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "patch");
@@ -606,21 +618,23 @@ json ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, c
   });
 }
 
-json ClusterApi::createWithManagedFields(const ResourceRef& ref, json object, const WriteOptions& options) {
+StoredObject ClusterApi::createWithManagedFields(const ResourceRef& ref, json object, const WriteOptions& options) {
   // create() records the creator as an Update manager; an apply-create keeps the Apply entry
   // server-side apply wrote instead.
   const json managed = object["metadata"].value("managedFields", json::array());
   auto created = create(ref, std::move(object), WriteOptions{options.dryRun, "", false, options.fieldValidation,
                                                              options.user});
-  const auto& createdMeta = created["metadata"];
-  if (createdMeta.value("managedFields", json::array()) == managed || options.dryRun) {
-    if (options.dryRun) created["metadata"]["managedFields"] = managed;
-    return created;
+  const auto& createdMeta = created->at("metadata");
+  if (createdMeta.value("managedFields", json::array()) == managed) return created;
+  if (options.dryRun) {
+    json answer = *created;
+    answer["metadata"]["managedFields"] = managed;
+    return std::make_shared<const json>(std::move(answer));
   }
   auto t = target(*this, ref);
-  t.key.name = created["metadata"]["name"].get<std::string>();
+  t.key.name = createdMeta.at("name").get<std::string>();
   auto rv = parseResourceVersion(createdMeta.value("resourceVersion", ""), "stored object");
-  json fixed = created;
+  json fixed = *created;
   fixed["metadata"]["managedFields"] = managed;
   try {
     return store_.update(t.key, std::move(fixed), rv);
@@ -629,14 +643,14 @@ json ClusterApi::createWithManagedFields(const ResourceRef& ref, json object, co
   }
 }
 
-json ClusterApi::writeLoop(const ResourceRef& ref, const WriteOptions& options,
+StoredObject ClusterApi::writeLoop(const ResourceRef& ref, const WriteOptions& options,
                            std::optional<std::uint64_t> precondition, const PlanFunction& plan) {
   auto t = target(*this, ref);
   for (int attempt = 1;; ++attempt) {
     const auto current = store_.getShared(t.key);  // shared, not copied: plan and commit only read it
     auto planned = plan(current.get());
     try {
-      return commitUpdate(t.type, *t.version, ref, *current, std::move(planned.object), planned.managedFieldsDone,
+      return commitUpdate(t.type, *t.version, ref, current, std::move(planned.object), planned.managedFieldsDone,
                           precondition, options);
     } catch (const ConcurrentChange& change) {
       if (attempt >= kWriteAttempts) throw change.error;
@@ -644,9 +658,11 @@ json ClusterApi::writeLoop(const ResourceRef& ref, const WriteOptions& options,
   }
 }
 
-json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version, const ResourceRef& ref,
-                              const json& current, json incoming, bool managedFieldsDone,
-                              std::optional<std::uint64_t> precondition, const WriteOptions& options) {
+StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version,
+                                      const ResourceRef& ref, const StoredObject& stored, json incoming,
+                                      bool managedFieldsDone, std::optional<std::uint64_t> precondition,
+                                      const WriteOptions& options) {
+  const json& current = *stored;
   const Target t{type, &version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
                  apiVersionOf(type->group, ref.version)};
   checkTypeMeta(incoming, t);
@@ -660,13 +676,14 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
   if (ref.subresource == "status") {
     // Status writes change status (and managedFields) only.
     next = current;
-    if (incoming.contains("status")) {
-      next["status"] = incoming["status"];
+    if (auto status = incoming.find("status"); status != incoming.end()) {
+      next["status"] = std::move(*status);
     } else {
       next.erase("status");
     }
-    if (incoming.contains("metadata") && incoming["metadata"].contains("managedFields"))
-      metadataOf(next)["managedFields"] = incoming["metadata"]["managedFields"];
+    if (auto meta = incoming.find("metadata"); meta != incoming.end() && meta->is_object())
+      if (auto managed = meta->find("managedFields"); managed != meta->end())
+        metadataOf(next)["managedFields"] = std::move(*managed);
   } else {
     next = std::move(incoming);
     if (version.hasStatus && !isCrd(*type)) {
@@ -729,8 +746,8 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
     patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, ref.subresource, &version.schema, now()};
     patch::recordUpdate(current, next, record);
   }
-  if (next == current) return next;  // a no-op write stores nothing and keeps the resourceVersion
-  if (options.dryRun) return next;
+  if (next == current) return stored;  // a no-op write stores nothing and keeps the resourceVersion
+  if (options.dryRun) return std::make_shared<const json>(std::move(next));
 
   // The last finalizer of an object being deleted is gone: the deletion completes.
   if (beingDeleted(next) && finalizersOf(next).empty()) {
@@ -741,12 +758,12 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
       throw;
     }
     afterRemoval(*type, next, "");
-    return next;
+    return std::make_shared<const json>(std::move(next));
   }
   try {
-    auto stored = store_.update(t.key, std::move(next), currentRv);
-    if (isCrd(*type)) registry_.applyCrd(stored);
-    return stored;
+    auto written = store_.update(t.key, std::move(next), currentRv);
+    if (isCrd(*type)) registry_.applyCrd(*written);
+    return written;
   } catch (const ApiError& e) {
     if (e.code() == 409 || e.code() == 404) throw ConcurrentChange{e};
     throw;
@@ -756,7 +773,7 @@ json ClusterApi::commitUpdate(const ResourceTypePtr& type, const ResourceVersion
 // ---------------------------------------------------------------------------------------------
 // Delete
 
-json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
+StoredObject ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
   auto t = target(*this, ref);
   if (ref.name.empty() || !ref.subresource.empty())
     throw ApiError::methodNotSupported(t.type->qualifiedResource(), "delete");
@@ -765,9 +782,11 @@ json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
     throw ApiError::badRequest("propagationPolicy: Unsupported value: \"" + policy +
                                "\": supported values: \"Background\", \"Foreground\", \"Orphan\"");
   for (int attempt = 1;; ++attempt) {
-    auto current = store_.get(t.key);
+    const auto current = store_.getShared(t.key);
     if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
-    const auto& meta = (*current)["metadata"];
+    static const json kNoMetadata = json::object();
+    const auto metaAt = current->find("metadata");
+    const json& meta = metaAt != current->end() && metaAt->is_object() ? *metaAt : kNoMetadata;
     if (options.preconditionUid && *options.preconditionUid != meta.value("uid", ""))
       throw ApiError::conflict(t.type->qualifiedResource(), ref.name,
                                "Precondition failed: UID in precondition: " + *options.preconditionUid +
@@ -787,13 +806,12 @@ json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
 
     // Finalizers (and foreground deletion, and a namespace's content) keep the object: it only
     // gets a deletionTimestamp now and goes once they are removed.
-    json next = *current;
-    auto& nextMeta = metadataOf(next);
-    auto finalizers = finalizersOf(next);
+    auto finalizers = finalizersOf(*current);
+    bool finalizerAdded = false;
     auto addFinalizer = [&](std::string_view f) {
       if (std::find(finalizers.begin(), finalizers.end(), f) == finalizers.end()) {
         finalizers.emplace_back(f);
-        nextMeta["finalizers"] = finalizers;
+        finalizerAdded = true;
       }
     };
     if (!beingDeleted(*current)) {
@@ -802,13 +820,16 @@ json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
     }
     const bool namespaceContent = isNamespace(*t.type);
     if (!finalizers.empty() || namespaceContent) {
-      if (beingDeleted(*current) && next == *current) return next;
+      json next = *current;  // a copy only for the object that stays
+      auto& nextMeta = metadataOf(next);
+      if (finalizerAdded) nextMeta["finalizers"] = finalizers;
+      if (beingDeleted(*current) && next == *current) return current;
       if (!beingDeleted(*current)) {
         nextMeta["deletionTimestamp"] = now();
         nextMeta["deletionGracePeriodSeconds"] = 0;
       }
       if (namespaceContent) next["status"]["phase"] = "Terminating";
-      if (options.dryRun) return next;
+      if (options.dryRun) return std::make_shared<const json>(std::move(next));
       try {
         auto stored = store_.update(t.key, std::move(next), currentRv);
         if (gc_) {
@@ -823,7 +844,7 @@ json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
         continue;
       }
     }
-    if (options.dryRun) return *current;
+    if (options.dryRun) return current;
     try {
       store_.remove(t.key, currentRv);
     } catch (const ApiError& e) {
@@ -833,8 +854,11 @@ json ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
     afterRemoval(*t.type, *current, policy);
     json details = {{"name", ref.name}, {"kind", t.type->plural}, {"uid", meta.value("uid", "")}};
     if (!t.type->group.empty()) details["group"] = t.type->group;
-    return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"},
-            {"details", std::move(details)}};
+    return std::make_shared<const json>(json{{"kind", "Status"},
+                                             {"apiVersion", "v1"},
+                                             {"metadata", json::object()},
+                                             {"status", "Success"},
+                                             {"details", std::move(details)}});
   }
 }
 

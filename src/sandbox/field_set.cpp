@@ -117,6 +117,9 @@ class Comparer {
       for (const auto& [key, value] : a.items()) {
         if (isManagedFields(kp, key)) continue;
         auto old = b.find(key);
+        // Most of an object is the same after a write (a status write leaves spec and metadata
+        // alone): an equal field changed nothing, and comparing is cheaper than walking it.
+        if (old != b.end() && *old == value) continue;
         descend(key, fp, kp, [&] {
           if (old == b.end()) {
             addAll(value, fp, kp, out_.added);
@@ -294,20 +297,29 @@ void FieldSet::erase(const FieldPath& path) {
   subtract(one);
 }
 
-void FieldSet::unite(const FieldSet& other) { unite(root_, other.root_); }
+bool FieldSet::unite(const FieldSet& other) { return unite(root_, other.root_); }
 
-void FieldSet::unite(Node& into, const Node& other) {
+bool FieldSet::unite(Node& into, const Node& other) {
+  bool added = other.member && !into.member;
   into.member = into.member || other.member;
-  for (const auto& [key, child] : other.children) unite(into.children[key], child);
+  for (const auto& [key, child] : other.children) added = unite(into.children[key], child) || added;
+  return added;
 }
 
-void FieldSet::subtract(const FieldSet& other) { subtract(root_, other.root_); }
+bool FieldSet::subtract(const FieldSet& other) {
+  bool removed = false;
+  subtract(root_, other.root_, removed);
+  return removed;
+}
 
-bool FieldSet::subtract(Node& from, const Node& other) {
-  if (other.member) from.member = false;
+bool FieldSet::subtract(Node& from, const Node& other, bool& removed) {
+  if (other.member && from.member) {
+    from.member = false;
+    removed = true;
+  }
   for (const auto& [key, child] : other.children) {
     auto it = from.children.find(key);
-    if (it != from.children.end() && subtract(it->second, child)) from.children.erase(it);
+    if (it != from.children.end() && subtract(it->second, child, removed)) from.children.erase(it);
   }
   return !from.member && from.children.empty();
 }

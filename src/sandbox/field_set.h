@@ -37,8 +37,9 @@ class FieldSet {
   bool coversAtOrBelow(const FieldPath& path) const;
   void erase(const FieldPath& path);
 
-  void unite(const FieldSet& other);
-  void subtract(const FieldSet& other);  // exact paths only, as fieldpath.Set.Difference
+  // Each says whether the set changed (a path added; a path removed).
+  bool unite(const FieldSet& other);
+  bool subtract(const FieldSet& other);  // exact paths only, as fieldpath.Set.Difference
   FieldSet intersection(const FieldSet& other) const;
   std::vector<FieldPath> members() const;  // in FieldsV1 key order
 
@@ -52,8 +53,9 @@ class FieldSet {
   };
   static void parse(const nlohmann::json& json, Node& node);
   static nlohmann::json render(const Node& node);
-  static void unite(Node& into, const Node& other);
-  static bool subtract(Node& from, const Node& other);  // true when `from` became empty
+  static bool unite(Node& into, const Node& other);  // true when a path was added
+  // True when `from` became empty; `removed` is set when a path was removed.
+  static bool subtract(Node& from, const Node& other, bool& removed);
   static void intersect(const Node& a, const Node& b, Node& out);
   static void collect(const Node& node, FieldPath& prefix, std::vector<FieldPath>& out);
 

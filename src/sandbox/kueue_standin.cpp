@@ -67,13 +67,31 @@ WriteOptions asStandIn() {
   return options;
 }
 
-std::optional<json> getIfExists(const ClusterApi& api, const ResourceRef& ref) {
+// The stored object itself (null when absent): the stand-in reads far more than it writes, and
+// copies only what it writes.
+StoredObject getIfExists(const ClusterApi& api, const ResourceRef& ref) {
   try {
-    return api.get(ref);
+    return api.getShared(ref);
   } catch (const ApiError& e) {
-    if (e.code() == 404) return std::nullopt;
+    if (e.code() == 404) return nullptr;
     throw;
   }
+}
+
+// What a write to /status needs of `object`: the type, the name, the resourceVersion read (a
+// concurrent writer makes the write a 409, retried) and the new status. The API server takes
+// everything else from the stored object, so there is nothing else to copy.
+json statusWrite(const json& object, json status) {
+  const auto& meta = object.at("metadata");
+  json out = {{"apiVersion", object.value("apiVersion", "")},
+              {"kind", object.value("kind", "")},
+              {"metadata",
+               {{"name", meta.value("name", "")},
+                {"namespace", meta.value("namespace", "")},
+                {"resourceVersion", meta.value("resourceVersion", "")}}},
+              {"status", std::move(status)}};
+  if (out["metadata"]["namespace"] == "") out["metadata"].erase("namespace");
+  return out;
 }
 
 std::string stringAtPointer(const json& object, const json::json_pointer& pointer) {
@@ -423,14 +441,14 @@ struct KueueStandIn::Impl {
   // ---- Workloads ----------------------------------------------------------------------------
 
   void reconcileWorkload(const Key& key) {
-    auto found = getIfExists(api, workloadRef(key.namespace_, key.name));
+    const auto found = getIfExists(api, workloadRef(key.namespace_, key.name));
     if (!found) {
       std::lock_guard lock(mutex);
       waitingForCapacity.erase(key);
       readmitAt.erase(key);
       return;
     }
-    json wl = std::move(*found);
+    const json& wl = *found;
     if (deleting(wl)) {
       removeFinalizer(wl);
       return;
@@ -502,11 +520,8 @@ struct KueueStandIn::Impl {
     return "The workload is deactivated";
   }
 
-  void writeStatus(const json& wl, const json& status) {
-    json next = wl;
-    next["status"] = status;
-    // wl carries the resourceVersion read: a concurrent writer makes this a 409, retried.
-    api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), std::move(next), asStandIn());
+  void writeStatus(const json& wl, json status) {
+    api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), statusWrite(wl, std::move(status)), asStandIn());
   }
 
   void writeMain(const json& object, const ResourceRef& ref) {
@@ -670,9 +685,8 @@ struct KueueStandIn::Impl {
       json status = wl.value("status", json::object());
       setCondition(status, kDeactivationTarget, "True", "AdmissionCheck",
                    "AdmissionCheck in Rejected state: " + checkList(rejected), api.now(), generationOf(wl));
-      json next = wl;
-      next["status"] = status;
-      current = api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), next, asStandIn());
+      current = *api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), statusWrite(wl, std::move(status)),
+                            asStandIn());
     }
     current["spec"]["active"] = false;
     writeMain(current, workloadRef(nsOf(wl), nameOf(wl)));
@@ -766,9 +780,13 @@ struct KueueStandIn::Impl {
     const auto type = api.resolve(jobRef(key));
     const auto* version = type->version(options.jobKinds.at(static_cast<std::size_t>(key.kind)).version);
     const bool hasStatus = version != nullptr && version->hasStatus;
+    if (hasStatus) {
+      api.update(jobRef(key, "status"), statusWrite(job, std::move(status)), asStandIn());
+      return;
+    }
     json next = job;
     next["status"] = std::move(status);
-    api.update(jobRef(key, hasStatus ? "status" : ""), std::move(next), asStandIn());
+    api.update(jobRef(key), std::move(next), asStandIn());
   }
 
   json runningStatus(const JobKind& kind, const json& job, const std::string& stamp) const {

@@ -30,13 +30,15 @@ std::string ManagerEntry::describe() const {
 std::vector<ManagerEntry> decodeManagedFields(const json& managedFields) {
   std::vector<ManagerEntry> out;
   if (!managedFields.is_array()) return out;
-  for (const auto& e : managedFields) {
+  for (std::size_t i = 0; i < managedFields.size(); ++i) {
+    const auto& e = managedFields[i];
     if (!e.is_object()) continue;
     auto str = [&](const char* key) {
       auto it = e.find(key);
       return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
     ManagerEntry entry{str("manager"), str("operation"), str("apiVersion"), str("time"), str("subresource"), {}};
+    entry.decodedFrom = i;
     if (entry.operation != "Apply" && entry.operation != "Update") continue;
     if (auto f = e.find("fieldsV1"); f != e.end()) entry.set = FieldSet::fromFieldsV1(*f);
     out.push_back(std::move(entry));
@@ -44,7 +46,7 @@ std::vector<ManagerEntry> decodeManagedFields(const json& managedFields) {
   return out;
 }
 
-json encodeManagedFields(const std::vector<ManagerEntry>& entries) {
+json encodeManagedFields(const std::vector<ManagerEntry>& entries, json* decoded) {
   std::vector<const ManagerEntry*> sorted;
   for (const auto& e : entries) {
     if (!e.set.empty()) sorted.push_back(&e);
@@ -53,13 +55,22 @@ json encodeManagedFields(const std::vector<ManagerEntry>& entries) {
     return std::tie(p->operation, p->time, p->manager, p->apiVersion, p->subresource) <
            std::tie(q->operation, q->time, q->manager, q->apiVersion, q->subresource);
   });
+  // An entry whose set is as decoded takes its fieldsV1 from `decoded` (moved out): rendering a
+  // set again was a third of the cost of recording a write.
+  const auto reusable = [&](const ManagerEntry& e) -> json* {
+    if (decoded == nullptr || !decoded->is_array() || e.decodedFrom >= decoded->size()) return nullptr;
+    auto& item = (*decoded)[e.decodedFrom];
+    auto it = item.is_object() ? item.find("fieldsV1") : item.end();
+    return it != item.end() && it->is_object() ? &*it : nullptr;
+  };
   json out = json::array();
   for (const auto* e : sorted) {
+    json* kept = reusable(*e);
     json entry = {{"manager", e->manager},
                   {"operation", e->operation},
                   {"apiVersion", e->apiVersion},
                   {"fieldsType", "FieldsV1"},
-                  {"fieldsV1", e->set.toFieldsV1()}};
+                  {"fieldsV1", kept ? std::move(*kept) : e->set.toFieldsV1()}};
     if (!e->time.empty()) entry["time"] = e->time;
     if (!e->subresource.empty()) entry["subresource"] = e->subresource;
     out.push_back(std::move(entry));
@@ -97,17 +108,21 @@ void record(const json& before, json& after, const UpdateOptions& options) {
   auto& meta = after["metadata"];
   if (!meta.is_object()) meta = json::object();
   const json* previous = managedFieldsOf(before);
-  const json empty = json::array();
-  const json& beforeManaged = previous ? *previous : empty;
+  static const json kEmpty = json::array();
+  const json& beforeManaged = previous ? *previous : kEmpty;
 
-  const json* supplied = managedFieldsOf(after);
+  const auto suppliedAt = meta.find("managedFields");
+  json* supplied = suppliedAt == meta.end() ? nullptr : &*suppliedAt;
   if (supplied && supplied->is_array() && supplied->size() == 1 && supplied->front() == json::object()) {
     meta.erase("managedFields");  // [{}]: the caller asks for no managedFields at all
     return;
   }
+  const bool resent = supplied && *supplied == beforeManaged;  // what a client sends back after a read
   const bool override = supplied && supplied->is_array() && !supplied->empty() && options.subresource.empty() &&
-                        *supplied != beforeManaged;
-  const json baseManaged = override ? *supplied : beforeManaged;
+                        !resent;
+  // The entries to start from, taken out of the body when it carries them (it is ours to
+  // change, and they are replaced below in every case): a copy only when it does not.
+  json base = override || resent ? std::move(*supplied) : beforeManaged;
 
   const auto listTypeOf = [&](const std::vector<std::string>& path) {
     static const json kNoSchema;
@@ -118,39 +133,45 @@ void record(const json& before, json& after, const UpdateOptions& options) {
   fields::stripUntracked(diff.modified);
   fields::stripUntracked(diff.removed);
   if (diff.empty()) {
-    if (baseManaged.empty()) {
+    if (base.empty()) {
       meta.erase("managedFields");
     } else {
-      meta["managedFields"] = baseManaged;
+      // Entries a client supplied are stored as kube-apiserver stores them: decoded and encoded
+      // again, so every stored entry is in the encoder's form (see below).
+      meta["managedFields"] = override ? fields::encodeManagedFields(fields::decodeManagedFields(base)) : std::move(base);
     }
     return;
   }
 
-  auto entries = fields::decodeManagedFields(baseManaged);
+  auto entries = fields::decodeManagedFields(base);
   ManagerEntry mine{options.manager, "Update", options.apiVersion, "", options.subresource, {}};
   const auto id = mine.identity();
   auto changed = diff.added;
   changed.unite(diff.modified);
   bool found = false;
   for (auto& e : entries) {
+    bool touched;
     if (e.identity() == id) {
       found = true;
-      e.set.subtract(diff.removed);
-      e.set.unite(changed);
+      touched = e.set.subtract(diff.removed);
+      touched = e.set.unite(changed) || touched;
       e.apiVersion = options.apiVersion;
       e.time = options.time.empty() ? fields::nowRfc3339() : options.time;
     } else {
       // An update takes what it changed from everyone (force) and drops what it removed.
-      e.set.subtract(changed);
-      e.set.subtract(diff.removed);
+      touched = e.set.subtract(changed);
+      touched = e.set.subtract(diff.removed) || touched;
     }
+    // A stored entry is in the encoder's form, so an unchanged set keeps its fieldsV1 as it
+    // is; a client's own entries (override) are rendered again, as kube-apiserver does.
+    if (touched || override) e.decodedFrom = ManagerEntry::kNotDecoded;
   }
   if (!found) {
     mine.set = std::move(changed);
     mine.time = options.time.empty() ? fields::nowRfc3339() : options.time;
     entries.push_back(std::move(mine));
   }
-  auto encoded = fields::encodeManagedFields(entries);
+  auto encoded = fields::encodeManagedFields(entries, &base);
   if (encoded.empty()) {
     meta.erase("managedFields");
   } else {

@@ -300,7 +300,7 @@ std::optional<nlohmann::json> ObjectStore::get(const ObjectKey& key) const {
   return *found;
 }
 
-std::shared_ptr<const nlohmann::json> ObjectStore::getShared(const ObjectKey& key) const {
+StoredObject ObjectStore::getShared(const ObjectKey& key) const {
   std::lock_guard lock(impl_->state->mutex);
   auto it = impl_->state->objects.find(key);
   return it == impl_->state->objects.end() ? nullptr : it->second.object;
@@ -380,7 +380,7 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
   return out;
 }
 
-nlohmann::json ObjectStore::create(const ObjectKey& key, nlohmann::json object) {
+StoredObject ObjectStore::create(const ObjectKey& key, nlohmann::json object) {
   ObjectPtr stored;
   std::condition_variable* channel = nullptr;
   {
@@ -390,11 +390,11 @@ nlohmann::json ObjectStore::create(const ObjectKey& key, nlohmann::json object) 
     channel = impl_->state->channelOf(key);
   }
   Impl::notify(channel);
-  return *stored;
+  return stored;
 }
 
-nlohmann::json ObjectStore::update(const ObjectKey& key, nlohmann::json object,
-                                   std::optional<std::uint64_t> expectedResourceVersion) {
+StoredObject ObjectStore::update(const ObjectKey& key, nlohmann::json object,
+                                 std::optional<std::uint64_t> expectedResourceVersion) {
   ObjectPtr stored;
   std::condition_variable* channel = nullptr;
   {
@@ -408,10 +408,10 @@ nlohmann::json ObjectStore::update(const ObjectKey& key, nlohmann::json object,
     channel = impl_->state->channelOf(key);
   }
   Impl::notify(channel);
-  return *stored;
+  return stored;
 }
 
-nlohmann::json ObjectStore::remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion) {
+StoredObject ObjectStore::remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion) {
   ObjectPtr last;
   std::condition_variable* channel = nullptr;
   {
@@ -428,7 +428,7 @@ nlohmann::json ObjectStore::remove(const ObjectKey& key, std::optional<std::uint
     channel = impl_->state->channelOf(key);
   }
   Impl::notify(channel);
-  return *last;
+  return last;
 }
 
 std::optional<nlohmann::json> ObjectStore::mutate(const ObjectKey& key, const Mutation& mutate) {

@@ -99,16 +99,21 @@ class ClusterApi {
 
   // Each throws ApiError with kube-apiserver's status, reason and message.
   nlohmann::json get(const ResourceRef& ref) const;
+  // The same without a copy when the stored object already reads as the version asked for
+  // (its apiVersion): for readers that only look.
+  StoredObject getShared(const ResourceRef& ref) const;
   nlohmann::json list(const ResourceRef& ref, const ListOptions& options) const;  // a <Kind>List
-  nlohmann::json create(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
-  nlohmann::json update(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
+  // Writes answer the object as stored (dry run: as it would be), shared with the store rather
+  // than copied: most callers only serialize it or ignore it.
+  StoredObject create(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
+  StoredObject update(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
   // `contentType`: application/merge-patch+json, application/json-patch+json,
   // application/strategic-merge-patch+json or application/apply-patch+yaml (body in YAML or JSON).
-  nlohmann::json patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
-                       const WriteOptions& options = {});
+  StoredObject patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
+                     const WriteOptions& options = {});
   // Returns the object as stored after the call (with deletionTimestamp when finalizers keep
   // it), or a Status {status: Success} once it is gone, as kube-apiserver does.
-  nlohmann::json remove(const ResourceRef& ref, const DeleteOptions& options = {});
+  StoredObject remove(const ResourceRef& ref, const DeleteOptions& options = {});
 
   // ?watch=true. `resourceVersion` "" or "0" starts with synthetic ADDED events for what
   // exists (as kube-apiserver does for a watch without a resourceVersion).
@@ -135,13 +140,13 @@ class ClusterApi {
     bool managedFieldsDone = false;  // server-side apply already recorded ownership
   };
   using PlanFunction = std::function<UpdatePlan(const nlohmann::json* current)>;  // null: absent
-  nlohmann::json writeLoop(const ResourceRef& ref, const WriteOptions& options,
-                           std::optional<std::uint64_t> precondition, const PlanFunction& plan);
-  nlohmann::json commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version,
-                              const ResourceRef& ref, const nlohmann::json& current, nlohmann::json incoming,
-                              bool managedFieldsDone, std::optional<std::uint64_t> precondition,
-                              const WriteOptions& options);
-  nlohmann::json createWithManagedFields(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options);
+  StoredObject writeLoop(const ResourceRef& ref, const WriteOptions& options,
+                         std::optional<std::uint64_t> precondition, const PlanFunction& plan);
+  // `current`: the stored object the plan was made from (never null).
+  StoredObject commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version, const ResourceRef& ref,
+                            const StoredObject& current, nlohmann::json incoming, bool managedFieldsDone,
+                            std::optional<std::uint64_t> precondition, const WriteOptions& options);
+  StoredObject createWithManagedFields(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options);
   void afterRemoval(const ResourceType& type, const nlohmann::json& removed, const std::string& policy);
 
   std::string clusterName_;

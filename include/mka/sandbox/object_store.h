@@ -35,6 +35,10 @@ struct ObjectKey {
 enum class EventType { Added, Modified, Deleted, Bookmark, Error };
 const char* toString(EventType type);  // "ADDED", "MODIFIED", ...
 
+// A stored object: shared with the store, its history and every watcher, and never changed
+// after the write. A reader that needs to change it copies it first.
+using StoredObject = std::shared_ptr<const nlohmann::json>;
+
 struct WatchEvent {
   EventType type;
   std::uint64_t resourceVersion;
@@ -54,7 +58,7 @@ class ObjectStore {
   std::optional<nlohmann::json> get(const ObjectKey& key) const;
   // The stored object itself, without a copy (null when absent). It never changes: a write
   // stores a new object.
-  std::shared_ptr<const nlohmann::json> getShared(const ObjectKey& key) const;
+  StoredObject getShared(const ObjectKey& key) const;
 
   struct ListResult {
     std::vector<nlohmann::json> items;
@@ -75,13 +79,14 @@ class ObjectStore {
                   const Filter& filter, std::size_t limit = 0, const std::string& continueToken = "") const;
 
   // Each write assigns the next revision, writes it into metadata.resourceVersion, records the
-  // event and wakes watchers. Returns the stored object. Throws ApiError: create -> 409
+  // event and wakes watchers. Returns the stored object (for remove: its last state, at the
+  // deletion's revision), shared rather than copied. Throws ApiError: create -> 409
   // AlreadyExists; update/remove -> 404 NotFound, or 409 Conflict when `expectedResourceVersion`
   // is set and differs from the stored one.
-  nlohmann::json create(const ObjectKey& key, nlohmann::json object);
-  nlohmann::json update(const ObjectKey& key, nlohmann::json object,
-                        std::optional<std::uint64_t> expectedResourceVersion = std::nullopt);
-  nlohmann::json remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion = std::nullopt);
+  StoredObject create(const ObjectKey& key, nlohmann::json object);
+  StoredObject update(const ObjectKey& key, nlohmann::json object,
+                      std::optional<std::uint64_t> expectedResourceVersion = std::nullopt);
+  StoredObject remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion = std::nullopt);
 
   // Read-modify-write under the store's lock: `mutate` receives the current object (nullopt
   // when absent) and returns the new one, or nullopt to delete it (no-op when it returns the

@@ -50,7 +50,7 @@ class ClusterApiTest : public ::testing::Test {
 };
 
 TEST_F(ClusterApiTest, CreateFillsServerFields) {
-  auto created = api.create(prRef(), json{{"metadata", {{"generateName", "build-"}}},
+  auto created = *api.create(prRef(), json{{"metadata", {{"generateName", "build-"}}},
                                           {"spec", {{"pipelineRef", {{"name", "b"}}}}},
                                           {"status", {{"conditions", json::array()}}}});
   const auto& meta = created["metadata"];
@@ -126,7 +126,7 @@ TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
 TEST_F(ClusterApiTest, DryRunStoresNothing) {
   WriteOptions dry;
   dry.dryRun = true;
-  auto answer = api.create(prRef(), pipelineRun("dry"), dry);
+  auto answer = *api.create(prRef(), pipelineRun("dry"), dry);
   EXPECT_EQ(answer["metadata"]["name"], "dry");
   EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(prRef("dry")); }).code(), 404);
 }
@@ -140,7 +140,7 @@ TEST_F(ClusterApiTest, StrictFieldValidationNamesTheUnknownField) {
   EXPECT_EQ(e.code(), 400);
   EXPECT_THAT(e.what(), HasSubstr("unknown field \"spec.notAField\""));
   // Without Strict the field is pruned silently.
-  auto created = api.create(prRef(), o);
+  auto created = *api.create(prRef(), o);
   EXPECT_FALSE(created["spec"].contains("notAField"));
 }
 
@@ -170,13 +170,13 @@ TEST_F(ClusterApiTest, ListFiltersByLabelAndFieldSelectors) {
 }
 
 TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
-  auto created = api.create(prRef(), pipelineRun("u"));
+  auto created = *api.create(prRef(), pipelineRun("u"));
   auto stale = created;
 
   auto changed = created;
   changed["spec"]["timeouts"] = {{"pipeline", "1h"}};
   changed["status"] = {{"startTime", "2027-01-01T00:00:00Z"}};
-  auto updated = api.update(prRef("u"), changed);
+  auto updated = *api.update(prRef("u"), changed);
   EXPECT_EQ(updated["metadata"]["generation"], 2);
   EXPECT_FALSE(updated.contains("status")) << "the main resource ignores status";
   EXPECT_NE(rv(updated), rv(created));
@@ -192,17 +192,17 @@ TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
   auto unconditional = updated;
   unconditional["metadata"].erase("resourceVersion");
   unconditional["metadata"]["labels"]["x"] = "z";
-  auto labelled = api.update(prRef("u"), unconditional);
+  auto labelled = *api.update(prRef("u"), unconditional);
   EXPECT_EQ(labelled["metadata"]["labels"]["x"], "z");
   EXPECT_EQ(labelled["metadata"]["generation"], 2);
 
   // Writing the same object again stores nothing.
-  EXPECT_EQ(rv(api.update(prRef("u"), labelled)), rv(labelled));
+  EXPECT_EQ(rv(*api.update(prRef("u"), labelled)), rv(labelled));
 
   // Dropping a whole top-level member other than metadata and status is a spec change too.
   auto specless = labelled;
   specless.erase("spec");
-  EXPECT_EQ(api.update(prRef("u"), specless)["metadata"]["generation"], 3);
+  EXPECT_EQ((*api.update(prRef("u"), specless))["metadata"]["generation"], 3);
 
   auto renamed = labelled;
   renamed["metadata"]["name"] = "other";
@@ -211,18 +211,18 @@ TEST_F(ClusterApiTest, UpdateIsOptimisticAndIgnoresStatusOnTheMainResource) {
 }
 
 TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
-  auto created = api.create(prRef(), pipelineRun("s"));
+  auto created = *api.create(prRef(), pipelineRun("s"));
   auto withStatus = created;
   withStatus["status"] = {{"startTime", "2027-01-01T00:00:00Z"}};
   withStatus["spec"]["timeouts"] = {{"pipeline", "1h"}};
   withStatus["metadata"]["labels"]["ignored"] = "yes";
-  auto stored = api.update(prRef("s", "status"), withStatus);
+  auto stored = *api.update(prRef("s", "status"), withStatus);
   EXPECT_EQ(stored["status"]["startTime"], "2027-01-01T00:00:00Z");
   EXPECT_FALSE(stored["spec"].contains("timeouts")) << "status writes ignore spec";
   EXPECT_FALSE(stored["metadata"]["labels"].contains("ignored")) << "status writes ignore metadata";
   EXPECT_EQ(stored["metadata"]["generation"], 1);
 
-  auto merged = api.patch(prRef("s", "status"), "application/merge-patch+json",
+  auto merged = *api.patch(prRef("s", "status"), "application/merge-patch+json",
                           R"({"status":{"completionTime":"2027-01-01T01:00:00Z"},"spec":{"status":"Cancelled"}})");
   EXPECT_EQ(merged["status"]["completionTime"], "2027-01-01T01:00:00Z");
   EXPECT_EQ(merged["status"]["startTime"], "2027-01-01T00:00:00Z");
@@ -234,11 +234,11 @@ TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
 
 TEST_F(ClusterApiTest, PatchTypes) {
   api.create(prRef(), pipelineRun("p"));
-  auto merged = api.patch(prRef("p"), "application/merge-patch+json; charset=utf-8",
+  auto merged = *api.patch(prRef("p"), "application/merge-patch+json; charset=utf-8",
                           R"({"metadata":{"labels":{"kueue.x-k8s.io/queue-name":null,"a":"b"}}})");
   EXPECT_EQ(merged["metadata"]["labels"], json({{"a", "b"}}));
 
-  auto patched = api.patch(prRef("p"), "application/json-patch+json",
+  auto patched = *api.patch(prRef("p"), "application/json-patch+json",
                            R"([{"op":"add","path":"/spec/managedBy","value":"kueue.x-k8s.io/multikueue"}])");
   EXPECT_EQ(patched["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
   EXPECT_EQ(patched["metadata"]["generation"], 2);
@@ -258,7 +258,7 @@ TEST_F(ClusterApiTest, PatchTypes) {
   EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.patch(prRef("nope"), "application/merge-patch+json", "{}"); }).code(), 404);
 
   api.create(cmRef(), json{{"metadata", {{"name", "cm"}}}, {"data", {{"a", "1"}}}});
-  auto smp = api.patch(cmRef("cm"), "application/strategic-merge-patch+json", R"({"data":{"b":"2"}})");
+  auto smp = *api.patch(cmRef("cm"), "application/strategic-merge-patch+json", R"({"data":{"b":"2"}})");
   EXPECT_EQ(smp["data"], json({{"a", "1"}, {"b", "2"}}));
 }
 
@@ -267,7 +267,7 @@ TEST_F(ClusterApiTest, ServerSideApplyMergesWorkloadStatusListsByKey) {
   kueue.fieldManager = "kueue-admission";
   const std::string wl = R"({"apiVersion":"kueue.x-k8s.io/v1beta1","kind":"Workload","metadata":{"name":"wl"},
     "spec":{"queueName":"q","podSets":[{"name":"main","count":1,"template":{"spec":{"containers":[]}}}]}})";
-  auto created = api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, kueue);
+  auto created = *api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, kueue);
   EXPECT_EQ(created["metadata"]["generation"], 1);
   EXPECT_EQ(created["metadata"]["managedFields"][0]["manager"], "kueue-admission");
   EXPECT_EQ(created["metadata"]["managedFields"][0]["operation"], "Apply");
@@ -284,7 +284,7 @@ status:
             one);
   WriteOptions two;
   two.fieldManager = "check-two";
-  auto both = api.patch(wlRef("wl", "status"), "application/apply-patch+yaml", R"(apiVersion: kueue.x-k8s.io/v1beta1
+  auto both = *api.patch(wlRef("wl", "status"), "application/apply-patch+yaml", R"(apiVersion: kueue.x-k8s.io/v1beta1
 kind: Workload
 metadata: {name: wl}
 status:
@@ -306,9 +306,9 @@ status:
 TEST_F(ClusterApiTest, FinalizersHoldADeletionUntilRemoved) {
   auto o = pipelineRun("f");
   o["metadata"]["finalizers"] = {"example.com/keep"};
-  auto created = api.create(prRef(), o);
+  auto created = *api.create(prRef(), o);
 
-  auto deleting = api.remove(prRef("f"));
+  auto deleting = *api.remove(prRef("f"));
   EXPECT_EQ(deleting["metadata"]["deletionTimestamp"], "2027-01-15T08:00:00Z");
   EXPECT_EQ(deleting["metadata"]["deletionGracePeriodSeconds"], 0);
   EXPECT_EQ(api.get(prRef("f"))["metadata"]["deletionTimestamp"], "2027-01-15T08:00:00Z");
@@ -324,14 +324,14 @@ TEST_F(ClusterApiTest, FinalizersHoldADeletionUntilRemoved) {
 }
 
 TEST_F(ClusterApiTest, DeleteAnswersStatusAndHonoursPreconditions) {
-  auto created = api.create(prRef(), pipelineRun("d"));
+  auto created = *api.create(prRef(), pipelineRun("d"));
   DeleteOptions wrongUid;
   wrongUid.preconditionUid = "not-the-uid";
   auto e = mka::test::thrownBy<ApiError>([&] { api.remove(prRef("d"), wrongUid); });
   EXPECT_EQ(e.code(), 409);
   EXPECT_THAT(e.what(), HasSubstr("Precondition failed: UID in precondition: not-the-uid"));
 
-  auto status = api.remove(prRef("d"));
+  auto status = *api.remove(prRef("d"));
   EXPECT_EQ(status["kind"], "Status");
   EXPECT_EQ(status["status"], "Success");
   EXPECT_EQ(status["details"]["name"], "d");
@@ -373,7 +373,7 @@ TEST_F(ClusterApiTest, WatchesAtDifferentVersionsEachSeeTheirOwnApiVersion) {
 }
 
 TEST_F(ClusterApiTest, WatchFromATrimmedResourceVersionIsGone) {
-  auto created = api.create(prRef(), pipelineRun("old"));
+  auto created = *api.create(prRef(), pipelineRun("old"));
   api.patch(prRef("old"), "application/merge-patch+json", R"({"metadata":{"labels":{"n":"1"}}})");
   store.compact();
   auto e = mka::test::thrownBy<ApiError>([&] { api.watch(prRef(), {}, rv(created)); });
@@ -428,7 +428,7 @@ TEST_F(ClusterApiTest, AdmissionSeesEveryWriteAndCanMutateOrRefuse) {
     out["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
     return out;
   });
-  auto created = api.create(prRef(), pipelineRun("admitted"));
+  auto created = *api.create(prRef(), pipelineRun("admitted"));
   EXPECT_EQ(created["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
   EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.create(prRef(), pipelineRun("refused")); }).code(), 403);
   EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(prRef("refused")); }).code(), 404);

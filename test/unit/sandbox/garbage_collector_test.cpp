@@ -30,7 +30,7 @@ class GarbageCollectorTest : public ::testing::Test {
                                                   {"kind", "ConfigMap"},
                                                   {"name", owner["metadata"]["name"]},
                                                   {"uid", owner["metadata"]["uid"]}});
-    return api.create(cmRef(), o);
+    return *api.create(cmRef(), o);
   }
   bool exists(const std::string& name, const std::string& ns = "default") {
     return store.get({"", "configmaps", ns, name}).has_value();
@@ -88,7 +88,7 @@ TEST_F(GarbageCollectorTest, ForegroundDeletionWaitsForDependents) {
   api.patch(cmRef("child"), "application/merge-patch+json", R"({"metadata":{"finalizers":["example.com/hold"]}})");
   DeleteOptions foreground;
   foreground.propagationPolicy = "Foreground";
-  auto deleting = api.remove(cmRef("owner"), foreground);
+  auto deleting = *api.remove(cmRef("owner"), foreground);
   EXPECT_EQ(deleting["metadata"]["finalizers"], json({"foregroundDeletion"}));
   ASSERT_TRUE(mka::test::eventually([&] {
     auto c = store.get({"", "configmaps", "default", "child"});
@@ -114,7 +114,7 @@ TEST_F(GarbageCollectorTest, DeletedNamespaceEmptiesThenGoes) {
   api.create(nsRef(), json{{"metadata", {{"name", "team"}}}});
   api.create(cmRef("", "team"), json{{"metadata", {{"name", "a"}, {"finalizers", {"example.com/hold"}}}}});
   api.create(cmRef("", "team"), json{{"metadata", {{"name", "b"}}}});
-  auto terminating = api.remove(nsRef("team"));
+  auto terminating = *api.remove(nsRef("team"));
   EXPECT_EQ(terminating["status"]["phase"], "Terminating");
   auto e = [&] {
     try {

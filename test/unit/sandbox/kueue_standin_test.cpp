@@ -74,7 +74,7 @@ class KueueStandInTest : public ::testing::Test {
   }
 
   json createPipelineRun(const std::string& name, json labels, json annotations = json::object()) {
-    return api.create(prRef(), json{{"apiVersion", "tekton.dev/v1"},
+    return *api.create(prRef(), json{{"apiVersion", "tekton.dev/v1"},
                                     {"kind", "PipelineRun"},
                                     {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
                                     {"spec", {{"pipelineRef", {{"name", "build"}}}}}});

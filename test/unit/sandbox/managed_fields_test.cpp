@@ -107,6 +107,30 @@ TEST(ManagedFieldsTest, WhatTheRequestSaysAboutManagedFields) {
   }
 }
 
+// Entries a client supplies are stored as kube-apiserver stores them, decoded and encoded
+// again (keys it does not know dropped, fieldsV1 in canonical form), whether or not the write
+// changed what they own. (Stored entries are then always in that form, which lets a later
+// write keep an unchanged entry's fieldsV1 as it is.)
+TEST(ManagedFieldsTest, SuppliedEntriesAreStoredInTheEncodersForm) {
+  json created = configMap({{"k", "v"}});
+  recordUpdate(nullptr, created, by("creator"));
+  const json supplied = json::parse(R"([{"manager":"mine","operation":"Update","apiVersion":"v1","extra":true,
+    "fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{".":{}}}}}])");
+  for (const bool changes : {false, true}) {
+    SCOPED_TRACE(changes ? "the write changes a field" : "the write changes nothing");
+    json next = configMap(changes ? json{{"k", "v"}, {"added", "a"}} : json{{"k", "v"}});
+    next["metadata"]["managedFields"] = supplied;
+    recordUpdate(created, next, by("editor", "2030-01-02T00:00:00Z"));
+    json mine;
+    for (const auto& e : managed(next)) {
+      if (e["manager"] == "mine") mine = e;
+    }
+    ASSERT_TRUE(mine.is_object());
+    EXPECT_FALSE(mine.contains("extra"));
+    EXPECT_EQ(mine["fieldsV1"], json::parse(R"({"f:data":{"f:k":{}}})"));
+  }
+}
+
 TEST(ManagedFieldsTest, SubresourceUpdatesAreSeparateEntries) {
   json live = configMap(nullptr);
   recordUpdate(nullptr, live, by("creator"));

@@ -55,11 +55,11 @@ bool hasLabel(const json& o, const std::string& key, const std::string& value) {
 TEST(ObjectStoreTest, WritesAssignClusterWideRevisions) {
   ObjectStore store;
   EXPECT_EQ(store.resourceVersion(), 0u);
-  EXPECT_EQ(rvOf(store.create(cm("a", "x"), object("a", "x"))), "1");
-  EXPECT_EQ(rvOf(store.create(wl("a", "w"), object("a", "w"))), "2");  // one counter for every kind
-  EXPECT_EQ(rvOf(store.update(cm("a", "x"), object("a", "x"))), "3");
+  EXPECT_EQ(rvOf(*store.create(cm("a", "x"), object("a", "x"))), "1");
+  EXPECT_EQ(rvOf(*store.create(wl("a", "w"), object("a", "w"))), "2");  // one counter for every kind
+  EXPECT_EQ(rvOf(*store.update(cm("a", "x"), object("a", "x"))), "3");
   EXPECT_EQ(rvOf(*store.get(cm("a", "x"))), "3");
-  const auto removed = store.remove(cm("a", "x"));
+  const auto removed = *store.remove(cm("a", "x"));
   EXPECT_EQ(rvOf(removed), "4");  // the deletion's revision, as etcd reports it
   EXPECT_FALSE(store.get(cm("a", "x")).has_value());
   EXPECT_EQ(store.resourceVersion(), 4u);
@@ -113,7 +113,7 @@ TEST(ObjectStoreTest, ErrorsAreKubeApiserversOwn) {
     EXPECT_EQ(e.reason(), c.reason);
     EXPECT_EQ(std::string(e.what()), c.message);
   }
-  EXPECT_EQ(rvOf(store.update(cm("a", "x"), object("a", "x"), 1)), "3");  // matching precondition
+  EXPECT_EQ(rvOf(*store.update(cm("a", "x"), object("a", "x"), 1)), "3");  // matching precondition
 }
 
 TEST(ObjectStoreTest, ListsByNamespaceThenNameWithFilter) {
@@ -146,7 +146,7 @@ TEST(ObjectStoreTest, ListsByNamespaceThenNameWithFilter) {
 
 TEST(ObjectStoreTest, PaginationShowsTheFirstPagesSnapshotDespiteConcurrentWrites) {
   ObjectStore store;
-  for (const auto* n : {"a", "c", "e", "g", "i"}) store.create(cm("ns", n), object("ns", n));
+  for (const auto* n : {"a", "c", "e", "g", "i"}) *store.create(cm("ns", n), object("ns", n));
   auto page1 = store.list("", "configmaps", "ns", nullptr, 2);
   EXPECT_EQ(names(page1.items), (std::vector<std::string>{"ns/a", "ns/c"}));
   EXPECT_EQ(page1.resourceVersion, 5u);
@@ -198,7 +198,7 @@ TEST(ObjectStoreTest, PaginationWithAFilterFillsPagesAndLeavesRemainingUnset) {
 
 TEST(ObjectStoreTest, ContinueTokenOlderThanHistoryIsExpired) {
   ObjectStore store;
-  for (const auto* n : {"a", "b", "c"}) store.create(cm("ns", n), object("ns", n));
+  for (const auto* n : {"a", "b", "c"}) *store.create(cm("ns", n), object("ns", n));
   auto page1 = store.list("", "configmaps", "ns", nullptr, 1);
   store.create(cm("ns", "d"), object("ns", "d"));
   store.compact();
@@ -268,7 +268,7 @@ TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     ObjectStore store(3);
-    for (int i = 0; i < 5; ++i) store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
+    for (int i = 0; i < 5; ++i) *store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
     c.forget(store);
     const auto e = mka::test::thrownBy<ApiError>([&] { store.watch("", "configmaps", "", c.from, nullptr); });
     EXPECT_EQ(e.code(), 410);
@@ -276,7 +276,7 @@ TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone) {
     EXPECT_EQ(std::string(e.what()), c.message);
   }
   ObjectStore store(3);
-  for (int i = 0; i < 5; ++i) store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i) *store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
   EXPECT_EQ(store.compactedResourceVersion(), 2u);
   EXPECT_NO_THROW(store.watch("", "configmaps", "", 2, nullptr));  // events 3..5 are all kept
 }
@@ -284,7 +284,7 @@ TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone) {
 TEST(ObjectStoreTest, AWatcherLeftBehindByTrimmingGetsAnErrorAndCloses) {
   ObjectStore store(2);
   auto w = store.watch("", "configmaps", "", 0, nullptr);
-  for (int i = 0; i < 5; ++i) store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i) *store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
   auto e = w->next(100ms);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->type, EventType::Error);
@@ -333,7 +333,7 @@ TEST(ObjectStoreTest, AWaitingWatchGetsItsEventAfterWritesToOtherResources) {
   auto configmaps = store.watch("", "configmaps", "", 0, nullptr);
   std::optional<WatchEvent> got;
   std::thread waiter([&] { got = configmaps->next(10s); });
-  for (int i = 0; i < 20; ++i) store.create(wl("a", "w" + std::to_string(i)), object("a", "w" + std::to_string(i)));
+  for (int i = 0; i < 20; ++i) *store.create(wl("a", "w" + std::to_string(i)), object("a", "w" + std::to_string(i)));
   store.create(cm("a", "x"), object("a", "x"));  // revision 21
   waiter.join();
   ASSERT_TRUE(got);
