@@ -44,13 +44,14 @@ using nlohmann::json;
 using Steady = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-// First time each object (by name) showed a property, recorded by a thread following one
-// in-process watch.
+// First time each object (by name) showed each of some properties, recorded by a thread
+// following one in-process watch. (One watch for all the properties of a resource: the
+// recorders run in the sandbox's process, on the CPUs the adapter is measured on.)
 class Recorder {
  public:
   using Predicate = std::function<bool(const json& object)>;
-  Recorder(mka::sandbox::Cluster& cluster, std::string group, std::string plural, Predicate predicate)
-      : predicate_(std::move(predicate)) {
+  Recorder(mka::sandbox::Cluster& cluster, std::string group, std::string plural, std::vector<Predicate> predicates)
+      : predicates_(std::move(predicates)), seen_(predicates_.size()) {
     watch_ = cluster.store().watch(group, plural, "", 0, nullptr);
     thread_ = std::thread([this] {
       mka::nameThisThread("recorder");
@@ -62,13 +63,14 @@ class Recorder {
     watch_->close();
     thread_.join();
   }
-  std::map<std::string, Steady::time_point> snapshot() {
+  // When each object first showed property `i` (the index in the constructor's list).
+  std::map<std::string, Steady::time_point> snapshot(std::size_t i = 0) {
     std::lock_guard lock(mutex_);
-    return seen_;
+    return seen_.at(i);
   }
-  std::size_t count() {
+  std::size_t count(std::size_t i = 0) {
     std::lock_guard lock(mutex_);
-    return seen_.size();
+    return seen_.at(i).size();
   }
   bool lost() const { return lost_; }
 
@@ -87,16 +89,23 @@ class Recorder {
         lost_ = true;
         return;
       }
-      if (event->type == mka::sandbox::EventType::Deleted || event->type == mka::sandbox::EventType::Bookmark || !predicate_(*event->object)) continue;
-      const auto name = event->object->value("metadata", json::object()).value("name", "");
-      std::lock_guard lock(mutex_);
-      seen_.emplace(name, Steady::now());
+      if (event->type == mka::sandbox::EventType::Deleted || event->type == mka::sandbox::EventType::Bookmark) continue;
+      const auto& object = *event->object;
+      const auto meta = object.find("metadata");
+      if (meta == object.end() || !meta->is_object()) continue;
+      const auto name = meta->value("name", "");
+      const auto now = Steady::now();
+      for (std::size_t i = 0; i < predicates_.size(); ++i) {
+        if (!predicates_[i](object)) continue;
+        std::lock_guard lock(mutex_);
+        seen_[i].emplace(name, now);
+      }
     }
   }
-  Predicate predicate_;
+  const std::vector<Predicate> predicates_;
   std::unique_ptr<mka::sandbox::ObjectStore::Watch> watch_;
   std::mutex mutex_;
-  std::map<std::string, Steady::time_point> seen_;
+  std::vector<std::map<std::string, Steady::time_point>> seen_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> lost_{false};
   std::thread thread_;
@@ -224,14 +233,16 @@ multiKueue:
     // Recorders first, so no event is missed.
     auto& manager = env.cluster("manager");
     Recorder reserved(manager, "kueue.x-k8s.io", "workloads",
-                      [](const json& wl) { return mka::multikueue::hasQuotaReservation(wl); });
-    Recorder managerStatus(manager, "tekton.dev", "pipelineruns", [](const json& job) { return job.contains("status"); });
-    std::vector<std::unique_ptr<Recorder>> remoteCreated, remoteStatus;
+                      {[](const json& wl) { return mka::multikueue::hasQuotaReservation(wl); }});
+    Recorder managerStatus(manager, "tekton.dev", "pipelineruns", {[](const json& job) { return job.contains("status"); }});
+    // Per worker: job copies created (property 0) and showing a status (property 1).
+    constexpr std::size_t kCreated = 0, kWithStatus = 1;
+    std::vector<std::unique_ptr<Recorder>> remote;
     for (const auto& w : eo.workers) {
-      remoteCreated.push_back(std::make_unique<Recorder>(env.cluster(w), "tekton.dev", "pipelineruns",
-                                                         [](const json&) { return true; }));
-      remoteStatus.push_back(std::make_unique<Recorder>(env.cluster(w), "tekton.dev", "pipelineruns",
-                                                        [](const json& job) { return job.contains("status"); }));
+      remote.push_back(std::make_unique<Recorder>(
+          env.cluster(w), "tekton.dev", "pipelineruns",
+          std::vector<Recorder::Predicate>{[](const json&) { return true; },
+                                           [](const json& job) { return job.contains("status"); }}));
     }
 
     auto submit = [&](int from, int to, std::chrono::milliseconds gap) {
@@ -255,7 +266,7 @@ multiKueue:
     };
     auto remoteCount = [&] {
       std::size_t n = 0;
-      for (auto& r : remoteCreated) n += r->count();
+      for (auto& r : remote) n += r->count(kCreated);
       return n;
     };
 
@@ -289,8 +300,8 @@ multiKueue:
                          managerStatus.count() >= static_cast<std::size_t>(jobs); },
             "the backlog to be dispatched");
     Steady::time_point lastCreated = spawned, firstCreated = Steady::time_point::max();
-    for (auto& r : remoteCreated)
-      for (auto& [name, t] : r->snapshot()) {
+    for (auto& r : remote)
+      for (auto& [name, t] : r->snapshot(kCreated)) {
         lastCreated = std::max(lastCreated, t);
         firstCreated = std::min(firstCreated, t);
       }
@@ -324,10 +335,10 @@ multiKueue:
     const auto after = statsOf(child);
 
     std::map<std::string, Steady::time_point> created, workerStatus;
-    for (auto& r : remoteCreated)
-      for (auto& [name, t] : r->snapshot()) created.emplace(name, t);
-    for (auto& r : remoteStatus)
-      for (auto& [name, t] : r->snapshot()) workerStatus.emplace(name, t);
+    for (auto& r : remote) {
+      for (auto& [name, t] : r->snapshot(kCreated)) created.emplace(name, t);
+      for (auto& [name, t] : r->snapshot(kWithStatus)) workerStatus.emplace(name, t);
+    }
     std::vector<double> dispatch, sync;
     const auto reservedAt = reserved.snapshot();
     const auto statusAt = managerStatus.snapshot();
@@ -384,8 +395,7 @@ multiKueue:
                   backlogReconciles, backlogReconciles / jobs, 1e6 * afterBacklog.cpuSeconds / backlogReconciles);
     }
     bool lost = reserved.lost() || managerStatus.lost();
-    for (auto& r : remoteCreated) lost = lost || r->lost();
-    for (auto& r : remoteStatus) lost = lost || r->lost();
+    for (auto& r : remote) lost = lost || r->lost();
     if (lost) std::printf("!!! a recorder's watch fell behind the history kept; figures are incomplete\n");
     kill(child, SIGTERM);
     int status = 0;

@@ -292,9 +292,22 @@ bool FieldSet::coversAtOrBelow(const FieldPath& path) const {
 }
 
 void FieldSet::erase(const FieldPath& path) {
-  FieldSet one;
-  one.insert(path);
-  subtract(one);
+  // subtract() with a set of one path, without building that set: down the path, then the
+  // nodes it leaves empty are dropped on the way back up.
+  std::vector<std::pair<Node*, std::map<std::string, Node>::iterator>> trail;
+  Node* node = &root_;
+  for (const auto& element : path) {
+    auto it = node->children.find(element);
+    if (it == node->children.end()) return;
+    trail.emplace_back(node, it);
+    node = &it->second;
+  }
+  node->member = false;
+  for (auto step = trail.rbegin(); step != trail.rend(); ++step) {
+    const Node& child = step->second->second;
+    if (child.member || !child.children.empty()) break;
+    step->first->children.erase(step->second);
+  }
 }
 
 bool FieldSet::unite(const FieldSet& other) { return unite(root_, other.root_); }

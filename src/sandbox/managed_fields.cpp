@@ -20,6 +20,11 @@ std::string ManagerEntry::identity() const {
   return s + "}";
 }
 
+bool ManagerEntry::sameManagerAs(const ManagerEntry& other) const {
+  return manager == other.manager && operation == other.operation && subresource == other.subresource &&
+         (operation == "Apply" || apiVersion == other.apiVersion);
+}
+
 std::string ManagerEntry::describe() const {
   std::string out = json(manager).dump();
   if (!subresource.empty()) out += " with subresource " + json(subresource).dump();
@@ -145,13 +150,12 @@ void record(const json& before, json& after, const UpdateOptions& options) {
 
   auto entries = fields::decodeManagedFields(base);
   ManagerEntry mine{options.manager, "Update", options.apiVersion, "", options.subresource, {}};
-  const auto id = mine.identity();
   auto changed = diff.added;
   changed.unite(diff.modified);
   bool found = false;
   for (auto& e : entries) {
     bool touched;
-    if (e.identity() == id) {
+    if (e.sameManagerAs(mine)) {
       found = true;
       touched = e.set.subtract(diff.removed);
       touched = e.set.unite(changed) || touched;

@@ -28,6 +28,8 @@ struct ManagerEntry {
   // BuildManagerIdentifier: manager, operation, subresource, and apiVersion for Update only
   // (an applier is the same manager whatever version it applies with).
   std::string identity() const;
+  // identity() == other.identity(), without building either string.
+  bool sameManagerAs(const ManagerEntry& other) const;
   // How conflict messages name the manager: `"kubectl" with subresource "status" using v1`.
   std::string describe() const;
 };
