@@ -234,7 +234,8 @@ multiKueue:
     auto& manager = env.cluster("manager");
     Recorder reserved(manager, "kueue.x-k8s.io", "workloads",
                       {[](const json& wl) { return mka::multikueue::hasQuotaReservation(wl); }});
-    Recorder managerStatus(manager, "tekton.dev", "pipelineruns", {[](const json& job) { return job.contains("status"); }});
+    Recorder managerStatus(manager, "tekton.dev", "pipelineruns",
+                           {[](const json& job) { return job.contains("status"); }});
     // Per worker: job copies created (property 0) and showing a status (property 1).
     constexpr std::size_t kCreated = 0, kWithStatus = 1;
     std::vector<std::unique_ptr<Recorder>> remote;

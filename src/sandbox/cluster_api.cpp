@@ -539,7 +539,7 @@ StoredObject ClusterApi::update(const ResourceRef& ref, json object, const Write
 }
 
 StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
-                       const WriteOptions& options) {
+                               const WriteOptions& options) {
   auto t = target(*this, ref);
   if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "patch");
   const auto media = baseMediaType(contentType);
@@ -644,7 +644,7 @@ StoredObject ClusterApi::createWithManagedFields(const ResourceRef& ref, json ob
 }
 
 StoredObject ClusterApi::writeLoop(const ResourceRef& ref, const WriteOptions& options,
-                           std::optional<std::uint64_t> precondition, const PlanFunction& plan) {
+                                   std::optional<std::uint64_t> precondition, const PlanFunction& plan) {
   auto t = target(*this, ref);
   for (int attempt = 1;; ++attempt) {
     const auto current = store_.getShared(t.key);  // shared, not copied: plan and commit only read it

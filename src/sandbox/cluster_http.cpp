@@ -585,7 +585,8 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
   const bool table = acceptsTable(req.get_header_value("Accept"));
   const auto answer = [&](const json& body) {
     if (table) {
-      writeJson(res, 200, toTable(*type, ref.version, body, clock_.now(), parseIncludeObject(param(req, "includeObject"))));
+      writeJson(res, 200,
+                toTable(*type, ref.version, body, clock_.now(), parseIncludeObject(param(req, "includeObject"))));
     } else {
       writeJson(res, 200, body);
     }

@@ -143,7 +143,8 @@ void record(const json& before, json& after, const UpdateOptions& options) {
     } else {
       // Entries a client supplied are stored as kube-apiserver stores them: decoded and encoded
       // again, so every stored entry is in the encoder's form (see below).
-      meta["managedFields"] = override ? fields::encodeManagedFields(fields::decodeManagedFields(base)) : std::move(base);
+      meta["managedFields"] =
+          override ? fields::encodeManagedFields(fields::decodeManagedFields(base)) : std::move(base);
     }
     return;
   }

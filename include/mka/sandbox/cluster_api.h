@@ -142,9 +142,9 @@ class ClusterApi {
   using PlanFunction = std::function<UpdatePlan(const nlohmann::json* current)>;  // null: absent
   StoredObject writeLoop(const ResourceRef& ref, const WriteOptions& options,
                          std::optional<std::uint64_t> precondition, const PlanFunction& plan);
-  // `current`: the stored object the plan was made from (never null).
+  // `stored`: the stored object the plan was made from (never null); a no-op write answers it.
   StoredObject commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version, const ResourceRef& ref,
-                            const StoredObject& current, nlohmann::json incoming, bool managedFieldsDone,
+                            const StoredObject& stored, nlohmann::json incoming, bool managedFieldsDone,
                             std::optional<std::uint64_t> precondition, const WriteOptions& options);
   StoredObject createWithManagedFields(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options);
   void afterRemoval(const ResourceType& type, const nlohmann::json& removed, const std::string& policy);
