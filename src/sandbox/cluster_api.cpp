@@ -247,14 +247,7 @@ void checkTypeMeta(const json& object, const Target& t) {
 // ---------------------------------------------------------------------------------------------
 // Reads
 
-json ClusterApi::get(const ResourceRef& ref) const {
-  auto type = resolve(ref);
-  if (ref.name.empty()) throw resourceNotFound();
-  auto object = store_.get({type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name});
-  if (!object) throw ApiError::notFound(type->qualifiedResource(), ref.name);
-  (*object)["apiVersion"] = apiVersionOf(type->group, ref.version);
-  return std::move(*object);
-}
+json ClusterApi::get(const ResourceRef& ref) const { return *getShared(ref); }
 
 StoredObject ClusterApi::getShared(const ResourceRef& ref) const {
   auto type = resolve(ref);

@@ -263,7 +263,6 @@ nlohmann::json serverSideApply(const nlohmann::json& live, const nlohmann::json&
   const auto original = entries;
 
   ManagerEntry mine{options.manager, "Apply", options.apiVersion, "", options.subresource, {}};
-  const auto myId = mine.identity();
 
   auto diff = fields::compare(base, merged, listTypeOf);
   auto changed = diff.added;
@@ -272,7 +271,7 @@ nlohmann::json serverSideApply(const nlohmann::json& live, const nlohmann::json&
   std::vector<Conflict> conflicts;
   std::vector<std::pair<ManagerEntry*, FieldSet>> taken;
   for (auto& e : entries) {
-    if (e.identity() == myId) continue;
+    if (e.sameManagerAs(mine)) continue;
     auto overlap = e.set.intersection(changed);
     if (overlap.empty()) continue;
     for (auto& path : overlap.members()) conflicts.push_back({&e, std::move(path)});
@@ -283,7 +282,7 @@ nlohmann::json serverSideApply(const nlohmann::json& live, const nlohmann::json&
 
   ManagerEntry* me = nullptr;
   for (auto& e : entries) {
-    if (e.identity() == myId) me = &e;
+    if (e.sameManagerAs(mine)) me = &e;
   }
   if (!me) {
     entries.push_back(std::move(mine));
