@@ -12,9 +12,8 @@ namespace mka::sandbox {
 namespace {
 
 using nlohmann::json;
-// Stored objects are immutable once written, so the map, the history and every watcher can
-// share them without copies; a reader copies only what it hands out.
-using ObjectPtr = std::shared_ptr<const json>;
+// Stored objects are immutable once written (StoredObject), so the map, the history and every
+// watcher share them without copies; a reader copies only what it hands out.
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::string_view kInconsistentContinue =
@@ -31,12 +30,12 @@ struct Event {
   EventType type;
   std::uint64_t revision;
   ObjectKey key;
-  ObjectPtr object;    // after the write; for Deleted the last state at the deletion's revision
-  ObjectPtr previous;  // before the write; null for Added
+  StoredObject object;    // after the write; for Deleted the last state at the deletion's revision
+  StoredObject previous;  // before the write; null for Added
 };
 
 struct Entry {
-  ObjectPtr object;
+  StoredObject object;
   std::uint64_t revision;
 };
 
@@ -130,7 +129,7 @@ struct StoreState {
     }
   }
 
-  ObjectPtr create(const ObjectKey& key, json object) {
+  StoredObject create(const ObjectKey& key, json object) {
     const auto rv = ++revision;
     auto ptr = std::make_shared<const json>(withRevision(std::move(object), rv));
     objects.emplace(key, Entry{ptr, rv});
@@ -138,7 +137,7 @@ struct StoreState {
     record({EventType::Added, rv, key, ptr, nullptr});
     return ptr;
   }
-  ObjectPtr update(std::map<ObjectKey, Entry>::iterator it, json object) {
+  StoredObject update(std::map<ObjectKey, Entry>::iterator it, json object) {
     const auto rv = ++revision;
     auto ptr = std::make_shared<const json>(withRevision(std::move(object), rv));
     auto previous = std::exchange(it->second, Entry{ptr, rv}).object;
@@ -147,7 +146,7 @@ struct StoreState {
     record({EventType::Modified, rv, it->first, ptr, std::move(previous)});
     return ptr;
   }
-  ObjectPtr remove(std::map<ObjectKey, Entry>::iterator it) {
+  StoredObject remove(std::map<ObjectKey, Entry>::iterator it) {
     const auto rv = ++revision;
     auto previous = it->second.object;
     // etcd's watch reports a deletion with the last state at the deletion's revision.
@@ -214,7 +213,7 @@ class StoreWatch final : public ObjectStore::Watch {
   struct Candidate {
     EventType type;
     std::uint64_t revision;
-    ObjectPtr object, previous;
+    StoredObject object, previous;
   };
 
   bool bookmarks() const { return options_.bookmarkInterval.count() > 0; }
@@ -313,7 +312,7 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
   if (!continueToken.empty()) from = decodeContinue(continueToken);
 
   ListResult out;
-  std::vector<ObjectPtr> picked;
+  std::vector<StoredObject> picked;
   {
     auto& s = *impl_->state;
     std::lock_guard lock(s.mutex);
@@ -330,7 +329,7 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
     out.resourceVersion = at;
 
     // The state at `at` of every key written since: the state before its first later write.
-    std::map<ObjectKey, ObjectPtr> asOf;
+    std::map<ObjectKey, StoredObject> asOf;
     for (auto i = s.history.size(); i-- > 0;) {
       const auto& e = s.history[i];
       if (e.revision <= at) break;
@@ -349,7 +348,7 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
     std::int64_t remaining = 0;
     while (liveIn() || pastIn()) {
       const ObjectKey* key;
-      ObjectPtr object;
+      StoredObject object;
       if (pastIn() && (!liveIn() || past->first <= live->first)) {
         if (liveIn() && past->first == live->first) ++live;
         key = &past->first;
@@ -381,7 +380,7 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
 }
 
 StoredObject ObjectStore::create(const ObjectKey& key, nlohmann::json object) {
-  ObjectPtr stored;
+  StoredObject stored;
   std::condition_variable* channel = nullptr;
   {
     std::lock_guard lock(impl_->state->mutex);
@@ -395,7 +394,7 @@ StoredObject ObjectStore::create(const ObjectKey& key, nlohmann::json object) {
 
 StoredObject ObjectStore::update(const ObjectKey& key, nlohmann::json object,
                                  std::optional<std::uint64_t> expectedResourceVersion) {
-  ObjectPtr stored;
+  StoredObject stored;
   std::condition_variable* channel = nullptr;
   {
     std::lock_guard lock(impl_->state->mutex);
@@ -412,7 +411,7 @@ StoredObject ObjectStore::update(const ObjectKey& key, nlohmann::json object,
 }
 
 StoredObject ObjectStore::remove(const ObjectKey& key, std::optional<std::uint64_t> expectedResourceVersion) {
-  ObjectPtr last;
+  StoredObject last;
   std::condition_variable* channel = nullptr;
   {
     std::lock_guard lock(impl_->state->mutex);
@@ -432,7 +431,7 @@ StoredObject ObjectStore::remove(const ObjectKey& key, std::optional<std::uint64
 }
 
 std::optional<nlohmann::json> ObjectStore::mutate(const ObjectKey& key, const Mutation& mutate) {
-  ObjectPtr stored;
+  StoredObject stored;
   std::condition_variable* channel = nullptr;
   {
     auto& s = *impl_->state;
@@ -500,7 +499,7 @@ void ObjectStore::closeAllWatches() {
 namespace {
 
 // Copies handed out, made after the store's lock is released.
-std::vector<std::pair<ObjectKey, nlohmann::json>> copiesOf(std::vector<std::pair<ObjectKey, ObjectPtr>> refs) {
+std::vector<std::pair<ObjectKey, nlohmann::json>> copiesOf(std::vector<std::pair<ObjectKey, StoredObject>> refs) {
   std::vector<std::pair<ObjectKey, nlohmann::json>> out;
   out.reserve(refs.size());
   for (auto& [key, object] : refs) out.emplace_back(std::move(key), *object);
@@ -510,7 +509,7 @@ std::vector<std::pair<ObjectKey, nlohmann::json>> copiesOf(std::vector<std::pair
 }  // namespace
 
 std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::dependentsOf(const std::string& ownerUid) const {
-  std::vector<std::pair<ObjectKey, ObjectPtr>> refs;
+  std::vector<std::pair<ObjectKey, StoredObject>> refs;
   {
     std::lock_guard lock(impl_->state->mutex);
     auto it = impl_->state->dependents.find(ownerUid);
@@ -521,7 +520,7 @@ std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::dependentsOf(cons
 }
 
 std::vector<std::pair<ObjectKey, nlohmann::json>> ObjectStore::snapshot() const {
-  std::vector<std::pair<ObjectKey, ObjectPtr>> refs;
+  std::vector<std::pair<ObjectKey, StoredObject>> refs;
   {
     std::lock_guard lock(impl_->state->mutex);
     refs.reserve(impl_->state->objects.size());

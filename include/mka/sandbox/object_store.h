@@ -45,7 +45,7 @@ struct WatchEvent {
   // The object (for Error: a metav1.Status). Shared with the store and every other watcher and
   // never changed after the write: a watcher that needs to change it copies it first. Sharing
   // saves a deep copy per event per watcher, which had been a fifth of the sandbox's CPU.
-  std::shared_ptr<const nlohmann::json> object;
+  StoredObject object;
 };
 
 class ObjectStore {
