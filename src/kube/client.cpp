@@ -44,6 +44,15 @@ json parseMetadata(const Response& response, const std::string& what) {
   return parsed;
 }
 
+// A write's answer is the written object; kube-apiserver renders it as PartialObjectMetadata when
+// asked, as it does reads (client-go's metadata client asks so for its patches). JSON of the
+// object last: a server without that rendering answers the object.
+constexpr const char* kMetadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
+std::string acceptFor(const WriteOptions& options) {
+  return options.answer == WriteOptions::Answer::Object ? "application/json" : kMetadataOnly;
+}
+
 json parseAnswer(const Response& response, const std::string& what, const WriteOptions& options) {
   switch (options.answer) {
     case WriteOptions::Answer::Metadata: return parseMetadata(response, what);
@@ -209,7 +218,8 @@ json Client::create(const json& object, const WriteOptions& options) {
   auto target = path(discovery_.resourceFor(gvk), metadataString(object, "namespace"));
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
-  return parseAnswer(rest_->request("POST", target, object.dump()), "POST " + target, options);
+  return parseAnswer(rest_->request("POST", target, object.dump(), "application/json", acceptFor(options)),
+                     "POST " + target, options);
 }
 
 json Client::update(const json& object, const WriteOptions& options) {
@@ -217,7 +227,8 @@ json Client::update(const json& object, const WriteOptions& options) {
   auto target = objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
-  return parseAnswer(rest_->request("PUT", target, object.dump()), "PUT " + target, options);
+  return parseAnswer(rest_->request("PUT", target, object.dump(), "application/json", acceptFor(options)),
+                     "PUT " + target, options);
 }
 
 json Client::patch(const GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
@@ -226,7 +237,8 @@ json Client::patch(const GroupVersionKind& gvk, const std::string& ns, const std
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
   const char* contentType = type == PatchType::Merge ? "application/merge-patch+json" : "application/json-patch+json";
-  return parseAnswer(rest_->request("PATCH", target, patch.dump(), contentType), "PATCH " + target, options);
+  return parseAnswer(rest_->request("PATCH", target, patch.dump(), contentType, acceptFor(options)),
+                     "PATCH " + target, options);
 }
 
 json Client::apply(const json& object, const ApplyOptions& options) {
@@ -247,7 +259,7 @@ void Client::remove(const GroupVersionKind& gvk, const std::string& ns, const st
   if (!options.propagationPolicy.empty()) body["propagationPolicy"] = options.propagationPolicy;
   if (options.uid) body["preconditions"]["uid"] = *options.uid;
   if (options.resourceVersion) body["preconditions"]["resourceVersion"] = *options.resourceVersion;
-  rest_->request("DELETE", target, body.dump());
+  rest_->request("DELETE", target, body.dump(), "application/json", kMetadataOnly);  // the answer is not read
 }
 
 void Client::watch(const GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,

@@ -271,12 +271,12 @@ void RestClient::throttle() {
 }
 
 Response RestClient::request(const std::string& method, const std::string& target, const std::string& body,
-                             const std::string& contentType) {
+                             const std::string& contentType, const std::string& accept) {
   const std::string what = method + " " + config_.host + target;
   auto backoff = options_.retryBackoff;
   for (int attempt = 0;; ++attempt) {
     throttle();
-    httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.userAgent}};
+    httplib::Headers headers = {{"Accept", accept}, {"User-Agent", options_.userAgent}};
     if (auto auth = authorization(); !auth.empty()) headers.emplace("Authorization", auth);
     auto connection = acquire();
     auto& c = *connection->client;

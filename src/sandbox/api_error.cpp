@@ -109,6 +109,8 @@ ApiError ApiError::badRequest(const std::string& message) { return {400, "BadReq
 
 ApiError ApiError::gone(const std::string& message) { return {410, "Expired", message}; }
 
+ApiError ApiError::notAcceptable(const std::string& message) { return {406, "NotAcceptable", message}; }
+
 ApiError ApiError::methodNotSupported(const std::string& resource, const std::string& verb) {
   auto [plural, group] = splitQualified(resource);
   return {405, "MethodNotAllowed", verb + " is not supported on resources of kind \"" + resource + "\"",

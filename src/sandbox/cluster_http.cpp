@@ -16,6 +16,7 @@
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/protobuf.h"
+#include "mka/sandbox/rendering.h"
 #include "mka/sandbox/yaml_json.h"
 #include "mka/sandbox/table.h"
 
@@ -275,7 +276,7 @@ struct ClusterHttp::WatchStream {
   std::string kind;
   std::string apiVersion;
   bool bookmarks = false;
-  bool table = false;
+  Rendering rendering = Rendering::Object;  // of each event's object (not of ERROR's Status)
   TableObjects tableObjects = TableObjects::Metadata;
   ResourceTypePtr type;
   std::string version;
@@ -582,18 +583,33 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
   const ResourceTypePtr type = api_.resolve(ref);  // 404 for what kube-apiserver does not serve
   if (type->namespaced && ref.namespace_.empty() && route.verb == "create") throw notFoundPath();
 
-  const bool table = acceptsTable(req.get_header_value("Accept"));
-  const auto answer = [&](const json& body) {
-    if (table) {
-      writeJson(res, 200,
-                toTable(*type, ref.version, body, clock_.now(), parseIncludeObject(param(req, "includeObject"))));
-    } else {
-      writeJson(res, 200, body);
+  // Every answer, written objects too, in the rendering the Accept header asks for.
+  Rendering rendering = renderingFor(req.get_header_value("Accept"));
+  const auto answer = [&](int status, const json& body, bool isList) {
+    // A Status (what an immediate delete answers) goes as it is, as kube-apiserver sends it.
+    const auto kind = body.value("kind", "");
+    if (kind == "Status") rendering = Rendering::Object;
+    checkRenderable(rendering, isList, kind);
+    switch (rendering) {
+      case Rendering::Object:
+        writeJson(res, status, body);
+        return;
+      case Rendering::Table:
+        writeJson(res, status,
+                  toTable(*type, ref.version, body, clock_.now(), parseIncludeObject(param(req, "includeObject"))));
+        return;
+      case Rendering::PartialObjectMetadata:
+        res.status = status;
+        res.set_content(partialObjectMetadataText(body), kJson);
+        return;
+      case Rendering::PartialObjectMetadataList:
+        writeJson(res, status, partialObjectMetadataList(body));
+        return;
     }
   };
 
   if (route.verb == "get") {
-    answer(*api_.getShared(ref));
+    answer(200, *api_.getShared(ref), false);
   } else if (route.verb == "list") {
     ListOptions options;
     options.labelSelector = param(req, "labelSelector");
@@ -603,17 +619,17 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
       options.limit = limit > 0 ? static_cast<std::size_t>(limit) : 0;
     }
     options.continueToken = param(req, "continue");
-    answer(api_.list(ref, options));
+    answer(200, api_.list(ref, options), true);
   } else if (route.verb == "create") {
     if (!ref.name.empty()) throw ApiError::methodNotSupported(type->qualifiedResource(), "create");
-    writeJson(res, 201, *api_.create(ref, decodeBody(req), writeOptions(req)));
+    answer(201, *api_.create(ref, decodeBody(req), writeOptions(req)), false);
   } else if (route.verb == "update") {
-    writeJson(res, 200, *api_.update(ref, decodeBody(req), writeOptions(req)));
+    answer(200, *api_.update(ref, decodeBody(req), writeOptions(req)), false);
   } else if (route.verb == "patch") {
     const std::string contentType = mediaType(req.get_header_value("Content-Type"));
-    writeJson(res, 200, *api_.patch(ref, contentType, req.body, writeOptions(req)));
+    answer(200, *api_.patch(ref, contentType, req.body, writeOptions(req)), false);
   } else if (route.verb == "delete") {
-    writeJson(res, 200, *api_.remove(ref, deleteOptions(req)));
+    answer(200, *api_.remove(ref, deleteOptions(req)), false);
   } else {
     throw ApiError::methodNotSupported(type->qualifiedResource(), route.verb);
   }
@@ -637,12 +653,17 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
 
   auto stream = std::make_shared<WatchStream>();
   stream->deadline = SteadyClock::now() + timeout;
-  stream->kind = type->kind;
-  stream->apiVersion = apiVersionOf(type->group, ref.version);
+  stream->rendering = renderingFor(req.get_header_value("Accept"));
+  if (stream->rendering == Rendering::PartialObjectMetadataList)
+    throw ApiError::notAcceptable("you requested PartialObjectMetadataList, but a watch sends single objects: ask for "
+                                  "PartialObjectMetadata");
+  const bool metadataOnly = stream->rendering == Rendering::PartialObjectMetadata;
+  // Bookmarks carry the kind of the events' objects.
+  stream->kind = metadataOnly ? "PartialObjectMetadata" : type->kind;
+  stream->apiVersion = metadataOnly ? "meta.k8s.io/v1" : apiVersionOf(type->group, ref.version);
   stream->bookmarks = req.has_param("allowWatchBookmarks") &&
                       parseBoolParam("allowWatchBookmarks", param(req, "allowWatchBookmarks"));
-  stream->table = acceptsTable(req.get_header_value("Accept"));
-  if (stream->table) stream->tableObjects = parseIncludeObject(param(req, "includeObject"));
+  if (stream->rendering == Rendering::Table) stream->tableObjects = parseIncludeObject(param(req, "includeObject"));
   stream->type = type;
   stream->version = ref.version;
   const bool sendInitialEvents =
@@ -708,8 +729,19 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
       [this, stream, request](std::size_t /*offset*/, httplib::DataSink& sink) {
         // {"type":...,"object":...} written around the object's own encoding, so a shared
         // stored object is serialized in place rather than copied into a wrapper first.
-        auto line = [](const std::string& type, const json& object) {
-          return "{\"type\":" + dumpJson(json(type)) + ",\"object\":" + dumpJson(object) + "}\n";
+        auto lineOfText = [](const std::string& type, const std::string& object) {
+          return "{\"type\":" + dumpJson(json(type)) + ",\"object\":" + object + "}\n";
+        };
+        auto line = [&](const std::string& type, const json& object) { return lineOfText(type, dumpJson(object)); };
+        auto rendered = [&](const std::string& type, const json& object) {
+          switch (stream->rendering) {
+            case Rendering::Table:
+              return line(type, toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects));
+            case Rendering::PartialObjectMetadata:
+              return lineOfText(type, partialObjectMetadataText(object));
+            default:
+              return line(type, object);
+          }
         };
         auto send = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
         if (stream->error) {
@@ -720,10 +752,7 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
         if (!stream->initial.empty()) {
           auto [type, object] = std::move(stream->initial.front());
           stream->initial.pop_front();
-          if (stream->table && type == "ADDED") {
-            object = toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects);
-          }
-          return send(line(type, object));
+          return send(type == "ADDED" ? rendered(type, object) : line(type, object));
         }
         auto& watch = *stream->watch;
         // The event as a line; "" for a bookmark the client did not ask for. Sets `end` for an
@@ -742,11 +771,7 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
               end = true;
               return line("ERROR", *event.object);
             default:
-              if (stream->table) {
-                return line(toString(event.type), toTable(*stream->type, stream->version, *event.object,
-                                                          clock_.now(), stream->tableObjects));
-              }
-              return line(toString(event.type), *event.object);
+              return rendered(toString(event.type), *event.object);
           }
         };
         for (;;) {

@@ -8,6 +8,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/sandbox/api_error.h"
+#include "mka/sandbox/rendering.h"
 
 namespace mka::sandbox {
 namespace {
@@ -159,9 +160,7 @@ Columns columnsFor(const ResourceType& type, const std::string& version, Clock::
 }
 
 json rowObject(const json& object, TableObjects include) {
-  if (include == TableObjects::Object) return object;
-  json metadata = object.contains("metadata") ? object.at("metadata") : json::object();
-  return {{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"}, {"metadata", std::move(metadata)}};
+  return include == TableObjects::Object ? object : partialObjectMetadata(object);
 }
 
 // --- JSONPath ------------------------------------------------------------------------------
@@ -326,21 +325,6 @@ std::vector<json> evalJsonPath(const json& root, std::string_view path) {
     parser.expect(']');
   }
   return nodes;
-}
-
-bool acceptsTable(std::string_view accept) {
-  // "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
-  std::size_t start = 0;
-  while (start <= accept.size()) {
-    const std::size_t end = std::min(accept.find(',', start), accept.size());
-    const std::string_view item = accept.substr(start, end - start);
-    if (item.find("as=Table") != std::string_view::npos && item.find("g=meta.k8s.io") != std::string_view::npos &&
-        item.find("v=v1") != std::string_view::npos && item.find("v=v1beta1") == std::string_view::npos) {
-      return true;
-    }
-    start = end + 1;
-  }
-  return false;
 }
 
 TableObjects parseIncludeObject(const std::string& value) {

@@ -64,8 +64,11 @@ struct WriteOptions {
   // answer several KB each, mostly unread, and parsing them costs about 10 us per KB:
   // - Object: all of it;
   // - Metadata: apiVersion, kind and metadata without managedFields (for the new
-  //   resourceVersion or uid), the rest read past without being built;
-  // - None: not parsed at all; the call returns null JSON (success is the 2xx status).
+  //   resourceVersion or uid). The server is asked for the metadata only (Accept:
+  //   ...;as=PartialObjectMetadata, so apiVersion and kind are meta.k8s.io/v1
+  //   PartialObjectMetadata); a server that answers the whole object anyway is read the same way;
+  // - None: not parsed at all; the call returns null JSON (success is the 2xx status). The
+  //   server is asked for the metadata only, which it serializes and sends instead of the object.
   enum class Answer { Object, Metadata, None };
   Answer answer = Answer::Object;
 };

@@ -50,10 +50,12 @@ class RestClient {
   RestClient(const RestClient&) = delete;
   RestClient& operator=(const RestClient&) = delete;
 
-  // `target` is the path with its query ("/api/v1/namespaces/a/configmaps?limit=5"). Returns
-  // the 2xx answer; throws ApiError otherwise (after the retries the answer allows).
+  // `target` is the path with its query ("/api/v1/namespaces/a/configmaps?limit=5"); `accept`
+  // the Accept header. Returns the 2xx answer; throws ApiError otherwise (after the retries the
+  // answer allows).
   Response request(const std::string& method, const std::string& target, const std::string& body = "",
-                   const std::string& contentType = "application/json");
+                   const std::string& contentType = "application/json",
+                   const std::string& accept = "application/json");
 
   // A long-lived GET (watch): `onLine` receives each newline-terminated line of the body until
   // the server ends it, `onLine` returns false, or cancel() is called on `handle`. Throws

@@ -46,6 +46,8 @@ class ApiError : public Error {
   // generic answer for a JSON patch that cannot apply; `cause` says why (details.causes, with
   // reason UnexpectedServerResponse) and `field`, when set, where (e.g. the patch op "[2]").
   static ApiError unprocessable(const std::string& cause, const std::string& field = "");
+  // 406 NotAcceptable: the Accept header asked for a rendering this answer cannot take.
+  static ApiError notAcceptable(const std::string& message);
 
  private:
   int code_;

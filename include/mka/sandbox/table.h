@@ -19,8 +19,6 @@ namespace mka::sandbox {
 
 enum class TableObjects { None, Metadata, Object };  // ?includeObject=
 
-// True when an Accept header asks for a meta.k8s.io/v1 Table.
-bool acceptsTable(std::string_view accept);
 // Parses ?includeObject= ("" = Metadata); throws ApiError 400 on anything else.
 TableObjects parseIncludeObject(const std::string& value);
 

@@ -138,14 +138,15 @@ TEST_F(ClientTest, WritesAnswerTheObjectItsMetadataOrNothingAsAsked) {
   object["data"]["nested"] = "{\"a\": [1, 2]}";
   const WriteOptions metadata{.fieldManager = "tester", .answer = WriteOptions::Answer::Metadata};
   auto created = client->create(object, metadata);
-  EXPECT_EQ(created["apiVersion"], "v1");
-  EXPECT_EQ(created["kind"], "ConfigMap");
+  // The server was asked for the metadata only, and answered so.
+  EXPECT_EQ(created["apiVersion"], "meta.k8s.io/v1");
+  EXPECT_EQ(created["kind"], "PartialObjectMetadata");
   EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
   EXPECT_EQ(created["metadata"]["labels"]["team"], "x");
   EXPECT_EQ(created["metadata"]["annotations"]["note"], "kept");
   EXPECT_FALSE(created["metadata"].contains("managedFields"));
   EXPECT_FALSE(created.contains("data"));
-  // The server answered all of it: the whole object is what a plain read returns.
+  // The object is whole on the server: a plain read returns all of it.
   auto full = client->get(kConfigMap, "default", "meta");
   EXPECT_TRUE(full["metadata"].contains("managedFields"));
   EXPECT_EQ(full["data"]["nested"], object["data"]["nested"]);

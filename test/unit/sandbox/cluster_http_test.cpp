@@ -1,5 +1,6 @@
 // One emulated cluster over real HTTPS on 127.0.0.1: authentication, discovery, /version,
-// OpenAPI, the resource routes (CRUD, patches, status, delete options), Tables and errors.
+// OpenAPI, the resource routes (CRUD, patches, status, delete options), Tables, metadata-only
+// answers and errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -489,6 +490,106 @@ TEST_F(ClusterHttpTest, WithoutTheTableAcceptTheObjectIsServed) {
   auto res = get("/api/v1/namespaces/default", {{"Accept", "application/json"}});
   ASSERT_TRUE(res);
   EXPECT_EQ(test::bodyOf(res)["kind"], "Namespace");
+}
+
+// --- PartialObjectMetadata -----------------------------------------------------------------------
+
+// client-go's metadata client, with protobuf first as it sends it.
+const httplib::Headers kMetadataAccept = {
+    {"Accept",
+     "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"}};
+const httplib::Headers kMetadataListAccept = {
+    {"Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}};
+
+TEST_F(ClusterHttpTest, ReadsAnswerMetadataOnlyWhenAskedTo) {
+  ASSERT_EQ(test::statusOf(post("/apis/tekton.dev/v1/namespaces/default/pipelineruns", pipelineRun("pr"))), 201);
+  auto res = get("/apis/tekton.dev/v1/namespaces/default/pipelineruns/pr", kMetadataAccept);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const json one = test::bodyOf(res);
+  EXPECT_EQ(one["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(one["apiVersion"], "meta.k8s.io/v1");
+  EXPECT_EQ(one["metadata"]["name"], "pr");
+  EXPECT_FALSE(one["metadata"]["uid"].get<std::string>().empty());
+  EXPECT_TRUE(one["metadata"].contains("managedFields"));  // all of ObjectMeta, as kube-apiserver sends it
+  EXPECT_FALSE(one.contains("spec"));
+
+  res = get("/apis/tekton.dev/v1/namespaces/default/pipelineruns", kMetadataListAccept);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const json list = test::bodyOf(res);
+  EXPECT_EQ(list["kind"], "PartialObjectMetadataList");
+  EXPECT_FALSE(list["metadata"]["resourceVersion"].get<std::string>().empty());
+  ASSERT_EQ(list["items"].size(), 1u);
+  EXPECT_EQ(list["items"][0]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(list["items"][0]["metadata"]["name"], "pr");
+
+  // One object asked for as a list, and a list as one object: 406, as kube-apiserver answers.
+  res = get("/apis/tekton.dev/v1/namespaces/default/pipelineruns", kMetadataAccept);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 406);
+  EXPECT_EQ(test::bodyOf(res)["reason"], "NotAcceptable");
+  res = get("/apis/tekton.dev/v1/namespaces/default/pipelineruns/pr", kMetadataListAccept);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 406);
+}
+
+TEST_F(ClusterHttpTest, WritesAnswerMetadataOnlyWhenAskedTo) {
+  const std::string collection = "/apis/tekton.dev/v1/namespaces/default/pipelineruns";
+  auto res = client_->Post(collection, kMetadataAccept, pipelineRun("pr").dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201);
+  json answer = test::bodyOf(res);
+  EXPECT_EQ(answer["kind"], "PartialObjectMetadata");
+  EXPECT_FALSE(answer.contains("spec"));
+  const auto created = answer["metadata"]["resourceVersion"].get<std::string>();
+  EXPECT_EQ(created, cluster_->api().get({"tekton.dev", "v1", "pipelineruns", "default", "pr", ""})
+                         .at("metadata").at("resourceVersion"));
+
+  json object = test::bodyOf(get(collection + "/pr"));
+  object["metadata"]["labels"]["changed"] = "yes";
+  object["metadata"]["finalizers"] = {"example.com/keep"};
+  res = client_->Put(collection + "/pr", kMetadataAccept, object.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  answer = test::bodyOf(res);
+  EXPECT_EQ(answer["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(answer["metadata"]["labels"]["changed"], "yes");
+  EXPECT_NE(answer["metadata"]["resourceVersion"], created);
+
+  res = client_->Patch(collection + "/pr/status", kMetadataAccept, R"({"status":{"startTime":"2026-01-01T00:00:00Z"}})",
+                       "application/merge-patch+json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(test::bodyOf(res)["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(cluster_->api().get({"tekton.dev", "v1", "pipelineruns", "default", "pr", ""})["status"]["startTime"],
+            "2026-01-01T00:00:00Z");
+
+  // A delete that a finalizer holds answers the object, marked for deletion...
+  res = client_->Delete(collection + "/pr", kMetadataAccept);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  answer = test::bodyOf(res);
+  EXPECT_EQ(answer["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(answer["metadata"]["name"], "pr");
+  EXPECT_TRUE(answer["metadata"].contains("deletionTimestamp"));
+
+  // ... one that removes the object at once answers a Status, which no rendering changes.
+  ASSERT_EQ(test::statusOf(post(collection, pipelineRun("gone"))), 201);
+  res = client_->Delete(collection + "/gone", kMetadataAccept);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  answer = test::bodyOf(res);
+  EXPECT_EQ(answer["kind"], "Status");
+  EXPECT_EQ(answer["status"], "Success");
+  EXPECT_EQ(answer["details"]["name"], "gone");
+
+  // So is an error.
+  res = client_->Delete(collection + "/gone", kMetadataAccept);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(test::bodyOf(res)["kind"], "Status");
 }
 
 }  // namespace

@@ -61,14 +61,6 @@ TEST(HumanDurationTest, MatchesKubectl) {
   EXPECT_EQ(humanDuration(24h * 365 * 3), "3y");
 }
 
-TEST(TableTest, AcceptHeader) {
-  EXPECT_TRUE(acceptsTable("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
-  EXPECT_TRUE(acceptsTable("application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io"));
-  EXPECT_FALSE(acceptsTable("application/json;as=Table;v=v1beta1;g=meta.k8s.io"));
-  EXPECT_FALSE(acceptsTable("application/json"));
-  EXPECT_FALSE(acceptsTable(""));
-}
-
 TEST(TableTest, IncludeObject) {
   EXPECT_EQ(parseIncludeObject(""), TableObjects::Metadata);
   EXPECT_EQ(parseIncludeObject("None"), TableObjects::None);

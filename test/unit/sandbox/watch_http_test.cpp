@@ -233,6 +233,48 @@ TEST_F(WatchHttpTest, WatchTablesForKubectlGetW) {
   EXPECT_EQ(event["object"]["rows"][0]["cells"][0], "tabled");
 }
 
+TEST_F(WatchHttpTest, MetadataOnlyWatchesSendPartialObjectMetadata) {
+  const std::string rv = currentRv();
+  test::WatchReader watch(
+      *cluster_, "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=" + rv,
+      {{"Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"}});
+  ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 1; }));
+  create("slim");
+  ASSERT_TRUE(eventually([&] { return watch.saw("ADDED", "slim"); }));
+  const json event = watch.events()[0];
+  EXPECT_EQ(event["object"]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(event["object"]["apiVersion"], "meta.k8s.io/v1");
+  EXPECT_FALSE(event["object"].contains("data"));
+  EXPECT_FALSE(event["object"]["metadata"]["resourceVersion"].get<std::string>().empty());
+  // Bookmarks are of the events' kind.
+  ASSERT_TRUE(eventually([&] { return watch.saw("BOOKMARK"); }));
+  for (const auto& e : watch.events()) {
+    if (e["type"] == "BOOKMARK") {
+      EXPECT_EQ(e["object"]["kind"], "PartialObjectMetadata");
+    }
+  }
+
+  // Initial events too, and their closing bookmark.
+  test::WatchReader initial(*cluster_,
+                            "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&"
+                            "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+                            {{"Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"}});
+  ASSERT_TRUE(eventually([&] { return initial.events().size() >= 2; }));
+  const auto events = initial.events();
+  EXPECT_EQ(events[0]["type"], "ADDED");
+  EXPECT_EQ(events[0]["object"]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(events[0]["object"]["metadata"]["name"], "slim");
+  EXPECT_EQ(events[1]["type"], "BOOKMARK");
+  EXPECT_EQ(events[1]["object"]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+
+  // Not a watch of lists.
+  auto res = client_->Get("/api/v1/namespaces/default/configmaps?watch=true",
+                          {{"Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 406);
+}
+
 TEST_F(WatchHttpTest, AHundredOpenWatchesDoNotStarveOrdinaryRequests) {
   std::vector<std::unique_ptr<test::WatchReader>> watches;
   for (int i = 0; i < 100; ++i) {
