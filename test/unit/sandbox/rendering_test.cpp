@@ -74,14 +74,14 @@ TEST(RenderingTest, AListAndOneObjectAreNotInterchangeable) {
   EXPECT_NO_THROW(checkRenderable(Rendering::PartialObjectMetadataList, true, "PipelineRunList"));
   EXPECT_NO_THROW(checkRenderable(Rendering::Object, true, "PipelineRunList"));
   EXPECT_NO_THROW(checkRenderable(Rendering::Table, false, "PipelineRun"));
-  const auto one = test::thrownBy<ApiError>(
+  const auto one = mka::test::thrownBy<ApiError>(
       [&] { checkRenderable(Rendering::PartialObjectMetadataList, false, "PipelineRun"); });
   EXPECT_EQ(one.code(), 406);
   EXPECT_EQ(one.reason(), "NotAcceptable");
   EXPECT_EQ(std::string(one.what()),
             "you requested PartialObjectMetadataList, but the requested object is not a list (PipelineRun)");
-  const auto many =
-      test::thrownBy<ApiError>([&] { checkRenderable(Rendering::PartialObjectMetadata, true, "PipelineRunList"); });
+  const auto many = mka::test::thrownBy<ApiError>(
+      [&] { checkRenderable(Rendering::PartialObjectMetadata, true, "PipelineRunList"); });
   EXPECT_EQ(many.code(), 406);
   EXPECT_EQ(std::string(many.what()),
             "you requested PartialObjectMetadata, but the requested object is a list (PipelineRunList)");
