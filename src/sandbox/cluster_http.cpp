@@ -584,11 +584,11 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
   if (type->namespaced && ref.namespace_.empty() && route.verb == "create") throw notFoundPath();
 
   // Every answer, written objects too, in the rendering the Accept header asks for.
-  Rendering rendering = renderingFor(req.get_header_value("Accept"));
+  const Rendering asked = renderingFor(req.get_header_value("Accept"));
   const auto answer = [&](int status, const json& body, bool isList) {
     // A Status (what an immediate delete answers) goes as it is, as kube-apiserver sends it.
     const auto kind = body.value("kind", "");
-    if (kind == "Status") rendering = Rendering::Object;
+    const Rendering rendering = kind == "Status" ? Rendering::Object : asked;
     checkRenderable(rendering, isList, kind);
     switch (rendering) {
       case Rendering::Object:

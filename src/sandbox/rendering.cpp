@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "mka/common/strings.h"
 #include "mka/sandbox/api_error.h"
 
 namespace mka::sandbox {
@@ -11,12 +12,7 @@ namespace mka::sandbox {
 namespace {
 
 using nlohmann::json;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using strings::trim;
 
 // One media range of an Accept header ("application/json;as=Table;g=meta.k8s.io;v=v1"), or
 // nullopt when the sandbox cannot answer in it.
