@@ -22,9 +22,9 @@ OrphanCollector::~OrphanCollector() { stop(); }
 bool OrphanCollector::liveLocally(const std::string& key) {
   if (const auto cached = workloads_.get(key)) return !isTerminating(*cached);
   // Not cached: confirm with the API before deleting anything (the cache may lag a create).
-  const auto slash = key.find('/');
+  const auto [ns, name] = kube::Informer::splitKey(key);
   try {
-    const auto object = manager_.get(kWorkloadGvk, key.substr(0, slash), key.substr(slash + 1));
+    const auto object = manager_.get(kWorkloadGvk, std::string(ns), std::string(name));
     return !isTerminating(object);
   } catch (const kube::ApiError& e) {
     if (e.reason() == kube::Reason::NotFound) return false;
