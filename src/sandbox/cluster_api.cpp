@@ -105,6 +105,39 @@ std::optional<std::uint64_t> parseResourceVersion(const std::string& text, const
 // Everything but metadata and status: what bumps metadata.generation when it changes.
 // Whether anything but metadata and status differs (what bumps metadata.generation), compared
 // in place: copying both objects to drop those two was a noticeable share of every write.
+// A copy of a stored object for a status write: all but status and metadata.managedFields
+// (often half of an object), which the write replaces.
+json withoutStatusAndManagedFields(const json& object) {
+  if (!object.is_object()) return object;
+  json out = json::object();
+  auto& members = out.get_ref<json::object_t&>();
+  for (const auto& [key, value] : object.get_ref<const json::object_t&>()) {
+    if (key == "status") continue;
+    if (key != "metadata" || !value.is_object()) {
+      members.emplace_hint(members.end(), key, value);
+      continue;
+    }
+    json meta = json::object();
+    auto& fields = meta.get_ref<json::object_t&>();
+    for (const auto& [field, v] : value.get_ref<const json::object_t&>())
+      if (field != "managedFields") fields.emplace_hint(fields.end(), field, v);
+    members.emplace_hint(members.end(), key, std::move(meta));
+  }
+  return out;
+}
+
+// a == b, status first: most writes change it, and a difference there settles the question
+// without walking metadata (managedFields) and spec.
+bool sameObject(const json& a, const json& b) {
+  if (a.is_object() && b.is_object()) {
+    const auto sa = a.find("status");
+    const auto sb = b.find("status");
+    if ((sa == a.end()) != (sb == b.end())) return false;
+    if (sa != a.end() && *sa != *sb) return false;
+  }
+  return a == b;
+}
+
 bool specDiffers(const json& a, const json& b) {
   const auto counted = [](const json& object) {
     std::size_t n = 0;
@@ -667,13 +700,10 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
   setTypeMeta(incoming, t);
   json next;
   if (ref.subresource == "status") {
-    // Status writes change status (and managedFields) only.
-    next = current;
-    if (auto status = incoming.find("status"); status != incoming.end()) {
-      next["status"] = std::move(*status);
-    } else {
-      next.erase("status");
-    }
+    // Status writes change status (and managedFields) only. Neither is copied from the stored
+    // object: status comes from the body, managedFields from the body or recordUpdate.
+    next = withoutStatusAndManagedFields(current);
+    if (auto status = incoming.find("status"); status != incoming.end()) next["status"] = std::move(*status);
     if (auto meta = incoming.find("metadata"); meta != incoming.end() && meta->is_object())
       if (auto managed = meta->find("managedFields"); managed != meta->end())
         metadataOf(next)["managedFields"] = std::move(*managed);
@@ -706,14 +736,19 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
     labels["kubernetes.io/metadata.name"] = ref.name;
   }
 
+  bool admitted = false;
   if (admitting()) {
     AdmissionAttributes attributes{"UPDATE", type.get(), ref.version, ref, std::move(next), current, options.dryRun,
                                    options.user};
     next = admit_(attributes);
     setTypeMeta(next, t);
     applySchema(next, t, "");
+    admitted = true;
   }
-  if (tracksGeneration(*type)) {
+  // A status write leaves all but status and managedFields as stored (unless a webhook changed
+  // more): the generation stays, and managedFields need only compare status.
+  const bool statusOnly = ref.subresource == "status" && !admitted && !isCrd(*type);
+  if (tracksGeneration(*type) && !statusOnly) {
     const auto generation = current["metadata"].value("generation", std::int64_t{1});
     metadataOf(next)["generation"] = specDiffers(next, current) ? generation + 1 : generation;
   }
@@ -737,9 +772,10 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
   }
   if (!managedFieldsDone) {
     patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, ref.subresource, &version.schema, now()};
+    if (statusOnly) record.onlyChanged = "status";
     patch::recordUpdate(current, next, record);
   }
-  if (next == current) return stored;  // a no-op write stores nothing and keeps the resourceVersion
+  if (sameObject(next, current)) return stored;  // a no-op write stores nothing and keeps the resourceVersion
   if (options.dryRun) return std::make_shared<const json>(std::move(next));
 
   // The last finalizer of an object being deleted is gone: the deletion completes.

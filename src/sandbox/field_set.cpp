@@ -102,6 +102,26 @@ class Comparer {
     return std::move(out_);
   }
 
+  // walk() of two objects, for the one member `key`.
+  Comparison runMember(const json& before, const json& after, const std::string& key) {
+    FieldPath fp;
+    std::vector<std::string> kp;
+    const auto old = before.find(key);
+    const auto now = after.find(key);
+    const bool hadIt = old != before.end(), hasIt = now != after.end();
+    if (hadIt && hasIt && *old == *now) return std::move(out_);
+    descend(key, fp, kp, [&] {
+      if (hadIt && hasIt) {
+        walk(*old, *now, fp, kp);
+      } else if (hasIt) {
+        addAll(*now, fp, kp, out_.added);
+      } else if (hadIt) {
+        addAll(*old, fp, kp, out_.removed);
+      }
+    });
+    return std::move(out_);
+  }
+
  private:
   void walk(const json& b, const json& a, FieldPath& fp, std::vector<std::string>& kp) {
     if (shapeOf(b) != shapeOf(a)) {
@@ -419,6 +439,14 @@ Comparison compare(const nlohmann::json& before, const nlohmann::json& after, co
   // References, not `cond ? json::object() : before` (a prvalue: it copied both objects).
   static const json kNothing = json::object();
   return Comparer(listTypeOf).run(before.is_null() ? kNothing : before, after.is_null() ? kNothing : after);
+}
+
+Comparison compareMember(const nlohmann::json& before, const nlohmann::json& after, const std::string& key,
+                         const ListTypeOf& listTypeOf) {
+  static const json kNothing = json::object();
+  const json& b = before.is_object() ? before : kNothing;
+  const json& a = after.is_object() ? after : kNothing;
+  return Comparer(listTypeOf).runMember(b, a, key);
 }
 
 void stripUntracked(FieldSet& set) {

@@ -81,6 +81,11 @@ struct Comparison {
 // What changed from `before` to `after`. New maps and lists count as added themselves too
 // (kube-apiserver's Update entries show them as ".").
 Comparison compare(const nlohmann::json& before, const nlohmann::json& after, const ListTypeOf& listTypeOf);
+// compare() of the top-level member `key` alone: the same result as compare() when the two
+// objects are equal everywhere else (a status write changes status only), without walking the
+// rest.
+Comparison compareMember(const nlohmann::json& before, const nlohmann::json& after, const std::string& key,
+                         const ListTypeOf& listTypeOf);
 
 // Removes the fields kube-apiserver never tracks (apiVersion, kind, metadata.name, uid,
 // resourceVersion, managedFields, ...).

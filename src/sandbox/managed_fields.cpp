@@ -51,7 +51,11 @@ std::vector<ManagerEntry> decodeManagedFields(const json& managedFields) {
   return out;
 }
 
-json encodeManagedFields(const std::vector<ManagerEntry>& entries, json* decoded) {
+namespace {
+
+// `Decoded` is json (the kept fieldsV1 are moved out) or const json (they are copied).
+template <typename Decoded>
+json encode(const std::vector<ManagerEntry>& entries, Decoded* decoded) {
   std::vector<const ManagerEntry*> sorted;
   for (const auto& e : entries) {
     if (!e.set.empty()) sorted.push_back(&e);
@@ -60,9 +64,9 @@ json encodeManagedFields(const std::vector<ManagerEntry>& entries, json* decoded
     return std::tie(p->operation, p->time, p->manager, p->apiVersion, p->subresource) <
            std::tie(q->operation, q->time, q->manager, q->apiVersion, q->subresource);
   });
-  // An entry whose set is as decoded takes its fieldsV1 from `decoded` (moved out): rendering a
-  // set again was a third of the cost of recording a write.
-  const auto reusable = [&](const ManagerEntry& e) -> json* {
+  // An entry whose set is as decoded takes its fieldsV1 from `decoded`: rendering a set again
+  // was a third of the cost of recording a write.
+  const auto reusable = [&](const ManagerEntry& e) -> Decoded* {
     if (decoded == nullptr || !decoded->is_array() || e.decodedFrom >= decoded->size()) return nullptr;
     auto& item = (*decoded)[e.decodedFrom];
     auto it = item.is_object() ? item.find("fieldsV1") : item.end();
@@ -70,17 +74,25 @@ json encodeManagedFields(const std::vector<ManagerEntry>& entries, json* decoded
   };
   json out = json::array();
   for (const auto* e : sorted) {
-    json* kept = reusable(*e);
+    Decoded* kept = reusable(*e);
     json entry = {{"manager", e->manager},
                   {"operation", e->operation},
                   {"apiVersion", e->apiVersion},
                   {"fieldsType", "FieldsV1"},
-                  {"fieldsV1", kept ? std::move(*kept) : e->set.toFieldsV1()}};
+                  {"fieldsV1", kept ? json(std::move(*kept)) : e->set.toFieldsV1()}};
     if (!e->time.empty()) entry["time"] = e->time;
     if (!e->subresource.empty()) entry["subresource"] = e->subresource;
     out.push_back(std::move(entry));
   }
   return out;
+}
+
+}  // namespace
+
+json encodeManagedFields(const std::vector<ManagerEntry>& entries, json* decoded) { return encode(entries, decoded); }
+
+json encodeManagedFields(const std::vector<ManagerEntry>& entries, const json& decoded) {
+  return encode(entries, &decoded);
 }
 
 std::string nowRfc3339() {
@@ -125,15 +137,17 @@ void record(const json& before, json& after, const UpdateOptions& options) {
   const bool resent = supplied && *supplied == beforeManaged;  // what a client sends back after a read
   const bool override = supplied && supplied->is_array() && !supplied->empty() && options.subresource.empty() &&
                         !resent;
-  // The entries to start from, taken out of the body when it carries them (it is ours to
-  // change, and they are replaced below in every case): a copy only when it does not.
-  json base = override || resent ? std::move(*supplied) : beforeManaged;
+  // The entries to start from: the body's when it carries them (it is ours to change, and they
+  // are replaced below in every case), else the stored ones, which are only read.
+  json* const movable = override || resent ? supplied : nullptr;
+  const json& base = movable ? *movable : beforeManaged;
 
   const auto listTypeOf = [&](const std::vector<std::string>& path) {
     static const json kNoSchema;
     return schema::listTypeAt(options.schema ? *options.schema : kNoSchema, path);
   };
-  auto diff = fields::compare(before, after, listTypeOf);
+  auto diff = options.onlyChanged.empty() ? fields::compare(before, after, listTypeOf)
+                                          : fields::compareMember(before, after, options.onlyChanged, listTypeOf);
   fields::stripUntracked(diff.added);
   fields::stripUntracked(diff.modified);
   fields::stripUntracked(diff.removed);
@@ -143,8 +157,11 @@ void record(const json& before, json& after, const UpdateOptions& options) {
     } else {
       // Entries a client supplied are stored as kube-apiserver stores them: decoded and encoded
       // again, so every stored entry is in the encoder's form (see below).
-      meta["managedFields"] =
-          override ? fields::encodeManagedFields(fields::decodeManagedFields(base)) : std::move(base);
+      if (override) {
+        meta["managedFields"] = fields::encodeManagedFields(fields::decodeManagedFields(base));
+      } else if (!movable) {
+        meta["managedFields"] = base;  // unchanged: as stored
+      }  // else resent: the body's copy is already in place
     }
     return;
   }
@@ -176,7 +193,7 @@ void record(const json& before, json& after, const UpdateOptions& options) {
     mine.time = options.time.empty() ? fields::nowRfc3339() : options.time;
     entries.push_back(std::move(mine));
   }
-  auto encoded = fields::encodeManagedFields(entries, &base);
+  auto encoded = movable ? fields::encodeManagedFields(entries, movable) : fields::encodeManagedFields(entries, base);
   if (encoded.empty()) {
     meta.erase("managedFields");
   } else {

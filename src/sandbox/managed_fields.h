@@ -42,6 +42,8 @@ std::vector<ManagerEntry> decodeManagedFields(const nlohmann::json& managedField
 // rendering its set: only right when that fieldsV1 is in the encoder's form and the set is
 // unchanged.
 nlohmann::json encodeManagedFields(const std::vector<ManagerEntry>& entries, nlohmann::json* decoded = nullptr);
+// The same with `decoded` left as it is: the fieldsV1 taken from it are copied.
+nlohmann::json encodeManagedFields(const std::vector<ManagerEntry>& entries, const nlohmann::json& decoded);
 
 std::string nowRfc3339();
 

@@ -55,6 +55,9 @@ struct UpdateOptions {
   // hundreds of KB and copying it made up a sixth of the sandbox's CPU per write.
   const nlohmann::json* schema = nullptr;
   std::string time;       // RFC 3339; "" = now
+  // Set when the caller knows that the objects differ in this top-level field only (besides
+  // metadata.managedFields): "status" for a status write. Only that field is compared then.
+  std::string onlyChanged;
 };
 void recordUpdate(const nlohmann::json& before, nlohmann::json& after, const UpdateOptions& options);
 

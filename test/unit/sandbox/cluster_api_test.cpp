@@ -232,6 +232,36 @@ TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
   EXPECT_EQ(e.code(), 404) << "configmaps have no status subresource";
 }
 
+TEST_F(ClusterApiTest, StatusWritesKeepOtherManagersEntriesAndStoreNothingWhenNothingChanged) {
+  api.create(prRef(), pipelineRun("m"), WriteOptions{.fieldManager = "creator"});
+  const auto before = api.get(prRef("m"));
+  const json creatorEntry = before["metadata"]["managedFields"][0];
+
+  // A status writer that sends only the status, as Kueue's controllers do.
+  json body = {{"apiVersion", "tekton.dev/v1"},
+               {"kind", "PipelineRun"},
+               {"metadata", {{"name", "m"}, {"namespace", "default"}}},
+               {"status", {{"startTime", "2027-01-01T00:00:00Z"}}}};
+  const auto written = api.update(prRef("m", "status"), body, WriteOptions{.fieldManager = "runner"});
+  const auto& entries = (*written)["metadata"]["managedFields"];
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0], creatorEntry) << "the creator's entry, fieldsV1 and time included, stays as stored";
+  EXPECT_EQ(entries[1]["manager"], "runner");
+  EXPECT_EQ(entries[1]["subresource"], "status");
+  EXPECT_EQ(entries[1]["fieldsV1"], json::parse(R"({"f:status":{".":{},"f:startTime":{}}})"));
+  EXPECT_EQ((*written)["spec"], before["spec"]);
+  EXPECT_EQ((*written)["metadata"]["generation"], 1);
+
+  const auto again = api.update(prRef("m", "status"), body, WriteOptions{.fieldManager = "runner"});
+  EXPECT_EQ(again, written) << "the same status again is a no-op: the stored object, its resourceVersion kept";
+
+  body.erase("status");
+  const auto cleared = api.update(prRef("m", "status"), body, WriteOptions{.fieldManager = "runner"});
+  EXPECT_FALSE(cleared->contains("status"));
+  ASSERT_EQ((*cleared)["metadata"]["managedFields"].size(), 1u) << "the runner owned only what it removed";
+  EXPECT_EQ((*cleared)["metadata"]["managedFields"][0], creatorEntry);
+}
+
 TEST_F(ClusterApiTest, PatchTypes) {
   api.create(prRef(), pipelineRun("p"));
   auto merged = *api.patch(prRef("p"), "application/merge-patch+json; charset=utf-8",

@@ -168,6 +168,38 @@ TEST(ManagedFieldsTest, ListsFollowTheSchema) {
   }
 }
 
+TEST(ManagedFieldsTest, OnlyChangedComparesThatFieldAlone) {
+  json live = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+               {"kind", "Workload"},
+               {"metadata", {{"name", "w"}, {"labels", {{"app", "x"}}}}},
+               {"spec", {{"queueName", "q"}}},
+               {"status", {{"conditions", {{{"type", "QuotaReserved"}, {"status", "True"}}}}}}};
+  recordUpdate(nullptr, live, UpdateOptions{"creator", "kueue.x-k8s.io/v1beta1", "", &kConditionsSchema, "t0"});
+  json next = live;
+  next["metadata"].erase("managedFields");  // as a status writer sends it: no managedFields
+  next["status"]["conditions"].push_back({{"type", "Admitted"}, {"status", "True"}});
+  next["status"]["conditions"][0]["status"] = "False";
+
+  json whole = next, statusOnly = next;
+  UpdateOptions options{"kueue", "kueue.x-k8s.io/v1beta1", "status", &kConditionsSchema, "t1"};
+  recordUpdate(live, whole, options);
+  options.onlyChanged = "status";
+  recordUpdate(live, statusOnly, options);
+  EXPECT_EQ(managed(statusOnly), managed(whole)) << "the rest is equal: the same entries either way";
+  ASSERT_EQ(managed(statusOnly).size(), 2u);
+  EXPECT_EQ(managed(statusOnly)[0]["fieldsV1"], json::parse(R"({"f:metadata":{"f:labels":{".":{},"f:app":{}}},
+    "f:spec":{".":{},"f:queueName":{}},"f:status":{".":{},"f:conditions":{".":{},
+    "k:{\"type\":\"QuotaReserved\"}":{".":{},"f:type":{}}}}})")) << "the creator loses the one field changed";
+  EXPECT_EQ(managed(statusOnly)[1]["fieldsV1"], json::parse(R"({"f:status":{"f:conditions":{
+    "k:{\"type\":\"Admitted\"}":{".":{},"f:status":{},"f:type":{}},"k:{\"type\":\"QuotaReserved\"}":{"f:status":{}}}}})"));
+
+  // The caller's promise is taken at its word: a difference elsewhere is not looked at.
+  json labelled = live;
+  labelled["metadata"]["labels"]["app"] = "y";
+  recordUpdate(live, labelled, options);
+  EXPECT_EQ(managed(labelled), managed(live));
+}
+
 TEST(ManagedFieldsTest, EntriesAreSortedAsKubeApiserverStoresThem) {
   json live = configMap({{"a", "1"}});
   recordUpdate(nullptr, live, by("zeta", "2030-01-01T00:00:00Z"));
