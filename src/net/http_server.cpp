@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 
@@ -69,6 +70,41 @@ const char* framingProblem(const httplib::Request& req) {
   return nullptr;
 }
 
+
+// The body of a request with a Content-Length (framingProblem() refused any other framing),
+// read as httplib's read_content reads it. False when the response is written instead: 413
+// over `maxLength`, 400 when the body is cut short (which only a client that is still there
+// receives); the connection is closed after either.
+bool readBody(SocketStream& stream, httplib::Request& req, httplib::Response& res, std::size_t maxLength) {
+  const auto header = req.get_header_value("Content-Length");
+  if (header.empty()) return true;
+  std::uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), length);
+  if (ec != std::errc() || end != header.data() + header.size()) {
+    res.status = 400;
+    res.set_content("Content-Length is not a number\n", "text/plain; charset=utf-8");
+    stream.closeAfterResponse();
+    return false;
+  }
+  if (length > maxLength) {
+    res.status = 413;
+    res.set_content("request body larger than " + std::to_string(maxLength) + " bytes\n", "text/plain; charset=utf-8");
+    stream.closeAfterResponse();
+    return false;
+  }
+  req.body.resize(length);
+  for (std::size_t got = 0; got < length;) {
+    const auto n = stream.read(req.body.data() + got, length - got);
+    if (n <= 0) {
+      res.status = 400;
+      res.set_content("request body ended before its Content-Length\n", "text/plain; charset=utf-8");
+      stream.closeAfterResponse();
+      return false;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  return true;
+}
 
 // Listening socket for host:port. Empty host: all interfaces, IPv6 dual-stack when the
 // machine has IPv6, else IPv4. Returns the fd or throws naming the address and errno.
@@ -168,6 +204,13 @@ HttpServer::HttpServer(ServerOptions options, std::shared_ptr<CertificateReloade
       return httplib::Server::HandlerResponse::Handled;
     }
     if (preRouting_ && preRouting_(req, res)) return httplib::Server::HandlerResponse::Handled;
+    if (everything_ && tCurrentStream != nullptr && !req.has_header("Content-Encoding")) {
+      // httplib hands its pre-routing handler the request it owns as const, before reading the
+      // body into it; routing would read it next, so reading it here is the same.
+      auto& request = const_cast<httplib::Request&>(req);
+      if (readBody(*tCurrentStream, request, res, options_.payloadMaxLength)) everything_(request, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // An answer's status line, headers and body leave as one TLS record (SocketStream holds the
@@ -194,6 +237,14 @@ HttpServer::HttpServer(ServerOptions options, std::shared_ptr<CertificateReloade
 HttpServer::~HttpServer() { stop(); }
 
 httplib::Server& HttpServer::routes() { return *server_; }
+
+void HttpServer::handleEverything(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+  everything_ = handler;
+  // A content-encoded body is left to httplib, which decodes it; its routes lead here too.
+  for (auto route : {&httplib::Server::Get, &httplib::Server::Post, &httplib::Server::Put, &httplib::Server::Patch,
+                     &httplib::Server::Delete, &httplib::Server::Options})
+    (server_.get()->*route)(".*", handler);
+}
 
 void HttpServer::setPreRoutingHandler(std::function<bool(const httplib::Request&, httplib::Response&)> handler) {
   preRouting_ = std::move(handler);

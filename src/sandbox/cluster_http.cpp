@@ -308,13 +308,8 @@ int ClusterHttp::start() {
   serverOptions.clientCaPem = options_.clientCaPem;
   auto server = std::make_unique<net::HttpServer>(serverOptions, certificates_);
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
+  server->handleEverything(handler);
   auto& routes = server->routes();
-  routes.Get(".*", handler);
-  routes.Post(".*", handler);
-  routes.Put(".*", handler);
-  routes.Patch(".*", handler);
-  routes.Delete(".*", handler);
-  routes.Options(".*", handler);
   routes.set_logger([name = options_.clusterName](const httplib::Request& req, const httplib::Response& res) {
     logger().debug("request cluster={} method={} path={} query=\"{}\" status={} peer={}:{}", name, req.method,
                    req.path, req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1),

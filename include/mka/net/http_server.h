@@ -71,6 +71,12 @@ class HttpServer {
   // Runs before routing, after the server's own checks; return true when it wrote the
   // response itself (the route handler is then skipped).
   void setPreRoutingHandler(std::function<bool(const httplib::Request&, httplib::Response&)> handler);
+  // Every request, whatever its method and path, goes to `handler`, without httplib's routing:
+  // httplib matches the path against each route's std::regex, which costs microseconds a
+  // request. The body is read here as httplib reads it (Content-Length; over the payload limit:
+  // 413). A request whose body is content-encoded still goes through httplib, to the same
+  // handler. Use instead of routes().
+  void handleEverything(std::function<void(const httplib::Request&, httplib::Response&)> handler);
 
   // Binds and starts serving on a background thread; returns the bound port. Throws
   // mka::Error naming the address when the bind fails.
@@ -96,6 +102,7 @@ class HttpServer {
   int port_ = -1;
   std::unique_ptr<Runtime> runtime_;
   std::function<bool(const httplib::Request&, httplib::Response&)> preRouting_;
+  std::function<void(const httplib::Request&, httplib::Response&)> everything_;
 };
 
 }  // namespace mka::net

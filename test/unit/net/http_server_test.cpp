@@ -436,6 +436,81 @@ INSTANTIATE_TEST_SUITE_P(Hosts, HttpServerBindTest,
                          ::testing::Values(BindCase{"Loopback", "127.0.0.1"}, BindCase{"AllInterfaces", ""}),
                          [](const auto& info) { return info.param.name; });
 
+class HandleEverythingTest : public ::testing::Test {
+ protected:
+  void start(ServerOptions options = localOptions()) {
+    server_ = std::make_unique<HttpServer>(std::move(options));
+    server_->handleEverything([this](const httplib::Request& req, httplib::Response& res) {
+      ++calls_;
+      res.set_content(req.method + " " + req.path + " " + req.body, "text/plain");
+    });
+    port_ = server_->start();
+  }
+  httplib::Client client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_keep_alive(true);
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+  std::atomic<int> calls_{0};
+};
+
+TEST_F(HandleEverythingTest, EveryMethodAndPathReachesTheHandlerWithItsBody) {
+  start();
+  auto c = client();
+  const auto body = [](const httplib::Result& r) { return r ? r->body : "error " + httplib::to_string(r.error()); };
+  EXPECT_EQ(body(c.Post("/apis/a/b", "created", "application/json")), "POST /apis/a/b created");
+  EXPECT_EQ(body(c.Put("/api/v1/x/status", "replaced", "application/json")), "PUT /api/v1/x/status replaced");
+  EXPECT_EQ(body(c.Patch("/y", "patched", "application/merge-patch+json")), "PATCH /y patched");
+  EXPECT_EQ(body(c.Get("/z")), "GET /z ");
+  EXPECT_EQ(body(c.Delete("/z")), "DELETE /z ");
+  EXPECT_EQ(body(c.Options("/")), "OPTIONS / ");
+  EXPECT_EQ(calls_.load(), 6);
+  EXPECT_EQ(server_->connectionsAccepted(), 1u) << "each body was read to its end: the connection stayed usable";
+}
+
+TEST_F(HandleEverythingTest, PipelinedRequestsEachGetTheirOwnBody) {
+  start();
+  RawConnection conn(port_);
+  conn.send("PUT /one HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
+            "POST /two HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\ndefg");
+  EXPECT_NE(conn.readResponse().find("PUT /one abc"), std::string::npos);
+  EXPECT_NE(conn.readResponse().find("POST /two defg"), std::string::npos);
+}
+
+TEST_F(HandleEverythingTest, ABodyOverTheLimitIs413AndClosesTheConnection) {
+  auto options = localOptions();
+  options.payloadMaxLength = 1024;
+  start(options);
+  RawConnection conn(port_);
+  conn.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1025\r\n\r\n" + std::string(1025, 'x'));
+  EXPECT_NE(conn.readResponse().find("413 Payload Too Large"), std::string::npos);
+  EXPECT_TRUE(conn.closedByServer());
+  EXPECT_EQ(calls_.load(), 0);
+}
+
+TEST_F(HandleEverythingTest, ABodyCutShortNeverReachesTheHandler) {
+  start();
+  RawConnection conn(port_);
+  conn.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly this");
+  ::shutdown(conn.fd(), SHUT_WR);  // the client is gone before its body is complete
+  EXPECT_TRUE(conn.closedByServer());
+  EXPECT_EQ(calls_.load(), 0);
+}
+
+TEST_F(HandleEverythingTest, AContentEncodedBodyIsDecodedOnItsWayToTheSameHandler) {
+  start();
+  auto c = client();
+  c.set_compress(true);  // gzip: Content-Encoding on the request
+  const std::string text(2000, 'z');
+  auto res = c.Post("/gz", text, "text/plain");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->body, "POST /gz " + text);
+}
+
 TEST(HttpServerOptionsTest, InvalidPortIsRefused) {
   ServerOptions options = localOptions();
   options.port = 70000;
