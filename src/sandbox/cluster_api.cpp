@@ -310,9 +310,13 @@ ObjectStore::Filter makeFilter(const ResourceType& type, const ListOptions& opti
   if (labels.empty() && fields.empty() && onlyName.empty()) return nullptr;
   return [labels = std::move(labels), fields = std::move(fields), onlyName](const json& object) {
     if (!onlyName.empty() && stringAt(object, "metadata", "name") != onlyName) return false;
-    const auto& meta = object.contains("metadata") ? object["metadata"] : json();
-    const json labelMap = meta.is_object() && meta.contains("labels") ? meta["labels"] : json();
-    return labels.matches(labelMap) && fields.matches(object);
+    // Pointers into the object: `cond ? object["metadata"] : json()` would copy it (a prvalue),
+    // managedFields and all, for every event a watch looks at.
+    static const json kNoLabels;
+    const json* labelMap = &kNoLabels;
+    if (const auto meta = object.find("metadata"); meta != object.end() && meta->is_object())
+      if (const auto l = meta->find("labels"); l != meta->end()) labelMap = &*l;
+    return labels.matches(*labelMap) && fields.matches(object);
   };
 }
 
@@ -547,7 +551,9 @@ StoredObject ClusterApi::update(const ResourceRef& ref, json object, const Write
   auto t = target(*this, ref);
   if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "update");
   checkTypeMeta(object, t);
-  const auto& meta = object.contains("metadata") && object["metadata"].is_object() ? object["metadata"] : json();
+  static const json kNoMetadata;
+  const auto metaAt = object.find("metadata");
+  const json& meta = metaAt != object.end() && metaAt->is_object() ? *metaAt : kNoMetadata;  // no copy
   const std::string bodyName = meta.is_object() ? meta.value("name", "") : "";
   if (!bodyName.empty() && bodyName != ref.name)
     throw ApiError::badRequest("the name of the object (" + bodyName + ") does not match the name on the URL (" +
