@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/common/json_fields.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
@@ -17,9 +18,9 @@ Informer::Informer(Client& client, GroupVersionKind gvk, InformerOptions options
 Informer::~Informer() { stop(); }
 
 std::string Informer::keyOf(const json& object) {
-  const auto meta = object.value("metadata", json::object());
-  const auto ns = meta.value("namespace", "");
-  const auto name = meta.value("name", "");
+  const auto& meta = json_fields::objectMember(object, "metadata");
+  const auto ns = json_fields::stringMember(meta, "namespace");
+  const auto name = json_fields::stringMember(meta, "name");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -372,7 +373,7 @@ void Informer::apply(const std::string& type, json object) {
   const auto key = keyOf(object);
   const bool deleted = type == "DELETED";
   std::string blob = deleted ? std::string{} : encode(key, object);
-  const auto resourceVersion = object.value("metadata", json::object()).value("resourceVersion", std::string{});
+  const auto resourceVersion = json_fields::metadataString(object, "resourceVersion");
   // The object as stored, decoded already: kept among the recent objects and handed to the
   // handlers. A deleted object is handed over as the event carries it (client-go does the same).
   Decoded current = deleted ? nullptr : std::make_shared<const json>(std::move(object));
@@ -415,7 +416,7 @@ void Informer::apply(const std::string& type, json object) {
 }
 
 void Informer::setResourceVersion(const json& object) {
-  const auto rv = object.value("metadata", json::object()).value("resourceVersion", "");
+  const auto rv = json_fields::metadataString(object, "resourceVersion");
   if (rv.empty()) return;
   std::lock_guard lock(mutex_);
   resourceVersion_ = rv;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/kube/informer.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
@@ -26,10 +27,10 @@ namespace {
 // as many). Nothing waits for it without a backlog.
 constexpr std::chrono::milliseconds kWorkloadEventHold{1000};
 
-std::string objectName(const json& object) { return object.value("metadata", json::object()).value("name", ""); }
+std::string objectName(const json& object) { return json_fields::metadataString(object, "name"); }
 
 std::int64_t generationOf(const json& object) {
-  return object.value("metadata", json::object()).value("generation", std::int64_t{0});
+  return json_fields::objectMember(object, "metadata").value("generation", std::int64_t{0});
 }
 
 json clustersJson(const json& config) { return config.value("spec", json::object()).value("clusters", json::array()); }

@@ -20,7 +20,9 @@ using std::chrono::nanoseconds;
 
 namespace {
 
+using json_fields::arrayMember;
 using json_fields::metadataString;
+using json_fields::objectMember;
 // The reconciler's writes read nothing of the answer but, for status updates, the revision.
 using Answer = kube::WriteOptions::Answer;
 
@@ -34,9 +36,7 @@ json comparableSpec(const json& workload) {
 }
 
 std::string clusterQueueOf(const json& workload) {
-  const auto status = workload.value("status", json::object());
-  const auto admission = status.value("admission", json::object());
-  return admission.is_object() ? admission.value("clusterQueue", "") : "";
+  return json_fields::stringMember(objectMember(objectMember(workload, "status"), "admission"), "clusterQueue");
 }
 
 // The remote Workload with condition `type` True and the earliest lastTransitionTime.
@@ -106,7 +106,7 @@ namespace {
 
 // metadata.resourceVersion as a number (the sandbox's and etcd's are revisions); -1 if not.
 long long revisionOf(const json& object) {
-  const auto text = object.value("metadata", json::object()).value("resourceVersion", "");
+  const auto text = metadataString(object, "resourceVersion");
   try {
     return text.empty() ? -1 : std::stoll(text);
   } catch (const std::exception&) {
@@ -132,16 +132,15 @@ std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, cons
   std::lock_guard lock(mutex_);
   auto it = removedRemotes_.find(slot);
   if (it == removedRemotes_.end()) return object;
-  if (object && object->value("metadata", json::object()).value("uid", "") == it->second) return std::nullopt;
+  if (object && metadataString(*object, "uid") == it->second) return std::nullopt;
   removedRemotes_.erase(it);  // the cache caught up with the delete (or holds a newer object)
   return object;
 }
 
 void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk, const json& object) {
-  const auto meta = object.value("metadata", json::object());
-  const auto slot = remote.name() + "|" + gvk.goString() + "|" + meta.value("namespace", "") + "/" + meta.value("name", "");
+  const auto slot = remote.name() + "|" + gvk.goString() + "|" + kube::Informer::keyOf(object);
   std::lock_guard lock(mutex_);
-  removedRemotes_[slot] = meta.value("uid", "");
+  removedRemotes_[slot] = metadataString(object, "uid");
 }
 
 void WorkloadReconciler::rememberDeleted(const json& workload) {
@@ -164,13 +163,11 @@ std::vector<std::string> WorkloadReconciler::workloadsUsingChecks(
 }
 
 std::optional<std::string> WorkloadReconciler::ourCheck(const json& workload) const {
-  const auto status = workload.value("status", json::object());
-  const auto checks = status.value("admissionChecks", json::array());
-  if (!checks.is_array()) return std::nullopt;
-  for (const auto& entry : checks) {
+  for (const auto& entry : arrayMember(objectMember(workload, "status"), "admissionChecks")) {
     const std::string name = entry.value("name", "");
     const auto ac = caches_.admissionChecks->get(name);
-    if (ac && ac->value("spec", json::object()).value("controllerName", "") == options_.controllerName) return name;
+    if (ac && json_fields::stringMember(objectMember(*ac, "spec"), "controllerName") == options_.controllerName)
+      return name;
   }
   return std::nullopt;
 }
@@ -246,13 +243,13 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
 
   // (step 3) The adapter, from the owner (§2.2).
   Owner owner;
-  const auto annotations = workload->value("metadata", json::object()).value("annotations", json::object());
-  const auto ownerGvk = annotations.is_object() ? annotations.value(std::string(kJobOwnerGvkAnnotation), "") : "";
-  const auto ownerName = annotations.is_object() ? annotations.value(std::string(kJobOwnerNameAnnotation), "") : "";
+  const auto& annotations = objectMember(objectMember(*workload, "metadata"), "annotations");
+  const auto ownerGvk = json_fields::stringMember(annotations, kJobOwnerGvkAnnotation);
+  const auto ownerName = json_fields::stringMember(annotations, kJobOwnerNameAnnotation);
   for (const auto& f : options_.frameworks)
     if (!ownerGvk.empty() && !ownerName.empty() && f.gvk.goString() == ownerGvk) owner = {f.gvk, ownerName};
   if (!owner.gvk) {
-    const auto refs = workload->value("metadata", json::object()).value("ownerReferences", json::array());
+    const auto& refs = arrayMember(objectMember(*workload, "metadata"), "ownerReferences");
     const json* chosen = nullptr;
     for (const auto& ref : refs)
       if (ref.value("controller", false)) chosen = &ref;
@@ -333,7 +330,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
   }
   const auto copy = cachedRemote(remote, kWorkloadGvk, group.key);
   if (!copy) return;
-  const auto finalizers = copy->value("metadata", json::object()).value("finalizers", json::array());
+  const auto& finalizers = arrayMember(objectMember(*copy, "metadata"), "finalizers");
   if (std::find(finalizers.begin(), finalizers.end(), json(kResourceInUseFinalizer)) != finalizers.end()) {
     ignoring(kube::Reason::NotFound, [&] {
       kube::retryOnConflict([&] {
@@ -595,8 +592,7 @@ std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& w
 
 Result WorkloadReconciler::nominateAndSync(const json& workload, const std::string& check, Group& group) {
   // (9) Every other check must be Ready first.
-  const auto checks = workload.value("status", json::object()).value("admissionChecks", json::array());
-  for (const auto& entry : checks)
+  for (const auto& entry : arrayMember(objectMember(workload, "status"), "admissionChecks"))
     if (entry.value("name", "") != check && entry.value("state", "") != check_state::kReady) return Result::done();
 
   Result result;

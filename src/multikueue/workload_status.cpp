@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mka/common/json_fields.h"
 #include "mka/multikueue/api.h"
 
 namespace mka::multikueue {
@@ -53,7 +54,7 @@ bool setCondition(json& object, std::string_view type, bool status, std::string_
   json* existing = nullptr;
   for (auto& c : conditions)
     if (c.is_object() && c.value("type", "") == type) existing = &c;
-  const auto generation = object.value("metadata", json::object()).value("generation", 0);
+  const auto generation = json_fields::objectMember(object, "metadata").value("generation", 0);
   if (existing == nullptr) {
     conditions.push_back({{"type", type},
                           {"status", statusText},
@@ -129,18 +130,13 @@ std::string withPreviousState(std::string_view message, std::string_view oldStat
 }
 
 std::string clusterName(const json& workload) {
-  const auto status = workload.value("status", json::object());
-  const auto it = status.find("clusterName");
-  return it != status.end() && it->is_string() ? it->get<std::string>() : "";
+  return json_fields::stringMember(json_fields::objectMember(workload, "status"), "clusterName");
 }
 
 std::vector<std::string> nominatedClusters(const json& workload) {
   std::vector<std::string> out;
-  const auto status = workload.value("status", json::object());
-  const auto it = status.find("nominatedClusterNames");
-  if (it != status.end() && it->is_array())
-    for (const auto& name : *it)
-      if (name.is_string()) out.push_back(name.get<std::string>());
+  for (const auto& name : json_fields::arrayMember(json_fields::objectMember(workload, "status"), "nominatedClusterNames"))
+    if (name.is_string()) out.push_back(name.get<std::string>());
   return out;
 }
 

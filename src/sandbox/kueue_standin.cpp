@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/common/thread_name.h"
 #include "mka/sandbox/api_error.h"
@@ -593,7 +594,7 @@ struct KueueStandIn::Impl {
     const auto generation = generationOf(wl);
     json status = wl.value("status", json::object());
     json assignments = json::array();
-    for (const auto& podSet : wl.value("spec", json::object()).value("podSets", json::array()))
+    for (const auto& podSet : json_fields::arrayMember(json_fields::objectMember(wl, "spec"), "podSets"))
       assignments.push_back({{"name", podSet.value("name", "main")},
                              {"count", podSet.value("count", 1)},
                              {"flavors", json::object()},
@@ -611,7 +612,7 @@ struct KueueStandIn::Impl {
       // One state per check the ClusterQueue lists; a state already there (reset to Pending by
       // an eviction, with its retryCount) is kept.
       json states = json::array();
-      const auto existing = status.value("admissionChecks", json::array());
+      const auto& existing = json_fields::arrayMember(status, "admissionChecks");
       const auto pointer = json::json_pointer("/spec/admissionChecksStrategy/admissionChecks");
       if (cq.contains(pointer) && cq.at(pointer).is_array()) {
         for (const auto& rule : cq.at(pointer)) {
@@ -888,7 +889,7 @@ struct KueueStandIn::Impl {
   }
 
   static bool adopted(const json& wl, const std::string& jobUid) {
-    for (const auto& ref : wl.at("metadata").value("ownerReferences", json::array()))
+    for (const auto& ref : json_fields::arrayMember(wl.at("metadata"), "ownerReferences"))
       if (ref.value("controller", false) && ref.value("uid", "") == jobUid) return true;
     return false;
   }
@@ -896,7 +897,7 @@ struct KueueStandIn::Impl {
   // The worker's job integration takes a prebuilt Workload (§2.7): the job becomes its
   // controller and its uid goes into the job-uid label.
   void adopt(const json& wl, const JobKind& kind, const Key& job, const std::string& uid) {
-    for (const auto& ref : wl.at("metadata").value("ownerReferences", json::array())) {
+    for (const auto& ref : json_fields::arrayMember(wl.at("metadata"), "ownerReferences")) {
       if (ref.value("controller", false)) {
         logger().warn("kueue-standin prebuilt workload has another controller, not adopting cluster={} namespace={} "
                       "workload={} job={}/{} controller={}/{}",

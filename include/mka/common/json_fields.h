@@ -18,4 +18,9 @@ std::string stringMember(const nlohmann::json& object, std::string_view key, std
 // object.metadata[field] when it is a string, else "".
 std::string metadataString(const nlohmann::json& object, std::string_view field);
 
+// object[key] when it is an object (an array), else an empty one: a reference into `object`,
+// where `object.value(key, json::object())` returns a copy of the whole member.
+const nlohmann::json& objectMember(const nlohmann::json& object, std::string_view key);
+const nlohmann::json& arrayMember(const nlohmann::json& object, std::string_view key);
+
 }  // namespace mka::json_fields

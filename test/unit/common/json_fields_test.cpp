@@ -28,5 +28,17 @@ TEST(JsonFieldsTest, MetadataStringReadsObjectMetadata) {
   EXPECT_EQ(metadataString(json("text"), "name"), "");
 }
 
+TEST(JsonFieldsTest, ObjectAndArrayMembersAreReferencesOrEmpty) {
+  const json object = {{"status", {{"conditions", {{{"type", "Admitted"}}}}}}, {"spec", "text"}, {"list", {1, 2}}};
+  EXPECT_EQ(&objectMember(object, "status"), &object["status"]) << "the member itself, not a copy";
+  EXPECT_EQ(&arrayMember(objectMember(object, "status"), "conditions"), &object["status"]["conditions"]);
+  EXPECT_EQ(objectMember(object, "spec"), json::object()) << "another type reads as empty";
+  EXPECT_EQ(objectMember(object, "missing"), json::object());
+  EXPECT_EQ(objectMember(json("text"), "status"), json::object());
+  EXPECT_EQ(arrayMember(object, "list"), json({1, 2}));
+  EXPECT_EQ(arrayMember(object, "status"), json::array());
+  EXPECT_EQ(arrayMember(json(nullptr), "list"), json::array());
+}
+
 }  // namespace
 }  // namespace mka::json_fields
