@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "mka/common/json_fields.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/workload_status.h"
 
@@ -16,9 +17,9 @@ EventRecorder::EventRecorder(kube::Client& client, const Clock& clock, std::stri
 
 void EventRecorder::record(const json& object, std::string_view type, std::string_view reason,
                            std::string_view message) {
-  const auto meta = object.value("metadata", json::object());
-  const std::string name = meta.value("name", "");
-  std::string ns = meta.value("namespace", "");
+  const auto& meta = json_fields::objectMember(object, "metadata");
+  const std::string name = json_fields::stringMember(meta, "name");
+  std::string ns = json_fields::stringMember(meta, "namespace");
   if (ns.empty()) ns = "default";
   // client-go names events "<object>.<hex of the time>"; a random suffix keeps names unique
   // when several events about one object land in the same nanosecond.
@@ -33,9 +34,9 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
                  {{"apiVersion", object.value("apiVersion", "")},
                   {"kind", object.value("kind", "")},
                   {"name", name},
-                  {"namespace", meta.value("namespace", "")},
-                  {"uid", meta.value("uid", "")},
-                  {"resourceVersion", meta.value("resourceVersion", "")}}},
+                  {"namespace", json_fields::stringMember(meta, "namespace")},
+                  {"uid", json_fields::stringMember(meta, "uid")},
+                  {"resourceVersion", json_fields::stringMember(meta, "resourceVersion")}}},
                 {"type", type},
                 {"reason", reason},
                 {"action", reason},

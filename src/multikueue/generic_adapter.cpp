@@ -1,6 +1,7 @@
 #include "mka/multikueue/generic_adapter.h"
 
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/config/managed_by.h"
 #include "mka/multikueue/api.h"
 
@@ -18,7 +19,7 @@ json reducedCopy(const json& local) {
   for (const char* field : {"apiVersion", "kind"})
     if (local.contains(field)) out[field] = local[field];
   json meta = json::object();
-  const auto localMeta = local.value("metadata", json::object());
+  const auto& localMeta = json_fields::objectMember(local, "metadata");
   for (const char* field : {"name", "namespace", "labels", "annotations"}) {
     auto it = localMeta.find(field);
     if (it != localMeta.end() && !it->is_null()) meta[field] = *it;
@@ -84,10 +85,9 @@ std::optional<json> statusPatch(const json& local, const json& remote) {
 }
 
 std::optional<std::string> prebuiltWorkloadName(const json& job) {
-  const auto meta = job.value("metadata", json::object());
+  const auto& meta = json_fields::objectMember(job, "metadata");
   for (const char* field : {"annotations", "labels"}) {
-    const auto map = meta.value(field, json::object());
-    if (!map.is_object()) continue;
+    const auto& map = json_fields::objectMember(meta, field);
     auto it = map.find(std::string(kPrebuiltWorkloadNameKey));
     if (it != map.end() && it->is_string() && !it->get<std::string>().empty()) return it->get<std::string>();
   }
@@ -96,8 +96,7 @@ std::optional<std::string> prebuiltWorkloadName(const json& job) {
 
 bool ownedByOrigin(const json& object, const std::string& origin) {
   if (origin.empty()) throw Error("multikueue origin is empty");
-  const auto labels = object.value("metadata", json::object()).value("labels", json::object());
-  if (!labels.is_object()) return false;
+  const auto& labels = json_fields::objectMember(json_fields::objectMember(object, "metadata"), "labels");
   auto it = labels.find(std::string(kOriginLabel));
   return it != labels.end() && it->is_string() && it->get<std::string>() == origin;
 }

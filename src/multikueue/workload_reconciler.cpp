@@ -26,14 +26,6 @@ using json_fields::objectMember;
 // The reconciler's writes read nothing of the answer but, for status updates, the revision.
 using Answer = kube::WriteOptions::Answer;
 
-// The spec a remote copy must keep equal to the manager's (§2.3 step 5): preemption gates are
-// the worker's business, and `active` is written by the worker when it deactivates a copy.
-json comparableSpec(const json& workload) {
-  json spec = workload.value("spec", json::object());
-  spec.erase("preemptionGates");
-  spec.erase("active");
-  return spec;
-}
 
 std::string clusterQueueOf(const json& workload) {
   return json_fields::stringMember(objectMember(objectMember(workload, "status"), "admission"), "clusterQueue");
@@ -294,7 +286,7 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
   if (!config)
     throw Error(key + ": admission check " + *check + ": MultiKueueConfig \"" + reference.name +
                 "\" not found; create it or fix spec.parameters.name of the AdmissionCheck");
-  for (const auto& c : config->value("spec", json::object()).value("clusters", json::array()))
+  for (const auto& c : arrayMember(objectMember(*config, "spec"), "clusters"))
     if (c.is_string()) group.clusters.push_back(c.get<std::string>());
   for (const auto& name : group.clusters) {
     auto remote = clusters_.connected(name);
@@ -467,9 +459,8 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
   }
 
   // (5) Copies whose spec no longer matches the manager's go.
-  const auto localSpec = comparableSpec(workload);
   for (auto it = group.remotes.begin(); it != group.remotes.end();) {
-    if (comparableSpec(it->second) == localSpec) {
+    if (sameSpecAsCopy(workload, it->second)) {
       ++it;
       continue;
     }

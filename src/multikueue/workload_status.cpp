@@ -129,6 +129,24 @@ std::string withPreviousState(std::string_view message, std::string_view oldStat
   return std::string(message) + ", Previously: \"" + std::string(oldState) + "\"";
 }
 
+// Both specs are maps ordered by key: walked side by side, compared in place.
+bool sameSpecAsCopy(const json& local, const json& remote) {
+  const auto& a = json_fields::objectMember(local, "spec");
+  const auto& b = json_fields::objectMember(remote, "spec");
+  const auto skipIgnored = [](json::const_iterator it, json::const_iterator end) {
+    while (it != end && (it.key() == "preemptionGates" || it.key() == "active")) ++it;
+    return it;
+  };
+  auto i = skipIgnored(a.begin(), a.end());
+  auto j = skipIgnored(b.begin(), b.end());
+  while (i != a.end() && j != b.end()) {
+    if (i.key() != j.key() || *i != *j) return false;
+    i = skipIgnored(std::next(i), a.end());
+    j = skipIgnored(std::next(j), b.end());
+  }
+  return i == a.end() && j == b.end();
+}
+
 std::string clusterName(const json& workload) {
   return json_fields::stringMember(json_fields::objectMember(workload, "status"), "clusterName");
 }

@@ -43,6 +43,11 @@ bool setCheckState(nlohmann::json& workload, std::string_view check, std::string
 // `message` + `, Previously: "<old state>"`, as Kueue's check-state helper writes it.
 std::string withPreviousState(std::string_view message, std::string_view oldState);
 
+// Whether a remote copy's spec still equals the manager's (§2.3 step 5), preemption gates
+// (the worker's business) and `active` (which the worker writes when it deactivates a copy)
+// aside. A missing spec, or one that is not an object, reads as empty.
+bool sameSpecAsCopy(const nlohmann::json& local, const nlohmann::json& remote);
+
 std::string clusterName(const nlohmann::json& workload);  // "" when unset
 std::vector<std::string> nominatedClusters(const nlohmann::json& workload);
 // Sets status.nominatedClusterNames (removed when empty).

@@ -50,6 +50,28 @@ TEST(WorkloadStatusTest, CheckStateKeepsItsTransitionTimeWhenOnlyTheMessageChang
   EXPECT_EQ(findCheckState(wl, "other"), nullptr);
 }
 
+TEST(WorkloadStatusTest, ACopysSpecIsComparedWithoutPreemptionGatesAndActive) {
+  const json local = {{"spec", {{"queueName", "q"}, {"podSets", {{{"name", "main"}, {"count", 1}}}}}}};
+  json copy = local;
+  EXPECT_TRUE(sameSpecAsCopy(local, copy));
+  copy["spec"]["active"] = false;                                  // the worker deactivated it
+  copy["spec"]["preemptionGates"] = {{{"name", "worker-gate"}}};  // the worker's business
+  EXPECT_TRUE(sameSpecAsCopy(local, copy));
+  EXPECT_TRUE(sameSpecAsCopy(copy, local));
+
+  json changed = copy;
+  changed["spec"]["podSets"][0]["count"] = 2;
+  EXPECT_FALSE(sameSpecAsCopy(local, changed));
+  json extra = local;
+  extra["spec"]["priority"] = 5;  // after the last key
+  EXPECT_FALSE(sameSpecAsCopy(local, extra));
+  EXPECT_FALSE(sameSpecAsCopy(extra, local));
+  json fewer = local;
+  fewer["spec"].erase("podSets");
+  EXPECT_FALSE(sameSpecAsCopy(local, fewer));
+  EXPECT_TRUE(sameSpecAsCopy(json::object(), json{{"spec", {{"active", true}}}})) << "no spec reads as empty";
+}
+
 TEST(WorkloadStatusTest, PreviousStateSuffixIsKueues) {
   EXPECT_EQ(withPreviousState("No multikueue adapter found", "Pending"),
             "No multikueue adapter found, Previously: \"Pending\"");
