@@ -26,7 +26,6 @@ using json_fields::objectMember;
 // The reconciler's writes read nothing of the answer but, for status updates, the revision.
 using Answer = kube::WriteOptions::Answer;
 
-
 std::string clusterQueueOf(const json& workload) {
   return json_fields::stringMember(objectMember(objectMember(workload, "status"), "admission"), "clusterQueue");
 }

@@ -102,9 +102,6 @@ std::optional<std::uint64_t> parseResourceVersion(const std::string& text, const
   return value;
 }
 
-// Everything but metadata and status: what bumps metadata.generation when it changes.
-// Whether anything but metadata and status differs (what bumps metadata.generation), compared
-// in place: copying both objects to drop those two was a noticeable share of every write.
 // A copy of a stored object for a status write: all but status and metadata.managedFields
 // (often half of an object), which the write replaces.
 json withoutStatusAndManagedFields(const json& object) {
@@ -138,6 +135,8 @@ bool sameObject(const json& a, const json& b) {
   return a == b;
 }
 
+// Whether anything but metadata and status differs (what bumps metadata.generation), compared
+// in place: copying both objects to drop those two was a noticeable share of every write.
 bool specDiffers(const json& a, const json& b) {
   const auto counted = [](const json& object) {
     std::size_t n = 0;
