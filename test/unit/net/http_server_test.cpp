@@ -86,6 +86,14 @@ class RawConnection {
 
 std::string get(const std::string& path) { return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n"; }
 
+// A keep-alive client of the server on `port` that gives up after 10 s without an answer.
+httplib::Client keepAliveClient(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_keep_alive(true);
+  c.set_read_timeout(10, 0);
+  return c;
+}
+
 ServerOptions localOptions() {
   ServerOptions options;
   options.name = "test";
@@ -126,12 +134,7 @@ class HttpServerTest : public ::testing::Test {
     port_ = server_->start();
   }
 
-  httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_keep_alive(true);
-    c.set_read_timeout(10, 0);
-    return c;
-  }
+  httplib::Client client() { return keepAliveClient(port_); }
 
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
@@ -446,12 +449,7 @@ class HandleEverythingTest : public ::testing::Test {
     });
     port_ = server_->start();
   }
-  httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_keep_alive(true);
-    c.set_read_timeout(10, 0);
-    return c;
-  }
+  httplib::Client client() { return keepAliveClient(port_); }
 
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
