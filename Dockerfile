@@ -21,7 +21,7 @@ RUN cmake -S . -B /build -G Ninja \
 FROM debian:bookworm-slim
 # Runtime libraries of the -dev packages used at build time (bookworm names):
 #   libssl-dev -> libssl3, libcpp-httplib-dev -> libcpp-httplib0.11 (pulls libbrotli1, zlib1g),
-#   libspdlog-dev -> libspdlog1.10, libfmt-dev -> libfmt9, libyaml-cpp-dev -> libyaml-cpp0.7,
+#   libspdlog-dev -> libspdlog1.10, libfmt-dev -> libfmt9, libyaml-dev -> libyaml-0-2,
 #   prometheus-cpp-dev -> libprometheus-cpp-core1.0. nlohmann-json and CLI11 are header-only.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -30,7 +30,7 @@ RUN apt-get update \
       libcpp-httplib0.11 \
       libspdlog1.10 \
       libfmt9 \
-      libyaml-cpp0.7 \
+      libyaml-0-2 \
       libprometheus-cpp-core1.0 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot \

@@ -1,29 +1,56 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for SECONDS (default 60)
-# on a corpus seeded from test/fixtures/. Crashes are written to build-fuzz/crashes/.
-# Usage: scripts/fuzz.sh [SECONDS]
+# with -rss_limit_mb=512 -timeout=2, on a corpus seeded from test/fixtures/ (the target's
+# fuzz-regressions folder included). Inputs that fail are written to build-fuzz/crashes/; the
+# script exits non-zero when any target found one.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config kubeconfig yaml admission_review
+#                                                   kube_protobuf sandbox_request; default all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(config kubeconfig yaml admission_review kube_protobuf sandbox_request)
 ./scripts/install-deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMKA_BUILD_FUZZ=ON -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF >/dev/null
-ninja -C build-fuzz admission_review_fuzz config_fuzz kube_protobuf_fuzz
+ninja -C build-fuzz "${targets[@]/%/_fuzz}"
 
-mkdir -p build-fuzz/corpus/admission build-fuzz/corpus/config build-fuzz/corpus/protobuf build-fuzz/crashes
+corpus=build-fuzz/corpus
+mkdir -p build-fuzz/crashes
+seed() {  # seed TARGET FILE...
+  local target=$1
+  shift
+  mkdir -p "$corpus/$target"
+  for f in "$@"; do if [ -f "$f" ]; then cp "$f" "$corpus/$target/"; fi; done
+}
+seed config test/fixtures/config/*.yaml
+seed kubeconfig test/fixtures/kubeconfig/*
+seed yaml test/fixtures/config/*.yaml test/fixtures/kubeconfig/* manifests/samples/*/*.yaml
+seed kube_protobuf test/fixtures/protobuf/*.pb
+seed sandbox_request test/fixtures/sandbox-requests/*
 # The admission target reads its route from the first byte: seed each fixture on each route.
+mkdir -p "$corpus/admission_review"
 for f in test/fixtures/admission/*.json; do
   for route in 0 1 2; do
-    { printf "\\x0$route"; cat "$f"; } >"build-fuzz/corpus/admission/$route-$(basename "$f")"
+    { printf "\\x0$route"; cat "$f"; } >"$corpus/admission_review/$route-$(basename "$f")"
   done
 done
-cp test/fixtures/config/*.yaml build-fuzz/corpus/config/
-cp test/fixtures/protobuf/*.pb build-fuzz/corpus/protobuf/
+for t in "${targets[@]}"; do
+  [ -d "test/fixtures/fuzz-regressions/$t" ] && cp test/fixtures/fuzz-regressions/"$t"/* "$corpus/$t/"
+done
 
 export ASAN_OPTIONS=detect_leaks=1
-./build-fuzz/fuzz/admission_review_fuzz build-fuzz/corpus/admission -max_total_time="$seconds" \
-  -artifact_prefix=build-fuzz/crashes/admission- -print_final_stats=1
-./build-fuzz/fuzz/config_fuzz build-fuzz/corpus/config -max_total_time="$seconds" \
-  -artifact_prefix=build-fuzz/crashes/config- -print_final_stats=1
-./build-fuzz/fuzz/kube_protobuf_fuzz build-fuzz/corpus/protobuf -max_total_time="$seconds" \
-  -artifact_prefix=build-fuzz/crashes/protobuf- -print_final_stats=1
+failed=0
+for t in "${targets[@]}"; do
+  echo "== ${t}_fuzz for ${seconds} s"
+  rc=0
+  "./build-fuzz/fuzz/${t}_fuzz" "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=2 \
+    -artifact_prefix="build-fuzz/crashes/$t-" -print_final_stats=1 >"build-fuzz/$t.log" 2>&1 || rc=$?
+  grep -E '^(Done [0-9]+ runs|stat::(number_of_executed_units|peak_rss_mb)|==[0-9]+== ERROR|SUMMARY|check failed)' \
+    "build-fuzz/$t.log" || true
+  grep -E '^#[0-9]+[[:space:]]+(DONE|INITED)' "build-fuzz/$t.log" | tail -1 || true
+  if [ "$rc" -ne 0 ]; then echo "FAILED: ${t}_fuzz (log: build-fuzz/$t.log)"; failed=$((failed + 1)); fi
+done
+[ "$failed" -eq 0 ] || { echo "$failed fuzz target(s) found an input that fails: build-fuzz/crashes/"; exit 1; }
+echo "fuzz: every target ran ${seconds} s and found nothing"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with AddressSanitizer + UndefinedBehaviorSanitizer, and runs
 # every test: the unit tests (ctest) and the integration scripts in test/integration/.
-# Concurrency-heavy tests are built and run once more under ThreadSanitizer.
-# Usage: scripts/test.sh            (MKA_SKIP_TSAN=1 to skip the TSan pass)
+# Concurrency-heavy tests are built and run once more under ThreadSanitizer, and every fuzz
+# target runs for 30 s.
+# Usage: scripts/test.sh            (MKA_SKIP_TSAN=1 to skip the TSan pass, MKA_SKIP_FUZZ=1 the fuzz pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -50,8 +51,15 @@ if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(FileWatcher|HttpServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|ClusterHttp|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|Kinds/GenericAdapterE2E)'
 fi
 
+# Every fuzz target for a short while, built with clang: the code keeps building with both
+# compilers, and a parser change that a fuzzer breaks in seconds is caught here.
+if [ "${MKA_SKIP_FUZZ:-0}" != 1 ]; then
+  stage "fuzz targets (clang, libFuzzer, 30 s each)"
+  ./scripts/fuzz.sh 30 || failed=$((failed + 1))
+fi
+
 if [ "$failed" -ne 0 ]; then
-  echo "$failed integration script(s) or allocator test(s) failed"
+  echo "$failed integration script(s), allocator test(s) or fuzz pass(es) failed"
   exit 1
 fi
 echo "all tests passed (in ${SECONDS} s)"

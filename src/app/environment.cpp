@@ -11,7 +11,7 @@
 #include "mka/config/loader.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/rate_limiter.h"
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 
 namespace mka::app {
 
@@ -89,7 +89,7 @@ Environment::Environment(Options options) : options_(std::move(options)) {
   // worker), the workers' from manifests/samples/worker.
   std::vector<json> managerObjects;
   for (const auto& file : yamlFilesIn(options_.samplesDirectory / "kueue")) {
-    for (auto& object : sandbox::loadYamlDocuments(readFile(file))) {
+    for (auto& object : yaml::parseJson(readFile(file), yaml::Limits::forManifests())) {
       if (object.value("kind", "") == "MultiKueueConfig") object["spec"]["clusters"] = options_.workers;
       if (object.value("kind", "") == "MultiKueueCluster") continue;  // made below, one per worker
       managerObjects.push_back(std::move(object));
@@ -171,7 +171,7 @@ multiKueue:
 
 std::vector<json> Environment::createFromFile(const std::string& cluster, const fs::path& file) {
   std::vector<json> created;
-  for (const auto& object : sandbox::loadYamlDocuments(readFile(file))) {
+  for (const auto& object : yaml::parseJson(readFile(file), yaml::Limits::forManifests())) {
     try {
       created.push_back(create(cluster, object));
     } catch (const std::exception& e) {

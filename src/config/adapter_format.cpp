@@ -10,11 +10,11 @@ namespace {
 const std::vector<std::string> kPolicies = {"MultiKueueQueues", "QueueLabeled", "Never"};
 
 void readPolicy(MapReader& root, ManagedByDefaulting& out) {
-  auto node = root.get("managedByDefaulting");
-  if (!node.IsDefined()) return;
+  const auto* node = root.get("managedByDefaulting");
+  if (!node) return;
   std::string text;
   root.read("managedByDefaulting", text);  // reports a value that is not a string
-  if (!node.IsScalar()) return;
+  if (!node->isScalar()) return;
   if (auto policy = parseManagedByDefaulting(text)) {
     out = *policy;
     return;
@@ -29,9 +29,9 @@ void readPolicy(MapReader& root, ManagedByDefaulting& out) {
 
 }  // namespace
 
-void readAdapterConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out) {
+void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Configuration& out) {
   out.source = Configuration::Source::AdapterConfiguration;
-  MapReader top(reader, root, "");
+  MapReader top(reader, &root, "");
   top.checkKeys({"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
                  "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue"},
                 UnknownKeys::Reject);

@@ -3,18 +3,16 @@
 // types only; rules about values live in validateConfiguration (loader.h). Internal to the
 // config module.
 
-#include <yaml-cpp/yaml.h>
-
 #include "mka/config/configuration.h"
 #include "yaml_reader.h"
 
 namespace mka::config::detail {
 
 // apiVersion config.multikueue-adapter.dev/v1alpha1, kind AdapterConfiguration: every key known.
-void readAdapterConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out);
+void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Configuration& out);
 // Kueue's config.kueue.x-k8s.io Configuration: namespace, clientConnection, multiKueue and the
 // Workload entry of controller.groupKindConcurrency read, the rest of Kueue's keys ignored.
-void readKueueConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out);
+void readKueueConfiguration(YamlReader& reader, const yaml::Node& root, Configuration& out);
 // The multiKueue section, shared by both kinds (Kueue's has a few more keys, ignored).
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out);
 

@@ -22,9 +22,9 @@ const std::vector<std::string> kAdapterOnlyKeys = {"managedByDefaulting", "dispa
 
 }  // namespace
 
-void readKueueConfiguration(YamlReader& reader, const YAML::Node& root, Configuration& out) {
+void readKueueConfiguration(YamlReader& reader, const yaml::Node& root, Configuration& out) {
   out.source = Configuration::Source::KueueConfiguration;
-  MapReader top(reader, root, "");
+  MapReader top(reader, &root, "");
   for (const auto& key : kAdapterOnlyKeys) {
     if (top.hasKey(key))
       reader.error(top.pathOf(key), "is a multikueue-adapter setting, which a Kueue Configuration cannot hold",

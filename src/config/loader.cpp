@@ -3,12 +3,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "formats.h"
+#include "mka/common/bounded_read.h"
 #include "mka/common/strings.h"
+#include "mka/yaml/document.h"
 
 namespace mka::config {
 namespace {
@@ -17,7 +16,6 @@ using detail::MapReader;
 using detail::quote;
 using detail::YamlReader;
 
-constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a ConfigMap cannot hold more
 
 const std::string kAdapterVersion(kAdapterApiVersion);
 const std::string kKueueV1beta2 = std::string(kKueueConfigGroup) + "/v1beta2";
@@ -25,6 +23,9 @@ const std::string kKueueV1beta1 = std::string(kKueueConfigGroup) + "/v1beta1";
 const std::string kAcceptedHeaders =
     "apiVersion: config.multikueue-adapter.dev/v1alpha1 with kind: AdapterConfiguration, or Kueue's apiVersion: "
     "config.kueue.x-k8s.io/v1beta2 (or v1beta1) with kind: Configuration";
+
+// A configuration is a ConfigMap's worth of text at most.
+const yaml::Limits kLimits = yaml::Limits::forSmallDocuments();
 
 enum class Format { Adapter, Kueue };
 
@@ -35,14 +36,14 @@ std::optional<Format> detectFormat(YamlReader& reader, MapReader& top) {
   top.read("apiVersion", apiVersion);
   top.read("kind", kind);
 
-  const auto apiVersionNode = top.get("apiVersion");
-  const auto kindNode = top.get("kind");
+  const auto* apiVersionNode = top.get("apiVersion");
+  const auto* kindNode = top.get("kind");
   std::optional<Format> format;
   if (apiVersion == kAdapterVersion) {
     format = Format::Adapter;
   } else if (apiVersion == kKueueV1beta2 || apiVersion == kKueueV1beta1) {
     format = Format::Kueue;
-  } else if (apiVersionNode.IsDefined() && !apiVersionNode.IsScalar()) {
+  } else if (apiVersionNode && !apiVersionNode->isScalar()) {
     // not a string: already reported by read()
   } else if (apiVersion.empty()) {
     std::string fix = "start the file with " + kAcceptedHeaders;
@@ -61,9 +62,9 @@ std::optional<Format> detectFormat(YamlReader& reader, MapReader& top) {
   }
 
   const std::string expected(format == Format::Kueue ? kKueueKind : kAdapterKind);
-  if (!kindNode.IsDefined() || (kindNode.IsScalar() && kind.empty())) {
+  if (!kindNode || (kindNode->isScalar() && kind.empty())) {
     reader.error("kind", "is required", "add kind: " + expected);
-  } else if (kindNode.IsScalar() && format && kind != expected) {
+  } else if (kindNode->isScalar() && format && kind != expected) {
     reader.error("kind", "must be " + expected + " for apiVersion " + apiVersion + ", not " + quote(kind),
                  format == Format::Adapter ? "set kind: AdapterConfiguration, or use apiVersion: " + kKueueV1beta2 +
                                                  " for Kueue's Configuration"
@@ -98,14 +99,17 @@ FieldErrors withPrefix(FieldErrors errors, std::string_view prefix) {
 
 LoadResult readDocument(std::string_view text) {
   YamlReader reader;
-  std::vector<YAML::Node> documents;
+  std::vector<yaml::NodePtr> documents;
   try {
-    for (auto& doc : YAML::LoadAll(std::string(text)))
-      if (!doc.IsNull()) documents.push_back(doc);
-  } catch (const YAML::Exception& e) {
-    reader.error("", "invalid YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
-                         std::to_string(e.mark.column + 1) + ": " + e.msg,
+    for (auto& doc : yaml::parse(text, kLimits))
+      if (!doc->isNull()) documents.push_back(std::move(doc));
+  } catch (const yaml::SyntaxError& e) {
+    reader.error("", "invalid YAML at line " + std::to_string(e.mark().line + 1) + ", column " +
+                         std::to_string(e.mark().column + 1) + ": " + e.problem(),
                  "fix the syntax there: indent with spaces, put a space after each ':', and close every [ and {");
+    return {std::nullopt, reader.takeErrors()};
+  } catch (const yaml::LimitError& e) {
+    reader.error("", e.what(), "a configuration is a few dozen lines: check that this is the configuration file");
     return {std::nullopt, reader.takeErrors()};
   }
   if (documents.empty()) {
@@ -117,14 +121,14 @@ LoadResult readDocument(std::string_view text) {
                  "keep one configuration in the file and remove the other documents and their --- separators");
     return {std::nullopt, reader.takeErrors()};
   }
-  const auto& root = documents.front();
-  if (!root.IsMap()) {
+  const auto& root = *documents.front();
+  if (!root.isMapping()) {
     reader.error("", "must be a mapping of key: value pairs, not " + detail::describe(root),
                  "write a configuration starting with " + kAcceptedHeaders);
     return {std::nullopt, reader.takeErrors()};
   }
 
-  MapReader top(reader, root, "");
+  MapReader top(reader, &root, "");
   auto format = detectFormat(reader, top);
   if (!format) return {std::nullopt, reader.takeErrors()};
 
@@ -163,18 +167,19 @@ LoadResult loadConfigurationFile(const std::filesystem::path& file) {
   if (std::filesystem::is_directory(status))
     return fail("is a directory, not a file", "point to the configuration file inside it, such as " +
                                                   (file / "config.yaml").string());
-  auto size = std::filesystem::file_size(file, ec);
-  if (!ec && size > kMaxFileBytes)
-    return fail("is larger than 1 MiB (" + std::to_string(size) + " bytes)",
-                "point to the configuration file; a ConfigMap cannot hold more than 1 MiB");
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     auto reason = std::string(std::strerror(errno));
     return fail("cannot read the file: " + reason, "make the file readable by the adapter's user");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseConfiguration(text.str());
+  // Read one byte past the limit and no more: a device or a pipe has no size to check first.
+  const auto text = readAtMost(in, kLimits.maxBytes);
+  if (text.size() > kLimits.maxBytes) {
+    const auto size = std::filesystem::file_size(file, ec);
+    return fail("is larger than 1 MiB" + (ec ? std::string() : " (" + std::to_string(size) + " bytes)"),
+                "point to the configuration file; a ConfigMap cannot hold more than 1 MiB");
+  }
+  return parseConfiguration(text);
 }
 
 }  // namespace mka::config

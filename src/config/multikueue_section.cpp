@@ -44,14 +44,14 @@ void readManagedBy(YamlReader& reader, MapReader m, ExternalFramework& framework
   framework.managedByFromProfile = false;
 }
 
-void readFramework(YamlReader& reader, const YAML::Node& item, const std::string& path, UnknownKeys policy,
+void readFramework(YamlReader& reader, const yaml::Node& item, const std::string& path, UnknownKeys policy,
                    ExternalFramework& framework) {
-  if (item.IsScalar()) {
+  if (item.isScalar() && !item.isNull()) {
     // Kueue's integrations.externalFrameworks is a plain list of names; this list is not.
-    reader.error(path, "must be a mapping with a name, not " + describe(item), "write it as - name: " + item.Scalar());
+    reader.error(path, "must be a mapping with a name, not " + describe(item), "write it as - name: " + item.scalar());
     return;
   }
-  MapReader f(reader, item, path, kFrameworkExample);
+  MapReader f(reader, &item, path, kFrameworkExample);
   f.checkKeys({"name", "managedBy"}, policy);
   f.read("name", framework.name);
   if (auto gvk = kube::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
@@ -78,22 +78,22 @@ void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
   section.read("dispatcherName", out.dispatcherName);
   if (out.dispatcherName.empty()) out.dispatcherName = std::string(kDispatcherAllAtOnce);
 
-  auto list = section.get("externalFrameworks");
-  if (!list.IsDefined()) return;
+  const auto* list = section.get("externalFrameworks");
+  if (!list) return;
   auto& reader = section.reader();
   const auto listPath = section.pathOf("externalFrameworks");
-  if (!list.IsSequence()) {
-    reader.error(listPath, "must be a list, not " + describe(list),
+  if (!list->isSequence()) {
+    reader.error(listPath, "must be a list, not " + describe(*list),
                  "write one entry per line, such as " + std::string(kFrameworkExample));
     return;
   }
   // Every entry keeps its index, broken or not, so that paths in later errors match the file.
   std::size_t i = 0;
-  for (auto it = list.begin(); it != list.end(); ++it, ++i) {
-    auto path = indexPath(listPath, i);
-    reader.noteLine(path, *it);
+  for (const auto& item : list->items()) {
+    auto path = indexPath(listPath, i++);
+    reader.noteLine(path, *item);
     ExternalFramework framework;
-    readFramework(reader, *it, path, policy, framework);
+    readFramework(reader, *item, path, policy, framework);
     out.externalFrameworks.push_back(std::move(framework));
   }
 }

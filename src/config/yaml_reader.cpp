@@ -2,17 +2,26 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
+#include <cstdint>
 #include <set>
 
 #include "mka/common/strings.h"
+#include "mka/yaml/json.h"
 
 namespace mka::config::detail {
 namespace {
 
-// A quoted scalar is a string in JSON terms; Kubernetes refuses one where a number or a
-// boolean is expected, and so do we.
-bool isQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
+// What a scalar reads as in JSON terms, as Kubernetes decodes it: a quoted scalar is a string,
+// which Kubernetes refuses where a number or a boolean is expected, and so do we. Null for a
+// collection or a value JSON cannot hold (.nan, .inf).
+nlohmann::json resolved(const yaml::Node& node) {
+  if (!node.isScalar()) return nullptr;
+  try {
+    return yaml::scalarToJson(node);
+  } catch (const yaml::ConversionError&) {
+    return nullptr;
+  }
+}
 
 bool isAllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -31,9 +40,8 @@ void YamlReader::error(std::string path, std::string problem, std::string fix) {
   errors_.push_back(FieldError{std::move(path), std::move(problem), std::move(fix)});
 }
 
-void YamlReader::noteLine(const std::string& path, const YAML::Node& node) {
-  auto mark = node.Mark();
-  if (!mark.is_null()) lines_.emplace(path, mark.line);
+void YamlReader::noteLine(const std::string& path, const yaml::Node& node) {
+  lines_.emplace(path, node.mark().line);
 }
 
 int YamlReader::lineOf(std::string_view path) const {
@@ -67,108 +75,100 @@ std::string indexPath(std::string_view parent, std::size_t index) {
 
 std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-std::string describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Scalar:
-      return quote(node.Scalar());
-    default:
-      return "null";
-  }
+std::string describe(const yaml::Node& node) {
+  if (node.isMapping()) return "a mapping";
+  if (node.isSequence()) return "a list";
+  if (node.isNull()) return "null";
+  return quote(node.scalar());
 }
 
-MapReader::MapReader(YamlReader& reader, YAML::Node node, std::string path, std::string_view example)
-    : reader_(reader), node_(std::move(node)), path_(std::move(path)) {
-  if (!node_.IsDefined() || node_.IsNull()) return;
-  if (!node_.IsMap()) {
-    reader_.error(path_, "must be a mapping of key: value pairs, not " + describe(node_),
+MapReader::MapReader(YamlReader& reader, const yaml::Node* node, std::string path, std::string_view example)
+    : reader_(reader), node_(node), path_(std::move(path)) {
+  if (!node_ || node_->isNull()) return;
+  if (!node_->isMapping()) {
+    reader_.error(path_, "must be a mapping of key: value pairs, not " + describe(*node_),
                   example.empty() ? "indent its fields below it, one key: value per line"
                                   : "write it as " + std::string(example));
     return;
   }
   isMap_ = true;
-  for (auto it = node_.begin(); it != node_.end(); ++it)
-    if (it->first.IsScalar()) reader_.noteLine(pathOf(it->first.Scalar()), it->first);
+  for (const auto& entry : node_->entries())
+    if (entry.key->isScalar()) reader_.noteLine(pathOf(entry.key->scalar()), *entry.key);
 }
 
-YAML::Node MapReader::get(std::string_view key) const {
-  // optional::emplace, not Node assignment: assigning to a yaml-cpp Node that already refers to
-  // a node rewrites the tree it points into.
-  std::optional<YAML::Node> found;
-  if (isMap_) {
-    // The last occurrence wins, as in Go's decoders; duplicates are reported by checkKeys.
-    for (auto it = node_.begin(); it != node_.end(); ++it)
-      if (it->first.IsScalar() && it->first.Scalar() == key) found.emplace(it->second);
-  }
-  if (!found || found->IsNull()) return YAML::Node(YAML::NodeType::Undefined);
-  return *found;
+const yaml::Node* MapReader::get(std::string_view key) const {
+  if (!isMap_) return nullptr;
+  // The last occurrence wins, as in Go's decoders; duplicates are reported by checkKeys.
+  const auto* found = node_->find(key);
+  return found && !found->isNull() ? found : nullptr;
 }
 
 bool MapReader::hasKey(std::string_view key) const {
   if (!isMap_) return false;
-  for (auto it = node_.begin(); it != node_.end(); ++it)
-    if (it->first.IsScalar() && it->first.Scalar() == key) return true;
+  for (const auto& entry : node_->entries())
+    if (entry.key->isScalar() && entry.key->scalar() == key) return true;
   return false;
 }
 
 void MapReader::read(std::string_view key, std::string& out) {
-  auto node = get(key);
-  if (!node.IsDefined()) return;
-  if (!node.IsScalar()) {
-    reader_.error(pathOf(key), "must be a string, not " + describe(node),
+  const auto* node = get(key);
+  if (!node) return;
+  if (!node->isScalar()) {
+    reader_.error(pathOf(key), "must be a string, not " + describe(*node),
                   "write a single value on the same line as the key");
     return;
   }
-  out = node.Scalar();
+  out = node->scalar();
 }
 
 void MapReader::read(std::string_view key, bool& out) {
-  auto node = get(key);
-  if (!node.IsDefined()) return;
-  bool value = false;
-  if (!node.IsScalar() || isQuoted(node) || !YAML::convert<bool>::decode(node, value)) {
-    reader_.error(pathOf(key), "must be true or false, not " + describe(node), "write true or false without quotes");
+  const auto* node = get(key);
+  if (!node) return;
+  const auto value = resolved(*node);
+  if (!value.is_boolean()) {
+    reader_.error(pathOf(key), "must be true or false, not " + describe(*node), "write true or false without quotes");
     return;
   }
-  out = value;
+  out = value.get<bool>();
 }
 
 void MapReader::read(std::string_view key, int& out) {
-  auto node = get(key);
-  if (!node.IsDefined()) return;
-  long long value = 0;
-  if (!node.IsScalar() || isQuoted(node) || !YAML::convert<long long>::decode(node, value) || value < INT_MIN ||
-      value > INT_MAX) {
-    reader_.error(pathOf(key), "must be a whole number, not " + describe(node), "write a whole number without quotes");
+  const auto* node = get(key);
+  if (!node) return;
+  const auto value = resolved(*node);
+  const bool fits = value.is_number_integer() &&
+                    (value.is_number_unsigned() ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT_MAX)
+                                                : value.get<std::int64_t>() >= INT_MIN &&
+                                                      value.get<std::int64_t>() <= INT_MAX);
+  if (!fits) {
+    reader_.error(pathOf(key), "must be a whole number, not " + describe(*node), "write a whole number without quotes");
     return;
   }
-  out = static_cast<int>(value);
+  out = value.get<int>();
 }
 
 void MapReader::read(std::string_view key, double& out) {
-  auto node = get(key);
-  if (!node.IsDefined()) return;
-  double value = 0;
-  if (!node.IsScalar() || isQuoted(node) || !YAML::convert<double>::decode(node, value) || !std::isfinite(value)) {
-    reader_.error(pathOf(key), "must be a number, not " + describe(node),
+  const auto* node = get(key);
+  if (!node) return;
+  const auto value = resolved(*node);
+  if (!value.is_number()) {
+    reader_.error(pathOf(key), "must be a number, not " + describe(*node),
                   "write a number without quotes, such as 50 or 2.5");
     return;
   }
-  out = value;
+  out = value.get<double>();
 }
 
 void MapReader::read(std::string_view key, Duration& out) {
-  auto node = get(key);
-  if (!node.IsDefined()) return;
+  const auto* node = get(key);
+  if (!node) return;
   std::optional<Duration> value;
-  if (node.IsScalar()) value = parseDuration(node.Scalar());
+  if (node->isScalar()) value = parseDuration(node->scalar());
   if (!value) {
-    auto problem = "must be a duration such as 1m or 30s, not " + describe(node);
-    if (node.IsScalar() && isAllDigits(node.Scalar()))
-      reader_.error(pathOf(key), problem, "add a unit, for example " + node.Scalar() + "s or " + node.Scalar() + "m");
+    auto problem = "must be a duration such as 1m or 30s, not " + describe(*node);
+    if (node->isScalar() && isAllDigits(node->scalar()))
+      reader_.error(pathOf(key), problem,
+                    "add a unit, for example " + node->scalar() + "s or " + node->scalar() + "m");
     else
       reader_.error(pathOf(key), problem,
                     "write a number followed by a unit (ns, us, ms, s, m or h), for example 90s or 1h30m");
@@ -184,13 +184,13 @@ MapReader MapReader::child(std::string_view key, std::string_view example) {
 void MapReader::checkKeys(const std::vector<std::string>& known, UnknownKeys policy) {
   if (!isMap_) return;
   std::set<std::string> seen;
-  for (auto it = node_.begin(); it != node_.end(); ++it) {
-    if (!it->first.IsScalar()) {
-      reader_.error(path_, "has a key that is " + describe(it->first) + ", not a name",
+  for (const auto& entry : node_->entries()) {
+    if (!entry.key->isScalar()) {
+      reader_.error(path_, "has a key that is " + describe(*entry.key) + ", not a name",
                     "write every key as a plain name");
       continue;
     }
-    const auto& key = it->first.Scalar();
+    const auto& key = entry.key->scalar();
     if (!seen.insert(key).second) {
       reader_.error(pathOf(key), "is written more than once", "keep one of them; only the last one would count");
       continue;

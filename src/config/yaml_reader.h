@@ -1,5 +1,5 @@
 #pragma once
-// Typed reads from a yaml-cpp node tree that record every problem with its field path instead of
+// Typed reads from a YAML node tree (mka/yaml) that record every problem with its field path instead of
 // throwing, and remember the line each path was written on, so errors come out in file order.
 // Internal to the config module.
 //
@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
 
 #include "mka/common/duration.h"
 #include "mka/common/errors.h"
+#include "mka/yaml/document.h"
 
 namespace mka::config::detail {
 
@@ -26,7 +26,7 @@ enum class UnknownKeys {
 class YamlReader {
  public:
   void error(std::string path, std::string problem, std::string fix);
-  void noteLine(const std::string& path, const YAML::Node& node);
+  void noteLine(const std::string& path, const yaml::Node& node);
   // The line `path` (or its nearest written parent) was on; errors about fields that were
   // never written (defaults) sort last.
   int lineOf(std::string_view path) const;
@@ -44,25 +44,26 @@ class YamlReader {
 std::string childPath(std::string_view parent, std::string_view key);
 std::string indexPath(std::string_view parent, std::size_t index);
 // "a mapping", "a list", "a string", "null": for "must be X, not Y" messages.
-std::string describe(const YAML::Node& node);
+std::string describe(const yaml::Node& node);
 // `s` in double quotes, for error messages.
 std::string quote(std::string_view s);
 
-// A mapping node at a field path. Absent and null nodes read as an empty mapping, as Kubernetes
-// treats them; a node of another type is reported once and then reads as empty.
+// A mapping node at a field path. Absent (nullptr) and null nodes read as an empty mapping, as
+// Kubernetes treats them; a node of another type is reported once and then reads as empty. The
+// tree the nodes belong to outlives the reader.
 class MapReader {
  public:
-  MapReader(YamlReader& reader, YAML::Node node, std::string path, std::string_view example = {});
+  MapReader(YamlReader& reader, const yaml::Node* node, std::string path, std::string_view example = {});
 
   YamlReader& reader() const { return reader_; }
   const std::string& path() const { return path_; }
   // False when the node is absent, null, or not a mapping.
   bool isMap() const { return isMap_; }
-  std::size_t size() const { return isMap_ ? node_.size() : 0; }
+  std::size_t size() const { return isMap_ ? node_->size() : 0; }
   std::string pathOf(std::string_view key) const { return childPath(path_, key); }
-  // The value at `key` when present and not null; an undefined node otherwise.
-  YAML::Node get(std::string_view key) const;
-  bool has(std::string_view key) const { return get(key).IsDefined(); }
+  // The value at `key` when present and not null; nullptr otherwise.
+  const yaml::Node* get(std::string_view key) const;
+  bool has(std::string_view key) const { return get(key) != nullptr; }
   // Written at all, even with a null value.
   bool hasKey(std::string_view key) const;
 
@@ -80,7 +81,7 @@ class MapReader {
 
  private:
   YamlReader& reader_;
-  YAML::Node node_;
+  const yaml::Node* node_ = nullptr;
   std::string path_;
   bool isMap_ = false;
 };

@@ -96,9 +96,10 @@ std::string Informer::encode(const std::string& key, json& object) {
     savedNs = std::move(*nsIt);
     meta->erase(nsIt);
   }
+  const bool namespaced = !ns.empty();
   const auto restore = [&] {
     (*meta)["name"] = std::move(savedName);
-    if (!ns.empty()) (*meta)["namespace"] = std::move(savedNs);
+    if (namespaced) (*meta)["namespace"] = std::move(savedNs);
   };
   std::string blob;
   try {

@@ -4,42 +4,51 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
-#include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "mka/common/base64.h"
+#include "mka/common/bounded_read.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
+#include "mka/yaml/document.h"
 
 namespace mka::kube {
 namespace {
 
+// A kubeconfig, CA bundle, certificate, key or token: none is near 1 MiB, and a device or a pipe
+// named by mistake must not be read forever.
+constexpr std::size_t kMaxFileBytes = 1 << 20;
+
 std::string readFile(const std::filesystem::path& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(what + ": cannot read " + path.string() + ": check that the file exists and is readable");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  auto out = readAtMost(in, kMaxFileBytes);
+  if (out.size() > kMaxFileBytes)
+    throw Error(what + ": " + path.string() + " is larger than 1 MiB: point to the " + what + " file itself");
+  return out;
 }
 
 // A scalar field, or "" when absent; a field of another type is an error naming it.
-std::string scalar(const YAML::Node& node, const char* key, const std::string& where) {
-  const auto value = node[key];
-  if (!value || value.IsNull()) return {};
-  if (!value.IsScalar()) throw Error(where + "." + key + ": must be a string");
-  return value.as<std::string>();
+std::string scalar(const yaml::Node& node, const char* key, const std::string& where) {
+  const auto* value = node.find(key);
+  if (!value || value->isNull()) return {};
+  if (!value->isScalar()) throw Error(where + "." + key + ": must be a string");
+  return value->scalar();
 }
 
-bool boolean(const YAML::Node& node, const char* key, const std::string& where) {
+bool present(const yaml::Node& node, const char* key) {
+  const auto* value = node.find(key);
+  return value && !value->isNull();
+}
+
+bool boolean(const yaml::Node& node, const char* key, const std::string& where) {
   const auto text = scalar(node, key, where);
   if (text.empty() || text == "false") return false;
   if (text == "true") return true;
   throw Error(where + "." + key + ": must be true or false, not \"" + text + "\"");
 }
 
-std::string base64Field(const YAML::Node& node, const char* key, const std::string& where) {
+std::string base64Field(const yaml::Node& node, const char* key, const std::string& where) {
   auto text = scalar(node, key, where);
   if (text.empty()) return {};
   // Go's []byte JSON/YAML decoding takes standard padded base64; tolerate line breaks that
@@ -53,19 +62,22 @@ std::string base64Field(const YAML::Node& node, const char* key, const std::stri
 
 // The entries of a named list ("clusters", "users", "contexts"): [{name, <item>: {...}}].
 template <typename F>
-void forEachNamed(const YAML::Node& root, const char* list, const char* item, const std::string& source, F&& f) {
-  const auto entries = root[list];
-  if (!entries || entries.IsNull()) return;
-  if (!entries.IsSequence()) throw Error(source + ": " + list + ": must be a list");
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const auto entry = entries[i];
+void forEachNamed(const yaml::Node& root, const char* list, const char* item, const std::string& source, F&& f) {
+  const auto* entries = root.find(list);
+  if (!entries || entries->isNull()) return;
+  if (!entries->isSequence()) throw Error(source + ": " + list + ": must be a list");
+  for (std::size_t i = 0; i < entries->items().size(); ++i) {
+    const auto& entry = *entries->items()[i];
     const std::string where = std::string(list) + "[" + std::to_string(i) + "]";
-    if (!entry.IsMap()) throw Error(source + ": " + where + ": must be a map with name and " + item);
+    if (!entry.isMapping()) throw Error(source + ": " + where + ": must be a map with name and " + item);
     auto name = scalar(entry, "name", where);
     if (name.empty()) throw Error(source + ": " + where + ".name: Required value: give every " + item + " a name");
-    const auto body = entry[item];
-    if (body && !body.IsNull() && !body.IsMap()) throw Error(source + ": " + where + "." + item + ": must be a map");
-    f(name, body ? body : YAML::Node(YAML::NodeType::Map), where + "." + item);
+    const auto* body = entry.find(item);
+    if (body && !body->isNull() && !body->isMapping())
+      throw Error(source + ": " + where + "." + item + ": must be a map");
+    // An absent or null body has no fields: every one of them reads as "".
+    static const yaml::Node kNothing;
+    f(name, body && body->isMapping() ? *body : kNothing, where + "." + item);
   }
 }
 
@@ -111,17 +123,21 @@ std::optional<std::string> urlHost(const std::string& server) {
 Kubeconfig Kubeconfig::parse(std::string_view yaml, std::string source) {
   Kubeconfig out;
   out.source = source;
-  YAML::Node root;
+  std::vector<yaml::NodePtr> documents;
   try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
+    documents = yaml::parse(yaml, yaml::Limits::forSmallDocuments());
+  } catch (const yaml::SyntaxError& e) {
     throw Error(source + ": not valid YAML: " + e.what());
+  } catch (const yaml::LimitError& e) {
+    throw Error(source + ": not a kubeconfig: " + e.what());
   }
-  if (!root || root.IsNull()) return out;  // an empty file is an empty kubeconfig, as in client-go
-  if (!root.IsMap()) throw Error(source + ": a kubeconfig must be a YAML map (apiVersion: v1, kind: Config)");
+  // client-go reads the first document of a file.
+  if (documents.empty() || documents.front()->isNull()) return out;  // an empty file is an empty kubeconfig
+  const auto& root = *documents.front();
+  if (!root.isMapping()) throw Error(source + ": a kubeconfig must be a YAML map (apiVersion: v1, kind: Config)");
   try {
     out.currentContext = scalar(root, "current-context", "current-context");
-    forEachNamed(root, "clusters", "cluster", source, [&](std::string name, const YAML::Node& c, const std::string& w) {
+    forEachNamed(root, "clusters", "cluster", source, [&](std::string name, const yaml::Node& c, const std::string& w) {
       KubeconfigCluster cluster;
       cluster.name = std::move(name);
       cluster.server = scalar(c, "server", w);
@@ -132,7 +148,7 @@ Kubeconfig Kubeconfig::parse(std::string_view yaml, std::string source) {
       cluster.proxyUrl = scalar(c, "proxy-url", w);
       out.clusters.push_back(std::move(cluster));
     });
-    forEachNamed(root, "users", "user", source, [&](std::string name, const YAML::Node& u, const std::string& w) {
+    forEachNamed(root, "users", "user", source, [&](std::string name, const yaml::Node& u, const std::string& w) {
       KubeconfigUser user;
       user.name = std::move(name);
       user.token = scalar(u, "token", w);
@@ -143,15 +159,13 @@ Kubeconfig Kubeconfig::parse(std::string_view yaml, std::string source) {
       user.clientKey = scalar(u, "client-key", w);
       user.username = scalar(u, "username", w);
       user.password = scalar(u, "password", w);
-      user.exec = u["exec"] && !u["exec"].IsNull();
-      user.authProvider = u["auth-provider"] && !u["auth-provider"].IsNull();
+      user.exec = present(u, "exec");
+      user.authProvider = present(u, "auth-provider");
       out.users.push_back(std::move(user));
     });
-    forEachNamed(root, "contexts", "context", source, [&](std::string name, const YAML::Node& c, const std::string& w) {
+    forEachNamed(root, "contexts", "context", source, [&](std::string name, const yaml::Node& c, const std::string& w) {
       out.contexts.push_back({std::move(name), scalar(c, "cluster", w), scalar(c, "user", w), scalar(c, "namespace", w)});
     });
-  } catch (const YAML::Exception& e) {
-    throw Error(source + ": " + e.what());
   } catch (const Error& e) {
     const std::string text = e.what();
     if (text.starts_with(source + ": ")) throw;

@@ -20,7 +20,7 @@
 #include "mka/sandbox/patch.h"
 #include "mka/sandbox/schema.h"
 #include "mka/sandbox/selectors.h"
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 
 namespace mka::sandbox {
 namespace {
@@ -590,7 +590,7 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
                                  "send ?fieldManager=<your controller's name>");
     std::vector<json> docs;
     try {
-      docs = loadYamlDocuments(body);
+      docs = yaml::parseJson(body, yaml::Limits::forManifests());
     } catch (const Error& e) {
       throw ApiError::badRequest(std::string("error decoding YAML: ") + e.what());
     }

@@ -17,7 +17,7 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/protobuf.h"
 #include "mka/sandbox/rendering.h"
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 #include "mka/sandbox/table.h"
 
 namespace mka::sandbox {
@@ -162,7 +162,7 @@ json decodeBody(const httplib::Request& req) {
   } else if (type == "application/yaml") {
     std::vector<json> documents;
     try {
-      documents = loadYamlDocuments(req.body);
+      documents = yaml::parseJson(req.body, yaml::Limits::forManifests());
     } catch (const Error& e) {
       throw ApiError::badRequest(std::string("the request body is not valid YAML: ") + e.what());
     }

@@ -8,7 +8,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 
 namespace mka::sandbox {
 namespace {
@@ -21,7 +21,7 @@ std::vector<nlohmann::json> readCrdFile(const std::filesystem::path& file) {
 
   std::vector<nlohmann::json> documents;
   try {
-    documents = loadYamlDocuments(text.str());
+    documents = yaml::parseJson(text.str(), yaml::Limits::forManifests());
   } catch (const Error& e) {
     throw Error(file.string() + ": " + e.what());
   }

@@ -130,11 +130,17 @@ class Comparer {
       return;
     }
     if (a.is_object()) {
-      for (const auto& [key, value] : b.items()) {
+      // Named references, not structured bindings, where a lambda uses them: clang 14 cannot
+      // capture a structured binding.
+      for (const auto& field : b.items()) {
+        const auto& key = field.key();
+        const auto& value = field.value();
         if (a.contains(key) || isManagedFields(kp, key)) continue;
         descend(key, fp, kp, [&] { addAll(value, fp, kp, out_.removed); });
       }
-      for (const auto& [key, value] : a.items()) {
+      for (const auto& field : a.items()) {
+        const auto& key = field.key();
+        const auto& value = field.value();
         if (isManagedFields(kp, key)) continue;
         auto old = b.find(key);
         // Most of an object is the same after a write (a status write leaves spec and metadata
@@ -201,7 +207,9 @@ class Comparer {
   void addAll(const json& value, FieldPath& fp, std::vector<std::string>& kp, FieldSet& into, bool item = false) {
     if (!fp.empty()) into.insert(fp);
     if (value.is_object()) {
-      for (const auto& [key, child] : value.items()) {
+      for (const auto& field : value.items()) {
+        const auto& key = field.key();
+        const auto& child = field.value();
         if (isManagedFields(kp, key)) continue;
         descend(key, fp, kp, [&] { addAll(child, fp, kp, into); });
       }

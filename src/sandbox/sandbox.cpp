@@ -4,7 +4,6 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 #include "mka/net/pki.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/crd_loader.h"
+#include "mka/yaml/json.h"
 
 namespace mka::sandbox {
 namespace {
@@ -243,31 +243,17 @@ net::CertificateAndKey Cluster::clientCertificate(const std::string& user, const
 
 std::string Cluster::kubeconfig() const {
   const std::string& name = impl_->options.name;
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "apiVersion" << YAML::Value << "v1";
-  out << YAML::Key << "kind" << YAML::Value << "Config";
-  out << YAML::Key << "clusters" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << name;
-  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "server" << YAML::Value << server();
-  out << YAML::Key << "certificate-authority-data" << YAML::Value << base64Encode(caPem());
-  out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
-  out << YAML::Key << "contexts" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << name;
-  out << YAML::Key << "context" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "cluster" << YAML::Value << name;
-  out << YAML::Key << "user" << YAML::Value << name;
-  out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
-  out << YAML::Key << "current-context" << YAML::Value << name;
-  out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << name;
-  out << YAML::Key << "user" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "token" << YAML::Value << token();
-  out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
-  out << YAML::Key << "preferences" << YAML::Value << YAML::BeginMap << YAML::EndMap;
-  out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
+  const nlohmann::ordered_json config = {
+      {"apiVersion", "v1"},
+      {"kind", "Config"},
+      {"clusters",
+       {{{"name", name}, {"cluster", {{"server", server()}, {"certificate-authority-data", base64Encode(caPem())}}}}}},
+      {"contexts", {{{"name", name}, {"context", {{"cluster", name}, {"user", name}}}}}},
+      {"current-context", name},
+      {"users", {{{"name", name}, {"user", {{"token", token()}}}}}},
+      {"preferences", nlohmann::ordered_json::object()},
+  };
+  return yaml::toYaml(config);
 }
 
 std::size_t Cluster::openWatches() const { return impl_->http->openWatches(); }

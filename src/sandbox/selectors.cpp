@@ -87,15 +87,19 @@ std::vector<Scanned> lex(std::string_view text) {
   return out;
 }
 
+// A string in double quotes with JSON escapes, as Go's %q writes it; bytes that are not UTF-8
+// come out as U+FFFD instead of failing the answer.
+std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+
 // field.Invalid(...).Error() for a string value: `<path>: Invalid value: "<value>": <detail>`.
 std::string invalidValue(const std::string& path, const std::string& value, const std::string& detail) {
-  return path + ": Invalid value: " + json(value).dump() + ": " + detail;
+  return path + ": Invalid value: " + quoted(value) + ": " + detail;
 }
 
 // Go's %#v of a []string, which field.Invalid prints for a values list.
 std::string goStrings(const std::vector<std::string>& values) {
   std::string out = "[]string{";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + json(values[i]).dump();
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + quoted(values[i]);
   return out + "}";
 }
 
@@ -397,7 +401,7 @@ LabelSelector LabelSelector::fromJson(const nlohmann::json& selector) {
       };
       const auto found = std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.first == op; });
       if (found == std::end(kOps)) {
-        throw ApiError::badRequest(json(op).dump() + " is not a valid label selector operator");
+        throw ApiError::badRequest(quoted(op) + " is not a valid label selector operator");
       }
       const auto [kind, opName] = found->second;
       if (auto errs = requirementErrors(key, std::string(opName), values, false); !errs.empty()) throw fail(errs);

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 
 namespace mka::e2e {
 
@@ -53,7 +53,7 @@ json DispatchFixture::createJob(const JobKind& kind, const std::string& name, bo
   std::ifstream in(std::string(MKA_SOURCE_DIR) + "/manifests/samples/jobs/" + kind.sampleFile);
   std::stringstream text;
   text << in.rdbuf();
-  json job = sandbox::loadYamlDocuments(text.str()).at(0);
+  json job = yaml::parseJson(text.str(), yaml::Limits::forManifests()).at(0);
   job["metadata"]["name"] = name;
   job["metadata"]["namespace"] = "default";
   if (marker) {

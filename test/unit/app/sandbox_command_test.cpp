@@ -10,7 +10,6 @@
 #include <openssl/pem.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <yaml-cpp/yaml.h>
 
 #include <fcntl.h>
 
@@ -23,6 +22,7 @@
 #include "mka/common/errors.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
+#include "support/yaml_file.h"
 
 extern char** environ;
 
@@ -32,6 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using test::eventually;
+using mka::test::readYamlFile;
 
 std::string decodeBase64(const std::string& text) {
   std::string out(text.size(), '\0');
@@ -102,10 +103,10 @@ TEST(SandboxCommandTest, ServesClustersUntilSigterm) {
     EXPECT_THAT(server, HasSubstr("https://127.0.0.1:"));
 
     // The kubeconfig alone gets a client in: server, CA and token.
-    const YAML::Node config = YAML::LoadFile(path);
-    EXPECT_EQ(config["clusters"][0]["cluster"]["server"].as<std::string>(), server);
-    const std::string ca = decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>());
-    const std::string token = config["users"][0]["user"]["token"].as<std::string>();
+    auto config = readYamlFile(path);
+    EXPECT_EQ(config["clusters"][0]["cluster"]["server"].get<std::string>(), server);
+    const std::string ca = decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].get<std::string>());
+    const std::string token = config["users"][0]["user"]["token"].get<std::string>();
     const int port = std::stoi(server.substr(server.rfind(':') + 1));
     httplib::SSLClient client("127.0.0.1", port);
     BIO* bio = BIO_new_mem_buf(ca.data(), static_cast<int>(ca.size()));

@@ -5,15 +5,15 @@
 #include <fstream>
 #include <sstream>
 
-#include <yaml-cpp/yaml.h>
-
 #include "config_test_util.h"
 #include "mka/config/loader.h"
+#include "support/yaml_file.h"
 
 namespace mka::config {
 namespace {
 
 using namespace std::chrono_literals;
+using mka::test::readYamlFile;
 
 std::filesystem::path fixture(const std::string& name) {
   return std::filesystem::path(MKA_FIXTURES_DIR) / "config" / name;
@@ -118,8 +118,8 @@ TEST(Fixtures, ConfigMapDataParsesWithItsPrefix) {
             std::vector<std::string>{"is a ConfigMap manifest, not a configuration: validate the configuration inside "
                                      "it: save its data key (such as config.yaml) to a file and pass that file"});
 
-  auto configMap = YAML::LoadFile(fixture("configmap-adapter.yaml").string());
-  auto text = configMap["data"]["config.yaml"].as<std::string>();
+  auto configMap = readYamlFile(fixture("configmap-adapter.yaml"));
+  auto text = configMap["data"]["config.yaml"].get<std::string>();
   auto good = parseConfiguration(text, "data[config.yaml].");
   EXPECT_TRUE(good.ok()) << joinErrors(good.errors);
   auto bad = parseConfiguration(text + "colour: blue\n", "data[config.yaml].");
@@ -186,6 +186,11 @@ TEST(Fixtures, UnreadableFiles) {
   auto directory = loadConfigurationFile(fixture(""));
   ASSERT_EQ(directory.errors.size(), 1u);
   EXPECT_EQ(directory.errors[0].problem, "is a directory, not a file");
+
+  // A device has no size to check first: the read itself stops past the limit.
+  auto endless = loadConfigurationFile("/dev/zero");
+  ASSERT_EQ(endless.errors.size(), 1u);
+  EXPECT_EQ(endless.errors[0].problem, "is larger than 1 MiB");
 }
 
 }  // namespace

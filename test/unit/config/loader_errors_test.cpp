@@ -37,7 +37,8 @@ TEST(LoaderErrors, Document) {
       {"comments only", "# nothing\n\n", {"file is empty: write a configuration starting with " + kHeaders}},
       {"syntax error has line and column",
        "apiVersion: x\nmultiKueue:\n  externalFrameworks: [{name: a}\n  gcInterval: 1m\n",
-       {"invalid YAML at line 4, column 3: end of sequence flow not found: fix the syntax there: indent with "
+       {"invalid YAML at line 4, column 3: did not find expected ',' or ']' while parsing a flow sequence that "
+        "started at line 3: fix the syntax there: indent with "
         "spaces, put a space after each ':', and close every [ and {"}},
       {"list at the top", "- a\n- b\n",
        {"must be a mapping of key: value pairs, not a list: write a configuration starting with " + kHeaders}},

@@ -46,6 +46,10 @@ TEST(Kubeconfig, ErrorsNameTheSourceAndTheFix) {
   EXPECT_THAT(errorOf([] { Kubeconfig::parse("clusters:\n- name: a\n  cluster: {certificate-authority-data: '!!'}\n"); }),
               HasSubstr("clusters[0].cluster.certificate-authority-data: is not valid base64"));
   EXPECT_THAT(errorOf([] { Kubeconfig::parse("[unclosed", "f.yaml"); }), HasSubstr("f.yaml: not valid YAML"));
+  EXPECT_THAT(errorOf([] { Kubeconfig::parse(",w,", "Secret ns/worker1"); }),
+              HasSubstr("Secret ns/worker1: not valid YAML: yaml: line 1, column 1: did not find expected node content"));
+  EXPECT_THAT(errorOf([] { Kubeconfig::parse(std::string(200'000, '['), "f.yaml"); }),
+              HasSubstr("f.yaml: not a kubeconfig: yaml: line 1: nested deeper than 100 levels (the depth limit"));
   EXPECT_THAT(errorOf([] { restConfigFor(Kubeconfig::parse(kubeconfig()), "nope"); }),
               HasSubstr("context \"nope\" does not exist"));
   auto noUser = kubeconfig();

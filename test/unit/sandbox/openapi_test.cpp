@@ -5,7 +5,7 @@
 
 #include "crd_fixtures.h"
 #include "mka/sandbox/resource_registry.h"
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 
 namespace mka::sandbox {
 namespace {
@@ -386,7 +386,7 @@ deprecatedSource: {component: c}
 series: {count: 2}
 note: hello
 )";
-  auto documents = loadYamlDocuments(manifests);
+  auto documents = yaml::parseJson(manifests, yaml::Limits::forManifests());
   documents.push_back(test::argoWorkflowCrd());
   for (const auto& manifest : documents) {
     const std::string apiVersion = manifest.at("apiVersion");

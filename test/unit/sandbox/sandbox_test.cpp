@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
-#include <yaml-cpp/yaml.h>
 
 #include <set>
 
@@ -17,12 +16,14 @@
 #include "sandbox_http.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
+#include "support/yaml_file.h"
 
 namespace mka::sandbox {
 namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using mka::test::readYamlFile;
 
 ClusterOptions named(const std::string& name, std::vector<std::filesystem::path> crdFiles = {}, int port = 0) {
   ClusterOptions options;
@@ -141,20 +142,20 @@ TEST(SandboxTest, KubeconfigsNameTheClusterAndCarryCaAndToken) {
     EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
 
     const Cluster& cluster = sandbox.cluster(name);
-    const YAML::Node config = YAML::LoadFile(file.string());
-    EXPECT_EQ(config["apiVersion"].as<std::string>(), "v1");
-    EXPECT_EQ(config["kind"].as<std::string>(), "Config");
-    EXPECT_EQ(config["current-context"].as<std::string>(), name);
+    auto config = readYamlFile(file);
+    EXPECT_EQ(config["apiVersion"].get<std::string>(), "v1");
+    EXPECT_EQ(config["kind"].get<std::string>(), "Config");
+    EXPECT_EQ(config["current-context"].get<std::string>(), name);
     ASSERT_EQ(config["clusters"].size(), 1u);
-    EXPECT_EQ(config["clusters"][0]["name"].as<std::string>(), name);
-    EXPECT_EQ(config["clusters"][0]["cluster"]["server"].as<std::string>(), cluster.server());
-    EXPECT_EQ(decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()),
+    EXPECT_EQ(config["clusters"][0]["name"].get<std::string>(), name);
+    EXPECT_EQ(config["clusters"][0]["cluster"]["server"].get<std::string>(), cluster.server());
+    EXPECT_EQ(decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].get<std::string>()),
               cluster.caPem());
-    EXPECT_EQ(config["contexts"][0]["name"].as<std::string>(), name);
-    EXPECT_EQ(config["contexts"][0]["context"]["cluster"].as<std::string>(), name);
-    EXPECT_EQ(config["contexts"][0]["context"]["user"].as<std::string>(), name);
-    EXPECT_EQ(config["users"][0]["name"].as<std::string>(), name);
-    EXPECT_EQ(config["users"][0]["user"]["token"].as<std::string>(), cluster.token());
+    EXPECT_EQ(config["contexts"][0]["name"].get<std::string>(), name);
+    EXPECT_EQ(config["contexts"][0]["context"]["cluster"].get<std::string>(), name);
+    EXPECT_EQ(config["contexts"][0]["context"]["user"].get<std::string>(), name);
+    EXPECT_EQ(config["users"][0]["name"].get<std::string>(), name);
+    EXPECT_EQ(config["users"][0]["user"]["token"].get<std::string>(), cluster.token());
   }
 }
 

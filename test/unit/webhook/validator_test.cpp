@@ -256,6 +256,18 @@ struct ConfigCase {
   std::vector<std::string> denialContains{};  // empty: allowed
 };
 
+// Ten levels of nine aliases each: 9^10 nodes if anything expanded them.
+const std::string kLaughs = [] {
+  std::string text = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i < 10; ++i) {
+    const auto prev = "*l" + std::to_string(i - 1);
+    text += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + prev;
+    for (int j = 1; j < 9; ++j) text += ", " + prev;
+    text += "]\n";
+  }
+  return text;
+}();
+
 TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
   const std::string key = "kueue-system/multikueue-adapter-config: ";
   const std::vector<ConfigCase> cases = {
@@ -274,6 +286,13 @@ TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
        .denialContains = {key + "data[a.yaml].", "; data[b.yml].multiKueue.externalFrameworks[0].name: "}},
       {.name = "YAML that does not parse", .operation = "CREATE",
        .object = configMap({{"config.yaml", "multiKueue: [unclosed"}}), .denialContains = {key + "data[config.yaml]"}},
+      {.name = "three bytes that once made the YAML library loop", .operation = "CREATE",
+       .object = configMap({{"config.yaml", ",w,"}}),
+       .denialContains = {key + "data[config.yaml]: invalid YAML at line 1, column 1: did not find expected node "
+                                "content"}},
+      {.name = "aliases that expand past the node limit", .operation = "CREATE",
+       .object = configMap({{"config.yaml", kLaughs}}),
+       .denialContains = {key + "data[config.yaml]: yaml: more than 200000 nodes (the node limit"}},
       {.name = "no configuration key", .operation = "CREATE",
        .object = configMap({{"config.json", "{}"}}),
        .denialContains = {key + "data: no configuration found: put the AdapterConfiguration (or Kueue "

@@ -1,6 +1,5 @@
-#include "mka/sandbox/yaml_json.h"
+#include "mka/yaml/json.h"
 
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -8,17 +7,12 @@
 #include <optional>
 #include <string>
 
-#include "mka/common/errors.h"
-
-namespace mka::sandbox {
+namespace mka::yaml {
 namespace {
 
 using nlohmann::json;
 
 constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
-// Deeper than any manifest; stops a self-referencing alias from recursing forever.
-constexpr int kMaxDepth = 512;
-
 bool isOneOf(std::string_view s, std::initializer_list<std::string_view> words) {
   for (auto w : words)
     if (s == w) return true;
@@ -121,12 +115,14 @@ std::optional<json> resolveFloat(const std::string& plain) {
   return floatValue(v);
 }
 
-[[noreturn]] void unsupported(const std::string& what, const YAML::Node& node) {
-  throw Error("yaml: line " + std::to_string(node.Mark().line + 1) + ": " + what);
+[[noreturn]] void unsupported(const std::string& what, const Node* node) {
+  if (!node) throw ConversionError("yaml: " + what);
+  throw ConversionError("yaml: line " + std::to_string(node->mark().line + 1) + ": " + what);
 }
+[[noreturn]] void unsupported(const std::string& what, const Node& node) { unsupported(what, &node); }
 
 // A plain (unquoted, untagged) scalar, resolved as go-yaml v2 resolves it.
-json resolvePlain(const std::string& s, const YAML::Node& node) {
+json resolvePlainAt(const std::string& s, const Node* node) {
   if (isOneOf(s, {"", "~", "null", "Null", "NULL"})) return nullptr;
   if (isOneOf(s, {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})) return true;
   if (isOneOf(s, {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})) return false;
@@ -148,11 +144,10 @@ json resolvePlain(const std::string& s, const YAML::Node& node) {
   return s;
 }
 
-json resolveTagged(const std::string& tag, const std::string& value, const YAML::Node& node) {
-  const std::string_view name = std::string_view(tag).substr(kTagPrefix.size());
+json resolveTagged(std::string_view name, const std::string& value, const Node& node) {
   if (name == "str") return value;
   if (name == "null") return nullptr;
-  json resolved = resolvePlain(value, node);
+  json resolved = resolvePlainAt(value, &node);
   const bool fits = (name == "bool" && resolved.is_boolean()) || (name == "int" && resolved.is_number_integer()) ||
                     (name == "float" && resolved.is_number());
   if (!fits && (name == "bool" || name == "int" || name == "float")) {
@@ -161,90 +156,78 @@ json resolveTagged(const std::string& tag, const std::string& value, const YAML:
   return resolved;
 }
 
-json scalarValue(const YAML::Node& node) {
-  const std::string& tag = node.Tag();
-  const std::string& value = node.Scalar();
-  if (tag == "?") return resolvePlain(value, node);
-  if (tag.starts_with(kTagPrefix)) return resolveTagged(tag, value, node);
-  return value;  // "!" (quoted or block scalar) and application tags read as strings
-}
-
-std::string keyString(const YAML::Node& key) {
-  if (!key.IsScalar() && !key.IsNull()) unsupported("unsupported map key: a collection", key);
-  const json k = key.IsNull() ? json(nullptr) : scalarValue(key);
+std::string keyString(const Node& key) {
+  if (!key.isScalar()) unsupported("unsupported map key: a collection", key);
+  const json k = scalarToJson(key);
   if (k.is_string()) return k.get<std::string>();
   if (k.is_boolean()) return k.get<bool>() ? "true" : "false";
   if (k.is_number()) return k.dump();
   unsupported("unsupported map key: null", key);
 }
 
-json convert(const YAML::Node& node, int depth);
-
-bool isMergeKey(const YAML::Node& key) { return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<"; }
+bool isMergeKey(const Node& key) { return key.isPlain() && key.scalar() == "<<"; }
 
 // Keys merged in with "<<" never override keys the mapping writes itself; of several merged
 // mappings, the first to set a key wins.
-void mergeInto(json& out, const YAML::Node& source, int depth) {
-  auto mergeOne = [&](const YAML::Node& map) {
-    if (!map.IsMap()) unsupported("map merge requires map or sequence of maps as the value", map);
-    json merged = convert(map, depth + 1);
+void mergeInto(json& out, const Node& source) {
+  auto mergeOne = [&](const Node& map) {
+    if (!map.isMapping()) unsupported("map merge requires map or sequence of maps as the value", map);
+    json merged = toJson(map);
     for (auto& [k, v] : merged.items())
       if (!out.contains(k)) out[k] = std::move(v);
   };
-  if (source.IsSequence()) {
-    for (const auto& item : source) mergeOne(item);
+  if (source.isSequence()) {
+    for (const auto& item : source.items()) mergeOne(*item);
   } else {
     mergeOne(source);
   }
 }
 
-json convert(const YAML::Node& node, int depth) {
-  if (depth > kMaxDepth) unsupported("document nested too deeply", node);
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      return scalarValue(node);
-    case YAML::NodeType::Sequence: {
+}  // namespace
+
+json scalarToJson(const Node& node) {
+  const std::string& tag = node.tag();
+  const std::string& value = node.scalar();
+  if (node.isPlain()) return resolvePlainAt(value, &node);
+  if (tag.starts_with(kTagPrefix)) return resolveTagged(std::string_view(tag).substr(kTagPrefix.size()), value, node);
+  return value;  // quoted and block scalars, "!" and application tags read as strings
+}
+
+json resolvePlain(const std::string& text) { return resolvePlainAt(text, nullptr); }
+
+json toJson(const Node& node) {
+  switch (node.kind()) {
+    case Node::Kind::Scalar:
+      return scalarToJson(node);
+    case Node::Kind::Sequence: {
       json out = json::array();
-      for (const auto& item : node) out.push_back(convert(item, depth + 1));
+      for (const auto& item : node.items()) out.push_back(toJson(*item));
       return out;
     }
-    case YAML::NodeType::Map: {
+    case Node::Kind::Mapping: {
       json out = json::object();
-      std::vector<YAML::Node> merges;
-      for (const auto& entry : node) {
-        if (isMergeKey(entry.first)) {
-          merges.push_back(entry.second);
+      std::vector<const Node*> merges;
+      for (const auto& entry : node.entries()) {
+        if (isMergeKey(*entry.key)) {
+          merges.push_back(entry.value.get());
           continue;
         }
-        out[keyString(entry.first)] = convert(entry.second, depth + 1);
+        out[keyString(*entry.key)] = toJson(*entry.value);
       }
-      for (const auto& m : merges) mergeInto(out, m, depth);
+      for (const auto* m : merges) mergeInto(out, *m);
       return out;
     }
   }
   return nullptr;
 }
 
-}  // namespace
-
-json yamlToJson(const YAML::Node& node) { return convert(node, 0); }
-
-std::vector<json> loadYamlDocuments(std::string_view text) {
-  std::vector<YAML::Node> nodes;
-  try {
-    nodes = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    throw Error("yaml: line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+std::vector<json> parseJson(std::string_view text, const Limits& limits) {
   std::vector<json> documents;
-  for (const auto& node : nodes) {
-    json doc = yamlToJson(node);
+  for (const auto& node : parse(text, limits)) {
+    json doc = toJson(*node);
     if (!doc.is_null()) documents.push_back(std::move(doc));
   }
   return documents;
 }
 
-}  // namespace mka::sandbox
+}  // namespace mka::yaml
