@@ -47,7 +47,7 @@ if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   stage "concurrency tests (TSan)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF \
     -DCMAKE_UNITY_BUILD=ON >/dev/null
-  ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test kube_test multikueue_test dispatch_test
+  ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test standin_test kube_test multikueue_test dispatch_test
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(FileWatcher|HttpServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|ClusterHttp|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|Kinds/GenericAdapterE2E)'
 fi
 

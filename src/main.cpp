@@ -1,5 +1,5 @@
-// The command line only; every subcommand lives in src/app/.
-#include "mka/app/cli.h"
+// The command line only; every subcommand lives in src/cli/ (and the modules it calls).
+#include "mka/cli/cli.h"
 
 #ifdef MKA_JEMALLOC
 // jemalloc's settings (read at its start, before main): one arena and memory handed back to the
@@ -18,4 +18,4 @@ const char* malloc_conf =
 }
 #endif
 
-int main(int argc, char** argv) { return mka::app::run(argc, argv); }
+int main(int argc, char** argv) { return mka::cli::run(argc, argv); }

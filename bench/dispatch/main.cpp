@@ -30,7 +30,7 @@
 #include <mutex>
 #include <thread>
 
-#include "mka/app/environment.h"
+#include "mka/demo/environment.h"
 #include "mka/common/thread_name.h"
 #include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
@@ -203,14 +203,14 @@ int main(int argc, char** argv) {
   pid_t child = -1;
   int rc = 0;
   try {
-    mka::app::Environment::Options eo;
+    mka::demo::Environment::Options eo;
     eo.workers.clear();
     for (int i = 1; i <= workers; ++i) eo.workers.push_back("worker" + std::to_string(i));
     eo.crdDirectory = fs::path(MKA_BENCH_SOURCE_DIR) / "test" / "fixtures" / "crds";
     eo.samplesDirectory = fs::path(MKA_BENCH_SOURCE_DIR) / "manifests" / "samples";
     eo.runTime = std::chrono::hours{1};  // jobs keep running: all N are tracked at the end
     eo.watchHistory = 50 * static_cast<std::size_t>(jobs) + 10'000;
-    mka::app::Environment env(eo);
+    mka::demo::Environment env(eo);
     const auto kubeconfigs = env.sandbox().writeKubeconfigs(dir / "kubeconfigs");
 
     mka::net::CertificateAuthority ca;

@@ -200,7 +200,8 @@ class TreeBuilder {
 
   LimitError depthError(const yaml_mark_t& mark) const {
     return LimitError("yaml: line " + std::to_string(mark.line + 1) + ": nested deeper than " +
-                      std::to_string(limits_.maxDepth) + " levels (the depth limit; an alias counts as the levels it repeats)");
+                      std::to_string(limits_.maxDepth) +
+                      " levels (the depth limit; an alias counts as the levels it repeats)");
   }
 
   void open(Node::Kind kind, std::string tag, std::string anchor, const yaml_mark_t& mark) {

@@ -13,7 +13,7 @@
 #include <random>
 #include <set>
 
-#include "mka/app/environment.h"
+#include "mka/demo/environment.h"
 #include "mka/common/clock.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/garbage_collector.h"
@@ -50,14 +50,14 @@ class ChaosTest : public ::testing::Test {
     const char* seedText = std::getenv("MKA_CHAOS_SEED");
     seed_ = seedText ? std::strtoul(seedText, nullptr, 10) : 20261122u;
     random_.seed(seed_);
-    app::Environment::Options o;
+    demo::Environment::Options o;
     o.workers = kWorkers;
     o.crdDirectory = std::string(MKA_FIXTURES_DIR) + "/crds";
     o.samplesDirectory = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
     o.clock = &clock_;
     o.runTime = 30s;
     o.pollInterval = 2ms;
-    env_ = std::make_unique<app::Environment>(o);
+    env_ = std::make_unique<demo::Environment>(o);
     config_ = env_->adapterConfiguration();
     config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();
   }
@@ -186,7 +186,7 @@ class ChaosTest : public ::testing::Test {
   unsigned seed_ = 0;
   std::mt19937 random_;
   FakeClock clock_;
-  std::unique_ptr<app::Environment> env_;
+  std::unique_ptr<demo::Environment> env_;
   config::Configuration config_;
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
   std::map<std::string, int> counts_;

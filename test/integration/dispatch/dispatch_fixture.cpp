@@ -10,7 +10,7 @@ namespace mka::e2e {
 using nlohmann::json;
 
 void DispatchFixture::setUpEnvironment(Setup setup) {
-  app::Environment::Options options;
+  demo::Environment::Options options;
   options.workers = setup.workers;
   options.managers = setup.managers;
   options.crdDirectory = std::string(MKA_FIXTURES_DIR) + "/crds";
@@ -19,7 +19,7 @@ void DispatchFixture::setUpEnvironment(Setup setup) {
   options.startWorkerKueues = setup.startWorkerKueues;
   options.pollInterval = std::chrono::milliseconds{2};
   options.readmitDelay = setup.readmitDelay;
-  env_ = std::make_unique<app::Environment>(options);
+  env_ = std::make_unique<demo::Environment>(options);
   config_ = env_->adapterConfiguration();
   config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();  // tests run the GC by hand
   if (setup.configure) setup.configure(config_);
@@ -71,7 +71,7 @@ std::string DispatchFixture::workloadNameOf(const JobKind& kind, const std::stri
                                             const std::string& manager) {
   const auto job = get(manager, kind.gvk, jobName);
   if (!job) return "";
-  return sandbox::KueueStandIn::workloadNameFor(kind.standIn, jobName, job->at("metadata").value("uid", ""));
+  return standin::KueueStandIn::workloadNameFor(kind.standIn, jobName, job->at("metadata").value("uid", ""));
 }
 
 std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::string& jobName,

@@ -11,13 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mka/app/environment.h"
+#include "mka/demo/environment.h"
 #include "mka/common/clock.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/workload_status.h"
-#include "mka/sandbox/kueue_standin.h"
+#include "mka/standin/kueue_standin.h"
 #include "support/eventually.h"
 
 namespace mka::e2e {
@@ -26,7 +26,7 @@ namespace mka::e2e {
 struct JobKind {
   std::string name;  // test-name suffix
   kube::GroupVersionKind gvk;
-  sandbox::KueueStandIn::JobKind standIn;
+  standin::KueueStandIn::JobKind standIn;
   std::string sampleFile;  // under manifests/samples/jobs
 };
 
@@ -90,7 +90,7 @@ class DispatchFixture {
   std::vector<nlohmann::json> events(const std::string& involvedName);
 
   FakeClock clock_;
-  std::unique_ptr<app::Environment> env_;
+  std::unique_ptr<demo::Environment> env_;
   config::Configuration config_;
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
   std::string checkName_ = "multikueue-adapter";

@@ -6,6 +6,7 @@
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
 #include "support/eventually.h"
+#include "support/fixtures.h"
 #include "support/secret_volume.h"
 #include "support/temp_dir.h"
 
@@ -59,6 +60,9 @@ TEST(ConfigReloader, ReloadNowSwapsGoodFilesAndKeepsTheLastGoodOne) {
       {"fixed file is published", goodConfig("two"), 0, "two", 2},
       {"missing file is refused", std::nullopt, 1, "two", 2},
       {"empty file is refused", "", 1, "two", 2},
+      {"three bytes that once made the YAML library loop are refused", ",w,", 1, "two", 2},
+      {"aliases that expand past the limits are refused",
+       mka::test::fixtureText("fuzz-regressions/config/billion-laughs"), 1, "two", 2},
       {"Kueue's kind is published too",
        test::kueueDoc("multiKueue: {origin: three}\nintegrations: {frameworks: [batch/job]}\n"), 0, "three", 3},
   };

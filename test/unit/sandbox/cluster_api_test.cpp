@@ -1,7 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "crd_fixtures.h"
+#include "support/crd_fixtures.h"
 #include "mka/common/clock.h"
 #include "mka/sandbox/admission.h"
 #include "mka/sandbox/api_error.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "crd_fixtures.h"
+#include "support/crd_fixtures.h"
 #include "mka/sandbox/resource_registry.h"
 
 namespace mka::sandbox {

@@ -3,7 +3,7 @@
 #include <memory>
 #include <set>
 
-#include "crd_fixtures.h"
+#include "support/crd_fixtures.h"
 #include "mka/sandbox/resource_registry.h"
 #include "mka/yaml/json.h"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "crd_fixtures.h"
+#include "support/crd_fixtures.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/crd_loader.h"
 #include "support/temp_dir.h"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "crd_fixtures.h"
+#include "support/crd_fixtures.h"
 
 namespace mka::sandbox::schema {
 namespace {

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "crd_fixtures.h"
+#include "support/crd_fixtures.h"
 #include "mka/common/errors.h"
 #include "mka/sandbox/api_error.h"
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "webhook_test_util.h"
+#include "support/fixtures.h"
 
 namespace mka::webhook {
 // Named, not anonymous: the fixtures share names with mutator_test.cpp's (pipelineRun, kQueued,
@@ -256,17 +257,6 @@ struct ConfigCase {
   std::vector<std::string> denialContains{};  // empty: allowed
 };
 
-// Ten levels of nine aliases each: 9^10 nodes if anything expanded them.
-const std::string kLaughs = [] {
-  std::string text = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
-  for (int i = 1; i < 10; ++i) {
-    const auto prev = "*l" + std::to_string(i - 1);
-    text += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + prev;
-    for (int j = 1; j < 9; ++j) text += ", " + prev;
-    text += "]\n";
-  }
-  return text;
-}();
 
 TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
   const std::string key = "kueue-system/multikueue-adapter-config: ";
@@ -291,7 +281,7 @@ TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
        .denialContains = {key + "data[config.yaml]: invalid YAML at line 1, column 1: did not find expected node "
                                 "content"}},
       {.name = "aliases that expand past the node limit", .operation = "CREATE",
-       .object = configMap({{"config.yaml", kLaughs}}),
+       .object = configMap({{"config.yaml", mka::test::fixtureText("fuzz-regressions/config/billion-laughs")}}),
        .denialContains = {key + "data[config.yaml]: yaml: more than 200000 nodes (the node limit"}},
       {.name = "no configuration key", .operation = "CREATE",
        .object = configMap({{"config.json", "{}"}}),

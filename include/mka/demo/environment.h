@@ -21,10 +21,10 @@
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
 #include "mka/kube/client.h"
-#include "mka/sandbox/kueue_standin.h"
+#include "mka/standin/kueue_standin.h"
 #include "mka/sandbox/sandbox.h"
 
-namespace mka::app {
+namespace mka::demo {
 
 class Environment {
  public:
@@ -55,7 +55,7 @@ class Environment {
 
   sandbox::Sandbox& sandbox();
   sandbox::Cluster& cluster(const std::string& name);  // a manager or a worker
-  sandbox::KueueStandIn& kueue(const std::string& name);
+  standin::KueueStandIn& kueue(const std::string& name);
   kube::Client& client(const std::string& name);
   const std::vector<std::string>& workers() const { return options_.workers; }
   const Clock& clock() const;
@@ -86,8 +86,8 @@ class Environment {
   const Clock* clock_;
   std::unique_ptr<sandbox::Sandbox> sandbox_;
   std::map<std::string, std::unique_ptr<kube::Client>> clients_;
-  std::map<std::string, std::unique_ptr<sandbox::KueueStandIn>> kueues_;
+  std::map<std::string, std::unique_ptr<standin::KueueStandIn>> kueues_;
   std::set<std::string> started_;  // stand-ins running
 };
 
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -1,6 +1,6 @@
 #pragma once
 // The `demo` subcommand (SPEC §6): the whole MultiKueue flow in one process, no cluster needed.
-// A sandbox manager and workers with Kueue stand-ins (app::Environment), the adapter itself
+// A sandbox manager and workers with Kueue stand-ins (demo::Environment), the adapter itself
 // (`serve`, in-process: webhook registered in the manager as a MutatingWebhookConfiguration and
 // a ValidatingWebhookConfiguration, dispatch loop under leader election), then the sample jobs
 // of manifests/samples/jobs submitted without a managedBy marker. It prints each step as it
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace mka::app {
+namespace mka::demo {
 
 struct DemoOptions {
   std::filesystem::path dir;  // kubeconfigs, certificates, the adapter's config; "" = a temp dir
@@ -32,4 +32,4 @@ struct DemoOptions {
 // status copied back and no remote copy left; 1 otherwise (the summary says which and why).
 int demoCommand(const DemoOptions& options, std::ostream& out);
 
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -1,4 +1,4 @@
-#include "mka/sandbox/kueue_standin.h"
+#include "mka/standin/kueue_standin.h"
 
 #include <openssl/evp.h>
 
@@ -22,8 +22,16 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
-namespace mka::sandbox {
+namespace mka::standin {
 namespace {
+
+using sandbox::ApiError;
+using sandbox::ClusterApi;
+using sandbox::ResourceRef;
+using sandbox::EventType;
+using sandbox::ObjectStore;
+using sandbox::StoredObject;
+using sandbox::WriteOptions;
 
 using nlohmann::json;
 using TimePoint = Clock::TimePoint;
@@ -1006,4 +1014,4 @@ std::size_t KueueStandIn::runningCount() const {
   return impl_->runs.size();
 }
 
-}  // namespace mka::sandbox
+}  // namespace mka::standin

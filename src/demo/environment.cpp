@@ -1,4 +1,4 @@
-#include "mka/app/environment.h"
+#include "mka/demo/environment.h"
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +13,7 @@
 #include "mka/kube/rate_limiter.h"
 #include "mka/yaml/json.h"
 
-namespace mka::app {
+namespace mka::demo {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -115,15 +115,15 @@ Environment::Environment(Options options) : options_(std::move(options)) {
     for (const auto& file : yamlFilesIn(options_.samplesDirectory / "worker")) createFromFile(worker, file);
 
   for (const auto& name : names) {
-    sandbox::KueueStandIn::Options o;
+    standin::KueueStandIn::Options o;
     const bool manager =
         std::find(options_.managers.begin(), options_.managers.end(), name) != options_.managers.end();
-    o.role = manager ? sandbox::KueueStandIn::Role::Manager : sandbox::KueueStandIn::Role::Worker;
+    o.role = manager ? standin::KueueStandIn::Role::Manager : standin::KueueStandIn::Role::Worker;
     o.runTime = options_.runTime;
     o.capacity = options_.workerCapacity;
     o.pollInterval = options_.pollInterval;
     o.readmitDelay = options_.readmitDelay;
-    auto kueue = std::make_unique<sandbox::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
+    auto kueue = std::make_unique<standin::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
     kueues_[name] = std::move(kueue);
     if (manager || options_.startWorkerKueues) startKueue(name);
   }
@@ -137,7 +137,7 @@ Environment::~Environment() {
 sandbox::Sandbox& Environment::sandbox() { return *sandbox_; }
 sandbox::Cluster& Environment::cluster(const std::string& name) { return sandbox_->cluster(name); }
 
-sandbox::KueueStandIn& Environment::kueue(const std::string& name) {
+standin::KueueStandIn& Environment::kueue(const std::string& name) {
   auto it = kueues_.find(name);
   if (it == kueues_.end()) throw Error("environment: no cluster named " + name);
   return *it->second;
@@ -197,4 +197,4 @@ void Environment::pokeKueues() {
   for (auto& [name, kueue] : kueues_) kueue->poke();
 }
 
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace mka::app {
+namespace mka::demo {
 
 struct SandboxCommandOptions {
   std::filesystem::path dir;  // where <cluster>.kubeconfig files go (created if missing)
@@ -34,4 +34,4 @@ std::vector<std::filesystem::path> crdFilesFrom(const std::vector<std::filesyste
 // code: 0 after a signal, 1 when the clusters cannot start.
 int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out);
 
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -54,8 +54,10 @@
 #include "mka/common/clock.h"
 
 namespace mka::sandbox {
-
 class ClusterApi;
+}  // namespace mka::sandbox
+
+namespace mka::standin {
 
 class KueueStandIn {
  public:
@@ -91,7 +93,7 @@ class KueueStandIn {
     std::chrono::milliseconds pollInterval{5};
   };
 
-  KueueStandIn(ClusterApi& api, const Clock& clock, Options options);
+  KueueStandIn(sandbox::ClusterApi& api, const Clock& clock, Options options);
   ~KueueStandIn();
   KueueStandIn(const KueueStandIn&) = delete;
   KueueStandIn& operator=(const KueueStandIn&) = delete;
@@ -129,4 +131,4 @@ class KueueStandIn {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace mka::sandbox
+}  // namespace mka::standin

@@ -1,4 +1,4 @@
-#include "mka/app/demo_command.h"
+#include "mka/demo/demo_command.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "mka/app/dispatch_runner.h"
-#include "mka/app/environment.h"
+#include "mka/demo/environment.h"
 #include "mka/app/service.h"
 #include "mka/app/signals.h"
 #include "mka/common/base64.h"
@@ -22,10 +22,14 @@
 #include "mka/net/pki.h"
 #include "mka/observability/health.h"
 
-namespace mka::app {
+namespace mka::demo {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using app::blockStopSignals;
+using app::ServeOptions;
+using app::Service;
+using app::waitForStopSignal;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -35,7 +39,7 @@ const char* kManager = "manager";
 // One sample job followed through the flow.
 struct Tracked {
   kube::GroupVersionKind gvk;
-  sandbox::KueueStandIn::JobKind kind;
+  standin::KueueStandIn::JobKind kind;
   std::string name;
   std::string workload;
   std::set<std::string> seen;  // steps reported
@@ -207,10 +211,10 @@ multiKueue:
       for (const auto& job : env_->createFromFile(kManager, file)) {
         Tracked t;
         t.gvk = kube::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
-        for (const auto& k : sandbox::KueueStandIn::defaultJobKinds())
+        for (const auto& k : standin::KueueStandIn::defaultJobKinds())
           if (k.kind == t.gvk.kind && k.group == t.gvk.group) t.kind = k;
         t.name = job.at("metadata").value("name", "");
-        t.workload = sandbox::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
+        t.workload = standin::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
         t.submitted = Steady::now();
         const auto marker = markerOf(job);
         say(label(t) + " submitted from " + file.filename().string() + " without a managedBy marker; webhook set " +
@@ -345,4 +349,4 @@ int demoCommand(const DemoOptions& options, std::ostream& out) {
   }
 }
 
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -1,4 +1,4 @@
-#include "mka/app/demo_command.h"
+#include "mka/demo/demo_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "support/temp_dir.h"
 
-namespace mka::app {
+namespace mka::demo {
 namespace {
 
 using ::testing::HasSubstr;
@@ -34,4 +34,4 @@ TEST(DemoCommandTest, EverySampleJobRunsOnOneWorkerAndIsCleanedUp) {
 }
 
 }  // namespace
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -1,5 +1,5 @@
 // sandboxCommand(): emulated clusters until SIGTERM/SIGINT.
-#include "mka/app/sandbox_command.h"
+#include "mka/demo/sandbox_command.h"
 
 #include <algorithm>
 #include <ostream>
@@ -11,9 +11,11 @@
 #include "mka/common/errors.h"
 #include "mka/sandbox/sandbox.h"
 
-namespace mka::app {
+namespace mka::demo {
 
 namespace fs = std::filesystem;
+using app::blockStopSignals;
+using app::waitForStopSignal;
 
 std::optional<fs::path> defaultCrdDirectory(const fs::path& cwd) {
   for (const fs::path& candidate : {cwd / ".." / "shared" / "crds", cwd / "test" / "fixtures" / "crds"}) {
@@ -99,4 +101,4 @@ int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
   }
 }
 
-}  // namespace mka::app
+}  // namespace mka::demo

@@ -1,9 +1,9 @@
 #pragma once
 // multikueue-adapter's command line: serve (default), validate-config, version, sandbox.
 
-namespace mka::app {
+namespace mka::cli {
 
 // Parses the command line, runs the chosen subcommand and returns the process exit code.
 int run(int argc, char** argv);
 
-}  // namespace mka::app
+}  // namespace mka::cli

@@ -1,19 +1,25 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "crd_fixtures.h"
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/garbage_collector.h"
-#include "mka/sandbox/kueue_standin.h"
+#include "mka/standin/kueue_standin.h"
+#include "support/crd_fixtures.h"
 #include "support/eventually.h"
 
-namespace mka::sandbox {
+namespace mka::standin {
 namespace {
 
 using nlohmann::json;
+using sandbox::ApiError;
+using sandbox::ClusterApi;
+using sandbox::GarbageCollector;
+using sandbox::ObjectStore;
+using sandbox::ResourceRef;
+using sandbox::ResourceRegistry;
 using ::testing::MatchesRegex;
 
 const KueueStandIn::JobKind kPipelineRun{"tekton.dev", "v1", "pipelineruns", "PipelineRun"};
@@ -458,4 +464,4 @@ TEST_F(KueueStandInTest, WorkerEvictsOnDemandAndReadmitsLater) {
 }
 
 }  // namespace
-}  // namespace mka::sandbox
+}  // namespace mka::standin

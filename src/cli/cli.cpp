@@ -1,4 +1,4 @@
-#include "mka/app/cli.h"
+#include "mka/cli/cli.h"
 
 #include <algorithm>
 #include <iostream>
@@ -8,16 +8,20 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "mka/app/demo_command.h"
-#include "mka/app/sandbox_command.h"
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
+#include "mka/demo/demo_command.h"
+#include "mka/demo/sandbox_command.h"
 #include "mka/observability/logging.h"
 
-namespace mka::app {
+namespace mka::cli {
 namespace {
+
+using app::ServeOptions;
+using demo::DemoOptions;
+using demo::SandboxCommandOptions;
 
 const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version", "sandbox", "demo"};
 
@@ -127,14 +131,14 @@ int run(int argc, char** argv) {
     std::cout << "multikueue-adapter " << MKA_VERSION << '\n';
     return 0;
   }
-  if (validateCmd->parsed()) return validateConfigCommand(validateFile, std::cout, std::cerr);
+  if (validateCmd->parsed()) return app::validateConfigCommand(validateFile, std::cout, std::cerr);
   if (sandboxCmd->parsed()) {
     sandboxOptions.clusters.clear();
     for (const auto& name : strings::split(sandboxClusters, ',')) {
       const auto trimmed = strings::trim(name);
       if (!trimmed.empty()) sandboxOptions.clusters.emplace_back(trimmed);
     }
-    return sandboxCommand(sandboxOptions, std::cout);
+    return demo::sandboxCommand(sandboxOptions, std::cout);
   }
 
   if (demoCmd->parsed()) {
@@ -144,7 +148,7 @@ int run(int argc, char** argv) {
       if (!trimmed.empty()) demoOptions.workers.emplace_back(trimmed);
     }
     demoOptions.runTime = std::chrono::milliseconds{static_cast<long>(demoRunSeconds * 1000)};
-    return demoCommand(demoOptions, std::cout);
+    return demo::demoCommand(demoOptions, std::cout);
   }
 
   if (!configFile.empty()) serveOptions.configFile = configFile;
@@ -153,7 +157,7 @@ int run(int argc, char** argv) {
   if (!metricsAddress.empty()) serveOptions.metricsBindAddress = metricsAddress;
   if (!certDir.empty()) serveOptions.certDir = certDir;
   if (!webhookAddress.empty()) serveOptions.webhookBindAddress = webhookAddress;
-  return serve(serveOptions);
+  return app::serve(serveOptions);
 }
 
-}  // namespace mka::app
+}  // namespace mka::cli

@@ -1,7 +1,7 @@
 // `multikueue-adapter sandbox` through the real binary: clusters start, kubeconfigs appear and
 // work, one line per cluster is printed, SIGTERM ends it with exit code 0. And the CRD path
 // helpers in-process.
-#include "mka/app/sandbox_command.h"
+#include "mka/demo/sandbox_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@
 
 extern char** environ;
 
-namespace mka::app {
+namespace mka::demo {
 namespace {
 
 using namespace std::chrono_literals;
@@ -175,4 +175,4 @@ TEST(SandboxCommandTest, DefaultCrdDirectoryPrefersSharedThenFixtures) {
 }
 
 }  // namespace
-}  // namespace mka::app
+}  // namespace mka::demo
