@@ -3,13 +3,12 @@
 
 #ifdef MKA_JEMALLOC
 // jemalloc's settings (read at its start, before main): one arena and memory handed back to the
-// kernel soon after it is freed, so the RSS follows the objects the adapter tracks. One arena
-// instead of two: the long-lived cache entries and the short-lived JSON of every event share
-// fewer half-used slabs (peak RSS about 1.2 MiB lower at 10,000 jobs, no CPU cost measured; the
-// workers mostly wait on round trips, so the arena's lock is little contended). The thread caches
-// keep only small objects (up to 1 KiB) and give back what they do not use after every 16 KiB a
-// thread allocates, instead of 64: with ~45 threads they held about 9 MB of freed memory at
-// 10,000 jobs with jemalloc's defaults, about 1 MB now (see bench/README.md). MALLOC_CONF in the
+// kernel soon after it is freed, so the RSS follows the objects the adapter tracks. One arena:
+// the long-lived cache entries and the short-lived JSON of every event share fewer half-used
+// slabs, and the workers mostly wait on round trips, so the arena's lock is little contended.
+// The thread caches keep only small objects (up to 1 KiB) and give back what they do not use
+// after every 16 KiB a thread allocates, not jemalloc's 64: with dozens of threads, the defaults
+// leave a lot of freed memory parked in the caches (see bench/README.md). MALLOC_CONF in the
 // environment still overrides them.
 extern "C" {
 // NOLINTNEXTLINE: the name and type are jemalloc's interface.

@@ -11,8 +11,8 @@ namespace mka::kube {
 namespace {
 
 // An entry's two sizes, each as a LEB128 varint (one byte below 128, two below 16,384): a
-// cached object's key is ~20-40 bytes and its blob ~50-200, so 2-3 bytes where two uint32 took
-// 8; with jemalloc's size classes 16-32 bytes apart, that moves many entries a class down.
+// cached object's key is ~20-40 bytes and its blob ~50-200, so 2-3 bytes where two uint32 would
+// take 8; with jemalloc's size classes 16-32 bytes apart, that moves many entries a class down.
 constexpr std::size_t kMaxVarint = 5;  // enough for a uint32
 
 std::uint32_t checkedSize(std::size_t size, const char* what) {

@@ -168,8 +168,8 @@ std::vector<json> Informer::list() const {
 void Informer::forEach(const std::function<void(const json& object)>& visit,
                        const std::function<bool(const std::string& key)>& wanted) const {
   // Only the keys are taken at the call, packed in one buffer (offset, size); each blob is
-  // copied when its turn comes. A copy of every blob up front cost about 220 bytes an object
-  // for the whole walk: a GC pass over a worker's 5,000 remote Workloads held 1 MB more.
+  // copied when its turn comes. A copy of every blob up front would hold a copy of the whole
+  // cache for the whole walk, which for a GC pass over a worker's remote Workloads is a lot.
   std::string keys;
   std::vector<std::pair<std::size_t, std::size_t>> spans;
   {

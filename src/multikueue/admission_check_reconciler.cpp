@@ -132,31 +132,4 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   return Result::done();
 }
 
-std::vector<std::string> AdmissionCheckReconciler::checksUsingConfig(const std::string& configName) {
-  std::vector<std::string> names;
-  for (const auto& check : manager_.listAll(kAdmissionCheckGvk, "")) {
-    if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) continue;
-    if (multiKueueConfigOf(check).name == configName) names.push_back(nameOf(check));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<std::string> AdmissionCheckReconciler::checksUsingCluster(const std::string& clusterName) {
-  std::set<std::string> configs;
-  for (const auto& config : manager_.listAll(kMultiKueueConfigGvk, "")) {
-    const auto clusters = clustersOf(config);
-    if (std::find(clusters.begin(), clusters.end(), clusterName) != clusters.end()) configs.insert(nameOf(config));
-  }
-  std::vector<std::string> names;
-  if (configs.empty()) return names;
-  for (const auto& check : manager_.listAll(kAdmissionCheckGvk, "")) {
-    if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) continue;
-    const auto ref = multiKueueConfigOf(check);
-    if (!ref.name.empty() && configs.contains(ref.name)) names.push_back(nameOf(check));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 }  // namespace mka::multikueue

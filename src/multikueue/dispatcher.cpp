@@ -22,9 +22,9 @@ namespace {
 // While a backlog of Workloads (the initial list) waits, an event-driven Workload waits this
 // long for the rest of its burst: the copies' creation, each worker's reservation and the
 // loser copies' deletion come close together, but on a busy manager they spread over hundreds
-// of milliseconds, and one reconcile for all of them costs a fraction of one per event
-// (measured with bench/dispatch: 50 ms gave 40 % more reconciles than a plain FIFO, 1 s about
-// as many). Nothing waits for it without a backlog.
+// of milliseconds, and one reconcile for all of them costs a fraction of one per event (a much
+// shorter hold splits the burst and reconciles more often than no hold at all). Nothing waits
+// for it without a backlog.
 constexpr std::chrono::milliseconds kWorkloadEventHold{1000};
 
 std::string objectName(const json& object) { return json_fields::metadataString(object, "name"); }

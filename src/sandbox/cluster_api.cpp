@@ -136,7 +136,7 @@ bool sameObject(const json& a, const json& b) {
 }
 
 // Whether anything but metadata and status differs (what bumps metadata.generation), compared
-// in place: copying both objects to drop those two was a noticeable share of every write.
+// in place: copying both objects to drop those two would be a noticeable share of every write.
 bool specDiffers(const json& a, const json& b) {
   const auto counted = [](const json& object) {
     std::size_t n = 0;

@@ -65,7 +65,7 @@ json encode(const std::vector<ManagerEntry>& entries, Decoded* decoded) {
            std::tie(q->operation, q->time, q->manager, q->apiVersion, q->subresource);
   });
   // An entry whose set is as decoded takes its fieldsV1 from `decoded`: rendering a set again
-  // was a third of the cost of recording a write.
+  // would be a large part of the cost of recording a write.
   const auto reusable = [&](const ManagerEntry& e) -> Decoded* {
     if (decoded == nullptr || !decoded->is_array() || e.decodedFrom >= decoded->size()) return nullptr;
     auto& item = (*decoded)[e.decodedFrom];

@@ -74,8 +74,9 @@ struct StoreState {
 
   mutable std::mutex mutex;
   // One wake-up channel per group/plural: a write wakes only the watches of its own resource.
-  // With a single one, every write woke every watch of the cluster (workloads, jobs, events,
-  // secrets ...), and those context switches were about a fifth of the sandbox's CPU under load.
+  // A single one would make every write wake every watch of the cluster (workloads, jobs,
+  // events, secrets ...), and those context switches are a large share of the sandbox's CPU
+  // under load.
   // Entries are never removed, so a watch may keep a pointer to its channel.
   std::map<std::pair<std::string, std::string>, std::condition_variable> channels;
   std::map<ObjectKey, Entry> objects;
@@ -228,7 +229,7 @@ class StoreWatch final : public ObjectStore::Watch {
       auto wakeAt = deadline;
       if (bookmarks()) wakeAt = std::min(wakeAt, lastDelivery_ + options_.bookmarkInterval);
       // A time already past (a poll: next(0)) is not waited for. A wait for it still makes a
-      // futex call that often goes through the scheduler: that had been ~8 % of the sandbox's
+      // futex call that often goes through the scheduler, a noticeable share of the sandbox's
       // CPU under load, in the watch streams' batching and the Kueue stand-ins' polls.
       const auto ready = [&] { return closed() || state_->revision > cursor_; };
       if (!ready() && SteadyClock::now() < wakeAt) channel_->wait_until(lock, wakeAt, ready);

@@ -1,11 +1,10 @@
 #pragma once
 // The allocator's per-thread cache (jemalloc's tcache). Every thread that allocates keeps one:
-// its slot arrays plus the freed objects parked in them, about 50 KB of RSS each with the
-// adapter's jemalloc settings, kept for as long as the thread lives even when it sleeps. A
-// thread that allocates rarely (a timer, a file watcher, an accept loop, the informer of a
-// configuration kind) gains nothing from it, so it gives it up with disableThreadCache() and
-// takes its few allocations from the shared arena instead. In the 10,000-job benchmark that
-// took 0.5-1 MiB off the adapter's peak RSS (bench/README.md).
+// its slot arrays plus the freed objects parked in them, RSS kept for as long as the thread
+// lives even when it sleeps. A thread that allocates rarely (a timer, a file watcher, an accept
+// loop, the informer of a configuration kind) gains nothing from it, so it gives it up with
+// disableThreadCache() and takes its few allocations from the shared arena instead, which
+// lowers the adapter's peak RSS.
 //
 // Threads: acts on the calling thread only.
 

@@ -90,8 +90,8 @@ struct Dispatch {
   bool enabled = true;
   std::string admissionCheckControllerName = std::string(kDefaultDispatchControllerName);
   // Workloads reconciled at once (controller-runtime's MaxConcurrentReconciles). Reconciles
-  // mostly wait on round trips to the manager and the workers; 8 kept up with a 10,000-job
-  // backlog on 2 cores as well as 16 did, with ~2 MiB less memory. In a Kueue Configuration:
+  // mostly wait on round trips to the manager and the workers, so 8 keep up with a large
+  // backlog on 2 cores; more would only cost memory. In a Kueue Configuration:
   // controller.groupKindConcurrency["Workload.kueue.x-k8s.io"].
   int workloadConcurrency = 8;
 };

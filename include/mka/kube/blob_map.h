@@ -4,7 +4,7 @@
 // FlatPointerSet.
 //
 // Why not std::map<std::string, std::string> or an unordered_set of entries: at 10,000 jobs the
-// adapter caches about 40,000 objects, and the blobs are small (50-200 bytes). A map entry cost
+// adapter caches about 40,000 objects, and the blobs are small (50-200 bytes). A map entry costs
 // a 96-byte tree node and two more heap blocks; a hash set's, a 32-byte node and an 8-byte
 // bucket. Here an entry costs its block and 11-21 bytes of table.
 //

@@ -61,7 +61,7 @@ struct WriteOptions {
   bool dryRun = false;
   std::string subresource;  // "" or "status"
   // What the call returns of the server's answer (the written object). A controller's writes
-  // answer several KB each, mostly unread, and parsing them costs about 10 us per KB:
+  // answer several KB each, mostly unread, and parsing them costs CPU for every byte:
   // - Object: all of it;
   // - Metadata: apiVersion, kind and metadata without managedFields (for the new
   //   resourceVersion or uid). The server is asked for the metadata only (Accept:

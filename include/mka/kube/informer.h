@@ -65,7 +65,7 @@ struct InformerOptions {
   // decoding. Each costs a decoded object's memory (a few KiB); 0 turns it off.
   std::size_t recentObjects = 16;
   // false for a kind that changes rarely (configuration objects): the reflector thread then
-  // keeps no allocator thread cache (mka/common/thread_cache.h), about 50 KB of RSS less.
+  // keeps no allocator thread cache (mka/common/thread_cache.h), and not its RSS either.
   bool threadCache = true;
 };
 
@@ -138,7 +138,7 @@ class Informer {
   bool sleepFor(std::chrono::milliseconds delay);  // false when stopping
   using Decoded = std::shared_ptr<const nlohmann::json>;
   // The cache keeps an object without metadata.name and metadata.namespace, which its key
-  // already holds (about 10 bytes less per blob): encode() leaves them out, decode() puts them
+  // already holds (a shorter blob): encode() leaves them out, decode() puts them
   // back. `object` is as it was when encode() returns.
   std::string encode(const std::string& key, nlohmann::json& object);
   nlohmann::json decode(std::string_view key, std::string_view blob) const;  // counted

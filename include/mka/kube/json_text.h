@@ -2,7 +2,7 @@
 // Cutting a member out of JSON text before it is parsed: the informers and the admission
 // webhook drop metadata.managedFields, which is more than half of a Workload as kube-apiserver
 // sends it (about 2 KB of 3.6) and which no controller or admission decision reads. Parsing it
-// into an nlohmann::json tree and then erasing it was the larger part of the cost of each
+// into an nlohmann::json tree and then erasing it would be the larger part of the cost of each
 // watch event.
 //
 // Written here because nlohmann's parser (callback or SAX) must still lex every byte of a

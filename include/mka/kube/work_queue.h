@@ -152,9 +152,9 @@ class WorkQueue {
 
   // One block per key the queue knows (pending, held by a worker, or named by a stale Low
   // entry): its state, then its characters, so each key is stored once and every state is one
-  // lookup. Defined in the .cc. The string-keyed hash sets and maps it replaces (pending, Low,
-  // processing, and the two metrics times) cost about 400 bytes a key: an informer's initial
-  // list of 10,000 keys made the adapter's peak RSS.
+  // lookup. Defined in the .cc. Separate string-keyed hash sets and maps (pending, Low,
+  // processing, and the two metrics times) would cost about 400 bytes a key, and the keys of an
+  // informer's initial list, all queued at once, set the adapter's peak RSS.
   struct KeyState;
   static std::string_view keyOf(const KeyState* state);
   KeyState* stateLocked(std::string_view key);  // found, or made (in no state yet)

@@ -44,12 +44,6 @@ class AdmissionCheckReconciler {
 
   Result reconcile(const std::string& admissionCheckName);
 
-  // The names of our AdmissionChecks that use MultiKueueConfig `configName` (event mapping:
-  // a config or a cluster changed -> the checks to reconcile).
-  std::vector<std::string> checksUsingConfig(const std::string& configName);
-  // The names of our AdmissionChecks whose config lists cluster `clusterName`.
-  std::vector<std::string> checksUsingCluster(const std::string& clusterName);
-
  private:
   kube::Client& manager_;
   const ClusterRegistry& clusters_;

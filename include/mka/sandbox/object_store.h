@@ -44,7 +44,7 @@ struct WatchEvent {
   std::uint64_t resourceVersion;
   // The object (for Error: a metav1.Status). Shared with the store and every other watcher and
   // never changed after the write: a watcher that needs to change it copies it first. Sharing
-  // saves a deep copy per event per watcher, which had been a fifth of the sandbox's CPU.
+  // saves a deep copy per event per watcher, which would be a large share of the sandbox's CPU.
   StoredObject object;
 };
 

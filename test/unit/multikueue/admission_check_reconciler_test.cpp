@@ -175,23 +175,5 @@ TEST_F(AdmissionCheckReconcilerTest, AWorkerThatDisconnectsBecomesInactive) {
   EXPECT_EQ(active["message"], "Inactive clusters: [worker1]");
 }
 
-TEST_F(AdmissionCheckReconcilerTest, MapsConfigsAndClustersToTheChecksUsingThem) {
-  createConfig("both", {"worker1", "worker2"});
-  createConfig("second", {"worker2"});
-  createCheck("ac-both", parameters("both"));
-  createCheck("ac-second", parameters("second"));
-  createCheck("ac-second-too", parameters("second"));
-  createCheck("kueues", parameters("both"), "kueue.x-k8s.io/multikueue");
-  createCheck("bad-ref", parameters("both", "example.dev"));
-
-  EXPECT_EQ(reconciler->checksUsingConfig("both"), std::vector<std::string>{"ac-both"});
-  EXPECT_EQ(reconciler->checksUsingConfig("second"), (std::vector<std::string>{"ac-second", "ac-second-too"}));
-  EXPECT_TRUE(reconciler->checksUsingConfig("none").empty());
-  EXPECT_EQ(reconciler->checksUsingCluster("worker1"), std::vector<std::string>{"ac-both"});
-  EXPECT_EQ(reconciler->checksUsingCluster("worker2"),
-            (std::vector<std::string>{"ac-both", "ac-second", "ac-second-too"}));
-  EXPECT_TRUE(reconciler->checksUsingCluster("ghost").empty());
-}
-
 }  // namespace
 }  // namespace mka::multikueue
