@@ -42,7 +42,9 @@ class Parser {
  public:
   explicit Parser(std::string_view input) {
     yaml_parser_initialize(&parser_);
-    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(input.data()), input.size());
+    // libyaml asserts on a null input, which an empty string_view may hold.
+    const char* data = input.data() ? input.data() : "";
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(data), input.size());
   }
   ~Parser() { yaml_parser_delete(&parser_); }
   Parser(const Parser&) = delete;

@@ -77,6 +77,7 @@ TEST(YamlDocument, StreamsHoldEveryDocument) {
   EXPECT_TRUE(documents[1]->isNull());
   EXPECT_TRUE(documents[2]->isSequence());
   EXPECT_TRUE(parse("", Limits{}).empty());
+  EXPECT_TRUE(parse(std::string_view(), Limits{}).empty());
   EXPECT_TRUE(parse("# only a comment\n", Limits{}).empty());
 }
 
