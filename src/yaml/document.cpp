@@ -168,6 +168,14 @@ class TreeBuilder {
         const auto& target = *it->second;
         if (static_cast<int>(open_.size()) + target.height_ > limits_.maxDepth)
           throw depthError(e.start_mark);
+        aliasNodes_ += target.nodes_;
+        aliasBytes_ += target.scalarBytes_;
+        if (aliasNodes_ > limits_.maxAliasNodes)
+          throw LimitError("yaml: aliases repeat more than " + std::to_string(limits_.maxAliasNodes) +
+                           " nodes (the alias limit)");
+        if (aliasBytes_ > limits_.maxAliasBytes)
+          throw LimitError("yaml: aliases repeat more than " + sizeText(limits_.maxAliasBytes) +
+                           " of values (the alias limit)");
         count(target.nodes_, target.scalarBytes_);
         add(it->second);
         break;
@@ -270,6 +278,8 @@ class TreeBuilder {
   std::map<std::string, NodePtr, std::less<>> anchors_;
   std::size_t nodes_ = 0;
   std::size_t scalarBytes_ = 0;
+  std::size_t aliasNodes_ = 0;
+  std::size_t aliasBytes_ = 0;
 };
 
 std::vector<NodePtr> parse(std::string_view input, const Limits& limits) {

@@ -30,12 +30,22 @@ struct Limits {
   std::size_t maxNodes = 200'000;
   // Bytes of scalars (keys too) of every document, each alias counted as all it repeats.
   std::size_t maxScalarBytes = 8 << 20;
+  // Nodes and bytes that aliases repeat, all aliases together. Without aliases a document's
+  // size follows its text; these keep what aliases add to the JSON it becomes small, since no
+  // configuration, kubeconfig or manifest needs many of them.
+  std::size_t maxAliasNodes = 100'000;
+  std::size_t maxAliasBytes = 1 << 20;
 
   // A configuration or a kubeconfig: what a ConfigMap or a Secret can hold (1 MiB).
   static Limits forSmallDocuments() { return {}; }
   // Manifests and request bodies: Kueue's Workload CRD alone is 1.4 MB of YAML.
   static Limits forManifests() {
-    return {.maxBytes = 16 << 20, .maxDepth = 512, .maxNodes = 4'000'000, .maxScalarBytes = 64 << 20};
+    return {.maxBytes = 16 << 20,
+            .maxDepth = 512,
+            .maxNodes = 4'000'000,
+            .maxScalarBytes = 64 << 20,
+            .maxAliasNodes = 100'000,
+            .maxAliasBytes = 1 << 20};
   }
 };
 

@@ -280,9 +280,9 @@ TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
        .object = configMap({{"config.yaml", ",w,"}}),
        .denialContains = {key + "data[config.yaml]: invalid YAML at line 1, column 1: did not find expected node "
                                 "content"}},
-      {.name = "aliases that expand past the node limit", .operation = "CREATE",
+      {.name = "aliases that repeat past the alias limit", .operation = "CREATE",
        .object = configMap({{"config.yaml", mka::test::fixtureText("fuzz-regressions/config/billion-laughs")}}),
-       .denialContains = {key + "data[config.yaml]: yaml: more than 200000 nodes (the node limit"}},
+       .denialContains = {key + "data[config.yaml]: yaml: aliases repeat more than 100000 nodes (the alias limit)"}},
       {.name = "no configuration key", .operation = "CREATE",
        .object = configMap({{"config.json", "{}"}}),
        .denialContains = {key + "data: no configuration found: put the AdapterConfiguration (or Kueue "

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "mka/yaml/json.h"
@@ -135,7 +136,12 @@ TEST(YamlDocument, EveryLimitIsEnforcedAndNamed) {
       {"depth of block collections", "a:\n b:\n  c:\n   d:\n    e:\n     f: 1\n", small, "nested deeper than 5"},
       {"depth reached through an alias", "a: &a [[[[1]]]]\nb: [[*a]]\n", small, "nested deeper than 5"},
       {"node count", "[" + repeated("1,", 60) + "1]", Limits{.maxNodes = 50}, "more than 50 nodes (the node limit"},
-      {"billion laughs", laughs(30), Limits{}, "more than 200000 nodes (the node limit; each alias counts"},
+      {"billion laughs", laughs(30), Limits{}, "aliases repeat more than 100000 nodes (the alias limit)"},
+      {"billion laughs without an alias limit", laughs(30),
+       Limits{.maxAliasNodes = SIZE_MAX, .maxAliasBytes = SIZE_MAX},
+       "more than 200000 nodes (the node limit; each alias counts"},
+      {"one large value repeated", "a: &a " + std::string(2000, 'x') + "\nb: [" + repeated("*a, ", 600) + "*a]\n",
+       Limits{}, "aliases repeat more than 1 MiB of values (the alias limit)"},
       {"laughs of one large value", laughs(12, std::string(60, 'x')), small, "of values (the value size limit"},
   };
   for (const auto& c : cases) {
