@@ -13,12 +13,7 @@ pid=""
 cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-passed=0; failed=0
-check() {  # check NAME COMMAND...: runs the command, counts the result
-  local name=$1; shift
-  if "$@" >"$work/check.out" 2>&1; then passed=$((passed + 1)); echo "ok   $name"
-  else failed=$((failed + 1)); echo "FAIL $name"; sed 's/^/     /' "$work/check.out" | head -20; fi
-}
+. "$root/test/integration/lib/common.sh"
 
 # run_measured OUT COMMAND...: runs the command with its output in OUT; prints "EXIT SECONDS PEAK_KB".
 run_measured() {
@@ -51,17 +46,7 @@ check "the three bytes get libyaml's reason and position" \
 # Under AddressSanitizer freed memory waits in a quarantine before reuse, which would show as
 # growth; a small quarantine lets resident memory show what the adapter itself keeps.
 ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}quarantine_size_mb=1" \
-  "$bin" serve --config "$root/examples/dev-config.yaml" --cert-dir "$work/certs" \
-  --webhook-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-  --metrics-bind-address 127.0.0.1:0 >"$work/serve.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-  grep -q 'webhookPort=' "$work/serve.log" && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-webhook=$(grep -o 'webhookPort=[0-9]*' "$work/serve.log" | head -1 | cut -d= -f2)
-if [ -z "$webhook" ]; then echo "serve did not start:"; cat "$work/serve.log"; exit 1; fi
+  start_serve "$root/examples/dev-config.yaml" "$work/certs"
 
 jq '.request.object.data = {"config.yaml": ",w,"}' "$root/test/fixtures/admission/configmap-create-adapter-config.json" \
   >"$work/review.json"

@@ -20,12 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0; failed=0
-check() {  # check NAME COMMAND...: runs the command, counts the result
-  local name=$1; shift
-  if "$@" >"$work/check.out" 2>&1; then passed=$((passed + 1)); echo "ok   $name"
-  else failed=$((failed + 1)); echo "FAIL $name"; sed 's/^/     /' "$work/check.out" | head -20; fi
-}
+. "$root/test/integration/lib/common.sh"
 await() {  # await SECONDS COMMAND...: polls until the command succeeds
   local deadline=$((SECONDS + $1)); shift
   until "$@" >/dev/null 2>&1; do
