@@ -123,7 +123,7 @@ config::Configuration benchConfiguration(config::ManagedByDefaulting policy) {
   cfg.dispatch.enabled = false;
   config::ExternalFramework fw;
   fw.name = "PipelineRun.v1.tekton.dev";
-  fw.gvk = *kube::GroupVersionKind::parseDotted(fw.name);
+  fw.gvk = *api::GroupVersionKind::parseDotted(fw.name);
   if (auto profile = config::builtinProfile(fw.gvk)) {
     fw.managedBy = *profile;
     fw.managedByFromProfile = true;
@@ -188,7 +188,7 @@ int run(const Flags& flags) {
   config::ConfigStore store(benchConfiguration(*policy));
   webhook::InMemoryQueueIndex queues;
   // Used by --policy MultiKueueQueues: the request's LocalQueue -> a ClusterQueue with a MultiKueue check.
-  queues.upsertAdmissionCheck("multikueue", std::string(config::kMultiKueueControllerName));
+  queues.upsertAdmissionCheck("multikueue", std::string(api::kMultiKueueControllerName));
   queues.upsertClusterQueue("bench-cq", {"multikueue"});
   {
     const auto review = nlohmann::json::parse(body);
@@ -198,7 +198,7 @@ int run(const Flags& flags) {
     const std::string queue = labels.value("kueue.x-k8s.io/queue-name", "");
     queues.upsertLocalQueue(ns, queue, "bench-cq");
     std::printf("queue index: LocalQueue %s/%s -> ClusterQueue bench-cq (AdmissionCheck multikueue, controller %s)\n",
-                ns.c_str(), queue.c_str(), std::string(config::kMultiKueueControllerName).c_str());
+                ns.c_str(), queue.c_str(), std::string(api::kMultiKueueControllerName).c_str());
   }
   queues.setSynced(true);
   observability::Metrics metrics;
@@ -241,13 +241,13 @@ int run(const Flags& flags) {
   options.port = 0;
   options.payloadMaxLength = webhook::kMaxRequestBytes;
   net::HttpServer server(options, certificates);
-  server.routes().Post("/mutate", [&handler](const httplib::Request& req, httplib::Response& res) {
+  server.route("POST", "/mutate", [&handler](const httplib::Request& req, httplib::Response& res) {
     // The same adaptation as the adapter's own route (src/app/service.cpp).
     auto out = handler.handle({req.method, req.path, req.get_header_value("Content-Type"), req.body});
     res.status = out.status;
     res.set_content(std::move(out.body), out.contentType.c_str());
   });
-  server.routes().Post("/constant", [&constantBody](const httplib::Request&, httplib::Response& res) {
+  server.route("POST", "/constant", [&constantBody](const httplib::Request&, httplib::Response& res) {
     res.set_content(constantBody, "application/json");
   });
   const int port = server.start();

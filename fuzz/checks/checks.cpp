@@ -27,7 +27,7 @@ void require(bool condition, const char* what) {
   if (!condition) throw CheckFailed(what);
 }
 
-config::ExternalFramework framework(std::string name, kube::GroupVersionKind gvk, config::ManagedByLocation where) {
+config::ExternalFramework framework(std::string name, api::GroupVersionKind gvk, config::ManagedByLocation where) {
   config::ExternalFramework fw;
   fw.name = std::move(name);
   fw.gvk = std::move(gvk);

@@ -68,7 +68,7 @@ void keepStartupSettings(const config::Configuration& running, config::Configura
 
 // Routes every method and path to the admission handler, which owns routing decisions
 // (404/405 included) so that they are unit-tested without a socket.
-void routeAdmission(httplib::Server& server, const webhook::AdmissionHandler& handler) {
+void routeAdmission(net::HttpServer& server, const webhook::AdmissionHandler& handler) {
   auto serve = [&handler](const httplib::Request& req, httplib::Response& res) {
     const std::string contentType = req.get_header_value("Content-Type");  // HttpRequest only borrows it
     webhook::HttpRequest in{req.method, req.path, contentType, req.body};
@@ -78,10 +78,10 @@ void routeAdmission(httplib::Server& server, const webhook::AdmissionHandler& ha
     res.set_content(std::move(out.body), out.contentType.c_str());
   };
   const std::string any = ".*";
-  server.Get(any, serve).Post(any, serve).Put(any, serve).Patch(any, serve).Delete(any, serve).Options(any, serve);
+  for (const char* method : {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}) server.route(method, any, serve);
   // httplib answers some errors itself (413 for oversized bodies, 400 for unparsable
   // requests); give those a metav1.Status body and a log line like ours.
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.setErrorHandler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = res.status == 413
                               ? "request body is larger than " + std::to_string(webhook::kMaxRequestBytes) +
@@ -126,7 +126,7 @@ Service::Service(ServeOptions options)
   wo.port = cfg->webhook.port;
   wo.payloadMaxLength = webhook::kMaxRequestBytes;
   webhookServer_ = std::make_unique<net::HttpServer>(wo, certificates_);
-  routeAdmission(webhookServer_->routes(), *handler_);
+  routeAdmission(*webhookServer_, *handler_);
 
   probeServer_ = makePlainServer("probes", cfg->healthProbeBindAddress);
   if (cfg->metricsBindAddress != cfg->healthProbeBindAddress) {
@@ -155,11 +155,11 @@ Service::Service(ServeOptions options)
   });
 
   if (probeServer_) {
-    observability::installProbeRoutes(probeServer_->routes(), *health_);
+    observability::installProbeRoutes(*probeServer_, *health_);
     metricsOnProbeServer_ = !metricsServer_ && cfg->metricsBindAddress == cfg->healthProbeBindAddress;
-    if (metricsOnProbeServer_) observability::installMetricsRoute(probeServer_->routes(), *metrics_);
+    if (metricsOnProbeServer_) observability::installMetricsRoute(*probeServer_, *metrics_);
   }
-  if (metricsServer_) observability::installMetricsRoute(metricsServer_->routes(), *metrics_);
+  if (metricsServer_) observability::installMetricsRoute(*metricsServer_, *metrics_);
 
   if (options_.configFile) {
     reloader_ = std::make_unique<config::ConfigReloader>(

@@ -26,7 +26,7 @@ std::optional<ManagedByDefaulting> parseManagedByDefaulting(std::string_view tex
   return std::nullopt;
 }
 
-const ExternalFramework* Configuration::findFramework(const kube::GroupVersionKind& gvk) const {
+const ExternalFramework* Configuration::findFramework(const api::GroupVersionKind& gvk) const {
   for (const auto& f : multiKueue.externalFrameworks)
     if (f.gvk == gvk) return &f;
   return nullptr;
@@ -36,19 +36,36 @@ std::vector<std::string> Configuration::multiKueueControllerNames() const {
   std::vector<std::string> names;
   if (!dispatch.admissionCheckControllerName.empty()) names.push_back(dispatch.admissionCheckControllerName);
   // Kueue's own name always counts: a queue it dispatches also needs the marker on the job.
-  if (std::find(names.begin(), names.end(), kMultiKueueControllerName) == names.end())
-    names.emplace_back(kMultiKueueControllerName);
+  if (std::find(names.begin(), names.end(), api::kMultiKueueControllerName) == names.end())
+    names.emplace_back(api::kMultiKueueControllerName);
   return names;
 }
 
-std::optional<ManagedByLocation> builtinProfile(const kube::GroupVersionKind& gvk) {
-  if (gvk.kind == "PipelineRun" && gvk.group == "tekton.dev") return ManagedByLocation{};
-  if (gvk.kind == "Workflow" && gvk.group == "argoproj.io") {
+namespace {
+
+// The built-in profiles, by group and kind (any version).
+struct Profile {
+  std::string_view group;
+  std::string_view kind;
+  ManagedByLocation::Type type;
+  std::string_view pathOrLabel;
+  std::string_view value;
+};
+constexpr Profile kProfiles[] = {
+    {"tekton.dev", "PipelineRun", ManagedByLocation::Type::Path, "spec.managedBy", api::kMultiKueueControllerName},
+    {"argoproj.io", "Workflow", ManagedByLocation::Type::Label, kArgoInstanceIdLabel, kArgoInstanceIdValue},
+};
+
+}  // namespace
+
+std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk) {
+  for (const auto& profile : kProfiles) {
+    if (gvk.group != profile.group || gvk.kind != profile.kind) continue;
     ManagedByLocation where;
-    where.type = ManagedByLocation::Type::Label;
-    where.path.clear();
-    where.labelKey = std::string(kArgoInstanceIdLabel);
-    where.value = std::string(kArgoInstanceIdValue);
+    where.type = profile.type;
+    where.path = profile.type == ManagedByLocation::Type::Path ? std::string(profile.pathOrLabel) : "";
+    where.labelKey = profile.type == ManagedByLocation::Type::Label ? std::string(profile.pathOrLabel) : "";
+    where.value = std::string(profile.value);
     return where;
   }
   return std::nullopt;

@@ -54,7 +54,7 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
   MapReader f(reader, &item, path, kFrameworkExample);
   f.checkKeys({"name", "managedBy"}, policy);
   f.read("name", framework.name);
-  if (auto gvk = kube::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
+  if (auto gvk = api::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
 
   if (f.has("managedBy")) {
     readManagedBy(reader, f.child("managedBy", kManagedByExample), framework);

@@ -123,7 +123,7 @@ class Validator {
            "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, such as "
            "multikueue");
 
-    std::map<kube::GroupVersionKind, std::size_t> firstIndex;
+    std::map<api::GroupVersionKind, std::size_t> firstIndex;
     for (std::size_t i = 0; i < mk.externalFrameworks.size(); ++i) {
       const auto& f = mk.externalFrameworks[i];
       const auto path = indexPath("multiKueue.externalFrameworks", i);
@@ -197,7 +197,7 @@ class Validator {
       add(path, "is required", std::string(kNameFix));
       return false;
     }
-    auto gvk = kube::GroupVersionKind::parseDotted(name);
+    auto gvk = api::GroupVersionKind::parseDotted(name);
     if (!gvk) {
       add(path, "must be in 'Kind.version.group' format, not " + quote(name), std::string(kNameFix));
       return false;

@@ -11,11 +11,13 @@
 #include <thread>
 
 #include "mka/app/dispatch_runner.h"
-#include "mka/demo/environment.h"
 #include "mka/app/service.h"
 #include "mka/app/signals.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
+#include "mka/config/loader.h"
+#include "mka/demo/environment.h"
+#include "mka/jobkind/job_kind.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/workload_status.h"
@@ -36,9 +38,26 @@ namespace {
 
 const char* kManager = "manager";
 
+// The adapter's configuration on the manager, as a user would write it.
+constexpr std::string_view kAdapterConfiguration = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+namespace: kueue-system
+leaderElection: {leaderElect: true, resourceName: multikueue-adapter, resourceNamespace: kueue-system}
+clientConnection: {qps: 200, burst: 400}
+managedByDefaulting: MultiKueueQueues
+dispatch: {enabled: true, admissionCheckControllerName: multikueue-adapter.dev/dispatcher}
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
+  gcInterval: 1m
+  origin: multikueue
+  workerLostTimeout: 15m
+)";
+
 // One sample job followed through the flow.
 struct Tracked {
-  kube::GroupVersionKind gvk;
+  api::GroupVersionKind gvk;
   standin::KueueStandIn::JobKind kind;
   std::string name;
   std::string workload;
@@ -51,7 +70,7 @@ struct Tracked {
   bool complete = false;
 };
 
-std::optional<json> getIfExists(kube::Client& client, const kube::GroupVersionKind& gvk, const std::string& ns,
+std::optional<json> getIfExists(kube::Client& client, const api::GroupVersionKind& gvk, const std::string& ns,
                                 const std::string& name) {
   try {
     return client.get(gvk, ns, name);
@@ -61,25 +80,28 @@ std::optional<json> getIfExists(kube::Client& client, const kube::GroupVersionKi
   }
 }
 
-// A job's outcome as its framework writes it: Tekton's Succeeded condition, Argo's phase.
-std::string outcomeOf(const json& job) {
+// A job's outcome as its framework controller writes it (the stand-in's kind table says how).
+std::string outcomeOf(const standin::KueueStandIn::JobKind& kind, const json& job) {
+  if (kind.report == standin::KueueStandIn::RunReport::Phase)
+    return job.value("status", json::object()).value("phase", "");
   if (const auto* c = multikueue::findCondition(job, "Succeeded")) {
     if (c->value("status", "") == "True") return "Succeeded";
     if (c->value("status", "") == "False") return "Failed (" + c->value("reason", "") + ")";
     return "Running";
   }
-  const auto phase = job.value("status", json::object()).value("phase", "");
-  return phase.empty() ? "" : phase;
+  return "";
 }
 
-std::string markerOf(const json& job) {
-  const auto meta = job.value("metadata", json::object());
-  const auto labels = meta.value("labels", json::object());
-  if (labels.contains("workflows.argoproj.io/controller-instanceid"))
-    return "label workflows.argoproj.io/controller-instanceid=" +
-           labels["workflows.argoproj.io/controller-instanceid"].get<std::string>();
-  const auto spec = job.value("spec", json::object());
-  if (spec.contains("managedBy")) return "spec.managedBy=" + spec["managedBy"].get<std::string>();
+// The managedBy marker the webhook set, where the job's configured kind keeps it.
+std::string markerOf(const std::vector<jobkind::JobKind>& kinds, const api::GroupVersionKind& gvk, const json& job) {
+  for (const auto& kind : kinds) {
+    if (!kind.is(gvk)) continue;
+    const auto value = kind.managedByValue(job);
+    if (!value) return "";
+    const auto& where = kind.managedBy();
+    return (where.type == config::ManagedByLocation::Type::Label ? "label " + where.labelKey : where.path) + "=" +
+           *value;
+  }
   return "";
 }
 
@@ -163,21 +185,10 @@ class Demo {
     const auto serving = ca.issue({});
     writeFile(dir_ / "certs" / "tls.crt", serving.certPem);
     writeFile(dir_ / "certs" / "tls.key", serving.keyPem);
-    const auto configFile = writeFile(dir_ / "config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
-kind: AdapterConfiguration
-namespace: kueue-system
-leaderElection: {leaderElect: true, resourceName: multikueue-adapter, resourceNamespace: kueue-system}
-clientConnection: {qps: 200, burst: 400}
-managedByDefaulting: MultiKueueQueues
-dispatch: {enabled: true, admissionCheckControllerName: multikueue-adapter.dev/dispatcher}
-multiKueue:
-  externalFrameworks:
-  - name: PipelineRun.v1.tekton.dev
-  - name: Workflow.v1alpha1.argoproj.io
-  gcInterval: 1m
-  origin: multikueue
-  workerLostTimeout: 15m
-)");
+    const auto configFile = writeFile(dir_ / "config.yaml", std::string(kAdapterConfiguration));
+    auto loaded = config::parseConfiguration(kAdapterConfiguration);
+    if (!loaded.ok()) throw Error("the demo's configuration is invalid: " + joinErrors(loaded.errors, "; "));
+    kinds_ = jobkind::kindsOf(*loaded.config);
     ServeOptions so;
     so.configFile = configFile;
     so.kubeconfig = kubeconfigs_.at(kManager).string();
@@ -210,13 +221,13 @@ multiKueue:
     for (const auto& file : files) {
       for (const auto& job : env_->createFromFile(kManager, file)) {
         Tracked t;
-        t.gvk = kube::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
+        t.gvk = api::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
         for (const auto& k : standin::KueueStandIn::defaultJobKinds())
           if (k.kind == t.gvk.kind && k.group == t.gvk.group) t.kind = k;
         t.name = job.at("metadata").value("name", "");
         t.workload = standin::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
         t.submitted = Steady::now();
-        const auto marker = markerOf(job);
+        const auto marker = markerOf(kinds_, t.gvk, job);
         say(label(t) + " submitted from " + file.filename().string() + " without a managedBy marker; webhook set " +
             (marker.empty() ? std::string("nothing (!)") : marker));
         jobs_.push_back(std::move(t));
@@ -273,7 +284,7 @@ multiKueue:
       }
     }
     if (job && !t.worker.empty()) {
-      const auto outcome = outcomeOf(*job);
+      const auto outcome = outcomeOf(t.kind, *job);
       if (!outcome.empty()) step(t, "status:" + outcome, "status synced from " + t.worker + ": " + outcome);
     }
     if (wl && multikueue::isFinished(*wl)) {
@@ -287,7 +298,7 @@ multiKueue:
       }
       if (!copies) {
         step(t, "cleaned", "remote copies removed from " + t.worker);
-        t.result = job ? outcomeOf(*job) : "";
+        t.result = job ? outcomeOf(t.kind, *job) : "";
         t.done = Steady::now();
         t.complete = true;
       }
@@ -332,6 +343,7 @@ multiKueue:
   std::unique_ptr<Environment> env_;
   std::map<std::string, fs::path> kubeconfigs_;
   std::unique_ptr<Service> service_;
+  std::vector<jobkind::JobKind> kinds_;  // the configured kinds, as the adapter reads them
   std::vector<Tracked> jobs_;
 };
 

@@ -63,12 +63,12 @@ json parseAnswer(const Response& response, const std::string& what, const WriteO
 
 using json_fields::metadataString;
 
-GroupVersionKind gvkOf(const json& object) {
+api::GroupVersionKind gvkOf(const json& object) {
   const auto apiVersion = object.value("apiVersion", "");
   const auto kind = object.value("kind", "");
   if (apiVersion.empty() || kind.empty())
     throw Error("the object has no apiVersion or kind: set both (e.g. apiVersion: tekton.dev/v1, kind: PipelineRun)");
-  return GroupVersionKind::fromApiVersion(apiVersion, kind);
+  return api::GroupVersionKind::fromApiVersion(apiVersion, kind);
 }
 
 void appendQuery(std::string& target, const std::string& key, const std::string& value) {
@@ -96,7 +96,7 @@ std::string encodeQueryValue(std::string_view value) {
 
 Discovery::Discovery(RestClient& rest) : rest_(rest) {}
 
-ResourceInfo Discovery::resourceFor(const GroupVersionKind& gvk) {
+ResourceInfo Discovery::resourceFor(const api::GroupVersionKind& gvk) {
   const auto apiVersion = gvk.apiVersion();
   {
     std::lock_guard lock(mutex_);
@@ -119,7 +119,7 @@ ResourceInfo Discovery::resourceFor(const GroupVersionKind& gvk) {
         if (name.substr(slash + 1) == "status") statusOf[name.substr(0, slash)] = true;
         continue;
       }
-      ResourceInfo info{GroupVersionKind{gvk.group, gvk.version, r.value("kind", "")}, name, r.value("namespaced", true),
+      ResourceInfo info{api::GroupVersionKind{gvk.group, gvk.version, r.value("kind", "")}, name, r.value("namespaced", true),
                         false};
       kinds[info.gvk.kind] = info;
     }
@@ -157,7 +157,7 @@ std::string Client::path(const ResourceInfo& resource, const std::string& ns, co
   return out;
 }
 
-std::string Client::objectPath(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+std::string Client::objectPath(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name,
                                const std::string& subresource) {
   const auto info = discovery_.resourceFor(gvk);
   if (info.namespaced && ns.empty() && !name.empty())
@@ -167,12 +167,12 @@ std::string Client::objectPath(const GroupVersionKind& gvk, const std::string& n
   return path(info, ns, name, subresource);
 }
 
-json Client::get(const GroupVersionKind& gvk, const std::string& ns, const std::string& name) {
+json Client::get(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name) {
   const auto target = objectPath(gvk, ns, name, "");
   return parseBody(rest_->request("GET", target), "GET " + target);
 }
 
-json Client::list(const GroupVersionKind& gvk, const std::string& ns, const ListOptions& options) {
+json Client::list(const api::GroupVersionKind& gvk, const std::string& ns, const ListOptions& options) {
   auto target = path(discovery_.resourceFor(gvk), ns);
   appendQuery(target, "labelSelector", options.labelSelector);
   appendQuery(target, "fieldSelector", options.fieldSelector);
@@ -185,7 +185,7 @@ json Client::list(const GroupVersionKind& gvk, const std::string& ns, const List
   return parseBody(response, "GET " + target);
 }
 
-void Client::listEach(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+void Client::listEach(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options,
                       const std::function<void(json& item)>& onItem, std::string* resourceVersion) {
   while (true) {
     auto page = list(gvk, ns, options);
@@ -206,7 +206,7 @@ void Client::listEach(const GroupVersionKind& gvk, const std::string& ns, ListOp
   }
 }
 
-std::vector<json> Client::listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+std::vector<json> Client::listAll(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options,
                                   std::string* resourceVersion) {
   std::vector<json> items;
   listEach(gvk, ns, std::move(options), [&](json& item) { items.push_back(std::move(item)); }, resourceVersion);
@@ -231,7 +231,7 @@ json Client::update(const json& object, const WriteOptions& options) {
                      "PUT " + target, options);
 }
 
-json Client::patch(const GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
+json Client::patch(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
                    const json& patch, const WriteOptions& options) {
   auto target = objectPath(gvk, ns, name, options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
@@ -252,7 +252,7 @@ json Client::apply(const json& object, const ApplyOptions& options) {
   return parseBody(rest_->request("PATCH", target, object.dump(), "application/apply-patch+yaml"), "PATCH " + target);
 }
 
-void Client::remove(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+void Client::remove(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name,
                     const DeleteOptions& options) {
   const auto target = objectPath(gvk, ns, name, "");
   json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
@@ -262,7 +262,7 @@ void Client::remove(const GroupVersionKind& gvk, const std::string& ns, const st
   rest_->request("DELETE", target, body.dump(), "application/json", kMetadataOnly);  // the answer is not read
 }
 
-void Client::watch(const GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
+void Client::watch(const api::GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
                    const std::function<bool(WatchEvent&)>& onEvent, RestClient::StreamHandle& handle) {
   auto target = path(discovery_.resourceFor(gvk), ns);
   appendQuery(target, "watch", "true");

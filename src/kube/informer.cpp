@@ -12,7 +12,7 @@ namespace mka::kube {
 
 using nlohmann::json;
 
-Informer::Informer(Client& client, GroupVersionKind gvk, InformerOptions options)
+Informer::Informer(Client& client, api::GroupVersionKind gvk, InformerOptions options)
     : client_(client), gvk_(std::move(gvk)), options_(std::move(options)) {}
 
 Informer::~Informer() { stop(); }

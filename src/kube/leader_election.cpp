@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-const GroupVersionKind kLease{"coordination.k8s.io", "v1", "Lease"};
+const api::GroupVersionKind kLease{"coordination.k8s.io", "v1", "Lease"};
 
 // metav1.MicroTime: RFC 3339 with microseconds.
 std::string microTimeNow() {

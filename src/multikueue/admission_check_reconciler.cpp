@@ -32,16 +32,6 @@ std::string stringAt(const json& object, std::initializer_list<const char*> path
 
 std::string nameOf(const json& object) { return stringAt(object, {"metadata", "name"}); }
 
-std::vector<std::string> clustersOf(const json& config) {
-  std::vector<std::string> names;
-  const auto spec = config.value("spec", json::object());
-  const auto clusters = spec.is_object() ? spec.value("clusters", json::array()) : json::array();
-  if (!clusters.is_array()) return names;
-  for (const auto& c : clusters)
-    if (c.is_string()) names.push_back(c.get<std::string>());
-  return names;
-}
-
 // Go's fmt "%v" of a []string: "[a b]".
 std::string goList(const std::vector<std::string>& names) {
   std::string out = "[";
@@ -54,6 +44,16 @@ Condition activeCondition(std::string_view status, std::string_view reason, std:
 }
 
 }  // namespace
+
+std::vector<std::string> clustersOf(const json& config) {
+  std::vector<std::string> names;
+  const auto spec = config.value("spec", json::object());
+  const auto clusters = spec.is_object() ? spec.value("clusters", json::array()) : json::array();
+  if (!clusters.is_array()) return names;
+  for (const auto& c : clusters)
+    if (c.is_string()) names.push_back(c.get<std::string>());
+  return names;
+}
 
 ConfigReference multiKueueConfigOf(const json& admissionCheck) {
   const auto spec = admissionCheck.value("spec", json::object());
@@ -71,18 +71,14 @@ ConfigReference multiKueueConfigOf(const json& admissionCheck) {
   return {name, ""};
 }
 
-AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const ClusterRegistry& clusters,
-                                                   const Clock& clock, Options options)
-    : manager_(manager), clusters_(clusters), clock_(clock), options_(std::move(options)) {}
+AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const ObjectReader& objects,
+                                                   const ClusterRegistry& clusters, const Clock& clock, Options options)
+    : manager_(manager), objects_(objects), clusters_(clusters), clock_(clock), options_(std::move(options)) {}
 
 Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName) {
-  json check;
-  try {
-    check = manager_.get(kAdmissionCheckGvk, "", admissionCheckName);
-  } catch (const kube::ApiError& e) {
-    if (e.reason() == kube::Reason::NotFound) return Result::done();
-    throw;
-  }
+  const auto found = objects_.get(kAdmissionCheckGvk, "", admissionCheckName);
+  if (!found) return Result::done();
+  const json& check = *found;
   if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) return Result::done();
 
   Condition desired;
@@ -91,18 +87,16 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   if (!ref.error.empty()) {
     desired = activeCondition("False", check_reason::kBadConfig, std::string(kCannotLoadParametersPrefix) + ref.error);
   } else {
-    try {
-      config = manager_.get(kMultiKueueConfigGvk, "", ref.name);
-    } catch (const kube::ApiError& e) {
-      if (e.reason() != kube::Reason::NotFound) throw;
+    config = objects_.get(kMultiKueueConfigGvk, "", ref.name);
+    if (!config)  // kube-apiserver's words for the missing object, as Kueue shows them
       desired = activeCondition("False", check_reason::kBadConfig,
-                                std::string(kCannotLoadParametersPrefix) + apiErrorMessage(e));
-    }
+                                std::string(kCannotLoadParametersPrefix) + "multikueueconfigs.kueue.x-k8s.io \"" +
+                                    ref.name + "\" not found");
   }
   if (config) {
     const auto clusters = clustersOf(*config);
     std::set<std::string> existing;
-    for (const auto& c : manager_.listAll(kMultiKueueClusterGvk, "")) existing.insert(nameOf(c));
+    for (const auto& c : objects_.list(kMultiKueueClusterGvk, "")) existing.insert(nameOf(c));
     std::vector<std::string> missing, inactive;
     for (const auto& c : clusters) {
       if (!existing.contains(c)) {
@@ -126,7 +120,7 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
     }
   }
 
-  if (writeCondition(manager_, kAdmissionCheckGvk, admissionCheckName, check, desired, clock_))
+  if (writeCondition(manager_, check, desired, clock_))
     admissionCheckLogger()->info("admission check status written admissionCheck={} active={} reason={} message=\"{}\"",
                                  admissionCheckName, desired.status, desired.reason, desired.message);
   return Result::done();

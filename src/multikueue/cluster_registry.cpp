@@ -9,15 +9,14 @@
 
 #include "cluster_source.h"
 #include "conditions.h"
-#include "mka/common/errors.h"
-#include "mka/common/log.h"
 #include "mka/common/clock.h"
+#include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"
+#include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
-#include "mka/multikueue/generic_adapter.h"
 
 namespace mka::multikueue {
 
@@ -52,12 +51,12 @@ class Remote final : public RemoteCluster {
   kube::Client& client() override { return *client_; }
   std::optional<json> workload(const std::string& key) const override { return workloads_->get(key); }
   void forEachWorkload(const std::function<void(const json&)>& visit) const override { workloads_->forEach(visit); }
-  std::optional<json> job(const kube::GroupVersionKind& gvk, const std::string& key) const override {
+  std::optional<json> job(const api::GroupVersionKind& gvk, const std::string& key) const override {
     auto it = jobs_.find(gvk);
     if (it == jobs_.end()) return std::nullopt;
     return it->second->get(key);
   }
-  void forEachJob(const kube::GroupVersionKind& gvk, const std::function<void(const json&)>& visit) const override {
+  void forEachJob(const api::GroupVersionKind& gvk, const std::function<void(const json&)>& visit) const override {
     if (auto it = jobs_.find(gvk); it != jobs_.end()) it->second->forEach(visit);
   }
 
@@ -66,7 +65,7 @@ class Remote final : public RemoteCluster {
     workloads_ = std::make_unique<kube::Informer>(*client_, kWorkloadGvk, std::move(options));
     return *workloads_;
   }
-  kube::Informer& addJobs(const kube::GroupVersionKind& gvk, kube::InformerOptions options) {
+  kube::Informer& addJobs(const api::GroupVersionKind& gvk, kube::InformerOptions options) {
     auto& slot = jobs_[gvk];
     slot = std::make_unique<kube::Informer>(*client_, gvk, std::move(options));
     return *slot;
@@ -90,7 +89,7 @@ class Remote final : public RemoteCluster {
   std::string name_;
   std::unique_ptr<kube::Client> client_;  // declared first: the informers use it until they stop
   std::unique_ptr<kube::Informer> workloads_;
-  std::map<kube::GroupVersionKind, std::unique_ptr<kube::Informer>> jobs_;
+  std::map<api::GroupVersionKind, std::unique_ptr<kube::Informer>> jobs_;
 };
 
 }  // namespace
@@ -129,8 +128,14 @@ struct ClusterRegistry::Impl {
     std::optional<Condition> recorded;  // mode 2: the condition last recorded as an Event
   };
 
-  Impl(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options, EventRecorder* events)
-      : manager(manager), clock(clock), options(std::move(options)), events(events), createdAt(clock.now()) {
+  Impl(kube::Client& manager, const ObjectReader& objects, const Clock& clock, ClusterRegistryOptions options,
+       EventRecorder* events)
+      : manager(manager),
+        objects(objects),
+        clock(clock),
+        options(std::move(options)),
+        events(events),
+        createdAt(clock.now()) {
     reaper = std::thread([this] {
       nameThisThread("mkc-reaper");
       disableThreadCache();
@@ -138,7 +143,8 @@ struct ClusterRegistry::Impl {
     });
   }
 
-  kube::Client& manager;
+  kube::Client& manager;         // MultiKueueCluster status writes
+  const ObjectReader& objects;   // MultiKueueClusters and kubeconfig Secrets
   const Clock& clock;
   const ClusterRegistryOptions options;
   EventRecorder* const events;  // null: none
@@ -343,19 +349,18 @@ struct ClusterRegistry::Impl {
         {.onAdd = onWorkload,
          .onUpdateNew = onWorkload,
          .onDelete = onWorkload});
-    // A remote job maps through its prebuilt-workload link.
-    for (const auto& gvk : options.jobKinds) {
-      auto onJob = [this, name, kind = gvk.goString()](const json& object) {
-        auto workload = prebuiltWorkloadName(object);
+    // A remote job maps through its adapter (the generic adapter: its prebuilt-workload link).
+    for (const auto& adapter : options.adapters.all()) {
+      auto onJob = [this, name, adapter](const json& object) {
+        auto workload = adapter->workloadKeyFor(object);
         if (!workload) {
           registryLogger()->debug("remote job without a prebuilt-workload link skipped cluster={} kind=\"{}\" job={}",
-                                  name, kind, kube::Informer::keyOf(object));
+                                  name, adapter->gvk().goString(), kube::Informer::keyOf(object));
           return;
         }
-        const auto ns = object.value("metadata", json::object()).value("namespace", "");
-        emitRemoteEvent(name, ns + "/" + *workload);
+        emitRemoteEvent(name, *workload);
       };
-      remote->addJobs(gvk, base).addHandlers(
+      remote->addJobs(adapter->gvk(), base).addHandlers(
           {.onAdd = onJob, .onUpdateNew = onJob, .onDelete = onJob});
     }
     return remote;
@@ -432,7 +437,7 @@ struct ClusterRegistry::Impl {
   // (compared with what is stored), in mode 2 as an Event (compared with the last one recorded).
   void publish(const std::string& name, const json& cluster, const Condition& condition) {
     if (options.writeClusterStatus) {
-      if (writeCondition(manager, kMultiKueueClusterGvk, name, cluster, condition, clock))
+      if (writeCondition(manager, cluster, condition, clock))
         registryLogger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name,
                                condition.status, condition.reason, condition.message);
       return;
@@ -451,21 +456,19 @@ struct ClusterRegistry::Impl {
   }
 
   Result reconcile(const std::string& name) {
-    json cluster;
-    try {
-      cluster = manager.get(kMultiKueueClusterGvk, "", name);
-    } catch (const kube::ApiError& e) {
-      if (e.reason() != kube::Reason::NotFound) throw;
+    const auto found = objects.get(kMultiKueueClusterGvk, "", name);
+    if (!found) {
       forget(name, "deleted");
       return Result::done();
     }
+    const json& cluster = *found;
     const auto meta = cluster.value("metadata", json::object());
     if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) {
       forget(name, "terminating");
       return Result::done();
     }
 
-    const auto source = loadClusterSource(manager, cluster, options.namespace_, options.pathPrefix);
+    const auto source = loadClusterSource(objects, cluster, options.namespace_, options.pathPrefix);
     bool lost = false;
     std::pair<std::shared_ptr<FileWatcher>, std::shared_ptr<FileWatcher>> watchers;  // {stop, start}
     {
@@ -524,9 +527,9 @@ struct ClusterRegistry::Impl {
   }
 };
 
-ClusterRegistry::ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options,
-                                 EventRecorder* events)
-    : impl_(std::make_unique<Impl>(manager, clock, std::move(options), events)) {}
+ClusterRegistry::ClusterRegistry(kube::Client& manager, const ObjectReader& objects, const Clock& clock,
+                                 ClusterRegistryOptions options, EventRecorder* events)
+    : impl_(std::make_unique<Impl>(manager, objects, clock, std::move(options), events)) {}
 
 ClusterRegistry::~ClusterRegistry() { stop(); }
 

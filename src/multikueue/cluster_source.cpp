@@ -38,17 +38,21 @@ ClusterSource validated(std::string kubeconfig, std::string secretName) {
   return s;
 }
 
-ClusterSource fromSecret(kube::Client& manager, const std::string& name, const std::string& namespace_) {
-  json secret;
+ClusterSource fromSecret(const ObjectReader& objects, const std::string& name, const std::string& namespace_) {
+  std::optional<json> secret;
   try {
-    secret = manager.get(kSecretGvk, namespace_, name);
+    secret = objects.get(kSecretGvk, namespace_, name);
   } catch (const kube::ApiError& e) {
-    auto f = failure(cluster_reason::kBadKubeConfig, apiErrorMessage(e), name);
-    f.notFound = e.reason() == kube::Reason::NotFound;
+    return failure(cluster_reason::kBadKubeConfig, apiErrorMessage(e), name);
+  }
+  if (!secret) {
+    // kube-apiserver's words for the missing Secret, as Kueue shows them.
+    auto f = failure(cluster_reason::kBadKubeConfig, "secrets " + quoted(name) + " not found", name);
+    f.notFound = true;
     return f;
   }
   try {
-    return validated(kube::kubeconfigFromSecret(secret), name);
+    return validated(kube::kubeconfigFromSecret(*secret), name);
   } catch (const std::exception& e) {
     return failure(cluster_reason::kBadKubeConfig, e.what(), name);
   }
@@ -103,7 +107,7 @@ std::optional<std::string> validateKubeconfigPath(const std::string& path, const
   return checkKubeconfigPath(path, prefix, /*missingAllowed=*/false);
 }
 
-ClusterSource loadClusterSource(kube::Client& manager, const json& cluster, const std::string& namespace_,
+ClusterSource loadClusterSource(const ObjectReader& objects, const json& cluster, const std::string& namespace_,
                                 const fs::path& pathPrefix) {
   const auto spec = cluster.value("spec", json::object());
   const auto source = spec.is_object() ? spec.value("clusterSource", json::object()) : json::object();
@@ -115,7 +119,7 @@ ClusterSource loadClusterSource(kube::Client& manager, const json& cluster, cons
                    "spec.clusterSource: set kubeConfig {location, locationType} (clusterProfileRef is not supported)");
   const auto location = kubeConfig.value("location", "");
   const auto type = kubeConfig.value("locationType", std::string(kLocationTypeSecret));
-  if (type == kLocationTypeSecret) return fromSecret(manager, location, namespace_);
+  if (type == kLocationTypeSecret) return fromSecret(objects, location, namespace_);
   if (type == kLocationTypePath) {
     auto loaded = fromPath(location, pathPrefix);
     if (watchable(loaded, location, pathPrefix)) loaded.path = location;

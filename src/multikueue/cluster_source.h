@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mka/kube/client.h"
+#include "mka/multikueue/object_reader.h"
 
 namespace mka::multikueue {
 
@@ -30,7 +30,7 @@ struct ClusterSource {
 };
 
 // Reads spec.clusterSource of `cluster` and loads its kubeconfig.
-ClusterSource loadClusterSource(kube::Client& manager, const nlohmann::json& cluster, const std::string& namespace_,
+ClusterSource loadClusterSource(const ObjectReader& objects, const nlohmann::json& cluster, const std::string& namespace_,
                                 const std::filesystem::path& pathPrefix);
 
 // MultiKueueKubeConfigPathValidation: nullopt when `path` resolves (symlinks included) to a

@@ -1,6 +1,7 @@
 #include "conditions.h"
 
 #include "mka/common/clock.h"
+#include "mka/common/json_fields.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/workload_status.h"
 
@@ -25,21 +26,33 @@ std::string apiErrorMessage(const kube::ApiError& error) {
   return error.what();
 }
 
-bool writeCondition(kube::Client& client, const kube::GroupVersionKind& gvk, const std::string& name,
-                    const json& current, const Condition& condition, const Clock& clock) {
-  bool first = true;
+std::optional<json> updateStatus(kube::Client& client, const json& current, const std::function<bool(json&)>& mutate,
+                                 std::string_view fieldManager) {
+  json object = current;
+  const auto gvk = api::GroupVersionKind::fromApiVersion(current.value("apiVersion", ""), current.value("kind", ""));
+  const auto ns = json_fields::metadataString(current, "namespace");
+  const auto name = json_fields::metadataString(current, "name");
   try {
-    return kube::retryOnConflict([&] {
-      json object = first ? current : client.get(gvk, "", name);
-      first = false;
-      if (!setCondition(object, condition, clock.now())) return false;
-      client.update(object, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
-      return true;
-    });
+    for (int attempt = 1;; ++attempt) {
+      if (!mutate(object)) return std::nullopt;
+      try {
+        return client.update(object, {.fieldManager = std::string(fieldManager),
+                                      .subresource = "status",
+                                      .answer = kube::WriteOptions::Answer::Metadata});
+      } catch (const kube::ApiError& e) {
+        if (e.reason() != kube::Reason::Conflict || attempt >= 5) throw;
+      }
+      object = client.get(gvk, ns, name);
+    }
   } catch (const kube::ApiError& e) {
-    if (e.reason() == kube::Reason::NotFound) return false;
+    if (e.reason() == kube::Reason::NotFound) return std::nullopt;
     throw;
   }
+}
+
+bool writeCondition(kube::Client& client, const json& current, const Condition& condition, const Clock& clock) {
+  return updateStatus(client, current, [&](json& object) { return setCondition(object, condition, clock.now()); })
+      .has_value();
 }
 
 }  // namespace mka::multikueue

@@ -1,20 +1,22 @@
 #pragma once
-// Status conditions the way apimeta.SetStatusCondition writes them, and the optimistic-
-// concurrency status write both MultiKueue reconcilers share (KUEUE-MULTIKUEUE.md §1.4): a
-// condition is rewritten only when its status, reason or message change; lastTransitionTime
-// moves only when the status changes; observedGeneration is the object's generation.
+// Status conditions the way apimeta.SetStatusCondition writes them (KUEUE-MULTIKUEUE.md §1.4):
+// a condition is rewritten only when its status, reason or message change; lastTransitionTime
+// moves only when the status changes; observedGeneration is the object's generation. And the
+// one optimistic-concurrency status write every MultiKueue reconciler uses.
 //
 // Threads: pure functions, and a write on the caller's thread.
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/gvk.h"
 #include "mka/common/clock.h"
 #include "mka/kube/api_error.h"
 #include "mka/kube/client.h"
-#include "mka/kube/gvk.h"
 #include "mka/multikueue/workload_status.h"  // findCondition
 
 namespace mka::multikueue {
@@ -31,12 +33,20 @@ struct Condition {
 // that type already has this status, reason and message.
 bool setCondition(nlohmann::json& object, const Condition& condition, Clock::TimePoint now);
 
-// Writes `condition` on the cluster-scoped object `name` through the status subresource when
-// it differs from what is stored. `current` is the object as just read (saves a GET); on 409
-// Conflict the object is read again and the change re-applied (kube::retryOnConflict). Returns
-// whether it wrote; an object that is gone is not an error (false).
-bool writeCondition(kube::Client& client, const kube::GroupVersionKind& gvk, const std::string& name,
-                    const nlohmann::json& current, const Condition& condition, const Clock& clock);
+// Read-modify-write of an object's status subresource with optimistic concurrency. `current`
+// is the object as last read (a cache copy saves a GET); `mutate` changes it and returns false
+// when there is nothing to write. The write carries the read resourceVersion, never a blind
+// overwrite; on 409 Conflict the object is read again and `mutate` runs again (5 attempts, then
+// the conflict propagates). Returns the answer's metadata when it wrote, nullopt when there was
+// nothing to write or the object is gone.
+std::optional<nlohmann::json> updateStatus(kube::Client& client, const nlohmann::json& current,
+                                           const std::function<bool(nlohmann::json&)>& mutate,
+                                           std::string_view fieldManager = {});
+
+// Writes `condition` on `current`'s object when it differs from what is stored (updateStatus).
+// Returns whether it wrote.
+bool writeCondition(kube::Client& client, const nlohmann::json& current, const Condition& condition,
+                    const Clock& clock);
 
 // An API error as Kueue's messages show it: the server's message (`multikueueconfigs.kueue.x-k8s.io
 // "c1" not found`), without the request our ApiError::what() also names.

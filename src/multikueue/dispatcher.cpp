@@ -11,6 +11,7 @@
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/events.h"
 #include "mka/multikueue/garbage_collector.h"
+#include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_status.h"
 
 namespace mka::multikueue {
@@ -33,8 +34,6 @@ std::int64_t generationOf(const json& object) {
   return json_fields::objectMember(object, "metadata").value("generation", std::int64_t{0});
 }
 
-json clustersJson(const json& config) { return config.value("spec", json::object()).value("clusters", json::array()); }
-
 }  // namespace
 
 struct Dispatcher::Impl {
@@ -44,12 +43,12 @@ struct Dispatcher::Impl {
     auto registryOptions = this->options.registry;
     registryOptions.namespace_ = cfg.namespace_;
     registryOptions.origin = cfg.multiKueue.origin;
-    registryOptions.jobKinds.clear();
-    for (const auto& f : cfg.multiKueue.externalFrameworks) registryOptions.jobKinds.push_back(f.gvk);
+    const auto adapters = genericAdapters(cfg, this->options.prebuiltLink);
+    registryOptions.adapters = adapters;
     registryOptions.clientOptions.qps = cfg.clientConnection.qps;
     registryOptions.clientOptions.burst = cfg.clientConnection.burst;
     registryOptions.writeClusterStatus =
-        cfg.dispatch.admissionCheckControllerName == config::kMultiKueueControllerName;
+        cfg.dispatch.admissionCheckControllerName == api::kMultiKueueControllerName;
 
     // Every cache drops managedFields: nothing here reads them, and they are a large part of
     // each object kube-apiserver returns.
@@ -64,29 +63,31 @@ struct Dispatcher::Impl {
     auto secrets = config;
     secrets.namespace_ = cfg.namespace_;
     secretsInformer = std::make_unique<kube::Informer>(manager, kSecretGvk, secrets);
-    ManagerCaches caches{workloadsInformer.get(), checksInformer.get(), configsInformer.get(), {}};
-    for (const auto& f : cfg.multiKueue.externalFrameworks) {
-      jobInformers.push_back(std::make_unique<kube::Informer>(manager, f.gvk, lean));
-      caches.jobs[f.gvk] = jobInformers.back().get();
+    ManagerCaches workloadCaches{workloadsInformer.get(), checksInformer.get(), configsInformer.get(), {}};
+    for (const auto& adapter : adapters.all()) {
+      jobInformers.push_back(std::make_unique<kube::Informer>(manager, adapter->gvk(), lean));
+      workloadCaches.jobs[adapter->gvk()] = jobInformers.back().get();
     }
 
     clusterEvents = std::make_unique<EventRecorder>(manager, clock, std::string(kClusterEventComponent));
-    registry = std::make_unique<ClusterRegistry>(manager, clock, registryOptions, clusterEvents.get());
+    for (const auto* informer : {checksInformer.get(), configsInformer.get(), clustersInformer.get(), secretsInformer.get()})
+      caches.add(*informer);
+    registry = std::make_unique<ClusterRegistry>(manager, caches, clock, registryOptions, clusterEvents.get());
     workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
     WorkloadReconciler::Options wo;
     wo.controllerName = cfg.dispatch.admissionCheckControllerName;
     wo.origin = cfg.multiKueue.origin;
-    wo.frameworks = cfg.multiKueue.externalFrameworks;
+    wo.adapters = adapters;
     wo.workerLostTimeout = cfg.multiKueue.workerLostTimeout;
     wo.dispatcherName = cfg.multiKueue.dispatcherName;
-    wo.prebuiltLink = this->options.prebuiltLink;
-    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, caches, *registry, *workloadEvents, clock,
+    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, workloadCaches, *registry, *workloadEvents, clock,
                                                               std::move(wo), this->options.dispatchObserver);
     checkReconciler = std::make_unique<AdmissionCheckReconciler>(
-        manager, *registry, clock, AdmissionCheckReconciler::Options{cfg.dispatch.admissionCheckControllerName});
+        manager, caches, *registry, clock,
+        AdmissionCheckReconciler::Options{cfg.dispatch.admissionCheckControllerName});
     collector = std::make_unique<OrphanCollector>(
         manager, *workloadsInformer, *registry,
-        OrphanCollector::Options{cfg.multiKueue.origin, cfg.multiKueue.externalFrameworks, cfg.multiKueue.gcInterval});
+        OrphanCollector::Options{cfg.multiKueue.origin, adapters, cfg.multiKueue.gcInterval});
 
     const auto workers = static_cast<std::size_t>(cfg.dispatch.workloadConcurrency);
     workloadController = std::make_unique<Controller>(
@@ -127,8 +128,8 @@ struct Dispatcher::Impl {
   std::vector<std::string> ourChecksUsingCluster(const std::string& cluster) const {
     std::vector<std::string> out;
     for (const auto& config : configsInformer->list()) {
-      const auto clusters = clustersJson(config);
-      if (std::find(clusters.begin(), clusters.end(), json(cluster)) == clusters.end()) continue;
+      const auto clusters = clustersOf(config);
+      if (std::find(clusters.begin(), clusters.end(), cluster) == clusters.end()) continue;
       for (auto& check : ourChecksUsingConfig(objectName(config))) out.push_back(std::move(check));
     }
     return out;
@@ -171,7 +172,7 @@ struct Dispatcher::Impl {
     auto configChanged = [this](const json* before, const json& after) {
       const auto checks = ourChecksUsingConfig(objectName(after));
       for (const auto& check : checks) checkController->enqueue(check);
-      if (before == nullptr || clustersJson(*before) != clustersJson(after)) enqueueWorkloadsOfChecks(checks);
+      if (before == nullptr || clustersOf(*before) != clustersOf(after)) enqueueWorkloadsOfChecks(checks);
     };
     configsInformer->addHandlers({.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
                                   .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
@@ -229,6 +230,7 @@ struct Dispatcher::Impl {
   std::unique_ptr<kube::Informer> workloadsInformer, checksInformer, configsInformer, clustersInformer,
       secretsInformer;
   std::vector<std::unique_ptr<kube::Informer>> jobInformers;
+  CacheReader caches;  // what the check and cluster reconcilers read
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which uses it
   std::unique_ptr<ClusterRegistry> registry;
   std::unique_ptr<EventRecorder> workloadEvents;

@@ -5,6 +5,7 @@
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/api_error.h"
+#include "mka/multikueue/adapter.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_status.h"
@@ -37,16 +38,12 @@ OrphanCollector::Stats OrphanCollector::collect() {
   for (const auto& name : clusters_.clusterNames()) {
     auto remote = clusters_.connected(name);
     if (!remote) continue;
-    auto removeJob = [&](const kube::GroupVersionKind& gvk, const std::string& ns, const std::string& jobName) {
-      const auto job = remote->job(gvk, ns + "/" + jobName);
+    auto removeJob = [&](const Adapter& adapter, const std::string& ns, const std::string& jobName) {
+      const auto job = remote->job(adapter.gvk(), ns + "/" + jobName);
       if (!job || !ownedByOrigin(*job, options_.origin)) return;
-      try {
-        remote->client().remove(gvk, ns, jobName, {.propagationPolicy = "Background"});
-        ++stats.jobsDeleted;
-        spdlog::info("gc deleted orphan job cluster={} kind={} job={}/{}", name, gvk.kind, ns, jobName);
-      } catch (const kube::ApiError& e) {
-        if (e.reason() != kube::Reason::NotFound) throw;
-      }
+      if (!adapter.deleteRemoteObject(remote->client(), ns, jobName)) return;
+      ++stats.jobsDeleted;
+      spdlog::info("gc deleted orphan job cluster={} kind={} job={}/{}", name, adapter.gvk().kind, ns, jobName);
     };
     remote->forEachWorkload([&](const json& wl) {
       const auto key = kube::Informer::keyOf(wl);
@@ -55,9 +52,9 @@ OrphanCollector::Stats OrphanCollector::collect() {
         const auto meta = wl.value("metadata", json::object());
         for (const auto& ref : meta.value("ownerReferences", json::array())) {
           if (!ref.value("controller", false)) continue;
-          const auto gvk = kube::GroupVersionKind::fromApiVersion(ref.value("apiVersion", ""), ref.value("kind", ""));
-          for (const auto& f : options_.frameworks)
-            if (f.gvk == gvk) removeJob(gvk, meta.value("namespace", ""), ref.value("name", ""));
+          const auto gvk = api::GroupVersionKind::fromApiVersion(ref.value("apiVersion", ""), ref.value("kind", ""));
+          if (const auto* adapter = options_.adapters.find(gvk))
+            removeJob(*adapter, meta.value("namespace", ""), ref.value("name", ""));
         }
         try {
           remote->client().remove(kWorkloadGvk, meta.value("namespace", ""), meta.value("name", ""));
@@ -71,16 +68,15 @@ OrphanCollector::Stats OrphanCollector::collect() {
       }
     });
     // Job copies whose Workload copy is gone and whose manager Workload is not live.
-    for (const auto& f : options_.frameworks) {
-      remote->forEachJob(f.gvk, [&](const json& job) {
+    for (const auto& adapter : options_.adapters.all()) {
+      remote->forEachJob(adapter->gvk(), [&](const json& job) {
         const auto ns = job.value("metadata", json::object()).value("namespace", "");
         const auto jobName = job.value("metadata", json::object()).value("name", "");
         try {
-          const auto workloadName = prebuiltWorkloadName(job);
-          if (!workloadName) return;
-          const auto key = ns + "/" + *workloadName;
-          if (remote->workload(key) || liveLocally(key)) return;
-          removeJob(f.gvk, ns, jobName);
+          const auto key = adapter->workloadKeyFor(job);
+          if (!key) return;
+          if (remote->workload(*key) || liveLocally(*key)) return;
+          removeJob(*adapter, ns, jobName);
         } catch (const std::exception& e) {
           spdlog::warn("gc skipped job cluster={} job={}/{} error=\"{}\"", name, ns, jobName, e.what());
         }

@@ -2,7 +2,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
-#include "mka/config/managed_by.h"
+#include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 
 namespace mka::multikueue {
@@ -63,10 +63,10 @@ json remoteWorkload(const json& local, const std::string& origin) {
   return out;
 }
 
-json remoteJob(const json& local, const config::ExternalFramework& framework, const std::string& workloadName,
+json remoteJob(const json& local, const jobkind::JobKind& kind, const std::string& workloadName,
                const std::string& origin, PrebuiltLink link) {
   json out = reducedCopy(local);
-  config::removeManagedBy(out, framework.managedBy);
+  kind.removeManagedBy(out);
   auto& meta = out["metadata"];
   auto& labels = mapAt(meta, "labels");
   labels[std::string(kOriginLabel)] = origin;
@@ -99,6 +99,68 @@ bool ownedByOrigin(const json& object, const std::string& origin) {
   const auto& labels = json_fields::objectMember(json_fields::objectMember(object, "metadata"), "labels");
   auto it = labels.find(std::string(kOriginLabel));
   return it != labels.end() && it->is_string() && it->get<std::string>() == origin;
+}
+
+GenericAdapter::GenericAdapter(jobkind::JobKind kind, PrebuiltLink link) : kind_(std::move(kind)), link_(link) {}
+
+std::optional<std::string> GenericAdapter::notManaged(const json& localJob) const {
+  return kind_.notManagedByMultiKueue(localJob);
+}
+
+SyncOutcome GenericAdapter::syncJob(const SyncRequest& r) const {
+  const auto& gvk = kind_.gvk();
+  // §2.6: a job of that name without our origin label is someone else's; never touch it.
+  const auto notOwned = [&] {
+    return Error(r.namespace_ + "/" + r.workloadName + ": cluster " + r.cluster +
+                 ": remote object is not owned by MultiKueue: expected \"" + std::string(kOriginLabel) + "\"=\"" +
+                 r.origin + "\" on " + gvk.kind + " \"" + r.namespace_ + "/" + r.jobName +
+                 "\"; delete or rename that object on the worker");
+  };
+  if (r.remoteJob == nullptr) {
+    if (r.localJob == nullptr) return SyncOutcome::NoLocalJob;
+    try {
+      r.remote.create(remoteJob(*r.localJob, kind_, r.workloadName, r.origin, link_),
+                      {.answer = kube::WriteOptions::Answer::None});
+      return SyncOutcome::Created;
+    } catch (const kube::ApiError& e) {
+      if (e.reason() != kube::Reason::AlreadyExists) throw;
+      // Ours, created earlier and not in the caller's cache yet; or someone else's: refuse.
+      if (!ownedByOrigin(r.remote.get(gvk, r.namespace_, r.jobName), r.origin)) throw notOwned();
+      return SyncOutcome::Unchanged;
+    }
+  }
+  if (!ownedByOrigin(*r.remoteJob, r.origin)) throw notOwned();
+  if (r.localJob == nullptr) return SyncOutcome::NoLocalJob;
+  const auto patch = statusPatch(*r.localJob, *r.remoteJob);
+  if (!patch) return SyncOutcome::Unchanged;
+  const auto resource = r.manager.discovery().resourceFor(gvk);
+  r.manager.patch(gvk, r.namespace_, r.jobName, kube::PatchType::Merge, *patch,
+                  {.subresource = resource.hasStatus ? "status" : "", .answer = kube::WriteOptions::Answer::None});
+  return SyncOutcome::StatusCopied;
+}
+
+bool GenericAdapter::deleteRemoteObject(kube::Client& remote, const std::string& namespace_,
+                                        const std::string& name) const {
+  try {
+    remote.remove(kind_.gvk(), namespace_, name, {.propagationPolicy = "Background"});
+    return true;
+  } catch (const kube::ApiError& e) {
+    if (e.reason() != kube::Reason::NotFound) throw;
+    return false;
+  }
+}
+
+std::optional<std::string> GenericAdapter::workloadKeyFor(const json& remoteJob) const {
+  auto workload = prebuiltWorkloadName(remoteJob);
+  if (!workload) return std::nullopt;
+  return json_fields::metadataString(remoteJob, "namespace") + "/" + *workload;
+}
+
+Adapters genericAdapters(const config::Configuration& configuration, PrebuiltLink link) {
+  std::vector<std::shared_ptr<const Adapter>> adapters;
+  for (auto& kind : jobkind::kindsOf(configuration))
+    adapters.push_back(std::make_shared<GenericAdapter>(std::move(kind), link));
+  return Adapters(std::move(adapters));
 }
 
 }  // namespace mka::multikueue

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <set>
 
+#include "conditions.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
-#include "mka/config/managed_by.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_status.h"
 
 namespace mka::multikueue {
@@ -63,16 +64,10 @@ void ignoring(kube::Reason reason, F&& f) {
 
 }  // namespace
 
-// Who owns the Workload, and the adapter (framework) that handles that kind (§2.2).
-struct WorkloadReconciler::Owner {
-  std::optional<kube::GroupVersionKind> gvk;  // nullopt: no owner at all
-  std::string name;
-};
-
 // Everything one reconcile knows about a Workload and its copies (§2.1 step 5).
 struct WorkloadReconciler::Group {
   std::string key, ns, name;
-  const config::ExternalFramework* framework = nullptr;
+  const Adapter* adapter = nullptr;  // the owner's kind (§2.2); null only for a deleted Workload
   std::string ownerName;
   std::optional<json> localJob;
   std::vector<std::string> clusters;  // MultiKueueConfig order
@@ -81,6 +76,8 @@ struct WorkloadReconciler::Group {
   std::map<std::string, json> remotes;  // cluster -> remote Workload (available clusters only)
   std::string clusterQueue;
 };
+
+std::string WorkloadReconciler::jobKey(const Group& group) { return group.ns + "/" + group.ownerName; }
 
 WorkloadReconciler::WorkloadReconciler(kube::Client& manager, ManagerCaches caches, const ClusterRegistry& clusters,
                                        EventRecorder& events, const Clock& clock, Options options,
@@ -116,7 +113,7 @@ bool WorkloadReconciler::lagsOwnWrite(const std::string& key, const json& cached
   return false;
 }
 
-std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk,
+std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk,
                                                      const std::string& key) {
   auto object = gvk == kWorkloadGvk ? remote.workload(key) : remote.job(gvk, key);
   const auto slot = remote.name() + "|" + gvk.goString() + "|" + key;
@@ -128,7 +125,7 @@ std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, cons
   return object;
 }
 
-void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk, const json& object) {
+void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const json& object) {
   const auto slot = remote.name() + "|" + gvk.goString() + "|" + kube::Informer::keyOf(object);
   std::lock_guard lock(mutex_);
   removedRemotes_[slot] = metadataString(object, "uid");
@@ -165,26 +162,13 @@ std::optional<std::string> WorkloadReconciler::ourCheck(const json& workload) co
 
 bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
                                       const std::function<bool(json&)>& mutate) {
-  json object = cached;
-  for (int attempt = 1;; ++attempt) {
-    if (!mutate(object)) return false;
-    try {
-      auto written = client.update(object, {.fieldManager = std::string(kAdmissionFieldManager),
-                                            .subresource = "status",
-                                            .answer = Answer::Metadata});
-      if (&client == &manager_) {
-        const auto key = kube::Informer::keyOf(written);
-        std::lock_guard lock(mutex_);
-        written_[key] = revisionOf(written);
-      }
-      return true;
-    } catch (const kube::ApiError& e) {
-      if (e.reason() == kube::Reason::NotFound) return false;
-      if (e.reason() != kube::Reason::Conflict || attempt >= 5) throw;
-    }
-    object = client.get(kube::GroupVersionKind::fromApiVersion(cached.value("apiVersion", ""), cached.value("kind", "")),
-                        metadataString(cached, "namespace"), metadataString(cached, "name"));
+  const auto written = multikueue::updateStatus(client, cached, mutate, kAdmissionFieldManager);
+  if (!written) return false;
+  if (&client == &manager_) {
+    std::lock_guard lock(mutex_);
+    written_[kube::Informer::keyOf(*written)] = revisionOf(*written);
   }
+  return true;
 }
 
 Result WorkloadReconciler::reject(const json& workload, const std::string& check, const std::string& message) {
@@ -199,124 +183,140 @@ Result WorkloadReconciler::reject(const json& workload, const std::string& check
 }
 
 Result WorkloadReconciler::reconcile(const std::string& key) {
-  // (§2.1 step 1) The Workload, or the last copy seen before it was deleted.
-  std::optional<json> workload = caches_.workloads->get(key);
-  if (workload && lagsOwnWrite(key, *workload)) return Result::done();
-  bool deleted = false;
-  if (!workload) {
-    std::lock_guard lock(mutex_);
-    auto it = deleted_.find(key);
-    if (it == deleted_.end()) return Result::done();
-    workload = it->second;
-    deleted = true;
-  } else if (isTerminating(*workload)) {
-    deleted = true;
-  }
-  auto forgetDeleted = [&] {
-    std::lock_guard lock(mutex_);
-    deleted_.erase(key);
-    incrementalRound_.erase(key);
-    written_.erase(key);
-  };
+  auto loaded = loadWorkload(key);
+  if (!loaded) return Result::done();
+  const json& workload = loaded->object;
+  const bool deleted = loaded->deleted;
 
-  // (step 2) Our check, unless it is Rejected.
-  const auto check = ourCheck(*workload);
-  const json* state = check ? findCheckState(*workload, *check) : nullptr;
-  if (!check || state == nullptr || state->value("state", "") == check_state::kRejected) {
-    if (deleted) forgetDeleted();
+  const auto check = activeCheck(workload);
+  if (!check) {
+    if (deleted) forgetWorkload(key);
     return Result::done();
   }
 
   Group group;
   group.key = key;
   std::tie(group.ns, group.name) = kube::Informer::splitKey(key);
-  group.clusterQueue = clusterQueueOf(*workload);
+  group.clusterQueue = clusterQueueOf(workload);
+  if (auto rejected = resolveAdapter(workload, *check, deleted, group)) return *rejected;
+  if (!deleted)
+    if (auto rejected = requireManagedOwner(workload, *check, group)) return *rejected;
+  readGroup(*check, group);
+  if (deleted) return cleanupDeleted(group);
+  return reconcileGroup(workload, *check, group);
+}
 
-  // (step 3) The adapter, from the owner (§2.2).
-  Owner owner;
-  const auto& annotations = objectMember(objectMember(*workload, "metadata"), "annotations");
-  const auto ownerGvk = json_fields::stringMember(annotations, kJobOwnerGvkAnnotation);
-  const auto ownerName = json_fields::stringMember(annotations, kJobOwnerNameAnnotation);
-  for (const auto& f : options_.frameworks)
-    if (!ownerGvk.empty() && !ownerName.empty() && f.gvk.goString() == ownerGvk) owner = {f.gvk, ownerName};
-  if (!owner.gvk) {
-    const auto& refs = arrayMember(objectMember(*workload, "metadata"), "ownerReferences");
+std::optional<WorkloadReconciler::Loaded> WorkloadReconciler::loadWorkload(const std::string& key) {
+  // (§2.1 step 1) The Workload, or the last copy seen before it was deleted.
+  if (auto workload = caches_.workloads->get(key)) {
+    if (lagsOwnWrite(key, *workload)) return std::nullopt;
+    const bool terminating = isTerminating(*workload);
+    return Loaded{std::move(*workload), terminating};
+  }
+  std::lock_guard lock(mutex_);
+  auto it = deleted_.find(key);
+  if (it == deleted_.end()) return std::nullopt;
+  return Loaded{it->second, true};
+}
+
+void WorkloadReconciler::forgetWorkload(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  deleted_.erase(key);
+  incrementalRound_.erase(key);
+  written_.erase(key);
+}
+
+std::optional<std::string> WorkloadReconciler::activeCheck(const json& workload) const {
+  // (§2.1 step 2) Our check, unless it is Rejected.
+  const auto check = ourCheck(workload);
+  const json* state = check ? findCheckState(workload, *check) : nullptr;
+  if (!check || state == nullptr || state->value("state", "") == check_state::kRejected) return std::nullopt;
+  return check;
+}
+
+std::optional<Result> WorkloadReconciler::resolveAdapter(const json& workload, const std::string& check, bool deleted,
+                                                         Group& group) {
+  // (§2.2) The owner: the job-owner annotations when they name a configured kind, else the
+  // controller ownerReference, else the first one.
+  std::optional<api::GroupVersionKind> ownerGvk;
+  const auto& annotations = objectMember(objectMember(workload, "metadata"), "annotations");
+  const auto annotatedGvk = json_fields::stringMember(annotations, kJobOwnerGvkAnnotation);
+  const auto annotatedName = json_fields::stringMember(annotations, kJobOwnerNameAnnotation);
+  if (!annotatedGvk.empty() && !annotatedName.empty())
+    for (const auto& adapter : options_.adapters.all())
+      if (adapter->gvk().goString() == annotatedGvk) {
+        ownerGvk = adapter->gvk();
+        group.ownerName = annotatedName;
+      }
+  if (!ownerGvk) {
+    const auto& refs = arrayMember(objectMember(workload, "metadata"), "ownerReferences");
     const json* chosen = nullptr;
     for (const auto& ref : refs)
       if (ref.value("controller", false)) chosen = &ref;
     if (chosen == nullptr && refs.is_array() && !refs.empty()) chosen = &refs[0];
-    if (chosen != nullptr)
-      owner = {kube::GroupVersionKind::fromApiVersion(chosen->value("apiVersion", ""), chosen->value("kind", "")),
-               chosen->value("name", "")};
-  }
-  if (owner.gvk) {
-    for (const auto& f : options_.frameworks)
-      if (f.gvk == *owner.gvk) group.framework = &f;
-  }
-  if (group.framework == nullptr && !deleted) {
-    if (!owner.gvk) return reject(*workload, *check, std::string(message::kNoAdapter));
-    return reject(*workload, *check,
-                  std::string(message::kNoAdapterForKindPrefix) + "\"" + owner.gvk->goString() + "\"");
-  }
-  group.ownerName = owner.name;
-
-  // (step 4) The owner must be managed by MultiKueue (skipped once deleted: it may be gone).
-  if (!deleted) {
-    const auto jobKey = group.ns + "/" + group.ownerName;
-    auto cache = caches_.jobs.find(group.framework->gvk);
-    if (cache != caches_.jobs.end() && cache->second != nullptr) group.localJob = cache->second->get(jobKey);
-    if (!group.localJob) group.localJob = manager_.get(group.framework->gvk, group.ns, group.ownerName);  // throws NotFound
-    const auto& where = group.framework->managedBy;
-    const auto value = config::readManagedBy(*group.localJob, where).value_or("");
-    if (value != where.value) {
-      const auto field = where.type == config::ManagedByLocation::Type::Path ? "." + where.path : where.fieldPath();
-      return reject(*workload, *check,
-                    std::string(message::kOwnerNotManagedPrefix) + "Expecting " + field + " to be \"" + where.value +
-                        "\" not \"" + value + "\"");
+    if (chosen != nullptr) {
+      ownerGvk = api::GroupVersionKind::fromApiVersion(chosen->value("apiVersion", ""), chosen->value("kind", ""));
+      group.ownerName = chosen->value("name", "");
     }
   }
+  if (ownerGvk) group.adapter = options_.adapters.find(*ownerGvk);
+  // A deleted Workload is cleaned whatever its owner: only its remote Workloads are known then.
+  if (group.adapter != nullptr || deleted) return std::nullopt;
+  if (!ownerGvk) return reject(workload, check, std::string(message::kNoAdapter));
+  return reject(workload, check,
+                std::string(message::kNoAdapterForKindPrefix) + "\"" + ownerGvk->goString() + "\"");
+}
 
-  // (step 5) The group: the configured workers, split by availability, and their copies.
-  const auto ac = caches_.admissionChecks->get(*check);
+std::optional<Result> WorkloadReconciler::requireManagedOwner(const json& workload, const std::string& check,
+                                                              Group& group) {
+  // (§2.1 step 4) The owner must be managed by MultiKueue.
+  const auto& gvk = group.adapter->gvk();
+  auto cache = caches_.jobs.find(gvk);
+  if (cache != caches_.jobs.end() && cache->second != nullptr) group.localJob = cache->second->get(jobKey(group));
+  if (!group.localJob) group.localJob = manager_.get(gvk, group.ns, group.ownerName);  // throws NotFound
+  if (const auto reason = group.adapter->notManaged(*group.localJob))
+    return reject(workload, check, std::string(message::kOwnerNotManagedPrefix) + *reason);
+  return std::nullopt;
+}
+
+void WorkloadReconciler::readGroup(const std::string& check, Group& group) {
+  // (§2.1 step 5) The configured workers, split by availability, and their copies.
+  const auto ac = caches_.admissionChecks->get(check);
   const auto reference = ac ? multiKueueConfigOf(*ac) : ConfigReference{"", "admission check not found"};
   if (reference.name.empty())
-    throw Error(key + ": admission check " + *check + ": cannot load its MultiKueueConfig: " + reference.error);
+    throw Error(group.key + ": admission check " + check + ": cannot load its MultiKueueConfig: " + reference.error);
   const auto config = caches_.configs->get(reference.name);
   if (!config)
-    throw Error(key + ": admission check " + *check + ": MultiKueueConfig \"" + reference.name +
+    throw Error(group.key + ": admission check " + check + ": MultiKueueConfig \"" + reference.name +
                 "\" not found; create it or fix spec.parameters.name of the AdmissionCheck");
-  for (const auto& c : arrayMember(objectMember(*config, "spec"), "clusters"))
-    if (c.is_string()) group.clusters.push_back(c.get<std::string>());
+  group.clusters = clustersOf(*config);
   for (const auto& name : group.clusters) {
     auto remote = clusters_.connected(name);
     if (!remote) {
       group.unavailable.push_back(name);
       continue;
     }
-    if (auto copy = cachedRemote(*remote, kWorkloadGvk, key)) group.remotes[name] = std::move(*copy);
+    if (auto copy = cachedRemote(*remote, kWorkloadGvk, group.key)) group.remotes[name] = std::move(*copy);
     group.available[name] = std::move(remote);
   }
+}
 
-  // (step 6) Deleted: clean every reachable worker; the GC takes the others.
-  if (deleted) {
-    for (auto& [name, remote] : group.available) removeRemoteObjects(*remote, group);
-    forgetDeleted();
-    return Result::done();
-  }
-  return reconcileGroup(*workload, *check, group);
+Result WorkloadReconciler::cleanupDeleted(Group& group) {
+  // (§2.1 step 6) Deleted: clean every reachable worker; the GC takes the others.
+  for (auto& [name, remote] : group.available) removeRemoteObjects(*remote, group);
+  forgetWorkload(group.key);
+  return Result::done();
 }
 
 void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group& group) {
   // The job first: the GC may already have removed the Workload (§2.6).
-  if (group.framework != nullptr && !group.ownerName.empty()) {
-    const auto job = cachedRemote(remote, group.framework->gvk, group.ns + "/" + group.ownerName);
+  if (group.adapter != nullptr && !group.ownerName.empty()) {
+    const auto& gvk = group.adapter->gvk();
+    const auto job = cachedRemote(remote, gvk, jobKey(group));
     if (job && ownedByOrigin(*job, options_.origin)) {
-      ignoring(kube::Reason::NotFound, [&] {
-        remote.client().remove(group.framework->gvk, group.ns, group.ownerName, {.propagationPolicy = "Background"});
-      });
-      forgetRemote(remote, group.framework->gvk, *job);
-      spdlog::info("remote job deleted workload={} cluster={} kind={}", group.key, remote.name(),
-                   group.framework->gvk.kind);
+      group.adapter->deleteRemoteObject(remote.client(), group.ns, group.ownerName);
+      forgetRemote(remote, gvk, *job);
+      spdlog::info("remote job deleted workload={} cluster={} kind={}", group.key, remote.name(), gvk.kind);
     }
   }
   const auto copy = cachedRemote(remote, kWorkloadGvk, group.key);
@@ -339,41 +339,29 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
 }
 
 void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool freshRead) {
-  const auto& gvk = group.framework->gvk;
+  const auto& gvk = group.adapter->gvk();
   std::optional<json> copy;
   if (freshRead) {
     ignoring(kube::Reason::NotFound, [&] { copy = remote.client().get(gvk, group.ns, group.ownerName); });
   } else {
-    copy = cachedRemote(remote, gvk, group.ns + "/" + group.ownerName);
+    copy = cachedRemote(remote, gvk, jobKey(group));
   }
-  // §2.6: a job of that name without our origin label is someone else's; never touch it.
-  const auto notOwned = [&] {
-    return Error(group.key + ": cluster " + remote.name() + ": remote object is not owned by MultiKueue: expected \"" +
-                 std::string(kOriginLabel) + "\"=\"" + options_.origin + "\" on " + gvk.kind + " \"" + group.ns + "/" +
-                 group.ownerName + "\"; delete or rename that object on the worker");
-  };
-  if (!copy) {
-    if (!group.localJob) return;
-    try {
-      remote.client().create(
-          remoteJob(*group.localJob, *group.framework, group.name, options_.origin, options_.prebuiltLink),
-          {.answer = Answer::None});
-      spdlog::info("remote job created workload={} cluster={} kind={} job={}", group.key, remote.name(), gvk.kind,
-                   group.ownerName);
-    } catch (const kube::ApiError& e) {
-      if (e.reason() != kube::Reason::AlreadyExists) throw;
-      // Ours, created earlier and not in the cache yet; or someone else's: refuse.
-      if (!ownedByOrigin(remote.client().get(gvk, group.ns, group.ownerName), options_.origin)) throw notOwned();
-    }
-    return;
-  }
-  if (!ownedByOrigin(*copy, options_.origin)) throw notOwned();
-  if (!group.localJob) return;
-  const auto patch = statusPatch(*group.localJob, *copy);
-  if (!patch) return;
-  const auto resource = manager_.discovery().resourceFor(gvk);
-  manager_.patch(gvk, group.ns, group.ownerName, kube::PatchType::Merge, *patch,
-                 {.subresource = resource.hasStatus ? "status" : "", .answer = Answer::None});
+  const auto outcome = group.adapter->syncJob({.manager = manager_,
+                                                .remote = remote.client(),
+                                                .cluster = remote.name(),
+                                                .namespace_ = group.ns,
+                                                .jobName = group.ownerName,
+                                                .workloadName = group.name,
+                                                .origin = options_.origin,
+                                                .localJob = group.localJob ? &*group.localJob : nullptr,
+                                                .remoteJob = copy ? &*copy : nullptr});
+  if (outcome == SyncOutcome::Created)
+    spdlog::info("remote job created workload={} cluster={} kind={} job={}", group.key, remote.name(), gvk.kind,
+                 group.ownerName);
+}
+
+bool WorkloadReconciler::anyRemoteObject(const Group& group, const std::string& cluster, RemoteCluster& remote) {
+  return group.remotes.contains(cluster) || cachedRemote(remote, group.adapter->gvk(), jobKey(group)).has_value();
 }
 
 Result WorkloadReconciler::cleanupAll(Group& group) {
@@ -390,74 +378,88 @@ Result WorkloadReconciler::cleanupAll(Group& group) {
   return Result::done();
 }
 
+bool WorkloadReconciler::setCheckFromReady(const json& workload, const std::string& check, const std::string& state,
+                                           const std::string& message) {
+  return updateStatus(manager_, workload, [&](json& wl) {
+    const auto* s = findCheckState(wl, check);
+    if (s == nullptr || s->value("state", "") != check_state::kReady) return false;
+    return setCheckState(wl, check, state, message, clock_.now());
+  });
+}
+
 Result WorkloadReconciler::reconcileGroup(const json& workload, const std::string& check, Group& group) {
-  const auto now = clock_.now();
   const auto* stateEntry = findCheckState(workload, check);
   const std::string state = stateEntry ? stateEntry->value("state", "") : "";
+  if (auto r = cleanupWhenNotRunning(workload, group)) return *r;
+  if (auto r = finishFromRemote(workload, check, state, group)) return *r;
+  if (auto r = followRemoteEviction(workload, check, state, group)) return *r;
+  removeOutOfSyncRemotes(workload, group);
+  if (auto r = followAdmittedRemote(workload, check, state, group)) return *r;
+  // (§2.3 step 8) Nominate only while the check is Pending and no worker holds it.
+  if (state != check_state::kPending || !clusterName(workload).empty()) return Result::done();
+  return nominateAndSync(workload, check, group);
+}
 
-  // (2) Not running: nothing may stay on the workers.
-  if (isFinished(workload) || !hasQuotaReservation(workload)) {
-    {
-      std::lock_guard lock(mutex_);
-      incrementalRound_.erase(group.key);
-    }
-    bool any = false;
-    for (auto& [name, remote] : group.available)
-      any = any || group.remotes.contains(name) ||
-            cachedRemote(*remote, group.framework->gvk, group.ns + "/" + group.ownerName).has_value();
-    if (!any) return group.unavailable.empty() ? Result::done() : Result::after(options_.workerLostTimeout);
-    return cleanupAll(group);
+std::optional<Result> WorkloadReconciler::cleanupWhenNotRunning(const json& workload, Group& group) {
+  // (§2.3 step 2) Not running: nothing may stay on the workers.
+  if (!isFinished(workload) && hasQuotaReservation(workload)) return std::nullopt;
+  {
+    std::lock_guard lock(mutex_);
+    incrementalRound_.erase(group.key);
   }
+  bool any = false;
+  for (auto& [name, remote] : group.available) any = any || anyRemoteObject(group, name, *remote);
+  if (!any) return group.unavailable.empty() ? Result::done() : Result::after(options_.workerLostTimeout);
+  return cleanupAll(group);
+}
 
-  // (3) A worker finished it.
-  if (const auto* finished = earliestWith(group.remotes, condition::kFinished)) {
-    const auto& [cluster, remoteWl] = *finished;
-    const auto* c = findCondition(remoteWl, condition::kFinished);
-    if (c->value("reason", "") == kReasonOutOfSync) {
-      if (state != check_state::kReady) return Result::done();
-      const auto message = "Remote workload on worker cluster \"" + cluster +
-                           "\" is out of sync with its user job, resetting for re-dispatch";
-      if (updateStatus(manager_, workload, [&](json& wl) {
-            const auto* s = findCheckState(wl, check);
-            if (s == nullptr || s->value("state", "") != check_state::kReady) return false;
-            return setCheckState(wl, check, check_state::kRetry, withPreviousState(message, check_state::kReady), now);
-          }))
-        events_.record(workload, "Warning", kEventReason, withPreviousState(message, check_state::kReady));
-      return Result::done();
-    }
-    // The final status copy reads the worker's job directly: its informer may not have
-    // delivered the last status yet, and the copy is deleted right after.
-    syncJob(*group.available.at(cluster), group, /*freshRead=*/true);
-    updateStatus(manager_, workload, [&](json& wl) {
-      if (isFinished(wl)) return false;
-      return setCondition(wl, condition::kFinished, true, c->value("reason", ""), c->value("message", ""), now);
-    });
-    spdlog::info("workload finished on worker workload={} cluster={} reason={}", group.key, cluster,
-                 c->value("reason", ""));
+std::optional<Result> WorkloadReconciler::finishFromRemote(const json& workload, const std::string& check,
+                                                           const std::string& state, Group& group) {
+  // (§2.3 step 3) A worker finished it.
+  const auto* finished = earliestWith(group.remotes, condition::kFinished);
+  if (finished == nullptr) return std::nullopt;
+  const auto& [cluster, remoteWl] = *finished;
+  const auto* c = findCondition(remoteWl, condition::kFinished);
+  if (c->value("reason", "") == kReasonOutOfSync) {
+    if (state != check_state::kReady) return Result::done();
+    const auto message = withPreviousState("Remote workload on worker cluster \"" + cluster +
+                                               "\" is out of sync with its user job, resetting for re-dispatch",
+                                           check_state::kReady);
+    if (setCheckFromReady(workload, check, std::string(check_state::kRetry), message))
+      events_.record(workload, "Warning", kEventReason, message);
     return Result::done();
   }
+  // The final status copy reads the worker's job directly: its informer may not have
+  // delivered the last status yet, and the copy is deleted right after.
+  syncJob(*group.available.at(cluster), group, /*freshRead=*/true);
+  updateStatus(manager_, workload, [&](json& wl) {
+    if (isFinished(wl)) return false;
+    return setCondition(wl, condition::kFinished, true, c->value("reason", ""), c->value("message", ""), clock_.now());
+  });
+  spdlog::info("workload finished on worker workload={} cluster={} reason={}", group.key, cluster,
+               c->value("reason", ""));
+  return Result::done();
+}
 
-  // (4) A worker evicted it.
-  if (const auto* evicted = earliestWith(group.remotes, condition::kEvicted)) {
-    const auto& cluster = evicted->first;
-    if (isEvicted(workload)) {
-      syncJob(*group.available.at(cluster), group, false);
-      return Result::done();
-    }
-    if (state == check_state::kReady) {
-      const auto message = "Workload evicted on worker cluster: \"" + clusterName(workload) +
-                           "\", resetting for re-admission. Previously: \"Ready\"";
-      if (updateStatus(manager_, workload, [&](json& wl) {
-            const auto* s = findCheckState(wl, check);
-            if (s == nullptr || s->value("state", "") != check_state::kReady) return false;
-            return setCheckState(wl, check, check_state::kRetry, message, now);
-          }))
-        events_.record(workload, "Normal", kEventReason, message);
-      return Result::done();
-    }
+std::optional<Result> WorkloadReconciler::followRemoteEviction(const json& workload, const std::string& check,
+                                                               const std::string& state, Group& group) {
+  // (§2.3 step 4) A worker evicted it.
+  const auto* evicted = earliestWith(group.remotes, condition::kEvicted);
+  if (evicted == nullptr) return std::nullopt;
+  if (isEvicted(workload)) {
+    syncJob(*group.available.at(evicted->first), group, false);
+    return Result::done();
   }
+  if (state != check_state::kReady) return std::nullopt;
+  const auto message = "Workload evicted on worker cluster: \"" + clusterName(workload) +
+                       "\", resetting for re-admission. Previously: \"Ready\"";
+  if (setCheckFromReady(workload, check, std::string(check_state::kRetry), message))
+    events_.record(workload, "Normal", kEventReason, message);
+  return Result::done();
+}
 
-  // (5) Copies whose spec no longer matches the manager's go.
+void WorkloadReconciler::removeOutOfSyncRemotes(const json& workload, Group& group) {
+  // (§2.3 step 5) Copies whose spec no longer matches the manager's go.
   for (auto it = group.remotes.begin(); it != group.remotes.end();) {
     if (sameSpecAsCopy(workload, it->second)) {
       ++it;
@@ -467,89 +469,93 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
     removeRemoteObjects(*group.available.at(it->first), group);
     it = group.remotes.erase(it);
   }
+}
 
-  // (6) The first worker to admit wins. Once a winner is recorded (status.clusterName) it stays
-  // the winner: admission times have one-second resolution, so two workers can tie, and a
-  // cache that lags must never flip the choice.
+std::optional<Result> WorkloadReconciler::followAdmittedRemote(const json& workload, const std::string& check,
+                                                               const std::string& state, Group& group) {
+  // (§2.3 step 6) The first worker to admit wins. Once a winner is recorded (status.clusterName)
+  // it stays the winner: admission times have one-second resolution, so two workers can tie,
+  // and a cache that lags must never flip the choice.
   const auto* admitted = earliestWith(group.remotes, condition::kAdmitted);
   if (const auto recorded = clusterName(workload); !recorded.empty()) {
     auto it = group.remotes.find(recorded);
     admitted = it != group.remotes.end() && conditionIsTrue(it->second, condition::kAdmitted) ? &*it : nullptr;
   }
-  if (admitted == nullptr && state == check_state::kReady) {
-    const auto cluster = clusterName(workload);
-    std::string message;
-    if (cluster.empty()) {
-      message = std::string(message::kReadyWithoutCluster);
-    } else if (!group.available.contains(cluster)) {
-      const auto since = clusters_.disconnectedSince(cluster).value_or(now);
-      const auto remaining = options_.workerLostTimeout - std::chrono::duration_cast<nanoseconds>(now - since);
-      if (remaining > nanoseconds::zero()) return Result::after(remaining);
-      message = std::string(message::kAdmittingRemoteLost);
-    } else {
-      message = std::string(message::kAdmittingRemoteGone);
-    }
-    updateStatus(manager_, workload, [&](json& wl) {
-      const auto* s = findCheckState(wl, check);
-      if (s == nullptr || s->value("state", "") != check_state::kReady) return false;
-      return setCheckState(wl, check, check_state::kRetry, withPreviousState(message, check_state::kReady), now);
+  if (admitted != nullptr) return runOnWinner(workload, check, state, admitted->first, admitted->second, group);
+  if (state != check_state::kReady) return std::nullopt;
+  return retryLostAdmission(workload, check, group);
+}
+
+Result WorkloadReconciler::retryLostAdmission(const json& workload, const std::string& check, const Group& group) {
+  // (§2.3 step 6a) Ready, but no worker shows it admitted.
+  const auto now = clock_.now();
+  const auto cluster = clusterName(workload);
+  std::string message;
+  if (cluster.empty()) {
+    message = std::string(message::kReadyWithoutCluster);
+  } else if (!group.available.contains(cluster)) {
+    const auto since = clusters_.disconnectedSince(cluster).value_or(now);
+    const auto remaining = options_.workerLostTimeout - std::chrono::duration_cast<nanoseconds>(now - since);
+    if (remaining > nanoseconds::zero()) return Result::after(remaining);
+    message = std::string(message::kAdmittingRemoteLost);
+  } else {
+    message = std::string(message::kAdmittingRemoteGone);
+  }
+  setCheckFromReady(workload, check, std::string(check_state::kRetry),
+                    withPreviousState(message, check_state::kReady));
+  spdlog::info("workload sent to retry workload={} cluster={} reason=\"{}\"", group.key, cluster, message);
+  return Result::done();
+}
+
+Result WorkloadReconciler::runOnWinner(const json& workload, const std::string& check, const std::string& state,
+                                       const std::string& cluster, const json& remoteWl, Group& group) {
+  // (§2.3 step 6b.1) The other copies go.
+  for (auto& [name, remote] : group.available)
+    if (name != cluster && anyRemoteObject(group, name, *remote)) removeRemoteObjects(*remote, group);
+  auto& remote = *group.available.at(cluster);
+  // (6b.2) Evicted on the manager while running: ask the worker to deactivate its copy.
+  if (hasQuotaReservation(workload) && isEvicted(workload)) {
+    const auto* localEvicted = findCondition(workload, condition::kEvicted);
+    const auto message = "Evicted on manager: " + localEvicted->value("message", "");
+    updateStatus(remote.client(), remoteWl, [&](json& wl) {
+      return setCondition(wl, condition::kDeactivationTarget, true, kReasonEvictedOnManagerCluster, message,
+                          clock_.now());
     });
-    spdlog::info("workload sent to retry workload={} cluster={} reason=\"{}\"", group.key, cluster, message);
     return Result::done();
   }
-  if (admitted != nullptr) {
-    const auto& [cluster, remoteWl] = *admitted;
-    // 6b.1: the other copies go.
-    for (auto& [name, remote] : group.available)
-      if (name != cluster &&
-          (group.remotes.contains(name) ||
-           cachedRemote(*remote, group.framework->gvk, group.ns + "/" + group.ownerName)))
-        removeRemoteObjects(*remote, group);
-    auto& remote = *group.available.at(cluster);
-    // 6b.2: evicted on the manager while running: ask the worker to deactivate its copy.
-    if (hasQuotaReservation(workload) && isEvicted(workload)) {
-      const auto* localEvicted = findCondition(workload, condition::kEvicted);
-      const auto message = "Evicted on manager: " + localEvicted->value("message", "");
-      updateStatus(remote.client(), remoteWl, [&](json& wl) {
-        return setCondition(wl, condition::kDeactivationTarget, true, kReasonEvictedOnManagerCluster, message, now);
-      });
-      return Result::done();
-    }
-    // 6b.3-4: create the job copy, or copy its status back.
-    syncJob(remote, group, false);
-    // 6b.5: Ready, clusterName, nominations cleared.
-    if (state != check_state::kRetry && state != check_state::kRejected) {
-      const auto message = "The workload was admitted on \"" + cluster + "\"";
-      bool becameReady = false;
-      updateStatus(manager_, workload, [&](json& wl) {
-        const auto* s = findCheckState(wl, check);
-        const std::string current = s ? s->value("state", "") : "";
-        if (current == check_state::kRetry || current == check_state::kRejected) return false;
-        const auto existing = clusterName(wl);
-        if (!existing.empty() && existing != cluster)
-          throw Error(group.key + ": attempting to change immutable ClusterName from \"" + existing + "\" to \"" +
-                      cluster + "\"");
-        becameReady = current != check_state::kReady;
-        bool changed = setCheckState(wl, check, check_state::kReady, message, now);
-        if (existing.empty()) {
-          wl["status"]["clusterName"] = cluster;
-          changed = true;
-        }
-        changed = setNominatedClusters(wl, {}) || changed;
-        return changed;
-      });
-      if (becameReady) {
-        events_.record(workload, "Normal", kEventReason, message);
-        if (observer_) observer_->workloadAdmitted(group.clusterQueue, cluster);
-        spdlog::info("workload admitted on worker workload={} cluster={}", group.key, cluster);
-      }
-    }
-    return Result::after(options_.workerLostTimeout);
-  }
+  // (6b.3-4) Create the job copy, or copy its status back.
+  syncJob(remote, group, false);
+  // (6b.5) Ready, clusterName, nominations cleared.
+  if (state != check_state::kRetry && state != check_state::kRejected) markReady(workload, check, cluster, group);
+  return Result::after(options_.workerLostTimeout);
+}
 
-  // (8) Nominate only while the check is Pending and no worker holds it.
-  if (state != check_state::kPending || !clusterName(workload).empty()) return Result::done();
-  return nominateAndSync(workload, check, group);
+void WorkloadReconciler::markReady(const json& workload, const std::string& check, const std::string& cluster,
+                                   const Group& group) {
+  const auto message = "The workload was admitted on \"" + cluster + "\"";
+  bool becameReady = false;
+  updateStatus(manager_, workload, [&](json& wl) {
+    const auto* s = findCheckState(wl, check);
+    const std::string current = s ? s->value("state", "") : "";
+    if (current == check_state::kRetry || current == check_state::kRejected) return false;
+    const auto existing = clusterName(wl);
+    if (!existing.empty() && existing != cluster)
+      throw Error(group.key + ": attempting to change immutable ClusterName from \"" + existing + "\" to \"" +
+                  cluster + "\"");
+    becameReady = current != check_state::kReady;
+    bool changed = setCheckState(wl, check, check_state::kReady, message, clock_.now());
+    if (existing.empty()) {
+      wl["status"]["clusterName"] = cluster;
+      changed = true;
+    }
+    changed = setNominatedClusters(wl, {}) || changed;
+    return changed;
+  });
+  if (becameReady) {
+    events_.record(workload, "Normal", kEventReason, message);
+    if (observer_) observer_->workloadAdmitted(group.clusterQueue, cluster);
+    spdlog::info("workload admitted on worker workload={} cluster={}", group.key, cluster);
+  }
 }
 
 std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& workload, const Group& group,

@@ -236,9 +236,33 @@ HttpServer::HttpServer(ServerOptions options, std::shared_ptr<CertificateReloade
 
 HttpServer::~HttpServer() { stop(); }
 
-httplib::Server& HttpServer::routes() { return *server_; }
+void HttpServer::route(std::string_view method, const std::string& pattern, Handler handler) {
+  if (method == "GET") {
+    server_->Get(pattern, std::move(handler));
+  } else if (method == "POST") {
+    server_->Post(pattern, std::move(handler));
+  } else if (method == "PUT") {
+    server_->Put(pattern, std::move(handler));
+  } else if (method == "PATCH") {
+    server_->Patch(pattern, std::move(handler));
+  } else if (method == "DELETE") {
+    server_->Delete(pattern, std::move(handler));
+  } else if (method == "OPTIONS") {
+    server_->Options(pattern, std::move(handler));
+  } else {
+    throw Error("HTTP server: cannot route method \"" + std::string(method) +
+                "\": use GET, POST, PUT, PATCH, DELETE or OPTIONS");
+  }
+}
 
-void HttpServer::handleEverything(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+void HttpServer::setErrorHandler(Handler handler) { server_->set_error_handler(std::move(handler)); }
+
+void HttpServer::setLogger(std::function<void(const httplib::Request&, const httplib::Response&)> logger) {
+  server_->set_logger(std::move(logger));
+}
+
+
+void HttpServer::handleEverything(Handler handler) {
   everything_ = handler;
   // A content-encoded body is left to httplib, which decodes it; its routes lead here too.
   for (auto route : {&httplib::Server::Get, &httplib::Server::Post, &httplib::Server::Put, &httplib::Server::Patch,

@@ -4,6 +4,7 @@
 
 #include <exception>
 
+#include "mka/net/http_server.h"
 #include "mka/observability/metrics.h"
 
 namespace mka::observability {
@@ -58,7 +59,7 @@ Health::Report Health::live(bool verbose) const { return finish(evaluate(livenes
 
 Health::Report Health::ready(bool verbose) const { return finish(evaluate(readiness_, verbose), verbose, "readyz"); }
 
-void installProbeRoutes(httplib::Server& server, const Health& health) {
+void installProbeRoutes(net::HttpServer& server, const Health& health) {
   const auto route = [&health](bool ready) {
     return [&health, ready](const httplib::Request& req, httplib::Response& res) {
       const bool verbose = req.has_param("verbose");
@@ -69,12 +70,12 @@ void installProbeRoutes(httplib::Server& server, const Health& health) {
       res.set_content(report.body, "text/plain; charset=utf-8");
     };
   };
-  server.Get("/healthz", route(false));
-  server.Get("/readyz", route(true));
+  server.route("GET", "/healthz", route(false));
+  server.route("GET", "/readyz", route(true));
 }
 
-void installMetricsRoute(httplib::Server& server, const Metrics& metrics) {
-  server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+void installMetricsRoute(net::HttpServer& server, const Metrics& metrics) {
+  server.route("GET", "/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
 }

@@ -18,9 +18,9 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/garbage_collector.h"
 #include "mka/sandbox/patch.h"
-#include "mka/sandbox/schema.h"
 #include "mka/sandbox/selectors.h"
 #include "mka/yaml/json.h"
+#include "schema.h"
 
 namespace mka::sandbox {
 namespace {

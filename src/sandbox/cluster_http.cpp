@@ -16,9 +16,9 @@
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/protobuf.h"
-#include "mka/sandbox/rendering.h"
 #include "mka/yaml/json.h"
-#include "mka/sandbox/table.h"
+#include "rendering.h"
+#include "table.h"
 
 namespace mka::sandbox {
 namespace {
@@ -309,8 +309,7 @@ int ClusterHttp::start() {
   auto server = std::make_unique<net::HttpServer>(serverOptions, certificates_);
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
   server->handleEverything(handler);
-  auto& routes = server->routes();
-  routes.set_logger([name = options_.clusterName](const httplib::Request& req, const httplib::Response& res) {
+  server->setLogger([name = options_.clusterName](const httplib::Request& req, const httplib::Response& res) {
     logger().debug("request cluster={} method={} path={} query=\"{}\" status={} peer={}:{}", name, req.method,
                    req.path, req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1),
                    res.status, req.remote_addr, req.remote_port);

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "mka/sandbox/schema.h"
+#include "schema.h"
 
 namespace mka::sandbox::fields {
 

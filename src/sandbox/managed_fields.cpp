@@ -5,7 +5,7 @@
 #include <ctime>
 
 #include "mka/sandbox/patch.h"
-#include "mka/sandbox/schema.h"
+#include "schema.h"
 
 namespace mka::sandbox {
 namespace fields {

@@ -6,7 +6,7 @@
 #include "managed_fields.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
-#include "mka/sandbox/schema.h"
+#include "schema.h"
 
 // Server-side apply, after structured-merge-diff's Updater.Apply, kept simple:
 //   1. merge the applied configuration into the live object (maps recursively, map lists item

@@ -1,4 +1,4 @@
-#include "mka/sandbox/rendering.h"
+#include "rendering.h"
 
 #include <map>
 #include <optional>

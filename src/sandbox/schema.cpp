@@ -1,4 +1,4 @@
-#include "mka/sandbox/schema.h"
+#include "schema.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "mka/sandbox/table.h"
+#include "table.h"
 
 #include <cctype>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/sandbox/api_error.h"
-#include "mka/sandbox/rendering.h"
+#include "rendering.h"
 
 namespace mka::sandbox {
 namespace {

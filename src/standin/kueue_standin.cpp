@@ -221,7 +221,8 @@ struct Run {
 }  // namespace
 
 std::vector<KueueStandIn::JobKind> KueueStandIn::defaultJobKinds() {
-  return {{"tekton.dev", "v1", "pipelineruns", "PipelineRun"}, {"argoproj.io", "v1alpha1", "workflows", "Workflow"}};
+  return {{"tekton.dev", "v1", "pipelineruns", "PipelineRun", RunReport::SucceededCondition},
+          {"argoproj.io", "v1alpha1", "workflows", "Workflow", RunReport::Phase}};
 }
 
 std::string KueueStandIn::workloadNameFor(const JobKind& kind, const std::string& jobName, const std::string& jobUid) {
@@ -764,11 +765,11 @@ struct KueueStandIn::Impl {
                   key.namespace_, name, kind.plural, key.name, queueName);
   }
 
-  static bool isArgo(const JobKind& kind) { return kind.group == "argoproj.io"; }
+  static bool reportsPhase(const JobKind& kind) { return kind.report == RunReport::Phase; }
 
   // The job's outcome from its status: true succeeded, false failed, nullopt not finished.
   static std::optional<bool> outcome(const JobKind& kind, const json& job) {
-    if (isArgo(kind)) {
+    if (reportsPhase(kind)) {
       const auto phase = stringAtPointer(job, json::json_pointer("/status/phase"));
       if (phase == "Succeeded") return true;
       if (phase == "Failed" || phase == "Error") return false;
@@ -783,7 +784,7 @@ struct KueueStandIn::Impl {
   }
 
   static bool showsRunning(const JobKind& kind, const json& job) {
-    if (isArgo(kind)) return stringAtPointer(job, json::json_pointer("/status/phase")) == "Running";
+    if (reportsPhase(kind)) return stringAtPointer(job, json::json_pointer("/status/phase")) == "Running";
     const auto* succeeded = findCondition(job, "Succeeded");
     return succeeded != nullptr && succeeded->value("status", "") == "Unknown";
   }
@@ -805,7 +806,7 @@ struct KueueStandIn::Impl {
 
   json runningStatus(const JobKind& kind, const json& job, const std::string& stamp) const {
     json status = job.value("status", json::object());
-    if (isArgo(kind)) {
+    if (reportsPhase(kind)) {
       status["phase"] = "Running";
       status["startedAt"] = stamp;
       return status;
@@ -821,7 +822,7 @@ struct KueueStandIn::Impl {
 
   json finalStatus(const JobKind& kind, const json& job, bool success, const std::string& stamp) const {
     json status = job.value("status", json::object());
-    if (isArgo(kind)) {
+    if (reportsPhase(kind)) {
       status["phase"] = success ? "Succeeded" : "Failed";
       if (!status.contains("startedAt")) status["startedAt"] = stamp;
       status["finishedAt"] = stamp;

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "mka/common/base64.h"
+#include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/kube/json_text.h"
 #include "mka/webhook/object_meta.h"
@@ -112,13 +113,13 @@ std::string requiredString(const json& parent, std::string_view key, std::string
   return text;
 }
 
-kube::GroupVersionKind decodeKind(const json& request) {
+api::GroupVersionKind decodeKind(const json& request) {
   const json* kind = member(request, "kind");
   constexpr std::string_view fix =
       "send request.kind as {\"group\":\"tekton.dev\",\"version\":\"v1\",\"kind\":\"PipelineRun\"}";
   if (!kind || kind->is_null()) badRequest("request.kind: required: " + std::string(fix));
   if (!kind->is_object()) badRequest("request.kind: must be an object, got " + typeOf(*kind) + ": " + std::string(fix));
-  kube::GroupVersionKind gvk;
+  api::GroupVersionKind gvk;
   // The group is "" for the core group but Kubernetes always sends the key.
   const json* group = member(*kind, "group");
   if (!group || !group->is_string()) {
@@ -181,9 +182,9 @@ json takeObject(json& request, std::string_view key, bool required, const std::s
 
 std::string AdmissionRequest::objectKey() const {
   const json& source = object.is_object() ? object : oldObject;
-  std::string ns = namespace_.empty() ? std::string(metadataString(source, "namespace")) : namespace_;
-  std::string key = name.empty() ? std::string(metadataString(source, "name")) : name;
-  if (key.empty()) key = std::string(metadataString(source, "generateName")) + "*";
+  std::string ns = namespace_.empty() ? json_fields::metadataString(source, "namespace") : namespace_;
+  std::string key = name.empty() ? json_fields::metadataString(source, "name") : name;
+  if (key.empty()) key = json_fields::metadataString(source, "generateName") + "*";
   return ns.empty() ? key : ns + "/" + key;
 }
 

@@ -2,19 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
-#include "mka/config/managed_by.h"
-#include "mka/multikueue/api.h"
+#include "mka/api/kueue.h"
+#include "mka/common/json_fields.h"
+#include "mka/jobkind/job_kind.h"
 #include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
 namespace {
 
-using multikueue::kQueueNameLabel;
+using api::kQueueNameLabel;
 
-AdmissionResponse withPatch(const AdmissionRequest& request, const config::ExternalFramework& framework) {
+AdmissionResponse withPatch(const AdmissionRequest& request, const jobkind::JobKind& kind) {
   AdmissionResponse response;
-  auto patch = config::managedByPatch(request.object, framework.managedBy);
+  auto patch = kind.managedByPatch(request.object);
   if (!patch.empty()) response.patch = std::move(patch);
   return response;
 }
@@ -43,10 +44,11 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
     skipped(request, "kind is not a configured external framework");
     return AdmissionResponse::allow();
   }
-  const config::ManagedByLocation& where = framework->managedBy;
+  const jobkind::JobKind kind(*framework);
+  const config::ManagedByLocation& where = kind.managedBy();
 
   // Any non-empty value is kept: it is either ours already or a third party's choice.
-  if (auto current = config::readManagedBy(request.object, where); current && !current->empty()) {
+  if (auto current = kind.managedByValue(request.object); current && !current->empty()) {
     skipped(request, "managedBy already set");
     return AdmissionResponse::allow();
   }
@@ -62,18 +64,18 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
       skipped(request, "managedByDefaulting is Never");
       return AdmissionResponse::allow();
     case config::ManagedByDefaulting::QueueLabeled:
-      return withPatch(request, *framework);
+      return withPatch(request, kind);
     case config::ManagedByDefaulting::MultiKueueQueues:
       break;
   }
 
   const std::string ns =
-      request.namespace_.empty() ? std::string(metadataString(request.object, "namespace")) : request.namespace_;
+      request.namespace_.empty() ? json_fields::metadataString(request.object, "namespace") : request.namespace_;
   const std::string localQueue = ns + "/" + std::string(*queue);
   const auto lookup = queues.lookup(ns, *queue, config.multiKueueControllerNames());
   switch (lookup.result) {
     case QueueLookup::Result::MultiKueue:
-      return withPatch(request, *framework);
+      return withPatch(request, kind);
     case QueueLookup::Result::LocalQueueNotFound:
       return withWarning("LocalQueue " + localQueue + " not found: " + where.fieldPath() +
                          " was not defaulted; create the LocalQueue before submitting jobs to it");

@@ -28,11 +28,4 @@ std::optional<std::string_view> annotationOf(const nlohmann::json& object, std::
   return metadataMapEntry(object, "annotations", key);
 }
 
-std::string_view metadataString(const nlohmann::json& object, std::string_view field) {
-  const auto* metadata = memberIfObject(object, "metadata");
-  const auto* value = metadata ? memberIfObject(*metadata, field) : nullptr;
-  if (!value || !value->is_string()) return {};
-  return value->get_ref<const std::string&>();
-}
-
 }  // namespace mka::webhook

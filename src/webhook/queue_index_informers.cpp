@@ -66,7 +66,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
   // Queues and checks change rarely: the reflectors keep no allocator thread cache.
   const kube::InformerOptions options{.threadCache = false};
   localQueues_ =
-      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"}, options);
+      std::make_unique<kube::Informer>(client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"}, options);
   localQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", "")); },
       .onUpdateNew = [this](const json& o) {
@@ -75,7 +75,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
       .onDelete = [this](const json& o) { index_.removeLocalQueue(ns(o), name(o)); },
   });
   clusterQueues_ =
-      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"}, options);
+      std::make_unique<kube::Informer>(client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"}, options);
   clusterQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o)); },
       .onUpdateNew = [this](const json& o) {
@@ -84,7 +84,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
       .onDelete = [this](const json& o) { index_.removeClusterQueue(name(o)); },
   });
   admissionChecks_ =
-      std::make_unique<kube::Informer>(client_, kube::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"}, options);
+      std::make_unique<kube::Informer>(client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"}, options);
   admissionChecks_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", "")); },
       .onUpdateNew = [this](const json& o) {

@@ -4,20 +4,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mka/api/kueue.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/config/loader.h"
-#include "mka/config/managed_by.h"
-#include "mka/multikueue/api.h"
+#include "mka/jobkind/job_kind.h"
 #include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
 namespace {
 
-using multikueue::kPrebuiltWorkloadNameKey;
-using multikueue::kQueueNameLabel;
+using api::kPrebuiltWorkloadNameKey;
+using api::kQueueNameLabel;
 
 
 
@@ -59,16 +59,17 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   const config::ExternalFramework* framework = config.findFramework(request.kind);
   if (!framework) return AdmissionResponse::allow();
 
-  const config::ManagedByLocation& where = framework->managedBy;
+  const jobkind::JobKind jobKind(*framework);
+  const config::ManagedByLocation& where = jobKind.managedBy();
   const std::string& kind = request.kind.kind;
   FieldErrors problems;
-  const auto current = config::readManagedBy(request.object, where);
+  const auto current = jobKind.managedByValue(request.object);
 
   // Kueue relies on each kind's own API to freeze managedBy (KUEUE-MULTIKUEUE.md §5.2); Argo's
   // label and older CRDs have no such rule, and a job that changes hands after creation could
   // run on the manager and a worker at once.
   if (update) {
-    const auto previous = config::readManagedBy(request.oldObject, where);
+    const auto previous = jobKind.managedByValue(request.oldObject);
     if (previous != current) {
       problems.push_back({where.fieldPath(), "field is immutable",
                           "it was " + describe(previous) + " and the update " +

@@ -9,8 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "mka/api/gvk.h"
+#include "mka/api/kueue.h"
 #include "mka/common/duration.h"
-#include "mka/kube/gvk.h"
 
 namespace mka::config {
 
@@ -19,8 +20,6 @@ inline constexpr std::string_view kAdapterKind = "AdapterConfiguration";
 inline constexpr std::string_view kKueueConfigGroup = "config.kueue.x-k8s.io";  // v1beta1 | v1beta2
 inline constexpr std::string_view kKueueKind = "Configuration";
 
-// The managedBy value Kueue's MultiKueue expects on a manager's job (path locations).
-inline constexpr std::string_view kMultiKueueControllerName = "kueue.x-k8s.io/multikueue";
 inline constexpr std::string_view kDefaultDispatchControllerName = "multikueue-adapter.dev/dispatcher";
 inline constexpr std::string_view kDispatcherAllAtOnce = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
 inline constexpr std::string_view kDispatcherIncremental = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
@@ -39,9 +38,9 @@ struct ManagedByLocation {
   // "spec.runPolicy.managedBy". Type::Label: the label key.
   std::string path = "spec.managedBy";
   std::string labelKey;
-  // The marker value: kMultiKueueControllerName for paths; for labels the configured value
+  // The marker value: api::kMultiKueueControllerName for paths; for labels the configured value
   // (label values cannot hold '/').
-  std::string value = std::string(kMultiKueueControllerName);
+  std::string value = std::string(api::kMultiKueueControllerName);
 
   // Field path as users read it in messages: "spec.managedBy" or "metadata.labels[<key>]".
   std::string fieldPath() const;
@@ -50,7 +49,7 @@ struct ManagedByLocation {
 
 struct ExternalFramework {
   std::string name;  // as written, "PipelineRun.v1.tekton.dev"
-  kube::GroupVersionKind gvk;
+  api::GroupVersionKind gvk;
   ManagedByLocation managedBy;
   bool managedByFromProfile = false;  // true when no managedBy was written and a built-in profile chose it
 };
@@ -119,7 +118,7 @@ struct Configuration {
   MultiKueue multiKueue;
 
   // The configured framework for an object's kind, or nullptr.
-  const ExternalFramework* findFramework(const kube::GroupVersionKind& gvk) const;
+  const ExternalFramework* findFramework(const api::GroupVersionKind& gvk) const;
   // AdmissionCheck controller names that mean "this queue is dispatched by MultiKueue":
   // ours and Kueue's own.
   std::vector<std::string> multiKueueControllerNames() const;
@@ -128,6 +127,6 @@ struct Configuration {
 // The managedBy location of the built-in profiles (SPEC §3), or nullopt when `gvk` matches
 // none: PipelineRun.*.tekton.dev -> spec.managedBy;
 // Workflow.*.argoproj.io -> label workflows.argoproj.io/controller-instanceid=multikueue.
-std::optional<ManagedByLocation> builtinProfile(const kube::GroupVersionKind& gvk);
+std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk);
 
 }  // namespace mka::config

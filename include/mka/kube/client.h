@@ -16,13 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mka/kube/gvk.h"
+#include "mka/api/gvk.h"
 #include "mka/kube/rest_client.h"
 
 namespace mka::kube {
 
 struct ResourceInfo {
-  GroupVersionKind gvk;
+  api::GroupVersionKind gvk;
   std::string plural;
   bool namespaced = true;
   bool hasStatus = false;
@@ -33,7 +33,7 @@ class Discovery {
   explicit Discovery(RestClient& rest);
   // Throws ApiError NotFound `no matches for kind "X" in version "g/v"` when the server does
   // not serve it (after one refresh of that group-version).
-  ResourceInfo resourceFor(const GroupVersionKind& gvk);
+  ResourceInfo resourceFor(const api::GroupVersionKind& gvk);
   void invalidate();
 
  private:
@@ -105,30 +105,30 @@ class Client {
  public:
   explicit Client(std::shared_ptr<RestClient> rest);
 
-  nlohmann::json get(const GroupVersionKind& gvk, const std::string& ns, const std::string& name);
+  nlohmann::json get(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name);
   // One page (a <Kind>List).
-  nlohmann::json list(const GroupVersionKind& gvk, const std::string& ns, const ListOptions& options = {});
+  nlohmann::json list(const api::GroupVersionKind& gvk, const std::string& ns, const ListOptions& options = {});
   // Every page, following `continue`, item by item: a page is dropped once its items were seen,
   // so a large list never sits in memory whole. `resourceVersion` receives the list's revision.
-  void listEach(const GroupVersionKind& gvk, const std::string& ns, ListOptions options,
+  void listEach(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options,
                 const std::function<void(nlohmann::json& item)>& onItem, std::string* resourceVersion = nullptr);
   // Every page, following `continue`; `resourceVersion` receives the list's revision.
-  std::vector<nlohmann::json> listAll(const GroupVersionKind& gvk, const std::string& ns, ListOptions options = {},
+  std::vector<nlohmann::json> listAll(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options = {},
                                       std::string* resourceVersion = nullptr);
   nlohmann::json create(const nlohmann::json& object, const WriteOptions& options = {});
   // PUT, conditioned on the object's metadata.resourceVersion (409 Conflict when stale).
   nlohmann::json update(const nlohmann::json& object, const WriteOptions& options = {});
-  nlohmann::json patch(const GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
+  nlohmann::json patch(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name, PatchType type,
                        const nlohmann::json& patch, const WriteOptions& options = {});
   // Server-side apply of `object` (its apiVersion, kind and metadata.name say where).
   nlohmann::json apply(const nlohmann::json& object, const ApplyOptions& options);
-  void remove(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+  void remove(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name,
               const DeleteOptions& options = {});
 
   // One watch request: `onEvent` gets every event until the stream ends (returns normally:
   // resume from the last resourceVersion seen), `onEvent` returns false, or `handle` is
   // cancelled. Throws ApiError; a 410 (as an HTTP answer or an ERROR event) is Reason::Gone.
-  void watch(const GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
+  void watch(const api::GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
              const std::function<bool(WatchEvent&)>& onEvent, RestClient::StreamHandle& handle);
 
   RestClient& rest() { return *rest_; }
@@ -139,7 +139,7 @@ class Client {
                           const std::string& subresource = "");
 
  private:
-  std::string objectPath(const GroupVersionKind& gvk, const std::string& ns, const std::string& name,
+  std::string objectPath(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name,
                          const std::string& subresource);
   std::shared_ptr<RestClient> rest_;
   Discovery discovery_;

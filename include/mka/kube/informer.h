@@ -87,7 +87,7 @@ struct InformerHandlers {
 
 class Informer {
  public:
-  Informer(Client& client, GroupVersionKind gvk, InformerOptions options = {});
+  Informer(Client& client, api::GroupVersionKind gvk, InformerOptions options = {});
   ~Informer();
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
@@ -122,7 +122,7 @@ class Informer {
   std::uint64_t decodes() const { return decodes_.load(); }
   // The bytes of the cache's encoded objects (keys and table not counted).
   std::size_t cachedBytes() const;
-  const GroupVersionKind& gvk() const { return gvk_; }
+  const api::GroupVersionKind& gvk() const { return gvk_; }
 
   static std::string keyOf(const nlohmann::json& object);
   // The namespace and name of such a key: ("ns", "name"), or ("", "name") for a cluster-scoped
@@ -148,7 +148,7 @@ class Informer {
   void forgetLocked(const std::string& key) const;
 
   Client& client_;
-  GroupVersionKind gvk_;
+  api::GroupVersionKind gvk_;
   InformerOptions options_;
 
   mutable std::mutex mutex_;

@@ -20,6 +20,7 @@
 #include "mka/common/clock.h"
 #include "mka/kube/client.h"
 #include "mka/multikueue/cluster_registry.h"
+#include "mka/multikueue/object_reader.h"
 #include "mka/multikueue/controller.h"
 
 namespace mka::multikueue {
@@ -34,18 +35,24 @@ struct ConfigReference {
 };
 ConfigReference multiKueueConfigOf(const nlohmann::json& admissionCheck);
 
+// A MultiKueueConfig's spec.clusters in order (entries that are not strings skipped).
+std::vector<std::string> clustersOf(const nlohmann::json& multiKueueConfig);
+
 class AdmissionCheckReconciler {
  public:
   struct Options {
     std::string controllerName;  // our dispatch.admissionCheckControllerName
   };
-  // All borrowed; must outlive the reconciler.
-  AdmissionCheckReconciler(kube::Client& manager, const ClusterRegistry& clusters, const Clock& clock, Options options);
+  // All borrowed; must outlive the reconciler. `objects` reads AdmissionChecks,
+  // MultiKueueConfigs and MultiKueueClusters; `manager` writes AdmissionCheck status.
+  AdmissionCheckReconciler(kube::Client& manager, const ObjectReader& objects, const ClusterRegistry& clusters,
+                           const Clock& clock, Options options);
 
   Result reconcile(const std::string& admissionCheckName);
 
  private:
   kube::Client& manager_;
+  const ObjectReader& objects_;
   const ClusterRegistry& clusters_;
   const Clock& clock_;
   Options options_;

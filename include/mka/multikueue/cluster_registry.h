@@ -1,7 +1,8 @@
 #pragma once
 // The worker clusters the dispatch loop talks to (KUEUE-MULTIKUEUE.md §3): for each
-// MultiKueueCluster on the manager, its kubeconfig (Secret `<namespace>/<location>` key
-// `kubeconfig`, or a file under the allowed `Path` prefix), checked by
+// MultiKueueCluster on the manager (read through an ObjectReader: the dispatch loop's caches),
+// its kubeconfig (Secret `<namespace>/<location>` key `kubeconfig`, or a file under the allowed
+// `Path` prefix), checked by
 // kube::validateKubeconfigSecurity, a client with the configured QPS/burst, and informers on
 // the worker for Workloads and for every configured job kind, all filtered by our origin label.
 // A worker is connected only once every one of those informers has synced (so a worker that
@@ -49,13 +50,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/gvk.h"
 #include "mka/common/clock.h"
 #include "mka/kube/client.h"
-#include "mka/kube/gvk.h"
 #include "mka/kube/rest_client.h"
+#include "mka/multikueue/adapter.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/controller.h"
 #include "mka/multikueue/events.h"
+#include "mka/multikueue/object_reader.h"
 
 namespace mka::multikueue {
 
@@ -72,15 +75,15 @@ class RemoteCluster {
   // Every cached Workload, one at a time (never all decoded at once).
   virtual void forEachWorkload(const std::function<void(const nlohmann::json&)>& visit) const = 0;
   // Jobs of a configured kind by "namespace/name"; nullopt also for a kind not configured.
-  virtual std::optional<nlohmann::json> job(const kube::GroupVersionKind& gvk, const std::string& key) const = 0;
-  virtual void forEachJob(const kube::GroupVersionKind& gvk,
+  virtual std::optional<nlohmann::json> job(const api::GroupVersionKind& gvk, const std::string& key) const = 0;
+  virtual void forEachJob(const api::GroupVersionKind& gvk,
                           const std::function<void(const nlohmann::json&)>& visit) const = 0;
 };
 
 struct ClusterRegistryOptions {
   std::string namespace_ = "kueue-system";  // where kubeconfig Secrets live
   std::string origin = "multikueue";        // the origin label value the informers select
-  std::vector<kube::GroupVersionKind> jobKinds;
+  Adapters adapters;  // the job kinds watched on every worker, and how their jobs map to Workloads
   // `Path` kubeconfigs must resolve under this directory (MultiKueueKubeConfigPathValidation).
   std::filesystem::path pathPrefix = std::string(kKubeconfigPathPrefix);
   kube::ClientOptions clientOptions;  // per worker: clientConnection.qps/burst
@@ -95,11 +98,11 @@ struct ClusterRegistryOptions {
 
 class ClusterRegistry {
  public:
-  // `manager` reads MultiKueueClusters and Secrets and writes MultiKueueCluster status; `events`
-  // (null: none) records the connection Events of mode 2. They and `clock` must outlive the
-  // registry.
-  ClusterRegistry(kube::Client& manager, const Clock& clock, ClusterRegistryOptions options,
-                  EventRecorder* events = nullptr);
+  // `objects` reads MultiKueueClusters and kubeconfig Secrets (the dispatch loop's caches);
+  // `manager` writes MultiKueueCluster status; `events` (null: none) records the connection
+  // Events of mode 2. They and `clock` must outlive the registry.
+  ClusterRegistry(kube::Client& manager, const ObjectReader& objects, const Clock& clock,
+                  ClusterRegistryOptions options, EventRecorder* events = nullptr);
   ~ClusterRegistry();  // stop()
   ClusterRegistry(const ClusterRegistry&) = delete;
   ClusterRegistry& operator=(const ClusterRegistry&) = delete;

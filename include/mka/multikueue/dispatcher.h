@@ -18,6 +18,7 @@
 #include "mka/multikueue/cluster_registry.h"
 #include "mka/multikueue/controller.h"
 #include "mka/multikueue/garbage_collector.h"
+#include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_reconciler.h"
 
 namespace mka::multikueue {
@@ -26,10 +27,10 @@ class Dispatcher {
  public:
   struct Options {
     config::Configuration config;  // config.dispatch.workloadConcurrency: the workload controller's workers
-    // Worker connections (path prefix, timeouts); namespace_, origin, jobKinds, clientOptions
+    // Worker connections (path prefix, timeouts); namespace_, origin, adapters, clientOptions
     // and writeClusterStatus are filled from `config`.
     ClusterRegistryOptions registry;
-    PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;
+    PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;  // how the adapters link job copies
     ControllerObserver* controllerObserver = nullptr;  // borrowed, may be null
     DispatchObserver* dispatchObserver = nullptr;      // borrowed, may be null
     // Called when a worker's connection changes (the per-cluster gauge).

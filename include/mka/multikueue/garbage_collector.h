@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "mka/common/clock.h"
-#include "mka/config/configuration.h"
 #include "mka/kube/client.h"
-#include "mka/multikueue/cluster_registry.h"
 #include "mka/kube/informer.h"
+#include "mka/multikueue/adapter.h"
+#include "mka/multikueue/cluster_registry.h"
 
 namespace mka::multikueue {
 
@@ -26,7 +26,7 @@ class OrphanCollector {
  public:
   struct Options {
     std::string origin = "multikueue";
-    std::vector<config::ExternalFramework> frameworks;
+    Adapters adapters;  // one per configured job kind
     std::chrono::nanoseconds interval{std::chrono::minutes{1}};
   };
   struct Stats {

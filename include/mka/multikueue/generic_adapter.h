@@ -1,13 +1,13 @@
 #pragma once
-// The generic external-framework adapter's object shaping (KUEUE-MULTIKUEUE.md §2.4-§2.6,
-// SPEC §5), as pure functions over unstructured objects so that the dispatch loop's I/O and
-// this bookkeeping are tested apart:
+// The generic external-framework adapter (KUEUE-MULTIKUEUE.md §2.4-§2.6, SPEC §5): the
+// Adapter of every configured job kind, and its object shaping as pure functions over
+// unstructured objects, so that the adapter's I/O and this bookkeeping are tested apart:
 // - the remote Workload clone and the remote job copy (marker removed wherever the framework
 //   keeps it, origin label, prebuilt-workload link, metadata reduced);
 // - the status to copy back from the worker's job (a JSON merge patch, nothing when unchanged);
 // - ownership of remote objects by origin, and reading the prebuilt-workload link.
 //
-// Threads: pure functions.
+// Threads: pure functions; GenericAdapter is immutable.
 
 #include <optional>
 #include <string>
@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/config/configuration.h"
+#include "mka/jobkind/job_kind.h"
+#include "mka/multikueue/adapter.h"
 
 namespace mka::multikueue {
 
@@ -32,9 +34,9 @@ enum class PrebuiltLink {
 nlohmann::json remoteWorkload(const nlohmann::json& local, const std::string& origin);
 
 // The job to create on a worker (§2.5): apiVersion, kind, metadata reduced to name, namespace,
-// labels and annotations, the local spec; the managedBy marker removed where `framework` keeps
+// labels and annotations, the local spec; the managedBy marker removed where `kind` keeps
 // it; origin label and prebuilt-workload link (= the Workload's name) added.
-nlohmann::json remoteJob(const nlohmann::json& local, const config::ExternalFramework& framework,
+nlohmann::json remoteJob(const nlohmann::json& local, const jobkind::JobKind& kind,
                          const std::string& workloadName, const std::string& origin,
                          PrebuiltLink link = PrebuiltLink::AnnotationAndLabel);
 
@@ -50,5 +52,29 @@ std::optional<std::string> prebuiltWorkloadName(const nlohmann::json& job);
 // Whether a remote object was created by the manager with `origin` (§2.6). Throws mka::Error
 // "multikueue origin is empty" for an empty origin, as Kueue does.
 bool ownedByOrigin(const nlohmann::json& object, const std::string& origin);
+
+// Kueue's generic external-framework adapter for one configured kind: the manager's job must
+// carry the kind's marker; the copy is remoteJob(); the status goes back as statusPatch(),
+// through the status subresource when the kind's CRD has one, else through the main resource
+// (Argo's Workflow has none); a worker's job belongs to the Workload its prebuilt-workload link
+// names.
+class GenericAdapter final : public Adapter {
+ public:
+  explicit GenericAdapter(jobkind::JobKind kind, PrebuiltLink link = PrebuiltLink::AnnotationAndLabel);
+
+  const jobkind::JobKind& kind() const override { return kind_; }
+  std::optional<std::string> notManaged(const nlohmann::json& localJob) const override;
+  SyncOutcome syncJob(const SyncRequest& request) const override;
+  bool deleteRemoteObject(kube::Client& remote, const std::string& namespace_, const std::string& name) const override;
+  std::optional<std::string> workloadKeyFor(const nlohmann::json& remoteJob) const override;
+
+ private:
+  jobkind::JobKind kind_;
+  PrebuiltLink link_;
+};
+
+// A GenericAdapter for every configured kind.
+Adapters genericAdapters(const config::Configuration& configuration,
+                         PrebuiltLink link = PrebuiltLink::AnnotationAndLabel);
 
 }  // namespace mka::multikueue

@@ -32,10 +32,10 @@
 #include "mka/config/configuration.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
+#include "mka/multikueue/adapter.h"
 #include "mka/multikueue/cluster_registry.h"
 #include "mka/multikueue/controller.h"
 #include "mka/multikueue/events.h"
-#include "mka/multikueue/generic_adapter.h"
 
 namespace mka::multikueue {
 
@@ -44,7 +44,7 @@ struct ManagerCaches {
   kube::Informer* workloads = nullptr;
   kube::Informer* admissionChecks = nullptr;
   kube::Informer* configs = nullptr;  // MultiKueueConfigs
-  std::map<kube::GroupVersionKind, kube::Informer*> jobs;  // one per configured framework
+  std::map<api::GroupVersionKind, kube::Informer*> jobs;  // one per configured framework
 };
 
 // Kueue's dispatch metrics (multikueue_workloads_dispatched_total / _admitted_total).
@@ -60,11 +60,10 @@ class WorkloadReconciler {
   struct Options {
     std::string controllerName = std::string(config::kDefaultDispatchControllerName);
     std::string origin = "multikueue";
-    std::vector<config::ExternalFramework> frameworks;
+    Adapters adapters;  // one per configured job kind
     std::chrono::nanoseconds workerLostTimeout{std::chrono::minutes{15}};
     std::string dispatcherName = std::string(config::kDispatcherAllAtOnce);
     int incrementalStepSize = kIncrementalStepSize;
-    PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;
   };
 
   // All borrowed; must outlive the reconciler. `observer` may be null.
@@ -86,15 +85,53 @@ class WorkloadReconciler {
 
  private:
   struct Group;
-  struct Owner;
+  struct Loaded {
+    nlohmann::json object;
+    bool deleted = false;  // gone from the cache (the last copy seen) or terminating
+  };
+  static std::string jobKey(const Group& group);
 
+  // reconcile(), in the order of KUEUE-MULTIKUEUE.md §2.1: each step returns a Result when the
+  // reconcile ends there, nullopt to go on.
+  std::optional<Loaded> loadWorkload(const std::string& key);                                 // step 1
+  std::optional<std::string> activeCheck(const nlohmann::json& workload) const;               // step 2
   std::optional<std::string> ourCheck(const nlohmann::json& workload) const;
+  std::optional<Result> resolveAdapter(const nlohmann::json& workload, const std::string& check, bool deleted,
+                                       Group& group);                                         // step 3, §2.2
+  std::optional<Result> requireManagedOwner(const nlohmann::json& workload, const std::string& check,
+                                            Group& group);                                    // step 4
+  void readGroup(const std::string& check, Group& group);                                     // step 5
+  Result cleanupDeleted(Group& group);                                                        // step 6
   Result reject(const nlohmann::json& workload, const std::string& check, const std::string& message);
+  void forgetWorkload(const std::string& key);
+
+  // reconcileGroup(), the steps of §2.3 in order.
   Result reconcileGroup(const nlohmann::json& workload, const std::string& check, Group& group);
+  std::optional<Result> cleanupWhenNotRunning(const nlohmann::json& workload, Group& group);  // (2)
+  std::optional<Result> finishFromRemote(const nlohmann::json& workload, const std::string& check,
+                                         const std::string& state, Group& group);             // (3)
+  std::optional<Result> followRemoteEviction(const nlohmann::json& workload, const std::string& check,
+                                             const std::string& state, Group& group);         // (4)
+  void removeOutOfSyncRemotes(const nlohmann::json& workload, Group& group);                  // (5)
+  std::optional<Result> followAdmittedRemote(const nlohmann::json& workload, const std::string& check,
+                                             const std::string& state, Group& group);         // (6)
+  Result retryLostAdmission(const nlohmann::json& workload, const std::string& check, const Group& group);  // 6a
+  Result runOnWinner(const nlohmann::json& workload, const std::string& check, const std::string& state,
+                     const std::string& cluster, const nlohmann::json& remoteWorkload, Group& group);  // 6b
+  void markReady(const nlohmann::json& workload, const std::string& check, const std::string& cluster,
+                 const Group& group);                                                          // 6b.5
+  Result nominateAndSync(const nlohmann::json& workload, const std::string& check, Group& group);  // (8), (9)
+  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,
+                                                 Result& result);
+
   Result cleanupAll(Group& group);
-  Result nominateAndSync(const nlohmann::json& workload, const std::string& check, Group& group);
   void removeRemoteObjects(RemoteCluster& remote, const Group& group);
   void syncJob(RemoteCluster& remote, const Group& group, bool freshRead);
+  // Whether `cluster` holds a Workload copy or a job copy of the group.
+  bool anyRemoteObject(const Group& group, const std::string& cluster, RemoteCluster& remote);
+  // Sets our check from Ready to `state`; false when it was no longer Ready (or not written).
+  bool setCheckFromReady(const nlohmann::json& workload, const std::string& check, const std::string& state,
+                         const std::string& message);
   // Read-modify-write of the manager Workload's status: `mutate` returns false when nothing is
   // to change. A conflict re-reads the object and runs `mutate` again. Returns whether written.
   bool updateStatus(kube::Client& client, const nlohmann::json& cached,
@@ -105,11 +142,9 @@ class WorkloadReconciler {
   // enqueues the Workload again. Only the write's resourceVersion is kept, not the object.
   bool lagsOwnWrite(const std::string& key, const nlohmann::json& cached);
   // A worker's cached object, except one this reconciler deleted and the cache still shows.
-  std::optional<nlohmann::json> cachedRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk,
+  std::optional<nlohmann::json> cachedRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk,
                                              const std::string& key);
-  void forgetRemote(RemoteCluster& remote, const kube::GroupVersionKind& gvk, const nlohmann::json& object);
-  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,
-                                                 Result& result);
+  void forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const nlohmann::json& object);
 
   kube::Client& manager_;
   ManagerCaches caches_;

@@ -62,12 +62,18 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Register handlers before start(). The server owns httplib's pre-routing handler (it
-  // refuses bodies without a Content-Length, which httplib would read without a size limit):
-  // use setPreRoutingHandler below, not routes().set_pre_routing_handler(). It owns the
-  // post-routing handler too (it lets a streamed answer out piece by piece, where other answers
-  // are held until complete and sent whole): do not replace it.
-  httplib::Server& routes();
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+  // Register handlers before start(). `method` ("GET", "POST", "PUT", "PATCH", "DELETE" or
+  // "OPTIONS") requests whose path matches `pattern` (a std::regex, matched whole) go to
+  // `handler`; the first route registered that matches wins. Throws mka::Error for another
+  // method.
+  void route(std::string_view method, const std::string& pattern, Handler handler);
+  // Fills the answer to a request the server refused itself (400 unparsable, 413 over the body
+  // limit) or that no route matched (404), before it is sent.
+  void setErrorHandler(Handler handler);
+  // Called after each answer is sent (access logs).
+  void setLogger(std::function<void(const httplib::Request&, const httplib::Response&)> logger);
   // Runs before routing, after the server's own checks; return true when it wrote the
   // response itself (the route handler is then skipped).
   void setPreRoutingHandler(std::function<bool(const httplib::Request&, httplib::Response&)> handler);
@@ -75,8 +81,8 @@ class HttpServer {
   // httplib matches the path against each route's std::regex, which costs microseconds a
   // request. The body is read here as httplib reads it (Content-Length; over the payload limit:
   // 413). A request whose body is content-encoded still goes through httplib, to the same
-  // handler. Use instead of routes().
-  void handleEverything(std::function<void(const httplib::Request&, httplib::Response&)> handler);
+  // handler. Use instead of route().
+  void handleEverything(Handler handler);
 
   // Binds and starts serving on a background thread; returns the bound port. Throws
   // mka::Error naming the address when the bind fails.

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-namespace httplib {
-class Server;
+namespace mka::net {
+class HttpServer;
 }
 
 namespace mka::observability {
@@ -39,8 +39,8 @@ class Health {
 };
 
 // GET /healthz and /readyz (200 or 500, text/plain).
-void installProbeRoutes(httplib::Server& server, const Health& health);
+void installProbeRoutes(net::HttpServer& server, const Health& health);
 // GET /metrics (text/plain; version=0.0.4).
-void installMetricsRoute(httplib::Server& server, const Metrics& metrics);
+void installMetricsRoute(net::HttpServer& server, const Metrics& metrics);
 
 }  // namespace mka::observability

@@ -63,13 +63,20 @@ class KueueStandIn {
  public:
   enum class Role { Manager, Worker };
 
+  // How a kind's framework controller reports a run in the job's status.
+  enum class RunReport {
+    SucceededCondition,  // Tekton: condition Succeeded Unknown (running), True or False
+    Phase,               // Argo: status.phase Running, Succeeded, Failed or Error
+  };
   struct JobKind {
     std::string group;    // "tekton.dev"
     std::string version;  // "v1"
     std::string plural;   // "pipelineruns"
     std::string kind;     // "PipelineRun"
+    RunReport report = RunReport::SucceededCondition;
   };
-  // Tekton PipelineRuns (tekton.dev/v1) and Argo Workflows (argoproj.io/v1alpha1).
+  // Tekton PipelineRuns (tekton.dev/v1) and Argo Workflows (argoproj.io/v1alpha1), each with
+  // the status its real controller writes.
   static std::vector<JobKind> defaultJobKinds();
 
   struct Options {

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/gvk.h"
 #include "mka/common/errors.h"
-#include "mka/kube/gvk.h"
 
 namespace mka::webhook {
 
@@ -31,7 +31,7 @@ class BadRequest : public Error {
 struct AdmissionRequest {
   std::string apiVersion;  // of the AdmissionReview, echoed in the response
   std::string uid;
-  kube::GroupVersionKind kind;  // request.kind (after matchPolicy conversion)
+  api::GroupVersionKind kind;  // request.kind (after matchPolicy conversion)
   std::string resource;         // request.resource.resource, e.g. "pipelineruns"
   std::string subResource;
   std::string operation;  // CREATE | UPDATE | DELETE | CONNECT

@@ -12,7 +12,5 @@ namespace mka::webhook {
 // metadata.labels[key] / metadata.annotations[key] when present and a string.
 std::optional<std::string_view> labelOf(const nlohmann::json& object, std::string_view key);
 std::optional<std::string_view> annotationOf(const nlohmann::json& object, std::string_view key);
-// metadata.<field> when present and a string, "" otherwise (name, namespace, generateName).
-std::string_view metadataString(const nlohmann::json& object, std::string_view field);
 
 }  // namespace mka::webhook

@@ -1,7 +1,7 @@
 #pragma once
 // Answers "is this LocalQueue backed by a MultiKueue admission check?" for the mutating webhook.
-// The webhook never calls the API server: the index is fed by informers (kube issue) or, in
-// tests and before the client exists, by hand (InMemoryQueueIndex).
+// The webhook never calls the API server: the index is fed by QueueIndexInformers (LocalQueue,
+// ClusterQueue and AdmissionCheck informers on the manager) or, in tests, by hand.
 
 #include <map>
 #include <shared_mutex>
@@ -35,8 +35,8 @@ class QueueIndex {
   virtual bool hasSynced() const = 0;
 };
 
-// Threads: written by one feeder thread (informer or test), read concurrently by webhook
-// threads. A reader/writer lock suits this read-mostly map better than a queue: lookups must
+// Threads: written by the informer threads of QueueIndexInformers (one per kind) or a test,
+// read concurrently by webhook threads. A reader/writer lock suits this read-mostly map better than a queue: lookups must
 // answer synchronously inside an admission request.
 class InMemoryQueueIndex final : public QueueIndex {
  public:

@@ -84,7 +84,7 @@ std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::strin
   return name;
 }
 
-std::optional<json> DispatchFixture::get(const std::string& cluster, const kube::GroupVersionKind& gvk,
+std::optional<json> DispatchFixture::get(const std::string& cluster, const api::GroupVersionKind& gvk,
                                          const std::string& name, const std::string& ns) {
   try {
     return env_->client(cluster).get(gvk, ns, name);

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mka/demo/environment.h"
 #include "mka/common/clock.h"
+#include "mka/demo/environment.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/dispatcher.h"
@@ -25,7 +25,7 @@ namespace mka::e2e {
 // A job kind under test: the sample manifest it is built from and how its marker is set.
 struct JobKind {
   std::string name;  // test-name suffix
-  kube::GroupVersionKind gvk;
+  api::GroupVersionKind gvk;
   standin::KueueStandIn::JobKind standIn;
   std::string sampleFile;  // under manifests/samples/jobs
 };
@@ -69,7 +69,7 @@ class DispatchFixture {
   std::string workloadNameOf(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
   std::string awaitWorkload(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
 
-  std::optional<nlohmann::json> get(const std::string& cluster, const kube::GroupVersionKind& gvk,
+  std::optional<nlohmann::json> get(const std::string& cluster, const api::GroupVersionKind& gvk,
                                     const std::string& name, const std::string& ns = "default");
   std::optional<nlohmann::json> workload(const std::string& cluster, const std::string& name) {
     return get(cluster, multikueue::kWorkloadGvk, name);

@@ -68,7 +68,7 @@ TEST(ManagedByDefaulting, NamesRoundTrip) {
 TEST(BuiltinProfile, MatchesTektonAndArgoInAnyVersion) {
   struct Case {
     std::string name;
-    kube::GroupVersionKind gvk;
+    api::GroupVersionKind gvk;
     std::optional<ManagedByLocation> profile;
   };
   const auto argo = labelLocation("workflows.argoproj.io/controller-instanceid", "multikueue");

@@ -42,7 +42,7 @@ TEST(Fixtures, SpecExample) {
   EXPECT_EQ(c.dispatch.admissionCheckControllerName, "multikueue-adapter.dev/dispatcher");
   ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 2u);
   const auto& tekton = c.multiKueue.externalFrameworks[0];
-  EXPECT_EQ(tekton.gvk, (kube::GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}));
+  EXPECT_EQ(tekton.gvk, (api::GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}));
   EXPECT_EQ(tekton.managedBy.fieldPath(), "spec.managedBy");
   EXPECT_TRUE(tekton.managedByFromProfile);
   const auto& argo = c.multiKueue.externalFrameworks[1];

@@ -98,7 +98,7 @@ TEST(Loader, FrameworkGvkIsParsed) {
   auto c = mustParse(adapterDoc("multiKueue: {externalFrameworks: [{name: Workflow.v1alpha1.argoproj.io}]}\n"));
   ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 1u);
   EXPECT_EQ(c.multiKueue.externalFrameworks[0].name, "Workflow.v1alpha1.argoproj.io");
-  EXPECT_EQ(c.multiKueue.externalFrameworks[0].gvk, (kube::GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}));
+  EXPECT_EQ(c.multiKueue.externalFrameworks[0].gvk, (api::GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}));
 }
 
 TEST(Loader, KueueStyleDefaulting) {

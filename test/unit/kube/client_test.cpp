@@ -32,8 +32,8 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-const GroupVersionKind kConfigMap{"", "v1", "ConfigMap"};
-const GroupVersionKind kWorkload{"kueue.x-k8s.io", "v1beta1", "Workload"};
+const api::GroupVersionKind kConfigMap{"", "v1", "ConfigMap"};
+const api::GroupVersionKind kWorkload{"kueue.x-k8s.io", "v1beta1", "Workload"};
 
 class ClientTest : public ::testing::Test {
  protected:
@@ -309,7 +309,7 @@ TEST_F(ClientTest, TlsServerNameIsVerifiedInsteadOfTheHost) {
 
 TEST_F(ClientTest, DiscoveryRefreshesOnAMissForANewlyInstalledCrd) {
   auto client = newClient();
-  const GroupVersionKind pipelineRun{"tekton.dev", "v1", "PipelineRun"};
+  const api::GroupVersionKind pipelineRun{"tekton.dev", "v1", "PipelineRun"};
   EXPECT_EQ(errorOf([&] { client->list(pipelineRun, "default"); }).reason(), Reason::NotFound);
   cluster.api().create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
                        sandbox::loadCrdFile(std::filesystem::path(MKA_FIXTURES_DIR) / "crds/tekton.dev_pipelineruns.yaml").at(0));
@@ -759,7 +759,7 @@ TEST_F(InformerTest, CachedObjectsLeaveTheirNameToTheKeyAndGetItBack) {
   // Two objects that differ by their name only: 200 random characters would cost well over
   // 100 bytes of blob if the cache kept them.
   EXPECT_LT(informer.cachedBytes(), 100u);
-  const auto served = [&](const GroupVersionKind& kind, const std::string& ns, const std::string& name) {
+  const auto served = [&](const api::GroupVersionKind& kind, const std::string& ns, const std::string& name) {
     auto object = client->get(kind, ns, name);
     object["metadata"].erase("managedFields");
     return object;
@@ -775,7 +775,7 @@ TEST_F(InformerTest, CachedObjectsLeaveTheirNameToTheKeyAndGetItBack) {
   EXPECT_EQ(informer.list().size(), 3u);
   informer.stop();
 
-  const GroupVersionKind namespaceKind{"", "v1", "Namespace"};
+  const api::GroupVersionKind namespaceKind{"", "v1", "Namespace"};
   client->create({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "team-a"}}}});
   InformerOptions clusterScoped;
   clusterScoped.recentObjects = 0;

@@ -30,7 +30,7 @@ class AdmissionCheckReconcilerTest : public fixture::MultiKueueSandbox {
     startRegistry(registryOptions());
     EXPECT_TRUE(connect("worker1"));
     EXPECT_EQ(registry->reconcile("worker2"), Result::done());
-    reconciler = std::make_unique<AdmissionCheckReconciler>(*managerClient, *registry, clock,
+    reconciler = std::make_unique<AdmissionCheckReconciler>(*managerClient, *objects, *registry, clock,
                                                             AdmissionCheckReconciler::Options{kOurs});
   }
 

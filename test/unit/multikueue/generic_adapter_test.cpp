@@ -10,16 +10,17 @@ namespace {
 
 using nlohmann::json;
 
-config::ExternalFramework pipelineRuns() {
-  return {"PipelineRun.v1.tekton.dev", {"tekton.dev", "v1", "PipelineRun"}, config::ManagedByLocation{}, true};
+jobkind::JobKind pipelineRuns() {
+  return jobkind::JobKind(
+      {"PipelineRun.v1.tekton.dev", {"tekton.dev", "v1", "PipelineRun"}, config::ManagedByLocation{}, true});
 }
 
-config::ExternalFramework workflows() {
+jobkind::JobKind workflows() {
   config::ExternalFramework f{"Workflow.v1alpha1.argoproj.io", {"argoproj.io", "v1alpha1", "Workflow"}, {}, false};
   f.managedBy.type = config::ManagedByLocation::Type::Label;
   f.managedBy.labelKey = "workflows.argoproj.io/controller-instanceid";
   f.managedBy.value = "multikueue";
-  return f;
+  return jobkind::JobKind(std::move(f));
 }
 
 json managerPipelineRun() {
@@ -119,6 +120,36 @@ TEST(GenericAdapter, PrebuiltLinkReadsTheAnnotationFirst) {
   job["metadata"].erase("annotations");
   EXPECT_EQ(prebuiltWorkloadName(job), "from-label");
   EXPECT_EQ(prebuiltWorkloadName(json::object()), std::nullopt);
+}
+
+TEST(GenericAdapter, MapsAWorkersJobToTheManagersWorkloadThroughItsLink) {
+  const GenericAdapter adapter(workflows());
+  json job = {{"metadata",
+               {{"name", "wf"},
+                {"namespace", "team-a"},
+                {"annotations", {{"kueue.x-k8s.io/prebuilt-workload-name", "workflow-wf-1a2b3"}}}}}};
+  EXPECT_EQ(adapter.workloadKeyFor(job), "team-a/workflow-wf-1a2b3");
+  job["metadata"].erase("annotations");
+  EXPECT_EQ(adapter.workloadKeyFor(job), std::nullopt) << "a job without a link belongs to no Workload";
+}
+
+TEST(GenericAdapter, ManagedWhenTheKindsMarkerSaysMultiKueue) {
+  const GenericAdapter adapter(workflows());
+  json wf = {{"metadata", {{"labels", {{"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}}};
+  EXPECT_EQ(adapter.notManaged(wf), std::nullopt);
+  wf["metadata"]["labels"].clear();
+  EXPECT_EQ(adapter.notManaged(wf),
+            "Expecting metadata.labels[workflows.argoproj.io/controller-instanceid] to be \"multikueue\" not \"\"");
+}
+
+TEST(Adapters, FindsTheAdapterOfAKindByItsFullGroupVersionKind) {
+  const Adapters adapters({std::make_shared<GenericAdapter>(pipelineRuns()), std::make_shared<GenericAdapter>(workflows())});
+  const auto* found = adapters.find({"argoproj.io", "v1alpha1", "Workflow"});
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->kind().name(), "Workflow.v1alpha1.argoproj.io");
+  EXPECT_EQ(adapters.find({"argoproj.io", "v1", "Workflow"}), nullptr) << "another version is not configured";
+  EXPECT_EQ(adapters.find({"batch", "v1", "Job"}), nullptr);
+  EXPECT_EQ(Adapters().find({"tekton.dev", "v1", "PipelineRun"}), nullptr);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/cluster_registry.h"
 #include "mka/multikueue/events.h"
+#include "mka/multikueue/generic_adapter.h"
+#include "mka/multikueue/object_reader.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 
@@ -28,7 +30,13 @@ namespace mka::multikueue::fixture {
 using nlohmann::json;
 
 inline const std::filesystem::path kCrds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
-inline const kube::GroupVersionKind kPipelineRun{"tekton.dev", "v1", "PipelineRun"};
+inline const api::GroupVersionKind kPipelineRun{"tekton.dev", "v1", "PipelineRun"};
+
+// The generic adapter for PipelineRuns, marked by spec.managedBy as Kueue's MultiKueue expects.
+inline Adapters pipelineRunAdapters() {
+  return Adapters({std::make_shared<GenericAdapter>(
+      jobkind::JobKind({"PipelineRun.v1.tekton.dev", kPipelineRun, config::ManagedByLocation{}, true}))});
+}
 inline const sandbox::ResourceRef kNamespaces{"", "v1", "namespaces", "", "", ""};
 inline const sandbox::ResourceRef kSecrets{"", "v1", "secrets", "kueue-system", "", ""};
 inline const sandbox::ResourceRef kClusters{"kueue.x-k8s.io", "v1beta2", "multikueueclusters", "", "", ""};
@@ -47,6 +55,15 @@ inline std::vector<std::filesystem::path> managerCrds() {
 }
 inline std::vector<std::filesystem::path> workerCrds() {
   return {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "tekton.dev_pipelineruns.yaml"};
+}
+
+// Clients for tests: no rate limit, no retries, short backoff.
+inline kube::ClientOptions fastClient() {
+  kube::ClientOptions o;
+  o.qps = 0;
+  o.maxRetries = 0;
+  o.retryBackoff = std::chrono::milliseconds{10};
+  return o;
 }
 
 // A kubeconfig for `server`, with extra lines under the cluster and the user entries (for
@@ -109,16 +126,10 @@ class MultiKueueSandbox : public ::testing::Test {
     if (registry) registry->stop();
   }
 
-  static kube::ClientOptions fastClient() {
-    kube::ClientOptions o;
-    o.qps = 0;
-    o.maxRetries = 0;
-    o.retryBackoff = std::chrono::milliseconds{10};
-    return o;
-  }
+  static kube::ClientOptions fastClient() { return fixture::fastClient(); }
   ClusterRegistryOptions registryOptions() {
     ClusterRegistryOptions o;
-    o.jobKinds = {kPipelineRun};
+    o.adapters = pipelineRunAdapters();
     o.clientOptions = fastClient();
     o.writeClusterStatus = true;
     o.informerInitialBackoff = std::chrono::milliseconds{10};
@@ -127,7 +138,9 @@ class MultiKueueSandbox : public ::testing::Test {
   }
   ClusterRegistry& startRegistry(ClusterRegistryOptions options) {
     clusterEvents = std::make_unique<EventRecorder>(*managerClient, clock, std::string(kClusterEventComponent));
-    registry = std::make_unique<ClusterRegistry>(*managerClient, clock, std::move(options), clusterEvents.get());
+    objects = std::make_unique<ClientReader>(*managerClient);
+    registry = std::make_unique<ClusterRegistry>(*managerClient, *objects, clock, std::move(options),
+                                                 clusterEvents.get());
     registry->onConnectionChange([this](const std::string& c, bool connected) { recorder.connection(c, connected); });
     registry->onRemoteEvent([this](const std::string& c, const std::string& key) { recorder.event(c, key); });
     return *registry;
@@ -187,6 +200,7 @@ class MultiKueueSandbox : public ::testing::Test {
   sandbox::Cluster& manager;
   sandbox::Cluster& worker1;
   std::unique_ptr<kube::Client> managerClient;
+  std::unique_ptr<ClientReader> objects;  // the reconcilers read the API directly: no caches to await
   Recorder recorder;                             // before the registry: its threads report here
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which records through it
   std::unique_ptr<ClusterRegistry> registry;     // stopped before the clusters go

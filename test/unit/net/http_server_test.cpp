@@ -106,22 +106,22 @@ class HttpServerTest : public ::testing::Test {
  protected:
   void start(ServerOptions options = localOptions()) {
     server_ = std::make_unique<HttpServer>(std::move(options));
-    server_->routes().Get(
+    server_->route("GET", 
         "/ping", [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
-    server_->routes().Get("/conn", [](const httplib::Request& req, httplib::Response& res) {
+    server_->route("GET", "/conn", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(std::to_string(req.remote_port), "text/plain");
     });
-    server_->routes().Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+    server_->route("POST", "/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(req.body, "application/octet-stream");
     });
-    server_->routes().Get("/throw",
+    server_->route("GET", "/throw",
                           [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("boom"); });
-    server_->routes().Get("/slow", [this](const httplib::Request&, httplib::Response& res) {
+    server_->route("GET", "/slow", [this](const httplib::Request&, httplib::Response& res) {
       slowEntered_.count_down();
       slowRelease_.wait();
       res.set_content("done", "text/plain");
     });
-    server_->routes().Get("/stream", [this](const httplib::Request&, httplib::Response& res) {
+    server_->route("GET", "/stream", [this](const httplib::Request&, httplib::Response& res) {
       res.set_chunked_content_provider("text/plain", [this](std::size_t, httplib::DataSink& sink) {
         sink.write("first\n", 6);
         // The second piece waits until the client has the first (for at most 10 s).
@@ -315,7 +315,7 @@ TEST_F(HttpServerTest, PreRoutingHandlerRunsAfterTheFramingChecks) {
     res.set_content("pre-routed", "text/plain");
     return true;
   });
-  server_->routes().Get("/ping",
+  server_->route("GET", "/ping",
                         [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
   port_ = server_->start();
   auto c = client();

@@ -39,10 +39,10 @@ class TlsServerTest : public ::testing::Test {
     options.host = "127.0.0.1";
     options.port = 0;
     server_ = std::make_unique<HttpServer>(options, certificates_);
-    server_->routes().Get("/conn", [](const httplib::Request& req, httplib::Response& res) {
+    server_->route("GET", "/conn", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(std::to_string(req.remote_port), "text/plain");
     });
-    server_->routes().Get("/nodelay", [](const httplib::Request& req, httplib::Response& res) {
+    server_->route("GET", "/nodelay", [](const httplib::Request& req, httplib::Response& res) {
       int on = 0;
       socklen_t len = sizeof on;
       ::getsockopt(SSL_get_fd(req.ssl), IPPROTO_TCP, TCP_NODELAY, &on, &len);

@@ -96,8 +96,8 @@ class ProbeRoutesTest : public ::testing::Test {
     options.host = "127.0.0.1";
     options.port = 0;
     server_ = std::make_unique<net::HttpServer>(options);
-    installProbeRoutes(server_->routes(), health_);
-    installMetricsRoute(server_->routes(), metrics_);
+    installProbeRoutes(*server_, health_);
+    installMetricsRoute(*server_, metrics_);
     port_ = server_->start();
   }
 

@@ -123,7 +123,7 @@ class AdmissionTest : public ::testing::Test {
     options.name = "admission-test-webhooks";
     options.host = "127.0.0.1";
     server_ = std::make_unique<net::HttpServer>(options, certificates_);
-    server_->routes().Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); });
+    server_->route("POST", R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); });
     port_ = server_->start();
 
     for (const auto& [name, team] : {std::pair{"team-a", "a"}, std::pair{"team-b", "b"}}) {

@@ -1,5 +1,5 @@
 // Output negotiation from the Accept header, and the PartialObjectMetadata renderings.
-#include "mka/sandbox/rendering.h"
+#include "rendering.h"
 
 #include <gtest/gtest.h>
 

@@ -198,7 +198,7 @@ TEST(SandboxTest, WritesGoThroughTheClustersWebhooksReachedByService) {
   serverOptions.name = "denier";
   serverOptions.host = "127.0.0.1";
   net::HttpServer webhook(serverOptions, certificates);
-  webhook.routes().Post("/deny", [](const httplib::Request& req, httplib::Response& res) {
+  webhook.route("POST", "/deny", [](const httplib::Request& req, httplib::Response& res) {
     const json review = json::parse(req.body);
     json response = {{"uid", review["request"]["uid"]},
                      {"allowed", false},

@@ -1,13 +1,13 @@
 // Table rendering for `kubectl get`: the JSONPath subset printer columns use, kube's human
 // durations, and the columns per kind.
-#include "mka/sandbox/table.h"
+#include "table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "support/crd_fixtures.h"
 #include "mka/common/errors.h"
 #include "mka/sandbox/api_error.h"
+#include "support/crd_fixtures.h"
 
 namespace mka::sandbox {
 namespace {

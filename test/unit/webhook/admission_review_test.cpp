@@ -175,7 +175,7 @@ TEST(DecodeAdmissionReview, ReadsEveryFieldWeUse) {
   const AdmissionRequest request = decodeAdmissionReview(review.dump());
   EXPECT_EQ(request.apiVersion, "admission.k8s.io/v1");
   EXPECT_EQ(request.uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
-  EXPECT_EQ(request.kind, (kube::GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}));
+  EXPECT_EQ(request.kind, (api::GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}));
   EXPECT_EQ(request.resource, "pipelineruns");
   EXPECT_EQ(request.subResource, "status");
   EXPECT_EQ(request.operation, "CREATE");

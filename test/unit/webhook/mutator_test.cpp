@@ -88,7 +88,7 @@ json applyAddOnlyPatch(const json& object, const json& patch, const std::string&
 
 struct MutateCase {
   std::string name{};
-  kube::GroupVersionKind kind{};
+  api::GroupVersionKind kind{};
   json object{};
   std::string operation = "CREATE";
   ManagedByDefaulting policy = ManagedByDefaulting::MultiKueueQueues;

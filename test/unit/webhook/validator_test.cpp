@@ -58,7 +58,7 @@ std::string subdomainProblem(const std::string& value) {
 
 struct Case {
   std::string name{};
-  kube::GroupVersionKind kind{};
+  api::GroupVersionKind kind{};
   std::string operation{};
   json object{};
   json oldObject = nullptr;
@@ -253,7 +253,7 @@ struct ConfigCase {
   std::string operation{};
   json object{};
   json oldObject = nullptr;
-  kube::GroupVersionKind kind = kConfigMap;
+  api::GroupVersionKind kind = kConfigMap;
   std::vector<std::string> denialContains{};  // empty: allowed
 };
 

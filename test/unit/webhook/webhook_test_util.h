@@ -16,17 +16,17 @@ namespace mka::webhook::testing {
 
 using nlohmann::json;
 
-inline config::ExternalFramework pathFramework(std::string name, kube::GroupVersionKind gvk, std::string path) {
+inline config::ExternalFramework pathFramework(std::string name, api::GroupVersionKind gvk, std::string path) {
   config::ExternalFramework fw;
   fw.name = std::move(name);
   fw.gvk = std::move(gvk);
   fw.managedBy.type = config::ManagedByLocation::Type::Path;
   fw.managedBy.path = std::move(path);
-  fw.managedBy.value = std::string(config::kMultiKueueControllerName);
+  fw.managedBy.value = std::string(api::kMultiKueueControllerName);
   return fw;
 }
 
-inline config::ExternalFramework labelFramework(std::string name, kube::GroupVersionKind gvk, std::string key,
+inline config::ExternalFramework labelFramework(std::string name, api::GroupVersionKind gvk, std::string key,
                                                 std::string value) {
   config::ExternalFramework fw;
   fw.name = std::move(name);
@@ -38,10 +38,10 @@ inline config::ExternalFramework labelFramework(std::string name, kube::GroupVer
   return fw;
 }
 
-inline const kube::GroupVersionKind kPipelineRun{"tekton.dev", "v1", "PipelineRun"};
-inline const kube::GroupVersionKind kWorkflow{"argoproj.io", "v1alpha1", "Workflow"};
-inline const kube::GroupVersionKind kMpiJob{"kubeflow.org", "v2beta1", "MPIJob"};
-inline const kube::GroupVersionKind kConfigMap{"", "v1", "ConfigMap"};
+inline const api::GroupVersionKind kPipelineRun{"tekton.dev", "v1", "PipelineRun"};
+inline const api::GroupVersionKind kWorkflow{"argoproj.io", "v1alpha1", "Workflow"};
+inline const api::GroupVersionKind kMpiJob{"kubeflow.org", "v2beta1", "MPIJob"};
+inline const api::GroupVersionKind kConfigMap{"", "v1", "ConfigMap"};
 inline constexpr std::string_view kArgoLabel = config::kArgoInstanceIdLabel;
 
 // Tekton (spec.managedBy), Argo (label with a '/' in its key) and an MPIJob-like kind
@@ -70,7 +70,7 @@ inline std::string readFixture(const std::string& name) {
 }
 
 // A decoded request as the API server would send it, for the decision functions.
-inline AdmissionRequest makeRequest(const kube::GroupVersionKind& kind, std::string operation, json object,
+inline AdmissionRequest makeRequest(const api::GroupVersionKind& kind, std::string operation, json object,
                                     json oldObject = nullptr) {
   AdmissionRequest request;
   request.apiVersion = std::string(kAdmissionV1);
@@ -88,7 +88,7 @@ inline AdmissionRequest makeRequest(const kube::GroupVersionKind& kind, std::str
 }
 
 // The AdmissionReview body the API server would POST for `object`.
-inline std::string reviewBody(const kube::GroupVersionKind& kind, const std::string& operation, const json& object,
+inline std::string reviewBody(const api::GroupVersionKind& kind, const std::string& operation, const json& object,
                               const json& oldObject = nullptr, std::string apiVersion = std::string(kAdmissionV1)) {
   json request = {{"uid", "d4c1e3a2-0f5b-4c7e-9a8d-6b2f1e0c3d4a"},
                   {"kind", {{"group", kind.group}, {"version", kind.version}, {"kind", kind.kind}}},

@@ -10,7 +10,9 @@
 
 #include "mka/config/configuration.h"
 
-namespace mka::config {
+namespace mka::jobkind {
+
+using config::ManagedByLocation;
 
 // The marker's current value; nullopt when absent or not a string.
 std::optional<std::string> readManagedBy(const nlohmann::json& object, const ManagedByLocation& where);
@@ -25,4 +27,4 @@ nlohmann::json managedByPatch(const nlohmann::json& object, const ManagedByLocat
 // Removes the marker from `object` in place (no-op when absent).
 void removeManagedBy(nlohmann::json& object, const ManagedByLocation& where);
 
-}  // namespace mka::config
+}  // namespace mka::jobkind

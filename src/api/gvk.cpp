@@ -1,6 +1,6 @@
-#include "mka/kube/gvk.h"
+#include "mka/api/gvk.h"
 
-namespace mka::kube {
+namespace mka::api {
 
 std::string GroupVersionKind::apiVersion() const { return group.empty() ? version : group + "/" + version; }
 
@@ -23,4 +23,4 @@ GroupVersionKind GroupVersionKind::fromApiVersion(std::string_view apiVersion, s
   return {std::string(apiVersion.substr(0, slash)), std::string(apiVersion.substr(slash + 1)), std::string(kind)};
 }
 
-}  // namespace mka::kube
+}  // namespace mka::api

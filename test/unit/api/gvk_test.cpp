@@ -1,8 +1,8 @@
-#include "mka/kube/gvk.h"
+#include "mka/api/gvk.h"
 
 #include <gtest/gtest.h>
 
-namespace mka::kube {
+namespace mka::api {
 namespace {
 
 TEST(GroupVersionKind, ParseDottedSplitsAtTheFirstTwoDots) {
@@ -70,4 +70,4 @@ TEST(GroupVersionKind, OrderingIsUsableAsAMapKey) {
 }
 
 }  // namespace
-}  // namespace mka::kube
+}  // namespace mka::api

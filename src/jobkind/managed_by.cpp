@@ -1,10 +1,10 @@
-#include "mka/config/managed_by.h"
+#include "mka/jobkind/managed_by.h"
 
 #include <vector>
 
 #include "mka/common/strings.h"
 
-namespace mka::config {
+namespace mka::jobkind {
 namespace {
 
 // The object keys from the root to the marker: {"spec", "managedBy"} or
@@ -67,4 +67,4 @@ void removeManagedBy(nlohmann::json& object, const ManagedByLocation& where) {
   if (node->is_object() && !keys.empty()) node->erase(keys.back());
 }
 
-}  // namespace mka::config
+}  // namespace mka::jobkind

@@ -1,8 +1,8 @@
-#include "mka/config/managed_by.h"
+#include "mka/jobkind/managed_by.h"
 
 #include <gtest/gtest.h>
 
-namespace mka::config {
+namespace mka::jobkind {
 namespace {
 
 using nlohmann::json;
@@ -158,4 +158,4 @@ TEST(RemoveManagedBy, RemovesOnlyTheMarker) {
 }
 
 }  // namespace
-}  // namespace mka::config
+}  // namespace mka::jobkind

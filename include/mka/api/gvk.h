@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace mka::kube {
+namespace mka::api {
 
 struct GroupVersionKind {
   std::string group;    // "" for the core group
@@ -30,4 +30,4 @@ struct GroupVersionKind {
   auto operator<=>(const GroupVersionKind&) const = default;
 };
 
-}  // namespace mka::kube
+}  // namespace mka::api

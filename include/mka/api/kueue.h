@@ -1,0 +1,60 @@
+#pragma once
+// Kueue's API as users, Kueue and the workers read it (KUEUE-MULTIKUEUE.md §1.3): the Kueue
+// kinds, label and annotation keys, condition types and admission-check states. The webhook,
+// the configuration and the dispatch loop all name them through this header.
+
+#include <cstddef>
+#include <string_view>
+
+#include "mka/api/gvk.h"
+
+namespace mka::api {
+
+inline constexpr std::string_view kKueueGroup = "kueue.x-k8s.io";
+
+// The AdmissionCheck controller name of Kueue's MultiKueue; also the managedBy value Kueue's
+// MultiKueue expects on a manager's job (path locations).
+inline constexpr std::string_view kMultiKueueControllerName = "kueue.x-k8s.io/multikueue";
+
+// Labels and annotations.
+inline constexpr std::string_view kQueueNameLabel = "kueue.x-k8s.io/queue-name";
+inline constexpr std::string_view kOriginLabel = "kueue.x-k8s.io/multikueue-origin";
+// The same key serves as a label and as an annotation (Kueue >= 0.18 writes the annotation).
+inline constexpr std::string_view kPrebuiltWorkloadNameKey = "kueue.x-k8s.io/prebuilt-workload-name";
+inline constexpr std::string_view kJobUidLabel = "kueue.x-k8s.io/job-uid";
+inline constexpr std::string_view kResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use";
+inline constexpr std::string_view kPreemptionGate = "kueue.x-k8s.io/multikueue";
+
+
+// Label values are at most 63 characters (validation.LabelValue).
+inline constexpr std::size_t kMaxLabelValueLength = 63;
+
+// Workload condition types.
+namespace condition {
+inline constexpr std::string_view kQuotaReserved = "QuotaReserved";
+inline constexpr std::string_view kAdmitted = "Admitted";
+inline constexpr std::string_view kEvicted = "Evicted";
+inline constexpr std::string_view kFinished = "Finished";
+inline constexpr std::string_view kDeactivationTarget = "DeactivationTarget";
+inline constexpr std::string_view kActive = "Active";
+}  // namespace condition
+
+// AdmissionCheck states of a Workload's status.admissionChecks[].
+namespace check_state {
+inline constexpr std::string_view kPending = "Pending";
+inline constexpr std::string_view kReady = "Ready";
+inline constexpr std::string_view kRetry = "Retry";
+inline constexpr std::string_view kRejected = "Rejected";
+}  // namespace check_state
+
+// Kueue kinds (kueue.x-k8s.io/v1beta2, the storage version).
+inline const api::GroupVersionKind kWorkloadGvk{"kueue.x-k8s.io", "v1beta2", "Workload"};
+inline const api::GroupVersionKind kAdmissionCheckGvk{"kueue.x-k8s.io", "v1beta2", "AdmissionCheck"};
+inline const api::GroupVersionKind kMultiKueueConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
+inline const api::GroupVersionKind kMultiKueueClusterGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
+
+// Multi-owner workloads name their adapter in annotations, read before ownerReferences (§2.2).
+inline constexpr std::string_view kJobOwnerGvkAnnotation = "kueue.x-k8s.io/job-owner-gvk";
+inline constexpr std::string_view kJobOwnerNameAnnotation = "kueue.x-k8s.io/job-owner-name";
+
+}  // namespace mka::api

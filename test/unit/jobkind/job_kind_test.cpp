@@ -1,0 +1,87 @@
+#include "mka/jobkind/job_kind.h"
+
+#include <gtest/gtest.h>
+
+#include "mka/config/loader.h"
+
+namespace mka::jobkind {
+namespace {
+
+using nlohmann::json;
+using mka::joinErrors;
+
+JobKind pipelineRuns() {
+  return JobKind({"PipelineRun.v1.tekton.dev", {"tekton.dev", "v1", "PipelineRun"}, config::ManagedByLocation{}, true});
+}
+
+JobKind workflows() {
+  config::ExternalFramework f{"Workflow.v1alpha1.argoproj.io", {"argoproj.io", "v1alpha1", "Workflow"}, {}, true};
+  f.managedBy.type = config::ManagedByLocation::Type::Label;
+  f.managedBy.path.clear();
+  f.managedBy.labelKey = "workflows.argoproj.io/controller-instanceid";
+  f.managedBy.value = "multikueue";
+  return JobKind(std::move(f));
+}
+
+TEST(JobKind, NotManagedByMultiKueueWordsKueuesReason) {
+  struct Case {
+    std::string name;
+    JobKind kind;
+    json job;
+    std::optional<std::string> reason;
+  };
+  const std::vector<Case> cases = {
+      {"spec.managedBy set", pipelineRuns(), {{"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}}}}, std::nullopt},
+      {"spec.managedBy missing", pipelineRuns(), {{"spec", json::object()}},
+       "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"\""},
+      {"spec.managedBy someone else's", pipelineRuns(), {{"spec", {{"managedBy", "tekton.dev/pipeline"}}}},
+       "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"tekton.dev/pipeline\""},
+      {"spec.managedBy not a string", pipelineRuns(), {{"spec", {{"managedBy", 7}}}},
+       "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"\""},
+      {"label set", workflows(),
+       {{"metadata", {{"labels", {{"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}}}, std::nullopt},
+      {"label missing", workflows(), {{"metadata", {{"name", "wf"}}}},
+       "Expecting metadata.labels[workflows.argoproj.io/controller-instanceid] to be \"multikueue\" not \"\""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.kind.notManagedByMultiKueue(c.job), c.reason);
+  }
+}
+
+TEST(JobKind, SetsReadsAndRemovesTheMarkerWhereTheKindKeepsIt) {
+  for (const auto& kind : {pipelineRuns(), workflows()}) {
+    SCOPED_TRACE(kind.name());
+    json job = {{"metadata", {{"name", "j"}}}, {"spec", json::object()}};
+    EXPECT_FALSE(kind.managedByValue(job).has_value());
+    job = job.patch(kind.managedByPatch(job));
+    EXPECT_EQ(kind.managedByValue(job), kind.managedBy().value);
+    EXPECT_FALSE(kind.notManagedByMultiKueue(job).has_value());
+    kind.removeManagedBy(job);
+    EXPECT_FALSE(kind.managedByValue(job).has_value());
+  }
+}
+
+TEST(JobKind, KindsOfFollowsTheConfigurationWithItsProfiles) {
+  const auto loaded = config::parseConfiguration(R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+multiKueue:
+  externalFrameworks:
+  - name: Workflow.v1alpha1.argoproj.io
+  - name: TrainingRun.v1.ml.example.com
+    managedBy: {path: spec.runPolicy.managedBy}
+  - name: PipelineRun.v1.tekton.dev
+)");
+  ASSERT_TRUE(loaded.ok()) << joinErrors(loaded.errors);
+  const auto kinds = kindsOf(*loaded.config);
+  ASSERT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(kinds[0].name(), "Workflow.v1alpha1.argoproj.io");
+  EXPECT_EQ(kinds[0].managedByField(), "metadata.labels[workflows.argoproj.io/controller-instanceid]");
+  EXPECT_TRUE(kinds[1].is({"ml.example.com", "v1", "TrainingRun"}));
+  EXPECT_EQ(kinds[1].managedByField(), ".spec.runPolicy.managedBy");
+  EXPECT_EQ(kinds[2].managedByField(), ".spec.managedBy");
+  EXPECT_FALSE(kinds[2].is({"tekton.dev", "v1beta1", "PipelineRun"})) << "another version is another kind";
+}
+
+}  // namespace
+}  // namespace mka::jobkind

@@ -1,0 +1,925 @@
+// The Workload reconciler, step by step (KUEUE-MULTIKUEUE.md §2.1-§2.3), as Kueue's
+// TestWlReconcile does it: each case builds a manager and two workers on the sandbox with the
+// objects it names, reconciles the manager's Workload once and compares what is stored
+// afterwards. No stand-in runs: nothing changes the objects but the reconciler.
+
+#include "mka/multikueue/workload_reconciler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/generic_adapter.h"
+#include "mka/multikueue/workload_status.h"
+#include "sandbox_fixture.h"
+
+namespace mka::multikueue {
+namespace {
+
+using nlohmann::json;
+using std::chrono::minutes;
+using ::testing::HasSubstr;
+
+constexpr const char* kCheck = "ac1";
+constexpr const char* kKey = "default/wl";
+const std::vector<std::string> kWorkers = {"worker1", "worker2"};
+
+const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "default", "", ""};
+const sandbox::ResourceRef kPipelineRuns{"tekton.dev", "v1", "pipelineruns", "default", "", ""};
+
+// ---- objects ----------------------------------------------------------------------------
+
+json condition(const std::string& type, bool status, const std::string& reason = "Reason",
+               const std::string& at = "2026-11-26T10:00:00Z", const std::string& message = "") {
+  return {{"type", type},
+          {"status", status ? "True" : "False"},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", at}};
+}
+
+json ownerReference(const std::string& apiVersion, const std::string& kind, const std::string& name) {
+  return {{"apiVersion", apiVersion}, {"kind", kind}, {"name", name}, {"uid", "uid-" + name}, {"controller", true}};
+}
+
+// The manager's Workload "default/wl" of PipelineRun "job", with quota reserved and our check
+// Pending unless a case changes it.
+json managerWorkload() {
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "Workload"},
+          {"metadata",
+           {{"name", "wl"},
+            {"namespace", "default"},
+            {"labels", {{std::string(kJobUidLabel), "uid-job"}}},
+            {"ownerReferences", json::array({ownerReference("tekton.dev/v1", "PipelineRun", "job")})}}},
+          {"spec",
+           {{"queueName", "lq"},
+            {"podSets", json::array({{{"name", "main"},
+                                      {"count", 1},
+                                      {"template", {{"spec", {{"containers", json::array({{{"name", "c"},
+                                                                                          {"image", "busybox"}}})}}}}}}})}}},
+          {"status",
+           {{"conditions", json::array({condition("QuotaReserved", true, "QuotaReserved")})},
+            {"admission", {{"clusterQueue", "cq"}}},
+            {"admissionChecks",
+             json::array({{{"name", kCheck},
+                           {"state", "Pending"},
+                           {"message", ""},
+                           {"lastTransitionTime", "2026-11-26T10:00:00Z"}}})}}}};
+}
+
+json& checkEntry(json& workload) { return workload["status"]["admissionChecks"][0]; }
+
+json withCheck(json workload, const std::string& state, const std::string& message = "") {
+  checkEntry(workload)["state"] = state;
+  checkEntry(workload)["message"] = message;
+  return workload;
+}
+
+json withCondition(json object, const json& c) {
+  object["status"]["conditions"].push_back(c);
+  return object;
+}
+
+json withClusterName(json workload, const std::string& cluster) {
+  workload["status"]["clusterName"] = cluster;
+  return workload;
+}
+
+json withoutQuota(json workload) {
+  workload["status"]["conditions"] = json::array({condition("QuotaReserved", false, "Pending")});
+  return workload;
+}
+
+// The manager's PipelineRun "job", marked for MultiKueue.
+json managerJob(const std::string& managedBy = std::string(api::kMultiKueueControllerName)) {
+  json job = {{"apiVersion", "tekton.dev/v1"},
+              {"kind", "PipelineRun"},
+              {"metadata", {{"name", "job"}, {"namespace", "default"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
+              {"spec", {{"pipelineRef", {{"name", "build"}}}}}};
+  if (!managedBy.empty()) job["spec"]["managedBy"] = managedBy;
+  return job;
+}
+
+Adapters adapters() { return fixture::pipelineRunAdapters(); }
+
+// The worker's copy of the manager's Workload, as the reconciler creates it, with `conditions`.
+json remoteCopy(const json& conditions = json::array(), const json& local = managerWorkload()) {
+  json copy = remoteWorkload(local, "multikueue");
+  copy["status"] = {{"conditions", conditions}};
+  return copy;
+}
+
+json admittedAt(const std::string& at) {
+  return json::array({condition("QuotaReserved", true, "QuotaReserved", at), condition("Admitted", true, "Admitted", at)});
+}
+
+// The worker's copy of the job, as the reconciler creates it, with `status`.
+json remoteJobCopy(const json& status = nullptr) {
+  json copy = remoteJob(managerJob(), adapters().all().front()->kind(), "wl", "multikueue");
+  if (!status.is_null()) copy["status"] = status;
+  return copy;
+}
+
+json tektonStatus(const std::string& state, const std::string& reason) {
+  return {{"conditions", json::array({{{"type", "Succeeded"},
+                                       {"status", state},
+                                       {"reason", reason},
+                                       {"lastTransitionTime", "2026-11-26T10:05:00Z"}}})}};
+}
+
+json admissionCheck(const std::string& name, const std::string& controller, const json& parameters) {
+  json ac = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+             {"kind", "AdmissionCheck"},
+             {"metadata", {{"name", name}}},
+             {"spec", {{"controllerName", controller}}}};
+  if (!parameters.is_null()) ac["spec"]["parameters"] = parameters;
+  return ac;
+}
+
+json configParameters() { return {{"apiGroup", "kueue.x-k8s.io"}, {"kind", "MultiKueueConfig"}, {"name", "config"}}; }
+
+// ---- one case's world ---------------------------------------------------------------------
+
+// Records Events instead of writing them.
+class RecordingEvents final : public EventRecorder {
+ public:
+  using EventRecorder::EventRecorder;
+  void record(const json&, std::string_view type, std::string_view reason, std::string_view message) override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::string(type) + " " + std::string(reason) + ": " + std::string(message));
+  }
+  std::vector<std::string> events() const {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> events_;
+};
+
+class CountingObserver final : public DispatchObserver {
+ public:
+  void workloadDispatched(const std::string& clusterQueue, const std::string& cluster) override {
+    std::lock_guard lock(mutex_);
+    dispatched_.push_back(clusterQueue + "/" + cluster);
+  }
+  void workloadAdmitted(const std::string& clusterQueue, const std::string& cluster) override {
+    std::lock_guard lock(mutex_);
+    admitted_.push_back(clusterQueue + "/" + cluster);
+  }
+  std::vector<std::string> dispatched() const {
+    std::lock_guard lock(mutex_);
+    return dispatched_;
+  }
+  std::vector<std::string> admitted() const {
+    std::lock_guard lock(mutex_);
+    return admitted_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> dispatched_, admitted_;
+};
+
+// What a case starts from.
+struct Given {
+  json workload = managerWorkload();  // null: none on the manager
+  bool deletedBeforeReconcile = false;  // seen by the informer, then deleted (rememberDeleted)
+  bool terminating = false;            // deleted while a finalizer holds it
+  json job = managerJob();             // null: none
+  json check = admissionCheck(kCheck, std::string(config::kDefaultDispatchControllerName), configParameters());
+  json extraChecks = json::array();    // more AdmissionChecks
+  json clusters = json::array({"worker1", "worker2"});  // the MultiKueueConfig's spec.clusters
+  bool config = true;                  // whether the MultiKueueConfig exists
+  std::vector<std::string> connected = kWorkers;
+  std::map<std::string, json> remoteWorkloads;  // worker -> Workload copy
+  std::map<std::string, json> remoteJobs;       // worker -> job copy
+  std::string dispatcher = std::string(config::kDispatcherAllAtOnce);
+  std::chrono::nanoseconds advance{0};  // the clock moves this far after the workers connect
+};
+
+// What a case expects after one reconcile.
+struct Expected {
+  Result result = Result::done();
+  std::string error;       // a substring of the error thrown; "" = none
+  std::string checkState;  // "" = unchanged
+  std::string checkMessage;
+  std::string clusterName;  // "" = unset
+  std::vector<std::string> nominated;
+  std::string finishedReason;  // "" = not Finished
+  std::map<std::string, bool> remoteWorkloads;  // worker -> copy present (unlisted: not checked)
+  std::map<std::string, bool> remoteJobs;
+  std::vector<std::string> events;
+  std::vector<std::string> dispatched;
+  std::vector<std::string> admitted;
+  json localJobStatus = nullptr;      // the manager's job status, when checked
+  std::string deactivationTargetOn;   // a worker whose copy must be DeactivationTarget=True
+};
+
+class World {
+ public:
+  explicit World(const Given& given) {
+    using fixture::kCrds;
+    auto crds = fixture::managerCrds();
+    crds.push_back(kCrds / "kueue.x-k8s.io_workloads.yaml");
+    crds.push_back(kCrds / "tekton.dev_pipelineruns.yaml");
+    manager_ = &sandbox_.addCluster({.name = "manager", .crdFiles = crds});
+    for (const auto& w : kWorkers) workers_[w] = &sandbox_.addCluster({.name = w, .crdFiles = fixture::workerCrds()});
+    manager_->api().create(fixture::kNamespaces, {{"metadata", {{"name", "kueue-system"}}}});
+    managerClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(
+        kube::restConfigFor(kube::Kubeconfig::parse(manager_->kubeconfig())), fastClient()));
+
+    put(*manager_, fixture::kChecks, given.check);
+    for (const auto& ac : given.extraChecks) put(*manager_, fixture::kChecks, ac);
+    if (given.config)
+      put(*manager_, fixture::kConfigs,
+          {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+           {"kind", "MultiKueueConfig"},
+           {"metadata", {{"name", "config"}}},
+           {"spec", {{"clusters", given.clusters}}}});
+    if (!given.job.is_null()) put(*manager_, kPipelineRuns, given.job);
+    if (!given.workload.is_null()) {
+      json workload = given.workload;
+      if (given.terminating) workload["metadata"]["finalizers"] = json::array({"test.dev/hold"});
+      put(*manager_, kWorkloads, workload);
+      if (given.terminating) manager_->api().remove(fixture::named(kWorkloads, "wl"));
+    }
+    for (const auto& [w, object] : given.remoteWorkloads) put(*workers_.at(w), kWorkloads, object);
+    for (const auto& [w, object] : given.remoteJobs) put(*workers_.at(w), kPipelineRuns, object);
+
+    startCaches();
+    startRegistry(given.connected);
+    clock_.advance(given.advance);
+
+    WorkloadReconciler::Options options;
+    options.adapters = adapters();
+    options.dispatcherName = given.dispatcher;
+    options.incrementalStepSize = 1;
+    events_ = std::make_unique<RecordingEvents>(*managerClient_, clock_, "kueue-workload-controller");
+    reconciler_ = std::make_unique<WorkloadReconciler>(*managerClient_, caches_, *registry_, *events_, clock_,
+                                                       options, &observer_);
+    if (given.deletedBeforeReconcile) {
+      reconciler_->rememberDeleted(*caches_.workloads->get(kKey));
+      manager_->api().remove(fixture::named(kWorkloads, "wl"));
+      EXPECT_TRUE(test::eventually([&] { return !caches_.workloads->get(kKey).has_value(); }));
+    }
+  }
+
+  ~World() {
+    if (registry_) registry_->stop();
+    for (auto& informer : informers_) informer->stop();
+  }
+
+  WorkloadReconciler& reconciler() { return *reconciler_; }
+  const RecordingEvents& events() const { return *events_; }
+  const CountingObserver& observer() const { return observer_; }
+
+  std::optional<json> managerObject(const sandbox::ResourceRef& ref, const std::string& name) {
+    return getIfExists(*manager_, fixture::named(ref, name));
+  }
+  std::optional<json> workerObject(const std::string& worker, const sandbox::ResourceRef& ref) {
+    const auto name = ref.plural == "workloads" ? "wl" : "job";
+    return getIfExists(*workers_.at(worker), fixture::named(ref, name));
+  }
+
+ private:
+  static kube::ClientOptions fastClient() { return fixture::fastClient(); }
+
+  static std::optional<json> getIfExists(sandbox::Cluster& cluster, const sandbox::ResourceRef& ref) {
+    try {
+      return cluster.api().get(ref);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  // Creates `object`, then writes its status through the status subresource (a create ignores
+  // the status of kinds that have one, as kube-apiserver does).
+  static void put(sandbox::Cluster& cluster, const sandbox::ResourceRef& ref, const json& object) {
+    const auto name = object["metadata"]["name"].get<std::string>();
+    auto stored = *cluster.api().create(ref, object);
+    if (!object.contains("status")) return;
+    stored["status"] = object["status"];
+    auto status = fixture::named(ref, name);
+    status.subresource = "status";
+    try {
+      cluster.api().update(status, stored);
+    } catch (const std::exception&) {
+      cluster.api().update(fixture::named(ref, name), stored);  // a kind without a status subresource
+    }
+  }
+
+  void startCaches() {
+    const auto add = [&](const api::GroupVersionKind& gvk) {
+      informers_.push_back(std::make_unique<kube::Informer>(*managerClient_, gvk));
+      return informers_.back().get();
+    };
+    caches_.workloads = add(kWorkloadGvk);
+    caches_.admissionChecks = add(kAdmissionCheckGvk);
+    caches_.configs = add(kMultiKueueConfigGvk);
+    caches_.jobs[fixture::kPipelineRun] = add(fixture::kPipelineRun);
+    for (auto& informer : informers_) informer->start();
+    for (auto& informer : informers_) EXPECT_TRUE(informer->waitForSync(std::chrono::seconds{30}));
+  }
+
+  void startRegistry(const std::vector<std::string>& connected) {
+    ClusterRegistryOptions options;
+    options.adapters = adapters();
+    options.clientOptions = fastClient();
+    options.informerInitialBackoff = std::chrono::milliseconds{10};
+    options.informerMaxBackoff = std::chrono::milliseconds{50};
+    objects_ = std::make_unique<ClientReader>(*managerClient_);
+    registry_ = std::make_unique<ClusterRegistry>(*managerClient_, *objects_, clock_, options);
+    for (const auto& w : connected) {
+      const json secret = {{"apiVersion", "v1"},
+                           {"kind", "Secret"},
+                           {"metadata", {{"name", w}, {"namespace", "kueue-system"}}},
+                           {"data", {{"kubeconfig", base64Encode(workers_.at(w)->kubeconfig())}}}};
+      manager_->api().create(fixture::kSecrets, secret);
+      manager_->api().create(fixture::kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                                  {"kind", "MultiKueueCluster"},
+                                                  {"metadata", {{"name", w}}},
+                                                  {"spec", {{"clusterSource", {{"kubeConfig", {{"location", w}}}}}}}});
+      registry_->reconcile(w);
+      EXPECT_TRUE(test::eventually([&] { return registry_->connected(w) != nullptr; })) << w << " did not connect";
+    }
+  }
+
+  FakeClock clock_;
+  sandbox::Sandbox sandbox_;
+  sandbox::Cluster* manager_ = nullptr;
+  std::map<std::string, sandbox::Cluster*> workers_;
+  std::unique_ptr<kube::Client> managerClient_;
+  std::unique_ptr<ClientReader> objects_;
+  std::vector<std::unique_ptr<kube::Informer>> informers_;
+  ManagerCaches caches_;
+  std::unique_ptr<ClusterRegistry> registry_;
+  std::unique_ptr<RecordingEvents> events_;
+  CountingObserver observer_;
+  std::unique_ptr<WorkloadReconciler> reconciler_;
+};
+
+struct Case {
+  std::string name;
+  Given given;
+  Expected expected;
+};
+
+void verify(World& world, const Expected& want) {
+  const auto workload = world.managerObject(kWorkloads, "wl");
+  if (workload) {
+    const auto* entry = findCheckState(*workload, kCheck);
+    if (!want.checkState.empty()) {
+      ASSERT_NE(entry, nullptr);
+      EXPECT_EQ(entry->value("state", ""), want.checkState);
+      EXPECT_EQ(entry->value("message", ""), want.checkMessage);
+    }
+    EXPECT_EQ(clusterName(*workload), want.clusterName);
+    EXPECT_EQ(nominatedClusters(*workload), want.nominated);
+    const auto* finished = findCondition(*workload, condition::kFinished);
+    if (want.finishedReason.empty()) {
+      EXPECT_FALSE(isFinished(*workload));
+    } else {
+      ASSERT_NE(finished, nullptr);
+      EXPECT_TRUE(isFinished(*workload));
+      EXPECT_EQ(finished->value("reason", ""), want.finishedReason);
+    }
+  }
+  for (const auto& [worker, present] : want.remoteWorkloads)
+    EXPECT_EQ(world.workerObject(worker, kWorkloads).has_value(), present) << "Workload copy on " << worker;
+  for (const auto& [worker, present] : want.remoteJobs)
+    EXPECT_EQ(world.workerObject(worker, kPipelineRuns).has_value(), present) << "job copy on " << worker;
+  EXPECT_EQ(world.events().events(), want.events);
+  EXPECT_EQ(world.observer().dispatched(), want.dispatched);
+  EXPECT_EQ(world.observer().admitted(), want.admitted);
+  if (!want.localJobStatus.is_null()) {
+    const auto job = world.managerObject(kPipelineRuns, "job");
+    ASSERT_TRUE(job.has_value());
+    EXPECT_EQ(job->value("status", json()), want.localJobStatus);
+  }
+  if (!want.deactivationTargetOn.empty()) {
+    const auto copy = world.workerObject(want.deactivationTargetOn, kWorkloads);
+    ASSERT_TRUE(copy.has_value());
+    const auto* c = findCondition(*copy, condition::kDeactivationTarget);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->value("status", ""), "True");
+    EXPECT_EQ(c->value("reason", ""), kReasonEvictedOnManagerCluster);
+  }
+}
+
+void run(const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    World world(c.given);
+    if (::testing::Test::HasFatalFailure()) return;
+    std::optional<Result> result;
+    std::string error;
+    try {
+      result = world.reconciler().reconcile(kKey);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (c.expected.error.empty()) {
+      EXPECT_EQ(error, "");
+      if (result) {
+        EXPECT_EQ(result->requeueAfter.count(), c.expected.result.requeueAfter.count());
+      }
+    } else {
+      EXPECT_THAT(error, HasSubstr(c.expected.error));
+    }
+    verify(world, c.expected);
+  }
+}
+
+const std::string kWhen = "2026-11-26T10:01:00Z";
+const std::string kEarlier = "2026-11-26T10:00:30Z";
+const std::string kAdmittedMessage = "The workload was admitted on \"worker1\"";
+
+// ---- §2.1 and §2.2: which Workloads, which adapter, which owner ----------------------------
+
+TEST(WorkloadReconcilerTest, EntryAndAdapterSelection) {
+  std::vector<Case> cases;
+  {
+    Case c{"no Workload, none remembered: nothing to do", {}, {}};
+    c.given.workload = nullptr;
+    cases.push_back(c);
+  }
+  {
+    Case c{"a check of another controller: the Workload is not ours", {}, {}};
+    c.given.check = admissionCheck(kCheck, "example.com/other", configParameters());
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"our check Rejected: left alone", {}, {}};
+    c.given.workload = withCheck(managerWorkload(), "Rejected", "no");
+    c.expected.checkState = "Rejected";
+    c.expected.checkMessage = "no";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"no owner at all: Rejected, no adapter", {}, {}};
+    c.given.workload = managerWorkload();
+    c.given.workload["metadata"].erase("ownerReferences");
+    c.expected.checkState = "Rejected";
+    c.expected.checkMessage = "No multikueue adapter found, Previously: \"Pending\"";
+    cases.push_back(c);
+  }
+  {
+    Case c{"an owner of a kind not configured: Rejected, naming the kind", {}, {}};
+    c.given.workload = managerWorkload();
+    c.given.workload["metadata"]["ownerReferences"] = json::array({ownerReference("batch/v1", "Job", "job")});
+    c.expected.checkState = "Rejected";
+    c.expected.checkMessage =
+        "No multikueue adapter found for owner kind \"batch/v1, Kind=Job\", Previously: \"Pending\"";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"job-owner annotations name a configured kind: it is the owner, before ownerReferences", {}, {}};
+    c.given.workload = managerWorkload();
+    c.given.workload["metadata"]["ownerReferences"] = json::array({ownerReference("batch/v1", "Job", "other")});
+    c.given.workload["metadata"]["annotations"] = {{"kueue.x-k8s.io/job-owner-gvk", "tekton.dev/v1, Kind=PipelineRun"},
+                                                   {"kueue.x-k8s.io/job-owner-name", "job"}};
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker1", "cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the owner is not marked for MultiKueue: Rejected with Kueue's reason", {}, {}};
+    c.given.job = managerJob("tekton.dev/pipeline");
+    c.expected.checkState = "Rejected";
+    c.expected.checkMessage =
+        "The owner is not managed by Kueue: Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not "
+        "\"tekton.dev/pipeline\", Previously: \"Pending\"";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the owner job does not exist: an error, retried", {}, {}};
+    c.given.job = nullptr;
+    c.expected.error = "not found";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the check's MultiKueueConfig does not exist: an error naming it", {}, {}};
+    c.given.config = false;
+    c.expected.error = "MultiKueueConfig \"config\" not found";
+    cases.push_back(c);
+  }
+  {
+    Case c{"the check has no parameters: an error with Kueue's words", {}, {}};
+    c.given.check = admissionCheck(kCheck, std::string(config::kDefaultDispatchControllerName), nullptr);
+    c.expected.error = "cannot load its MultiKueueConfig: missing parameters reference";
+    cases.push_back(c);
+  }
+  run(cases);
+}
+
+// ---- §2.1 step 6 and §2.3 (2): nothing stays on the workers unless the Workload runs --------
+
+TEST(WorkloadReconcilerTest, CleanupWhenDeletedOrNotRunning) {
+  std::vector<Case> cases;
+  const auto withCopies = [](Case c) {
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy()}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy()}};
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    c.expected.remoteJobs = {{"worker1", false}};
+    return c;
+  };
+  {
+    Case c{"deleted (remembered from the informer): every copy removed", {}, {}};
+    c.given.deletedBeforeReconcile = true;
+    cases.push_back(withCopies(c));
+  }
+  {
+    Case c{"deleted with its owner job gone: every copy removed still", {}, {}};
+    c.given.deletedBeforeReconcile = true;
+    c.given.job = nullptr;
+    cases.push_back(withCopies(c));
+  }
+  {
+    Case c{"terminating: every copy removed", {}, {}};
+    c.given.terminating = true;
+    cases.push_back(withCopies(c));
+  }
+  {
+    Case c{"quota no longer reserved: every copy removed", {}, {}};
+    c.given.workload = withoutQuota(managerWorkload());
+    cases.push_back(withCopies(c));
+  }
+  {
+    Case c{"finished on the manager: every copy removed", {}, {}};
+    c.given.workload = withCondition(managerWorkload(), condition("Finished", true, "Succeeded"));
+    c.expected.finishedReason = "Succeeded";
+    cases.push_back(withCopies(c));
+  }
+  {
+    Case c{"not running, nothing on the workers, all reachable: done", {}, {}};
+    c.given.workload = withoutQuota(managerWorkload());
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"not running and a worker unreachable: looked at again after workerLostTimeout", {}, {}};
+    c.given.workload = withoutQuota(managerWorkload());
+    c.given.connected = {"worker1"};
+    c.expected.result = Result::after(minutes{15});
+    cases.push_back(c);
+  }
+  {
+    Case c{"not running, a copy on one worker, the other unreachable: removed, then after workerLostTimeout", {}, {}};
+    c.given.workload = withoutQuota(managerWorkload());
+    c.given.connected = {"worker1"};
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}};
+    c.expected.remoteWorkloads = {{"worker1", false}};
+    c.expected.result = Result::after(minutes{15});
+    cases.push_back(c);
+  }
+  run(cases);
+}
+
+// ---- §2.3 (3) and (4): a worker finished or evicted its copy --------------------------------
+
+TEST(WorkloadReconcilerTest, RemoteFinishedOrEvicted) {
+  std::vector<Case> cases;
+  const auto running = withClusterName(withCheck(managerWorkload(), "Ready", kAdmittedMessage), "worker1");
+  {
+    Case c{"finished on the winner: final job status copied, Finished with the worker's reason", {}, {}};
+    c.given.workload = running;
+    c.given.remoteWorkloads = {
+        {"worker1", remoteCopy(json::array({condition("Admitted", true, "Admitted"),
+                                            condition("Finished", true, "Succeeded", kWhen, "done")}))}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy(tektonStatus("True", "Succeeded"))}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.finishedReason = "Succeeded";
+    c.expected.localJobStatus = tektonStatus("True", "Succeeded");
+    c.expected.remoteWorkloads = {{"worker1", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"finished OutOfSync while Ready: Retry, re-dispatched, a Warning", {}, {}};
+    c.given.workload = running;
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Finished", true, "OutOfSync")}))}};
+    const std::string message =
+        "Remote workload on worker cluster \"worker1\" is out of sync with its user job, resetting for re-dispatch, "
+        "Previously: \"Ready\"";
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = message;
+    c.expected.clusterName = "worker1";
+    c.expected.events = {"Warning MultiKueue: " + message};
+    cases.push_back(c);
+  }
+  {
+    Case c{"finished OutOfSync while Pending: nothing changes", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Finished", true, "OutOfSync")}))}};
+    c.expected.checkState = "Pending";
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the earliest finish wins when two workers report one", {}, {}};
+    c.given.workload = running;
+    c.given.remoteWorkloads = {
+        {"worker1", remoteCopy(json::array({condition("Finished", true, "Succeeded", kWhen)}))},
+        {"worker2", remoteCopy(json::array({condition("Finished", true, "Failed", kEarlier)}))}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.finishedReason = "Failed";
+    cases.push_back(c);
+  }
+  {
+    Case c{"evicted on the worker while Ready: Retry, re-admitted elsewhere, an Event", {}, {}};
+    c.given.workload = running;
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Evicted", true, "Preempted")}))}};
+    const std::string message =
+        "Workload evicted on worker cluster: \"worker1\", resetting for re-admission. Previously: \"Ready\"";
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = message;
+    c.expected.clusterName = "worker1";
+    c.expected.events = {"Normal MultiKueue: " + message};
+    cases.push_back(c);
+  }
+  {
+    Case c{"evicted on the worker and on the manager: the job's status still copied, nothing else", {}, {}};
+    c.given.workload = withCondition(running, condition("Evicted", true, "Preempted"));
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Evicted", true, "Preempted")}))}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy(tektonStatus("Unknown", "Stopping"))}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.localJobStatus = tektonStatus("Unknown", "Stopping");
+    c.expected.remoteJobs = {{"worker1", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"evicted on a worker while Pending: falls through, dispatched as usual", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Evicted", true, "Preempted")}))}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  run(cases);
+}
+
+// ---- §2.3 (5) and (6): out-of-sync copies, the winner, lost winners --------------------------
+
+TEST(WorkloadReconcilerTest, OutOfSyncCopiesAndTheWinner) {
+  std::vector<Case> cases;
+  const auto ready = withClusterName(withCheck(managerWorkload(), "Ready", kAdmittedMessage), "worker1");
+  {
+    Case c{"a copy whose spec differs: deleted and created again from the manager's", {}, {}};
+    json stale = managerWorkload();
+    stale["spec"]["queueName"] = "old";
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array(), stale)}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker1", "cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the first worker admits: other copies go, job copy created, Ready with clusterName, an Event", {}, {}};
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker1", "worker2"});
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}, {"worker2", remoteCopy()}};
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.remoteJobs = {{"worker1", true}, {"worker2", false}};
+    c.expected.events = {"Normal MultiKueue: " + kAdmittedMessage};
+    c.expected.admitted = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"two workers admitted: the earlier admission wins", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))},
+                               {"worker2", remoteCopy(admittedAt(kEarlier))}};
+    const std::string message = "The workload was admitted on \"worker2\"";
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = message;
+    c.expected.clusterName = "worker2";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.remoteJobs = {{"worker1", false}, {"worker2", true}};
+    c.expected.events = {"Normal " + std::string(kEventReason) + ": " + message};
+    c.expected.admitted = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"a recorded winner stays the winner though another admitted earlier", {}, {}};
+    c.given.workload = ready;
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))},
+                               {"worker2", remoteCopy(admittedAt(kEarlier))}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy()}};
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Ready and running: the job's new status copied back, no second Event", {}, {}};
+    c.given.workload = ready;
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy(tektonStatus("Unknown", "Running"))}};
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.localJobStatus = tektonStatus("Unknown", "Running");
+    cases.push_back(c);
+  }
+  {
+    Case c{"evicted on the manager while running: the worker's copy is asked to deactivate", {}, {}};
+    c.given.workload = withCondition(ready, condition("Evicted", true, "Preempted", kWhen, "preempted by wl2"));
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy()}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.deactivationTargetOn = "worker1";
+    c.expected.remoteJobs = {{"worker1", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"in Retry: the job is synced but the check is not set Ready again", {}, {}};
+    c.given.workload = withCheck(managerWorkload(), "Retry", "again");
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}};
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = "again";
+    c.expected.remoteJobs = {{"worker1", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"a job of that name on the winner that is not ours: an error naming it, left untouched", {}, {}};
+    json foreign = managerJob("");
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}};
+    c.given.remoteJobs = {{"worker1", foreign}};
+    c.expected.error = "remote object is not owned by MultiKueue";
+    c.expected.checkState = "Pending";
+    c.expected.remoteJobs = {{"worker1", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Ready with no cluster recorded: Retry, as Kueue reports it", {}, {}};
+    c.given.workload = withCheck(managerWorkload(), "Ready", kAdmittedMessage);
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = std::string(message::kReadyWithoutCluster) + ", Previously: \"Ready\"";
+    cases.push_back(c);
+  }
+  {
+    Case c{"Ready, the winner unreachable within workerLostTimeout: looked at again when it ends", {}, {}};
+    c.given.workload = ready;
+    c.given.connected = {"worker2"};
+    c.given.advance = minutes{5};
+    c.expected.result = Result::after(minutes{10});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    cases.push_back(c);
+  }
+  {
+    Case c{"Ready, the winner unreachable past workerLostTimeout: Retry, admitting remote lost", {}, {}};
+    c.given.workload = ready;
+    c.given.connected = {"worker2"};
+    c.given.advance = minutes{16};
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = "Admitting remote lost, Previously: \"Ready\"";
+    c.expected.clusterName = "worker1";
+    cases.push_back(c);
+  }
+  {
+    Case c{"Ready, the winner reachable but its copy gone: Retry at once", {}, {}};
+    c.given.workload = ready;
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = "Admitting remote no longer exists, Previously: \"Ready\"";
+    c.expected.clusterName = "worker1";
+    cases.push_back(c);
+  }
+  run(cases);
+}
+
+// ---- §2.3 (8), (9) and §2.14: nomination and copies ----------------------------------------
+
+TEST(WorkloadReconcilerTest, NominationAndDispatch) {
+  std::vector<Case> cases;
+  {
+    Case c{"Pending, AllAtOnce: a copy on every reachable worker, all nominated", {}, {}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
+    c.expected.remoteJobs = {{"worker1", false}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1", "cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Pending, AllAtOnce, a worker unreachable: only the reachable one", {}, {}};
+    c.given.connected = {"worker2"};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker2"};
+    c.expected.remoteWorkloads = {{"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Pending, copies already there: nothing created twice", {}, {}};
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker1", "worker2"});
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy()}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"another check not Ready yet: nothing dispatched", {}, {}};
+    c.given.extraChecks = json::array({admissionCheck("provisioning", "example.com/provisioning", nullptr)});
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["admissionChecks"].push_back(
+        {{"name", "provisioning"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", kWhen}});
+    c.expected.checkState = "Pending";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Pending with a cluster recorded: no new nomination", {}, {}};
+    c.given.workload = withClusterName(managerWorkload(), "worker1");
+    c.expected.checkState = "Pending";
+    c.expected.clusterName = "worker1";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Incremental: the first round nominates the first step of workers", {}, {}};
+    c.given.dispatcher = std::string(config::kDispatcherIncremental);
+    c.expected.result = Result::after(kIncrementalRoundTimeout);
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"an external dispatcher's nomination: copies only there", {}, {}};
+    c.given.dispatcher = "example.com/my-dispatcher";
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker2"});
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker2"};
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"an external dispatcher no longer nominates a worker: its copy goes", {}, {}};
+    c.given.dispatcher = "example.com/my-dispatcher";
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker2"});
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker2"};
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"an external dispatcher nominates an unreachable worker: an error, the others still served", {}, {}};
+    c.given.dispatcher = "example.com/my-dispatcher";
+    c.given.connected = {"worker1"};
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker1", "worker2"});
+    c.expected.error = "cluster worker2: no remote client for nominated cluster";
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  run(cases);
+}
+
+}  // namespace
+}  // namespace mka::multikueue
