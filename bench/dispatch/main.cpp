@@ -8,30 +8,30 @@
 // - status-sync latency: a worker job's first status write -> that status on the manager's job.
 // Prints figures; exits non-zero only when the setup fails or jobs never get through.
 
-#include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
-#include <sched.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <csignal>
-#include <sstream>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
-#include "mka/demo/environment.h"
 #include "mka/common/thread_name.h"
+#include "mka/demo/environment.h"
 #include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/sandbox/object_store.h"
@@ -228,7 +228,8 @@ multiKueue:
   - name: PipelineRun.v1.tekton.dev
   - name: Workflow.v1alpha1.argoproj.io
 )";
-    if (!gcInterval.empty()) std::ofstream(dir / "config.yaml", std::ios::app) << "  gcInterval: " << gcInterval << "\n";
+    if (!gcInterval.empty())
+      std::ofstream(dir / "config.yaml", std::ios::app) << "  gcInterval: " << gcInterval << "\n";
 
     // Recorders first, so no event is missed.
     auto& manager = env.cluster("manager");
@@ -297,9 +298,12 @@ multiKueue:
     const auto spawned = Steady::now();
     if (posix_spawn(&child, adapter.c_str(), nullptr, nullptr, argvChild.data(), environ) != 0)
       throw std::runtime_error("cannot start " + adapter);
-    waitFor([&] { return remoteCount() >= static_cast<std::size_t>(jobs) &&
-                         managerStatus.count() >= static_cast<std::size_t>(jobs); },
-            "the backlog to be dispatched");
+    waitFor(
+        [&] {
+          return remoteCount() >= static_cast<std::size_t>(jobs) &&
+                 managerStatus.count() >= static_cast<std::size_t>(jobs);
+        },
+        "the backlog to be dispatched");
     Steady::time_point lastCreated = spawned, firstCreated = Steady::time_point::max();
     for (auto& r : remote)
       for (auto& [name, t] : r->snapshot(kCreated)) {
@@ -355,25 +359,31 @@ multiKueue:
       if (w != workerStatus.end() && m != statusAt.end())
         sync.push_back(std::chrono::duration<double, std::milli>(m->second - w->second).count());
     }
-    std::printf("backlog throughput  %.0f jobs/s  (%d jobs: adapter process start -> last job copy created, %.1f s, "
-                "%.2f CPU s)\n",
-                backlogSeconds > 0 ? jobs / backlogSeconds : 0.0, jobs, backlogSeconds, afterBacklog.cpuSeconds);
+    std::printf(
+        "backlog throughput  %.0f jobs/s  (%d jobs: adapter process start -> last job copy created, %.1f s, "
+        "%.2f CPU s)\n",
+        backlogSeconds > 0 ? jobs / backlogSeconds : 0.0, jobs, backlogSeconds, afterBacklog.cpuSeconds);
     // Everything but the adapter runs in this process: the four API servers, the Kueue
     // stand-ins and the recorders. Its CPU shows how much of the machine the sandbox took.
-    std::printf("sandbox CPU         %.2f CPU s over the backlog (this process: API servers, Kueue stand-ins, "
-                "recorders), %.2f ms per job\n",
-                sandboxBacklog, jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
+    std::printf(
+        "sandbox CPU         %.2f CPU s over the backlog (this process: API servers, Kueue stand-ins, "
+        "recorders), %.2f ms per job\n",
+        sandboxBacklog, jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
     std::printf("first job copy      %.2f s after the adapter process started\n", firstSeconds);
-    std::printf("backlog end to end  %.0f jobs/s  (adapter process start -> the last job's worker status on the "
-                "manager, %.1f s)\n",
-                flowSeconds > 0 ? jobs / flowSeconds : 0.0, flowSeconds);
-    std::printf("steady state        %d jobs, one per 10 ms, %.1f s, while %d are tracked (started once the adapter "
-                "was idle, %.0f s after the backlog)\n",
-                steady, std::chrono::duration<double>(Steady::now() - steadyStart).count(), jobs, settleSeconds);
-    std::printf("dispatch latency    p50 %.1f ms  p99 %.1f ms  (quota reserved -> job copy created on a worker, %zu samples)\n",
-                percentile(dispatch, 0.5), percentile(dispatch, 0.99), dispatch.size());
-    std::printf("status sync         p50 %.1f ms  p99 %.1f ms  (worker job status -> manager job status, %zu samples)\n",
-                percentile(sync, 0.5), percentile(sync, 0.99), sync.size());
+    std::printf(
+        "backlog end to end  %.0f jobs/s  (adapter process start -> the last job's worker status on the "
+        "manager, %.1f s)\n",
+        flowSeconds > 0 ? jobs / flowSeconds : 0.0, flowSeconds);
+    std::printf(
+        "steady state        %d jobs, one per 10 ms, %.1f s, while %d are tracked (started once the adapter "
+        "was idle, %.0f s after the backlog)\n",
+        steady, std::chrono::duration<double>(Steady::now() - steadyStart).count(), jobs, settleSeconds);
+    std::printf(
+        "dispatch latency    p50 %.1f ms  p99 %.1f ms  (quota reserved -> job copy created on a worker, %zu samples)\n",
+        percentile(dispatch, 0.5), percentile(dispatch, 0.99), dispatch.size());
+    std::printf(
+        "status sync         p50 %.1f ms  p99 %.1f ms  (worker job status -> manager job status, %zu samples)\n",
+        percentile(sync, 0.5), percentile(sync, 0.99), sync.size());
     std::printf("adapter             %.2f CPU s in all, peak RSS %.1f MiB with %d jobs tracked\n", after.cpuSeconds,
                 after.peakRssMiB, jobs + steady);
     // The sandbox (four API servers and Kueues) shares the CPUs with the adapter here; in a
@@ -384,16 +394,18 @@ multiKueue:
     CPU_ZERO(&cpus);
     const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     const double msPerJob = jobs > 0 ? 1000.0 * afterBacklog.cpuSeconds / jobs : 0.0;
-    std::printf("adapter CPU         %.2f ms per job in the backlog -> about %.0f jobs/s if the adapter had the %d "
-                "CPUs to itself (projection)\n",
-                msPerJob, msPerJob > 0 ? 1000.0 * usable / msPerJob : 0.0, usable);
+    std::printf(
+        "adapter CPU         %.2f ms per job in the backlog -> about %.0f jobs/s if the adapter had the %d "
+        "CPUs to itself (projection)\n",
+        msPerJob, msPerJob > 0 ? 1000.0 * usable / msPerJob : 0.0, usable);
     // The adapter's CPU over the backlog varies from run to run by more than most changes
     // save, largely with how many reconciles the events of a job take; per reconcile, runs
     // compare better.
     if (backlogReconciles > 0) {
-      std::printf("adapter reconciles  %.0f Workload reconciles in the backlog (%.2f per job) -> %.0f us of adapter CPU "
-                  "per reconcile\n",
-                  backlogReconciles, backlogReconciles / jobs, 1e6 * afterBacklog.cpuSeconds / backlogReconciles);
+      std::printf(
+          "adapter reconciles  %.0f Workload reconciles in the backlog (%.2f per job) -> %.0f us of adapter CPU "
+          "per reconcile\n",
+          backlogReconciles, backlogReconciles / jobs, 1e6 * afterBacklog.cpuSeconds / backlogReconciles);
     }
     bool lost = reserved.lost() || managerStatus.lost();
     for (auto& r : remote) lost = lost || r->lost();

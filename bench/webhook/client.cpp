@@ -249,8 +249,8 @@ bool Connection::roundTrip(std::string_view request, HttpResult& result, std::st
   std::size_t pos = head.find("\r\n");
   while (pos != std::string_view::npos && pos < head.size()) {
     const std::size_t next = head.find("\r\n", pos + 2);
-    const std::string_view line = head.substr(pos + 2, next == std::string_view::npos ? std::string_view::npos
-                                                                                      : next - pos - 2);
+    const std::string_view line =
+        head.substr(pos + 2, next == std::string_view::npos ? std::string_view::npos : next - pos - 2);
     const std::size_t colon = line.find(':');
     if (colon != std::string_view::npos) {
       const std::string_view name = line.substr(0, colon);
@@ -286,8 +286,7 @@ bool Connection::roundTrip(std::string_view request, HttpResult& result, std::st
   return true;
 }
 
-std::string buildRequest(std::string_view path, std::string_view hostHeader, std::string_view body,
-                         bool acceptGzip) {
+std::string buildRequest(std::string_view path, std::string_view hostHeader, std::string_view body, bool acceptGzip) {
   std::string r;
   r.reserve(body.size() + 256);
   r += "POST ";
@@ -334,8 +333,8 @@ PhaseResult runPhase(const PhaseSpec& spec, std::vector<std::unique_ptr<Connecti
     pthread_setname_np(pthread_self(), ("client-" + std::to_string(index % 1000)).c_str());  // for profiles
     PerThread& me = per[index];
     Connection& conn = *connections[index];
-    const double expected = spec.duration.count() * 1e-9 *
-                            (spec.mode == Mode::OpenLoop ? spec.rate / static_cast<double>(n) : 50000.0);
+    const double expected =
+        spec.duration.count() * 1e-9 * (spec.mode == Mode::OpenLoop ? spec.rate / static_cast<double>(n) : 50000.0);
     me.latencies.reserve(static_cast<std::size_t>(std::min(expected, 4e6)) + 16);
     if (spec.mode == Mode::OpenLoop) me.late.reserve(static_cast<std::size_t>(std::min(expected, 4e6)) + 16);
     HttpResult result;

@@ -18,10 +18,10 @@ namespace mka::bench {
 
 struct HttpResult {
   int status = 0;
-  std::string body;            // decoded (gunzipped when the server compressed it)
+  std::string body;  // decoded (gunzipped when the server compressed it)
   std::string contentEncoding;
   std::size_t wireBodyBytes = 0;  // as sent (before gunzip)
-  bool serverCloses = false;   // "Connection: close" in the response
+  bool serverCloses = false;      // "Connection: close" in the response
 };
 
 // TLS client settings shared by every connection.
@@ -67,8 +67,7 @@ class Connection {
 };
 
 // Builds the request kube-apiserver would send for a webhook at `path`.
-std::string buildRequest(std::string_view path, std::string_view hostHeader, std::string_view body,
-                         bool acceptGzip);
+std::string buildRequest(std::string_view path, std::string_view hostHeader, std::string_view body, bool acceptGzip);
 
 // ---- load phases ----
 
@@ -86,22 +85,24 @@ struct PhaseSpec {
 struct PhaseResult {
   PhaseSpec spec;
   std::size_t connections = 0;
-  double seconds = 0;           // wall time of the measured window
+  double seconds = 0;  // wall time of the measured window
   std::uint64_t ok = 0;
   std::uint64_t errors = 0;
   std::uint64_t reconnects = 0;
   std::string firstError;
   std::vector<std::int64_t> latenciesNs;  // of successful requests, sorted
-  double processCpuSeconds = 0;  // whole process (server + client) during the phase
-  double clientCpuSeconds = 0;   // the load-generator threads only
-  double machineBusySeconds = 0; // all CPUs, every process (/proc/stat), to see other load
-  std::vector<std::int64_t> sendLateNs;  // OpenLoop: wake-up time - scheduled time, when the sender slept; sorted
+  double processCpuSeconds = 0;           // whole process (server + client) during the phase
+  double clientCpuSeconds = 0;            // the load-generator threads only
+  double machineBusySeconds = 0;          // all CPUs, every process (/proc/stat), to see other load
+  std::vector<std::int64_t> sendLateNs;   // OpenLoop: wake-up time - scheduled time, when the sender slept; sorted
 
   double requestsPerSecond() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
   // Nearest-rank percentile in milliseconds (p in [0, 1]); 0 when there are no samples.
   double percentileMs(double p) const;
   // CPU seconds used by other processes on the machine during the phase.
-  double otherCpuSeconds() const { return machineBusySeconds > processCpuSeconds ? machineBusySeconds - processCpuSeconds : 0; }
+  double otherCpuSeconds() const {
+    return machineBusySeconds > processCpuSeconds ? machineBusySeconds - processCpuSeconds : 0;
+  }
 };
 
 // Nearest-rank percentile of sorted nanosecond samples, in milliseconds.

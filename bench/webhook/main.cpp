@@ -12,8 +12,8 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -24,18 +24,18 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
-#include "mka/net/pki.h"
 #include "client.h"
 #include "mka/config/configuration.h"
 #include "mka/config/store.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
+#include "mka/net/pki.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_handler.h"
 #include "mka/webhook/queue_index.h"
@@ -139,10 +139,10 @@ void printRow(const mka::bench::PhaseResult& r, int cpus) {
   const double ok = r.ok > 0 ? static_cast<double>(r.ok) : 1;
   const double serverCpu = std::max(0.0, r.processCpuSeconds - r.clientCpuSeconds);
   const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0.0;
-  std::printf("%-9s %-10s %5zu %9.0f %8.3f %8.3f %8.3f %8.3f %7llu %8.1f %8.1f %5.0f%% %5.0f%%\n", r.spec.endpoint.c_str(),
-              mode.c_str(), r.connections, r.requestsPerSecond(), r.percentileMs(0.50), r.percentileMs(0.90),
-              r.percentileMs(0.99), r.percentileMs(1.0), static_cast<unsigned long long>(r.errors),
-              serverCpu / ok * 1e6, r.clientCpuSeconds / ok * 1e6,
+  std::printf("%-9s %-10s %5zu %9.0f %8.3f %8.3f %8.3f %8.3f %7llu %8.1f %8.1f %5.0f%% %5.0f%%\n",
+              r.spec.endpoint.c_str(), mode.c_str(), r.connections, r.requestsPerSecond(), r.percentileMs(0.50),
+              r.percentileMs(0.90), r.percentileMs(0.99), r.percentileMs(1.0),
+              static_cast<unsigned long long>(r.errors), serverCpu / ok * 1e6, r.clientCpuSeconds / ok * 1e6,
               r.processCpuSeconds * share, r.otherCpuSeconds() * share);
 }
 
@@ -275,7 +275,8 @@ int run(const Flags& flags) {
   if (flags.endpoint == "mutate" || flags.endpoint == "both") endpoints.push_back("mutate");
   if (flags.endpoint == "constant" || flags.endpoint == "both") endpoints.push_back("constant");
   const std::string hostHeader = "localhost:" + std::to_string(port);
-  const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.duration));
+  const auto duration =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.duration));
 
   // One request per endpoint first: what the load generator will see.
   for (const auto& endpoint : endpoints) {
@@ -301,8 +302,9 @@ int run(const Flags& flags) {
       auto warm = spec;
       warm.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.warmup));
       const auto w = mka::bench::runPhase(warm, connections);
-      if (w.errors > 0) std::printf("!!! warmup on /%s: %llu errors, first: %s\n", endpoint.c_str(),
-                                    static_cast<unsigned long long>(w.errors), w.firstError.c_str());
+      if (w.errors > 0)
+        std::printf("!!! warmup on /%s: %llu errors, first: %s\n", endpoint.c_str(),
+                    static_cast<unsigned long long>(w.errors), w.firstError.c_str());
     }
     if (flags.modes == "max" || flags.modes == "both") {
       spec.mode = mka::bench::Mode::ClosedLoop;
@@ -344,9 +346,10 @@ int run(const Flags& flags) {
       cpus);
   for (const auto& r : results) {
     if (r.spec.mode != mka::bench::Mode::OpenLoop) continue;
-    std::printf("%-9s rate: load generator woke late by p50 %.3f ms, p99 %.3f ms, max %.3f ms (included in the latencies)\n",
-                r.spec.endpoint.c_str(), mka::bench::percentileMs(r.sendLateNs, 0.5),
-                mka::bench::percentileMs(r.sendLateNs, 0.99), mka::bench::percentileMs(r.sendLateNs, 1.0));
+    std::printf(
+        "%-9s rate: load generator woke late by p50 %.3f ms, p99 %.3f ms, max %.3f ms (included in the latencies)\n",
+        r.spec.endpoint.c_str(), mka::bench::percentileMs(r.sendLateNs, 0.5),
+        mka::bench::percentileMs(r.sendLateNs, 0.99), mka::bench::percentileMs(r.sendLateNs, 1.0));
   }
   for (const auto& r : results) {
     if (r.seconds > 0 && r.otherCpuSeconds() > 0.1 * r.seconds * cpus) {
@@ -392,11 +395,15 @@ int main(int argc, char** argv) {
   app.add_option("--connections", flags.connections, "keep-alive TLS connections, one client thread each")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  app.add_option("--duration", flags.duration, "seconds per measured phase")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--duration", flags.duration, "seconds per measured phase")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--rate", flags.rate, "open-loop phase: requests per second over all connections")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--warmup", flags.warmup, "seconds of unmeasured load per endpoint")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--warmup", flags.warmup, "seconds of unmeasured load per endpoint")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--endpoint", flags.endpoint, "which endpoint(s) to load")
       ->check(CLI::IsMember({"mutate", "constant", "both"}))
       ->capture_default_str();

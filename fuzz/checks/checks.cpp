@@ -3,8 +3,8 @@
 #include <iterator>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "mka/common/errors.h"
 #include "mka/config/loader.h"
@@ -155,14 +155,9 @@ void checkSandboxRequest(std::string_view input) {
   const auto rest = input.substr(1);
   try {
     switch (selector) {
-      case 0:
-        (void)sandbox::LabelSelector::parse(rest).matches(patchTarget()["metadata"]["labels"]);
-        return;
-      case 1:
-        (void)sandbox::FieldSelector::parse(rest).matches(patchTarget());
-        return;
-      default:
-        break;
+      case 0: (void)sandbox::LabelSelector::parse(rest).matches(patchTarget()["metadata"]["labels"]); return;
+      case 1: (void)sandbox::FieldSelector::parse(rest).matches(patchTarget()); return;
+      default: break;
     }
     // A patch body reaches the patch code only after it parsed as JSON, as in the API server.
     const auto patch = json::parse(rest, nullptr, /*allow_exceptions=*/false);

@@ -19,7 +19,8 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
          a.dispatch.workloadConcurrency == b.dispatch.workloadConcurrency &&
          a.clientConnection.qps == b.clientConnection.qps && a.clientConnection.burst == b.clientConnection.burst &&
          frameworks(a) == frameworks(b) && a.multiKueue.gcInterval == b.multiKueue.gcInterval &&
-         a.multiKueue.origin == b.multiKueue.origin && a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
+         a.multiKueue.origin == b.multiKueue.origin &&
+         a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
          a.multiKueue.dispatcherName == b.multiKueue.dispatcherName;
 }
 
@@ -44,8 +45,7 @@ class DispatchRunner::Observer : public multikueue::ControllerObserver, public m
   observability::Metrics& metrics_;
 };
 
-DispatchRunner::DispatchRunner(kube::Client& manager, const config::ConfigStore& store,
-                               observability::Metrics& metrics)
+DispatchRunner::DispatchRunner(kube::Client& manager, const config::ConfigStore& store, observability::Metrics& metrics)
     : manager_(manager), store_(store), metrics_(metrics), observer_(std::make_unique<Observer>(metrics)) {}
 
 DispatchRunner::~DispatchRunner() { stop(); }
@@ -126,9 +126,7 @@ void DispatchRunner::run() {
       if (message == Message::Follow || message == Message::Stop) leading_ = false;
     }
     switch (message) {
-      case Message::Lead:
-        startDispatcher();
-        break;
+      case Message::Lead: startDispatcher(); break;
       case Message::Follow:
         spdlog::info("leadership lost: dispatching stops");
         stopDispatcher();
@@ -140,9 +138,7 @@ void DispatchRunner::run() {
           startDispatcher();
         }
         break;
-      case Message::Stop:
-        stopDispatcher();
-        return;
+      case Message::Stop: stopDispatcher(); return;
     }
   }
 }

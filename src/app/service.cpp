@@ -1,8 +1,8 @@
 #include "mka/app/service.h"
 
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "mka/app/dispatch_runner.h"
 #include "mka/config/loader.h"
@@ -88,8 +88,8 @@ void routeAdmission(net::HttpServer& server, const webhook::AdmissionHandler& ha
                                     " bytes: kube-apiserver never sends objects that large; check the caller"
                               : "request rejected with HTTP status " + std::to_string(res.status);
     spdlog::warn("webhook request rejected path={} status={} reason=\"{}\"", req.path, res.status, message);
-    nlohmann::json status = {{"kind", "Status"},      {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
-                             {"status", "Failure"},   {"message", message}, {"code", res.status}};
+    nlohmann::json status = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
+                             {"status", "Failure"}, {"message", message}, {"code", res.status}};
     res.set_content(status.dump(), "application/json");
   });
 }
@@ -117,8 +117,8 @@ Service::Service(ServeOptions options)
   handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get());
 
   const std::filesystem::path certDir = cfg->webhook.certDir;
-  certificates_ = std::make_shared<net::CertificateReloader>(certDir / cfg->webhook.certName,
-                                                             certDir / cfg->webhook.keyName);
+  certificates_ =
+      std::make_shared<net::CertificateReloader>(certDir / cfg->webhook.certName, certDir / cfg->webhook.keyName);
   certificates_->setReloadListener([this](bool success) { metrics_->recordCertificateReload(success); });
   net::ServerOptions wo;
   wo.name = "webhook";
@@ -198,8 +198,9 @@ void Service::start() {
       rest = kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options_.kubeconfig.value_or("")));
     } catch (const std::exception& e) {
       if (needQueues) throw;
-      throw Error(std::string("dispatch.enabled is true (the default), so the adapter needs the manager cluster, but ") +
-                  e.what() + "; or set dispatch.enabled: false for webhook-only mode");
+      throw Error(
+          std::string("dispatch.enabled is true (the default), so the adapter needs the manager cluster, but ") +
+          e.what() + "; or set dispatch.enabled: false for webhook-only mode");
     }
     spdlog::info("manager cluster server={} context={}", rest.host, rest.context);
     kube::ClientOptions clientOptions;

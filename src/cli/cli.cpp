@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
@@ -32,9 +32,8 @@ std::vector<std::string> withDefaultSubcommand(int argc, char** argv) {
   bool hasSubcommand = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end();
   });
-  bool wantsHelp = std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    return a == "-h" || a == "--help" || a == "--help-all";
-  });
+  bool wantsHelp = std::any_of(args.begin(), args.end(),
+                               [](const std::string& a) { return a == "-h" || a == "--help" || a == "--help-all"; });
   if (!hasSubcommand && !wantsHelp) args.insert(args.begin(), "serve");
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   return args;
@@ -117,8 +116,8 @@ int run(int argc, char** argv) {
   try {
     observability::LogOptions logOptions;
     logOptions.format = observability::parseLogFormat(logFormat);
-    logOptions.level = logLevel.empty() ? observability::verbosityToLevel(verbosity)
-                                        : observability::parseLogLevel(logLevel);
+    logOptions.level =
+        logLevel.empty() ? observability::verbosityToLevel(verbosity) : observability::parseLogLevel(logLevel);
     // The demo tells its story on stdout; logs would drown it unless asked for.
     if (demoCmd->parsed() && logLevel.empty() && verbosity == 0) logOptions.level = spdlog::level::warn;
     observability::setupLogging(logOptions);

@@ -6,8 +6,7 @@
 namespace mka {
 
 std::string toRfc3339(Clock::TimePoint time) {
-  const std::time_t t = std::chrono::system_clock::to_time_t(
-      std::chrono::floor<std::chrono::seconds>(time));
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::floor<std::chrono::seconds>(time));
   std::tm utc{};
   gmtime_r(&t, &utc);
   char buffer[32];
@@ -19,8 +18,8 @@ std::optional<Clock::TimePoint> parseRfc3339(std::string_view text) {
   std::tm tm{};
   const std::string s(text);
   int consumed = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &consumed) != 6)
     return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;

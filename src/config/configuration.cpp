@@ -10,12 +10,9 @@ std::string ManagedByLocation::fieldPath() const {
 
 std::string_view toString(ManagedByDefaulting policy) {
   switch (policy) {
-    case ManagedByDefaulting::MultiKueueQueues:
-      return "MultiKueueQueues";
-    case ManagedByDefaulting::QueueLabeled:
-      return "QueueLabeled";
-    case ManagedByDefaulting::Never:
-      return "Never";
+    case ManagedByDefaulting::MultiKueueQueues: return "MultiKueueQueues";
+    case ManagedByDefaulting::QueueLabeled: return "QueueLabeled";
+    case ManagedByDefaulting::Never: return "Never";
   }
   return "Unknown";
 }

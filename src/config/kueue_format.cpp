@@ -9,11 +9,29 @@ namespace {
 
 // Kueue's top-level keys (v1beta1 and v1beta2, ControllerManager inlined). Listing them lets a
 // close misspelling ("multikueue", "intgrations") be caught while every real key passes.
-const std::vector<std::string> kKueueTopKeys = {
-    "apiVersion", "kind", "namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector",
-    "internalCertManagement", "waitForPodsReady", "clientConnection", "integrations", "multiKueue",
-    "fairSharing", "admissionFairSharing", "resources", "featureGates", "objectRetentionPolicies",
-    "queueVisibility", "webhook", "leaderElection", "metrics", "health", "pprofBindAddress", "controller", "tls"};
+const std::vector<std::string> kKueueTopKeys = {"apiVersion",
+                                                "kind",
+                                                "namespace",
+                                                "manageJobsWithoutQueueName",
+                                                "managedJobsNamespaceSelector",
+                                                "internalCertManagement",
+                                                "waitForPodsReady",
+                                                "clientConnection",
+                                                "integrations",
+                                                "multiKueue",
+                                                "fairSharing",
+                                                "admissionFairSharing",
+                                                "resources",
+                                                "featureGates",
+                                                "objectRetentionPolicies",
+                                                "queueVisibility",
+                                                "webhook",
+                                                "leaderElection",
+                                                "metrics",
+                                                "health",
+                                                "pprofBindAddress",
+                                                "controller",
+                                                "tls"};
 
 // Keys only our own kind has. Kueue would refuse them, and silently ignoring them would leave
 // the user believing they took effect.

@@ -16,7 +16,6 @@ using detail::MapReader;
 using detail::quote;
 using detail::YamlReader;
 
-
 const std::string kAdapterVersion(kAdapterApiVersion);
 const std::string kKueueV1beta2 = std::string(kKueueConfigGroup) + "/v1beta2";
 const std::string kKueueV1beta1 = std::string(kKueueConfigGroup) + "/v1beta1";
@@ -65,11 +64,11 @@ std::optional<Format> detectFormat(YamlReader& reader, MapReader& top) {
   if (!kindNode || (kindNode->isScalar() && kind.empty())) {
     reader.error("kind", "is required", "add kind: " + expected);
   } else if (kindNode->isScalar() && format && kind != expected) {
-    reader.error("kind", "must be " + expected + " for apiVersion " + apiVersion + ", not " + quote(kind),
-                 format == Format::Adapter ? "set kind: AdapterConfiguration, or use apiVersion: " + kKueueV1beta2 +
-                                                 " for Kueue's Configuration"
-                                           : "set kind: Configuration, or use apiVersion: " + kAdapterVersion +
-                                                 " for an AdapterConfiguration");
+    reader.error(
+        "kind", "must be " + expected + " for apiVersion " + apiVersion + ", not " + quote(kind),
+        format == Format::Adapter
+            ? "set kind: AdapterConfiguration, or use apiVersion: " + kKueueV1beta2 + " for Kueue's Configuration"
+            : "set kind: Configuration, or use apiVersion: " + kAdapterVersion + " for an AdapterConfiguration");
   }
   return reader.hasErrors() ? std::nullopt : format;
 }
@@ -104,8 +103,9 @@ LoadResult readDocument(std::string_view text) {
     for (auto& doc : yaml::parse(text, kLimits))
       if (!doc->isNull()) documents.push_back(std::move(doc));
   } catch (const yaml::SyntaxError& e) {
-    reader.error("", "invalid YAML at line " + std::to_string(e.mark().line + 1) + ", column " +
-                         std::to_string(e.mark().column + 1) + ": " + e.problem(),
+    reader.error("",
+                 "invalid YAML at line " + std::to_string(e.mark().line + 1) + ", column " +
+                     std::to_string(e.mark().column + 1) + ": " + e.problem(),
                  "fix the syntax there: indent with spaces, put a space after each ':', and close every [ and {");
     return {std::nullopt, reader.takeErrors()};
   } catch (const yaml::LimitError& e) {
@@ -165,8 +165,8 @@ LoadResult loadConfigurationFile(const std::filesystem::path& file) {
     return fail("cannot read the file: it does not exist",
                 "check the path, or mount the ConfigMap that holds the configuration there");
   if (std::filesystem::is_directory(status))
-    return fail("is a directory, not a file", "point to the configuration file inside it, such as " +
-                                                  (file / "config.yaml").string());
+    return fail("is a directory, not a file",
+                "point to the configuration file inside it, such as " + (file / "config.yaml").string());
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     auto reason = std::string(std::strerror(errno));

@@ -8,12 +8,9 @@ namespace {
 
 std::string_view sourceName(Configuration::Source source) {
   switch (source) {
-    case Configuration::Source::AdapterConfiguration:
-      return "AdapterConfiguration";
-    case Configuration::Source::KueueConfiguration:
-      return "KueueConfiguration";
-    case Configuration::Source::Defaults:
-      break;
+    case Configuration::Source::AdapterConfiguration: return "AdapterConfiguration";
+    case Configuration::Source::KueueConfiguration: return "KueueConfiguration";
+    case Configuration::Source::Defaults: break;
   }
   return "Defaults";
 }
@@ -61,8 +58,8 @@ FieldErrors ConfigReloader::reloadNow() {
                  frameworks, store_.generation());
   } else {
     // The last good configuration stays in force; each problem gets its own line to act on.
-    spdlog::error("config reload refused file={} errors={} keeping_generation={}", file_.string(),
-                  result.errors.size(), store_.generation());
+    spdlog::error("config reload refused file={} errors={} keeping_generation={}", file_.string(), result.errors.size(),
+                  store_.generation());
     for (const auto& e : result.errors)
       spdlog::error("config error file={} error=\"{}\"", file_.string(), e.toString());
   }

@@ -2,8 +2,7 @@
 
 namespace mka::config {
 
-ConfigStore::ConfigStore(Configuration initial)
-    : current_(std::make_shared<const Configuration>(std::move(initial))) {}
+ConfigStore::ConfigStore(Configuration initial) : current_(std::make_shared<const Configuration>(std::move(initial))) {}
 
 std::shared_ptr<const Configuration> ConfigStore::get() const {
   std::lock_guard lock(mutex_);

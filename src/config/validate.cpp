@@ -48,8 +48,9 @@ class Validator {
 
   void bindAddress(const std::string& path, const std::string& value, std::string_view example) {
     if (auto problem = bindAddressProblem(value))
-      add(path, *problem, "write it as [host]:port, such as " + std::string(example) + " or 127.0.0.1" +
-                              std::string(example) + ", or \"0\" to turn it off");
+      add(path, *problem,
+          "write it as [host]:port, such as " + std::string(example) + " or 127.0.0.1" + std::string(example) +
+              ", or \"0\" to turn it off");
   }
 
   void leaderElection(const LeaderElection& le, const std::string& adapterNamespace) {

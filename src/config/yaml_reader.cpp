@@ -40,9 +40,7 @@ void YamlReader::error(std::string path, std::string problem, std::string fix) {
   errors_.push_back(FieldError{std::move(path), std::move(problem), std::move(fix)});
 }
 
-void YamlReader::noteLine(const std::string& path, const yaml::Node& node) {
-  lines_.emplace(path, node.mark().line);
-}
+void YamlReader::noteLine(const std::string& path, const yaml::Node& node) { lines_.emplace(path, node.mark().line); }
 
 int YamlReader::lineOf(std::string_view path) const {
   if (path.empty()) return -1;  // document-level problems come first
@@ -136,10 +134,10 @@ void MapReader::read(std::string_view key, int& out) {
   const auto* node = get(key);
   if (!node) return;
   const auto value = resolved(*node);
-  const bool fits = value.is_number_integer() &&
-                    (value.is_number_unsigned() ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT_MAX)
-                                                : value.get<std::int64_t>() >= INT_MIN &&
-                                                      value.get<std::int64_t>() <= INT_MAX);
+  const bool fits =
+      value.is_number_integer() &&
+      (value.is_number_unsigned() ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT_MAX)
+                                  : value.get<std::int64_t>() >= INT_MIN && value.get<std::int64_t>() <= INT_MAX);
   if (!fits) {
     reader_.error(pathOf(key), "must be a whole number, not " + describe(*node), "write a whole number without quotes");
     return;
@@ -167,8 +165,7 @@ void MapReader::read(std::string_view key, Duration& out) {
   if (!value) {
     auto problem = "must be a duration such as 1m or 30s, not " + describe(*node);
     if (node->isScalar() && isAllDigits(node->scalar()))
-      reader_.error(pathOf(key), problem,
-                    "add a unit, for example " + node->scalar() + "s or " + node->scalar() + "m");
+      reader_.error(pathOf(key), problem, "add a unit, for example " + node->scalar() + "s or " + node->scalar() + "m");
     else
       reader_.error(pathOf(key), problem,
                     "write a number followed by a unit (ns, us, ms, s, m or h), for example 90s or 1h30m");

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-
 #include "mka/common/duration.h"
 #include "mka/common/errors.h"
 #include "mka/yaml/document.h"

@@ -27,11 +27,11 @@
 namespace mka::demo {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using app::blockStopSignals;
 using app::ServeOptions;
 using app::Service;
 using app::waitForStopSignal;
+using nlohmann::json;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -115,24 +115,25 @@ std::string writeFile(const fs::path& path, const std::string& text) {
 
 json webhookConfiguration(const std::string& kind, const std::string& path, int port, const std::string& caPem,
                           const json& operations) {
-  const auto name = std::string(kind == "MutatingWebhookConfiguration" ? "mutate" : "validate") + ".multikueue-adapter.dev";
-  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
-          {"kind", kind},
-          {"metadata", {{"name", "multikueue-adapter"}}},
-          {"webhooks",
-           json::array({{{"name", name},
-                         {"clientConfig",
-                          {{"url", "https://127.0.0.1:" + std::to_string(port) + path},
-                           {"caBundle", base64Encode(caPem)}}},
-                         {"rules", json::array({{{"apiGroups", {"tekton.dev", "argoproj.io"}},
-                                                 {"apiVersions", {"*"}},
-                                                 {"resources", {"pipelineruns", "workflows"}},
-                                                 {"operations", operations}}})},
-                         {"failurePolicy", "Fail"},
-                         {"sideEffects", "None"},
-                         {"matchPolicy", "Equivalent"},
-                         {"timeoutSeconds", 10},
-                         {"admissionReviewVersions", {"v1"}}}})}};
+  const auto name =
+      std::string(kind == "MutatingWebhookConfiguration" ? "mutate" : "validate") + ".multikueue-adapter.dev";
+  return {
+      {"apiVersion", "admissionregistration.k8s.io/v1"},
+      {"kind", kind},
+      {"metadata", {{"name", "multikueue-adapter"}}},
+      {"webhooks",
+       json::array({{{"name", name},
+                     {"clientConfig",
+                      {{"url", "https://127.0.0.1:" + std::to_string(port) + path}, {"caBundle", base64Encode(caPem)}}},
+                     {"rules", json::array({{{"apiGroups", {"tekton.dev", "argoproj.io"}},
+                                             {"apiVersions", {"*"}},
+                                             {"resources", {"pipelineruns", "workflows"}},
+                                             {"operations", operations}}})},
+                     {"failurePolicy", "Fail"},
+                     {"sideEffects", "None"},
+                     {"matchPolicy", "Equivalent"},
+                     {"timeoutSeconds", 10},
+                     {"admissionReviewVersions", {"v1"}}}})}};
 }
 
 class Demo {
@@ -204,7 +205,8 @@ class Demo {
     manager.create(webhookConfiguration("ValidatingWebhookConfiguration", "/validate", service_->webhookPort(),
                                         ca.certPem(), {"CREATE", "UPDATE"}));
     const auto deadline = Steady::now() + std::chrono::seconds{60};
-    while (!(service_->health().ready(false).ok && service_->dispatchRunner() && service_->dispatchRunner()->dispatching())) {
+    while (!(service_->health().ready(false).ok && service_->dispatchRunner() &&
+             service_->dispatchRunner()->dispatching())) {
       if (Steady::now() > deadline) throw Error("the adapter did not become ready within 60 s; see the log above");
       std::this_thread::sleep_for(std::chrono::milliseconds{50});
     }
@@ -280,7 +282,8 @@ class Demo {
       if (!worker.empty()) {
         t.worker = worker;
         t.admittedOn.insert(worker);
-        step(t, "admitted:" + worker, "admitted on " + worker + "; the job copy was created there, the other copies removed");
+        step(t, "admitted:" + worker,
+             "admitted on " + worker + "; the job copy was created there, the other copies removed");
       }
     }
     if (job && !t.worker.empty()) {
@@ -289,7 +292,8 @@ class Demo {
     }
     if (wl && multikueue::isFinished(*wl)) {
       const auto* c = multikueue::findCondition(*wl, multikueue::condition::kFinished);
-      step(t, "finished", "finished on " + t.worker + " (" + c->value("reason", "") + ": " + c->value("message", "") + ")");
+      step(t, "finished",
+           "finished on " + t.worker + " (" + c->value("reason", "") + ": " + c->value("message", "") + ")");
       bool copies = false;
       for (const auto& w : options_.workers) {
         auto& client = env_->client(w);
@@ -307,11 +311,11 @@ class Demo {
 
   void summary(bool ok) {
     out_ << "\nSummary\n";
-    out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER"
-         << std::setw(12) << "RESULT" << "TIME\n";
+    out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER" << std::setw(12)
+         << "RESULT"
+         << "TIME\n";
     for (const auto& t : jobs_) {
-      const auto seconds =
-          t.complete ? std::chrono::duration<double>(t.done - t.submitted).count() : -1.0;
+      const auto seconds = t.complete ? std::chrono::duration<double>(t.done - t.submitted).count() : -1.0;
       std::ostringstream time;
       if (seconds >= 0) time << std::fixed << std::setprecision(1) << seconds << "s";
       out_ << std::left << std::setw(34) << ("default/" + t.name) << std::setw(13) << t.gvk.kind << std::setw(10)
@@ -319,7 +323,8 @@ class Demo {
            << (t.complete ? time.str() : "-") << '\n';
       if (t.admittedOn.size() > 1) out_ << "  note: admitted on more than one worker over its life (requeued)\n";
     }
-    out_ << (ok ? "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is left.\n"
+    out_ << (ok ? "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is "
+                  "left.\n"
                 : "\nSome jobs did not finish within the timeout (see the log lines above).\n");
     if (options_.keep) {
       out_ << "\nLook around with kubectl (the sandbox keeps running):\n";

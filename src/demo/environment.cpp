@@ -103,12 +103,12 @@ Environment::Environment(Options options) : options_(std::move(options)) {
                            {"kind", "Secret"},
                            {"metadata", {{"name", worker + "-secret"}, {"namespace", kKueueNamespace}}},
                            {"data", {{"kubeconfig", base64Encode(sandbox_->cluster(worker).kubeconfig())}}}});
-      create(manager,
-             json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                  {"kind", "MultiKueueCluster"},
-                  {"metadata", {{"name", worker}}},
-                  {"spec",
-                   {{"clusterSource", {{"kubeConfig", {{"locationType", "Secret"}, {"location", worker + "-secret"}}}}}}}});
+      create(manager, json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                           {"kind", "MultiKueueCluster"},
+                           {"metadata", {{"name", worker}}},
+                           {"spec",
+                            {{"clusterSource",
+                              {{"kubeConfig", {{"locationType", "Secret"}, {"location", worker + "-secret"}}}}}}}});
     }
   }
   for (const auto& worker : options_.workers)
@@ -116,8 +116,7 @@ Environment::Environment(Options options) : options_(std::move(options)) {
 
   for (const auto& name : names) {
     standin::KueueStandIn::Options o;
-    const bool manager =
-        std::find(options_.managers.begin(), options_.managers.end(), name) != options_.managers.end();
+    const bool manager = std::find(options_.managers.begin(), options_.managers.end(), name) != options_.managers.end();
     o.role = manager ? standin::KueueStandIn::Role::Manager : standin::KueueStandIn::Role::Worker;
     o.runTime = options_.runTime;
     o.capacity = options_.workerCapacity;
@@ -176,7 +175,8 @@ std::vector<json> Environment::createFromFile(const std::string& cluster, const 
       created.push_back(create(cluster, object));
     } catch (const std::exception& e) {
       throw Error(file.string() + ": " + object.value("kind", "") + " " +
-                  object.value("metadata", json::object()).value("name", "") + " in cluster " + cluster + ": " + e.what());
+                  object.value("metadata", json::object()).value("name", "") + " in cluster " + cluster + ": " +
+                  e.what());
     }
   }
   return created;

@@ -60,8 +60,9 @@ int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
         if (auto dir = defaultCrdDirectory(fs::current_path())) {
           sources.push_back(*dir);
         } else {
-          spdlog::warn("no CRDs loaded: neither ../shared/crds nor test/fixtures/crds exists here; "
-                       "pass --crds FILE_OR_DIR, or --no-crds to silence this");
+          spdlog::warn(
+              "no CRDs loaded: neither ../shared/crds nor test/fixtures/crds exists here; "
+              "pass --crds FILE_OR_DIR, or --no-crds to silence this");
         }
       }
       crdFiles = crdFilesFrom(sources);

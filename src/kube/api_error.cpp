@@ -85,7 +85,8 @@ ApiError ApiError::fromResponse(int httpStatus, const std::string& body, const s
     auto reason = fromStatusReason(reasonText);
     if (reason == Reason::Unknown) reason = fromCode(status.value("code", httpStatus));
     const auto message = status.value("message", reasonText);
-    return {reason, httpStatus, what + ": " + message + " (" + toString(reason) + ", " + std::to_string(httpStatus) + ")",
+    return {reason, httpStatus,
+            what + ": " + message + " (" + toString(reason) + ", " + std::to_string(httpStatus) + ")",
             std::move(status)};
   }
   std::string excerpt = body.substr(0, 200);

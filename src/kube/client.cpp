@@ -33,10 +33,8 @@ json parseMetadata(const Response& response, const std::string& what) {
         return kept;
       }
       case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        return skipFrom == 0 || depth < skipFrom;
-      default:
-        return true;
+      case json::parse_event_t::array_start: return skipFrom == 0 || depth < skipFrom;
+      default: return true;
     }
   };
   auto parsed = json::parse(response.body, keep, false);
@@ -119,8 +117,8 @@ ResourceInfo Discovery::resourceFor(const api::GroupVersionKind& gvk) {
         if (name.substr(slash + 1) == "status") statusOf[name.substr(0, slash)] = true;
         continue;
       }
-      ResourceInfo info{api::GroupVersionKind{gvk.group, gvk.version, r.value("kind", "")}, name, r.value("namespaced", true),
-                        false};
+      ResourceInfo info{api::GroupVersionKind{gvk.group, gvk.version, r.value("kind", "")}, name,
+                        r.value("namespaced", true), false};
       kinds[info.gvk.kind] = info;
     }
     for (auto& [kind, info] : kinds) info.hasStatus = statusOf.contains(info.plural);
@@ -133,9 +131,8 @@ ResourceInfo Discovery::resourceFor(const api::GroupVersionKind& gvk) {
   if (it == kinds.end())
     throw ApiError(Reason::NotFound, 404,
                    "no matches for kind \"" + gvk.kind + "\" in version \"" + apiVersion +
-                       "\": is the CRD installed on " + (rest_.config().cluster.empty() ? rest_.config().host
-                                                                                        : rest_.config().cluster) +
-                       "?");
+                       "\": is the CRD installed on " +
+                       (rest_.config().cluster.empty() ? rest_.config().host : rest_.config().cluster) + "?");
   return it->second;
 }
 
@@ -209,7 +206,8 @@ void Client::listEach(const api::GroupVersionKind& gvk, const std::string& ns, L
 std::vector<json> Client::listAll(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options,
                                   std::string* resourceVersion) {
   std::vector<json> items;
-  listEach(gvk, ns, std::move(options), [&](json& item) { items.push_back(std::move(item)); }, resourceVersion);
+  listEach(
+      gvk, ns, std::move(options), [&](json& item) { items.push_back(std::move(item)); }, resourceVersion);
   return items;
 }
 
@@ -224,7 +222,8 @@ json Client::create(const json& object, const WriteOptions& options) {
 
 json Client::update(const json& object, const WriteOptions& options) {
   const auto gvk = gvkOf(object);
-  auto target = objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
+  auto target =
+      objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
   return parseAnswer(rest_->request("PUT", target, object.dump(), "application/json", acceptFor(options)),
@@ -237,15 +236,16 @@ json Client::patch(const api::GroupVersionKind& gvk, const std::string& ns, cons
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.dryRun) appendQuery(target, "dryRun", "All");
   const char* contentType = type == PatchType::Merge ? "application/merge-patch+json" : "application/json-patch+json";
-  return parseAnswer(rest_->request("PATCH", target, patch.dump(), contentType, acceptFor(options)),
-                     "PATCH " + target, options);
+  return parseAnswer(rest_->request("PATCH", target, patch.dump(), contentType, acceptFor(options)), "PATCH " + target,
+                     options);
 }
 
 json Client::apply(const json& object, const ApplyOptions& options) {
   if (options.fieldManager.empty())
     throw Error("server-side apply needs a field manager: set ApplyOptions.fieldManager to the controller's name");
   const auto gvk = gvkOf(object);
-  auto target = objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
+  auto target =
+      objectPath(gvk, metadataString(object, "namespace"), metadataString(object, "name"), options.subresource);
   appendQuery(target, "fieldManager", options.fieldManager);
   if (options.force) appendQuery(target, "force", "true");
   // JSON is YAML: the apply content type takes either.

@@ -85,9 +85,11 @@ std::string Informer::encode(const std::string& key, json& object) {
   if (name.empty() || meta == object.end() || !meta->is_object()) return codec_.encode(object);
   auto nameIt = meta->find("name");
   auto nsIt = meta->find("namespace");
-  const bool nameMatches = nameIt != meta->end() && nameIt->is_string() && nameIt->get_ref<const std::string&>() == name;
-  const bool nsMatches = ns.empty() ? nsIt == meta->end()
-                                    : nsIt != meta->end() && nsIt->is_string() && nsIt->get_ref<const std::string&>() == ns;
+  const bool nameMatches =
+      nameIt != meta->end() && nameIt->is_string() && nameIt->get_ref<const std::string&>() == name;
+  const bool nsMatches = ns.empty()
+                             ? nsIt == meta->end()
+                             : nsIt != meta->end() && nsIt->is_string() && nsIt->get_ref<const std::string&>() == ns;
   if (!nameMatches || !nsMatches) return codec_.encode(object);
   json savedName = std::move(*nameIt);
   meta->erase(nameIt);
@@ -261,25 +263,28 @@ void Informer::relist() {
   // 300 bytes each until its handlers had run.
   BlobMap fresh;
   std::vector<std::string_view> listed;
-  client_.listEach(gvk_, options_.namespace_, list, [&](json& item) {
-    if (options_.withoutManagedFields) dropManagedFields(item);
-    if (options_.transform) options_.transform(item);
-    const auto key = keyOf(item);
-    const auto blob = encode(key, item);
-    if (!fresh.contains(key)) {
-      listed.push_back(fresh.assign(key, blob));
-      return;
-    }
-    // Listed twice (the server's bug): the later item wins, at the first one's place. Its view
-    // is found while it still holds, then pointed at the new entry.
-    const auto at = std::find(listed.begin(), listed.end(), key);
-    *at = fresh.assign(key, blob);
-  }, &rv);
+  client_.listEach(
+      gvk_, options_.namespace_, list,
+      [&](json& item) {
+        if (options_.withoutManagedFields) dropManagedFields(item);
+        if (options_.transform) options_.transform(item);
+        const auto key = keyOf(item);
+        const auto blob = encode(key, item);
+        if (!fresh.contains(key)) {
+          listed.push_back(fresh.assign(key, blob));
+          return;
+        }
+        // Listed twice (the server's bug): the later item wins, at the first one's place. Its view
+        // is found while it still holds, then pointed at the new entry.
+        const auto at = std::find(listed.begin(), listed.end(), key);
+        *at = fresh.assign(key, blob);
+      },
+      &rv);
   ++lists_;
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
   std::vector<std::pair<std::string_view, std::string_view>> deleted;  // key, blob (in previous)
-  std::vector<std::string_view> added;                                  // key (in the cache)
+  std::vector<std::string_view> added;                                 // key (in the cache)
   std::vector<std::pair<std::string_view, std::string_view>> updated;  // key (in the cache), blob before
   BlobMap previous;
   std::shared_ptr<const Handlers> handlers;
@@ -346,10 +351,13 @@ void Informer::watchOnce() {
   }
   ++watches_;
   try {
-    client_.watch(gvk_, options_.namespace_, watch, [&](WatchEvent& event) {
-      apply(event.type, std::move(event.object));
-      return true;
-    }, handle);
+    client_.watch(
+        gvk_, options_.namespace_, watch,
+        [&](WatchEvent& event) {
+          apply(event.type, std::move(event.object));
+          return true;
+        },
+        handle);
   } catch (...) {
     std::lock_guard lock(mutex_);
     stream_ = nullptr;

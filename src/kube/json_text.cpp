@@ -72,15 +72,9 @@ class Scanner {
     std::string open;  // the closers expected, innermost last
     for (; pos < text_.size(); ++pos) {
       switch (text_[pos]) {
-        case '"':
-          pos = skipString(pos) - 1;
-          break;
-        case '{':
-          open.push_back('}');
-          break;
-        case '[':
-          open.push_back(']');
-          break;
+        case '"': pos = skipString(pos) - 1; break;
+        case '{': open.push_back('}'); break;
+        case '[': open.push_back(']'); break;
         case '}':
         case ']':
           if (open.back() != text_[pos]) {
@@ -90,8 +84,7 @@ class Scanner {
           open.pop_back();
           if (open.empty()) return pos + 1;
           break;
-        default:
-          break;
+        default: break;
       }
     }
     bad_ = true;

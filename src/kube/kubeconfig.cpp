@@ -164,7 +164,8 @@ Kubeconfig Kubeconfig::parse(std::string_view yaml, std::string source) {
       out.users.push_back(std::move(user));
     });
     forEachNamed(root, "contexts", "context", source, [&](std::string name, const yaml::Node& c, const std::string& w) {
-      out.contexts.push_back({std::move(name), scalar(c, "cluster", w), scalar(c, "user", w), scalar(c, "namespace", w)});
+      out.contexts.push_back(
+          {std::move(name), scalar(c, "cluster", w), scalar(c, "user", w), scalar(c, "namespace", w)});
     });
   } catch (const Error& e) {
     const std::string text = e.what();
@@ -225,7 +226,8 @@ Kubeconfig mergeKubeconfigs(const std::vector<Kubeconfig>& files) {
 RestConfig restConfigFor(const Kubeconfig& config, const std::string& contextName) {
   const std::string name = contextName.empty() ? config.currentContext : contextName;
   if (name.empty())
-    throw Error(config.source + ": invalid configuration: no current-context is set: set current-context or pass --context");
+    throw Error(config.source +
+                ": invalid configuration: no current-context is set: set current-context or pass --context");
   const auto* context = config.context(name);
   if (!context) throw Error(config.source + ": context \"" + name + "\" does not exist: check contexts[].name");
   const auto* cluster = config.cluster(context->cluster);
@@ -253,13 +255,15 @@ RestConfig restConfigFor(const Kubeconfig& config, const std::string& contextNam
     out.bearerToken = user->token;
     if (!user->tokenFile.empty()) {
       out.bearerTokenFile = resolve(config, user->tokenFile).string();
-      if (out.bearerToken.empty()) out.bearerToken = std::string(strings::trim(readFile(out.bearerTokenFile, uwhere + ": tokenFile")));
+      if (out.bearerToken.empty())
+        out.bearerToken = std::string(strings::trim(readFile(out.bearerTokenFile, uwhere + ": tokenFile")));
     }
     out.clientCertificatePem =
         inlineOrFile(config, user->clientCertificateData, user->clientCertificate, uwhere + ": client-certificate");
     out.clientKeyPem = inlineOrFile(config, user->clientKeyData, user->clientKey, uwhere + ": client-key");
     if (out.clientCertificatePem.empty() != out.clientKeyPem.empty())
-      throw Error(uwhere + ": a client certificate needs its key (client-certificate-data and client-key-data together)");
+      throw Error(uwhere +
+                  ": a client certificate needs its key (client-certificate-data and client-key-data together)");
     out.username = user->username;
     out.password = user->password;
     out.exec = user->exec;
@@ -305,7 +309,8 @@ RestConfig loadRestConfig(const LoadingRules& rules) {
     out.bearerToken = std::string(strings::trim(readFile(out.bearerTokenFile, "in-cluster service account token")));
     out.caPem = readFile(rules.serviceAccountDir / "ca.crt", "in-cluster service account CA");
     const auto nsFile = rules.serviceAccountDir / "namespace";
-    if (std::filesystem::exists(nsFile)) out.namespace_ = std::string(strings::trim(readFile(nsFile, "in-cluster namespace")));
+    if (std::filesystem::exists(nsFile))
+      out.namespace_ = std::string(strings::trim(readFile(nsFile, "in-cluster namespace")));
     out.context = "in-cluster";
     out.cluster = "in-cluster";
     return out;

@@ -19,8 +19,7 @@ const api::GroupVersionKind kLease{"coordination.k8s.io", "v1", "Lease"};
 std::string microTimeNow() {
   const auto now = std::chrono::system_clock::now();
   const auto seconds = std::chrono::system_clock::to_time_t(now);
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char buffer[40];
@@ -45,9 +44,11 @@ std::string defaultLeaderIdentity() {
   return std::string(host) + "_" + suffix;
 }
 
-LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config) : client_(client), config_(std::move(config)) {
+LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config)
+    : client_(client), config_(std::move(config)) {
   if (config_.name.empty() || config_.namespace_.empty())
-    throw Error("leader election: the Lease needs a namespace and a name (leaderElection.resourceNamespace/resourceName)");
+    throw Error(
+        "leader election: the Lease needs a namespace and a name (leaderElection.resourceNamespace/resourceName)");
   if (config_.identity.empty()) config_.identity = defaultLeaderIdentity();
   if (config_.leaseDuration <= config_.renewDeadline)
     throw Error("leader election: leaseDuration must be greater than renewDeadline");
@@ -134,8 +135,8 @@ bool LeaderElector::tryAcquireOrRenew() {
     try {
       client_.create(fresh);
     } catch (const ApiError& createError) {
-      spdlog::info("leader election lost the race to create lease={}/{} error=\"{}\"", config_.namespace_,
-                   config_.name, createError.what());
+      spdlog::info("leader election lost the race to create lease={}/{} error=\"{}\"", config_.namespace_, config_.name,
+                   createError.what());
       return false;
     }
     std::lock_guard lock(mutex_);

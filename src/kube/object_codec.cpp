@@ -291,8 +291,8 @@ std::string ObjectCodec::encode(const nlohmann::json& object) {
       rc != Z_OK)
     fail("deflateSetDictionary", rc);
   std::string blob(kHeader + deflateBound(&z, cbor.size()), '\0');
-  const auto header = static_cast<std::uint32_t>(cbor.size()) |
-                      (static_cast<std::uint32_t>(generation_) << kGenerationShift);
+  const auto header =
+      static_cast<std::uint32_t>(cbor.size()) | (static_cast<std::uint32_t>(generation_) << kGenerationShift);
   for (std::size_t i = 0; i < kHeader; ++i) blob[i] = static_cast<char>((header >> (8 * i)) & 0xff);
   z.next_in = cbor.data();
   z.avail_in = static_cast<uInt>(cbor.size());
@@ -328,7 +328,8 @@ nlohmann::json ObjectCodec::decode(std::string_view blob) const {
 }
 
 bool ObjectCodec::sameObject(std::string_view a, std::string_view b) const {
-  if (a.size() >= kHeader && b.size() >= kHeader && (headerOf(a) >> kGenerationShift) == (headerOf(b) >> kGenerationShift))
+  if (a.size() >= kHeader && b.size() >= kHeader &&
+      (headerOf(a) >> kGenerationShift) == (headerOf(b) >> kGenerationShift))
     return a == b;
   return decode(a) == decode(b);
 }

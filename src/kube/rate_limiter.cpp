@@ -27,7 +27,8 @@ std::string millis(nanoseconds d) { return number(static_cast<double>(d.count())
 // x/time/rate's Limit.durationFromTokens: how long `qps` takes to produce `tokens`.
 Clock::TimePoint::duration durationFromTokens(double qps, double tokens) {
   const double ns = tokens * 1e9 / qps;
-  if (ns >= static_cast<double>(std::numeric_limits<Clock::TimePoint::duration::rep>::max())) return Clock::TimePoint::duration::max();
+  if (ns >= static_cast<double>(std::numeric_limits<Clock::TimePoint::duration::rep>::max()))
+    return Clock::TimePoint::duration::max();
   return std::chrono::duration_cast<Clock::TimePoint::duration>(nanoseconds{static_cast<nanoseconds::rep>(ns)});
 }
 
@@ -224,9 +225,9 @@ int ItemExponentialFailureRateLimiter::numRequeues(const std::string& item) {
 ItemFastSlowRateLimiter::ItemFastSlowRateLimiter(nanoseconds fastDelay, nanoseconds slowDelay, int maxFastAttempts)
     : fastDelay_(fastDelay), slowDelay_(slowDelay), maxFastAttempts_(maxFastAttempts) {
   if (fastDelay < nanoseconds::zero() || slowDelay < nanoseconds::zero() || maxFastAttempts < 0) {
-    throw std::invalid_argument("fast/slow rate limiter: delays and maxFastAttempts must not be negative, got fastDelay " +
-                                millis(fastDelay) + ", slowDelay " + millis(slowDelay) + ", maxFastAttempts " +
-                                std::to_string(maxFastAttempts));
+    throw std::invalid_argument(
+        "fast/slow rate limiter: delays and maxFastAttempts must not be negative, got fastDelay " + millis(fastDelay) +
+        ", slowDelay " + millis(slowDelay) + ", maxFastAttempts " + std::to_string(maxFastAttempts));
   }
 }
 
@@ -285,8 +286,8 @@ int MaxOfRateLimiter::numRequeues(const std::string& item) {
 std::unique_ptr<RateLimiter> defaultControllerRateLimiter(const Clock& clock) {
   std::vector<std::unique_ptr<RateLimiter>> limiters;
   limiters.push_back(std::make_unique<ItemExponentialFailureRateLimiter>());
-  limiters.push_back(std::make_unique<BucketRateLimiter>(BucketRateLimiter::kDefaultQps,
-                                                         BucketRateLimiter::kDefaultBurst, clock));
+  limiters.push_back(
+      std::make_unique<BucketRateLimiter>(BucketRateLimiter::kDefaultQps, BucketRateLimiter::kDefaultBurst, clock));
   return std::make_unique<MaxOfRateLimiter>(std::move(limiters));
 }
 

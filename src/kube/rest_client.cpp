@@ -56,8 +56,8 @@ std::string describe(httplib::Error error) {
 bool isRead(const std::string& method) { return method == "GET" || method == "HEAD"; }
 
 std::chrono::milliseconds toMillis(time_t seconds, time_t microseconds) {
-  return std::chrono::seconds{seconds} + std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::microseconds{microseconds});
+  return std::chrono::seconds{seconds} +
+         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::microseconds{microseconds});
 }
 
 // httplib's SSLClient, with each request and its answer going through net::SocketStream:
@@ -150,7 +150,8 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
   const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
   std::string_view rest = config_.host;
   if (!rest.starts_with("https://"))
-    throw Error(where + ": server \"" + config_.host + "\" is not an https:// URL: the API server must be reached over TLS");
+    throw Error(where + ": server \"" + config_.host +
+                "\" is not an https:// URL: the API server must be reached over TLS");
   rest.remove_prefix(8);
   while (rest.ends_with("/")) rest.remove_suffix(1);
   if (rest.find('/') != std::string_view::npos)
@@ -172,7 +173,8 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
     net::OpensslPtr<BIO> certBio(
         BIO_new_mem_buf(config_.clientCertificatePem.data(), static_cast<int>(config_.clientCertificatePem.size())));
     clientCertificate_.reset(PEM_read_bio_X509(certBio.get(), nullptr, nullptr, nullptr));
-    net::OpensslPtr<BIO> keyBio(BIO_new_mem_buf(config_.clientKeyPem.data(), static_cast<int>(config_.clientKeyPem.size())));
+    net::OpensslPtr<BIO> keyBio(
+        BIO_new_mem_buf(config_.clientKeyPem.data(), static_cast<int>(config_.clientKeyPem.size())));
     clientKey_.reset(PEM_read_bio_PrivateKey(keyBio.get(), nullptr, nullptr, nullptr));
     if (!clientCertificate_ || !clientKey_)
       throw Error(where + ": client-certificate-data or client-key-data is not PEM: " + net::opensslErrors());
@@ -219,7 +221,7 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
     SSL_CTX_set1_cert_store(ctx, caStore_.get());  // shared: the SSL_CTX takes a reference
     X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
     const int named = validation::isIpLiteral(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
-                                        : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
+                                                    : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
     if (named != 1) throw Error(where + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
     SSL_CTX_set_app_data(ctx, connection.get());
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &Connection::recordVerdict);
@@ -321,7 +323,8 @@ Response RestClient::request(const std::string& method, const std::string& targe
         }
       }
       const bool serverSaysRetry = error.retryAfterSeconds() > 0;
-      retryable = res.status == 429 || ((res.status == 503 || res.status == 504) && (isRead(method) || serverSaysRetry));
+      retryable =
+          res.status == 429 || ((res.status == 503 || res.status == 504) && (isRead(method) || serverSaysRetry));
       failure = error;
       release(std::move(connection));
     }

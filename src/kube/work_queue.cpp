@@ -125,9 +125,8 @@ std::optional<std::string> WorkQueue::get() {
   KeyState* state = nullptr;
   // Live Low entries exist when some ready keys are not in the Normal queue.
   const bool lowWaiting = ready_ > queue_.size();
-  const bool normalDue =
-      !queue_.empty() && (!lowWaiting || normalHold_ <= std::chrono::nanoseconds::zero() ||
-                          clock_.now() - queue_.front().second >= normalHold_);
+  const bool normalDue = !queue_.empty() && (!lowWaiting || normalHold_ <= std::chrono::nanoseconds::zero() ||
+                                             clock_.now() - queue_.front().second >= normalHold_);
   if (normalDue || !lowWaiting) {
     state = queue_.front().first;
     queue_.pop_front();

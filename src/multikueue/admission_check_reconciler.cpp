@@ -89,9 +89,9 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   } else {
     config = objects_.get(kMultiKueueConfigGvk, "", ref.name);
     if (!config)  // kube-apiserver's words for the missing object, as Kueue shows them
-      desired = activeCondition("False", check_reason::kBadConfig,
-                                std::string(kCannotLoadParametersPrefix) + "multikueueconfigs.kueue.x-k8s.io \"" +
-                                    ref.name + "\" not found");
+      desired = activeCondition(
+          "False", check_reason::kBadConfig,
+          std::string(kCannotLoadParametersPrefix) + "multikueueconfigs.kueue.x-k8s.io \"" + ref.name + "\" not found");
   }
   if (config) {
     const auto clusters = clustersOf(*config);

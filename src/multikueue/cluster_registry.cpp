@@ -112,19 +112,19 @@ struct ClusterRegistry::Impl {
   using KubeconfigChange = std::function<void(const std::string&)>;
 
   struct Entry {
-    std::string secretName;          // spec location when the kubeconfig is a Secret
-    std::string path;                // spec location when the kubeconfig is a file
+    std::string secretName;                    // spec location when the kubeconfig is a Secret
+    std::string path;                          // spec location when the kubeconfig is a file
     std::shared_ptr<FileWatcher> pathWatcher;  // watches `path`; started and stopped outside `mutex`
-    std::string kubeconfig;          // what the current client is built from ("" none yet)
-    std::shared_ptr<Remote> remote;  // the attempt in flight or the connection; null otherwise
-    std::uint64_t attempt = 0;       // `remote`'s attempt id (0: none); hooks of others are stale
+    std::string kubeconfig;                    // what the current client is built from ("" none yet)
+    std::shared_ptr<Remote> remote;            // the attempt in flight or the connection; null otherwise
+    std::uint64_t attempt = 0;                 // `remote`'s attempt id (0: none); hooks of others are stale
     bool connecting = false;
     Clock::TimePoint attemptDeadline{};
     bool connected = false;
     std::optional<Clock::TimePoint> disconnectedSince;
     int failedAttempts = 0;
     Clock::TimePoint lastFailure{};
-    std::string error;  // why the last attempt failed or the connection was lost ("" none)
+    std::string error;                  // why the last attempt failed or the connection was lost ("" none)
     std::optional<Condition> recorded;  // mode 2: the condition last recorded as an Event
   };
 
@@ -143,8 +143,8 @@ struct ClusterRegistry::Impl {
     });
   }
 
-  kube::Client& manager;         // MultiKueueCluster status writes
-  const ObjectReader& objects;   // MultiKueueClusters and kubeconfig Secrets
+  kube::Client& manager;        // MultiKueueCluster status writes
+  const ObjectReader& objects;  // MultiKueueClusters and kubeconfig Secrets
   const Clock& clock;
   const ClusterRegistryOptions options;
   EventRecorder* const events;  // null: none
@@ -345,10 +345,7 @@ struct ClusterRegistry::Impl {
 
     // §3.6: a remote Workload maps to the manager's Workload of the same key.
     auto onWorkload = [this, name](const json& object) { emitRemoteEvent(name, kube::Informer::keyOf(object)); };
-    remote->addWorkloads(base).addHandlers(
-        {.onAdd = onWorkload,
-         .onUpdateNew = onWorkload,
-         .onDelete = onWorkload});
+    remote->addWorkloads(base).addHandlers({.onAdd = onWorkload, .onUpdateNew = onWorkload, .onDelete = onWorkload});
     // A remote job maps through its adapter (the generic adapter: its prebuilt-workload link).
     for (const auto& adapter : options.adapters.all()) {
       auto onJob = [this, name, adapter](const json& object) {
@@ -360,8 +357,7 @@ struct ClusterRegistry::Impl {
         }
         emitRemoteEvent(name, *workload);
       };
-      remote->addJobs(adapter->gvk(), base).addHandlers(
-          {.onAdd = onJob, .onUpdateNew = onJob, .onDelete = onJob});
+      remote->addJobs(adapter->gvk(), base).addHandlers({.onAdd = onJob, .onUpdateNew = onJob, .onDelete = onJob});
     }
     return remote;
   }

@@ -87,7 +87,8 @@ std::optional<std::string> checkKubeconfigPath(const std::string& path, const fs
   // With the separator, so that a sibling such as "<prefix>-other" is not "under" it.
   const auto base = resolvedPrefix.string() + "/";
   if (!(resolved.string() + "/").starts_with(base))
-    return std::string(kNotUnderPrefix) + quoted(resolved.string()) + " is not under " + quoted(resolvedPrefix.string());
+    return std::string(kNotUnderPrefix) + quoted(resolved.string()) + " is not under " +
+           quoted(resolvedPrefix.string());
   return std::nullopt;
 }
 
@@ -125,9 +126,8 @@ ClusterSource loadClusterSource(const ObjectReader& objects, const json& cluster
     if (watchable(loaded, location, pathPrefix)) loaded.path = location;
     return loaded;
   }
-  return failure(cluster_reason::kBadKubeConfig,
-                 "spec.clusterSource.kubeConfig.locationType: unsupported value " + quoted(type) +
-                     ": use Secret or Path");
+  return failure(cluster_reason::kBadKubeConfig, "spec.clusterSource.kubeConfig.locationType: unsupported value " +
+                                                     quoted(type) + ": use Secret or Path");
 }
 
 }  // namespace mka::multikueue

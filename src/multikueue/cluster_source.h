@@ -30,8 +30,8 @@ struct ClusterSource {
 };
 
 // Reads spec.clusterSource of `cluster` and loads its kubeconfig.
-ClusterSource loadClusterSource(const ObjectReader& objects, const nlohmann::json& cluster, const std::string& namespace_,
-                                const std::filesystem::path& pathPrefix);
+ClusterSource loadClusterSource(const ObjectReader& objects, const nlohmann::json& cluster,
+                                const std::string& namespace_, const std::filesystem::path& pathPrefix);
 
 // MultiKueueKubeConfigPathValidation: nullopt when `path` resolves (symlinks included) to a
 // file under `prefix`, else Kueue's message.

@@ -90,9 +90,8 @@ void Controller::work() {
     }
     ++reconciles_;
     if (options_.observer) {
-      options_.observer->reconciled(
-          options_.name, outcome,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      options_.observer->reconciled(options_.name, outcome,
+                                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     queue_->done(*key);
   }

@@ -47,8 +47,7 @@ struct Dispatcher::Impl {
     registryOptions.adapters = adapters;
     registryOptions.clientOptions.qps = cfg.clientConnection.qps;
     registryOptions.clientOptions.burst = cfg.clientConnection.burst;
-    registryOptions.writeClusterStatus =
-        cfg.dispatch.admissionCheckControllerName == api::kMultiKueueControllerName;
+    registryOptions.writeClusterStatus = cfg.dispatch.admissionCheckControllerName == api::kMultiKueueControllerName;
 
     // Every cache drops managedFields: nothing here reads them, and they are a large part of
     // each object kube-apiserver returns.
@@ -70,7 +69,8 @@ struct Dispatcher::Impl {
     }
 
     clusterEvents = std::make_unique<EventRecorder>(manager, clock, std::string(kClusterEventComponent));
-    for (const auto* informer : {checksInformer.get(), configsInformer.get(), clustersInformer.get(), secretsInformer.get()})
+    for (const auto* informer :
+         {checksInformer.get(), configsInformer.get(), clustersInformer.get(), secretsInformer.get()})
       caches.add(*informer);
     registry = std::make_unique<ClusterRegistry>(manager, caches, clock, registryOptions, clusterEvents.get());
     workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
@@ -80,8 +80,8 @@ struct Dispatcher::Impl {
     wo.adapters = adapters;
     wo.workerLostTimeout = cfg.multiKueue.workerLostTimeout;
     wo.dispatcherName = cfg.multiKueue.dispatcherName;
-    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, workloadCaches, *registry, *workloadEvents, clock,
-                                                              std::move(wo), this->options.dispatchObserver);
+    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, workloadCaches, *registry, *workloadEvents,
+                                                              clock, std::move(wo), this->options.dispatchObserver);
     checkReconciler = std::make_unique<AdmissionCheckReconciler>(
         manager, caches, *registry, clock,
         AdmissionCheckReconciler::Options{cfg.dispatch.admissionCheckControllerName});
@@ -199,9 +199,7 @@ struct Dispatcher::Impl {
     auto secretChanged = [this](const json& secret) {
       for (const auto& cluster : registry->clustersUsingSecret(objectName(secret))) clusterController->enqueue(cluster);
     };
-    secretsInformer->addHandlers({.onAdd = secretChanged,
-                                  .onUpdateNew = secretChanged,
-                                  .onDelete = secretChanged});
+    secretsInformer->addHandlers({.onAdd = secretChanged, .onUpdateNew = secretChanged, .onDelete = secretChanged});
 
     registry->onRemoteEvent([this](const std::string&, const std::string& workloadKey) {
       // Only Workloads the manager still has (or just deleted) have anything to do.
@@ -227,10 +225,9 @@ struct Dispatcher::Impl {
   kube::Client& manager;
   const Clock& clock;
   Options options;
-  std::unique_ptr<kube::Informer> workloadsInformer, checksInformer, configsInformer, clustersInformer,
-      secretsInformer;
+  std::unique_ptr<kube::Informer> workloadsInformer, checksInformer, configsInformer, clustersInformer, secretsInformer;
   std::vector<std::unique_ptr<kube::Informer>> jobInformers;
-  CacheReader caches;  // what the check and cluster reconcilers read
+  CacheReader caches;                            // what the check and cluster reconcilers read
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which uses it
   std::unique_ptr<ClusterRegistry> registry;
   std::unique_ptr<EventRecorder> workloadEvents;
@@ -253,7 +250,8 @@ void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
   const auto deadline = std::chrono::steady_clock::now() + syncTimeout;
   std::string missing;
   for (auto* informer : impl_->informers()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (!informer->waitForSync(std::max(left, std::chrono::milliseconds{0})))
       missing += (missing.empty() ? "" : ", ") + informer->gvk().goString();
   }
@@ -267,7 +265,8 @@ void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
   impl_->collector->start();
   spdlog::info("dispatcher started controller={} origin={} frameworks={} dispatcher={}",
                impl_->options.config.dispatch.admissionCheckControllerName, impl_->options.config.multiKueue.origin,
-               impl_->options.config.multiKueue.externalFrameworks.size(), impl_->options.config.multiKueue.dispatcherName);
+               impl_->options.config.multiKueue.externalFrameworks.size(),
+               impl_->options.config.multiKueue.dispatcherName);
 }
 
 void Dispatcher::stop() {

@@ -263,8 +263,7 @@ std::optional<Result> WorkloadReconciler::resolveAdapter(const json& workload, c
   // A deleted Workload is cleaned whatever its owner: only its remote Workloads are known then.
   if (group.adapter != nullptr || deleted) return std::nullopt;
   if (!ownerGvk) return reject(workload, check, std::string(message::kNoAdapter));
-  return reject(workload, check,
-                std::string(message::kNoAdapterForKindPrefix) + "\"" + ownerGvk->goString() + "\"");
+  return reject(workload, check, std::string(message::kNoAdapterForKindPrefix) + "\"" + ownerGvk->goString() + "\"");
 }
 
 std::optional<Result> WorkloadReconciler::requireManagedOwner(const json& workload, const std::string& check,
@@ -347,14 +346,14 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
     copy = cachedRemote(remote, gvk, jobKey(group));
   }
   const auto outcome = group.adapter->syncJob({.manager = manager_,
-                                                .remote = remote.client(),
-                                                .cluster = remote.name(),
-                                                .namespace_ = group.ns,
-                                                .jobName = group.ownerName,
-                                                .workloadName = group.name,
-                                                .origin = options_.origin,
-                                                .localJob = group.localJob ? &*group.localJob : nullptr,
-                                                .remoteJob = copy ? &*copy : nullptr});
+                                               .remote = remote.client(),
+                                               .cluster = remote.name(),
+                                               .namespace_ = group.ns,
+                                               .jobName = group.ownerName,
+                                               .workloadName = group.name,
+                                               .origin = options_.origin,
+                                               .localJob = group.localJob ? &*group.localJob : nullptr,
+                                               .remoteJob = copy ? &*copy : nullptr});
   if (outcome == SyncOutcome::Created)
     spdlog::info("remote job created workload={} cluster={} kind={} job={}", group.key, remote.name(), gvk.kind,
                  group.ownerName);
@@ -501,8 +500,7 @@ Result WorkloadReconciler::retryLostAdmission(const json& workload, const std::s
   } else {
     message = std::string(message::kAdmittingRemoteGone);
   }
-  setCheckFromReady(workload, check, std::string(check_state::kRetry),
-                    withPreviousState(message, check_state::kReady));
+  setCheckFromReady(workload, check, std::string(check_state::kRetry), withPreviousState(message, check_state::kReady));
   spdlog::info("workload sent to retry workload={} cluster={} reason=\"{}\"", group.key, cluster, message);
   return Result::done();
 }
@@ -540,8 +538,8 @@ void WorkloadReconciler::markReady(const json& workload, const std::string& chec
     if (current == check_state::kRetry || current == check_state::kRejected) return false;
     const auto existing = clusterName(wl);
     if (!existing.empty() && existing != cluster)
-      throw Error(group.key + ": attempting to change immutable ClusterName from \"" + existing + "\" to \"" +
-                  cluster + "\"");
+      throw Error(group.key + ": attempting to change immutable ClusterName from \"" + existing + "\" to \"" + cluster +
+                  "\"");
     becameReady = current != check_state::kReady;
     bool changed = setCheckState(wl, check, check_state::kReady, message, clock_.now());
     if (existing.empty()) {
@@ -614,7 +612,8 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
   std::string errors;
   for (const auto& name : nominated)
     if (!group.available.contains(name))
-      errors += (errors.empty() ? "" : "; ") + std::string("cluster ") + name + ": no remote client for nominated cluster";
+      errors +=
+          (errors.empty() ? "" : "; ") + std::string("cluster ") + name + ": no remote client for nominated cluster";
   for (auto& [name, remote] : group.available) {
     const bool isNominated = std::find(nominated.begin(), nominated.end(), name) != nominated.end();
     try {

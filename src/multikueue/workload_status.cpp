@@ -153,7 +153,8 @@ std::string clusterName(const json& workload) {
 
 std::vector<std::string> nominatedClusters(const json& workload) {
   std::vector<std::string> out;
-  for (const auto& name : json_fields::arrayMember(json_fields::objectMember(workload, "status"), "nominatedClusterNames"))
+  for (const auto& name :
+       json_fields::arrayMember(json_fields::objectMember(workload, "status"), "nominatedClusterNames"))
     if (name.is_string()) out.push_back(name.get<std::string>());
   return out;
 }

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "log.h"
@@ -24,8 +24,8 @@
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/net/certificate_reloader.h"
-#include "mka/net/task_queue.h"
 #include "mka/net/socket_stream.h"
+#include "mka/net/task_queue.h"
 
 namespace mka::net {
 namespace {
@@ -52,7 +52,6 @@ std::string displayAddress(const std::string& host, int port) {
   return host + ":" + std::to_string(port);
 }
 
-
 // The stream of the connection this thread serves, for the pre-routing handler, which httplib
 // gives only the request.
 thread_local SocketStream* tCurrentStream = nullptr;
@@ -69,7 +68,6 @@ const char* framingProblem(const httplib::Request& req) {
   }
   return nullptr;
 }
-
 
 // The body of a request with a Content-Length (framingProblem() refused any other framing),
 // read as httplib's read_content reads it. False when the response is written instead: 413
@@ -260,7 +258,6 @@ void HttpServer::setErrorHandler(Handler handler) { server_->set_error_handler(s
 void HttpServer::setLogger(std::function<void(const httplib::Request&, const httplib::Response&)> logger) {
   server_->set_logger(std::move(logger));
 }
-
 
 void HttpServer::handleEverything(Handler handler) {
   everything_ = handler;

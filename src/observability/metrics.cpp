@@ -83,13 +83,15 @@ Metrics::~Metrics() = default;
 
 void Metrics::recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster) {
   dispatched_
-      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
+      ->Add(
+          {{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
       .Increment();
 }
 
 void Metrics::recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster) {
   admitted_
-      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
+      ->Add(
+          {{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
       .Increment();
 }
 

@@ -82,7 +82,6 @@ bool contains(const std::vector<std::string>& items, const std::string& wanted) 
 
 // ---- OpenSSL helpers ----------------------------------------------------------------------
 
-
 // ---- errors -------------------------------------------------------------------------------
 
 // webhookutil.ErrCallingWebhook: the call itself failed. failurePolicy decides whether the
@@ -118,8 +117,8 @@ struct Endpoint {
   std::string host;       // the name the certificate must be valid for (and the Host header)
   std::string connectTo;  // IP literal to dial instead of resolving `host` ("" = resolve host)
   int port = 443;
-  std::string path;   // request path with the ?timeout= query
-  std::string url;    // as kube-apiserver prints it: https://host:port/path?timeout=10s
+  std::string path;         // request path with the ?timeout= query
+  std::string url;          // as kube-apiserver prints it: https://host:port/path?timeout=10s
   std::string dialAddress;  // "ip:port" as Go prints a dial error
 };
 
@@ -230,15 +229,10 @@ std::string verificationError(long result, const std::string& host) {
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-      why = "x509: certificate signed by unknown authority";
-      break;
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE: why = "x509: certificate signed by unknown authority"; break;
     case X509_V_ERR_CERT_HAS_EXPIRED:
-    case X509_V_ERR_CERT_NOT_YET_VALID:
-      why = "x509: certificate has expired or is not yet valid";
-      break;
-    default:
-      why = std::string("x509: ") + X509_verify_cert_error_string(result);
+    case X509_V_ERR_CERT_NOT_YET_VALID: why = "x509: certificate has expired or is not yet valid"; break;
+    default: why = std::string("x509: ") + X509_verify_cert_error_string(result);
   }
   return "tls: failed to verify certificate: " + why;
 }
@@ -266,8 +260,7 @@ std::string unexpectedStatus(int status, const std::string& body) {
     return "an error on the server (" + goQuote(trimmed.empty() ? "unknown" : trimmed) +
            ") has prevented the request from succeeding";
   }
-  return "the server responded with the status code " + std::to_string(status) +
-         " but did not return more information";
+  return "the server responded with the status code " + std::to_string(status) + " but did not return more information";
 }
 
 // POSTs `review` and returns the decoded AdmissionReview. Throws CallFailure.
@@ -278,8 +271,9 @@ json post(const Endpoint& endpoint, const std::string& caBundle, int timeoutSeco
     const auto pem = base64Decode(caBundle);
     net::OpensslPtr<X509_STORE> store = pem ? net::certificateStore(*pem) : nullptr;
     if (!store) {
-      throw CallFailure{"could not get REST client: unable to load root certificates: unable to parse bytes as PEM "
-                        "block (clientConfig.caBundle must be the base64 of PEM certificates)"};
+      throw CallFailure{
+          "could not get REST client: unable to load root certificates: unable to parse bytes as PEM "
+          "block (clientConfig.caBundle must be the base64 of PEM certificates)"};
     }
     client.set_ca_cert_store(store.release());  // the client's SSL_CTX owns it from here
   }
@@ -520,8 +514,9 @@ class Caller {
       }
     }
     if (!contains(stringList(hook.spec, "admissionReviewVersions"), "v1")) {
-      throw CallFailure{"could not create admission objects: webhook does not accept known AdmissionReview versions "
-                        "(v1): the sandbox sends admission.k8s.io/v1 only; add \"v1\" to admissionReviewVersions"};
+      throw CallFailure{
+          "could not create admission objects: webhook does not accept known AdmissionReview versions "
+          "(v1): the sandbox sends admission.k8s.io/v1 only; add \"v1\" to admissionReviewVersions"};
     }
     int timeoutSeconds = 10;
     if (hook.spec.contains("timeoutSeconds") && hook.spec["timeoutSeconds"].is_number_integer()) {
@@ -568,8 +563,9 @@ class Caller {
     const auto patchText = base64Decode(stringMember(response, "patch"));
     const json patchDoc = patchText ? json::parse(*patchText, nullptr, false) : json(json::value_t::discarded);
     if (!patchDoc.is_array()) {
-      throw CallFailure{"received undecodable patch in webhook response: response.patch must be the base64 of a "
-                        "JSON array of RFC 6902 operations"};
+      throw CallFailure{
+          "received undecodable patch in webhook response: response.patch must be the base64 of a "
+          "JSON array of RFC 6902 operations"};
     }
     if (patchDoc.empty()) return object;
     if (!object.is_object()) {
@@ -629,14 +625,16 @@ json invoke(Caller& caller, const Hook& hook, bool mutating, const std::string& 
     const std::string name = hook.name();
     const std::string message = "failed calling webhook " + goQuote(name) + ": " + failure.reason;
     if (stringMember(hook.spec, "failurePolicy", "Fail") == "Ignore") {
-      logger().warn("admission webhook failed, failing open (failurePolicy Ignore) webhook={} configuration={} "
-                    "error=\"{}\"",
-                    name, hook.configuration, message);
+      logger().warn(
+          "admission webhook failed, failing open (failurePolicy Ignore) webhook={} configuration={} "
+          "error=\"{}\"",
+          name, hook.configuration, message);
       return object;
     }
-    logger().warn("admission webhook failed, failing closed (failurePolicy Fail) webhook={} configuration={} "
-                  "error=\"{}\"",
-                  name, hook.configuration, message);
+    logger().warn(
+        "admission webhook failed, failing closed (failurePolicy Fail) webhook={} configuration={} "
+        "error=\"{}\"",
+        name, hook.configuration, message);
     throw ApiError::internal(message);
   }
 }

@@ -168,8 +168,7 @@ json parseJsonBody(const std::string& body, const char* what) {
 }
 
 // The dotted paths of fields in `original` that pruning removed, for fieldValidation=Strict.
-void unknownFields(const json& original, const json& pruned, const std::string& prefix,
-                   std::vector<std::string>& out) {
+void unknownFields(const json& original, const json& pruned, const std::string& prefix, std::vector<std::string>& out) {
   if (original.is_object() && pruned.is_object()) {
     for (auto it = original.begin(); it != original.end(); ++it) {
       const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
@@ -195,8 +194,7 @@ FieldErrors validateMetadata(const ResourceType& type, const json& object) {
     errors.push_back({"metadata.name", "Required value", "name or generateName is required"});
   } else {
     auto problems = isNamespace(type) ? validation::dns1123Label(name) : validation::dns1123Subdomain(name);
-    for (const auto& p : problems)
-      errors.push_back({"metadata.name", "Invalid value: \"" + name + "\"", p});
+    for (const auto& p : problems) errors.push_back({"metadata.name", "Invalid value: \"" + name + "\"", p});
   }
   for (const char* field : {"labels", "annotations"}) {
     if (!meta.contains(field)) continue;
@@ -302,8 +300,8 @@ ObjectStore::Filter makeFilter(const ResourceType& type, const ListOptions& opti
     const bool allowed = f == "metadata.name" || (type.namespaced && f == "metadata.namespace") ||
                          (type.group.empty() && type.plural == "secrets" && f == "type") ||
                          (type.group.empty() && type.plural == "namespaces" && f == "status.phase") ||
-                         (type.plural == "events" && (f.starts_with("involvedObject.") || f == "reason" ||
-                                                       f == "type" || f == "source"));
+                         (type.plural == "events" &&
+                          (f.starts_with("involvedObject.") || f == "reason" || f == "type" || f == "source"));
     if (!allowed) throw ApiError::badRequest("field label not supported: " + f);
   }
   if (labels.empty() && fields.empty() && onlyName.empty()) return nullptr;
@@ -430,7 +428,9 @@ Target target(const ClusterApi& api, const ResourceRef& ref) {
   auto type = api.resolve(ref);
   const auto* version = type->version(ref.version);
   if (!version) throw resourceNotFound();
-  return {type, version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
+  return {type,
+          version,
+          {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
           apiVersionOf(type->group, ref.version)};
 }
 
@@ -477,8 +477,9 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
       throw ApiError::badRequest("the namespace of the object is required: create " + t.type->plural +
                                  " under /namespaces/<namespace>/");
     if (!bodyNs.empty() && bodyNs != ref.namespace_)
-      throw ApiError::badRequest("the namespace of the provided object does not match the namespace sent on the "
-                                 "request");
+      throw ApiError::badRequest(
+          "the namespace of the provided object does not match the namespace sent on the "
+          "request");
     meta["namespace"] = ref.namespace_;
     auto ns = store_.get({"", "namespaces", "", ref.namespace_});
     if (!ns) throw ApiError::notFound("namespaces", ref.namespace_);
@@ -493,7 +494,8 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
     throw ApiError::badRequest("resourceVersion should not be set on objects to be created");
 
   std::string name = meta.value("name", "");
-  if (name.empty() && meta.value("generateName", "") != "") name = meta["generateName"].get<std::string>() + randomSuffix();
+  if (name.empty() && meta.value("generateName", "") != "")
+    name = meta["generateName"].get<std::string>() + randomSuffix();
   if (!name.empty()) meta["name"] = name;
   meta["uid"] = detail::newUid();
   meta["creationTimestamp"] = now();
@@ -517,8 +519,8 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
   t.key.name = name;
 
   if (admitting()) {
-    AdmissionAttributes attributes{"CREATE", t.type.get(), ref.version, ref, std::move(object), nullptr, options.dryRun,
-                                   options.user};
+    AdmissionAttributes attributes{"CREATE",          t.type.get(), ref.version,    ref,
+                                   std::move(object), nullptr,      options.dryRun, options.user};
     attributes.ref.name = name;
     object = admit_(attributes);
     setTypeMeta(object, t);
@@ -559,8 +561,9 @@ StoredObject ClusterApi::update(const ResourceRef& ref, json object, const Write
                                ref.name + ")");
   const std::string bodyNs = meta.is_object() ? meta.value("namespace", "") : "";
   if (t.type->namespaced && !bodyNs.empty() && bodyNs != ref.namespace_)
-    throw ApiError::badRequest("the namespace of the provided object does not match the namespace sent on the "
-                               "request");
+    throw ApiError::badRequest(
+        "the namespace of the provided object does not match the namespace sent on the "
+        "request");
   const auto precondition =
       parseResourceVersion(meta.is_object() ? meta.value("resourceVersion", "") : "", "metadata.resourceVersion");
   return writeLoop(ref, options, precondition, [&](const json* current) {
@@ -574,9 +577,9 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
   auto t = target(*this, ref);
   if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "patch");
   const auto media = baseMediaType(contentType);
-  static const std::vector<std::string> kBuiltinTypes = {
-      "application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json",
-      "application/apply-patch+yaml"};
+  static const std::vector<std::string> kBuiltinTypes = {"application/json-patch+json", "application/merge-patch+json",
+                                                         "application/strategic-merge-patch+json",
+                                                         "application/apply-patch+yaml"};
   static const std::vector<std::string> kCustomTypes = {"application/json-patch+json", "application/merge-patch+json",
                                                         "application/apply-patch+yaml"};
   const auto& accepted = t.type->builtin ? kBuiltinTypes : kCustomTypes;
@@ -586,8 +589,9 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
   json patchDoc;
   if (media == "application/apply-patch+yaml") {
     if (options.fieldManager.empty())
-      throw ApiError::badRequest("PATCH, application/apply-patch+yaml requires the fieldManager query parameter: "
-                                 "send ?fieldManager=<your controller's name>");
+      throw ApiError::badRequest(
+          "PATCH, application/apply-patch+yaml requires the fieldManager query parameter: "
+          "send ?fieldManager=<your controller's name>");
     std::vector<json> docs;
     try {
       docs = yaml::parseJson(body, yaml::Limits::forManifests());
@@ -599,8 +603,8 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
     patchDoc = std::move(docs.front());
     checkTypeMeta(patchDoc, t);
     if (!patchDoc.contains("apiVersion") || !patchDoc.contains("kind"))
-      throw ApiError::badRequest("an apply patch must set apiVersion and kind (" + t.apiVersion + ", " +
-                                 t.type->kind + ")");
+      throw ApiError::badRequest("an apply patch must set apiVersion and kind (" + t.apiVersion + ", " + t.type->kind +
+                                 ")");
     const auto name = stringAt(patchDoc, "metadata", "name");
     if (!name.empty() && name != ref.name)
       throw ApiError::badRequest("the name of the object (" + name + ") does not match the name on the URL (" +
@@ -614,8 +618,8 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
   }
   // A resourceVersion in a merge or apply patch is a precondition, as in kube-apiserver.
   std::optional<std::uint64_t> precondition;
-  if (patchDoc.is_object()) precondition = parseResourceVersion(stringAt(patchDoc, "metadata", "resourceVersion"),
-                                                                "metadata.resourceVersion");
+  if (patchDoc.is_object())
+    precondition = parseResourceVersion(stringAt(patchDoc, "metadata", "resourceVersion"), "metadata.resourceVersion");
 
   if (media == "application/apply-patch+yaml") {
     // Apply to an absent object creates it.
@@ -643,7 +647,8 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
     if (!current) throw ApiError::notFound(t.type->qualifiedResource(), ref.name);
     if (media == "application/merge-patch+json") return {patch::mergePatch(*current, patchDoc), false};
     if (media == "application/json-patch+json") return {patch::jsonPatch(*current, patchDoc), false};
-    if (media == "application/strategic-merge-patch+json") return {patch::strategicMergePatch(*current, patchDoc), false};
+    if (media == "application/strategic-merge-patch+json")
+      return {patch::strategicMergePatch(*current, patchDoc), false};
     patch::ApplyOptions apply{options.fieldManager, options.force, ref.subresource, t.apiVersion, now()};
     return {patch::serverSideApply(*current, patchDoc, *t.version, apply), true};
   });
@@ -653,8 +658,8 @@ StoredObject ClusterApi::createWithManagedFields(const ResourceRef& ref, json ob
   // create() records the creator as an Update manager; an apply-create keeps the Apply entry
   // server-side apply wrote instead.
   const json managed = object["metadata"].value("managedFields", json::array());
-  auto created = create(ref, std::move(object), WriteOptions{options.dryRun, "", false, options.fieldValidation,
-                                                             options.user});
+  auto created =
+      create(ref, std::move(object), WriteOptions{options.dryRun, "", false, options.fieldValidation, options.user});
   const auto& createdMeta = created->at("metadata");
   if (createdMeta.value("managedFields", json::array()) == managed) return created;
   if (options.dryRun) {
@@ -694,7 +699,9 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
                                       bool managedFieldsDone, std::optional<std::uint64_t> precondition,
                                       const WriteOptions& options) {
   const json& current = *stored;
-  const Target t{type, &version, {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
+  const Target t{type,
+                 &version,
+                 {type->group, type->plural, type->namespaced ? ref.namespace_ : "", ref.name},
                  apiVersionOf(type->group, ref.version)};
   checkTypeMeta(incoming, t);
   const auto currentRv = parseResourceVersion(stringAt(current, "metadata", "resourceVersion"), "stored object");
@@ -743,8 +750,8 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
 
   bool admitted = false;
   if (admitting()) {
-    AdmissionAttributes attributes{"UPDATE", type.get(), ref.version, ref, std::move(next), current, options.dryRun,
-                                   options.user};
+    AdmissionAttributes attributes{"UPDATE",        type.get(), ref.version,    ref,
+                                   std::move(next), current,    options.dryRun, options.user};
     next = admit_(attributes);
     setTypeMeta(next, t);
     applySchema(next, t, "");
@@ -765,9 +772,9 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
     if (!added.empty())
       throw ApiError::invalid(type->qualifiedKind(), ref.name,
                               FieldErrors{{"metadata.finalizers", "Forbidden",
-                                "no new finalizers can be added if the object is being deleted, found new "
-                                "finalizers []string{" +
-                                    strings::join(added, ", ") + "}"}});
+                                           "no new finalizers can be added if the object is being deleted, found new "
+                                           "finalizers []string{" +
+                                               strings::join(added, ", ") + "}"}});
   }
   if (auto errors = validateMetadata(*type, next); !errors.empty())
     throw ApiError::invalid(type->qualifiedKind(), ref.name, errors);
@@ -827,13 +834,13 @@ StoredObject ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& opt
                                    ", UID in object meta: " + meta.value("uid", ""));
     if (options.preconditionResourceVersion &&
         *options.preconditionResourceVersion != meta.value("resourceVersion", ""))
-      throw ApiError::conflict(t.type->qualifiedResource(), ref.name,
-                               "Precondition failed: ResourceVersion in precondition: " +
-                                   *options.preconditionResourceVersion +
-                                   ", ResourceVersion in object meta: " + meta.value("resourceVersion", ""));
+      throw ApiError::conflict(
+          t.type->qualifiedResource(), ref.name,
+          "Precondition failed: ResourceVersion in precondition: " + *options.preconditionResourceVersion +
+              ", ResourceVersion in object meta: " + meta.value("resourceVersion", ""));
     if (admitting()) {
-      AdmissionAttributes attributes{"DELETE", t.type.get(), ref.version, ref, nullptr, *current, options.dryRun,
-                                     options.user};
+      AdmissionAttributes attributes{"DELETE", t.type.get(), ref.version,    ref,
+                                     nullptr,  *current,     options.dryRun, options.user};
       admit_(attributes);
     }
     const auto currentRv = parseResourceVersion(meta.value("resourceVersion", ""), "stored object");

@@ -40,14 +40,14 @@ using SteadyClock = std::chrono::steady_clock;
 
 // The version kubectl sees; 1.32 matches the kubectl we test with (no skew warning).
 const json kServerVersion = {{"major", "1"},
-                       {"minor", "32"},
-                       {"gitVersion", "v1.32.0"},
-                       {"gitCommit", "0000000000000000000000000000000000000000"},
-                       {"gitTreeState", "clean"},
-                       {"buildDate", "2024-12-11T00:00:00Z"},
-                       {"goVersion", "go1.23.3"},
-                       {"compiler", "gc"},
-                       {"platform", "linux/amd64"}};
+                             {"minor", "32"},
+                             {"gitVersion", "v1.32.0"},
+                             {"gitCommit", "0000000000000000000000000000000000000000"},
+                             {"gitTreeState", "clean"},
+                             {"buildDate", "2024-12-11T00:00:00Z"},
+                             {"goVersion", "go1.23.3"},
+                             {"compiler", "gc"},
+                             {"platform", "linux/amd64"}};
 
 // Regular answers: plain application/json, which kubectl reads as legacy discovery. Watch
 // streams carry a charset parameter: httplib gzips exactly "application/json" for clients that
@@ -79,7 +79,9 @@ void writeError(httplib::Response& res, const ApiError& error) {
   }
 }
 
-ApiError notFoundPath() { return {404, "NotFound", "the server could not find the requested resource", json::object()}; }
+ApiError notFoundPath() {
+  return {404, "NotFound", "the server could not find the requested resource", json::object()};
+}
 
 std::vector<std::string> splitPath(const std::string& path) {
   std::vector<std::string> out;
@@ -131,8 +133,8 @@ bool dryRunParam(const httplib::Request& req) {
   for (std::size_t i = 0; i < count; ++i) {
     const std::string value = req.get_param_value("dryRun", i);
     if (value != "All") {
-      throw ApiError::invalid("DryRun", "", {FieldError{"dryRun", "Unsupported value: \"" + value + "\"",
-                                                        "supported values: \"All\""}});
+      throw ApiError::invalid(
+          "DryRun", "", {FieldError{"dryRun", "Unsupported value: \"" + value + "\"", "supported values: \"All\""}});
     }
     dryRun = true;
   }
@@ -188,8 +190,8 @@ DeleteOptions deleteOptions(const httplib::Request& req) {
   options.dryRun = dryRunParam(req);
   options.propagationPolicy = param(req, "propagationPolicy");
   if (req.has_param("orphanDependents") && options.propagationPolicy.empty()) {
-    options.propagationPolicy = parseBoolParam("orphanDependents", param(req, "orphanDependents")) ? "Orphan"
-                                                                                                   : "Background";
+    options.propagationPolicy =
+        parseBoolParam("orphanDependents", param(req, "orphanDependents")) ? "Orphan" : "Background";
   }
   if (req.body.empty()) return options;
   json body;
@@ -199,8 +201,7 @@ DeleteOptions deleteOptions(const httplib::Request& req) {
     try {
       body = json::parse(req.body);
     } catch (const json::exception& e) {
-      throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") +
-                                 e.what());
+      throw ApiError::badRequest(std::string("the DeleteOptions in the request body are not valid JSON: ") + e.what());
     }
   }
   if (body.is_null()) return options;
@@ -221,8 +222,8 @@ DeleteOptions deleteOptions(const httplib::Request& req) {
   if (auto it = body.find("dryRun"); it != body.end() && it->is_array()) {
     for (const auto& v : *it) {
       if (v != "All") {
-        throw ApiError::invalid("DryRun", "", {FieldError{"dryRun", "Unsupported value: " + v.dump(),
-                                                          "supported values: \"All\""}});
+        throw ApiError::invalid("DryRun", "",
+                                {FieldError{"dryRun", "Unsupported value: " + v.dump(), "supported values: \"All\""}});
       }
       options.dryRun = true;
     }
@@ -262,15 +263,15 @@ struct ClusterHttp::Route {
   std::string version;
   ResourceRef ref;
   ResourceTypePtr type;
-  std::string verb;  // RBAC's: get, list, watch, create, update, patch, delete, deletecollection
+  std::string verb;               // RBAC's: get, list, watch, create, update, patch, delete, deletecollection
   std::optional<ApiError> error;  // a malformed query, answered once the client is authenticated
 };
 
 // One watch being streamed: the store's Watch plus what the encoder needs.
 struct ClusterHttp::WatchStream {
   std::uint64_t id = 0;
-  std::shared_ptr<ObjectStore::Watch> watch;  // null for a stream that only carries an error
-  std::optional<json> error;                  // a Status to send as the only event
+  std::shared_ptr<ObjectStore::Watch> watch;         // null for a stream that only carries an error
+  std::optional<json> error;                         // a Status to send as the only event
   std::deque<std::pair<std::string, json>> initial;  // sendInitialEvents: sent before the watch's events
   SteadyClock::time_point deadline;
   std::string kind;
@@ -310,8 +311,8 @@ int ClusterHttp::start() {
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
   server->handleEverything(handler);
   server->setLogger([name = options_.clusterName](const httplib::Request& req, const httplib::Response& res) {
-    logger().debug("request cluster={} method={} path={} query=\"{}\" status={} peer={}:{}", name, req.method,
-                   req.path, req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1),
+    logger().debug("request cluster={} method={} path={} query=\"{}\" status={} peer={}:{}", name, req.method, req.path,
+                   req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1),
                    res.status, req.remote_addr, req.remote_port);
   });
   stopping_ = false;
@@ -529,9 +530,7 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
 void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& req, httplib::Response& res) {
   ResourceRegistry& registry = api_.registry();
   switch (route.kind) {
-    case Route::Kind::Version:
-      writeJson(res, 200, kServerVersion);
-      return;
+    case Route::Kind::Version: writeJson(res, 200, kServerVersion); return;
     case Route::Kind::Health:
       res.status = 200;
       res.set_content("ok", "text/plain; charset=utf-8");
@@ -539,9 +538,7 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
     case Route::Kind::ApiVersions:
       writeJson(res, 200, registry.apiVersions(options_.host + ":" + std::to_string(port_.load())));
       return;
-    case Route::Kind::ApiGroupList:
-      writeJson(res, 200, registry.apiGroupList());
-      return;
+    case Route::Kind::ApiGroupList: writeJson(res, 200, registry.apiGroupList()); return;
     case Route::Kind::ApiGroup:
       if (auto group = registry.apiGroup(route.group)) {
         writeJson(res, 200, *group);
@@ -554,9 +551,7 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
         return;
       }
       break;
-    case Route::Kind::OpenApiRoot:
-      writeJson(res, 200, registry.openApiV3Root());
-      return;
+    case Route::Kind::OpenApiRoot: writeJson(res, 200, registry.openApiV3Root()); return;
     case Route::Kind::OpenApiGroupVersion:
       if (auto doc = registry.openApiV3(route.group, route.version)) {
         // Documents are addressed by their hash: immutable, as kube-apiserver marks them.
@@ -566,8 +561,7 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
       }
       break;
     case Route::Kind::NotFound:
-    case Route::Kind::Resource:
-      break;
+    case Route::Kind::Resource: break;
   }
   throw notFoundPath();
 }
@@ -585,9 +579,7 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
     const Rendering rendering = kind == "Status" ? Rendering::Object : asked;
     checkRenderable(rendering, isList, kind);
     switch (rendering) {
-      case Rendering::Object:
-        writeJson(res, status, body);
-        return;
+      case Rendering::Object: writeJson(res, status, body); return;
       case Rendering::Table:
         writeJson(res, status,
                   toTable(*type, ref.version, body, clock_.now(), parseIncludeObject(param(req, "includeObject"))));
@@ -596,9 +588,7 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
         res.status = status;
         res.set_content(partialObjectMetadataText(body), kJson);
         return;
-      case Rendering::PartialObjectMetadataList:
-        writeJson(res, status, partialObjectMetadataList(body));
-        return;
+      case Rendering::PartialObjectMetadataList: writeJson(res, status, partialObjectMetadataList(body)); return;
     }
   };
 
@@ -629,8 +619,7 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
   }
 }
 
-void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, httplib::Response& res,
-                             bool injectGone) {
+void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, httplib::Response& res, bool injectGone) {
   const ResourceRef& ref = route.ref;  // with a name: a watch on that one object
   if (!ref.subresource.empty()) throw notFoundPath();
   const ResourceTypePtr type = api_.resolve(ref);
@@ -649,14 +638,15 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   stream->deadline = SteadyClock::now() + timeout;
   stream->rendering = renderingFor(req.get_header_value("Accept"));
   if (stream->rendering == Rendering::PartialObjectMetadataList)
-    throw ApiError::notAcceptable("you requested PartialObjectMetadataList, but a watch sends single objects: ask for "
-                                  "PartialObjectMetadata");
+    throw ApiError::notAcceptable(
+        "you requested PartialObjectMetadataList, but a watch sends single objects: ask for "
+        "PartialObjectMetadata");
   const bool metadataOnly = stream->rendering == Rendering::PartialObjectMetadata;
   // Bookmarks carry the kind of the events' objects.
   stream->kind = metadataOnly ? "PartialObjectMetadata" : type->kind;
   stream->apiVersion = metadataOnly ? "meta.k8s.io/v1" : apiVersionOf(type->group, ref.version);
-  stream->bookmarks = req.has_param("allowWatchBookmarks") &&
-                      parseBoolParam("allowWatchBookmarks", param(req, "allowWatchBookmarks"));
+  stream->bookmarks =
+      req.has_param("allowWatchBookmarks") && parseBoolParam("allowWatchBookmarks", param(req, "allowWatchBookmarks"));
   if (stream->rendering == Rendering::Table) stream->tableObjects = parseIncludeObject(param(req, "includeObject"));
   stream->type = type;
   stream->version = ref.version;
@@ -679,11 +669,11 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   // too-old resourceVersion arrives as an ERROR event carrying a 410 Expired Status.
   if (injectGone) {
     logger().info("injected fault cluster={} verb=watch resource={} code=410", options_.clusterName, ref.plural);
-    stream->error = ApiError::gone("too old resource version: " + (resourceVersion.empty() ? "0" : resourceVersion) +
-                                   " (" + std::to_string(api_.store().resourceVersion()) +
-                                   "): injected fault in cluster " + options_.clusterName +
-                                   " (FaultInjector::goneOnNextWatch)")
-                        .status();
+    stream->error =
+        ApiError::gone("too old resource version: " + (resourceVersion.empty() ? "0" : resourceVersion) + " (" +
+                       std::to_string(api_.store().resourceVersion()) + "): injected fault in cluster " +
+                       options_.clusterName + " (FaultInjector::goneOnNextWatch)")
+            .status();
   } else {
     try {
       ObjectStore::WatchOptions watchOptions;
@@ -703,10 +693,10 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
         for (auto& item : list["items"]) stream->initial.emplace_back("ADDED", std::move(item));
         from = list["metadata"].value("resourceVersion", "0");
         stream->initial.emplace_back(
-            "BOOKMARK", json{{"kind", stream->kind},
-                             {"apiVersion", stream->apiVersion},
-                             {"metadata",
-                              {{"resourceVersion", from}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}});
+            "BOOKMARK",
+            json{{"kind", stream->kind},
+                 {"apiVersion", stream->apiVersion},
+                 {"metadata", {{"resourceVersion", from}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}});
       }
       stream->watch = api_.watch(ref, options, from, watchOptions);
     } catch (const ApiError& e) {
@@ -731,10 +721,8 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
           switch (stream->rendering) {
             case Rendering::Table:
               return line(type, toTable(*stream->type, stream->version, object, clock_.now(), stream->tableObjects));
-            case Rendering::PartialObjectMetadata:
-              return lineOfText(type, partialObjectMetadataText(object));
-            default:
-              return line(type, object);
+            case Rendering::PartialObjectMetadata: return lineOfText(type, partialObjectMetadataText(object));
+            default: return line(type, object);
           }
         };
         auto send = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
@@ -761,11 +749,8 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
               bookmark["apiVersion"] = stream->apiVersion;
               return line("BOOKMARK", bookmark);
             }
-            case EventType::Error:
-              end = true;
-              return line("ERROR", *event.object);
-            default:
-              return rendered(toString(event.type), *event.object);
+            case EventType::Error: end = true; return line("ERROR", *event.object);
+            default: return rendered(toString(event.type), *event.object);
           }
         };
         for (;;) {

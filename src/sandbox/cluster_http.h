@@ -65,9 +65,9 @@ class ClusterHttp {
   bool running() const;
   int port() const { return port_.load(); }
 
-  std::size_t openWatches() const;      // watch streams open now
+  std::size_t openWatches() const;       // watch streams open now
   std::uint64_t watchesStarted() const;  // watch streams opened since the cluster was made
-  std::size_t openConnections() const;  // connections open now (idle keep-alive ones included)
+  std::size_t openConnections() const;   // connections open now (idle keep-alive ones included)
 
  private:
   struct Route;
@@ -86,7 +86,7 @@ class ClusterHttp {
   FaultInjector& faults_;
   const Clock& clock_;
   std::unique_ptr<net::HttpServer> server_;  // a fresh one per start()
-  std::atomic<int> port_{-1};  // written by start(), read by request threads
+  std::atomic<int> port_{-1};                // written by start(), read by request threads
   std::atomic<bool> stopping_{false};
 
   mutable std::mutex watchesMutex_;

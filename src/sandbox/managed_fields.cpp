@@ -135,8 +135,8 @@ void record(const json& before, json& after, const UpdateOptions& options) {
     return;
   }
   const bool resent = supplied && *supplied == beforeManaged;  // what a client sends back after a read
-  const bool override = supplied && supplied->is_array() && !supplied->empty() && options.subresource.empty() &&
-                        !resent;
+  const bool override =
+      supplied && supplied->is_array() && !supplied->empty() && options.subresource.empty() && !resent;
   // The entries to start from: the body's when it carries them (it is ours to change, and they
   // are replaced below in every case), else the stored ones, which are only read.
   json* const movable = override || resent ? supplied : nullptr;
@@ -161,7 +161,7 @@ void record(const json& before, json& after, const UpdateOptions& options) {
         meta["managedFields"] = fields::encodeManagedFields(fields::decodeManagedFields(base));
       } else if (!movable) {
         meta["managedFields"] = base;  // unchanged: as stored
-      }  // else resent: the body's copy is already in place
+      }                                // else resent: the body's copy is already in place
     }
     return;
   }

@@ -192,9 +192,9 @@ class StoreWatch final : public ObjectStore::Watch {
       const auto now = SteadyClock::now();
       if (bookmarks() && now >= lastDelivery_ + options_.bookmarkInterval) {
         lastDelivery_ = now;
-        return WatchEvent{EventType::Bookmark, cursor_,
-                          std::make_shared<const json>(
-                              json{{"metadata", {{"resourceVersion", std::to_string(cursor_)}}}})};
+        return WatchEvent{
+            EventType::Bookmark, cursor_,
+            std::make_shared<const json>(json{{"metadata", {{"resourceVersion", std::to_string(cursor_)}}}})};
       }
       if (now >= deadline) return std::nullopt;
     }

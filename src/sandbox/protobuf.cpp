@@ -75,8 +75,8 @@ class Reader {
   }
 
   [[noreturn]] void fail(const std::string& why) const {
-    throw ApiError::badRequest("the protobuf request body is malformed at byte " + std::to_string(base_ + pos_) +
-                               ": " + why + ": send the object as JSON (Content-Type: application/json)");
+    throw ApiError::badRequest("the protobuf request body is malformed at byte " + std::to_string(base_ + pos_) + ": " +
+                               why + ": send the object as JSON (Content-Type: application/json)");
   }
 
  private:
@@ -426,7 +426,8 @@ json decodeKubernetesProtobuf(std::string_view body) {
   }
   throw ApiError(415, "UnsupportedMediaType",
                  "the sandbox reads protobuf bodies only for v1 Namespace, ConfigMap, Secret, ServiceAccount and "
-                 "DeleteOptions, not " + (apiVersion.empty() ? std::string("?") : apiVersion) + " " +
+                 "DeleteOptions, not " +
+                     (apiVersion.empty() ? std::string("?") : apiVersion) + " " +
                      (kind.empty() ? std::string("?") : kind) +
                      ": send it as JSON (kubectl create -f, or a client configured for application/json)");
 }

@@ -78,7 +78,7 @@ void writePrivateFile(const fs::path& file, const std::string& content) {
 // The serving certificate goes through CertificateReloader, which reads files: write the pair
 // to a private directory, load it, and remove the directory (the pair stays in memory).
 std::shared_ptr<net::CertificateReloader> servingCertificates(const std::string& cluster,
-                                                               const net::CertificateAndKey& pair) {
+                                                              const net::CertificateAndKey& pair) {
   std::string pattern = (fs::temp_directory_path() / ("mka-sandbox-" + cluster + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw Error("sandbox cluster " + cluster + ": cannot create a temporary directory in " +
@@ -136,8 +136,9 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   }
   impl_ = std::make_unique<Impl>(std::move(options), resolver, clock);
   Impl& d = *impl_;
-  d.api.setAdmission([&admission = d.admission](const AdmissionAttributes& attributes) { return admission.admit(attributes); },
-                     [&admission = d.admission] { return admission.hasWebhooks(); });
+  d.api.setAdmission(
+      [&admission = d.admission](const AdmissionAttributes& attributes) { return admission.admit(attributes); },
+      [&admission = d.admission] { return admission.hasWebhooks(); });
   d.api.setGarbageCollector(&d.gc);
   d.gc.setEnabled(d.options.garbageCollection);
 
@@ -232,7 +233,8 @@ std::string Cluster::server() const {
 const std::string& Cluster::caPem() const { return impl_->ca.certPem(); }
 const std::string& Cluster::token() const { return impl_->token; }
 
-net::CertificateAndKey Cluster::clientCertificate(const std::string& user, const std::vector<std::string>& groups) const {
+net::CertificateAndKey Cluster::clientCertificate(const std::string& user,
+                                                  const std::vector<std::string>& groups) const {
   net::IssueOptions issue;
   issue.commonName = user;
   issue.organizations = groups;

@@ -27,8 +27,8 @@ constexpr const char* kCreationDescription =
     "is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More "
     "info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
-json column(const std::string& name, const std::string& type, const std::string& format,
-            const std::string& description, int priority = 0) {
+json column(const std::string& name, const std::string& type, const std::string& format, const std::string& description,
+            int priority = 0) {
   return {{"name", name}, {"type", type}, {"format", format}, {"description", description}, {"priority", priority}};
 }
 
@@ -77,7 +77,7 @@ std::size_t countEntries(const json& object, const char* key) {
 
 // The columns after Name, and how to fill them, for one kind.
 struct Columns {
-  std::vector<json> definitions;  // without Name
+  std::vector<json> definitions;                  // without Name
   std::function<json(const json& object)> cells;  // a JSON array of the cells after Name
 };
 
@@ -111,7 +111,8 @@ Columns columnsFor(const ResourceType& type, const std::string& version, Clock::
                        column("Age", "string", "", kCreationDescription)};
     out.cells = [now](const json& o) {
       const json& phase = field(o, {"status", "phase"});
-      return json::array({phase.is_string() ? phase : json("Active"), age(field(o, {"metadata", "creationTimestamp"}), now)});
+      return json::array(
+          {phase.is_string() ? phase : json("Active"), age(field(o, {"metadata", "creationTimestamp"}), now)});
     };
   } else if (builtin && group.empty() && type.plural == "configmaps") {
     out.definitions = {column("Data", "string", "", "Number of data in configmap"),
@@ -181,8 +182,8 @@ class PathParser {
   }
   std::string identifier() {
     const std::size_t start = i_;
-    while (i_ < p_.size() && (std::isalnum(static_cast<unsigned char>(p_[i_])) != 0 || p_[i_] == '_' ||
-                              p_[i_] == '-' || p_[i_] == '$')) {
+    while (i_ < p_.size() &&
+           (std::isalnum(static_cast<unsigned char>(p_[i_])) != 0 || p_[i_] == '_' || p_[i_] == '-' || p_[i_] == '$')) {
       ++i_;
     }
     if (start == i_) fail("expected a field name");

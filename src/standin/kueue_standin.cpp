@@ -27,9 +27,9 @@ namespace {
 
 using sandbox::ApiError;
 using sandbox::ClusterApi;
-using sandbox::ResourceRef;
 using sandbox::EventType;
 using sandbox::ObjectStore;
+using sandbox::ResourceRef;
 using sandbox::StoredObject;
 using sandbox::WriteOptions;
 
@@ -126,7 +126,9 @@ std::string prebuiltWorkloadName(const json& job) {
 std::string nsOf(const json& object) { return stringAtPointer(object, json::json_pointer("/metadata/namespace")); }
 std::string nameOf(const json& object) { return stringAtPointer(object, json::json_pointer("/metadata/name")); }
 
-bool deleting(const json& object) { return object.contains("metadata") && object["metadata"].contains("deletionTimestamp"); }
+bool deleting(const json& object) {
+  return object.contains("metadata") && object["metadata"].contains("deletionTimestamp");
+}
 
 const json* findCondition(const json& object, const std::string& type) {
   const auto pointer = json::json_pointer("/status/conditions");
@@ -166,7 +168,8 @@ void setCondition(json& status, const std::string& type, const std::string& valu
 
 std::int64_t generationOf(const json& object) {
   const auto pointer = json::json_pointer("/metadata/generation");
-  return object.contains(pointer) && object.at(pointer).is_number_integer() ? object.at(pointer).get<std::int64_t>() : 0;
+  return object.contains(pointer) && object.at(pointer).is_number_integer() ? object.at(pointer).get<std::int64_t>()
+                                                                            : 0;
 }
 
 // RFC 3339 as ClusterApi::now() writes it ("2027-01-15T08:00:00Z", fractions ignored);
@@ -252,15 +255,15 @@ struct KueueStandIn::Impl {
   std::condition_variable wake;
   std::deque<Key> queue;
   std::set<Key> queued;
-  std::set<Key> retry;                  // failed (conflict): tried again next round
-  std::map<Key, TimePoint> readmitAt;   // evicted Workloads waiting for readmitDelay
-  std::map<Key, Run> runs;              // worker: jobs running
+  std::set<Key> retry;                 // failed (conflict): tried again next round
+  std::map<Key, TimePoint> readmitAt;  // evicted Workloads waiting for readmitDelay
+  std::map<Key, Run> runs;             // worker: jobs running
   // The same runs by due time, so that a pass finds the due ones without walking every run
   // (thousands on a loaded worker, and a pass after every batch of events).
   std::set<std::pair<TimePoint, Key>> runsByDue;
-  std::set<Key> waitingForCapacity;     // worker: Workloads over capacity, oldest first on retry
+  std::set<Key> waitingForCapacity;             // worker: Workloads over capacity, oldest first on retry
   std::map<Key, std::set<Key>> jobsOfWorkload;  // worker: jobs naming a Workload (prebuilt)
-  std::uint64_t quietRevision = 0;      // store revision every event up to which was handled
+  std::uint64_t quietRevision = 0;              // store revision every event up to which was handled
   bool poked = false;
   bool busy = false;
   bool running = false;
@@ -308,8 +311,9 @@ struct KueueStandIn::Impl {
           // "0": synthetic ADDED events for what exists, so a (re)opened watch is a relist.
           slot.watch = api.watch(slot.ref, {}, "0");
         } catch (const ApiError& e) {
-          if (e.code() != 404) logger().warn("kueue-standin watch failed cluster={} resource={}.{} error=\"{}\"",
-                                             cluster(), slot.ref.plural, slot.ref.group, e.what());
+          if (e.code() != 404)
+            logger().warn("kueue-standin watch failed cluster={} resource={}.{} error=\"{}\"", cluster(),
+                          slot.ref.plural, slot.ref.group, e.what());
           slot.watch.reset();
           continue;  // the CRD is not there yet: try again next round
         }
@@ -334,9 +338,7 @@ struct KueueStandIn::Impl {
     const auto workloads = slot.kind == WatchSlot::Kind::Queue ? listWorkloads() : std::vector<json>{};
     std::lock_guard lock(mutex);
     switch (slot.kind) {
-      case WatchSlot::Kind::Job:
-        enqueueLocked({slot.jobKind, ns, name});
-        break;
+      case WatchSlot::Kind::Job: enqueueLocked({slot.jobKind, ns, name}); break;
       case WatchSlot::Kind::Workload: {
         const Key key{kWorkload, ns, name};
         enqueueLocked(key);
@@ -501,7 +503,8 @@ struct KueueStandIn::Impl {
     if (!wl.contains(pointer) || !wl.at(pointer).is_array()) return out;
     for (const auto& c : wl.at(pointer))
       if (c.is_object() && c.value("state", "") == state) out.push_back(c);
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a.value("name", "") < b.value("name", ""); });
+    std::sort(out.begin(), out.end(),
+              [](const json& a, const json& b) { return a.value("name", "") < b.value("name", ""); });
     return out;
   }
 
@@ -536,9 +539,7 @@ struct KueueStandIn::Impl {
     api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), statusWrite(wl, std::move(status)), asStandIn());
   }
 
-  void writeMain(const json& object, const ResourceRef& ref) {
-    api.update(ref, object, asStandIn());
-  }
+  void writeMain(const json& object, const ResourceRef& ref) { api.update(ref, object, asStandIn()); }
 
   void removeFinalizer(const json& wl) {
     auto finalizers = wl.at("metadata").value("finalizers", json::array());
@@ -549,8 +550,8 @@ struct KueueStandIn::Impl {
     json next = wl;
     next["metadata"]["finalizers"] = kept;
     writeMain(next, workloadRef(nsOf(wl), nameOf(wl)));
-    logger().info("kueue-standin released workload finalizer cluster={} namespace={} workload={}", cluster(),
-                  nsOf(wl), nameOf(wl));
+    logger().info("kueue-standin released workload finalizer cluster={} namespace={} workload={}", cluster(), nsOf(wl),
+                  nameOf(wl));
   }
 
   // The ClusterQueue the Workload's LocalQueue points to; "" when either is missing.
@@ -572,7 +573,8 @@ struct KueueStandIn::Impl {
     if (const auto* evicted = findCondition(wl, kEvicted);
         evicted != nullptr && evicted->value("status", "") == "True" && options.readmitDelay.count() > 0) {
       const auto since = parseTime(evicted->value("lastTransitionTime", ""));
-      const auto notBefore = since.value_or(now) + std::chrono::duration_cast<TimePoint::duration>(options.readmitDelay);
+      const auto notBefore =
+          since.value_or(now) + std::chrono::duration_cast<TimePoint::duration>(options.readmitDelay);
       if (now < notBefore) {
         std::lock_guard lock(mutex);
         readmitAt[key] = notBefore;
@@ -628,9 +630,10 @@ struct KueueStandIn::Impl {
           const auto name = rule.value("name", "");
           auto it = std::find_if(existing.begin(), existing.end(),
                                  [&](const json& s) { return s.value("name", "") == name; });
-          states.push_back(it != existing.end()
-                               ? *it
-                               : json{{"name", name}, {"state", "Pending"}, {"lastTransitionTime", stamp}, {"message", ""}});
+          states.push_back(
+              it != existing.end()
+                  ? *it
+                  : json{{"name", name}, {"state", "Pending"}, {"lastTransitionTime", stamp}, {"message", ""}});
           checksPending = checksPending || states.back().value("state", "") != "Ready";
         }
       }
@@ -640,7 +643,8 @@ struct KueueStandIn::Impl {
         status["admissionChecks"] = states;
       }
     }
-    if (!checksPending) setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", stamp, generation);
+    if (!checksPending)
+      setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", stamp, generation);
     writeStatus(wl, status);
     logger().info("kueue-standin reserved quota cluster={} namespace={} workload={} clusterQueue={} admitted={}",
                   cluster(), key.namespace_, key.name, cqName, !checksPending);
@@ -650,8 +654,7 @@ struct KueueStandIn::Impl {
     json status = wl.value("status", json::object());
     setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", api.now(), generationOf(wl));
     writeStatus(wl, status);
-    logger().info("kueue-standin admitted cluster={} namespace={} workload={}", cluster(),
-                  nsOf(wl), nameOf(wl));
+    logger().info("kueue-standin admitted cluster={} namespace={} workload={}", cluster(), nsOf(wl), nameOf(wl));
   }
 
   // Kueue's eviction: the reservation is released, MultiKueue's placement fields cleared and
@@ -697,13 +700,12 @@ struct KueueStandIn::Impl {
       json status = wl.value("status", json::object());
       setCondition(status, kDeactivationTarget, "True", "AdmissionCheck",
                    "AdmissionCheck in Rejected state: " + checkList(rejected), api.now(), generationOf(wl));
-      current = *api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), statusWrite(wl, std::move(status)),
-                            asStandIn());
+      current =
+          *api.update(workloadRef(nsOf(wl), nameOf(wl), "status"), statusWrite(wl, std::move(status)), asStandIn());
     }
     current["spec"]["active"] = false;
     writeMain(current, workloadRef(nsOf(wl), nameOf(wl)));
-    logger().info("kueue-standin deactivated cluster={} namespace={} workload={}", cluster(),
-                  nsOf(wl), nameOf(wl));
+    logger().info("kueue-standin deactivated cluster={} namespace={} workload={}", cluster(), nsOf(wl), nameOf(wl));
   }
 
   // ---- jobs ---------------------------------------------------------------------------------
@@ -812,11 +814,12 @@ struct KueueStandIn::Impl {
       return status;
     }
     status["startTime"] = stamp;
-    status["conditions"] = json::array({{{"type", "Succeeded"},
-                                         {"status", "Unknown"},
-                                         {"reason", "Running"},
-                                         {"message", "Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: 1, Skipped: 0"},
-                                         {"lastTransitionTime", stamp}}});
+    status["conditions"] =
+        json::array({{{"type", "Succeeded"},
+                      {"status", "Unknown"},
+                      {"reason", "Running"},
+                      {"message", "Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: 1, Skipped: 0"},
+                      {"lastTransitionTime", stamp}}});
     return status;
   }
 
@@ -831,13 +834,13 @@ struct KueueStandIn::Impl {
     }
     if (!status.contains("startTime")) status["startTime"] = stamp;
     status["completionTime"] = stamp;
-    status["conditions"] = json::array(
-        {{{"type", "Succeeded"},
-          {"status", success ? "True" : "False"},
-          {"reason", success ? "Succeeded" : "Failed"},
-          {"message", success ? "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"
-                              : "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0"},
-          {"lastTransitionTime", stamp}}});
+    status["conditions"] =
+        json::array({{{"type", "Succeeded"},
+                      {"status", success ? "True" : "False"},
+                      {"reason", success ? "Succeeded" : "Failed"},
+                      {"message", success ? "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"
+                                          : "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0"},
+                      {"lastTransitionTime", stamp}}});
     return status;
   }
 
@@ -878,7 +881,8 @@ struct KueueStandIn::Impl {
     TimePoint due;
     {
       std::lock_guard lock(mutex);
-      auto [it, added] = runs.try_emplace(key, Run{now + std::chrono::duration_cast<TimePoint::duration>(options.runTime)});
+      auto [it, added] =
+          runs.try_emplace(key, Run{now + std::chrono::duration_cast<TimePoint::duration>(options.runTime)});
       due = it->second.due;
       if (added) runsByDue.emplace(due, key);
     }
@@ -908,10 +912,10 @@ struct KueueStandIn::Impl {
   void adopt(const json& wl, const JobKind& kind, const Key& job, const std::string& uid) {
     for (const auto& ref : json_fields::arrayMember(wl.at("metadata"), "ownerReferences")) {
       if (ref.value("controller", false)) {
-        logger().warn("kueue-standin prebuilt workload has another controller, not adopting cluster={} namespace={} "
-                      "workload={} job={}/{} controller={}/{}",
-                      cluster(), job.namespace_, nameOf(wl), kind.plural, job.name,
-                      ref.value("kind", ""), ref.value("name", ""));
+        logger().warn(
+            "kueue-standin prebuilt workload has another controller, not adopting cluster={} namespace={} "
+            "workload={} job={}/{} controller={}/{}",
+            cluster(), job.namespace_, nameOf(wl), kind.plural, job.name, ref.value("kind", ""), ref.value("name", ""));
         return;
       }
     }
@@ -954,8 +958,7 @@ void KueueStandIn::start() {
     nameThisThread("kueue-" + impl_->cluster());
     impl_->run();
   });
-  logger().info("kueue-standin started cluster={} role={}", impl_->cluster(),
-                impl_->manager() ? "manager" : "worker");
+  logger().info("kueue-standin started cluster={} role={}", impl_->cluster(), impl_->manager() ? "manager" : "worker");
 }
 
 void KueueStandIn::stop() {
@@ -976,7 +979,8 @@ void KueueStandIn::evict(const std::string& namespace_, const std::string& name)
     auto wl = impl_->api.get(workloadRef(namespace_, name));
     if (!Impl::holdsQuota(wl))
       throw Error("kueue stand-in on cluster " + impl_->cluster() + ": cannot evict Workload " + namespace_ + "/" +
-                  name + ": it holds no quota (QuotaReserved is not True, or it is Finished or being deleted); "
+                  name +
+                  ": it holds no quota (QuotaReserved is not True, or it is Finished or being deleted); "
                   "wait until it is admitted");
     try {
       impl_->evictWorkload(wl, "Preempted", "Preempted by the sandbox's Kueue stand-in (KueueStandIn::evict)");

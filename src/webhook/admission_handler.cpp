@@ -3,8 +3,8 @@
 #include <chrono>
 #include <optional>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_review.h"
@@ -62,8 +62,8 @@ struct Failure {
 };
 
 std::string statusBody(const Failure& failure) {
-  const json body = {{"kind", "Status"},         {"apiVersion", "v1"},         {"metadata", json::object()},
-                     {"status", "Failure"},      {"message", failure.message}, {"reason", failure.reason},
+  const json body = {{"kind", "Status"},      {"apiVersion", "v1"},         {"metadata", json::object()},
+                     {"status", "Failure"},   {"message", failure.message}, {"reason", failure.reason},
                      {"code", failure.status}};
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }

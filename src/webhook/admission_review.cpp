@@ -19,7 +19,6 @@ constexpr std::size_t kMaxParserDetailChars = 200;
 
 [[noreturn]] void badRequest(std::string message) { throw BadRequest(std::move(message)); }
 
-
 std::string typeOf(const json& value) { return value.type_name(); }
 
 // Refuses documents nested deeper than kMaxJsonDepth before the parser builds them. The scan
@@ -198,16 +197,15 @@ AdmissionResponse AdmissionResponse::deny(std::string message, int code, std::st
 AdmissionRequest decodeAdmissionReview(std::string_view body) {
   json review = parseBody(body);
   if (!review.is_object()) {
-    badRequest("body: must be a JSON object (an AdmissionReview), got " + typeOf(review) +
-               ": send an AdmissionReview");
+    badRequest("body: must be a JSON object (an AdmissionReview), got " + typeOf(review) + ": send an AdmissionReview");
   }
 
   AdmissionRequest request;
   constexpr std::string_view versionFix = "send apiVersion admission.k8s.io/v1 (or admission.k8s.io/v1beta1)";
   request.apiVersion = requiredString(review, "apiVersion", "apiVersion", versionFix);
   if (request.apiVersion != kAdmissionV1 && request.apiVersion != kAdmissionV1beta1) {
-    badRequest("apiVersion: unsupported value " + strings::quotedExcerpt(request.apiVersion) + ": " + std::string(versionFix) +
-               "; list v1 in the webhook's admissionReviewVersions");
+    badRequest("apiVersion: unsupported value " + strings::quotedExcerpt(request.apiVersion) + ": " +
+               std::string(versionFix) + "; list v1 in the webhook's admissionReviewVersions");
   }
   const auto kind = requiredString(review, "kind", "kind", "send kind AdmissionReview");
   if (kind != "AdmissionReview") {

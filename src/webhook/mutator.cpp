@@ -63,10 +63,8 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
     case config::ManagedByDefaulting::Never:
       skipped(request, "managedByDefaulting is Never");
       return AdmissionResponse::allow();
-    case config::ManagedByDefaulting::QueueLabeled:
-      return withPatch(request, kind);
-    case config::ManagedByDefaulting::MultiKueueQueues:
-      break;
+    case config::ManagedByDefaulting::QueueLabeled: return withPatch(request, kind);
+    case config::ManagedByDefaulting::MultiKueueQueues: break;
   }
 
   const std::string ns =
@@ -74,14 +72,13 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
   const std::string localQueue = ns + "/" + std::string(*queue);
   const auto lookup = queues.lookup(ns, *queue, config.multiKueueControllerNames());
   switch (lookup.result) {
-    case QueueLookup::Result::MultiKueue:
-      return withPatch(request, kind);
+    case QueueLookup::Result::MultiKueue: return withPatch(request, kind);
     case QueueLookup::Result::LocalQueueNotFound:
       return withWarning("LocalQueue " + localQueue + " not found: " + where.fieldPath() +
                          " was not defaulted; create the LocalQueue before submitting jobs to it");
     case QueueLookup::Result::ClusterQueueNotFound:
-      return withWarning("ClusterQueue " + lookup.clusterQueue + " of LocalQueue " + localQueue + " not found: " +
-                         where.fieldPath() + " was not defaulted; create the ClusterQueue first");
+      return withWarning("ClusterQueue " + lookup.clusterQueue + " of LocalQueue " + localQueue +
+                         " not found: " + where.fieldPath() + " was not defaulted; create the ClusterQueue first");
     case QueueLookup::Result::NotMultiKueue:
       skipped(request, "ClusterQueue " + lookup.clusterQueue + " has no MultiKueue admission check");
       return AdmissionResponse::allow();

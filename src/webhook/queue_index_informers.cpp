@@ -65,31 +65,27 @@ void QueueIndexInformers::startInformers(const std::string& version) {
   spdlog::info("queue index watches Kueue version={}", version_);
   // Queues and checks change rarely: the reflectors keep no allocator thread cache.
   const kube::InformerOptions options{.threadCache = false};
-  localQueues_ =
-      std::make_unique<kube::Informer>(client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"}, options);
+  localQueues_ = std::make_unique<kube::Informer>(
+      client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "LocalQueue"}, options);
   localQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", "")); },
-      .onUpdateNew = [this](const json& o) {
-        index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", ""));
-      },
+      .onUpdateNew =
+          [this](const json& o) { index_.upsertLocalQueue(ns(o), name(o), spec(o).value("clusterQueue", "")); },
       .onDelete = [this](const json& o) { index_.removeLocalQueue(ns(o), name(o)); },
   });
-  clusterQueues_ =
-      std::make_unique<kube::Informer>(client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"}, options);
+  clusterQueues_ = std::make_unique<kube::Informer>(
+      client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "ClusterQueue"}, options);
   clusterQueues_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o)); },
-      .onUpdateNew = [this](const json& o) {
-        index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o));
-      },
+      .onUpdateNew = [this](const json& o) { index_.upsertClusterQueue(name(o), clusterQueueAdmissionChecks(o)); },
       .onDelete = [this](const json& o) { index_.removeClusterQueue(name(o)); },
   });
-  admissionChecks_ =
-      std::make_unique<kube::Informer>(client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"}, options);
+  admissionChecks_ = std::make_unique<kube::Informer>(
+      client_, api::GroupVersionKind{"kueue.x-k8s.io", version_, "AdmissionCheck"}, options);
   admissionChecks_->addHandlers({
       .onAdd = [this](const json& o) { index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", "")); },
-      .onUpdateNew = [this](const json& o) {
-        index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", ""));
-      },
+      .onUpdateNew =
+          [this](const json& o) { index_.upsertAdmissionCheck(name(o), spec(o).value("controllerName", "")); },
       .onDelete = [this](const json& o) { index_.removeAdmissionCheck(name(o)); },
   });
   localQueues_->start();

@@ -19,9 +19,9 @@ namespace {
 using api::kPrebuiltWorkloadNameKey;
 using api::kQueueNameLabel;
 
-
-
-std::string describe(const std::optional<std::string>& value) { return value ? strings::quotedExcerpt(*value) : "unset"; }
+std::string describe(const std::optional<std::string>& value) {
+  return value ? strings::quotedExcerpt(*value) : "unset";
+}
 
 std::string joined(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
@@ -40,7 +40,8 @@ void checkSubdomain(std::optional<std::string_view> value, const std::string& pa
   if (!value) return;
   auto errors = validation::dns1123Subdomain(*value);
   if (errors.empty()) return;
-  problems.push_back({path, "invalid value " + strings::quotedExcerpt(*value) + ": " + joined(errors, ", "), std::string(fix)});
+  problems.push_back(
+      {path, "invalid value " + strings::quotedExcerpt(*value) + ": " + joined(errors, ", "), std::string(fix)});
 }
 
 bool endsWith(std::string_view text, std::string_view suffix) {
@@ -87,8 +88,8 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
                    problems);
   }
   constexpr std::string_view prebuiltFix = "set it to the name of the prebuilt Workload (a DNS-1123 subdomain)";
-  checkSubdomain(labelOf(request.object, kPrebuiltWorkloadNameKey), labelPath(kPrebuiltWorkloadNameKey),
-                 prebuiltFix, problems);
+  checkSubdomain(labelOf(request.object, kPrebuiltWorkloadNameKey), labelPath(kPrebuiltWorkloadNameKey), prebuiltFix,
+                 problems);
   checkSubdomain(annotationOf(request.object, kPrebuiltWorkloadNameKey), annotationPath(kPrebuiltWorkloadNameKey),
                  prebuiltFix, problems);
 

@@ -126,8 +126,7 @@ class TreeBuilder {
   // True at the end of the stream.
   bool handle(const yaml_event_t& e) {
     switch (e.type) {
-      case YAML_STREAM_END_EVENT:
-        return true;
+      case YAML_STREAM_END_EVENT: return true;
       case YAML_DOCUMENT_START_EVENT:
         anchors_.clear();  // an anchor is known only in its own document
         root_.reset();
@@ -157,17 +156,13 @@ class TreeBuilder {
         open(Node::Kind::Mapping, text(e.data.mapping_start.tag), text(e.data.mapping_start.anchor), e.start_mark);
         break;
       case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT:
-        close();
-        break;
+      case YAML_MAPPING_END_EVENT: close(); break;
       case YAML_ALIAS_EVENT: {
         const auto name = text(e.data.alias.anchor);
         auto it = anchors_.find(name);
-        if (it == anchors_.end())
-          throw SyntaxError(markOf(e.start_mark), "unknown anchor '" + name + "' referenced");
+        if (it == anchors_.end()) throw SyntaxError(markOf(e.start_mark), "unknown anchor '" + name + "' referenced");
         const auto& target = *it->second;
-        if (static_cast<int>(open_.size()) + target.height_ > limits_.maxDepth)
-          throw depthError(e.start_mark);
+        if (static_cast<int>(open_.size()) + target.height_ > limits_.maxDepth) throw depthError(e.start_mark);
         aliasNodes_ += target.nodes_;
         aliasBytes_ += target.scalarBytes_;
         if (aliasNodes_ > limits_.maxAliasNodes)
@@ -180,8 +175,7 @@ class TreeBuilder {
         add(it->second);
         break;
       }
-      default:
-        break;
+      default: break;
     }
     return false;
   }

@@ -50,12 +50,8 @@ class Emitter {
         yaml_sequence_end_event_initialize(&event);
         emit(event);
         return;
-      case json::value_t::string:
-        string(v.template get_ref<const std::string&>());
-        return;
-      default:
-        plain(v.dump());
-        return;
+      case json::value_t::string: string(v.template get_ref<const std::string&>()); return;
+      default: plain(v.dump()); return;
     }
   }
 

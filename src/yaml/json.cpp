@@ -197,8 +197,7 @@ json resolvePlain(const std::string& text) { return resolvePlainAt(text, nullptr
 
 json toJson(const Node& node) {
   switch (node.kind()) {
-    case Node::Kind::Scalar:
-      return scalarToJson(node);
+    case Node::Kind::Scalar: return scalarToJson(node);
     case Node::Kind::Sequence: {
       json out = json::array();
       for (const auto& item : node.items()) out.push_back(toJson(*item));

@@ -20,9 +20,12 @@ using Check = void (*)(std::string_view);
 
 const std::map<std::string, Check>& checks() {
   static const std::map<std::string, Check> all = {
-      {"config", checkConfiguration},      {"kubeconfig", checkKubeconfig},
-      {"yaml", checkYaml},                 {"admission_review", checkAdmissionReview},
-      {"kube_protobuf", checkKubeProtobuf}, {"sandbox_request", checkSandboxRequest},
+      {"config", checkConfiguration},
+      {"kubeconfig", checkKubeconfig},
+      {"yaml", checkYaml},
+      {"admission_review", checkAdmissionReview},
+      {"kube_protobuf", checkKubeProtobuf},
+      {"sandbox_request", checkSandboxRequest},
   };
   return all;
 }

@@ -9,7 +9,7 @@
 namespace mka::api {
 
 struct GroupVersionKind {
-  std::string group;    // "" for the core group
+  std::string group;  // "" for the core group
   std::string version;
   std::string kind;
 

@@ -25,7 +25,6 @@ inline constexpr std::string_view kJobUidLabel = "kueue.x-k8s.io/job-uid";
 inline constexpr std::string_view kResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use";
 inline constexpr std::string_view kPreemptionGate = "kueue.x-k8s.io/multikueue";
 
-
 // Label values are at most 63 characters (validation.LabelValue).
 inline constexpr std::size_t kMaxLabelValueLength = 63;
 

@@ -24,11 +24,10 @@ class SystemClock final : public Clock {
 // Test clock: time moves only when advance() is called. Safe to read from any thread.
 class FakeClock final : public Clock {
  public:
-  explicit FakeClock(TimePoint start = TimePoint{std::chrono::seconds{1'800'000'000}}) : now_(start.time_since_epoch().count()) {}
+  explicit FakeClock(TimePoint start = TimePoint{std::chrono::seconds{1'800'000'000}})
+      : now_(start.time_since_epoch().count()) {}
   TimePoint now() const override { return TimePoint{TimePoint::duration{now_.load()}}; }
-  void advance(std::chrono::nanoseconds d) {
-    now_ += std::chrono::duration_cast<TimePoint::duration>(d).count();
-  }
+  void advance(std::chrono::nanoseconds d) { now_ += std::chrono::duration_cast<TimePoint::duration>(d).count(); }
 
  private:
   std::atomic<TimePoint::duration::rep> now_;

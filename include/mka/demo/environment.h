@@ -11,8 +11,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,8 +21,8 @@
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
 #include "mka/kube/client.h"
-#include "mka/standin/kueue_standin.h"
 #include "mka/sandbox/sandbox.h"
+#include "mka/standin/kueue_standin.h"
 
 namespace mka::demo {
 
@@ -33,9 +33,9 @@ class Environment {
     // managers share the workers (each adapter with its own origin).
     std::vector<std::string> managers{"manager"};
     std::vector<std::string> workers{"worker1", "worker2"};
-    std::filesystem::path crdDirectory;      // CRDs served by every cluster (*.yaml)
-    std::filesystem::path samplesDirectory;  // manifests/samples (kueue/, worker/)
-    const Clock* clock = nullptr;            // null: real time
+    std::filesystem::path crdDirectory;                          // CRDs served by every cluster (*.yaml)
+    std::filesystem::path samplesDirectory;                      // manifests/samples (kueue/, worker/)
+    const Clock* clock = nullptr;                                // null: real time
     std::chrono::nanoseconds runTime{std::chrono::seconds{10}};  // how long a job "runs" on a worker
     bool startWorkerKueues = true;
     std::size_t workerCapacity = 0;  // Workloads admitted at once per worker; 0 = unlimited

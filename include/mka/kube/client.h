@@ -80,7 +80,7 @@ struct ApplyOptions {
 };
 
 struct DeleteOptions {
-  std::string propagationPolicy;  // "" (server default), Background, Foreground, Orphan
+  std::string propagationPolicy;                    // "" (server default), Background, Foreground, Orphan
   std::optional<std::string> uid, resourceVersion;  // preconditions
 };
 

@@ -48,7 +48,7 @@ class DelayedKeys {
   // A block: this header, then the key's characters.
   struct Waiting {
     TimePoint readyAt;
-    std::uint64_t order;     // FIFO among equal times
+    std::uint64_t order;  // FIFO among equal times
     std::uint32_t heapIndex;
     std::uint32_t keySize;
   };

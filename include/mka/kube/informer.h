@@ -39,7 +39,7 @@ struct InformerOptions {
   std::string namespace_;  // "" = every namespace
   std::string labelSelector;
   std::string fieldSelector;
-  std::int64_t pageSize = 100;  // client-go uses 500; smaller pages keep a relist's parsed page small
+  std::int64_t pageSize = 100;    // client-go uses 500; smaller pages keep a relist's parsed page small
   int watchTimeoutSeconds = 300;  // the server ends each watch after this (client-go: 5-10 min)
   std::chrono::milliseconds initialBackoff{100};
   std::chrono::milliseconds maxBackoff{std::chrono::seconds{30}};
@@ -153,8 +153,8 @@ class Informer {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  ObjectCodec codec_;                         // encodes on the reflector thread only
-  BlobMap cache_;                             // key -> codec_-encoded object
+  ObjectCodec codec_;  // encodes on the reflector thread only
+  BlobMap cache_;      // key -> codec_-encoded object
   // Decoded copies of at most options_.recentObjects entries of cache_, always equal to them
   // (apply stores or drops them with the entry, relist drops them all), most recently used
   // first.

@@ -95,9 +95,9 @@ RestConfig restConfigFor(const Kubeconfig& config, const std::string& context = 
 
 // Where loadRestConfig looks, injectable for tests.
 struct LoadingRules {
-  std::string explicitPath;                    // --kubeconfig
-  std::optional<std::string> kubeconfigEnv;    // $KUBECONFIG (colon-separated)
-  std::filesystem::path home;                  // ~/.kube/config is home/.kube/config
+  std::string explicitPath;                  // --kubeconfig
+  std::optional<std::string> kubeconfigEnv;  // $KUBECONFIG (colon-separated)
+  std::filesystem::path home;                // ~/.kube/config is home/.kube/config
   std::filesystem::path serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
   std::optional<std::string> serviceHost, servicePort;  // $KUBERNETES_SERVICE_HOST/_PORT
   std::string context;                                  // --context

@@ -54,8 +54,7 @@ class RestClient {
   // the Accept header. Returns the 2xx answer; throws ApiError otherwise (after the retries the
   // answer allows).
   Response request(const std::string& method, const std::string& target, const std::string& body = "",
-                   const std::string& contentType = "application/json",
-                   const std::string& accept = "application/json");
+                   const std::string& contentType = "application/json", const std::string& accept = "application/json");
 
   // A long-lived GET (watch): `onLine` receives each newline-terminated line of the body until
   // the server ends it, `onLine` returns false, or cancel() is called on `handle`. Throws
@@ -72,8 +71,8 @@ class RestClient {
     std::function<void()> stop_;
     std::atomic<bool> cancelled_{false};
   };
-  void stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine,
-              StreamHandle& handle, std::chrono::seconds readTimeout);
+  void stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine, StreamHandle& handle,
+              std::chrono::seconds readTimeout);
 
   const RestConfig& config() const { return config_; }
   std::uint64_t requestsSent() const { return sent_.load(); }

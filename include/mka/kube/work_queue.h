@@ -26,8 +26,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "mka/common/clock.h"
@@ -175,8 +175,8 @@ class WorkQueue {
   const std::chrono::nanoseconds normalHold_;
 
   mutable std::mutex mutex_;
-  std::condition_variable keyReady_;  // get(): a key was queued, or shutdown
-  std::condition_variable drained_;   // shutDownWithDrain(): processing emptied, or shutDown()
+  std::condition_variable keyReady_;   // get(): a key was queued, or shutdown
+  std::condition_variable drained_;    // shutDownWithDrain(): processing emptied, or shutDown()
   std::condition_variable timerWake_;  // timer thread: earlier key, recheckClock(), or shutdown
 
   // client-go's Type, in the KeyState flags: `dirty` (pending), `processing` (held by a

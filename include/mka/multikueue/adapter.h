@@ -25,11 +25,11 @@ namespace mka::multikueue {
 struct SyncRequest {
   kube::Client& manager;
   kube::Client& remote;
-  std::string cluster;             // the worker's name, for messages
-  std::string namespace_;          // the job's and its Workload's namespace
-  std::string jobName;             // the job's name (its copy has the same)
-  std::string workloadName;        // the manager's Workload (the copy's prebuilt-workload link)
-  std::string origin;              // the origin label value of our copies
+  std::string cluster;              // the worker's name, for messages
+  std::string namespace_;           // the job's and its Workload's namespace
+  std::string jobName;              // the job's name (its copy has the same)
+  std::string workloadName;         // the manager's Workload (the copy's prebuilt-workload link)
+  std::string origin;               // the origin label value of our copies
   const nlohmann::json* localJob;   // null: the manager's job is gone
   const nlohmann::json* remoteJob;  // null: no copy on the worker as far as the caller knows
 };

@@ -20,8 +20,8 @@
 #include "mka/common/clock.h"
 #include "mka/kube/client.h"
 #include "mka/multikueue/cluster_registry.h"
-#include "mka/multikueue/object_reader.h"
 #include "mka/multikueue/controller.h"
+#include "mka/multikueue/object_reader.h"
 
 namespace mka::multikueue {
 

@@ -38,7 +38,8 @@
 // workers); callbacks run on informer threads or the reconciling thread and must be quick
 // (enqueue and return). Owns the reaper thread ("mkc-reaper"), per worker the informer
 // threads, and per `Path` cluster a FileWatcher thread. stop() must not race reconcile(): the
-// owner stops the workers that call reconcile() first. Internal state is guarded by one mutex, never held during I/O or a join.
+// owner stops the workers that call reconcile() first. Internal state is guarded by one mutex, never held during I/O or
+// a join.
 
 #include <chrono>
 #include <filesystem>

@@ -20,7 +20,6 @@
 #include "mka/common/clock.h"
 #include "mka/kube/rate_limiter.h"
 #include "mka/kube/work_queue.h"
-#include "mka/kube/work_queue.h"
 
 namespace mka::multikueue {
 

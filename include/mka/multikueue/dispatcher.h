@@ -31,8 +31,8 @@ class Dispatcher {
     // and writeClusterStatus are filled from `config`.
     ClusterRegistryOptions registry;
     PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;  // how the adapters link job copies
-    ControllerObserver* controllerObserver = nullptr;  // borrowed, may be null
-    DispatchObserver* dispatchObserver = nullptr;      // borrowed, may be null
+    ControllerObserver* controllerObserver = nullptr;              // borrowed, may be null
+    DispatchObserver* dispatchObserver = nullptr;                  // borrowed, may be null
     // Called when a worker's connection changes (the per-cluster gauge).
     std::function<void(const std::string& cluster, bool connected)> onClusterConnection;
   };

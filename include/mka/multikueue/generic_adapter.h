@@ -36,9 +36,8 @@ nlohmann::json remoteWorkload(const nlohmann::json& local, const std::string& or
 // The job to create on a worker (§2.5): apiVersion, kind, metadata reduced to name, namespace,
 // labels and annotations, the local spec; the managedBy marker removed where `kind` keeps
 // it; origin label and prebuilt-workload link (= the Workload's name) added.
-nlohmann::json remoteJob(const nlohmann::json& local, const jobkind::JobKind& kind,
-                         const std::string& workloadName, const std::string& origin,
-                         PrebuiltLink link = PrebuiltLink::AnnotationAndLabel);
+nlohmann::json remoteJob(const nlohmann::json& local, const jobkind::JobKind& kind, const std::string& workloadName,
+                         const std::string& origin, PrebuiltLink link = PrebuiltLink::AnnotationAndLabel);
 
 // The JSON merge patch that makes the local job's status equal to the remote's (fields gone
 // from the remote are removed locally), or nullopt when there is nothing to send: the remote

@@ -43,7 +43,7 @@ namespace mka::multikueue {
 struct ManagerCaches {
   kube::Informer* workloads = nullptr;
   kube::Informer* admissionChecks = nullptr;
-  kube::Informer* configs = nullptr;  // MultiKueueConfigs
+  kube::Informer* configs = nullptr;                      // MultiKueueConfigs
   std::map<api::GroupVersionKind, kube::Informer*> jobs;  // one per configured framework
 };
 
@@ -80,8 +80,8 @@ class WorkloadReconciler {
   // Keys of cached Workloads with a state for one of `checks` (event mapping), in one pass over
   // the cache. The keys `skip` accepts are passed over without decoding their Workloads (the
   // dispatcher skips those already queued).
-  std::vector<std::string> workloadsUsingChecks(const std::vector<std::string>& checks,
-                                                const std::function<bool(const std::string& key)>& skip = nullptr) const;
+  std::vector<std::string> workloadsUsingChecks(
+      const std::vector<std::string>& checks, const std::function<bool(const std::string& key)>& skip = nullptr) const;
 
  private:
   struct Group;
@@ -93,15 +93,15 @@ class WorkloadReconciler {
 
   // reconcile(), in the order of KUEUE-MULTIKUEUE.md §2.1: each step returns a Result when the
   // reconcile ends there, nullopt to go on.
-  std::optional<Loaded> loadWorkload(const std::string& key);                                 // step 1
-  std::optional<std::string> activeCheck(const nlohmann::json& workload) const;               // step 2
+  std::optional<Loaded> loadWorkload(const std::string& key);                    // step 1
+  std::optional<std::string> activeCheck(const nlohmann::json& workload) const;  // step 2
   std::optional<std::string> ourCheck(const nlohmann::json& workload) const;
   std::optional<Result> resolveAdapter(const nlohmann::json& workload, const std::string& check, bool deleted,
-                                       Group& group);                                         // step 3, §2.2
+                                       Group& group);  // step 3, §2.2
   std::optional<Result> requireManagedOwner(const nlohmann::json& workload, const std::string& check,
-                                            Group& group);                                    // step 4
-  void readGroup(const std::string& check, Group& group);                                     // step 5
-  Result cleanupDeleted(Group& group);                                                        // step 6
+                                            Group& group);  // step 4
+  void readGroup(const std::string& check, Group& group);   // step 5
+  Result cleanupDeleted(Group& group);                      // step 6
   Result reject(const nlohmann::json& workload, const std::string& check, const std::string& message);
   void forgetWorkload(const std::string& key);
 
@@ -109,20 +109,19 @@ class WorkloadReconciler {
   Result reconcileGroup(const nlohmann::json& workload, const std::string& check, Group& group);
   std::optional<Result> cleanupWhenNotRunning(const nlohmann::json& workload, Group& group);  // (2)
   std::optional<Result> finishFromRemote(const nlohmann::json& workload, const std::string& check,
-                                         const std::string& state, Group& group);             // (3)
+                                         const std::string& state, Group& group);  // (3)
   std::optional<Result> followRemoteEviction(const nlohmann::json& workload, const std::string& check,
-                                             const std::string& state, Group& group);         // (4)
-  void removeOutOfSyncRemotes(const nlohmann::json& workload, Group& group);                  // (5)
+                                             const std::string& state, Group& group);  // (4)
+  void removeOutOfSyncRemotes(const nlohmann::json& workload, Group& group);           // (5)
   std::optional<Result> followAdmittedRemote(const nlohmann::json& workload, const std::string& check,
-                                             const std::string& state, Group& group);         // (6)
+                                             const std::string& state, Group& group);                       // (6)
   Result retryLostAdmission(const nlohmann::json& workload, const std::string& check, const Group& group);  // 6a
   Result runOnWinner(const nlohmann::json& workload, const std::string& check, const std::string& state,
                      const std::string& cluster, const nlohmann::json& remoteWorkload, Group& group);  // 6b
   void markReady(const nlohmann::json& workload, const std::string& check, const std::string& cluster,
-                 const Group& group);                                                          // 6b.5
+                 const Group& group);                                                              // 6b.5
   Result nominateAndSync(const nlohmann::json& workload, const std::string& check, Group& group);  // (8), (9)
-  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,
-                                                 Result& result);
+  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group, Result& result);
 
   Result cleanupAll(Group& group);
   void removeRemoteObjects(RemoteCluster& remote, const Group& group);

@@ -29,11 +29,11 @@ bool setCondition(nlohmann::json& object, std::string_view type, bool status, st
 Clock::TimePoint transitionTime(const nlohmann::json& condition);
 
 // Workload predicates.
-bool isFinished(const nlohmann::json& workload);       // Finished=True
+bool isFinished(const nlohmann::json& workload);           // Finished=True
 bool hasQuotaReservation(const nlohmann::json& workload);  // QuotaReserved=True
-bool isAdmitted(const nlohmann::json& workload);       // Admitted=True
-bool isEvicted(const nlohmann::json& workload);        // Evicted=True
-bool isTerminating(const nlohmann::json& object);      // metadata.deletionTimestamp set
+bool isAdmitted(const nlohmann::json& workload);           // Admitted=True
+bool isEvicted(const nlohmann::json& workload);            // Evicted=True
+bool isTerminating(const nlohmann::json& object);          // metadata.deletionTimestamp set
 
 // status.admissionChecks[name == check], or nullptr.
 const nlohmann::json* findCheckState(const nlohmann::json& workload, std::string_view check);

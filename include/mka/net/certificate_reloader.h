@@ -22,8 +22,7 @@ namespace mka::net {
 
 class CertificateReloader {
  public:
-  CertificateReloader(std::filesystem::path certFile, std::filesystem::path keyFile,
-                      FileWatcher::Options options = {});
+  CertificateReloader(std::filesystem::path certFile, std::filesystem::path keyFile, FileWatcher::Options options = {});
   ~CertificateReloader();
 
   void start();  // loads now (errors are logged, not thrown) and starts watching

@@ -28,9 +28,9 @@ class CertificateReloader;
 struct ServerOptions {
   std::string name = "http";  // for logs
   std::string host = "0.0.0.0";
-  int port = 0;  // 0 = pick a free port (tests); port() tells which
-  std::size_t maxThreads = 512;  // upper bound on connections served at once
-  std::size_t keepAliveMaxCount = 1'000'000;  // requests per connection
+  int port = 0;                                // 0 = pick a free port (tests); port() tells which
+  std::size_t maxThreads = 512;                // upper bound on connections served at once
+  std::size_t keepAliveMaxCount = 1'000'000;   // requests per connection
   std::chrono::seconds keepAliveTimeout{120};  // idle time before a connection is closed
   std::chrono::seconds readTimeout{10};
   std::chrono::seconds writeTimeout{10};

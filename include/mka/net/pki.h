@@ -20,7 +20,7 @@ struct CertificateAndKey {
 };
 
 struct IssueOptions {
-  std::string commonName = "localhost";  // for a client certificate: the Kubernetes user name
+  std::string commonName = "localhost";         // for a client certificate: the Kubernetes user name
   std::vector<std::string> organizations = {};  // for a client certificate: the Kubernetes groups
   std::vector<std::string> dnsNames = {"localhost"};
   std::vector<std::string> ipAddresses = {"127.0.0.1"};

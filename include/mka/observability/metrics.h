@@ -11,7 +11,8 @@
 
 namespace prometheus {
 class Registry;
-template <typename T> class Family;
+template <typename T>
+class Family;
 class Counter;
 class Histogram;
 class Gauge;

@@ -46,9 +46,9 @@ struct ResourceRef {
   std::string group;
   std::string version;
   std::string plural;
-  std::string namespace_;    // "" = cluster-scoped or all namespaces
-  std::string name;          // "" = collection
-  std::string subresource;   // "" | "status"
+  std::string namespace_;   // "" = cluster-scoped or all namespaces
+  std::string name;         // "" = collection
+  std::string subresource;  // "" | "status"
 };
 
 struct RequestUser {
@@ -58,10 +58,10 @@ struct RequestUser {
 
 // Query parameters that change semantics, as kube-apiserver reads them.
 struct WriteOptions {
-  bool dryRun = false;             // ?dryRun=All
-  std::string fieldManager;        // ?fieldManager=
-  bool force = false;              // ?force=true (apply)
-  std::string fieldValidation;     // ?fieldValidation=Strict|Warn|Ignore
+  bool dryRun = false;          // ?dryRun=All
+  std::string fieldManager;     // ?fieldManager=
+  bool force = false;           // ?force=true (apply)
+  std::string fieldValidation;  // ?fieldValidation=Strict|Warn|Ignore
   RequestUser user;
 };
 
@@ -140,8 +140,8 @@ class ClusterApi {
     bool managedFieldsDone = false;  // server-side apply already recorded ownership
   };
   using PlanFunction = std::function<UpdatePlan(const nlohmann::json* current)>;  // null: absent
-  StoredObject writeLoop(const ResourceRef& ref, const WriteOptions& options,
-                         std::optional<std::uint64_t> precondition, const PlanFunction& plan);
+  StoredObject writeLoop(const ResourceRef& ref, const WriteOptions& options, std::optional<std::uint64_t> precondition,
+                         const PlanFunction& plan);
   // `stored`: the stored object the plan was made from (never null); a no-op write answers it.
   StoredObject commitUpdate(const ResourceTypePtr& type, const ResourceVersionInfo& version, const ResourceRef& ref,
                             const StoredObject& stored, nlohmann::json incoming, bool managedFieldsDone,

@@ -54,7 +54,7 @@ struct UpdateOptions {
   // The version's openAPIV3Schema (nullptr: built-in). Borrowed, not copied: a CRD's schema is
   // hundreds of KB and copying it would be a large share of the sandbox's CPU per write.
   const nlohmann::json* schema = nullptr;
-  std::string time;       // RFC 3339; "" = now
+  std::string time;  // RFC 3339; "" = now
   // Set when the caller knows that the objects differ in this top-level field only (besides
   // metadata.managedFields): "status" for a status write. Only that field is compared then.
   std::string onlyChanged;

@@ -54,9 +54,9 @@ class Cluster {
 
   const std::string& name() const;
   int port() const;
-  std::string server() const;         // "https://127.0.0.1:<port>"
-  const std::string& caPem() const;   // the cluster's CA (certificate-authority-data)
-  const std::string& token() const;   // bearer token accepted by this cluster
+  std::string server() const;        // "https://127.0.0.1:<port>"
+  const std::string& caPem() const;  // the cluster's CA (certificate-authority-data)
+  const std::string& token() const;  // bearer token accepted by this cluster
   // A client certificate signed by the cluster's CA, which the cluster accepts instead of the
   // token (x509 authentication), for the kubeconfig field client-certificate-data.
   net::CertificateAndKey clientCertificate(const std::string& user,
@@ -65,9 +65,9 @@ class Cluster {
   // it, current-context set, the CA inline (certificate-authority-data) and the bearer token.
   std::string kubeconfig() const;
 
-  std::size_t openWatches() const;      // watches streamed over HTTP right now
+  std::size_t openWatches() const;       // watches streamed over HTTP right now
   std::uint64_t watchesStarted() const;  // watches streamed over HTTP since the cluster was made
-  std::size_t openConnections() const;  // HTTP connections open right now
+  std::size_t openConnections() const;   // HTTP connections open right now
 
   ClusterApi& api();
   ObjectStore& store();

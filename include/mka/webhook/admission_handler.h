@@ -40,8 +40,7 @@ struct HttpResponse {
 class AdmissionHandler {
  public:
   // `metrics` may be null (no metrics recorded).
-  AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues,
-                   observability::Metrics* metrics);
+  AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues, observability::Metrics* metrics);
   HttpResponse handle(const HttpRequest& request) const;
 
  private:

@@ -32,7 +32,7 @@ struct AdmissionRequest {
   std::string apiVersion;  // of the AdmissionReview, echoed in the response
   std::string uid;
   api::GroupVersionKind kind;  // request.kind (after matchPolicy conversion)
-  std::string resource;         // request.resource.resource, e.g. "pipelineruns"
+  std::string resource;        // request.resource.resource, e.g. "pipelineruns"
   std::string subResource;
   std::string operation;  // CREATE | UPDATE | DELETE | CONNECT
   std::string name;       // may be empty on CREATE with generateName
@@ -53,8 +53,8 @@ struct AdmissionStatus {
 
 struct AdmissionResponse {
   bool allowed = true;
-  std::optional<AdmissionStatus> status;   // set when denied
-  std::optional<nlohmann::json> patch;     // RFC 6902 operations; encoded as base64 JSONPatch
+  std::optional<AdmissionStatus> status;  // set when denied
+  std::optional<nlohmann::json> patch;    // RFC 6902 operations; encoded as base64 JSONPatch
   std::vector<std::string> warnings;
 
   static AdmissionResponse allow() { return {}; }

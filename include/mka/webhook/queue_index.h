@@ -36,8 +36,8 @@ class QueueIndex {
 };
 
 // Threads: written by the informer threads of QueueIndexInformers (one per kind) or a test,
-// read concurrently by webhook threads. A reader/writer lock suits this read-mostly map better than a queue: lookups must
-// answer synchronously inside an admission request.
+// read concurrently by webhook threads. A reader/writer lock suits this read-mostly map better than a queue: lookups
+// must answer synchronously inside an admission request.
 class InMemoryQueueIndex final : public QueueIndex {
  public:
   QueueLookup lookup(std::string_view ns, std::string_view localQueue,

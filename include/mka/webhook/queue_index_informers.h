@@ -11,8 +11,8 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"

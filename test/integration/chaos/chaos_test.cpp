@@ -13,8 +13,8 @@
 #include <random>
 #include <set>
 
-#include "mka/demo/environment.h"
 #include "mka/common/clock.h"
+#include "mka/demo/environment.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/garbage_collector.h"
 #include "mka/multikueue/workload_status.h"
@@ -40,7 +40,8 @@ std::vector<json> items(sandbox::Cluster& cluster, const sandbox::ResourceRef& r
 }
 
 std::string finalOutcome(const json& job) {
-  if (const auto* c = multikueue::findCondition(job, "Succeeded")) return c->value("status", "") == "True" ? "Succeeded" : "";
+  if (const auto* c = multikueue::findCondition(job, "Succeeded"))
+    return c->value("status", "") == "True" ? "Succeeded" : "";
   return job.value("status", json::object()).value("phase", "");
 }
 
@@ -120,20 +121,21 @@ class ChaosTest : public ::testing::Test {
     const auto name = "chaos-" + std::to_string(i);
     if (i % 2 == 0) {
       env_->cluster("manager").api().create(
-          pipelineRuns(), json{{"apiVersion", "tekton.dev/v1"},
-                               {"kind", "PipelineRun"},
-                               {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
-                               {"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"pipelineRef", {{"name", "build"}}}}}});
+          pipelineRuns(),
+          json{{"apiVersion", "tekton.dev/v1"},
+               {"kind", "PipelineRun"},
+               {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
+               {"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"pipelineRef", {{"name", "build"}}}}}});
     } else {
-      env_->cluster("manager").api().create(
-          workflows(), json{{"apiVersion", "argoproj.io/v1alpha1"},
-                            {"kind", "Workflow"},
-                            {"metadata",
-                             {{"name", name},
-                              {"labels",
-                               {{"kueue.x-k8s.io/queue-name", "user-queue"},
-                                {"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}},
-                            {"spec", {{"entrypoint", "main"}}}});
+      env_->cluster("manager").api().create(workflows(),
+                                            json{{"apiVersion", "argoproj.io/v1alpha1"},
+                                                 {"kind", "Workflow"},
+                                                 {"metadata",
+                                                  {{"name", name},
+                                                   {"labels",
+                                                    {{"kueue.x-k8s.io/queue-name", "user-queue"},
+                                                     {"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}},
+                                                 {"spec", {{"entrypoint", "main"}}}});
     }
   }
 
@@ -243,9 +245,10 @@ TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
     const auto n = it == copies_.end() ? 0 : it->second.size();
     (n == 1 ? onOne : n == 0 ? onNone : onSeveral)++;
   }
-  std::printf("chaos seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu on_none=%zu "
-              "remote_job_copies_created=%zu leftovers=%zu",
-              seed_, kJobs, finished, onOne, onSeveral, onNone, uids_.size(), remoteLeftovers());
+  std::printf(
+      "chaos seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu on_none=%zu "
+      "remote_job_copies_created=%zu leftovers=%zu",
+      seed_, kJobs, finished, onOne, onSeveral, onNone, uids_.size(), remoteLeftovers());
   for (const auto& [what, n] : counts_) std::printf(" %s=%d", what.c_str(), n);
   std::printf("\n");
 

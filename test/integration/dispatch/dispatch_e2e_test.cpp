@@ -22,14 +22,17 @@ class DispatchE2E : public ::testing::Test, public DispatchFixture {
 
   // A Workload made by hand on the manager (Kueue makes them for jobs; these have odd owners).
   std::string createWorkload(const std::string& name, json ownerReferences) {
-    json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-               {"kind", "Workload"},
-               {"metadata", {{"name", name}, {"namespace", "default"}}},
-               {"spec",
-                {{"queueName", "user-queue"},
-                 {"podSets", json::array({{{"name", "main"},
-                                           {"count", 1},
-                                           {"template", {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}}};
+    json wl = {
+        {"apiVersion", "kueue.x-k8s.io/v1beta2"},
+        {"kind", "Workload"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec",
+         {{"queueName", "user-queue"},
+          {"podSets",
+           json::array({{{"name", "main"},
+                         {"count", 1},
+                         {"template",
+                          {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}}};
     if (!ownerReferences.empty()) wl["metadata"]["ownerReferences"] = ownerReferences;
     env_->create("manager", wl);
     return name;
@@ -86,8 +89,9 @@ TEST_F(DispatchE2E, RejectedWhenTheWorkloadHasNoOwner) {
   setUpEnvironment({});
   startAdapter();
   const auto wl = createWorkload("orphan", json::array());
-  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Rejected", "No multikueue adapter found, Previously: \"Pending\""); }))
-      << checkState(wl).dump();
+  ASSERT_TRUE(eventually([&] {
+    return checkIs(wl, "Rejected", "No multikueue adapter found, Previously: \"Pending\"");
+  })) << checkState(wl).dump();
   EXPECT_FALSE(workload("worker1", wl));
   EXPECT_FALSE(workload("worker2", wl));
 }
@@ -95,9 +99,9 @@ TEST_F(DispatchE2E, RejectedWhenTheWorkloadHasNoOwner) {
 TEST_F(DispatchE2E, RejectedWhenTheOwnerKindHasNoAdapter) {
   setUpEnvironment({});
   startAdapter();
-  const auto owner = env_->create("manager", json{{"apiVersion", "v1"},
-                                                  {"kind", "ConfigMap"},
-                                                  {"metadata", {{"name", "cm"}, {"namespace", "default"}}}});
+  const auto owner = env_->create(
+      "manager",
+      json{{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cm"}, {"namespace", "default"}}}});
   const auto wl = createWorkload("by-configmap", json::array({{{"apiVersion", "v1"},
                                                                {"kind", "ConfigMap"},
                                                                {"name", "cm"},
@@ -172,7 +176,8 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
   ASSERT_NE(evicted, nullptr);
   EXPECT_EQ(evicted->value("message", ""),
             "Previously: Evicted due to AdmissionCheck in Retry state: \"multikueue-adapter\" (Workload evicted on "
-            "worker cluster: \"" + first + "\", resetting for re-admission. Previously: \"Ready\")");
+            "worker cluster: \"" +
+                first + "\", resetting for re-admission. Previously: \"Ready\")");
   // The job runs exactly once: one copy of it, on the worker that admitted it this time.
   const auto second = multikueue::clusterName(*workload("manager", wl));
   ASSERT_TRUE(eventually([&] { return get(second, kPipelineRun.gvk, "job1").has_value(); }));
@@ -200,8 +205,7 @@ TEST_F(DispatchE2E, ManagerEvictionDeactivatesTheRemoteCopy) {
     const auto remote = workload(worker, wl);
     const auto* target = remote ? multikueue::findCondition(*remote, "DeactivationTarget") : nullptr;
     return target != nullptr && target->value("reason", "") == "EvictedOnManagerCluster" &&
-           target->value("message", "") ==
-               "Evicted on manager: Preempted to accommodate a higher priority Workload";
+           target->value("message", "") == "Evicted on manager: Preempted to accommodate a higher priority Workload";
   }));
   ASSERT_TRUE(eventually([&] {
     const auto remote = workload(worker, wl);
@@ -279,7 +283,8 @@ TEST_F(DispatchE2E, IncrementalDispatcherNominatesThreeWorkersPerRound) {
   startAdapter();
   createJob(kPipelineRun, "job1");
   const auto wl = awaitWorkload(kPipelineRun, "job1");
-  ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl) && workload("worker3", wl); }));
+  ASSERT_TRUE(
+      eventually([&] { return workload("worker1", wl) && workload("worker2", wl) && workload("worker3", wl); }));
   ASSERT_TRUE(settled());
   EXPECT_EQ(multikueue::nominatedClusters(*workload("manager", wl)),
             (std::vector<std::string>{"worker1", "worker2", "worker3"}));
@@ -290,7 +295,8 @@ TEST_F(DispatchE2E, IncrementalDispatcherNominatesThreeWorkersPerRound) {
             (std::vector<std::string>{"worker1", "worker2", "worker3", "worker4"}));
   env_->startKueue("worker4");
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker4\""); }));
-  ASSERT_TRUE(eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl) && !workload("worker3", wl); }));
+  ASSERT_TRUE(
+      eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl) && !workload("worker3", wl); }));
 }
 
 // An external dispatcher (any other dispatcherName) writes status.nominatedClusterNames itself:
@@ -339,7 +345,10 @@ TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
     return !theirWorker.empty() && get(theirWorker, kWorkflow.gvk, "theirs").has_value();
   }));
   ASSERT_TRUE(eventually([&] { return get(ourWorker, kPipelineRun.gvk, "ours").has_value(); }));
-  EXPECT_EQ(get(theirWorker, kWorkflow.gvk, "theirs")->at("metadata").at("labels").value("kueue.x-k8s.io/multikueue-origin", ""),
+  EXPECT_EQ(get(theirWorker, kWorkflow.gvk, "theirs")
+                ->at("metadata")
+                .at("labels")
+                .value("kueue.x-k8s.io/multikueue-origin", ""),
             "other");
   // Both collectors run while both jobs run: nothing of either goes.
   EXPECT_EQ(dispatcher_->collector().collect().workloadsDeleted + other->collector().collect().workloadsDeleted, 0u);
@@ -347,9 +356,8 @@ TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
   EXPECT_TRUE(get(theirWorker, kWorkflow.gvk, "theirs").has_value());
 
   // Both runs started (each from the moment its worker saw it admitted), then both finish.
-  ASSERT_TRUE(eventually([&] {
-    return env_->kueue("worker1").runningCount() + env_->kueue("worker2").runningCount() == 2;
-  }));
+  ASSERT_TRUE(
+      eventually([&] { return env_->kueue("worker1").runningCount() + env_->kueue("worker2").runningCount() == 2; }));
   advance(std::chrono::seconds{10});
   ASSERT_TRUE(eventually([&] {
     const auto a = get("manager", kPipelineRun.gvk, "ours");
@@ -358,7 +366,8 @@ TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
     return succeeded != nullptr && succeeded->value("status", "") == "True" && b &&
            b->value("status", json::object()).value("phase", "") == "Succeeded";
   }));
-  ASSERT_TRUE(eventually([&] { return !get(ourWorker, kPipelineRun.gvk, "ours") && !get(theirWorker, kWorkflow.gvk, "theirs"); }));
+  ASSERT_TRUE(eventually(
+      [&] { return !get(ourWorker, kPipelineRun.gvk, "ours") && !get(theirWorker, kWorkflow.gvk, "theirs"); }));
   other->stop();
 }
 
@@ -367,13 +376,20 @@ TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
 TEST_F(DispatchE2E, ObjectsOfAnotherOriginOnASharedWorkerAreLeftAlone) {
   setUpEnvironment({});
   // What the other manager put on worker1: a Workload copy and its job.
-  env_->create("worker1", json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                               {"kind", "Workload"},
-                               {"metadata",
-                                {{"name", "theirs"},
-                                 {"namespace", "default"},
-                                 {"labels", {{"kueue.x-k8s.io/multikueue-origin", "other"}}}}},
-                               {"spec", {{"queueName", "user-queue"}, {"podSets", json::array({{{"name", "main"}, {"count", 1}, {"template", {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}}});
+  env_->create(
+      "worker1",
+      json{
+          {"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "Workload"},
+          {"metadata",
+           {{"name", "theirs"}, {"namespace", "default"}, {"labels", {{"kueue.x-k8s.io/multikueue-origin", "other"}}}}},
+          {"spec",
+           {{"queueName", "user-queue"},
+            {"podSets",
+             json::array({{{"name", "main"},
+                           {"count", 1},
+                           {"template",
+                            {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}}});
   env_->create("worker1", json{{"apiVersion", "tekton.dev/v1"},
                                {"kind", "PipelineRun"},
                                {"metadata",

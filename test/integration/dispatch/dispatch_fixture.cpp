@@ -80,7 +80,8 @@ std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::strin
   EXPECT_TRUE(test::eventually([&] {
     name = workloadNameOf(kind, jobName, manager);
     return !name.empty() && get(manager, multikueue::kWorkloadGvk, name).has_value();
-  })) << "no Workload for " << jobName;
+  })) << "no Workload for "
+      << jobName;
   return name;
 }
 

@@ -44,7 +44,7 @@ class DispatchFixture {
   struct Setup {
     std::vector<std::string> workers{"worker1", "worker2"};
     bool startWorkerKueues = true;
-    std::vector<std::string> managers{"manager"};  // the adapter under test serves the first
+    std::vector<std::string> managers{"manager"};           // the adapter under test serves the first
     std::function<void(config::Configuration&)> configure;  // adapter configuration tweaks
     // How long, on the fake clock, an evicted Workload waits before every stand-in reserves it
     // again (0: at once, which can hide a worker's eviction from the adapter).

@@ -35,7 +35,10 @@ TEST(GroupVersionKind, Spellings) {
     std::string apiVersion, dotted, goString;
   };
   const std::vector<Case> cases = {
-      {"tekton", {"tekton.dev", "v1", "PipelineRun"}, "tekton.dev/v1", "PipelineRun.v1.tekton.dev",
+      {"tekton",
+       {"tekton.dev", "v1", "PipelineRun"},
+       "tekton.dev/v1",
+       "PipelineRun.v1.tekton.dev",
        "tekton.dev/v1, Kind=PipelineRun"},
       {"core", {"", "v1", "Pod"}, "v1", "Pod.v1.", "/v1, Kind=Pod"},
       {"batch", {"batch", "v1", "Job"}, "batch/v1", "Job.v1.batch", "batch/v1, Kind=Job"},

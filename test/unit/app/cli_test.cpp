@@ -1,9 +1,9 @@
 // The command line, through the real binary: exit codes and what it prints.
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -74,9 +74,11 @@ TEST(CliTest, UsageErrorsExitNonZeroWithAMessage) {
 
 TEST(CliTest, ServeRefusesAnInvalidConfigurationWithExitCode1) {
   test::TempDir dir;
-  auto bad = dir.write("bad.yaml", "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
-                                   "managedByDefaulting: Sometimes\n");
-  auto r = run("--config " + bad.string() + " --webhook-bind-address 127.0.0.1:0 "
+  auto bad = dir.write("bad.yaml",
+                       "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                       "managedByDefaulting: Sometimes\n");
+  auto r = run("--config " + bad.string() +
+               " --webhook-bind-address 127.0.0.1:0 "
                "--health-probe-bind-address 0 --metrics-bind-address 0");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("managedByDefaulting"), std::string::npos) << r.output;
@@ -84,8 +86,9 @@ TEST(CliTest, ServeRefusesAnInvalidConfigurationWithExitCode1) {
 
 TEST(CliTest, ValidateConfigCommandWritesErrorsToErr) {
   test::TempDir dir;
-  auto bad = dir.write("bad.yaml", "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
-                                   "managedByDefaulting: Sometimes\n");
+  auto bad = dir.write("bad.yaml",
+                       "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                       "managedByDefaulting: Sometimes\n");
   std::ostringstream out, err;
   EXPECT_EQ(validateConfigCommand(bad, out, err), 1);
   EXPECT_EQ(out.str(), "");

@@ -30,20 +30,21 @@ multiKueue:
 )";
 
 json pipelineRunReview(const std::string& uid = "uid-1") {
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind", {{"group", "tekton.dev"}, {"version", "v1"}, {"kind", "PipelineRun"}}},
-            {"resource", {{"group", "tekton.dev"}, {"version", "v1"}, {"resource", "pipelineruns"}}},
-            {"name", "build-1"},
-            {"namespace", "ci"},
-            {"operation", "CREATE"},
-            {"object",
-             {{"apiVersion", "tekton.dev/v1"},
-              {"kind", "PipelineRun"},
-              {"metadata", {{"name", "build-1"}, {"namespace", "ci"}, {"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}},
-              {"spec", {{"pipelineRef", {{"name", "p"}}}}}}}}}};
+  return {
+      {"apiVersion", "admission.k8s.io/v1"},
+      {"kind", "AdmissionReview"},
+      {"request",
+       {{"uid", uid},
+        {"kind", {{"group", "tekton.dev"}, {"version", "v1"}, {"kind", "PipelineRun"}}},
+        {"resource", {{"group", "tekton.dev"}, {"version", "v1"}, {"resource", "pipelineruns"}}},
+        {"name", "build-1"},
+        {"namespace", "ci"},
+        {"operation", "CREATE"},
+        {"object",
+         {{"apiVersion", "tekton.dev/v1"},
+          {"kind", "PipelineRun"},
+          {"metadata", {{"name", "build-1"}, {"namespace", "ci"}, {"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}},
+          {"spec", {{"pipelineRef", {{"name", "p"}}}}}}}}}};
 }
 
 ServeOptions optionsFor(const test::TempDir& dir) {
@@ -189,9 +190,8 @@ multiKueue:
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
 )");
-  ASSERT_TRUE(eventually([&] {
-    return service.configuration()->managedByDefaulting == config::ManagedByDefaulting::Never;
-  }));
+  ASSERT_TRUE(
+      eventually([&] { return service.configuration()->managedByDefaulting == config::ManagedByDefaulting::Never; }));
   auto answer = mutate(*client, pipelineRunReview("uid-2"));
   ASSERT_TRUE(answer.has_value());
   EXPECT_FALSE((*answer)["response"].contains("patch")) << answer->dump();
@@ -226,10 +226,10 @@ TEST(ServiceTest, StopMarksTheProcessNotReady) {
 TEST(ServiceTest, MultiKueueQueuesFollowsTheManagerClusterAndIsReadyOnceSynced) {
   sandbox::Sandbox sandbox;
   const std::filesystem::path crds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
-  auto& manager = sandbox.addCluster({.name = "manager",
-                                      .crdFiles = {crds / "kueue.x-k8s.io_localqueues.yaml",
-                                                   crds / "kueue.x-k8s.io_clusterqueues.yaml",
-                                                   crds / "kueue.x-k8s.io_admissionchecks.yaml"}});
+  auto& manager = sandbox.addCluster(
+      {.name = "manager",
+       .crdFiles = {crds / "kueue.x-k8s.io_localqueues.yaml", crds / "kueue.x-k8s.io_clusterqueues.yaml",
+                    crds / "kueue.x-k8s.io_admissionchecks.yaml"}});
   test::TempDir dir;
   dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
@@ -248,7 +248,8 @@ multiKueue:
   manager.setUnreachable(true);  // the caches cannot sync yet
   Service service(options);
   service.start();
-  ASSERT_TRUE(eventually([&] { return get(service.probePort(), "/readyz?verbose").find("[+]certificate") != std::string::npos; }));
+  ASSERT_TRUE(eventually(
+      [&] { return get(service.probePort(), "/readyz?verbose").find("[+]certificate") != std::string::npos; }));
   auto verbose = get(service.probePort(), "/readyz?verbose");
   EXPECT_NE(verbose.find("[-]queue-index"), std::string::npos) << verbose;
   manager.setUnreachable(false);
@@ -258,9 +259,11 @@ multiKueue:
   auto create = [&](const std::string& plural, const std::string& ns, json object) {
     api.create({"kueue.x-k8s.io", "v1beta2", plural, ns, "", ""}, std::move(object));
   };
-  create("admissionchecks", "", {{"metadata", {{"name", "mk"}}}, {"spec", {{"controllerName", "kueue.x-k8s.io/multikueue"}}}});
-  create("clusterqueues", "", {{"metadata", {{"name", "cq-mk"}}},
-                               {"spec", {{"admissionChecksStrategy", {{"admissionChecks", json::array({{{"name", "mk"}}})}}}}}});
+  create("admissionchecks", "",
+         {{"metadata", {{"name", "mk"}}}, {"spec", {{"controllerName", "kueue.x-k8s.io/multikueue"}}}});
+  create("clusterqueues", "",
+         {{"metadata", {{"name", "cq-mk"}}},
+          {"spec", {{"admissionChecksStrategy", {{"admissionChecks", json::array({{{"name", "mk"}}})}}}}}});
   create("clusterqueues", "", {{"metadata", {{"name", "cq-local"}}}, {"spec", json::object()}});
   api.create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "ci"}}}});
   create("localqueues", "ci", {{"metadata", {{"name", "q"}}}, {"spec", {{"clusterQueue", "cq-mk"}}}});

@@ -64,8 +64,8 @@ TEST(Strings, EditDistanceIgnoresCase) {
 }
 
 TEST(Strings, DidYouMean) {
-  const std::vector<std::string> keys = {"namespace", "webhook", "multiKueue", "clientConnection", "qps", "burst",
-                                         "gcInterval", "origin", "port"};
+  const std::vector<std::string> keys = {"namespace",  "webhook", "multiKueue", "clientConnection", "qps", "burst",
+                                         "gcInterval", "origin",  "port"};
   struct Case {
     std::string name;
     std::string word;

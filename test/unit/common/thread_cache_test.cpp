@@ -13,7 +13,8 @@ namespace {
 // a broken link.
 TEST(ThreadCacheTest, ADisabledThreadHasNoCacheAndOtherThreadsKeepTheirs) {
   if (!threadCacheEnabled()) {
-    if (std::getenv("MKA_EXPECT_JEMALLOC") != nullptr) FAIL() << "MKA_EXPECT_JEMALLOC is set, but jemalloc is not running";
+    if (std::getenv("MKA_EXPECT_JEMALLOC") != nullptr)
+      FAIL() << "MKA_EXPECT_JEMALLOC is set, but jemalloc is not running";
     GTEST_SKIP() << "not running on jemalloc: thread caches are not ours to turn off";
   }
   bool disabled = false, after = true, neighbour = false;

@@ -129,7 +129,8 @@ TEST(Configuration, MultiKueueControllerNames) {
     std::vector<std::string> expected;
   };
   const std::vector<Case> cases = {
-      {"default", "multikueue-adapter.dev/dispatcher",
+      {"default",
+       "multikueue-adapter.dev/dispatcher",
        {"multikueue-adapter.dev/dispatcher", "kueue.x-k8s.io/multikueue"}},
       {"drop-in mode deduplicates", "kueue.x-k8s.io/multikueue", {"kueue.x-k8s.io/multikueue"}},
       {"custom", "example.com/mk", {"example.com/mk", "kueue.x-k8s.io/multikueue"}},

@@ -40,9 +40,11 @@ TEST(LoaderErrors, Document) {
        {"invalid YAML at line 4, column 3: did not find expected ',' or ']' while parsing a flow sequence that "
         "started at line 3: fix the syntax there: indent with "
         "spaces, put a space after each ':', and close every [ and {"}},
-      {"list at the top", "- a\n- b\n",
+      {"list at the top",
+       "- a\n- b\n",
        {"must be a mapping of key: value pairs, not a list: write a configuration starting with " + kHeaders}},
-      {"two documents", adapterDoc("") + "---\n" + adapterDoc(""),
+      {"two documents",
+       adapterDoc("") + "---\n" + adapterDoc(""),
        {"holds 2 YAML documents: keep one configuration in the file and remove the other documents and their --- "
         "separators"}},
   });
@@ -50,41 +52,51 @@ TEST(LoaderErrors, Document) {
 
 TEST(LoaderErrors, Header) {
   runCases({
-      {"no apiVersion or kind", "namespace: x\n",
+      {"no apiVersion or kind",
+       "namespace: x\n",
        {"apiVersion: is required: start the file with " + kHeaders,
         "kind: is required: add kind: AdapterConfiguration"}},
-      {"kind without apiVersion", "kind: AdapterConfiguration\n",
+      {"kind without apiVersion",
+       "kind: AdapterConfiguration\n",
        {"apiVersion: is required: add apiVersion: config.multikueue-adapter.dev/v1alpha1"}},
-      {"Kueue kind without apiVersion", "kind: Configuration\n",
+      {"Kueue kind without apiVersion",
+       "kind: Configuration\n",
        {"apiVersion: is required: add apiVersion: config.kueue.x-k8s.io/v1beta2"}},
-      {"apiVersion typo", "apiVersion: config.kueue.x-k8s.io/v1beta3\nkind: Configuration\n",
+      {"apiVersion typo",
+       "apiVersion: config.kueue.x-k8s.io/v1beta3\nkind: Configuration\n",
        {"apiVersion: unsupported value \"config.kueue.x-k8s.io/v1beta3\": did you mean "
         "\"config.kueue.x-k8s.io/v1beta2\"?"}},
-      {"unrelated apiVersion", "apiVersion: v1\nkind: Secret\n",
+      {"unrelated apiVersion",
+       "apiVersion: v1\nkind: Secret\n",
        {"apiVersion: unsupported value \"v1\": use " + kHeaders}},
       {"our apiVersion with Kueue's kind",
        "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: Configuration\n",
        {"kind: must be AdapterConfiguration for apiVersion config.multikueue-adapter.dev/v1alpha1, not "
         "\"Configuration\": set kind: AdapterConfiguration, or use apiVersion: config.kueue.x-k8s.io/v1beta2 for "
         "Kueue's Configuration"}},
-      {"Kueue apiVersion with our kind", "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: AdapterConfiguration\n",
+      {"Kueue apiVersion with our kind",
+       "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: AdapterConfiguration\n",
        {"kind: must be Configuration for apiVersion config.kueue.x-k8s.io/v1beta1, not \"AdapterConfiguration\": set "
         "kind: Configuration, or use apiVersion: config.multikueue-adapter.dev/v1alpha1 for an "
         "AdapterConfiguration"}},
-      {"apiVersion not a string", "apiVersion: [a]\nkind: AdapterConfiguration\n",
+      {"apiVersion not a string",
+       "apiVersion: [a]\nkind: AdapterConfiguration\n",
        {"apiVersion: must be a string, not a list: write a single value on the same line as the key"}},
   });
 }
 
 TEST(LoaderErrors, UnknownKeys) {
   runCases({
-      {"multikueue in our kind", adapterDoc("multikueue: {gcInterval: 1m}\n"),
+      {"multikueue in our kind",
+       adapterDoc("multikueue: {gcInterval: 1m}\n"),
        {"multikueue: unknown field: did you mean \"multiKueue\"? (Kueue's documentation spells the section "
         "\"multikueue\", but Kueue itself rejects that spelling)"}},
-      {"multikueue in Kueue's kind", kueueDoc("multikueue: {gcInterval: 1m}\n"),
+      {"multikueue in Kueue's kind",
+       kueueDoc("multikueue: {gcInterval: 1m}\n"),
        {"multikueue: unknown field: did you mean \"multiKueue\"? (Kueue's documentation spells the section "
         "\"multikueue\", but Kueue itself rejects that spelling)"}},
-      {"typo of an ignored Kueue key", kueueDoc("intgrations: {frameworks: [batch/job]}\n"),
+      {"typo of an ignored Kueue key",
+       kueueDoc("intgrations: {frameworks: [batch/job]}\n"),
        {"intgrations: unknown field: did you mean \"integrations\"?"}},
       {"nested typo", adapterDoc("webhook: {prot: 9443}\n"), {"webhook.prot: unknown field: did you mean \"port\"?"}},
       {"not close to anything",
@@ -92,24 +104,30 @@ TEST(LoaderErrors, UnknownKeys) {
        {"colour: unknown field: remove it; the fields accepted at the top level are apiVersion, kind, namespace, "
         "webhook, healthProbeBindAddress, metricsBindAddress, leaderElection, clientConnection, "
         "managedByDefaulting, dispatch, multiKueue"}},
-      {"not close, nested", adapterDoc("clientConnection: {timeout: 5s}\n"),
+      {"not close, nested",
+       adapterDoc("clientConnection: {timeout: 5s}\n"),
        {"clientConnection.timeout: unknown field: remove it; the fields accepted in clientConnection are qps, burst"}},
-      {"Kueue-only multiKueue keys are not ours", adapterDoc("multiKueue: {clusterProfile: {}}\n"),
+      {"Kueue-only multiKueue keys are not ours",
+       adapterDoc("multiKueue: {clusterProfile: {}}\n"),
        {"multiKueue.clusterProfile: unknown field: remove it; the fields accepted in multiKueue are "
         "externalFrameworks, gcInterval, origin, workerLostTimeout, dispatcherName"}},
-      {"typo in a framework entry", adapterDoc("multiKueue: {externalFrameworks: [{nam: X.v1.a.b}]}\n"),
+      {"typo in a framework entry",
+       adapterDoc("multiKueue: {externalFrameworks: [{nam: X.v1.a.b}]}\n"),
        {"multiKueue.externalFrameworks[0].nam: unknown field: did you mean \"name\"?",
         "multiKueue.externalFrameworks[0].name: is required: write it as Kind.version.group, for example "
         "PipelineRun.v1.tekton.dev"}},
       {"typo in managedBy, Kueue kind too",
        kueueDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, managedBy: {paht: spec.managedBy}}]}\n"),
        {"multiKueue.externalFrameworks[0].managedBy.paht: unknown field: did you mean \"path\"?"}},
-      {"case-only difference", adapterDoc("MultiKueue: {}\nNamespace: x\n"),
+      {"case-only difference",
+       adapterDoc("MultiKueue: {}\nNamespace: x\n"),
        {"MultiKueue: unknown field: did you mean \"multiKueue\"?",
         "Namespace: unknown field: did you mean \"namespace\"?"}},
-      {"duplicate key", adapterDoc("namespace: a\nnamespace: b\n"),
+      {"duplicate key",
+       adapterDoc("namespace: a\nnamespace: b\n"),
        {"namespace: is written more than once: keep one of them; only the last one would count"}},
-      {"our settings in Kueue's kind", kueueDoc("dispatch: {enabled: false}\nmanagedByDefaulting: Never\n"),
+      {"our settings in Kueue's kind",
+       kueueDoc("dispatch: {enabled: false}\nmanagedByDefaulting: Never\n"),
        {"dispatch: is a multikueue-adapter setting, which a Kueue Configuration cannot hold: remove it, or switch the "
         "file to apiVersion: config.multikueue-adapter.dev/v1alpha1 and kind: AdapterConfiguration",
         "managedByDefaulting: is a multikueue-adapter setting, which a Kueue Configuration cannot hold: remove it, or "
@@ -119,41 +137,55 @@ TEST(LoaderErrors, UnknownKeys) {
 
 TEST(LoaderErrors, Types) {
   runCases({
-      {"port as text", adapterDoc("webhook: {port: abc}\n"),
+      {"port as text",
+       adapterDoc("webhook: {port: abc}\n"),
        {"webhook.port: must be a whole number, not \"abc\": write a whole number without quotes"}},
-      {"port quoted", adapterDoc("webhook: {port: \"9443\"}\n"),
+      {"port quoted",
+       adapterDoc("webhook: {port: \"9443\"}\n"),
        {"webhook.port: must be a whole number, not \"9443\": write a whole number without quotes"}},
-      {"port fractional", adapterDoc("webhook: {port: 94.5}\n"),
+      {"port fractional",
+       adapterDoc("webhook: {port: 94.5}\n"),
        {"webhook.port: must be a whole number, not \"94.5\": write a whole number without quotes"}},
-      {"duration without unit", adapterDoc("multiKueue: {gcInterval: 5}\n"),
+      {"duration without unit",
+       adapterDoc("multiKueue: {gcInterval: 5}\n"),
        {"multiKueue.gcInterval: must be a duration such as 1m or 30s, not \"5\": add a unit, for example 5s or 5m"}},
-      {"duration garbage", kueueDoc("multiKueue: {workerLostTimeout: soon}\n"),
+      {"duration garbage",
+       kueueDoc("multiKueue: {workerLostTimeout: soon}\n"),
        {"multiKueue.workerLostTimeout: must be a duration such as 1m or 30s, not \"soon\": write a number followed "
         "by a unit (ns, us, ms, s, m or h), for example 90s or 1h30m"}},
-      {"duration as a list", adapterDoc("leaderElection: {leaseDuration: [1]}\n"),
+      {"duration as a list",
+       adapterDoc("leaderElection: {leaseDuration: [1]}\n"),
        {"leaderElection.leaseDuration: must be a duration such as 1m or 30s, not a list: write a number followed by "
         "a unit (ns, us, ms, s, m or h), for example 90s or 1h30m"}},
-      {"bool as text", adapterDoc("dispatch: {enabled: maybe}\n"),
+      {"bool as text",
+       adapterDoc("dispatch: {enabled: maybe}\n"),
        {"dispatch.enabled: must be true or false, not \"maybe\": write true or false without quotes"}},
-      {"bool quoted", adapterDoc("leaderElection: {leaderElect: \"true\"}\n"),
+      {"bool quoted",
+       adapterDoc("leaderElection: {leaderElect: \"true\"}\n"),
        {"leaderElection.leaderElect: must be true or false, not \"true\": write true or false without quotes"}},
-      {"qps as text", kueueDoc("clientConnection: {qps: fast}\n"),
+      {"qps as text",
+       kueueDoc("clientConnection: {qps: fast}\n"),
        {"clientConnection.qps: must be a number, not \"fast\": write a number without quotes, such as 50 or 2.5"}},
-      {"qps infinite", adapterDoc("clientConnection: {qps: .inf}\n"),
+      {"qps infinite",
+       adapterDoc("clientConnection: {qps: .inf}\n"),
        {"clientConnection.qps: must be a number, not \".inf\": write a number without quotes, such as 50 or 2.5"}},
-      {"section as a string", adapterDoc("webhook: 9443\n"),
+      {"section as a string",
+       adapterDoc("webhook: 9443\n"),
        {"webhook: must be a mapping of key: value pairs, not \"9443\": write it as webhook: {port: 9443, certDir: "
         "/tmp/k8s-webhook-server/serving-certs}"}},
-      {"string as a mapping", adapterDoc("namespace: {name: x}\n"),
+      {"string as a mapping",
+       adapterDoc("namespace: {name: x}\n"),
        {"namespace: must be a string, not a mapping: write a single value on the same line as the key"}},
-      {"frameworks as a mapping", adapterDoc("multiKueue: {externalFrameworks: {name: X.v1.a.b}}\n"),
+      {"frameworks as a mapping",
+       adapterDoc("multiKueue: {externalFrameworks: {name: X.v1.a.b}}\n"),
        {"multiKueue.externalFrameworks: must be a list, not a mapping: write one entry per line, such as - name: "
         "PipelineRun.v1.tekton.dev"}},
       {"framework as a plain name, like integrations.externalFrameworks",
        adapterDoc("multiKueue: {externalFrameworks: [PipelineRun.v1.tekton.dev]}\n"),
        {"multiKueue.externalFrameworks[0]: must be a mapping with a name, not \"PipelineRun.v1.tekton.dev\": write it "
         "as - name: PipelineRun.v1.tekton.dev"}},
-      {"framework as a list", adapterDoc("multiKueue: {externalFrameworks: [[a]]}\n"),
+      {"framework as a list",
+       adapterDoc("multiKueue: {externalFrameworks: [[a]]}\n"),
        {"multiKueue.externalFrameworks[0]: must be a mapping of key: value pairs, not a list: write it as - name: "
         "PipelineRun.v1.tekton.dev"}},
       {"managedBy as a string",
@@ -170,31 +202,41 @@ TEST(LoaderErrors, ManagedByShape) {
   };
   const std::string at = "multiKueue.externalFrameworks[0].managedBy";
   runCases({
-      {"both path and label", entry("{path: spec.managedBy, label: a, value: b}"),
+      {"both path and label",
+       entry("{path: spec.managedBy, label: a, value: b}"),
        {at + ": sets both path and label: keep path (a field such as spec.managedBy) or label with value (a label "
              "marker), not both"}},
-      {"neither", entry("{}"), {at + ": must set path or label: write it as {path: spec.managedBy}, or {label: KEY, "
-                                     "value: VALUE}"}},
-      {"value alone", entry("{value: x}"), {at + ": must set path or label: write it as {path: spec.managedBy}, or "
-                                                 "{label: KEY, value: VALUE}"}},
-      {"value with path", entry("{path: spec.managedBy, value: x}"),
+      {"neither",
+       entry("{}"),
+       {at + ": must set path or label: write it as {path: spec.managedBy}, or {label: KEY, "
+             "value: VALUE}"}},
+      {"value alone",
+       entry("{value: x}"),
+       {at + ": must set path or label: write it as {path: spec.managedBy}, or "
+             "{label: KEY, value: VALUE}"}},
+      {"value with path",
+       entry("{path: spec.managedBy, value: x}"),
        {at + ".value: is only used with label: remove it; a path marker always holds kueue.x-k8s.io/multikueue, the "
              "value Kueue's MultiKueue looks for"}},
-      {"label without value", entry("{label: example.com/managed}"),
+      {"label without value",
+       entry("{label: example.com/managed}"),
        {at + ".value: is required with label: add value: multikueue (a label value: at most 63 letters, digits, '-', "
              "'_' or '.', no '/')"}},
-      {"label value with a slash", entry("{label: example.com/managed, value: kueue.x-k8s.io/multikueue}"),
+      {"label value with a slash",
+       entry("{label: example.com/managed, value: kueue.x-k8s.io/multikueue}"),
        {at + ".value: invalid value \"kueue.x-k8s.io/multikueue\": a valid label must be an empty string or consist "
              "of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
              "(e.g. 'MyValue', or 'my_value', or '12345', regex used for validation is "
              "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'): use at most 63 letters, digits, '-', '_' or '.' (no "
              "'/'), starting and ending with a letter or digit, such as multikueue"}},
-      {"bad label key", entry("{label: -bad-, value: x}"),
+      {"bad label key",
+       entry("{label: -bad-, value: x}"),
        {at + ".label: invalid value \"-bad-\": name part must consist of alphanumeric characters, '-', '_' or '.', "
              "and must start and end with an alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex "
              "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'): write a label key such as "
              "workflows.argoproj.io/controller-instanceid"}},
-      {"path outside spec", entry("{path: metadata.managedBy}"),
+      {"path outside spec",
+       entry("{path: metadata.managedBy}"),
        {at + ".path: must be a field path below spec, not \"metadata.managedBy\": write a dotted path of field names "
              "such as spec.managedBy or spec.runPolicy.managedBy"}},
   });

@@ -79,7 +79,7 @@ TEST(Loader, ManagedByLocations) {
        customLabel, false},
       {"explicit beats profile", "{name: Workflow.v1alpha1.argoproj.io, managedBy: {path: spec.managedBy}}", specPath,
        false},
-      {"explicit label equal to the profile", 
+      {"explicit label equal to the profile",
        "{name: Workflow.v1.argoproj.io, managedBy: {label: workflows.argoproj.io/controller-instanceid, value: "
        "multikueue}}",
        argoLabel, false},
@@ -114,8 +114,8 @@ TEST(Loader, KueueStyleDefaulting) {
        "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 1min},
       {"empty dispatcher is defaulted", "multiKueue: {dispatcherName: \"\"}", "multikueue",
        "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 1min},
-      {"external dispatcher kept", "multiKueue: {dispatcherName: example.com/mine}", "multikueue",
-       "example.com/mine", 1min},
+      {"external dispatcher kept", "multiKueue: {dispatcherName: example.com/mine}", "multikueue", "example.com/mine",
+       1min},
       {"quoted zero turns gc off", "multiKueue: {gcInterval: \"0\"}", "multikueue",
        "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 0s},
       {"plain zero too", "multiKueue: {gcInterval: 0}", "multikueue",
@@ -174,7 +174,7 @@ multiKueue:
   - name: Workflow.v1alpha1.argoproj.io
     managedBy: {label: workflows.argoproj.io/controller-instanceid, value: mk}
 )",
-                            version));
+                                version));
     EXPECT_EQ(c.source, Configuration::Source::KueueConfiguration);
     EXPECT_EQ(c.namespace_, "batch-system");
     EXPECT_EQ(c.leaderElection.resourceNamespace, "batch-system");

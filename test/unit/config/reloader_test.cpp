@@ -137,7 +137,8 @@ TEST(ConfigReloader, WatcherReloadsOnConfigMapUpdates) {
   ASSERT_TRUE(mka::test::eventually([&] {
     auto reported = results.all();
     return !reported.empty() && reported.back().size() == 2u;
-  })) << "reported " << results.all().size() << " results";
+  })) << "reported "
+      << results.all().size() << " results";
   EXPECT_FALSE(reloader.lastReloadOk());
   EXPECT_EQ(store.get()->multiKueue.origin, "updated");
   EXPECT_EQ(store.generation(), goodGeneration);

@@ -47,8 +47,8 @@ TEST(Validate, FrameworkNames) {
       {"empty group", framework("PipelineRun.v1."), kNamePath, "the group part is empty", kNameFix},
       {"all empty", framework(".."), kNamePath,
        "the Kind part is empty; the version part is empty; the group part is empty", kNameFix},
-      {"no dots", framework("PipelineRun"), kNamePath,
-       "must be in 'Kind.version.group' format, not \"PipelineRun\"", kNameFix},
+      {"no dots", framework("PipelineRun"), kNamePath, "must be in 'Kind.version.group' format, not \"PipelineRun\"",
+       kNameFix},
       {"one dot", framework("PipelineRun.tekton"), kNamePath, "must be in 'Kind.version.group' format", kNameFix},
       {"empty", framework(""), kNamePath, "is required", kNameFix},
       {"lower-case kind suggests the fix", framework("pipelineRun.v1.tekton.dev"), kNamePath,
@@ -126,8 +126,7 @@ TEST(Validate, ServerSettings) {
       {"IPv6 unclosed", "metricsBindAddress: \"[::1:8080\"\n", "metricsBindAddress", "without its closing ']'",
        ":8080"},
       {"namespace", "namespace: Kueue_System\n", "namespace",
-       "invalid value \"Kueue_System\": a lowercase RFC 1123 label",
-       "such as kueue-system"},
+       "invalid value \"Kueue_System\": a lowercase RFC 1123 label", "such as kueue-system"},
   });
 }
 
@@ -200,7 +199,8 @@ TEST(Validate, WorkloadConcurrencyInAKueueConfigurationIsNamedByItsKueuePath) {
   ASSERT_TRUE(good.ok()) << joinErrors(good.errors);
   EXPECT_EQ(good.config->dispatch.workloadConcurrency, 3);
 
-  auto bad = parseConfiguration(test::kueueDoc("controller:\n  groupKindConcurrency:\n    Workload.kueue.x-k8s.io: -1\n"));
+  auto bad =
+      parseConfiguration(test::kueueDoc("controller:\n  groupKindConcurrency:\n    Workload.kueue.x-k8s.io: -1\n"));
   ASSERT_EQ(bad.errors.size(), 1u) << joinErrors(bad.errors);
   EXPECT_EQ(bad.errors[0].path, "controller.groupKindConcurrency.Workload.kueue.x-k8s.io");
   EXPECT_NE(bad.errors[0].problem.find("must be between 1 and 256, not -1"), std::string::npos);

@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <csignal>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "mka/common/errors.h"
@@ -30,9 +30,9 @@ namespace mka::demo {
 namespace {
 
 using namespace std::chrono_literals;
-using ::testing::HasSubstr;
-using test::eventually;
 using mka::test::readYamlFile;
+using test::eventually;
+using ::testing::HasSubstr;
 
 std::string decodeBase64(const std::string& text) {
   std::string out(text.size(), '\0');
@@ -105,7 +105,8 @@ TEST(SandboxCommandTest, ServesClustersUntilSigterm) {
     // The kubeconfig alone gets a client in: server, CA and token.
     auto config = readYamlFile(path);
     EXPECT_EQ(config["clusters"][0]["cluster"]["server"].get<std::string>(), server);
-    const std::string ca = decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].get<std::string>());
+    const std::string ca =
+        decodeBase64(config["clusters"][0]["cluster"]["certificate-authority-data"].get<std::string>());
     const std::string token = config["users"][0]["user"]["token"].get<std::string>();
     const int port = std::stoi(server.substr(server.rfind(':') + 1));
     httplib::SSLClient client("127.0.0.1", port);

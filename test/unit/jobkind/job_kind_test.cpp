@@ -7,8 +7,8 @@
 namespace mka::jobkind {
 namespace {
 
-using nlohmann::json;
 using mka::joinErrors;
+using nlohmann::json;
 
 JobKind pipelineRuns() {
   return JobKind({"PipelineRun.v1.tekton.dev", {"tekton.dev", "v1", "PipelineRun"}, config::ManagedByLocation{}, true});
@@ -32,15 +32,25 @@ TEST(JobKind, NotManagedByMultiKueueWordsKueuesReason) {
   };
   const std::vector<Case> cases = {
       {"spec.managedBy set", pipelineRuns(), {{"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}}}}, std::nullopt},
-      {"spec.managedBy missing", pipelineRuns(), {{"spec", json::object()}},
+      {"spec.managedBy missing",
+       pipelineRuns(),
+       {{"spec", json::object()}},
        "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"\""},
-      {"spec.managedBy someone else's", pipelineRuns(), {{"spec", {{"managedBy", "tekton.dev/pipeline"}}}},
+      {"spec.managedBy someone else's",
+       pipelineRuns(),
+       {{"spec", {{"managedBy", "tekton.dev/pipeline"}}}},
        "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"tekton.dev/pipeline\""},
-      {"spec.managedBy not a string", pipelineRuns(), {{"spec", {{"managedBy", 7}}}},
+      {"spec.managedBy not a string",
+       pipelineRuns(),
+       {{"spec", {{"managedBy", 7}}}},
        "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"\""},
-      {"label set", workflows(),
-       {{"metadata", {{"labels", {{"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}}}, std::nullopt},
-      {"label missing", workflows(), {{"metadata", {{"name", "wf"}}}},
+      {"label set",
+       workflows(),
+       {{"metadata", {{"labels", {{"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}}},
+       std::nullopt},
+      {"label missing",
+       workflows(),
+       {{"metadata", {{"name", "wf"}}}},
        "Expecting metadata.labels[workflows.argoproj.io/controller-instanceid] to be \"multikueue\" not \"\""},
   };
   for (const auto& c : cases) {

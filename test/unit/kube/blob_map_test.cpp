@@ -36,7 +36,8 @@ TEST(BlobMapTest, EmptyKeysAndBlobsAreEntriesLikeAnyOther) {
   BlobMap map;
   map.assign("", "cluster-scoped name would never be empty, but the map does not care");
   map.assign("default/empty", "");
-  EXPECT_THAT(map.find(""), Optional(std::string_view("cluster-scoped name would never be empty, but the map does not care")));
+  EXPECT_THAT(map.find(""),
+              Optional(std::string_view("cluster-scoped name would never be empty, but the map does not care")));
   EXPECT_THAT(map.find("default/empty"), Optional(std::string_view("")));
   EXPECT_EQ(map.size(), 2u);
 }

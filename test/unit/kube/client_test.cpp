@@ -99,8 +99,7 @@ TEST_F(ClientTest, CrudWithTypedErrors) {
   EXPECT_EQ(precondition.reason(), Reason::Conflict);
   client->remove(kConfigMap, "default", "a");
   EXPECT_TRUE(isNotFound(errorOf([&] { client->get(kConfigMap, "default", "a"); })));
-  EXPECT_EQ(errorOf([&] { client->get({"example.com", "v1", "Nothing"}, "default", "x"); }).reason(),
-            Reason::NotFound);
+  EXPECT_EQ(errorOf([&] { client->get({"example.com", "v1", "Nothing"}, "default", "x"); }).reason(), Reason::NotFound);
 }
 
 // httplib's own client sends a request's headers and body as two TLS records, and the server
@@ -177,10 +176,13 @@ TEST_F(ClientTest, WatchEventsComeWithoutManagedFieldsWhenAsked) {
     options.withoutManagedFields = without;
     std::optional<WatchEvent> first;
     RestClient::StreamHandle handle;
-    client->watch(kConfigMap, "default", options, [&](WatchEvent& event) {
-      first = std::move(event);
-      return false;  // one event is enough
-    }, handle);
+    client->watch(
+        kConfigMap, "default", options,
+        [&](WatchEvent& event) {
+          first = std::move(event);
+          return false;  // one event is enough
+        },
+        handle);
     ASSERT_TRUE(first.has_value());
     EXPECT_EQ(first->type, "ADDED");
     EXPECT_EQ(first->object.at("metadata").at("name"), "a");
@@ -228,19 +230,24 @@ TEST_F(ClientTest, PaginationFollowsContinueTokens) {
 
 TEST_F(ClientTest, ServerSideApplyOnAStatusListMap) {
   auto client = newClient();
-  json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
-             {"kind", "Workload"},
-             {"metadata", {{"name", "wl"}, {"namespace", "default"}}},
-             {"spec", {{"queueName", "q"}, {"podSets", json::array({{{"name", "main"}, {"count", 1}, {"template", {{"spec", {{"containers", json::array()}}}}}}})}}}};
+  json wl = {
+      {"apiVersion", "kueue.x-k8s.io/v1beta1"},
+      {"kind", "Workload"},
+      {"metadata", {{"name", "wl"}, {"namespace", "default"}}},
+      {"spec",
+       {{"queueName", "q"},
+        {"podSets",
+         json::array({{{"name", "main"}, {"count", 1}, {"template", {{"spec", {{"containers", json::array()}}}}}}})}}}};
   client->apply(wl, {.fieldManager = "kueue"});
   auto status = [](const std::string& check) {
     return json{{"apiVersion", "kueue.x-k8s.io/v1beta1"},
                 {"kind", "Workload"},
                 {"metadata", {{"name", "wl"}, {"namespace", "default"}}},
                 {"status",
-                 {{"admissionChecks",
-                   json::array({{{"name", check}, {"state", "Pending"}, {"message", ""},
-                                 {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}}};
+                 {{"admissionChecks", json::array({{{"name", check},
+                                                    {"state", "Pending"},
+                                                    {"message", ""},
+                                                    {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}}};
   };
   client->apply(status("multikueue"), {.fieldManager = "a", .subresource = "status"});
   auto both = client->apply(status("provisioning"), {.fieldManager = "b", .subresource = "status"});
@@ -311,8 +318,9 @@ TEST_F(ClientTest, DiscoveryRefreshesOnAMissForANewlyInstalledCrd) {
   auto client = newClient();
   const api::GroupVersionKind pipelineRun{"tekton.dev", "v1", "PipelineRun"};
   EXPECT_EQ(errorOf([&] { client->list(pipelineRun, "default"); }).reason(), Reason::NotFound);
-  cluster.api().create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
-                       sandbox::loadCrdFile(std::filesystem::path(MKA_FIXTURES_DIR) / "crds/tekton.dev_pipelineruns.yaml").at(0));
+  cluster.api().create(
+      {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
+      sandbox::loadCrdFile(std::filesystem::path(MKA_FIXTURES_DIR) / "crds/tekton.dev_pipelineruns.yaml").at(0));
   EXPECT_EQ(client->list(pipelineRun, "default")["kind"], "PipelineRunList");
   auto info = client->discovery().resourceFor(pipelineRun);
   EXPECT_EQ(info.plural, "pipelineruns");
@@ -432,7 +440,8 @@ TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
     // watch and let go of the last one (the informer counts a watch before the server has it).
     ASSERT_TRUE(test::eventually([&] {
       return cluster.watchesStarted() == static_cast<std::uint64_t>(round) + 1 && cluster.openWatches() == 1;
-    })) << "round " << round << ": informer watches " << informer.watches() << ", server watches started "
+    })) << "round "
+        << round << ": informer watches " << informer.watches() << ", server watches started "
         << cluster.watchesStarted() << ", open " << cluster.openWatches();
     client->create(configMap("r" + std::to_string(round) + "-a"));
     cluster.store().closeAllWatches();  // the stream drops
@@ -466,18 +475,21 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {
   std::mutex mutex;
   std::vector<std::string> events;
   Informer informer(*client, kConfigMap, {.namespace_ = "default"});
-  informer.addHandlers({.onAdd = [&](const json& o) {
-                          std::lock_guard lock(mutex);
-                          events.push_back("add " + o["metadata"]["name"].get<std::string>());
-                        },
-                        .onUpdate = [&](const json&, const json& o) {
-                          std::lock_guard lock(mutex);
-                          events.push_back("update " + o["metadata"]["name"].get<std::string>());
-                        },
-                        .onDelete = [&](const json& o) {
-                          std::lock_guard lock(mutex);
-                          events.push_back("delete " + o["metadata"]["name"].get<std::string>());
-                        }});
+  informer.addHandlers({.onAdd =
+                            [&](const json& o) {
+                              std::lock_guard lock(mutex);
+                              events.push_back("add " + o["metadata"]["name"].get<std::string>());
+                            },
+                        .onUpdate =
+                            [&](const json&, const json& o) {
+                              std::lock_guard lock(mutex);
+                              events.push_back("update " + o["metadata"]["name"].get<std::string>());
+                            },
+                        .onDelete =
+                            [&](const json& o) {
+                              std::lock_guard lock(mutex);
+                              events.push_back("delete " + o["metadata"]["name"].get<std::string>());
+                            }});
   informer.start();
   ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
   ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 1; }));
@@ -525,11 +537,10 @@ TEST_F(InformerTest, AKeyListedTwiceKeepsTheLaterItemAtTheFirstPlace) {
   for (const auto* name : {"a-1", "a-2", "b-1"}) client->create(configMap(name));
   std::mutex mutex;
   std::vector<std::string> adds;
-  Informer informer(*client, kConfigMap,
-                    {.namespace_ = "default", .transform = [](json& o) {
-                       auto& name = o["metadata"]["name"];
-                       name = name.get<std::string>().substr(0, 1);  // a-1, a-2 -> a
-                     }});
+  Informer informer(*client, kConfigMap, {.namespace_ = "default", .transform = [](json& o) {
+                                            auto& name = o["metadata"]["name"];
+                                            name = name.get<std::string>().substr(0, 1);  // a-1, a-2 -> a
+                                          }});
   informer.addHandlers({.onAdd = [&](const json& o) {
     std::lock_guard lock(mutex);
     adds.push_back(o["metadata"]["name"].get<std::string>() + "=" + o["data"]["k"].get<std::string>());
@@ -553,8 +564,8 @@ TEST_F(InformerTest, RelistAcrossADictionaryChangeReportsNoSpuriousUpdates) {
   InformerOptions options{.namespace_ = "default"};
   options.onSynced = [&] { ++syncs; };  // after the handlers have seen the list
   Informer informer(*client, kConfigMap, options);
-  informer.addHandlers({.onUpdate = [&](const json&, const json&) { ++updates; },
-                        .onDelete = [&](const json&) { ++deletes; }});
+  informer.addHandlers(
+      {.onUpdate = [&](const json&, const json&) { ++updates; }, .onDelete = [&](const json&) { ++deletes; }});
   informer.start();
   ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{30}));
   ASSERT_TRUE(test::eventually([&] { return cluster.openWatches() == 1; }));
@@ -591,12 +602,14 @@ TEST_F(InformerTest, OldObjectsAreDecodedOnlyForHandlersThatReadThem) {
   InformerOptions options{.namespace_ = "default"};
   options.recentObjects = 0;  // every old object would have to be decoded
   Informer newOnly(*client, kConfigMap, options);
-  newOnly.addHandlers({.onUpdateNew = [&](const json& o) { record("new " + o["data"].value("v", "-")); },
-                       .onDelete = [&](const json& o) { record("delete " + o["metadata"]["name"].get<std::string>()); }});
+  newOnly.addHandlers(
+      {.onUpdateNew = [&](const json& o) { record("new " + o["data"].value("v", "-")); },
+       .onDelete = [&](const json& o) { record("delete " + o["metadata"]["name"].get<std::string>()); }});
   Informer both(*client, kConfigMap, options);
-  both.addHandlers({.onUpdate = [&](const json& before,
-                                    const json& after) { record("old " + before["data"].value("v", "-") + "->" +
-                                                                after["data"].value("v", "-")); },
+  both.addHandlers({.onUpdate =
+                        [&](const json& before, const json& after) {
+                          record("old " + before["data"].value("v", "-") + "->" + after["data"].value("v", "-"));
+                        },
                     .onUpdateNew = [&](const json& o) { record("both " + o["data"].value("v", "-")); }});
   newOnly.start();
   both.start();
@@ -880,16 +893,16 @@ TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) 
   // the new watch and let go of the old one: the informer counts a watch before the server
   // has it, and closing all watches in between would close only the old one.)
   cluster.store().closeAllWatches();
-  ASSERT_TRUE(test::eventually([&] {
-    return informer.watches() == 2 && cluster.watchesStarted() == 2 && cluster.openWatches() == 1;
-  }));
+  ASSERT_TRUE(test::eventually(
+      [&] { return informer.watches() == 2 && cluster.watchesStarted() == 2 && cluster.openWatches() == 1; }));
   // A watch request that fails is reported once, then the reflector backs off and resumes (the
   // failed request never became a watch on the server).
   cluster.faults().failNext(1, 500, {"watch", "configmaps", ""}, 0);
   cluster.store().closeAllWatches();
   ASSERT_TRUE(test::eventually([&] {
     return informer.watches() == 4 && cluster.watchesStarted() == 3 && cluster.openWatches() == 1;
-  })) << "informer watches " << informer.watches() << ", server watches started " << cluster.watchesStarted();
+  })) << "informer watches "
+      << informer.watches() << ", server watches started " << cluster.watchesStarted();
   {
     std::lock_guard lock(mutex);
     ASSERT_EQ(errors.size(), 1u);
@@ -908,8 +921,7 @@ TEST_F(InformerTest, AKindTheServerDoesNotServeNeverSyncsAndReportsEveryFailedLi
   auto client = newClient();
   std::atomic<int> failures{0};
   std::atomic<bool> notFound{false};
-  InformerOptions options{.initialBackoff = std::chrono::milliseconds{10},
-                          .maxBackoff = std::chrono::milliseconds{20}};
+  InformerOptions options{.initialBackoff = std::chrono::milliseconds{10}, .maxBackoff = std::chrono::milliseconds{20}};
   options.onError = [&](const std::exception& e) {
     notFound = isNotFound(e);
     ++failures;
@@ -981,8 +993,10 @@ TEST_F(ClientTest, ACrashedLeadersLeaseIsTakenOverOnlyOnceItExpires) {
 
 TEST_F(ClientTest, LeaderElectionRefusesBadDurations) {
   auto client = newClient();
-  EXPECT_THROW(LeaderElector(*client, {.namespace_ = "default", .name = "x",
-                                       .leaseDuration = std::chrono::seconds{5}, .renewDeadline = std::chrono::seconds{10}}),
+  EXPECT_THROW(LeaderElector(*client, {.namespace_ = "default",
+                                       .name = "x",
+                                       .leaseDuration = std::chrono::seconds{5},
+                                       .renewDeadline = std::chrono::seconds{10}}),
                Error);
 }
 

@@ -60,10 +60,9 @@ TEST(JsonTextTest, CutsOnlyAtThePathNotTheSameKeyElsewhere) {
 }
 
 TEST(JsonTextTest, CutsEveryItemOfAListButOnlyTheFirstMatchWhenAskedTo) {
-  const std::string text =
-      R"({"kind":"WorkloadList","metadata":{"resourceVersion":"9","managedFields":[0]},"items":[)"
-      R"({"metadata":{"name":"a","managedFields":[1]}},"not an object",)"
-      R"({"metadata":{"name":"b"}},{"metadata":{"managedFields":[3],"name":"c"}}]})";
+  const std::string text = R"({"kind":"WorkloadList","metadata":{"resourceVersion":"9","managedFields":[0]},"items":[)"
+                           R"({"metadata":{"name":"a","managedFields":[1]}},"not an object",)"
+                           R"({"metadata":{"name":"b"}},{"metadata":{"managedFields":[3],"name":"c"}}]})";
   const auto all = json::parse(cutListFields(text));
   EXPECT_EQ(all["metadata"]["managedFields"], json::array({0}));  // the list's own metadata is not an item's
   ASSERT_EQ(all["items"].size(), 4u);
@@ -79,12 +78,12 @@ TEST(JsonTextTest, CutsEveryItemOfAListButOnlyTheFirstMatchWhenAskedTo) {
 
 TEST(JsonTextTest, ReturnsTheTextUnchangedWhenThePathIsAbsentOrTheTextMalformed) {
   for (const std::string text : {
-           R"({"object":{"metadata":{"name":"a"}}})",          // nothing to cut
-           R"({"object":{"metadata":"a string"}})",            // not an object on the path
-           R"({"object":[{"metadata":{"managedFields":[]}}]})",  // an array where an object is expected
-           R"({"object":{"metadata":{"managedFields":[1,2})",  // cut short inside the member
-           R"({"object":{"metadata":{"managedFields":}}})",    // no value
-           R"({"object":{"metadata":{"managedFields" [1]}}})",  // no colon
+           R"({"object":{"metadata":{"name":"a"}}})",                      // nothing to cut
+           R"({"object":{"metadata":"a string"}})",                        // not an object on the path
+           R"({"object":[{"metadata":{"managedFields":[]}}]})",            // an array where an object is expected
+           R"({"object":{"metadata":{"managedFields":[1,2})",              // cut short inside the member
+           R"({"object":{"metadata":{"managedFields":}}})",                // no value
+           R"({"object":{"metadata":{"managedFields" [1]}}})",             // no colon
            R"({"object":{"metadata":{"name":"a" "managedFields":[1]}}})",  // no comma
            R"({"object":{"metadata":{"name":"unterminated}}})",
            R"({"object")",
@@ -99,7 +98,8 @@ TEST(JsonTextTest, ReturnsTheTextUnchangedWhenThePathIsAbsentOrTheTextMalformed)
 
 // Random documents: cutting the text must give what parsing the whole and erasing gives.
 json randomValue(std::mt19937& rng, int depth) {
-  static const std::string pieces[] = {"a", "b", "{", "}", "[", "]", "\"", "\\", ",", ":", " ", "\n", "é", "managedFields"};
+  static const std::string pieces[] = {"a",  "b", "{", "}", "[",  "]", "\"",
+                                       "\\", ",", ":", " ", "\n", "é", "managedFields"};
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   auto randomString = [&] {
     std::string s;

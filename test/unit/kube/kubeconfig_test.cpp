@@ -16,8 +16,8 @@ const std::string kCa = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE--
 
 std::string kubeconfig(const std::string& clusterExtra = "", const std::string& userExtra = "  user:\n    token: abc\n",
                        const std::string& server = "https://127.0.0.1:6443") {
-  return "apiVersion: v1\nkind: Config\ncurrent-context: ctx\nclusters:\n- name: c1\n  cluster:\n    server: " + server +
-         "\n    certificate-authority-data: " + base64Encode(kCa) + "\n" + clusterExtra +
+  return "apiVersion: v1\nkind: Config\ncurrent-context: ctx\nclusters:\n- name: c1\n  cluster:\n    server: " +
+         server + "\n    certificate-authority-data: " + base64Encode(kCa) + "\n" + clusterExtra +
          "contexts:\n- name: ctx\n  context: {cluster: c1, user: u1, namespace: team-a}\nusers:\n- name: u1\n" +
          userExtra;
 }
@@ -32,22 +32,26 @@ TEST(Kubeconfig, InlineCredentialsOfTheCurrentContext) {
   EXPECT_EQ(config.namespace_, "team-a");
   EXPECT_EQ(config.context, "ctx");
 
-  auto withCert = restConfigFor(Kubeconfig::parse(kubeconfig(
-      "", "  user:\n    client-certificate-data: " + base64Encode("CERT") + "\n    client-key-data: " + base64Encode("KEY") + "\n")));
+  auto withCert =
+      restConfigFor(Kubeconfig::parse(kubeconfig("", "  user:\n    client-certificate-data: " + base64Encode("CERT") +
+                                                         "\n    client-key-data: " + base64Encode("KEY") + "\n")));
   EXPECT_EQ(withCert.clientCertificatePem, "CERT");
   EXPECT_EQ(withCert.clientKeyPem, "KEY");
   EXPECT_TRUE(withCert.bearerToken.empty());
 }
 
 TEST(Kubeconfig, ErrorsNameTheSourceAndTheFix) {
-  EXPECT_THAT(errorOf([] { Kubeconfig::parse("clusters: {a: b}", "f.yaml"); }), HasSubstr("f.yaml: clusters: must be a list"));
+  EXPECT_THAT(errorOf([] { Kubeconfig::parse("clusters: {a: b}", "f.yaml"); }),
+              HasSubstr("f.yaml: clusters: must be a list"));
   EXPECT_THAT(errorOf([] { Kubeconfig::parse("clusters:\n- cluster: {server: x}\n", "f.yaml"); }),
               HasSubstr("f.yaml: clusters[0].name: Required value"));
-  EXPECT_THAT(errorOf([] { Kubeconfig::parse("clusters:\n- name: a\n  cluster: {certificate-authority-data: '!!'}\n"); }),
-              HasSubstr("clusters[0].cluster.certificate-authority-data: is not valid base64"));
+  EXPECT_THAT(
+      errorOf([] { Kubeconfig::parse("clusters:\n- name: a\n  cluster: {certificate-authority-data: '!!'}\n"); }),
+      HasSubstr("clusters[0].cluster.certificate-authority-data: is not valid base64"));
   EXPECT_THAT(errorOf([] { Kubeconfig::parse("[unclosed", "f.yaml"); }), HasSubstr("f.yaml: not valid YAML"));
-  EXPECT_THAT(errorOf([] { Kubeconfig::parse(",w,", "Secret ns/worker1"); }),
-              HasSubstr("Secret ns/worker1: not valid YAML: yaml: line 1, column 1: did not find expected node content"));
+  EXPECT_THAT(
+      errorOf([] { Kubeconfig::parse(",w,", "Secret ns/worker1"); }),
+      HasSubstr("Secret ns/worker1: not valid YAML: yaml: line 1, column 1: did not find expected node content"));
   EXPECT_THAT(errorOf([] { Kubeconfig::parse(std::string(200'000, '['), "f.yaml"); }),
               HasSubstr("f.yaml: not a kubeconfig: yaml: line 1: nested deeper than 100 levels (the depth limit"));
   EXPECT_THAT(errorOf([] { restConfigFor(Kubeconfig::parse(kubeconfig()), "nope"); }),
@@ -122,9 +126,10 @@ TEST_F(LoadingTest, HomeConfigThenInCluster) {
 TEST_F(LoadingTest, FileReferencesAreRelativeToTheirKubeconfig) {
   write("conf/ca.pem", kCa);
   write("conf/token", "from-file");
-  auto file = write("conf/config", "current-context: x\nclusters:\n- name: x\n  cluster: {server: 'https://x:1', "
-                                   "certificate-authority: ca.pem}\nusers:\n- name: x\n  user: {tokenFile: token}\n"
-                                   "contexts:\n- name: x\n  context: {cluster: x, user: x}\n");
+  auto file = write("conf/config",
+                    "current-context: x\nclusters:\n- name: x\n  cluster: {server: 'https://x:1', "
+                    "certificate-authority: ca.pem}\nusers:\n- name: x\n  user: {tokenFile: token}\n"
+                    "contexts:\n- name: x\n  context: {cluster: x, user: x}\n");
   rules.explicitPath = file.string();
   auto config = loadRestConfig(rules);
   EXPECT_EQ(config.caPem, kCa);
@@ -135,7 +140,8 @@ TEST(KubeconfigSecurity, AcceptsInlineCredentials) {
   EXPECT_EQ(validateKubeconfigSecurity(kubeconfig()), std::nullopt);
   EXPECT_EQ(validateKubeconfigSecurity(kubeconfig("", "  user:\n    token: t\n", "https://worker-1.example.com")),
             std::nullopt);
-  EXPECT_EQ(validateKubeconfigSecurity(kubeconfig("", "  user:\n    token: t\n", "https://[fd00::1]:6443")), std::nullopt);
+  EXPECT_EQ(validateKubeconfigSecurity(kubeconfig("", "  user:\n    token: t\n", "https://[fd00::1]:6443")),
+            std::nullopt);
 }
 
 TEST(KubeconfigSecurity, RejectsWithKueuesMessages) {
@@ -147,13 +153,16 @@ TEST(KubeconfigSecurity, RejectsWithKueuesMessages) {
   const std::vector<Case> cases = {
       {"not yaml", "clusters: [", "failed to parse kubeconfig(apiconfig): "},
       {"tokenFile", kubeconfig("", "  user:\n    tokenFile: /var/run/token\n"), "tokenFile is not allowed"},
-      {"insecure", kubeconfig("    insecure-skip-tls-verify: true\n"), "insecure TLS verification is not allowed for cluster c1"},
+      {"insecure", kubeconfig("    insecure-skip-tls-verify: true\n"),
+       "insecure TLS verification is not allowed for cluster c1"},
       {"CA path", kubeconfig("    certificate-authority: /etc/ca.crt\n"),
        "certificate-authority file paths are not allowed, use certificate-authority-data for cluster c1"},
       {"empty server", kubeconfig("", "  user:\n    token: t\n", "''"), "server URL is required for cluster c1"},
-      {"untrusted endpoint", kubeconfig("", "  user:\n    token: t\n", "https://bad_host!:6443"), "untrusted server endpoint"},
+      {"untrusted endpoint", kubeconfig("", "  user:\n    token: t\n", "https://bad_host!:6443"),
+       "untrusted server endpoint"},
       {"not a URL", kubeconfig("", "  user:\n    token: t\n", "worker:6443"), "untrusted server endpoint"},
-      {"basic auth", kubeconfig("", "  user:\n    username: admin\n    password: secret\n"), "basic auth is not allowed"},
+      {"basic auth", kubeconfig("", "  user:\n    username: admin\n    password: secret\n"),
+       "basic auth is not allowed"},
       {"exec", kubeconfig("", "  user:\n    exec: {command: /bin/sh, apiVersion: client.authentication.k8s.io/v1}\n"),
        "exec plugins are not allowed"},
       {"auth provider", kubeconfig("", "  user:\n    auth-provider: {name: gcp}\n"), "auth providers are not allowed"},

@@ -1,7 +1,7 @@
 // Leader hand-over between two processes (test/tools/leader_candidate.cpp) sharing nothing but
 // the sandbox's API server.
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 

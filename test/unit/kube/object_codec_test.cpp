@@ -17,42 +17,52 @@ using nlohmann::json;
 
 json workload(int i) {
   const auto n = std::to_string(i);
-  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-          {"kind", "Workload"},
-          {"metadata",
-           {{"name", "pipelinerun-build-" + n},
-            {"namespace", "default"},
-            {"uid", "cf272561-67d4-48f1-989a-" + std::string(12 - n.size(), '0') + n},
-            {"resourceVersion", std::to_string(1000 + i)},
-            {"generation", 1},
-            {"labels", {{"kueue.x-k8s.io/job-uid", "ffd745a0-17c1-44eb-8b42-06136972a7f5"}}},
-            {"ownerReferences",
-             json::array({{{"apiVersion", "tekton.dev/v1"},
-                           {"kind", "PipelineRun"},
-                           {"name", "build-" + n},
-                           {"controller", true},
-                           {"uid", "ffd745a0-17c1-44eb-8b42-06136972a7f5"}}})}}},
-          {"spec",
-           {{"queueName", "user-queue"},
-            {"active", true},
-            {"podSets", json::array({{{"name", "main"}, {"count", 1}, {"template", {{"spec", {{"containers", json::array({{{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}}}}})}}},
-          {"status",
-           {{"conditions",
-             json::array({{{"type", "QuotaReserved"},
-                           {"status", "True"},
-                           {"reason", "QuotaReserved"},
-                           {"message", "Quota reserved in ClusterQueue cluster-queue"},
-                           {"lastTransitionTime", "2026-11-22T20:04:18Z"},
-                           {"observedGeneration", 1}}})},
-            {"priority", -5},
-            {"ratio", 0.25}}}};
+  return {
+      {"apiVersion", "kueue.x-k8s.io/v1beta2"},
+      {"kind", "Workload"},
+      {"metadata",
+       {{"name", "pipelinerun-build-" + n},
+        {"namespace", "default"},
+        {"uid", "cf272561-67d4-48f1-989a-" + std::string(12 - n.size(), '0') + n},
+        {"resourceVersion", std::to_string(1000 + i)},
+        {"generation", 1},
+        {"labels", {{"kueue.x-k8s.io/job-uid", "ffd745a0-17c1-44eb-8b42-06136972a7f5"}}},
+        {"ownerReferences", json::array({{{"apiVersion", "tekton.dev/v1"},
+                                          {"kind", "PipelineRun"},
+                                          {"name", "build-" + n},
+                                          {"controller", true},
+                                          {"uid", "ffd745a0-17c1-44eb-8b42-06136972a7f5"}}})}}},
+      {"spec",
+       {{"queueName", "user-queue"},
+        {"active", true},
+        {"podSets",
+         json::array(
+             {{{"name", "main"},
+               {"count", 1},
+               {"template",
+                {{"spec",
+                  {{"containers", json::array({{{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}}}}})}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "QuotaReserved"},
+                                     {"status", "True"},
+                                     {"reason", "QuotaReserved"},
+                                     {"message", "Quota reserved in ClusterQueue cluster-queue"},
+                                     {"lastTransitionTime", "2026-11-22T20:04:18Z"},
+                                     {"observedGeneration", 1}}})},
+        {"priority", -5},
+        {"ratio", 0.25}}}};
 }
 
 TEST(ObjectCodecTest, RoundTripsEveryJsonType) {
   ObjectCodec codec;
-  const json object = {{"s", "text"}, {"i", -7},        {"u", 18446744073709551615ull},
-                       {"d", 1.5},    {"b", false},     {"n", nullptr},
-                       {"a", json::array({1, "two", json::object()})}, {"o", {{"nested", {{"deep", true}}}}}};
+  const json object = {{"s", "text"},
+                       {"i", -7},
+                       {"u", 18446744073709551615ull},
+                       {"d", 1.5},
+                       {"b", false},
+                       {"n", nullptr},
+                       {"a", json::array({1, "two", json::object()})},
+                       {"o", {{"nested", {{"deep", true}}}}}};
   EXPECT_EQ(codec.decode(codec.encode(object)), object);
   const auto second = workload(2);
   EXPECT_EQ(codec.decode(codec.encode(second)), second);
@@ -178,7 +188,8 @@ TEST(ObjectCodecTest, ACanonicalUidCostsItsSixteenBytesNotItsText) {
     canonicalTotal += canonicalBlob.size();
     textTotal += textBlob.size();
   }
-  EXPECT_LE(canonicalTotal + 20 * 12, textTotal) << "canonical " << canonicalTotal << " B, uppercase " << textTotal << " B";
+  EXPECT_LE(canonicalTotal + 20 * 12, textTotal)
+      << "canonical " << canonicalTotal << " B, uppercase " << textTotal << " B";
 }
 
 // Only a string that is a canonical UUID is packed; anything close to one comes back as it was,
@@ -213,7 +224,10 @@ TEST(ObjectCodecTest, RandomDocumentsWithUidsRoundTrip) {
       auto uid = randomUuid(random);
       switch (random() % 6) {
         case 0: object["k" + std::to_string(m)] = uid; break;
-        case 1: uid[random() % 36] = "-gA9"[random() % 4]; object["k" + std::to_string(m)] = uid; break;
+        case 1:
+          uid[random() % 36] = "-gA9"[random() % 4];
+          object["k" + std::to_string(m)] = uid;
+          break;
         case 2: object[uid] = json::array({uid, static_cast<std::int64_t>(random() % 100000) - 50000}); break;
         case 3: object["k" + std::to_string(m)] = {{"uid", uid}, {"n", nullptr}, {"f", 0.5}}; break;
         case 4: object["k" + std::to_string(m)] = uid.substr(0, random() % 36); break;

@@ -72,11 +72,8 @@ TEST(TokenBucketTest, RejectsSettingsThatWouldNeverAccept) {
     int burst;
   };
   const std::vector<Case> cases = {
-      {"zero qps", 0, 10},
-      {"negative qps", -1, 10},
-      {"NaN qps", std::nan(""), 10},
-      {"zero burst", 5, 0},
-      {"negative burst", 5, -3},
+      {"zero qps", 0, 10},  {"negative qps", -1, 10},  {"NaN qps", std::nan(""), 10},
+      {"zero burst", 5, 0}, {"negative burst", 5, -3},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -273,10 +270,10 @@ TEST(MaxOfRateLimiterTest, TakesTheLongestWaitAndTheMostRequeues) {
   limiters.push_back(std::make_unique<ItemExponentialFailureRateLimiter>(1ms, 1s));
   MaxOfRateLimiter limiter(std::move(limiters));
 
-  EXPECT_EQ(limiter.when("a"), 5ms);    // fast 5ms vs exponential 1ms
-  EXPECT_EQ(limiter.when("a"), 5ms);    // 5ms vs 2ms
-  EXPECT_EQ(limiter.when("a"), 5ms);    // 5ms vs 4ms
-  EXPECT_EQ(limiter.when("a"), 3s);     // slow 3s vs 8ms
+  EXPECT_EQ(limiter.when("a"), 5ms);  // fast 5ms vs exponential 1ms
+  EXPECT_EQ(limiter.when("a"), 5ms);  // 5ms vs 2ms
+  EXPECT_EQ(limiter.when("a"), 5ms);  // 5ms vs 4ms
+  EXPECT_EQ(limiter.when("a"), 3s);   // slow 3s vs 8ms
   EXPECT_EQ(limiter.numRequeues("a"), 4);
 
   limiter.forget("a");  // reaches both limiters

@@ -214,7 +214,7 @@ TEST(WorkQueueTest, AWaitingLowKeyAddedAsNormalIsRaisedAndStillHandedOutOnce) {
   WorkQueue queue(testOptions(), clock);
   queue.add("ns/a", kLow);
   queue.add("ns/b", kLow);
-  queue.add("ns/b");  // raised: ahead of ns/a
+  queue.add("ns/b");        // raised: ahead of ns/a
   queue.add("ns/b", kLow);  // a Low add does not lower it again
   EXPECT_EQ(queue.len(), 2u);
   EXPECT_EQ(drainReady(queue), (std::vector<std::string>{"ns/b", "ns/a"}));
@@ -232,7 +232,7 @@ TEST(WorkQueueTest, AKeyLeavesNoStateBehindOnceDoneRaisedOrNot) {
   std::vector<std::string> keys;
   for (int i = 0; i < 100; ++i) keys.push_back("ns/job-" + std::to_string(1000 + i));
   for (const auto& key : keys) queue.add(key, kLow);  // an informer's initial list
-  for (int i = 0; i < 50; ++i) queue.add(keys[i]);  // raised: their Low entries go stale
+  for (int i = 0; i < 50; ++i) queue.add(keys[i]);    // raised: their Low entries go stale
   EXPECT_EQ(queue.trackedKeys(), 100u);
   std::set<std::string> handedOut;
   while (queue.len() > 0) {

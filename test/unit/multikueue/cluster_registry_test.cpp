@@ -10,8 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "mka/common/errors.h"
 #include "mka/common/clock.h"
+#include "mka/common/errors.h"
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
@@ -160,16 +160,20 @@ TEST_F(ClusterRegistryTest, AKubeconfigThatMakesNoClientIsAConnectionFailure) {
   EXPECT_THAT(active["message"].get<std::string>(), HasSubstr("certificate-authority-data holds no PEM certificate"));
   EXPECT_THAT(active["message"].get<std::string>(), ::testing::EndsWith(suffix(1, clock.now() + seconds{5})));
 
-  EXPECT_THAT(reconcileError("not-yaml"),
-              StartsWith("failed to load client config, reason: InsecureKubeConfig, error: failed to parse kubeconfig(apiconfig): "));
+  EXPECT_THAT(
+      reconcileError("not-yaml"),
+      StartsWith(
+          "failed to load client config, reason: InsecureKubeConfig, error: failed to parse kubeconfig(apiconfig): "));
   active = clusterActive("not-yaml");
   EXPECT_EQ(active["reason"], "InsecureKubeConfig");
-  EXPECT_THAT(active["message"].get<std::string>(), StartsWith("load client config failed: failed to parse kubeconfig(apiconfig): "));
+  EXPECT_THAT(active["message"].get<std::string>(),
+              StartsWith("load client config failed: failed to parse kubeconfig(apiconfig): "));
 }
 
 // §3.3: the worker must serve the CRD of every configured kind.
 TEST_F(ClusterRegistryTest, AWorkerThatDoesNotServeAConfiguredKindNeverConnects) {
-  auto& noTekton = sandbox.addCluster({.name = "no-tekton", .crdFiles = {fixture::kCrds / "kueue.x-k8s.io_workloads.yaml"}});
+  auto& noTekton =
+      sandbox.addCluster({.name = "no-tekton", .crdFiles = {fixture::kCrds / "kueue.x-k8s.io_workloads.yaml"}});
   createSecretCluster("no-tekton", noTekton.kubeconfig());
   auto& r = startRegistry(registryOptions());
   const auto start = clock.now();
@@ -299,7 +303,8 @@ TEST_F(ClusterRegistryTest, RemoteEventsMapToTheManagersWorkloads) {
     return names;
   };
   EXPECT_EQ(namesOf([&](auto v) { remote->forEachWorkload(v); }), std::vector<std::string>{"wl1"});
-  EXPECT_EQ(namesOf([&](auto v) { remote->forEachJob(kPipelineRun, v); }), (std::vector<std::string>{"job1", "unlinked"}));
+  EXPECT_EQ(namesOf([&](auto v) { remote->forEachJob(kPipelineRun, v); }),
+            (std::vector<std::string>{"job1", "unlinked"}));
   EXPECT_TRUE(remote->job(kPipelineRun, "team/job1").has_value());
   EXPECT_FALSE(remote->job({"batch", "v1", "Job"}, "team/job1").has_value()) << "not a configured kind";
   EXPECT_TRUE(namesOf([&](auto v) { remote->forEachJob({"batch", "v1", "Job"}, v); }).empty());
@@ -583,9 +588,11 @@ TEST_F(ClusterRegistryTest, AMissingSecretWaitsForItsEventAndAMissingKeyIsAnErro
   EXPECT_EQ(r.clusterNames(), std::vector<std::string>{"worker1"});
 
   manager.api().create(fixture::kSecrets, {{"metadata", {{"name", "creds"}}}, {"data", {{"other", "eA=="}}}});
-  EXPECT_EQ(reconcileError("worker1"),
-            "failed to load client config, reason: BadKubeConfig, error: key \"kubeconfig\" not found in secret \"creds\"");
-  EXPECT_EQ(clusterActive("worker1")["message"], "load client config failed: key \"kubeconfig\" not found in secret \"creds\"");
+  EXPECT_EQ(
+      reconcileError("worker1"),
+      "failed to load client config, reason: BadKubeConfig, error: key \"kubeconfig\" not found in secret \"creds\"");
+  EXPECT_EQ(clusterActive("worker1")["message"],
+            "load client config failed: key \"kubeconfig\" not found in secret \"creds\"");
 
   putSecret("creds", worker1.kubeconfig());
   EXPECT_TRUE(connect("worker1"));
@@ -650,8 +657,8 @@ TEST_F(ClusterRegistryTest, AChangedKubeconfigResetsTheFailureCountAndReconnects
   putSecret("worker1", worker2.kubeconfig());
   ASSERT_TRUE(connect("worker1"));
   EXPECT_EQ(r.connected("worker1")->client().rest().config().host, worker2.server());
-  EXPECT_EQ(recorder.connections(), (std::vector<std::pair<std::string, bool>>{
-                                        {"worker1", true}, {"worker1", false}, {"worker1", true}}));
+  EXPECT_EQ(recorder.connections(),
+            (std::vector<std::pair<std::string, bool>>{{"worker1", true}, {"worker1", false}, {"worker1", true}}));
   EXPECT_TRUE(test::eventually([&] { return worker1.openWatches() == 0; })) << "the old informers are stopped";
 
   // The next failure after a change counts from 1.

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <mutex>
-#include <future>
 #include <stdexcept>
 
 #include "support/eventually.h"
@@ -97,10 +97,13 @@ TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
 TEST(ControllerTest, RequeueAfterBringsTheKeyBackWhenTheClockSaysSo) {
   FakeClock clock;
   std::atomic<int> calls{0};
-  Controller controller({"test", 1, nullptr}, [&](const std::string&) {
-    ++calls;
-    return calls == 1 ? Result::after(1min) : Result::done();
-  }, clock);
+  Controller controller(
+      {"test", 1, nullptr},
+      [&](const std::string&) {
+        ++calls;
+        return calls == 1 ? Result::after(1min) : Result::done();
+      },
+      clock);
   controller.start();
   controller.enqueue("a");
   ASSERT_TRUE(eventually([&] { return calls.load() == 1 && controller.idle(); }));

@@ -46,7 +46,8 @@ TEST(GenericAdapter, RemoteJobKeepsOnlyWhatKueueCopiesAndRemovesTheFieldMarker) 
                             "kueue.x-k8s.io/prebuilt-workload-name": "pipelinerun-build-42-1a2b3"},
                  "annotations": {"note": "kept", "kueue.x-k8s.io/prebuilt-workload-name": "pipelinerun-build-42-1a2b3"}},
     "spec": {"pipelineRef": {"name": "build"}}
-  })")) << copy.dump(2);
+  })"))
+      << copy.dump(2);
 }
 
 TEST(GenericAdapter, RemoteJobRemovesALabelMarkerAndSkipsTheLabelForLongNames) {
@@ -55,7 +56,8 @@ TEST(GenericAdapter, RemoteJobRemovesALabelMarkerAndSkipsTheLabelForLongNames) {
              {"metadata",
               {{"name", "hello"},
                {"namespace", "argo"},
-               {"labels", {{"workflows.argoproj.io/controller-instanceid", "multikueue"}, {"kueue.x-k8s.io/queue-name", "q"}}}}},
+               {"labels",
+                {{"workflows.argoproj.io/controller-instanceid", "multikueue"}, {"kueue.x-k8s.io/queue-name", "q"}}}}},
              {"spec", {{"entrypoint", "main"}}}};
   const std::string longName(70, 'w');
   auto copy = remoteJob(wf, workflows(), longName, "origin-a");
@@ -94,7 +96,8 @@ TEST(GenericAdapter, StatusPatchCopiesTheRemoteStatusOnlyWhenItChanged) {
   json remote = {{"status", {{"startTime", "t0"}, {"completionTime", "t1"}, {"nested", {{"a", 1}, {"c", 3}}}}}};
   auto patch = statusPatch(local, remote);
   ASSERT_TRUE(patch.has_value());
-  EXPECT_EQ(*patch, json::parse(R"({"status": {"localOnly": null, "completionTime": "t1", "nested": {"b": null, "c": 3}}})"));
+  EXPECT_EQ(*patch,
+            json::parse(R"({"status": {"localOnly": null, "completionTime": "t1", "nested": {"b": null, "c": 3}}})"));
   json patched = local;
   patched.merge_patch(*patch);
   EXPECT_EQ(patched["status"], remote["status"]) << "applying the patch yields the remote status exactly";
@@ -143,7 +146,8 @@ TEST(GenericAdapter, ManagedWhenTheKindsMarkerSaysMultiKueue) {
 }
 
 TEST(Adapters, FindsTheAdapterOfAKindByItsFullGroupVersionKind) {
-  const Adapters adapters({std::make_shared<GenericAdapter>(pipelineRuns()), std::make_shared<GenericAdapter>(workflows())});
+  const Adapters adapters(
+      {std::make_shared<GenericAdapter>(pipelineRuns()), std::make_shared<GenericAdapter>(workflows())});
   const auto* found = adapters.find({"argoproj.io", "v1alpha1", "Workflow"});
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->kind().name(), "Workflow.v1alpha1.argoproj.io");

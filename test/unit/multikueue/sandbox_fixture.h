@@ -139,8 +139,8 @@ class MultiKueueSandbox : public ::testing::Test {
   ClusterRegistry& startRegistry(ClusterRegistryOptions options) {
     clusterEvents = std::make_unique<EventRecorder>(*managerClient, clock, std::string(kClusterEventComponent));
     objects = std::make_unique<ClientReader>(*managerClient);
-    registry = std::make_unique<ClusterRegistry>(*managerClient, *objects, clock, std::move(options),
-                                                 clusterEvents.get());
+    registry =
+        std::make_unique<ClusterRegistry>(*managerClient, *objects, clock, std::move(options), clusterEvents.get());
     registry->onConnectionChange([this](const std::string& c, bool connected) { recorder.connection(c, connected); });
     registry->onRemoteEvent([this](const std::string& c, const std::string& key) { recorder.event(c, key); });
     return *registry;
@@ -188,8 +188,8 @@ class MultiKueueSandbox : public ::testing::Test {
     // The callback runs on the informer thread after the state changed: await both.
     if (!mka::test::eventually(
             [&] { return registry->connected(name) != nullptr && recorder.last(name) == std::optional<bool>{true}; }))
-      return ::testing::AssertionFailure() << name << " did not connect, failed attempts "
-                                           << registry->failedAttempts(name);
+      return ::testing::AssertionFailure()
+             << name << " did not connect, failed attempts " << registry->failedAttempts(name);
     if (auto r = registry->reconcile(name); r != Result::done())
       return ::testing::AssertionFailure() << name << " connected but reconcile asks to come back";
     return ::testing::AssertionSuccess();
@@ -200,7 +200,7 @@ class MultiKueueSandbox : public ::testing::Test {
   sandbox::Cluster& manager;
   sandbox::Cluster& worker1;
   std::unique_ptr<kube::Client> managerClient;
-  std::unique_ptr<ClientReader> objects;  // the reconcilers read the API directly: no caches to await
+  std::unique_ptr<ClientReader> objects;         // the reconcilers read the API directly: no caches to await
   Recorder recorder;                             // before the registry: its threads report here
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which records through it
   std::unique_ptr<ClusterRegistry> registry;     // stopped before the clusters go

@@ -62,18 +62,18 @@ json managerWorkload() {
             {"ownerReferences", json::array({ownerReference("tekton.dev/v1", "PipelineRun", "job")})}}},
           {"spec",
            {{"queueName", "lq"},
-            {"podSets", json::array({{{"name", "main"},
-                                      {"count", 1},
-                                      {"template", {{"spec", {{"containers", json::array({{{"name", "c"},
-                                                                                          {"image", "busybox"}}})}}}}}}})}}},
+            {"podSets",
+             json::array({{{"name", "main"},
+                           {"count", 1},
+                           {"template",
+                            {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}},
           {"status",
            {{"conditions", json::array({condition("QuotaReserved", true, "QuotaReserved")})},
             {"admission", {{"clusterQueue", "cq"}}},
-            {"admissionChecks",
-             json::array({{{"name", kCheck},
-                           {"state", "Pending"},
-                           {"message", ""},
-                           {"lastTransitionTime", "2026-11-26T10:00:00Z"}}})}}}};
+            {"admissionChecks", json::array({{{"name", kCheck},
+                                              {"state", "Pending"},
+                                              {"message", ""},
+                                              {"lastTransitionTime", "2026-11-26T10:00:00Z"}}})}}}};
 }
 
 json& checkEntry(json& workload) { return workload["status"]["admissionChecks"][0]; }
@@ -101,10 +101,11 @@ json withoutQuota(json workload) {
 
 // The manager's PipelineRun "job", marked for MultiKueue.
 json managerJob(const std::string& managedBy = std::string(api::kMultiKueueControllerName)) {
-  json job = {{"apiVersion", "tekton.dev/v1"},
-              {"kind", "PipelineRun"},
-              {"metadata", {{"name", "job"}, {"namespace", "default"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
-              {"spec", {{"pipelineRef", {{"name", "build"}}}}}};
+  json job = {
+      {"apiVersion", "tekton.dev/v1"},
+      {"kind", "PipelineRun"},
+      {"metadata", {{"name", "job"}, {"namespace", "default"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
+      {"spec", {{"pipelineRef", {{"name", "build"}}}}}};
   if (!managedBy.empty()) job["spec"]["managedBy"] = managedBy;
   return job;
 }
@@ -119,7 +120,8 @@ json remoteCopy(const json& conditions = json::array(), const json& local = mana
 }
 
 json admittedAt(const std::string& at) {
-  return json::array({condition("QuotaReserved", true, "QuotaReserved", at), condition("Admitted", true, "Admitted", at)});
+  return json::array(
+      {condition("QuotaReserved", true, "QuotaReserved", at), condition("Admitted", true, "Admitted", at)});
 }
 
 // The worker's copy of the job, as the reconciler creates it, with `status`.
@@ -193,14 +195,14 @@ class CountingObserver final : public DispatchObserver {
 
 // What a case starts from.
 struct Given {
-  json workload = managerWorkload();  // null: none on the manager
+  json workload = managerWorkload();    // null: none on the manager
   bool deletedBeforeReconcile = false;  // seen by the informer, then deleted (rememberDeleted)
-  bool terminating = false;            // deleted while a finalizer holds it
-  json job = managerJob();             // null: none
+  bool terminating = false;             // deleted while a finalizer holds it
+  json job = managerJob();              // null: none
   json check = admissionCheck(kCheck, std::string(config::kDefaultDispatchControllerName), configParameters());
-  json extraChecks = json::array();    // more AdmissionChecks
+  json extraChecks = json::array();                     // more AdmissionChecks
   json clusters = json::array({"worker1", "worker2"});  // the MultiKueueConfig's spec.clusters
-  bool config = true;                  // whether the MultiKueueConfig exists
+  bool config = true;                                   // whether the MultiKueueConfig exists
   std::vector<std::string> connected = kWorkers;
   std::map<std::string, json> remoteWorkloads;  // worker -> Workload copy
   std::map<std::string, json> remoteJobs;       // worker -> job copy
@@ -216,14 +218,14 @@ struct Expected {
   std::string checkMessage;
   std::string clusterName;  // "" = unset
   std::vector<std::string> nominated;
-  std::string finishedReason;  // "" = not Finished
+  std::string finishedReason;                   // "" = not Finished
   std::map<std::string, bool> remoteWorkloads;  // worker -> copy present (unlisted: not checked)
   std::map<std::string, bool> remoteJobs;
   std::vector<std::string> events;
   std::vector<std::string> dispatched;
   std::vector<std::string> admitted;
-  json localJobStatus = nullptr;      // the manager's job status, when checked
-  std::string deactivationTargetOn;   // a worker whose copy must be DeactivationTarget=True
+  json localJobStatus = nullptr;     // the manager's job status, when checked
+  std::string deactivationTargetOn;  // a worker whose copy must be DeactivationTarget=True
 };
 
 class World {
@@ -266,8 +268,8 @@ class World {
     options.dispatcherName = given.dispatcher;
     options.incrementalStepSize = 1;
     events_ = std::make_unique<RecordingEvents>(*managerClient_, clock_, "kueue-workload-controller");
-    reconciler_ = std::make_unique<WorkloadReconciler>(*managerClient_, caches_, *registry_, *events_, clock_,
-                                                       options, &observer_);
+    reconciler_ = std::make_unique<WorkloadReconciler>(*managerClient_, caches_, *registry_, *events_, clock_, options,
+                                                       &observer_);
     if (given.deletedBeforeReconcile) {
       reconciler_->rememberDeleted(*caches_.workloads->get(kKey));
       manager_->api().remove(fixture::named(kWorkloads, "wl"));
@@ -635,9 +637,8 @@ TEST(WorkloadReconcilerTest, RemoteFinishedOrEvicted) {
   {
     Case c{"the earliest finish wins when two workers report one", {}, {}};
     c.given.workload = running;
-    c.given.remoteWorkloads = {
-        {"worker1", remoteCopy(json::array({condition("Finished", true, "Succeeded", kWhen)}))},
-        {"worker2", remoteCopy(json::array({condition("Finished", true, "Failed", kEarlier)}))}};
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Finished", true, "Succeeded", kWhen)}))},
+                               {"worker2", remoteCopy(json::array({condition("Finished", true, "Failed", kEarlier)}))}};
     c.expected.checkState = "Ready";
     c.expected.checkMessage = kAdmittedMessage;
     c.expected.clusterName = "worker1";

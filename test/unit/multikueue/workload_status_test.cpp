@@ -54,7 +54,7 @@ TEST(WorkloadStatusTest, ACopysSpecIsComparedWithoutPreemptionGatesAndActive) {
   const json local = {{"spec", {{"queueName", "q"}, {"podSets", {{{"name", "main"}, {"count", 1}}}}}}};
   json copy = local;
   EXPECT_TRUE(sameSpecAsCopy(local, copy));
-  copy["spec"]["active"] = false;                                  // the worker deactivated it
+  copy["spec"]["active"] = false;                                 // the worker deactivated it
   copy["spec"]["preemptionGates"] = {{{"name", "worker-gate"}}};  // the worker's business
   EXPECT_TRUE(sameSpecAsCopy(local, copy));
   EXPECT_TRUE(sameSpecAsCopy(copy, local));

@@ -106,8 +106,8 @@ class HttpServerTest : public ::testing::Test {
  protected:
   void start(ServerOptions options = localOptions()) {
     server_ = std::make_unique<HttpServer>(std::move(options));
-    server_->route("GET", 
-        "/ping", [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
+    server_->route("GET", "/ping",
+                   [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
     server_->route("GET", "/conn", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(std::to_string(req.remote_port), "text/plain");
     });
@@ -115,7 +115,7 @@ class HttpServerTest : public ::testing::Test {
       res.set_content(req.body, "application/octet-stream");
     });
     server_->route("GET", "/throw",
-                          [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("boom"); });
+                   [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("boom"); });
     server_->route("GET", "/slow", [this](const httplib::Request&, httplib::Response& res) {
       slowEntered_.count_down();
       slowRelease_.wait();
@@ -316,7 +316,7 @@ TEST_F(HttpServerTest, PreRoutingHandlerRunsAfterTheFramingChecks) {
     return true;
   });
   server_->route("GET", "/ping",
-                        [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
+                 [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
   port_ = server_->start();
   auto c = client();
   EXPECT_EQ(c.Get("/intercepted")->body, "pre-routed");
@@ -473,8 +473,9 @@ TEST_F(HandleEverythingTest, EveryMethodAndPathReachesTheHandlerWithItsBody) {
 TEST_F(HandleEverythingTest, PipelinedRequestsEachGetTheirOwnBody) {
   start();
   RawConnection conn(port_);
-  conn.send("PUT /one HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
-            "POST /two HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\ndefg");
+  conn.send(
+      "PUT /one HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /two HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\ndefg");
   EXPECT_NE(conn.readResponse().find("PUT /one abc"), std::string::npos);
   EXPECT_NE(conn.readResponse().find("POST /two defg"), std::string::npos);
 }

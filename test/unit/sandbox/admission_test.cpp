@@ -20,8 +20,8 @@
 #include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
 #include "support/temp_dir.h"
-#include "support/tls.h"
 #include "support/thrown.h"
+#include "support/tls.h"
 
 namespace mka::sandbox {
 namespace {
@@ -111,9 +111,8 @@ class AdmissionTest : public ::testing::Test {
   };
 
   void SetUp() override {
-    const auto leaf = ca_.issue({.commonName = "hooks",
-                                 .dnsNames = {"localhost", "hooks.webhooks.svc"},
-                                 .ipAddresses = {"127.0.0.1"}});
+    const auto leaf = ca_.issue(
+        {.commonName = "hooks", .dnsNames = {"localhost", "hooks.webhooks.svc"}, .ipAddresses = {"127.0.0.1"}});
     const auto files = mka::test::writeServingFiles(dir_ / "serving", ca_, leaf);
     certificates_ = std::make_shared<net::CertificateReloader>(files.cert, files.key);
     certificates_->start();
@@ -127,9 +126,9 @@ class AdmissionTest : public ::testing::Test {
     port_ = server_->start();
 
     for (const auto& [name, team] : {std::pair{"team-a", "a"}, std::pair{"team-b", "b"}}) {
-      store_.create({"", "namespaces", "", name}, {{"apiVersion", "v1"},
-                                                   {"kind", "Namespace"},
-                                                   {"metadata", {{"name", name}, {"labels", {{"team", team}}}}}});
+      store_.create(
+          {"", "namespaces", "", name},
+          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}, {"labels", {{"team", team}}}}}});
     }
   }
 
@@ -243,8 +242,9 @@ class AdmissionTest : public ::testing::Test {
     a.type = configMaps_.get();
     a.version = "v1";
     const json& named = object.is_null() ? oldObject : object;
-    a.ref = {"", "v1", "configmaps", ns, operation == "CREATE" ? "" : named["metadata"]["name"].get<std::string>(),
-             subresource};
+    a.ref = {
+        "",         "v1", "configmaps", ns, operation == "CREATE" ? "" : named["metadata"]["name"].get<std::string>(),
+        subresource};
     a.object = std::move(object);
     a.oldObject = std::move(oldObject);
     return a;
@@ -416,9 +416,10 @@ TEST_F(AdmissionTest, OnlyWebhooksWhoseRulesMatchAreCalled) {
 TEST_F(AdmissionTest, ScopeTellsClusterObjectsAndNamespacesFromNamespacedOnes) {
   on("/cluster", [](const json&) { return allow(); });
   on("/namespaced", [](const json&) { return allow(); });
-  validating("scopes", {hook("cluster.example.com", "/cluster", json::array({rule({"*"}, {"*"}, {"*"}, {"*"}, "Cluster")})),
-                        hook("namespaced.example.com", "/namespaced",
-                             json::array({rule({"*"}, {"*"}, {"*"}, {"*"}, "Namespaced")}))});
+  validating(
+      "scopes",
+      {hook("cluster.example.com", "/cluster", json::array({rule({"*"}, {"*"}, {"*"}, {"*"}, "Cluster")})),
+       hook("namespaced.example.com", "/namespaced", json::array({rule({"*"}, {"*"}, {"*"}, {"*"}, "Namespaced")}))});
 
   AdmissionAttributes ns;
   ns.operation = "CREATE";
@@ -438,12 +439,13 @@ TEST_F(AdmissionTest, ScopeTellsClusterObjectsAndNamespacesFromNamespacedOnes) {
 TEST_F(AdmissionTest, NamespaceSelectorReadsTheNamespacesLabels) {
   on("/team-a", [](const json&) { return allow(); });
   on("/by-name", [](const json&) { return allow(); });
-  validating("ns", {hook("team-a.example.com", "/team-a", json::array({rule({"*"}, {"*"}, {"*"}, {"*"})}),
-                         {{"namespaceSelector", {{"matchLabels", {{"team", "a"}}}}}}),
-                    hook("by-name.example.com", "/by-name", json::array({rule({"*"}, {"*"}, {"*"}, {"*"})}),
-                         {{"namespaceSelector",
-                           {{"matchExpressions",
-                             {{{"key", "kubernetes.io/metadata.name"}, {"operator", "In"}, {"values", {"team-b"}}}}}}}})});
+  validating("ns",
+             {hook("team-a.example.com", "/team-a", json::array({rule({"*"}, {"*"}, {"*"}, {"*"})}),
+                   {{"namespaceSelector", {{"matchLabels", {{"team", "a"}}}}}}),
+              hook("by-name.example.com", "/by-name", json::array({rule({"*"}, {"*"}, {"*"}, {"*"})}),
+                   {{"namespaceSelector",
+                     {{"matchExpressions",
+                       {{{"key", "kubernetes.io/metadata.name"}, {"operator", "In"}, {"values", {"team-b"}}}}}}}})});
 
   chain_.admit(create("team-a", configMap("team-a", "cm")));
   EXPECT_EQ(calledPaths(), std::set<std::string>{"/team-a"});
@@ -460,7 +462,8 @@ TEST_F(AdmissionTest, NamespaceSelectorReadsTheNamespacesLabels) {
   ns.type = namespaces.get();
   ns.version = "v1";
   ns.ref = {"", "v1", "namespaces", "", "", ""};
-  ns.object = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "new"}, {"labels", {{"team", "a"}}}}}};
+  ns.object = {
+      {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "new"}, {"labels", {{"team", "a"}}}}}};
   chain_.admit(ns);
   EXPECT_EQ(calledPaths(), std::set<std::string>{"/team-a"});
 
@@ -517,9 +520,10 @@ TEST_F(AdmissionTest, WebhookDownFailsTheRequestUnderFailAndIsSkippedUnderIgnore
   EXPECT_EQ(e.code(), 500);
   EXPECT_EQ(e.reason(), "InternalError");
   const std::string port = std::to_string(down.port());
-  const std::string expected = "failed calling webhook \"down.example.com\": failed to call webhook: Post "
-                               "\"https://127.0.0.1:" + port + "/mutate?timeout=10s\": dial tcp 127.0.0.1:" + port +
-                               ": connect: connection refused";
+  const std::string expected =
+      "failed calling webhook \"down.example.com\": failed to call webhook: Post "
+      "\"https://127.0.0.1:" +
+      port + "/mutate?timeout=10s\": dial tcp 127.0.0.1:" + port + ": connect: connection refused";
   EXPECT_EQ(std::string(e.what()), "Internal error occurred: " + expected);
   EXPECT_EQ(e.status()["details"]["causes"][0]["message"], expected);
   EXPECT_TRUE(calls("/label").empty()) << "the chain stops at the failed webhook";
@@ -538,10 +542,12 @@ TEST_F(AdmissionTest, CertificateNotSignedByTheCaBundleFailsTheCall) {
 
   const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
-  EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"label.example.com\": failed to "
-                                   "call webhook: Post \"" + url("/label?timeout=10s") +
-                                       "\": tls: failed to verify certificate: x509: certificate signed by unknown "
-                                       "authority");
+  EXPECT_EQ(std::string(e.what()),
+            "Internal error occurred: failed calling webhook \"label.example.com\": failed to "
+            "call webhook: Post \"" +
+                url("/label?timeout=10s") +
+                "\": tls: failed to verify certificate: x509: certificate signed by unknown "
+                "authority");
   EXPECT_TRUE(calls("/label").empty());
 
   mutating("m", {hook("label.example.com", "/label", json::array({configMapRule()}),
@@ -563,9 +569,10 @@ TEST_F(AdmissionTest, WebhookSlowerThanTimeoutSecondsFailsTheCall) {
 
   const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
   EXPECT_EQ(e.code(), 500);
-  EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"slow.example.com\": failed to "
-                                   "call webhook: Post \"" + url("/slow?timeout=1s") +
-                                       "\": context deadline exceeded");
+  EXPECT_EQ(std::string(e.what()),
+            "Internal error occurred: failed calling webhook \"slow.example.com\": failed to "
+            "call webhook: Post \"" +
+                url("/slow?timeout=1s") + "\": context deadline exceeded");
   ASSERT_EQ(calls("/slow").size(), 1u);
   EXPECT_EQ(calls("/slow")[0].timeout, "1s");
 
@@ -588,9 +595,10 @@ TEST_F(AdmissionTest, ServiceReferenceGoesThroughTheResolverAndTheServiceNameIsV
   // Not exposed: the Service is not found.
   mutating("svc", {serviceHook("hooks", nullptr)});
   auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
-  EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"svc.example.com\": failed to "
-                                   "call webhook: Post \"https://hooks.webhooks.svc:443/label?timeout=10s\": service "
-                                   "\"hooks\" not found");
+  EXPECT_EQ(std::string(e.what()),
+            "Internal error occurred: failed calling webhook \"svc.example.com\": failed to "
+            "call webhook: Post \"https://hooks.webhooks.svc:443/label?timeout=10s\": service "
+            "\"hooks\" not found");
 
   // Exposed on the default port 443: called, its certificate valid for hooks.webhooks.svc.
   resolver_.expose("webhooks", "hooks", 443, "127.0.0.1", port_);
@@ -598,7 +606,8 @@ TEST_F(AdmissionTest, ServiceReferenceGoesThroughTheResolverAndTheServiceNameIsV
 
   // Another port of the service is another endpoint.
   mutating("svc", {serviceHook("hooks", 8443)});
-  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(), 500);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(),
+            500);
   resolver_.expose("webhooks", "hooks", 8443, "127.0.0.1", port_);
   EXPECT_EQ(labelOf(chain_.admit(create("team-a", configMap("team-a", "cm"))), "via"), "service");
 
@@ -607,10 +616,11 @@ TEST_F(AdmissionTest, ServiceReferenceGoesThroughTheResolverAndTheServiceNameIsV
   mutating("svc", {serviceHook("impostor", nullptr)});
   forgetCalls();
   e = mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); });
-  EXPECT_EQ(std::string(e.what()), "Internal error occurred: failed calling webhook \"svc.example.com\": failed to "
-                                   "call webhook: Post \"https://impostor.webhooks.svc:443/label?timeout=10s\": tls: "
-                                   "failed to verify certificate: x509: certificate is not valid for "
-                                   "impostor.webhooks.svc");
+  EXPECT_EQ(std::string(e.what()),
+            "Internal error occurred: failed calling webhook \"svc.example.com\": failed to "
+            "call webhook: Post \"https://impostor.webhooks.svc:443/label?timeout=10s\": tls: "
+            "failed to verify certificate: x509: certificate is not valid for "
+            "impostor.webhooks.svc");
   EXPECT_TRUE(calls("/label").empty());
 }
 
@@ -649,8 +659,9 @@ TEST_F(AdmissionTest, DryRunCallsOnlyWebhooksWithoutSideEffects) {
   unset.erase("sideEffects");
   validating("b", {unset});
   const auto nil = mka::test::thrownBy<ApiError>([&] { chain_.admit(dryRun); });
-  EXPECT_STREQ(nil.what(), "Internal error occurred: failed calling webhook \"unset.example.com\": Webhook "
-                           "SideEffects is nil");
+  EXPECT_STREQ(nil.what(),
+               "Internal error occurred: failed calling webhook \"unset.example.com\": Webhook "
+               "SideEffects is nil");
   unset["failurePolicy"] = "Ignore";
   validating("b", {unset});
   EXPECT_NO_THROW(chain_.admit(dryRun));
@@ -667,7 +678,8 @@ TEST_F(AdmissionTest, MalformedAnswersAreFailedCalls) {
 
   const auto failure = [&](const std::string& path) {
     validating("bad", {hook("bad.example.com", path)});
-    return std::string(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).what());
+    return std::string(
+        mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).what());
   };
   const std::string prefix = "Internal error occurred: failed calling webhook \"bad.example.com\": ";
 
@@ -676,8 +688,9 @@ TEST_F(AdmissionTest, MalformedAnswersAreFailedCalls) {
   EXPECT_EQ(wrongUid, prefix + "received invalid webhook response: expected response.uid=\"" +
                           calls("/wrong-uid")[0].request["uid"].get<std::string>() + "\", got \"not-the-request-uid\"");
   EXPECT_EQ(failure("/boom"),
-            prefix + "failed to call webhook: an error on the server (\"boom\") has prevented the request from "
-                     "succeeding");
+            prefix +
+                "failed to call webhook: an error on the server (\"boom\") has prevented the request from "
+                "succeeding");
   EXPECT_EQ(failure("/unknown-path"),
             prefix + "failed to call webhook: the server could not find the requested resource");
   EXPECT_EQ(failure("/not-json").rfind(prefix + "failed to call webhook: the webhook's answer is not a JSON object", 0),
@@ -743,8 +756,8 @@ TEST_F(AdmissionTest, IfNeededWebhookIsReinvokedWhenALaterWebhookChangedTheObjec
   on("/first", [](const json&) { return patchResponse(setLabel("first", "done")); });
   on("/second", [](const json&) { return patchResponse(setLabel("second", "done")); });
   const auto configure = [&](const std::string& policy) {
-    mutating("a", {hook("first.example.com", "/first", json::array({configMapRule()}),
-                        {{"reinvocationPolicy", policy}})});
+    mutating("a",
+             {hook("first.example.com", "/first", json::array({configMapRule()}), {{"reinvocationPolicy", policy}})});
     mutating("b", {hook("second.example.com", "/second")});
   };
 
@@ -782,8 +795,9 @@ TEST_F(AdmissionTest, DeleteSendsTheOldObjectAndMayNotBePatched) {
   mutating("patch", {hook("patch.example.com", "/patch", deleteRule, {{"failurePolicy", "Ignore"}})});
   const auto e = mka::test::thrownBy<ApiError>([&] { chain_.admit(attributes("DELETE", "team-a", nullptr, old)); });
   EXPECT_EQ(e.code(), 500);
-  EXPECT_STREQ(e.what(), "Internal error occurred: admission webhook \"patch.example.com\" attempted to modify the "
-                         "object, which is not supported for this operation");
+  EXPECT_STREQ(e.what(),
+               "Internal error occurred: admission webhook \"patch.example.com\" attempted to modify the "
+               "object, which is not supported for this operation");
 }
 
 TEST_F(AdmissionTest, WebhookConfigurationsAreNeverSentToWebhooks) {
@@ -802,7 +816,8 @@ TEST_F(AdmissionTest, WebhookConfigurationsAreNeverSentToWebhooks) {
   EXPECT_TRUE(calls("/all").empty());
 
   // The same webhook does deny other objects.
-  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(), 400);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { chain_.admit(create("team-a", configMap("team-a", "cm"))); }).code(),
+            400);
 }
 
 }  // namespace

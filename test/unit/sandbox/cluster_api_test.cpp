@@ -1,11 +1,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "support/crd_fixtures.h"
 #include "mka/common/clock.h"
 #include "mka/sandbox/admission.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
+#include "support/crd_fixtures.h"
 #include "support/thrown.h"
 
 namespace mka::sandbox {
@@ -51,8 +51,8 @@ class ClusterApiTest : public ::testing::Test {
 
 TEST_F(ClusterApiTest, CreateFillsServerFields) {
   auto created = *api.create(prRef(), json{{"metadata", {{"generateName", "build-"}}},
-                                          {"spec", {{"pipelineRef", {{"name", "b"}}}}},
-                                          {"status", {{"conditions", json::array()}}}});
+                                           {"spec", {{"pipelineRef", {{"name", "b"}}}}},
+                                           {"status", {{"conditions", json::array()}}}});
   const auto& meta = created["metadata"];
   EXPECT_THAT(meta["name"].get<std::string>(), ::testing::MatchesRegex("build-[a-z0-9]{5}"));
   EXPECT_EQ(meta["uid"].get<std::string>().size(), 36u);
@@ -79,7 +79,10 @@ TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
   const std::vector<Case> cases = {
       {"duplicate", [&] { api.create(prRef(), pipelineRun("taken")); }, 409,
        "pipelineruns.tekton.dev \"taken\" already exists"},
-      {"missing namespace", [&] { api.create({"tekton.dev", "v1", "pipelineruns", "nowhere", "", ""}, pipelineRun("x")); },
+      {"missing namespace",
+       [&] {
+         api.create({"tekton.dev", "v1", "pipelineruns", "nowhere", "", ""}, pipelineRun("x"));
+       },
        404, "namespaces \"nowhere\" not found"},
       {"namespace mismatch",
        [&] {
@@ -88,9 +91,13 @@ TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
          api.create(prRef(), o);
        },
        400, "does not match the namespace sent on the request"},
-      {"bad name", [&] { api.create(prRef(), pipelineRun("Bad_Name")); }, 422, "metadata.name: Invalid value: \"Bad_Name\""},
-      {"no name", [&] { api.create(prRef(), json{{"spec", json::object()}}); }, 422,
-       "metadata.name: Required value"},
+      {"bad name", [&] { api.create(prRef(), pipelineRun("Bad_Name")); }, 422,
+       "metadata.name: Invalid value: \"Bad_Name\""},
+      {"no name",
+       [&] {
+         api.create(prRef(), json{{"spec", json::object()}});
+       },
+       422, "metadata.name: Required value"},
       {"wrong kind",
        [&] {
          auto o = pipelineRun("x");
@@ -105,7 +112,10 @@ TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
          api.create(prRef(), o);
        },
        400, "resourceVersion should not be set on objects to be created"},
-      {"unknown resource", [&] { api.create({"tekton.dev", "v1", "taskruns", "default", "", ""}, pipelineRun("x")); },
+      {"unknown resource",
+       [&] {
+         api.create({"tekton.dev", "v1", "taskruns", "default", "", ""}, pipelineRun("x"));
+       },
        404, "the server could not find the requested resource"},
       {"bad label value",
        [&] {
@@ -145,7 +155,8 @@ TEST_F(ClusterApiTest, StrictFieldValidationNamesTheUnknownField) {
 }
 
 TEST_F(ClusterApiTest, ListFiltersByLabelAndFieldSelectors) {
-  for (const auto& [name, team] : std::vector<std::pair<std::string, std::string>>{{"a", "x"}, {"b", "y"}, {"c", "x"}}) {
+  for (const auto& [name, team] :
+       std::vector<std::pair<std::string, std::string>>{{"a", "x"}, {"b", "y"}, {"c", "x"}}) {
     auto o = pipelineRun(name);
     o["metadata"]["labels"]["team"] = team;
     api.create(prRef(), o);
@@ -223,12 +234,14 @@ TEST_F(ClusterApiTest, StatusSubresourceWritesOnlyStatus) {
   EXPECT_EQ(stored["metadata"]["generation"], 1);
 
   auto merged = *api.patch(prRef("s", "status"), "application/merge-patch+json",
-                          R"({"status":{"completionTime":"2027-01-01T01:00:00Z"},"spec":{"status":"Cancelled"}})");
+                           R"({"status":{"completionTime":"2027-01-01T01:00:00Z"},"spec":{"status":"Cancelled"}})");
   EXPECT_EQ(merged["status"]["completionTime"], "2027-01-01T01:00:00Z");
   EXPECT_EQ(merged["status"]["startTime"], "2027-01-01T00:00:00Z");
   EXPECT_FALSE(merged["spec"].contains("status"));
 
-  auto e = mka::test::thrownBy<ApiError>([&] { api.update({"", "v1", "configmaps", "default", "x", "status"}, json::object()); });
+  auto e = mka::test::thrownBy<ApiError>([&] {
+    api.update({"", "v1", "configmaps", "default", "x", "status"}, json::object());
+  });
   EXPECT_EQ(e.code(), 404) << "configmaps have no status subresource";
 }
 
@@ -265,15 +278,16 @@ TEST_F(ClusterApiTest, StatusWritesKeepOtherManagersEntriesAndStoreNothingWhenNo
 TEST_F(ClusterApiTest, PatchTypes) {
   api.create(prRef(), pipelineRun("p"));
   auto merged = *api.patch(prRef("p"), "application/merge-patch+json; charset=utf-8",
-                          R"({"metadata":{"labels":{"kueue.x-k8s.io/queue-name":null,"a":"b"}}})");
+                           R"({"metadata":{"labels":{"kueue.x-k8s.io/queue-name":null,"a":"b"}}})");
   EXPECT_EQ(merged["metadata"]["labels"], json({{"a", "b"}}));
 
   auto patched = *api.patch(prRef("p"), "application/json-patch+json",
-                           R"([{"op":"add","path":"/spec/managedBy","value":"kueue.x-k8s.io/multikueue"}])");
+                            R"([{"op":"add","path":"/spec/managedBy","value":"kueue.x-k8s.io/multikueue"}])");
   EXPECT_EQ(patched["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
   EXPECT_EQ(patched["metadata"]["generation"], 2);
 
-  auto e = mka::test::thrownBy<ApiError>([&] { api.patch(prRef("p"), "application/strategic-merge-patch+json", "{}"); });
+  auto e =
+      mka::test::thrownBy<ApiError>([&] { api.patch(prRef("p"), "application/strategic-merge-patch+json", "{}"); });
   EXPECT_EQ(e.code(), 415) << "custom resources take no strategic merge patch";
 
   auto failedTest = mka::test::thrownBy<ApiError>([&] {
@@ -284,8 +298,12 @@ TEST_F(ClusterApiTest, PatchTypes) {
   auto stale = mka::test::thrownBy<ApiError>(
       [&] { api.patch(prRef("p"), "application/merge-patch+json", R"({"metadata":{"resourceVersion":"1"}})"); });
   EXPECT_EQ(stale.code(), 409);
-  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.patch(prRef("p"), "application/merge-patch+json", "{not json"); }).code(), 400);
-  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.patch(prRef("nope"), "application/merge-patch+json", "{}"); }).code(), 404);
+  EXPECT_EQ(
+      mka::test::thrownBy<ApiError>([&] { api.patch(prRef("p"), "application/merge-patch+json", "{not json"); }).code(),
+      400);
+  EXPECT_EQ(
+      mka::test::thrownBy<ApiError>([&] { api.patch(prRef("nope"), "application/merge-patch+json", "{}"); }).code(),
+      404);
 
   api.create(cmRef(), json{{"metadata", {{"name", "cm"}}}, {"data", {{"a", "1"}}}});
   auto smp = *api.patch(cmRef("cm"), "application/strategic-merge-patch+json", R"({"data":{"b":"2"}})");
@@ -321,14 +339,15 @@ status:
   admissionChecks:
   - {name: provisioning, state: Ready, message: "", lastTransitionTime: "2027-01-01T00:00:00Z"}
 )",
-                        two);
+                         two);
   ASSERT_EQ(both["status"]["admissionChecks"].size(), 2u) << both["status"].dump();
   EXPECT_EQ(both["status"]["admissionChecks"][0]["name"], "multikueue");
   EXPECT_EQ(both["status"]["admissionChecks"][1]["name"], "provisioning");
   EXPECT_EQ(both["spec"]["queueName"], "q") << "a status apply leaves spec alone";
 
   WriteOptions noManager;
-  auto e = mka::test::thrownBy<ApiError>([&] { api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, noManager); });
+  auto e =
+      mka::test::thrownBy<ApiError>([&] { api.patch(wlRef("wl"), "application/apply-patch+yaml", wl, noManager); });
   EXPECT_EQ(e.code(), 400);
   EXPECT_THAT(e.what(), HasSubstr("fieldManager"));
 }
@@ -464,7 +483,8 @@ TEST_F(ClusterApiTest, AdmissionSeesEveryWriteAndCanMutateOrRefuse) {
   EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(prRef("refused")); }).code(), 404);
   api.patch(prRef("admitted"), "application/merge-patch+json", R"({"metadata":{"labels":{"a":"b"}}})");
   api.remove(prRef("admitted"));
-  EXPECT_EQ(seen, (std::vector<std::string>{"CREATE admitted", "CREATE refused", "UPDATE admitted", "DELETE admitted"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"CREATE admitted", "CREATE refused", "UPDATE admitted", "DELETE admitted"}));
 }
 
 TEST_F(ClusterApiTest, NamespacesGetTheirLabelAndPhase) {
@@ -472,7 +492,10 @@ TEST_F(ClusterApiTest, NamespacesGetTheirLabelAndPhase) {
   EXPECT_EQ(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "default");
   EXPECT_EQ(ns["status"]["phase"], "Active");
   EXPECT_FALSE(ns["metadata"].contains("generation"));
-  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.create(nsRef(), json{{"metadata", {{"name", "a.b"}}}}); }).code(), 422)
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] {
+              api.create(nsRef(), json{{"metadata", {{"name", "a.b"}}}});
+            }).code(),
+            422)
       << "namespace names are DNS labels";
 }
 

@@ -27,7 +27,9 @@ class ClusterHttpTest : public ::testing::Test {
     client_ = test::clientFor(*cluster_);
   }
 
-  httplib::Result get(const std::string& path, httplib::Headers headers = {}) { return client_->Get(path.c_str(), headers); }
+  httplib::Result get(const std::string& path, httplib::Headers headers = {}) {
+    return client_->Get(path.c_str(), headers);
+  }
   httplib::Result post(const std::string& path, const json& body) {
     return client_->Post(path.c_str(), body.dump(), "application/json");
   }
@@ -176,9 +178,9 @@ TEST_F(ClusterHttpTest, AggregatedDiscoveryRequestsGetPlainJson) {
 }
 
 TEST_F(ClusterHttpTest, UnknownGroupsAndPathsAre404Status) {
-  for (const char* path : {"/apis/nosuch.dev", "/apis/tekton.dev/v9", "/api/v2", "/nonsense", "/openapi/v2",
-                           "/apis/tekton.dev/v1/namespaces/default/frobnicators",
-                           "/api/v1/namespaces/default/configmaps/x/scale"}) {
+  for (const char* path :
+       {"/apis/nosuch.dev", "/apis/tekton.dev/v9", "/api/v2", "/nonsense", "/openapi/v2",
+        "/apis/tekton.dev/v1/namespaces/default/frobnicators", "/api/v1/namespaces/default/configmaps/x/scale"}) {
     auto res = get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 404) << path;
@@ -375,14 +377,13 @@ TEST_F(ClusterHttpTest, StatusSubresourceWritesOnlyStatus) {
 }
 
 TEST_F(ClusterHttpTest, DryRunStoresNothing) {
-  auto res = client_->Post("/api/v1/namespaces/default/configmaps?dryRun=All", configMap("dry").dump(),
-                           "application/json");
+  auto res =
+      client_->Post("/api/v1/namespaces/default/configmaps?dryRun=All", configMap("dry").dump(), "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 201);
   EXPECT_EQ(test::statusOf(get("/api/v1/namespaces/default/configmaps/dry")), 404);
 
-  res = client_->Post("/api/v1/namespaces/default/configmaps?dryRun=Some", configMap("dry").dump(),
-                      "application/json");
+  res = client_->Post("/api/v1/namespaces/default/configmaps?dryRun=Some", configMap("dry").dump(), "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 422);
 }
@@ -452,9 +453,9 @@ TEST_F(ClusterHttpTest, LegacyWatchPrefixAndNamedResourceTypesRoute) {
 
 // --- Tables ------------------------------------------------------------------------------------
 
-const httplib::Headers kTableAccept = {
-    {"Accept",
-     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"}};
+const httplib::Headers kTableAccept = {{"Accept",
+                                        "application/json;as=Table;v=v1;g=meta.k8s.io,application/"
+                                        "json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"}};
 
 TEST_F(ClusterHttpTest, KubectlGetReceivesATable) {
   ASSERT_EQ(test::statusOf(post("/apis/tekton.dev/v1/namespaces/default/pipelineruns", pipelineRun("pr"))), 201);
@@ -544,8 +545,10 @@ TEST_F(ClusterHttpTest, WritesAnswerMetadataOnlyWhenAskedTo) {
   EXPECT_EQ(answer["kind"], "PartialObjectMetadata");
   EXPECT_FALSE(answer.contains("spec"));
   const auto created = answer["metadata"]["resourceVersion"].get<std::string>();
-  EXPECT_EQ(created, cluster_->api().get({"tekton.dev", "v1", "pipelineruns", "default", "pr", ""})
-                         .at("metadata").at("resourceVersion"));
+  EXPECT_EQ(created, cluster_->api()
+                         .get({"tekton.dev", "v1", "pipelineruns", "default", "pr", ""})
+                         .at("metadata")
+                         .at("resourceVersion"));
 
   json object = test::bodyOf(get(collection + "/pr"));
   object["metadata"]["labels"]["changed"] = "yes";

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <random>
 
-#include "support/crd_fixtures.h"
 #include "mka/sandbox/resource_registry.h"
+#include "support/crd_fixtures.h"
 
 namespace mka::sandbox {
 namespace {

@@ -78,11 +78,14 @@ TEST_F(FaultHttpTest, StatusWritesCanBeTargeted) {
                                          "application/json")),
             201);
   json widget = {{"apiVersion", "example.com/v1"}, {"kind", "Widget"}, {"metadata", {{"name", "w"}}}};
-  ASSERT_EQ(test::statusOf(client_->Post("/apis/example.com/v1/namespaces/default/widgets", widget.dump(), "application/json")),
+  ASSERT_EQ(test::statusOf(
+                client_->Post("/apis/example.com/v1/namespaces/default/widgets", widget.dump(), "application/json")),
             201);
   cluster_->faults().failNext(1, 409, FaultMatch{"patch", "widgets", "status"});
   const char* path = "/apis/example.com/v1/namespaces/default/widgets/w";
-  EXPECT_EQ(test::statusOf(client_->Patch(path, R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json")), 200);
+  EXPECT_EQ(
+      test::statusOf(client_->Patch(path, R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json")),
+      200);
   auto res = client_->Patch((std::string(path) + "/status").c_str(), R"({"status":{"ok":true}})",
                             "application/merge-patch+json");
   ASSERT_TRUE(res);

@@ -24,22 +24,24 @@ TEST(JsonPatchTest, AppliesEachOperation) {
     return d;
   };
   const std::vector<Case> cases = {
-      {"add a member", json::parse(R"([{"op":"add","path":"/spec/m","value":{"k":1}}])"),
-       doc([](json& d) { d["spec"]["m"] = {{"k", 1}}; })},
+      {"add a member", json::parse(R"([{"op":"add","path":"/spec/m","value":{"k":1}}])"), doc([](json& d) {
+         d["spec"]["m"] = {{"k", 1}};
+       })},
       {"add replaces an existing member", json::parse(R"([{"op":"add","path":"/spec/n","value":2}])"),
        doc([](json& d) { d["spec"]["n"] = 2; })},
-      {"add inserts into a list", json::parse(R"([{"op":"add","path":"/spec/list/1","value":"x"}])"),
-       doc([](json& d) { d["spec"]["list"] = {"p", "x", "q"}; })},
-      {"add appends with -", json::parse(R"([{"op":"add","path":"/spec/list/-","value":"x"}])"),
-       doc([](json& d) { d["spec"]["list"] = {"p", "q", "x"}; })},
+      {"add inserts into a list", json::parse(R"([{"op":"add","path":"/spec/list/1","value":"x"}])"), doc([](json& d) {
+         d["spec"]["list"] = {"p", "x", "q"};
+       })},
+      {"add appends with -", json::parse(R"([{"op":"add","path":"/spec/list/-","value":"x"}])"), doc([](json& d) {
+         d["spec"]["list"] = {"p", "q", "x"};
+       })},
       {"remove an escaped key", json::parse(R"([{"op":"remove","path":"/metadata/labels/b~1c"}])"),
        doc([](json& d) { d["metadata"]["labels"].erase("b/c"); })},
       {"remove a list item", json::parse(R"([{"op":"remove","path":"/spec/list/0"}])"),
        doc([](json& d) { d["spec"]["list"] = {"q"}; })},
       {"replace", json::parse(R"([{"op":"replace","path":"/metadata/name","value":"y"}])"),
        doc([](json& d) { d["metadata"]["name"] = "y"; })},
-      {"move", json::parse(R"([{"op":"move","from":"/spec/n","path":"/spec/m"}])"),
-       doc([](json& d) {
+      {"move", json::parse(R"([{"op":"move","from":"/spec/n","path":"/spec/m"}])"), doc([](json& d) {
          d["spec"].erase("n");
          d["spec"]["m"] = 1;
        })},
@@ -107,8 +109,9 @@ TEST(JsonPatchTest, FailuresAreKubeApiserversErrors) {
 
 TEST(JsonPatchTest, AFailedPatchChangesNothing) {
   const json target = {{"a", 1}};
-  EXPECT_THROW(jsonPatch(target, json::parse(R"([{"op":"add","path":"/b","value":2},{"op":"test","path":"/a","value":0}])")),
-               ApiError);
+  EXPECT_THROW(
+      jsonPatch(target, json::parse(R"([{"op":"add","path":"/b","value":2},{"op":"test","path":"/a","value":0}])")),
+      ApiError);
   EXPECT_EQ(target, (json{{"a", 1}}));
 }
 

@@ -35,9 +35,9 @@ TEST(ManagedFieldsTest, CreateOwnsEverythingTheObjectSets) {
 TEST(ManagedFieldsTest, UpdatesMoveChangedFieldsAndDropRemovedOnes) {
   struct Case {
     std::string name;
-    json next;             // the object the second manager writes
-    json creatorFields;    // creator's fieldsV1 afterwards (null: entry gone)
-    json editorFields;     // editor's fieldsV1 afterwards (null: no entry)
+    json next;           // the object the second manager writes
+    json creatorFields;  // creator's fieldsV1 afterwards (null: entry gone)
+    json editorFields;   // editor's fieldsV1 afterwards (null: no entry)
   };
   const std::vector<Case> cases = {
       {"changed value moves", configMap({{"k", "v2"}, {"other", "o"}}),
@@ -157,7 +157,8 @@ TEST(ManagedFieldsTest, ListsFollowTheSchema) {
   };
   const std::vector<Case> cases = {
       {"map list per item", kConditionsSchema,
-       json::parse(R"({"f:status":{"f:conditions":{"k:{\"type\":\"Admitted\"}":{".":{},"f:status":{},"f:type":{}}}}})")},
+       json::parse(
+           R"({"f:status":{"f:conditions":{"k:{\"type\":\"Admitted\"}":{".":{},"f:status":{},"f:type":{}}}}})")},
       {"without a schema the list is atomic", nullptr, json::parse(R"({"f:status":{"f:conditions":{}}})")},
   };
   for (const auto& c : cases) {
@@ -189,7 +190,8 @@ TEST(ManagedFieldsTest, OnlyChangedComparesThatFieldAlone) {
   ASSERT_EQ(managed(statusOnly).size(), 2u);
   EXPECT_EQ(managed(statusOnly)[0]["fieldsV1"], json::parse(R"({"f:metadata":{"f:labels":{".":{},"f:app":{}}},
     "f:spec":{".":{},"f:queueName":{}},"f:status":{".":{},"f:conditions":{".":{},
-    "k:{\"type\":\"QuotaReserved\"}":{".":{},"f:type":{}}}}})")) << "the creator loses the one field changed";
+    "k:{\"type\":\"QuotaReserved\"}":{".":{},"f:type":{}}}}})"))
+      << "the creator loses the one field changed";
   EXPECT_EQ(managed(statusOnly)[1]["fieldsV1"], json::parse(R"({"f:status":{"f:conditions":{
     "k:{\"type\":\"Admitted\"}":{".":{},"f:status":{},"f:type":{}},"k:{\"type\":\"QuotaReserved\"}":{"f:status":{}}}}})"));
 
@@ -209,7 +211,8 @@ TEST(ManagedFieldsTest, EntriesAreSortedAsKubeApiserverStoresThem) {
   next["data"]["c"] = "3";
   recordUpdate(live, next, by("alpha", "2030-01-02T00:00:00Z"));
   std::vector<std::string> order;
-  for (const auto& e : managed(next)) order.push_back(e["operation"].get<std::string>() + ":" + e["manager"].get<std::string>());
+  for (const auto& e : managed(next))
+    order.push_back(e["operation"].get<std::string>() + ":" + e["manager"].get<std::string>());
   EXPECT_EQ(order, (std::vector<std::string>{"Apply:applier", "Update:zeta", "Update:alpha"}));
 }
 

@@ -202,7 +202,8 @@ TEST(ObjectStoreTest, ContinueTokenOlderThanHistoryIsExpired) {
   auto page1 = store.list("", "configmaps", "ns", nullptr, 1);
   store.create(cm("ns", "d"), object("ns", "d"));
   store.compact();
-  const auto e = mka::test::thrownBy<ApiError>([&] { store.list("", "configmaps", "ns", nullptr, 1, page1.continueToken); });
+  const auto e =
+      mka::test::thrownBy<ApiError>([&] { store.list("", "configmaps", "ns", nullptr, 1, page1.continueToken); });
   EXPECT_EQ(e.code(), 410);
   EXPECT_EQ(e.reason(), "Expired");
   EXPECT_TRUE(std::string(e.what()).starts_with(
@@ -236,18 +237,17 @@ TEST(ObjectStoreTest, WatchDeliversEventsInOrderForItsScope) {
   store.create(wl("a", "w"), object("a", "w"));  // another resource: never seen
   store.update(cm("a", "x"), object("a", "x", {{"v", "2"}}));
   store.remove(cm("b", "y"));
-  EXPECT_EQ(summary(drain(*all)),
-            (std::vector<std::string>{"ADDED x@2", "ADDED y@3", "MODIFIED x@5", "DELETED y@6"}));
+  EXPECT_EQ(summary(drain(*all)), (std::vector<std::string>{"ADDED x@2", "ADDED y@3", "MODIFIED x@5", "DELETED y@6"}));
   EXPECT_EQ(summary(drain(*onlyA)), (std::vector<std::string>{"ADDED x@2", "MODIFIED x@5"}));
 }
 
 TEST(ObjectStoreTest, WatchResumesWithExactlyTheMissedEvents) {
   ObjectStore store;
-  store.create(cm("a", "x"), object("a", "x"));          // 1
-  const auto seen = store.resourceVersion();             // a client saw up to here, then lost its connection
+  store.create(cm("a", "x"), object("a", "x"));                // 1
+  const auto seen = store.resourceVersion();                   // a client saw up to here, then lost its connection
   store.update(cm("a", "x"), object("a", "x", {{"v", "2"}}));  // 2
-  store.create(cm("a", "y"), object("a", "y"));          // 3
-  store.remove(cm("a", "x"));                            // 4
+  store.create(cm("a", "y"), object("a", "y"));                // 3
+  store.remove(cm("a", "x"));                                  // 4
   auto w = store.watch("", "configmaps", "a", seen, nullptr);
   EXPECT_EQ(summary(drain(*w)), (std::vector<std::string>{"MODIFIED x@2", "ADDED y@3", "DELETED x@4"}));
   store.create(cm("a", "z"), object("a", "z"));  // and then it goes on live
@@ -401,11 +401,10 @@ TEST(ObjectStoreTest, MutateIsAnAtomicReadModifyWrite) {
   EXPECT_EQ(rvOf(*same), "2");  // unchanged: no write
   EXPECT_EQ(store.resourceVersion(), 2u);
 
-  EXPECT_THROW(store.mutate(cm("a", "x"),
-                            [](const std::optional<json>&) -> std::optional<json> {
-                              throw ApiError::badRequest("no");
-                            }),
-               ApiError);
+  EXPECT_THROW(
+      store.mutate(cm("a", "x"),
+                   [](const std::optional<json>&) -> std::optional<json> { throw ApiError::badRequest("no"); }),
+      ApiError);
   EXPECT_EQ(store.resourceVersion(), 2u);
 
   auto gone = store.mutate(cm("a", "x"), [](const std::optional<json>&) { return std::optional<json>(); });

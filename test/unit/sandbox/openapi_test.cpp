@@ -3,9 +3,9 @@
 #include <memory>
 #include <set>
 
-#include "support/crd_fixtures.h"
 #include "mka/sandbox/resource_registry.h"
 #include "mka/yaml/json.h"
+#include "support/crd_fixtures.h"
 
 namespace mka::sandbox {
 namespace {

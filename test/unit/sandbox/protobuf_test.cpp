@@ -160,8 +160,8 @@ TEST(ProtobufTest, StringsMustBeUtf8ButBytesNeedNot) {
   const json ok = decodeKubernetesProtobuf(
       envelope("v1", "ConfigMap", Message{}.msg(1, meta("c")).entry(2, "k", "caf\xc3\xa9 \xf0\x9f\x99\x82")));
   EXPECT_EQ(ok["data"]["k"], "caf\u00e9 \U0001F642");
-  EXPECT_EQ(decodeKubernetesProtobuf(envelope("v1", "Secret", Message{}.msg(1, meta("s")).entry(2, "k", latin1)))
-                ["data"]["k"],
+  EXPECT_EQ(decodeKubernetesProtobuf(
+                envelope("v1", "Secret", Message{}.msg(1, meta("s")).entry(2, "k", latin1)))["data"]["k"],
             "Y2Fm6Q==");
 }
 

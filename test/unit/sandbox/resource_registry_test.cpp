@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "support/crd_fixtures.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/crd_loader.h"
+#include "support/crd_fixtures.h"
 #include "support/temp_dir.h"
 
 namespace mka::sandbox {
@@ -232,11 +232,13 @@ TEST(ResourceRegistry, RejectsMalformedCrdsNamingEveryField) {
        {{"spec.versions", "Invalid value: []: must have exactly one version marked as storage version"}}},
       {"two storage versions",
        versions(R"({"name":"v1","served":true,"storage":true,)" + kSchema + R"(},
-                  {"name":"v2","served":true,"storage":true,)" + kSchema + "}"),
+                  {"name":"v2","served":true,"storage":true,)" +
+                kSchema + "}"),
        {{"spec.versions", "Invalid value: [\"v1\",\"v2\"]: must have exactly one version marked as storage version"}}},
       {"duplicate version",
        versions(R"({"name":"v1","served":true,"storage":true,)" + kSchema + R"(},
-                  {"name":"v1","served":true,"storage":false,)" + kSchema + "}"),
+                  {"name":"v1","served":true,"storage":false,)" +
+                kSchema + "}"),
        {{"spec.versions[1].name", "Duplicate value: \"v1\""}}},
       {"version without a name",
        versions(R"({"served":true,"storage":true,)" + kSchema + "}"),

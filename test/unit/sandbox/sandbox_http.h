@@ -56,8 +56,7 @@ inline nlohmann::json bodyOf(const httplib::Result& result) {
 // Streams GET `path` (a watch) on its own thread and keeps every event it reads.
 class WatchReader {
  public:
-  WatchReader(const Cluster& cluster, std::string path, httplib::Headers headers = {})
-      : client_(clientFor(cluster)) {
+  WatchReader(const Cluster& cluster, std::string path, httplib::Headers headers = {}) : client_(clientFor(cluster)) {
     client_->set_read_timeout(120, 0);
     thread_ = std::thread([this, path = std::move(path), headers = std::move(headers)] {
       auto result = client_->Get(

@@ -21,9 +21,9 @@
 namespace mka::sandbox {
 namespace {
 
+using mka::test::readYamlFile;
 using nlohmann::json;
 using ::testing::HasSubstr;
-using mka::test::readYamlFile;
 
 ClusterOptions named(const std::string& name, std::vector<std::filesystem::path> crdFiles = {}, int port = 0) {
   ClusterOptions options;
@@ -70,8 +70,9 @@ TEST(SandboxTest, ClustersKeepTheirOwnObjects) {
   Cluster& a = sandbox.addCluster(named("a"));
   Cluster& b = sandbox.addCluster(named("b"));
   json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "only-in-a"}}}};
-  ASSERT_EQ(test::statusOf(test::clientFor(a)->Post("/api/v1/namespaces/default/configmaps", cm.dump(), "application/json")),
-            201);
+  ASSERT_EQ(
+      test::statusOf(test::clientFor(a)->Post("/api/v1/namespaces/default/configmaps", cm.dump(), "application/json")),
+      201);
   EXPECT_EQ(test::statusOf(test::clientFor(b)->Get("/api/v1/namespaces/default/configmaps/only-in-a")), 404);
 }
 
@@ -109,7 +110,8 @@ TEST(SandboxTest, ABadCrdFileIsNamedInTheError) {
 TEST(SandboxTest, ACrdInTwoFilesIsCreatedOnce) {
   const std::string crds = std::string(MKA_FIXTURES_DIR) + "/crds/";
   Sandbox sandbox;
-  Cluster& c = sandbox.addCluster(named("manager", {crds + "tekton.dev_pipelineruns.yaml", crds + "tekton.dev_pipelineruns.yaml"}));
+  Cluster& c = sandbox.addCluster(
+      named("manager", {crds + "tekton.dev_pipelineruns.yaml", crds + "tekton.dev_pipelineruns.yaml"}));
   auto res = test::clientFor(c)->Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
   ASSERT_TRUE(res);
   EXPECT_EQ(test::bodyOf(res)["items"].size(), 1u);
@@ -203,9 +205,9 @@ TEST(SandboxTest, WritesGoThroughTheClustersWebhooksReachedByService) {
     json response = {{"uid", review["request"]["uid"]},
                      {"allowed", false},
                      {"status", {{"code", 403}, {"message", "no ConfigMaps here"}}}};
-    res.set_content(json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}}
-                        .dump(),
-                    "application/json; charset=utf-8");
+    res.set_content(
+        json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}}.dump(),
+        "application/json; charset=utf-8");
   });
   const int port = webhook.start();
 
@@ -217,17 +219,16 @@ TEST(SandboxTest, WritesGoThroughTheClustersWebhooksReachedByService) {
       {"apiVersion", "admissionregistration.k8s.io/v1"},
       {"kind", "ValidatingWebhookConfiguration"},
       {"metadata", {{"name", "denier"}}},
-      {"webhooks",
-       json::array({{{"name", "deny.example.com"},
-                     {"admissionReviewVersions", {"v1"}},
-                     {"sideEffects", "None"},
-                     {"clientConfig",
-                      {{"service", {{"namespace", "webhooks"}, {"name", "denier"}, {"path", "/deny"}}},
-                       {"caBundle", base64Encode(webhookCa.certPem())}}},
-                     {"rules", json::array({{{"operations", {"CREATE"}},
-                                             {"apiGroups", {""}},
-                                             {"apiVersions", {"v1"}},
-                                             {"resources", {"configmaps"}}}})}}})}};
+      {"webhooks", json::array({{{"name", "deny.example.com"},
+                                 {"admissionReviewVersions", {"v1"}},
+                                 {"sideEffects", "None"},
+                                 {"clientConfig",
+                                  {{"service", {{"namespace", "webhooks"}, {"name", "denier"}, {"path", "/deny"}}},
+                                   {"caBundle", base64Encode(webhookCa.certPem())}}},
+                                 {"rules", json::array({{{"operations", {"CREATE"}},
+                                                         {"apiGroups", {""}},
+                                                         {"apiVersions", {"v1"}},
+                                                         {"resources", {"configmaps"}}}})}}})}};
   ASSERT_EQ(test::statusOf(client->Post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
                                         configuration.dump(), "application/json")),
             201);

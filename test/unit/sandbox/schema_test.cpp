@@ -162,7 +162,8 @@ TEST(ApplyDefaults, FollowsStructuralDefaulting) {
        R"({"l": [{}, {"n": 2}]})", R"({"l": [{"n": 5}, {"n": 2}]})"},
       {"inside additionalProperties",
        R"({"type": "object", "properties": {"m": {"type": "object",
-           "additionalProperties": {"type": "object", "properties": {)" + n + "}}}}}",
+           "additionalProperties": {"type": "object", "properties": {)" +
+           n + "}}}}}",
        R"({"m": {"a": {}, "b": {"n": 3}}})", R"({"m": {"a": {"n": 5}, "b": {"n": 3}}})"},
       {"a defaulted object gets its own defaults",
        R"({"type": "object", "properties": {"spec": {"type": "object", "default": {}, "properties": {)" + n + "}}}}",

@@ -116,8 +116,8 @@ TEST(ServerSideApplyTest, MergesByListTypeAndPrunesWhatTheManagerNoLongerApplies
 }
 
 TEST(ServerSideApplyTest, FieldsAnotherManagerOwnsAreNotPruned) {
-  const auto a = serverSideApply(nullptr, workload({{"queueName", "q"}, {"replicas", 2}}), workloadVersion(),
-                                 apply("a"));
+  const auto a =
+      serverSideApply(nullptr, workload({{"queueName", "q"}, {"replicas", 2}}), workloadVersion(), apply("a"));
   // "b" applies the same replicas value: no conflict, shared ownership.
   const auto b = serverSideApply(a, workload({{"replicas", 2}}), workloadVersion(), apply("b"));
   EXPECT_EQ(entryOf(b, "b")["fieldsV1"], json::parse(R"({"f:spec":{"f:replicas":{}}})"));
@@ -144,15 +144,14 @@ TEST(ServerSideApplyTest, StatusConditionsAreOwnedPerTypeThroughTheStatusSubreso
   EXPECT_EQ(entryOf(live, "creator")["fieldsV1"], json::parse(R"({"f:spec":{"f:queueName":{}}})"));
 
   // A conflicting value without force: 409 naming the field and its owner.
-  const auto conflict = applyError(live, statusConfig({{{"type", "Admitted"}, {"status", "False"}}}),
-                                   apply("kueue", "status"));
+  const auto conflict =
+      applyError(live, statusConfig({{{"type", "Admitted"}, {"status", "False"}}}), apply("kueue", "status"));
   EXPECT_EQ(conflict.code(), 409);
   EXPECT_EQ(conflict.reason(), "Conflict");
   EXPECT_STREQ(conflict.what(),
                "Apply failed with 1 conflict: conflict with \"dispatcher\" with subresource \"status\": "
                ".status.conditions[type=\"Admitted\"].status");
-  EXPECT_EQ(conflict.details()["causes"],
-            json::parse(R"([{"reason":"FieldManagerConflict",
+  EXPECT_EQ(conflict.details()["causes"], json::parse(R"([{"reason":"FieldManagerConflict",
               "message":"conflict with \"dispatcher\" with subresource \"status\"",
               "field":".status.conditions[type=\"Admitted\"].status"}])"));
 
@@ -164,14 +163,13 @@ TEST(ServerSideApplyTest, StatusConditionsAreOwnedPerTypeThroughTheStatusSubreso
   EXPECT_EQ(conditionsOf(forced)[1], (json{{"type", "Admitted"}, {"status", "False"}}));
   EXPECT_EQ(entryOf(forced, "dispatcher")["fieldsV1"],
             json::parse(R"({"f:status":{"f:conditions":{"k:{\"type\":\"Admitted\"}":{".":{},"f:type":{}}}}})"));
-  EXPECT_TRUE(entryOf(forced, "kueue")["fieldsV1"]["f:status"]["f:conditions"].contains(
-      "k:{\"type\":\"Admitted\"}"));
+  EXPECT_TRUE(entryOf(forced, "kueue")["fieldsV1"]["f:status"]["f:conditions"].contains("k:{\"type\":\"Admitted\"}"));
 
   // One manager re-applies without its condition: it goes; the other manager's stays.
   auto dropped = serverSideApply(live, statusConfig(json::array()), version, apply("kueue", "status"));
   EXPECT_EQ(conditionsOf(dropped), json::parse(R"([{"type":"Admitted","status":"True"}])"));
   EXPECT_TRUE(entryOf(dropped, "kueue").is_null());  // owns nothing any more
-  EXPECT_EQ(dropped["spec"], live["spec"]);           // /status never touches the rest
+  EXPECT_EQ(dropped["spec"], live["spec"]);          // /status never touches the rest
 }
 
 TEST(ServerSideApplyTest, StatusSubresourceApplyIgnoresEverythingButStatus) {
@@ -189,7 +187,9 @@ TEST(ServerSideApplyTest, StatusSubresourceApplyIgnoresEverythingButStatus) {
 TEST(ServerSideApplyTest, ConflictsWithAnUpdateManagerNameItsVersion) {
   const auto version = workloadVersion();
   json live = workload({{"replicas", 1}});
-  recordUpdate(nullptr, live, UpdateOptions{"kubectl-client-side-apply", "kueue.x-k8s.io/v1beta1", "", &version.schema, "2029-01-01T00:00:00Z"});
+  recordUpdate(nullptr, live,
+               UpdateOptions{"kubectl-client-side-apply", "kueue.x-k8s.io/v1beta1", "", &version.schema,
+                             "2029-01-01T00:00:00Z"});
   const auto e = applyError(live, workload({{"replicas", 2}}), apply("kubectl"));
   EXPECT_EQ(e.code(), 409);
   EXPECT_STREQ(e.what(),
@@ -235,13 +235,14 @@ TEST(ServerSideApplyTest, MetadataListsMergeWithoutASchema) {
     recordUpdate(nullptr, o, "creator", "v1", "");
     return o;
   }();
-  const json config = {{"apiVersion", "v1"},
-                       {"kind", "ConfigMap"},
-                       {"metadata",
-                        {{"name", "cm"},
-                         {"finalizers", {"x/b"}},
-                         {"ownerReferences", {{{"uid", "u2"}, {"name", "two"}, {"kind", "Job"}, {"apiVersion", "batch/v1"}}}}}},
-                       {"data", {{"k", "v"}}}};
+  const json config = {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata",
+       {{"name", "cm"},
+        {"finalizers", {"x/b"}},
+        {"ownerReferences", {{{"uid", "u2"}, {"name", "two"}, {"kind", "Job"}, {"apiVersion", "batch/v1"}}}}}},
+      {"data", {{"k", "v"}}}};
   ApplyOptions options{"kubectl", false, "", "v1", "2030-01-01T00:00:00Z"};
   const auto out = serverSideApply(live, config, configMaps, options);
   EXPECT_EQ(out["metadata"]["finalizers"], (json{"x/a", "x/b"}));
@@ -274,11 +275,13 @@ TEST(ServerSideApplyTest, RejectsBadRequests) {
        "failed to create typed patch object (kueue.x-k8s.io/v1beta1, Kind=Workload): .spec.podSets: element 0: "
        "associative list with keys has an element that omits key field \"name\" (and doesn't have default value)"},
       {"not an object", json::array(), apply("a"), 400, "the applied configuration must be an object"},
-      {"managedFields set", [] {
+      {"managedFields set",
+       [] {
          auto config = workload({{"queueName", "q"}});
          config["metadata"]["managedFields"] = json::array();
          return config;
-       }(), apply("a"), 400, "metadata.managedFields must be nil"},
+       }(),
+       apply("a"), 400, "metadata.managedFields must be nil"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -33,48 +33,62 @@ TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys) {
     change(d);
     return d;
   };
-  const json webhooks = {{"apiVersion", "admissionregistration.k8s.io/v1"},
-                         {"kind", "MutatingWebhookConfiguration"},
-                         {"metadata", {{"name", "mwc"}}},
-                         {"webhooks",
-                          {{{"name", "a.example.com"}, {"timeoutSeconds", 10}},
-                           {{"name", "b.example.com"}, {"timeoutSeconds", 10}}}}};
+  const json webhooks = {
+      {"apiVersion", "admissionregistration.k8s.io/v1"},
+      {"kind", "MutatingWebhookConfiguration"},
+      {"metadata", {{"name", "mwc"}}},
+      {"webhooks",
+       {{{"name", "a.example.com"}, {"timeoutSeconds", 10}}, {{"name", "b.example.com"}, {"timeoutSeconds", 10}}}}};
   const std::vector<StrategicCase> cases = {
-      {"maps merge like a merge patch", configMap,
+      {"maps merge like a merge patch",
+       configMap,
        {{"metadata", {{"labels", {{"a", nullptr}, {"b", "2"}}}}}, {"data", {{"k2", "v2"}}}},
        with([](json& d) {
          d["metadata"]["labels"] = {{"b", "2"}};
          d["data"]["k2"] = "v2";
        })},
-      {"ownerReferences merge by uid", configMap,
+      {"ownerReferences merge by uid",
+       configMap,
        {{"metadata", {{"ownerReferences", {{{"uid", "u2"}, {"name", "renamed"}}, ownerRef("u3", "three")}}}}},
        with([](json& d) {
          d["metadata"]["ownerReferences"][1]["name"] = "renamed";
          d["metadata"]["ownerReferences"].push_back(ownerRef("u3", "three"));
        })},
-      {"$patch: delete removes an item by key", configMap,
+      {"$patch: delete removes an item by key",
+       configMap,
        {{"metadata", {{"ownerReferences", {{{"uid", "u1"}, {"$patch", "delete"}}}}}}},
        with([](json& d) { d["metadata"]["ownerReferences"] = {ownerRef("u2", "two")}; })},
-      {"$patch: replace replaces the list", configMap,
+      {"$patch: replace replaces the list",
+       configMap,
        {{"metadata", {{"ownerReferences", {{{"$patch", "replace"}}, ownerRef("u9", "nine")}}}}},
        with([](json& d) { d["metadata"]["ownerReferences"] = {ownerRef("u9", "nine")}; })},
-      {"finalizers merge as a set", configMap, {{"metadata", {{"finalizers", {"x/two", "x/one"}}}}},
-       with([](json& d) { d["metadata"]["finalizers"] = {"x/one", "x/two"}; })},
-      {"$deleteFromPrimitiveList removes finalizers", configMap,
+      {"finalizers merge as a set", configMap, {{"metadata", {{"finalizers", {"x/two", "x/one"}}}}}, with([](json& d) {
+         d["metadata"]["finalizers"] = {"x/one", "x/two"};
+       })},
+      {"$deleteFromPrimitiveList removes finalizers",
+       configMap,
        {{"metadata", {{"$deleteFromPrimitiveList/finalizers", {"x/one"}}}}},
        with([](json& d) { d["metadata"]["finalizers"] = json::array(); })},
-      {"$setElementOrder is accepted and dropped", configMap,
+      {"$setElementOrder is accepted and dropped",
+       configMap,
        {{"metadata",
          {{"$setElementOrder/ownerReferences", {{{"uid", "u2"}}, {{"uid", "u1"}}}},
           {"ownerReferences", {{{"uid", "u2"}, {"name", "renamed"}}}}}}},
        with([](json& d) { d["metadata"]["ownerReferences"][1]["name"] = "renamed"; })},
-      {"$patch: replace on a map", configMap, {{"data", {{"$patch", "replace"}, {"only", "this"}}}},
-       with([](json& d) { d["data"] = {{"only", "this"}}; })},
-      {"$patch: delete on a map", configMap, {{"data", {{"$patch", "delete"}}}},
-       with([](json& d) { d.erase("data"); })},
-      {"$retainKeys clears other fields", configMap, {{"data", {{"$retainKeys", {"k2"}}, {"k2", "v2"}}}},
-       with([](json& d) { d["data"] = {{"k2", "v2"}}; })},
-      {"webhooks merge by name", webhooks,
+      {"$patch: replace on a map", configMap, {{"data", {{"$patch", "replace"}, {"only", "this"}}}}, with([](json& d) {
+         d["data"] = {{"only", "this"}};
+       })},
+      {"$patch: delete on a map", configMap, {{"data", {{"$patch", "delete"}}}}, with([](json& d) {
+         d.erase("data");
+       })},
+      {"$retainKeys clears other fields",
+       configMap,
+       {{"data", {{"$retainKeys", {"k2"}}, {"k2", "v2"}}}},
+       with([](json& d) {
+         d["data"] = {{"k2", "v2"}};
+       })},
+      {"webhooks merge by name",
+       webhooks,
        {{"webhooks", {{{"name", "b.example.com"}, {"timeoutSeconds", 5}}}}},
        [&] {
          json d = webhooks;
@@ -85,9 +99,12 @@ TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys) {
        {{"kind", "Secret"}, {"metadata", {{"name", "s"}}}, {"type", "Opaque"}, {"x", {1, 2}}},
        {{"x", {3}}},
        {{"kind", "Secret"}, {"metadata", {{"name", "s"}}}, {"type", "Opaque"}, {"x", {3}}}},
-      {"new items lose their directives and nulls", configMap,
+      {"new items lose their directives and nulls",
+       configMap,
        {{"metadata", {{"ownerReferences", {{{"uid", "u5"}, {"name", "five"}, {"controller", nullptr}}}}}}},
-       with([](json& d) { d["metadata"]["ownerReferences"].push_back({{"uid", "u5"}, {"name", "five"}}); })},
+       with([](json& d) {
+         d["metadata"]["ownerReferences"].push_back({{"uid", "u5"}, {"name", "five"}});
+       })},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -78,8 +78,10 @@ TEST_F(WatchHttpTest, WithoutAResourceVersionExistingObjectsComeFirst) {
 
 TEST_F(WatchHttpTest, SelectorsAndLegacyWatchPaths) {
   const std::string rv = currentRv();
-  test::WatchReader selected(*cluster_, "/api/v1/watch/namespaces/default/configmaps?labelSelector=team%3Dblue&"
-                                        "resourceVersion=" + rv);
+  test::WatchReader selected(*cluster_,
+                             "/api/v1/watch/namespaces/default/configmaps?labelSelector=team%3Dblue&"
+                             "resourceVersion=" +
+                                 rv);
   test::WatchReader named(*cluster_, "/api/v1/namespaces/default/configmaps/two?watch=true&resourceVersion=" + rv);
   ASSERT_TRUE(eventually([&] { return cluster_->openWatches() == 2; }));
   create("one", {{"team", "blue"}});
@@ -95,7 +97,8 @@ TEST_F(WatchHttpTest, BookmarksWhenAllowed) {
   const std::string rv = currentRv();
   test::WatchReader watch(*cluster_,
                           "/apis/tekton.dev/v1/namespaces/default/pipelineruns?watch=true&allowWatchBookmarks=true&"
-                          "resourceVersion=" + rv);
+                          "resourceVersion=" +
+                              rv);
   ASSERT_TRUE(eventually([&] { return watch.saw("BOOKMARK"); }));
   for (const auto& e : watch.events()) {
     if (e["type"] != "BOOKMARK") continue;
@@ -123,8 +126,9 @@ TEST_F(WatchHttpTest, NoBookmarksUnlessAsked) {
 TEST_F(WatchHttpTest, SendInitialEventsEndsWithAnAnnotatedBookmark) {
   create("a");
   create("b");
-  test::WatchReader watch(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&"
-                                     "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+  test::WatchReader watch(*cluster_,
+                          "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&"
+                          "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
   ASSERT_TRUE(eventually([&] { return watch.events().size() >= 3; }));
   const auto events = watch.events();
   EXPECT_EQ(events[0]["type"], "ADDED");
@@ -288,13 +292,13 @@ TEST_F(WatchHttpTest, AHundredOpenWatchesDoNotStarveOrdinaryRequests) {
   create("seen-by-all");
   EXPECT_TRUE(eventually(
       [&] {
-        return std::all_of(watches.begin(), watches.end(), [](const auto& w) { return w->saw("ADDED", "seen-by-all"); });
+        return std::all_of(watches.begin(), watches.end(),
+                           [](const auto& w) { return w->saw("ADDED", "seen-by-all"); });
       },
       60s));
   sandbox_.stop();  // ends every stream, so the readers finish
-  EXPECT_TRUE(eventually([&] {
-    return std::all_of(watches.begin(), watches.end(), [](const auto& w) { return w->ended(); });
-  }));
+  EXPECT_TRUE(eventually(
+      [&] { return std::all_of(watches.begin(), watches.end(), [](const auto& w) { return w->ended(); }); }));
 }
 
 TEST_F(WatchHttpTest, StoppingTheClusterEndsOpenWatches) {

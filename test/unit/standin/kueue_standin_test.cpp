@@ -32,10 +32,11 @@ class KueueStandInTest : public ::testing::Test {
     api.setGarbageCollector(&gc);
     gc.start();
     api.create({"", "v1", "namespaces", "", "", ""}, json{{"metadata", {{"name", "default"}}}});
-    for (const auto* file : {"kueue.x-k8s.io_workloads.yaml", "kueue.x-k8s.io_localqueues.yaml",
-                             "kueue.x-k8s.io_clusterqueues.yaml", "tekton.dev_pipelineruns.yaml",
-                             "argoproj.io_workflows.minimal.yaml"})
-      api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""}, sandbox::test::fixtureCrd(file));
+    for (const auto* file :
+         {"kueue.x-k8s.io_workloads.yaml", "kueue.x-k8s.io_localqueues.yaml", "kueue.x-k8s.io_clusterqueues.yaml",
+          "tekton.dev_pipelineruns.yaml", "argoproj.io_workflows.minimal.yaml"})
+      api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
+                 sandbox::test::fixtureCrd(file));
   }
   ~KueueStandInTest() override {
     if (kueue) kueue->stop();
@@ -60,7 +61,9 @@ class KueueStandInTest : public ::testing::Test {
   static ResourceRef wlRef(const std::string& name = "", const std::string& sub = "") {
     return {"kueue.x-k8s.io", "v1beta2", "workloads", "default", name, sub};
   }
-  static ResourceRef prRef(const std::string& name = "") { return {"tekton.dev", "v1", "pipelineruns", "default", name, ""}; }
+  static ResourceRef prRef(const std::string& name = "") {
+    return {"tekton.dev", "v1", "pipelineruns", "default", name, ""};
+  }
   static ResourceRef wfRef(const std::string& name = "") {
     return {"argoproj.io", "v1alpha1", "workflows", "default", name, ""};
   }
@@ -81,22 +84,23 @@ class KueueStandInTest : public ::testing::Test {
 
   json createPipelineRun(const std::string& name, json labels, json annotations = json::object()) {
     return *api.create(prRef(), json{{"apiVersion", "tekton.dev/v1"},
-                                    {"kind", "PipelineRun"},
-                                    {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
-                                    {"spec", {{"pipelineRef", {{"name", "build"}}}}}});
+                                     {"kind", "PipelineRun"},
+                                     {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+                                     {"spec", {{"pipelineRef", {{"name", "build"}}}}}});
   }
 
   // What the dispatcher creates on a worker: a clone of the manager's Workload.
   void createRemoteWorkload(const std::string& name) {
-    api.create(wlRef(), json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                             {"kind", "Workload"},
-                             {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}}}}},
-                             {"spec",
-                              {{"queueName", "user-queue"},
-                               {"podSets",
-                                {{{"name", "main"},
-                                  {"count", 1},
-                                  {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}}}}});
+    api.create(wlRef(),
+               json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                    {"kind", "Workload"},
+                    {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}}}}},
+                    {"spec",
+                     {{"queueName", "user-queue"},
+                      {"podSets",
+                       {{{"name", "main"},
+                         {"count", 1},
+                         {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}}}}});
   }
 
   std::optional<json> workload(const std::string& name) {
@@ -384,11 +388,13 @@ TEST_F(KueueStandInTest, WorkerRunsAWorkflowThroughTheMainResource) {
   start(worker());
   createRemoteWorkload("wl-2");
   // The label spelling of the prebuilt link (Kueue falls back to it without the annotation).
-  api.create(wfRef(), json{{"apiVersion", "argoproj.io/v1alpha1"},
-                           {"kind", "Workflow"},
-                           {"metadata", {{"name", "flow"}, {"labels", {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-2"}}}}},
-                           {"spec", {{"entrypoint", "main"}}}});
-  ASSERT_TRUE(mka::test::eventually([&] { return api.get(wfRef("flow")).value("status", json::object()).value("phase", "") == "Running"; }));
+  api.create(wfRef(),
+             json{{"apiVersion", "argoproj.io/v1alpha1"},
+                  {"kind", "Workflow"},
+                  {"metadata", {{"name", "flow"}, {"labels", {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-2"}}}}},
+                  {"spec", {{"entrypoint", "main"}}}});
+  ASSERT_TRUE(mka::test::eventually(
+      [&] { return api.get(wfRef("flow")).value("status", json::object()).value("phase", "") == "Running"; }));
   ASSERT_TRUE(settled());
   EXPECT_TRUE(api.get(wfRef("flow"))["status"].contains("startedAt"));
 

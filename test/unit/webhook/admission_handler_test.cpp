@@ -8,8 +8,8 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "mka/observability/metrics.h"
 #include "mka/common/base64.h"
+#include "mka/observability/metrics.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
@@ -116,39 +116,84 @@ struct HttpCase {
 TEST_F(AdmissionHandlerTest, AnswersEveryBadRequestWithAClear4xx) {
   const std::string good = reviewBody(kPipelineRun, "CREATE", queuedPipelineRun());
   const std::vector<HttpCase> cases = {
-      {.name = "unknown path", .path = "/admit", .body = good, .status = 404, .reason = "NotFound",
+      {.name = "unknown path",
+       .path = "/admit",
+       .body = good,
+       .status = 404,
+       .reason = "NotFound",
        .message = "path /admit not found: send AdmissionReviews to /mutate, /validate or /validate-config"},
-      {.name = "trailing slash is another path", .path = "/mutate/", .body = good, .status = 404,
-       .reason = "NotFound", .message = "path /mutate/ not found"},
+      {.name = "trailing slash is another path",
+       .path = "/mutate/",
+       .body = good,
+       .status = 404,
+       .reason = "NotFound",
+       .message = "path /mutate/ not found"},
       {.name = "root", .path = "/", .body = good, .status = 404, .reason = "NotFound", .message = "path / not found"},
-      {.name = "GET", .method = "GET", .body = "", .status = 405, .reason = "MethodNotAllowed",
+      {.name = "GET",
+       .method = "GET",
+       .body = "",
+       .status = 405,
+       .reason = "MethodNotAllowed",
        .message = "method GET not allowed on /mutate: Allow: POST"},
-      {.name = "PUT on validate", .method = "PUT", .path = "/validate?timeout=10s", .body = good, .status = 405,
-       .reason = "MethodNotAllowed", .message = "method PUT not allowed on /validate: Allow: POST"},
-      {.name = "lower-case method", .method = "post", .body = good, .status = 405, .reason = "MethodNotAllowed",
+      {.name = "PUT on validate",
+       .method = "PUT",
+       .path = "/validate?timeout=10s",
+       .body = good,
+       .status = 405,
+       .reason = "MethodNotAllowed",
+       .message = "method PUT not allowed on /validate: Allow: POST"},
+      {.name = "lower-case method",
+       .method = "post",
+       .body = good,
+       .status = 405,
+       .reason = "MethodNotAllowed",
        .message = "method post not allowed"},
-      {.name = "text/plain", .contentType = "text/plain", .body = good, .status = 415,
+      {.name = "text/plain",
+       .contentType = "text/plain",
+       .body = good,
+       .status = 415,
        .reason = "UnsupportedMediaType",
        .message = "Content-Type text/plain not supported: send the AdmissionReview as application/json"},
-      {.name = "no content type", .contentType = "", .body = good, .status = 415, .reason = "UnsupportedMediaType",
+      {.name = "no content type",
+       .contentType = "",
+       .body = good,
+       .status = 415,
+       .reason = "UnsupportedMediaType",
        .message = "Content-Type  not supported"},
-      {.name = "JSON patch media type", .contentType = "application/json-patch+json", .body = good, .status = 415,
-       .reason = "UnsupportedMediaType", .message = "Content-Type application/json-patch+json not supported"},
-      {.name = "body over the limit", .body = std::string(kMaxRequestBytes + 1, ' '), .status = 413,
+      {.name = "JSON patch media type",
+       .contentType = "application/json-patch+json",
+       .body = good,
+       .status = 415,
+       .reason = "UnsupportedMediaType",
+       .message = "Content-Type application/json-patch+json not supported"},
+      {.name = "body over the limit",
+       .body = std::string(kMaxRequestBytes + 1, ' '),
+       .status = 413,
        .reason = "RequestEntityTooLarge",
        .message = "body of 3145729 bytes exceeds the limit of 3145728 bytes"},
-      {.name = "malformed JSON", .body = "{\"apiVersion\":", .status = 400, .reason = "BadRequest",
+      {.name = "malformed JSON",
+       .body = "{\"apiVersion\":",
+       .status = 400,
+       .reason = "BadRequest",
        .message = "body: malformed JSON at byte"},
-      {.name = "missing request", .path = "/validate",
-       .body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})", .status = 400,
-       .reason = "BadRequest", .message = "request: required"},
-      {.name = "missing uid", .path = "/validate-config",
-       .body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}})", .status = 400,
-       .reason = "BadRequest", .message = "request.uid: required: send an AdmissionReview with request.uid set"},
+      {.name = "missing request",
+       .path = "/validate",
+       .body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})",
+       .status = 400,
+       .reason = "BadRequest",
+       .message = "request: required"},
+      {.name = "missing uid",
+       .path = "/validate-config",
+       .body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}})",
+       .status = 400,
+       .reason = "BadRequest",
+       .message = "request.uid: required: send an AdmissionReview with request.uid set"},
       {.name = "object not an object",
        .body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",
            "kind":{"group":"tekton.dev","version":"v1","kind":"PipelineRun"},"operation":"CREATE","object":[]}})",
-       .status = 400, .reason = "BadRequest", .message = "request.object: must be a JSON object, got array"},
+       .status = 400,
+       .reason = "BadRequest",
+       .message = "request.object: must be a JSON object, got array"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -177,7 +222,8 @@ TEST_F(AdmissionHandlerTest, AcceptsWhatTheApiServerSends) {
       {.name = "validate", .path = "/validate?timeout=30s", .body = good, .status = 200},
       {.name = "validate-config", .path = "/validate-config", .body = good, .status = 200},
       {.name = "a body of exactly the limit",
-       .body = good + std::string(kMaxRequestBytes - good.size(), ' '), .status = 200},
+       .body = good + std::string(kMaxRequestBytes - good.size(), ' '),
+       .status = 200},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -227,8 +273,8 @@ TEST_F(AdmissionHandlerTest, DryRunIsAnsweredLikeAnyOtherRequest) {
 TEST_F(AdmissionHandlerTest, AnExceptionInADecisionIsA500NotACrash) {
   ThrowingQueueIndex broken;
   AdmissionHandler handler(store_, broken, &metrics_);
-  const auto response = handler.handle({"POST", "/mutate", "application/json",
-                                        reviewBody(kPipelineRun, "CREATE", queuedPipelineRun())});
+  const auto response =
+      handler.handle({"POST", "/mutate", "application/json", reviewBody(kPipelineRun, "CREATE", queuedPipelineRun())});
   EXPECT_EQ(response.status, 500);
   const json body = json::parse(response.body);
   EXPECT_EQ(body["reason"], "InternalError");
@@ -283,19 +329,19 @@ TEST_F(AdmissionHandlerTest, RecordsMetricsPerWebhookKindOperationAndResult) {
 
 TEST_F(AdmissionHandlerTest, WorksWithoutMetrics) {
   AdmissionHandler handler(store_, queues_, nullptr);
-  EXPECT_EQ(handler.handle({"POST", "/mutate", "application/json",
-                            reviewBody(kPipelineRun, "CREATE", queuedPipelineRun())})
-                .status,
-            200);
+  EXPECT_EQ(
+      handler.handle({"POST", "/mutate", "application/json", reviewBody(kPipelineRun, "CREATE", queuedPipelineRun())})
+          .status,
+      200);
   EXPECT_EQ(handler.handle({"POST", "/mutate", "application/json", "{"}).status, 400);
 }
 
 TEST_F(AdmissionHandlerTest, LogsEachAnswerAtDebugInKeyValueForm) {
   const auto response = post("/mutate", readFixture("pipelinerun-create-queued.json"));
   ASSERT_EQ(response.status, 200);
-  EXPECT_TRUE(logged("debug", {"webhook=mutate", "uid=0c4e5f3a-1b2d-4e6f-8a9b-1c2d3e4f5a60", "kind=PipelineRun",
-                               "object=tekton-ci/build-42", "operation=CREATE", "dryRun=false", "result=patched",
-                               "patchOps=1"}));
+  EXPECT_TRUE(logged(
+      "debug", {"webhook=mutate", "uid=0c4e5f3a-1b2d-4e6f-8a9b-1c2d3e4f5a60", "kind=PipelineRun",
+                "object=tekton-ci/build-42", "operation=CREATE", "dryRun=false", "result=patched", "patchOps=1"}));
 }
 
 TEST_F(AdmissionHandlerTest, QuotesUntrustedValuesInLogLines) {

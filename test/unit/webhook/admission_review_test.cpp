@@ -82,8 +82,8 @@ TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix) {
       {"uid not a string", withChange([](json& r) { r["request"]["uid"] = 42; }), "request.uid",
        "must be a string, got number"},
       {"missing request.kind", withChange([](json& r) { r["request"].erase("kind"); }), "request.kind", "required"},
-      {"request.kind not an object", withChange([](json& r) { r["request"]["kind"] = "PipelineRun"; }),
-       "request.kind", "must be an object, got string"},
+      {"request.kind not an object", withChange([](json& r) { r["request"]["kind"] = "PipelineRun"; }), "request.kind",
+       "must be an object, got string"},
       {"request.kind without group", withChange([](json& r) { r["request"]["kind"].erase("group"); }),
        "request.kind.group", "required"},
       {"request.kind with empty version", withChange([](json& r) { r["request"]["kind"]["version"] = ""; }),
@@ -102,8 +102,7 @@ TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix) {
        "must be a boolean, got string"},
       {"object missing on CREATE", withChange([](json& r) { r["request"].erase("object"); }), "request.object",
        "required for CREATE"},
-      {"object null on UPDATE",
-       withChange([](json& r) {
+      {"object null on UPDATE", withChange([](json& r) {
          r["request"]["operation"] = "UPDATE";
          r["request"]["oldObject"] = r["request"]["object"];
          r["request"]["object"] = nullptr;
@@ -111,16 +110,14 @@ TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix) {
        "request.object", "required for UPDATE"},
       {"object a string", withChange([](json& r) { r["request"]["object"] = "{\"kind\":\"PipelineRun\"}"; }),
        "request.object", "must be a JSON object, got string"},
-      {"object an array on DELETE",
-       withChange([](json& r) {
+      {"object an array on DELETE", withChange([](json& r) {
          r["request"]["operation"] = "DELETE";
          r["request"]["object"] = json::array();
        }),
        "request.object", "must be a JSON object, got array"},
       {"oldObject missing on UPDATE", withChange([](json& r) { r["request"]["operation"] = "UPDATE"; }),
        "request.oldObject", "required for UPDATE"},
-      {"oldObject a number on UPDATE",
-       withChange([](json& r) {
+      {"oldObject a number on UPDATE", withChange([](json& r) {
          r["request"]["operation"] = "UPDATE";
          r["request"]["oldObject"] = 7;
        }),
@@ -135,8 +132,9 @@ TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix) {
       {"label value not a string",
        withChange([](json& r) { r["request"]["object"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = 3; }),
        "request.object.metadata.labels[kueue.x-k8s.io/queue-name]", "must be a string, got number"},
-      {"annotation value not a string",
-       withChange([](json& r) { r["request"]["object"]["metadata"]["annotations"] = {{"a", true}}; }),
+      {"annotation value not a string", withChange([](json& r) {
+         r["request"]["object"]["metadata"]["annotations"] = {{"a", true}};
+       }),
        "request.object.metadata.annotations[a]", "must be a string, got boolean"},
   };
   for (const auto& c : cases) {
@@ -229,31 +227,26 @@ struct GoodCase {
 TEST(DecodeAdmissionReview, AcceptsEveryShapeTheApiServerSends) {
   const std::vector<GoodCase> cases = {
       {"v1 CREATE", validReview().dump(), "admission.k8s.io/v1", "CREATE", true, false},
-      {"v1beta1 has the same shape",
-       withChange([](json& r) { r["apiVersion"] = "admission.k8s.io/v1beta1"; }), "admission.k8s.io/v1beta1",
-       "CREATE", true, false},
-      {"UPDATE carries both objects",
-       withChange([](json& r) {
+      {"v1beta1 has the same shape", withChange([](json& r) { r["apiVersion"] = "admission.k8s.io/v1beta1"; }),
+       "admission.k8s.io/v1beta1", "CREATE", true, false},
+      {"UPDATE carries both objects", withChange([](json& r) {
          r["request"]["operation"] = "UPDATE";
          r["request"]["oldObject"] = r["request"]["object"];
        }),
        "admission.k8s.io/v1", "UPDATE", true, true},
-      {"DELETE has a null object",
-       withChange([](json& r) {
+      {"DELETE has a null object", withChange([](json& r) {
          r["request"]["operation"] = "DELETE";
          r["request"]["oldObject"] = r["request"]["object"];
          r["request"]["object"] = nullptr;
        }),
        "admission.k8s.io/v1", "DELETE", false, true},
-      {"CONNECT may omit both",
-       withChange([](json& r) {
+      {"CONNECT may omit both", withChange([](json& r) {
          r["request"]["operation"] = "CONNECT";
          r["request"].erase("object");
          r["request"].erase("oldObject");
        }),
        "admission.k8s.io/v1", "CONNECT", false, false},
-      {"optional fields absent or null",
-       withChange([](json& r) {
+      {"optional fields absent or null", withChange([](json& r) {
          r["request"].erase("resource");
          r["request"].erase("name");
          r["request"]["namespace"] = nullptr;
@@ -261,8 +254,9 @@ TEST(DecodeAdmissionReview, AcceptsEveryShapeTheApiServerSends) {
          r["request"]["object"]["metadata"]["labels"] = nullptr;
        }),
        "admission.k8s.io/v1", "CREATE", true, false},
-      {"core group is the empty string",
-       withChange([](json& r) { r["request"]["kind"] = {{"group", ""}, {"version", "v1"}, {"kind", "ConfigMap"}}; }),
+      {"core group is the empty string", withChange([](json& r) {
+         r["request"]["kind"] = {{"group", ""}, {"version", "v1"}, {"kind", "ConfigMap"}};
+       }),
        "admission.k8s.io/v1", "CREATE", true, false},
       {"object without metadata", withChange([](json& r) { r["request"]["object"].erase("metadata"); }),
        "admission.k8s.io/v1", "CREATE", true, false},
@@ -290,13 +284,25 @@ TEST(AdmissionRequest, ObjectKey) {
   };
   const std::vector<Case> cases = {
       {"request name and namespace", "tekton-ci", "build-42", json::object(), nullptr, "tekton-ci/build-42"},
-      {"from the object's metadata", "", "",
-       {{"metadata", {{"name", "build-7"}, {"namespace", "ci"}}}}, nullptr, "ci/build-7"},
-      {"generateName before the name exists", "tekton-ci", "", {{"metadata", {{"generateName", "build-"}}}},
-       nullptr, "tekton-ci/build-*"},
+      {"from the object's metadata",
+       "",
+       "",
+       {{"metadata", {{"name", "build-7"}, {"namespace", "ci"}}}},
+       nullptr,
+       "ci/build-7"},
+      {"generateName before the name exists",
+       "tekton-ci",
+       "",
+       {{"metadata", {{"generateName", "build-"}}}},
+       nullptr,
+       "tekton-ci/build-*"},
       {"cluster-scoped object", "", "cluster-wide", json::object(), nullptr, "cluster-wide"},
-      {"DELETE reads the old object", "", "", nullptr,
-       {{"metadata", {{"name", "old"}, {"namespace", "ns"}}}}, "ns/old"},
+      {"DELETE reads the old object",
+       "",
+       "",
+       nullptr,
+       {{"metadata", {{"name", "old"}, {"namespace", "ns"}}}},
+       "ns/old"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -351,22 +357,35 @@ TEST(EncodeAdmissionReview, ResponseShapes) {
       {"allowed without anything else", AdmissionResponse::allow(), {{"allowed", true}}},
       {"patch as base64 JSONPatch", patched, {{"allowed", true}, {"patchType", "JSONPatch"}, {"patch", patch}}},
       {"an empty patch is no patch", emptyPatch, {{"allowed", true}}},
-      {"warnings only when there are some", warned,
+      {"warnings only when there are some",
+       warned,
        {{"allowed", true}, {"warnings", {"LocalQueue tekton-ci/team-a not found"}}}},
-      {"denied carries a metav1.Status", AdmissionResponse::deny("ns/x: bad"),
+      {"denied carries a metav1.Status",
+       AdmissionResponse::deny("ns/x: bad"),
        {{"allowed", false},
         {"status",
-         {{"metadata", json::object()}, {"status", "Failure"}, {"code", 403}, {"reason", "Forbidden"},
+         {{"metadata", json::object()},
+          {"status", "Failure"},
+          {"code", 403},
+          {"reason", "Forbidden"},
           {"message", "ns/x: bad"}}}}},
-      {"denied with another code", AdmissionResponse::deny("too big", 422, "Invalid"),
+      {"denied with another code",
+       AdmissionResponse::deny("too big", 422, "Invalid"),
        {{"allowed", false},
         {"status",
-         {{"metadata", json::object()}, {"status", "Failure"}, {"code", 422}, {"reason", "Invalid"},
+         {{"metadata", json::object()},
+          {"status", "Failure"},
+          {"code", 422},
+          {"reason", "Invalid"},
           {"message", "too big"}}}}},
-      {"a denial never carries a patch", deniedWithPatch,
+      {"a denial never carries a patch",
+       deniedWithPatch,
        {{"allowed", false},
         {"status",
-         {{"metadata", json::object()}, {"status", "Failure"}, {"code", 403}, {"reason", "Forbidden"},
+         {{"metadata", json::object()},
+          {"status", "Failure"},
+          {"code", 403},
+          {"reason", "Forbidden"},
           {"message", "ns/x: spec.managedBy: field is immutable"}}}}},
   };
   for (const auto& c : cases) {
@@ -392,8 +411,14 @@ TEST(EncodeAdmissionReview, SurvivesInvalidUtf8InAMessage) {
 
 TEST(Base64, Rfc4648Vectors) {
   const std::vector<std::pair<std::string, std::string>> vectors = {
-      {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
-      {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}, {std::string("\xff\x00\xfe", 3), "/wD+"},
+      {"", ""},
+      {"f", "Zg=="},
+      {"fo", "Zm8="},
+      {"foo", "Zm9v"},
+      {"foob", "Zm9vYg=="},
+      {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"},
+      {std::string("\xff\x00\xfe", 3), "/wD+"},
   };
   for (const auto& [plain, encodedText] : vectors) {
     SCOPED_TRACE(encodedText);

@@ -55,7 +55,8 @@ TEST_P(QueueIndexInformersTest, FollowsQueuesOfTheVersionTheClusterServes) {
   create("admissionchecks", "", {{"metadata", {{"name", "mk"}}}, {"spec", {{"controllerName", kControllers[0]}}}});
   // v1beta1 names checks in spec.admissionChecks; both versions have admissionChecksStrategy.
   const json strategy = {{"admissionChecks", json::array({json{{"name", "mk"}}})}};
-  const json spec = v1beta1 ? json{{"admissionChecks", json::array({"mk"})}} : json{{"admissionChecksStrategy", strategy}};
+  const json spec =
+      v1beta1 ? json{{"admissionChecks", json::array({"mk"})}} : json{{"admissionChecksStrategy", strategy}};
   create("clusterqueues", "", {{"metadata", {{"name", "cq"}}}, {"spec", spec}});
   cluster.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team"}}}});
   create("localqueues", "team", {{"metadata", {{"name", "q"}}}, {"spec", {{"clusterQueue", "cq"}}}});
@@ -77,9 +78,10 @@ TEST_P(QueueIndexInformersTest, FollowsQueuesOfTheVersionTheClusterServes) {
 INSTANTIATE_TEST_SUITE_P(KueueVersions, QueueIndexInformersTest, ::testing::Values("v1beta2", "v1beta1"));
 
 TEST(QueueIndexInformers, ReadsAdmissionChecksFromBothFields) {
-  json cq = {{"spec",
-              {{"admissionChecks", {"a"}},
-               {"admissionChecksStrategy", {{"admissionChecks", json::array({{{"name", "b"}, {"onFlavors", {"x"}}}})}}}}}};
+  json cq = {
+      {"spec",
+       {{"admissionChecks", {"a"}},
+        {"admissionChecksStrategy", {{"admissionChecks", json::array({{{"name", "b"}, {"onFlavors", {"x"}}}})}}}}}};
   EXPECT_EQ(clusterQueueAdmissionChecks(cq), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(clusterQueueAdmissionChecks(json::object()).empty());
 }

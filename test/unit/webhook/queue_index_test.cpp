@@ -35,29 +35,39 @@ void standard(InMemoryQueueIndex& index) {
 TEST(InMemoryQueueIndex, Lookup) {
   const std::vector<QueueLookupCase> cases = {
       {.name = "empty index", .setup = [](InMemoryQueueIndex&) {}, .result = Result::LocalQueueNotFound},
-      {.name = "same queue name in another namespace", .setup = standard, .ns = "argo-ci",
+      {.name = "same queue name in another namespace",
+       .setup = standard,
+       .ns = "argo-ci",
        .result = Result::LocalQueueNotFound},
-      {.name = "other queue in the namespace", .setup = standard, .localQueue = "team-b",
+      {.name = "other queue in the namespace",
+       .setup = standard,
+       .localQueue = "team-b",
        .result = Result::LocalQueueNotFound},
       {.name = "ClusterQueue not seen yet",
        .setup = [](InMemoryQueueIndex& i) { i.upsertLocalQueue("tekton-ci", "team-a", "team-a-cq"); },
-       .result = Result::ClusterQueueNotFound, .clusterQueue = "team-a-cq"},
+       .result = Result::ClusterQueueNotFound,
+       .clusterQueue = "team-a-cq"},
       {.name = "ClusterQueue without checks",
        .setup =
            [](InMemoryQueueIndex& i) {
              i.upsertLocalQueue("tekton-ci", "team-a", "team-a-cq");
              i.upsertClusterQueue("team-a-cq", {});
            },
-       .result = Result::NotMultiKueue, .clusterQueue = "team-a-cq"},
+       .result = Result::NotMultiKueue,
+       .clusterQueue = "team-a-cq"},
       {.name = "check referenced but not seen",
        .setup =
            [](InMemoryQueueIndex& i) {
              i.upsertLocalQueue("tekton-ci", "team-a", "team-a-cq");
              i.upsertClusterQueue("team-a-cq", {"multikueue-ac"});
            },
-       .result = Result::NotMultiKueue, .clusterQueue = "team-a-cq"},
-      {.name = "Kueue's MultiKueue check", .setup = standard, .result = Result::MultiKueue,
-       .clusterQueue = "team-a-cq", .admissionCheck = "multikueue-ac"},
+       .result = Result::NotMultiKueue,
+       .clusterQueue = "team-a-cq"},
+      {.name = "Kueue's MultiKueue check",
+       .setup = standard,
+       .result = Result::MultiKueue,
+       .clusterQueue = "team-a-cq",
+       .admissionCheck = "multikueue-ac"},
       {.name = "our dispatcher's check",
        .setup =
            [](InMemoryQueueIndex& i) {
@@ -65,7 +75,9 @@ TEST(InMemoryQueueIndex, Lookup) {
              i.upsertClusterQueue("team-a-cq", {"dispatch"});
              i.upsertAdmissionCheck("dispatch", "multikueue-adapter.dev/dispatcher");
            },
-       .result = Result::MultiKueue, .clusterQueue = "team-a-cq", .admissionCheck = "dispatch"},
+       .result = Result::MultiKueue,
+       .clusterQueue = "team-a-cq",
+       .admissionCheck = "dispatch"},
       {.name = "only the given controller names count",
        .setup =
            [](InMemoryQueueIndex& i) {
@@ -73,7 +85,9 @@ TEST(InMemoryQueueIndex, Lookup) {
              i.upsertClusterQueue("team-a-cq", {"dispatch"});
              i.upsertAdmissionCheck("dispatch", "multikueue-adapter.dev/dispatcher");
            },
-       .controllerNames = kKueueOnly, .result = Result::NotMultiKueue, .clusterQueue = "team-a-cq"},
+       .controllerNames = kKueueOnly,
+       .result = Result::NotMultiKueue,
+       .clusterQueue = "team-a-cq"},
       {.name = "LocalQueue moved to another ClusterQueue",
        .setup =
            [](InMemoryQueueIndex& i) {
@@ -81,7 +95,8 @@ TEST(InMemoryQueueIndex, Lookup) {
              i.upsertClusterQueue("plain-cq", {"provisioning"});
              i.upsertLocalQueue("tekton-ci", "team-a", "plain-cq");
            },
-       .result = Result::NotMultiKueue, .clusterQueue = "plain-cq"},
+       .result = Result::NotMultiKueue,
+       .clusterQueue = "plain-cq"},
       {.name = "LocalQueue removed",
        .setup =
            [](InMemoryQueueIndex& i) {
@@ -95,21 +110,24 @@ TEST(InMemoryQueueIndex, Lookup) {
              standard(i);
              i.removeClusterQueue("team-a-cq");
            },
-       .result = Result::ClusterQueueNotFound, .clusterQueue = "team-a-cq"},
+       .result = Result::ClusterQueueNotFound,
+       .clusterQueue = "team-a-cq"},
       {.name = "admission check removed",
        .setup =
            [](InMemoryQueueIndex& i) {
              standard(i);
              i.removeAdmissionCheck("multikueue-ac");
            },
-       .result = Result::NotMultiKueue, .clusterQueue = "team-a-cq"},
+       .result = Result::NotMultiKueue,
+       .clusterQueue = "team-a-cq"},
       {.name = "admission check's controller changed",
        .setup =
            [](InMemoryQueueIndex& i) {
              standard(i);
              i.upsertAdmissionCheck("multikueue-ac", "example.com/other");
            },
-       .result = Result::NotMultiKueue, .clusterQueue = "team-a-cq"},
+       .result = Result::NotMultiKueue,
+       .clusterQueue = "team-a-cq"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -61,9 +61,14 @@ TEST(YamlDocument, NullsAreSpelledAsGoYamlSpellsThem) {
     bool null;
   };
   const std::vector<Case> cases = {
-      {"nothing", "v:\n", true},   {"tilde", "v: ~\n", true},           {"null", "v: null\n", true},
-      {"Null", "v: Null\n", true}, {"!!null tag", "v: !!null x\n", true}, {"quoted empty", "v: ''\n", false},
-      {"quoted null", "v: 'null'\n", false}, {"word", "v: nil\n", false},
+      {"nothing", "v:\n", true},
+      {"tilde", "v: ~\n", true},
+      {"null", "v: null\n", true},
+      {"Null", "v: Null\n", true},
+      {"!!null tag", "v: !!null x\n", true},
+      {"quoted empty", "v: ''\n", false},
+      {"quoted null", "v: 'null'\n", false},
+      {"word", "v: nil\n", false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
