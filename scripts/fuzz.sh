@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for SECONDS (default 60)
-# with -rss_limit_mb=512 -timeout=2, on a corpus seeded from test/fixtures/ (the target's
+# Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for SECONDS (default 60),
+# one per core at a time, with -rss_limit_mb=512 -timeout=2, on a corpus seeded from test/fixtures/ (the target's
 # fuzz-regressions folder included). Inputs that fail are written to build-fuzz/crashes/; the
 # script exits non-zero when any target found one.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config kubeconfig yaml admission_review
@@ -12,8 +12,9 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(config kubeconfig yaml admission_review kube_protobuf sandbox_request)
 ./scripts/install-deps.sh
+# Unity build: about half the compile time, as in scripts/test.sh.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMKA_BUILD_FUZZ=ON -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF >/dev/null
+  -DMKA_BUILD_FUZZ=ON -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
 ninja -C build-fuzz "${targets[@]/%/_fuzz}"
 
 corpus=build-fuzz/corpus
@@ -41,16 +42,32 @@ for t in "${targets[@]}"; do
 done
 
 export ASAN_OPTIONS=detect_leaks=1
-failed=0
-for t in "${targets[@]}"; do
-  echo "== ${t}_fuzz for ${seconds} s"
-  rc=0
+# One fuzzer per core at a time; each writes its own log, read once all have ended.
+fuzz() {  # fuzz TARGET: its exit status in build-fuzz/TARGET.rc
+  local t=$1 rc=0
   "./build-fuzz/fuzz/${t}_fuzz" "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=2 \
     -artifact_prefix="build-fuzz/crashes/$t-" -print_final_stats=1 >"build-fuzz/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"build-fuzz/$t.rc"
+}
+jobs_at_once=$(nproc)
+running=0
+for t in "${targets[@]}"; do
+  echo "== ${t}_fuzz for ${seconds} s"
+  fuzz "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs_at_once" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+failed=0
+for t in "${targets[@]}"; do
+  echo "-- ${t}_fuzz"
   grep -E '^(Done [0-9]+ runs|stat::(number_of_executed_units|peak_rss_mb)|==[0-9]+== ERROR|SUMMARY|check failed)' \
     "build-fuzz/$t.log" || true
   grep -E '^#[0-9]+[[:space:]]+(DONE|INITED)' "build-fuzz/$t.log" | tail -1 || true
-  if [ "$rc" -ne 0 ]; then echo "FAILED: ${t}_fuzz (log: build-fuzz/$t.log)"; failed=$((failed + 1)); fi
+  if [ "$(cat "build-fuzz/$t.rc")" -ne 0 ]; then echo "FAILED: ${t}_fuzz (log: build-fuzz/$t.log)"; failed=$((failed + 1)); fi
 done
 [ "$failed" -eq 0 ] || { echo "$failed fuzz target(s) found an input that fails: build-fuzz/crashes/"; exit 1; }
 echo "fuzz: every target ran ${seconds} s and found nothing"
