@@ -55,6 +55,10 @@ std::vector<std::string> clustersOf(const json& config) {
   return names;
 }
 
+bool isOurCheck(const json& admissionCheck, std::string_view controllerName) {
+  return stringAt(admissionCheck, {"spec", "controllerName"}) == controllerName;
+}
+
 ConfigReference multiKueueConfigOf(const json& admissionCheck) {
   const auto spec = admissionCheck.value("spec", json::object());
   const auto parameters = spec.is_object() ? spec.value("parameters", json()) : json();
@@ -79,7 +83,7 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   const auto found = objects_.get(kAdmissionCheckGvk, "", admissionCheckName);
   if (!found) return Result::done();
   const json& check = *found;
-  if (stringAt(check, {"spec", "controllerName"}) != options_.controllerName) return Result::done();
+  if (!isOurCheck(check, options_.controllerName)) return Result::done();
 
   Condition desired;
   const auto ref = multiKueueConfigOf(check);

@@ -117,9 +117,7 @@ struct Dispatcher::Impl {
   std::vector<std::string> ourChecksUsingConfig(const std::string& configName) const {
     std::vector<std::string> out;
     for (const auto& ac : checksInformer->list()) {
-      if (ac.value("spec", json::object()).value("controllerName", "") !=
-          options.config.dispatch.admissionCheckControllerName)
-        continue;
+      if (!isOurCheck(ac, options.config.dispatch.admissionCheckControllerName)) continue;
       if (multiKueueConfigOf(ac).name == configName) out.push_back(objectName(ac));
     }
     return out;
@@ -159,9 +157,7 @@ struct Dispatcher::Impl {
 
     auto checkChanged = [this](const json* before, const json& after) {
       checkController->enqueue(objectName(after));
-      if (after.value("spec", json::object()).value("controllerName", "") !=
-          options.config.dispatch.admissionCheckControllerName)
-        return;
+      if (!isOurCheck(after, options.config.dispatch.admissionCheckControllerName)) return;
       if (before == nullptr || multiKueueConfigOf(*before).name != multiKueueConfigOf(after).name)
         enqueueWorkloadsOfChecks({objectName(after)});
     };

@@ -154,8 +154,7 @@ std::optional<std::string> WorkloadReconciler::ourCheck(const json& workload) co
   for (const auto& entry : arrayMember(objectMember(workload, "status"), "admissionChecks")) {
     const std::string name = entry.value("name", "");
     const auto ac = caches_.admissionChecks->get(name);
-    if (ac && json_fields::stringMember(objectMember(*ac, "spec"), "controllerName") == options_.controllerName)
-      return name;
+    if (ac && isOurCheck(*ac, options_.controllerName)) return name;
   }
   return std::nullopt;
 }

@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,10 @@ struct ConfigReference {
   std::string error;  // set when invalid
 };
 ConfigReference multiKueueConfigOf(const nlohmann::json& admissionCheck);
+
+// Whether an AdmissionCheck is ours: its spec.controllerName is `controllerName` (our
+// dispatch.admissionCheckControllerName). Every "is this check ours" question asks this.
+bool isOurCheck(const nlohmann::json& admissionCheck, std::string_view controllerName);
 
 // A MultiKueueConfig's spec.clusters in order (entries that are not strings skipped).
 std::vector<std::string> clustersOf(const nlohmann::json& multiKueueConfig);
