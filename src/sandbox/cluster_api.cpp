@@ -137,16 +137,22 @@ bool sameObject(const json& a, const json& b) {
 
 // Whether anything but metadata and status differs (what bumps metadata.generation), compared
 // in place: copying both objects to drop those two would be a noticeable share of every write.
-bool specDiffers(const json& a, const json& b) {
-  const auto counted = [](const json& object) {
+// Whether an update changes what metadata.generation counts: everything but metadata and
+// status, or everything but metadata for a custom resource without a status subresource (its
+// status is written like the rest: Argo's Workflows live this way).
+bool generationChanges(const json& a, const json& b, bool statusCounts) {
+  const auto skipped = [statusCounts](const std::string& key) {
+    return key == "metadata" || (!statusCounts && key == "status");
+  };
+  const auto counted = [&](const json& object) {
     std::size_t n = 0;
     for (const auto& [key, value] : object.items())
-      if (key != "metadata" && key != "status") ++n;
+      if (!skipped(key)) ++n;
     return n;
   };
   if (!a.is_object() || !b.is_object()) return a != b;
   for (const auto& [key, value] : a.items()) {
-    if (key == "metadata" || key == "status") continue;
+    if (skipped(key)) continue;
     const auto other = b.find(key);
     if (other == b.end() || *other != value) return true;
   }
@@ -453,6 +459,18 @@ void applySchema(json& object, const Target& t, const std::string& fieldValidati
     schema::prune(object, t.version->schema);
   }
   schema::applyDefaults(object, t.version->schema);
+  schema::pruneNulls(object, t.version->schema);
+}
+
+// What kube-apiserver checks before it stores an object: its metadata, and a custom resource
+// against its version's schema, all problems in one answer.
+FieldErrors validateObject(const Target& t, const json& object) {
+  auto errors = validateMetadata(*t.type, object);
+  if (!t.type->builtin && !t.version->schema.is_null()) {
+    auto schemaErrors = schema::validate(object, t.version->schema);
+    errors.insert(errors.end(), schemaErrors.begin(), schemaErrors.end());
+  }
+  return errors;
 }
 
 std::string managerOf(const WriteOptions& options, const char* fallback) {
@@ -494,8 +512,10 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
     throw ApiError::badRequest("resourceVersion should not be set on objects to be created");
 
   std::string name = meta.value("name", "");
+  // apiserver's SimpleNameGenerator: the prefix cut to 58 characters, so that the name with its
+  // 5-character suffix fits in 63.
   if (name.empty() && meta.value("generateName", "") != "")
-    name = meta["generateName"].get<std::string>() + randomSuffix();
+    name = meta["generateName"].get<std::string>().substr(0, 58) + randomSuffix();
   if (!name.empty()) meta["name"] = name;
   meta["uid"] = detail::newUid();
   meta["creationTimestamp"] = now();
@@ -526,7 +546,7 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
     setTypeMeta(object, t);
     applySchema(object, t, "");
   }
-  if (auto errors = validateMetadata(*t.type, object); !errors.empty())
+  if (auto errors = validateObject(t, object); !errors.empty())
     throw ApiError::invalid(t.type->qualifiedKind(), name, errors);
   if (isCrd(*t.type)) {
     parseCrd(object);  // 422 naming the bad field
@@ -762,7 +782,8 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
   const bool statusOnly = ref.subresource == "status" && !admitted && !isCrd(*type);
   if (tracksGeneration(*type) && !statusOnly) {
     const auto generation = current["metadata"].value("generation", std::int64_t{1});
-    metadataOf(next)["generation"] = specDiffers(next, current) ? generation + 1 : generation;
+    const bool statusCounts = !t.version->hasStatus && !isCrd(*type);
+    metadataOf(next)["generation"] = generationChanges(next, current, statusCounts) ? generation + 1 : generation;
   }
   if (beingDeleted(current)) {
     const auto before = finalizersOf(current);
@@ -776,7 +797,7 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
                                            "finalizers []string{" +
                                                strings::join(added, ", ") + "}"}});
   }
-  if (auto errors = validateMetadata(*type, next); !errors.empty())
+  if (auto errors = validateObject(t, next); !errors.empty())
     throw ApiError::invalid(type->qualifiedKind(), ref.name, errors);
   if (isCrd(*type)) {
     parseCrd(next);

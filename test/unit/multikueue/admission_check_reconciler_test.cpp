@@ -3,11 +3,14 @@
 // connected (its Secret is missing), ghost and phantom without a MultiKueueCluster.
 #include "mka/multikueue/admission_check_reconciler.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "mka/common/clock.h"
+#include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
+#include "support/thrown.h"
 
 namespace mka::multikueue {
 namespace {
@@ -106,13 +109,18 @@ TEST_F(AdmissionCheckReconcilerTest, BadParametersAndAMissingConfigAreBadConfig)
   };
   const std::vector<Case> cases = {
       {"no-parameters", nullptr, "missing parameters reference"},
-      {"empty-name", parameters(""), "empty name: bad parameters reference"},
       {"wrong-group", parameters("c", "example.dev"),
        "wrong group \"example.dev\", expecting \"kueue.x-k8s.io\": bad parameters reference"},
       {"wrong-kind", parameters("c", "kueue.x-k8s.io", "ConfigMap"),
        "wrong kind \"ConfigMap\", expecting \"MultiKueueConfig\": bad parameters reference"},
       {"missing-config", parameters("gone"), "multikueueconfigs.kueue.x-k8s.io \"gone\" not found"},
   };
+  // An empty name is Kueue's error too, but kube-apiserver refuses such a check before any
+  // controller sees it (the CRD's minLength and pattern on spec.parameters.name).
+  EXPECT_EQ(multiKueueConfigOf({{"spec", {{"parameters", parameters("")}}}}).error,
+            "empty name: bad parameters reference");
+  EXPECT_THAT(test::messageOf<sandbox::ApiError>([&] { createCheck("empty-name", parameters("")); }),
+              ::testing::HasSubstr("spec.parameters.name in body should be at least 1 chars long"));
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     createCheck(c.name, c.params);

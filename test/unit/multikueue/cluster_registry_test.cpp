@@ -12,6 +12,7 @@
 
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
+#include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
@@ -50,11 +51,14 @@ class ClusterRegistryTest : public fixture::MultiKueueSandbox {
                           {"spec", json::object()}});
   }
   void createWorkload(sandbox::Cluster& cluster, const std::string& name, const json& labels) {
-    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "workloads", "team", "", ""},
-                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                          {"kind", "Workload"},
-                          {"metadata", {{"name", name}, {"labels", labels}}},
-                          {"spec", {{"podSets", json::array()}}}});
+    cluster.api().create(
+        {"kueue.x-k8s.io", "v1beta2", "workloads", "team", "", ""},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "Workload"},
+         {"metadata", {{"name", name}, {"labels", labels}}},
+         {"spec",
+          {{"podSets",
+            {{{"name", "main"}, {"count", 1}, {"template", {{"spec", {{"containers", json::array()}}}}}}}}}}});
   }
 
   // Mode 2 (dispatcher): MultiKueueCluster status is not ours; connection state goes to Events.
@@ -500,7 +504,6 @@ TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
     std::string name, path, error;
   };
   const std::vector<Case> cases = {
-      {"empty", "", "kubeconfig path must not be empty"},
       {"dotdot", (prefix / ".." / "outside.kubeconfig").string(), notUnder + "path contains \"..\""},
       {"relative", "kubeconfigs/worker1", notUnder + "path must be absolute"},
       {"outside", outside.string(),
@@ -511,6 +514,11 @@ TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
        notUnder + "\"" + fs::canonical(sibling).string() + "\" is not under \"" + canonicalPrefix + "\""},
       {"missing", (prefix / "missing").string(), "cannot resolve kubeconfig path symlinks: No such file or directory"},
   };
+  // An empty path is refused by kube-apiserver already (the CRD's minLength on location).
+  EXPECT_THAT(test::messageOf<sandbox::ApiError>([&] {
+                createCluster("empty", {{"kubeConfig", {{"location", ""}, {"locationType", "Path"}}}});
+              }),
+              HasSubstr("spec.clusterSource.kubeConfig.location in body should be at least 1 chars long"));
   auto options = registryOptions();
   options.pathPrefix = prefix;
   auto& r = startRegistry(options);

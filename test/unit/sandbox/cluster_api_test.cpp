@@ -501,3 +501,84 @@ TEST_F(ClusterApiTest, NamespacesGetTheirLabelAndPhase) {
 
 }  // namespace
 }  // namespace mka::sandbox
+
+namespace mka::sandbox {
+namespace {
+
+// A custom resource is checked against its version's schema on every write, the status
+// subresource included, and refused with kube-apiserver's 422.
+TEST_F(ClusterApiTest, CustomResourcesAreValidatedAgainstTheirSchema) {
+  const ResourceRef workloads{"kueue.x-k8s.io", "v1beta2", "workloads", "default", "", ""};
+  json wl = {{"metadata", {{"name", "wl"}}},
+             {"spec",
+              {{"queueName", "q"},
+               {"podSets",
+                {{{"name", "main"},
+                  {"count", 1},
+                  {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}}}}}}}}};
+  json noPodSets = wl;
+  noPodSets["spec"]["podSets"] = json::array();
+  const auto refused = mka::test::thrownBy<ApiError>([&] { api.create(workloads, noPodSets); });
+  EXPECT_EQ(refused.code(), 422);
+  EXPECT_EQ(refused.reason(), "Invalid");
+  EXPECT_EQ(std::string(refused.what()),
+            "Workload.kueue.x-k8s.io \"wl\" is invalid: spec.podSets: Invalid value: 0: spec.podSets in body should "
+            "have at least 1 items");
+  EXPECT_EQ(refused.details()["causes"][0],
+            json({{"reason", "FieldValueInvalid"},
+                  {"message", "Invalid value: 0: spec.podSets in body should have at least 1 items"},
+                  {"field", "spec.podSets"}}));
+
+  auto stored = *api.create(workloads, wl);
+  stored["status"] = {{"conditions",
+                       {{{"type", "Finished"},
+                         {"status", "True"},
+                         {"message", "done"},
+                         {"lastTransitionTime", "2026-11-26T10:00:00Z"}}}}};
+  ResourceRef status = workloads;
+  status.name = "wl";
+  status.subresource = "status";
+  const auto statusRefused = mka::test::thrownBy<ApiError>([&] { api.update(status, stored); });
+  EXPECT_EQ(std::string(statusRefused.what()),
+            "Workload.kueue.x-k8s.io \"wl\" is invalid: status.conditions[0].reason: Required value");
+  stored["status"]["conditions"][0]["reason"] = "Succeeded";
+  EXPECT_NO_THROW(api.update(status, stored));
+}
+
+}  // namespace
+}  // namespace mka::sandbox
+
+namespace mka::sandbox {
+namespace {
+
+TEST_F(ClusterApiTest, WithoutAStatusSubresourceAStatusChangeBumpsTheGeneration) {
+  api.create(crdRef(), test::argoWorkflowCrd());
+  const ResourceRef workflows{"argoproj.io", "v1alpha1", "workflows", "default", "", ""};
+  auto wf = *api.create(workflows, json{{"metadata", {{"name", "wf"}}}, {"spec", {{"entrypoint", "main"}}}});
+  EXPECT_EQ(wf["metadata"]["generation"], 1);
+  wf["status"] = {{"phase", "Running"}};
+  ResourceRef named = workflows;
+  named.name = "wf";
+  wf = *api.update(named, wf);
+  EXPECT_EQ(wf["metadata"]["generation"], 2) << "kube-apiserver counts status when the CRD has no status subresource";
+  wf["metadata"]["labels"] = {{"a", "b"}};
+  wf = *api.update(named, wf);
+  EXPECT_EQ(wf["metadata"]["generation"], 2) << "metadata never counts";
+
+  // With a status subresource, status is not the main resource's to change: nothing counts.
+  auto run = *api.create(prRef(), pipelineRun("run"));
+  run["status"] = {{"startTime", "2026-11-26T10:00:00Z"}};
+  run = *api.update(prRef("run"), run);
+  EXPECT_EQ(run["metadata"]["generation"], 1);
+}
+
+TEST_F(ClusterApiTest, GeneratedNamesFitInSixtyThreeCharacters) {
+  const std::string prefix(70, 'a');
+  auto created = *api.create(cmRef(), json{{"metadata", {{"generateName", prefix}}}});
+  const auto name = created["metadata"]["name"].get<std::string>();
+  EXPECT_EQ(name.size(), 63u);
+  EXPECT_EQ(name.substr(0, 58), prefix.substr(0, 58));
+}
+
+}  // namespace
+}  // namespace mka::sandbox
