@@ -12,8 +12,6 @@
 namespace mka::cel::internal {
 namespace {
 
-constexpr double kTwo63 = 9223372036854775808.0;
-constexpr double kTwo64 = 18446744073709551616.0;
 // Equality walks values as deep as they nest; JSON from a request can nest deeper than the stack
 // allows.
 constexpr int kMaxValueDepth = 1000;

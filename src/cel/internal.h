@@ -23,6 +23,10 @@
 
 namespace mka::cel::internal {
 
+// 2^63 and 2^64 as doubles, exactly: the bounds of int and uint conversions and comparisons.
+inline constexpr double kTwo63 = 9223372036854775808.0;
+inline constexpr double kTwo64 = 18446744073709551616.0;
+
 using nlohmann::json;
 
 // ---- values

@@ -7,10 +7,6 @@
 namespace mka::cel::internal {
 namespace {
 
-// 2^63 and 2^64 as doubles, exactly.
-constexpr double kTwo63 = 9223372036854775808.0;
-constexpr double kTwo64 = 18446744073709551616.0;
-
 template <class T>
 int order(T a, T b) {
   return a < b ? -1 : (b < a ? 1 : 0);

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "schema_node.h"
+
 namespace mka::sandbox::schema {
 namespace {
 
@@ -24,16 +26,6 @@ const std::set<std::string, std::less<>> kObjectMetaFields = {"name",
                                                               "ownerReferences",
                                                               "finalizers",
                                                               "managedFields"};
-
-bool flag(const json& schema, const char* key) {
-  auto it = schema.find(key);
-  return it != schema.end() && it->is_boolean() && it->get<bool>();
-}
-
-const json* child(const json& schema, const char* key) {
-  auto it = schema.find(key);
-  return it != schema.end() && it->is_object() ? &*it : nullptr;
-}
 
 void pruneObjectMeta(json& metadata) {
   if (!metadata.is_object()) return;

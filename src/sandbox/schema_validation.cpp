@@ -9,21 +9,12 @@
 #include "mka/common/base64.h"
 #include "mka/common/clock.h"
 #include "schema.h"
+#include "schema_node.h"
 
 namespace mka::sandbox::schema {
 namespace {
 
 using nlohmann::json;
-
-bool flag(const json& schema, const char* key) {
-  auto it = schema.find(key);
-  return it != schema.end() && it->is_boolean() && it->get<bool>();
-}
-
-const json* child(const json& schema, const char* key) {
-  auto it = schema.find(key);
-  return it != schema.end() && it->is_object() ? &*it : nullptr;
-}
 
 // The JSON type of a value as go-openapi names it in its messages.
 std::string typeName(const json& value) {
