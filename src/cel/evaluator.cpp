@@ -286,50 +286,34 @@ class Evaluator {
     noOverload("in", element, container);
   }
 
+  // Integer arithmetic as CEL defines it: overflow and a zero divisor are errors, never a wrap.
+  template <class T>
+  static T checked(Op op, T x, T y, const char* overflowMessage) {
+    T r = 0;
+    bool overflow = false;
+    switch (op) {
+      case Op::Add: overflow = __builtin_add_overflow(x, y, &r); break;
+      case Op::Sub: overflow = __builtin_sub_overflow(x, y, &r); break;
+      case Op::Mul: overflow = __builtin_mul_overflow(x, y, &r); break;
+      case Op::Div:
+      case Op::Mod:
+        if (y == 0) throw Failure(op == Op::Div ? "division by zero" : "modulus by zero");
+        if constexpr (std::is_signed_v<T>) overflow = x == std::numeric_limits<T>::min() && y == -1;
+        if (!overflow) r = op == Op::Div ? x / y : x % y;
+        break;
+      default: break;
+    }
+    if (overflow) throw Failure(overflowMessage);
+    return r;
+  }
+
   Value arithmetic(Op op, const Value& a, const Value& b) {
     static constexpr std::string_view kSpelling[] = {"+", "-", "*", "/", "%"};
     const std::string_view spelled = kSpelling[static_cast<int>(op)];
     if (a.kind() != b.kind()) noOverload(spelled, a, b);
     switch (a.kind()) {
-      case Kind::Int: {
-        const std::int64_t x = a.intValue();
-        const std::int64_t y = b.intValue();
-        std::int64_t r = 0;
-        bool overflow = false;
-        switch (op) {
-          case Op::Add: overflow = __builtin_add_overflow(x, y, &r); break;
-          case Op::Sub: overflow = __builtin_sub_overflow(x, y, &r); break;
-          case Op::Mul: overflow = __builtin_mul_overflow(x, y, &r); break;
-          case Op::Div:
-          case Op::Mod:
-            if (y == 0) throw Failure(op == Op::Div ? "division by zero" : "modulus by zero");
-            overflow = x == std::numeric_limits<std::int64_t>::min() && y == -1;
-            if (!overflow) r = op == Op::Div ? x / y : x % y;
-            break;
-          default: break;
-        }
-        if (overflow) throw Failure("integer overflow");
-        return Value::ofInt(r);
-      }
-      case Kind::Uint: {
-        const std::uint64_t x = a.uintValue();
-        const std::uint64_t y = b.uintValue();
-        std::uint64_t r = 0;
-        bool overflow = false;
-        switch (op) {
-          case Op::Add: overflow = __builtin_add_overflow(x, y, &r); break;
-          case Op::Sub: overflow = __builtin_sub_overflow(x, y, &r); break;
-          case Op::Mul: overflow = __builtin_mul_overflow(x, y, &r); break;
-          case Op::Div:
-          case Op::Mod:
-            if (y == 0) throw Failure(op == Op::Div ? "division by zero" : "modulus by zero");
-            r = op == Op::Div ? x / y : x % y;
-            break;
-          default: break;
-        }
-        if (overflow) throw Failure("unsigned integer overflow");
-        return Value::ofUint(r);
-      }
+      case Kind::Int: return Value::ofInt(checked(op, a.intValue(), b.intValue(), "integer overflow"));
+      case Kind::Uint: return Value::ofUint(checked(op, a.uintValue(), b.uintValue(), "unsigned integer overflow"));
       case Kind::Double: {
         const double x = a.doubleValue();
         const double y = b.doubleValue();

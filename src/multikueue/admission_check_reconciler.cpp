@@ -4,6 +4,7 @@
 #include <set>
 
 #include "conditions.h"
+#include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
@@ -47,10 +48,7 @@ Condition activeCondition(std::string_view status, std::string_view reason, std:
 
 std::vector<std::string> clustersOf(const json& config) {
   std::vector<std::string> names;
-  const auto spec = config.value("spec", json::object());
-  const auto clusters = spec.is_object() ? spec.value("clusters", json::array()) : json::array();
-  if (!clusters.is_array()) return names;
-  for (const auto& c : clusters)
+  for (const auto& c : json_fields::arrayMember(json_fields::objectMember(config, "spec"), "clusters"))
     if (c.is_string()) names.push_back(c.get<std::string>());
   return names;
 }

@@ -457,7 +457,7 @@ std::optional<Result> WorkloadReconciler::followRemoteEviction(const json& workl
 }
 
 void WorkloadReconciler::removeOutOfSyncRemotes(const json& workload, Group& group) {
-  // (§2.3 step 5) Copies whose spec no longer matches the manager's go.
+  // (§2.3 step 5) Copies whose spec differs from the manager's go.
   for (auto it = group.remotes.begin(); it != group.remotes.end();) {
     if (sameSpecAsCopy(workload, it->second)) {
       ++it;

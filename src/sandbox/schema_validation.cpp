@@ -53,8 +53,7 @@ std::string goNumber(const json& n) {
   if (n.is_number_unsigned()) return std::to_string(n.get<std::uint64_t>());
   const double d = n.get<double>();
   if (std::floor(d) == d && std::fabs(d) < 1e21) return std::to_string(static_cast<std::int64_t>(d));
-  std::string s = json(d).dump();
-  return s;
+  return json(d).dump();
 }
 
 // field.Error's rendering of a bad value: strings quoted, numbers and booleans plain.

@@ -128,7 +128,7 @@ class WorkloadReconciler {
   void syncJob(RemoteCluster& remote, const Group& group, bool freshRead);
   // Whether `cluster` holds a Workload copy or a job copy of the group.
   bool anyRemoteObject(const Group& group, const std::string& cluster, RemoteCluster& remote);
-  // Sets our check from Ready to `state`; false when it was no longer Ready (or not written).
+  // Sets our check from Ready to `state`; false when the stored check is not Ready (nothing written).
   bool setCheckFromReady(const nlohmann::json& workload, const std::string& check, const std::string& state,
                          const std::string& message);
   // Read-modify-write of the manager Workload's status: `mutate` returns false when nothing is
