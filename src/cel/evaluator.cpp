@@ -369,9 +369,9 @@ class Evaluator {
       case Function::Matches: {
         if (subject.kind() != Kind::String) noOverload(name, subject);
         const std::string& s = subject.stringValue();
-        // The automaton matcher (see the parser) steps through the pattern's states for every byte.
+        // The automaton matcher (mka/cel/regex.h) steps through the pattern's states for every byte.
         charge(s.size() * (1 + n.children.back()->literal.stringValue().size() / 8));
-        return Value::ofBool(std::regex_match(s, *n.regex));
+        return Value::ofBool(n.regex->search(s));
       }
       case Function::LowerAscii:
       case Function::UpperAscii: {

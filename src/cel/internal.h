@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/cel/cel.h"
+#include "mka/cel/regex.h"
 
 namespace mka::cel::internal {
 
@@ -194,7 +194,7 @@ struct Node {
   int slot = -1;
   std::vector<std::unique_ptr<Node>> children;
   // matches(): the literal pattern, compiled once.
-  std::shared_ptr<const std::regex> regex;
+  std::shared_ptr<const Regex> regex;
 };
 
 // The variables an expression may read, in the order of Node::variable.

@@ -58,15 +58,6 @@ constexpr std::string_view kSupported =
     "the sandbox's CEL (src/cel) implements has, all, exists, exists_one, filter, map, size, contains, startsWith, "
     "endsWith, matches, lowerAscii, upperAscii, int, uint, double, string, bool and dyn";
 
-// libstdc++'s default matcher backtracks, which takes exponential time on patterns like (a*)*b;
-// its __polynomial option selects the automaton matcher, which like RE2 takes time linear in the
-// subject (times the pattern's size) and recurses only as deep as the pattern.
-#if defined(__GLIBCXX__)
-constexpr auto kRegexSyntax = std::regex::ECMAScript | std::regex_constants::__polynomial;
-#else
-constexpr auto kRegexSyntax = std::regex::ECMAScript;
-#endif
-
 std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string describe(const Token& t) {
@@ -437,50 +428,14 @@ class Parser {
     return n;
   }
 
-  // matches()'s pattern, compiled now so a bad one fails the rule's compilation. std::regex
-  // stands in for RE2: what the two read differently is refused, and so are patterns deep or
-  // large enough to exhaust std::regex's recursive compiler.
-  std::shared_ptr<const std::regex> pattern(const Node& arg) const {
+  // matches()'s pattern, compiled now so a bad one fails the rule's compilation.
+  std::shared_ptr<const Regex> pattern(const Node& arg) const {
     if (arg.type != Node::Type::Literal || arg.literal.kind() != Kind::String)
       fail(arg.offset, "matches() with a pattern that is not a string literal", "write the pattern as a literal");
-    const std::string& re = arg.literal.stringValue();
-    int depth = 0;
-    for (std::size_t i = 0; i < re.size(); ++i) {
-      const char c = re[i];
-      const char next = i + 1 < re.size() ? re[i + 1] : '\0';
-      if (c == '\\') {
-        if (std::string_view("pPAzQEC").find(next) != std::string_view::npos || (next >= '1' && next <= '9'))
-          fail(arg.offset, "unsupported regular expression escape \"\\" + std::string(1, next) + "\"",
-               "the sandbox matches with ECMAScript regular expressions, which read it differently from RE2");
-        ++i;
-      } else if (c == '(') {
-        if (next == '?' && (i + 2 >= re.size() || re[i + 2] != ':'))
-          fail(arg.offset, "unsupported regular expression group \"(?\"",
-               "flags and named groups are RE2 syntax the sandbox's ECMAScript matcher does not read; use (?:...) or "
-               "character classes");
-        if (++depth > kMaxNesting)
-          fail(arg.offset, "regular expression nests deeper than " + std::to_string(kMaxNesting) + " groups",
-               "simplify the pattern");
-      } else if (c == ')') {
-        --depth;
-      } else if (c == '{') {
-        // RE2 refuses repetition counts above 1000; std::regex would expand them into states.
-        std::size_t j = i + 1;
-        int count = 0;
-        while (j < re.size() && ((re[j] >= '0' && re[j] <= '9') || re[j] == ',')) {
-          count = re[j] == ',' ? 0 : std::min(count * 10 + (re[j] - '0'), 100000);
-          if (count > 1000) fail(arg.offset, "regular expression repetition count above 1000", "RE2 refuses it too");
-          ++j;
-        }
-      }
-    }
     try {
-      // Checked as written, then matched as a whole: with the automaton matcher one pass over
-      // the subject finds a match anywhere (regex_search would restart at every position).
-      const std::regex written(re, kRegexSyntax);
-      return std::make_shared<const std::regex>("[\\s\\S]*(?:" + re + ")[\\s\\S]*", kRegexSyntax);
-    } catch (const std::regex_error& e) {
-      fail(arg.offset, "invalid regular expression " + inQuotes(re) + " (" + e.what() + ")", "fix the pattern");
+      return std::make_shared<const Regex>(Regex::compile(arg.literal.stringValue()));
+    } catch (const RegexError& e) {
+      fail(arg.offset, e.what(), e.fix());
     }
   }
 

@@ -157,8 +157,12 @@ class Demo {
 
     startAdapter();
     submitSamples();
-    const bool ok = follow();
-    summary(ok);
+    const bool finished = follow();
+    // Writes the sandbox refused as kube-apiserver would (422): a demo that passes only because
+    // nothing checked them would hide a product that fails on a real cluster.
+    const auto refused = env_->invalidWrites();
+    const bool ok = finished && refused.empty();
+    summary(finished, refused);
     if (options_.keep) keepRunning();
     service_->stop();
     service_.reset();
@@ -309,7 +313,7 @@ class Demo {
     }
   }
 
-  void summary(bool ok) {
+  void summary(bool ok, const std::vector<std::string>& refused) {
     out_ << "\nSummary\n";
     out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER" << std::setw(12)
          << "RESULT"
@@ -326,6 +330,12 @@ class Demo {
     out_ << (ok ? "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is "
                   "left.\n"
                 : "\nSome jobs did not finish within the timeout (see the log lines above).\n");
+    if (refused.empty()) {
+      out_ << "Every object written was valid for kube-apiserver (CRD schemas and CEL rules checked).\n";
+    } else {
+      out_ << "\nWrites the clusters refused as invalid (HTTP 422), which a real cluster would refuse too:\n";
+      for (const auto& r : refused) out_ << "  " << r << '\n';
+    }
     if (options_.keep) {
       out_ << "\nLook around with kubectl (the sandbox keeps running):\n";
       for (const auto& [name, path] : kubeconfigs_)

@@ -189,6 +189,13 @@ void Environment::startKueue(const std::string& name) {
   started_.insert(name);
 }
 
+std::vector<std::string> Environment::invalidWrites() {
+  std::vector<std::string> out;
+  for (const auto& name : sandbox_->clusterNames())
+    for (const auto& write : sandbox_->cluster(name).invalidWrites()) out.push_back(name + ": " + write);
+  return out;
+}
+
 bool Environment::kueuesIdle() const {
   return std::all_of(started_.begin(), started_.end(), [&](const auto& name) { return kueues_.at(name)->idle(); });
 }

@@ -93,7 +93,10 @@ ApiError ApiError::invalid(const std::string& kind, const std::string& name, con
   std::vector<std::string> rendered;
   for (const auto& c : causes) {
     std::string body = c.fix.empty() ? c.problem : c.problem + ": " + c.fix;
-    json cause = {{"reason", causeReason(c.problem)}, {"message", body}};
+    // go-openapi's type and format errors are field.TypeInvalid, the rest is read off the problem.
+    const bool typeInvalid =
+        c.problem.starts_with("Invalid value") && c.fix.find(" in body must be of type ") != std::string::npos;
+    json cause = {{"reason", typeInvalid ? "FieldValueTypeInvalid" : causeReason(c.problem)}, {"message", body}};
     if (!c.path.empty()) cause["field"] = c.path;
     d["causes"].push_back(std::move(cause));
     std::string text = c.toString();

@@ -463,12 +463,21 @@ void applySchema(json& object, const Target& t, const std::string& fieldValidati
 }
 
 // What kube-apiserver checks before it stores an object: its metadata, and a custom resource
-// against its version's schema, all problems in one answer.
-FieldErrors validateObject(const Target& t, const json& object) {
+// against its version's schema and then its rules (`old` is the stored object on an update,
+// null on create), all problems in one answer.
+FieldErrors validateObject(const Target& t, const json& object, const json* old) {
   auto errors = validateMetadata(*t.type, object);
   if (!t.type->builtin && !t.version->schema.is_null()) {
-    auto schemaErrors = schema::validate(object, t.version->schema);
+    auto schemaErrors = schema::validate(object, t.version->schema, t.version->compiled.get());
     errors.insert(errors.end(), schemaErrors.begin(), schemaErrors.end());
+    if (t.version->compiled) {
+      if (schema::blocksRules(errors)) {
+        errors.push_back(schema::rulesNotChecked());
+      } else {
+        auto ruleErrors = schema::validateRules(object, old, *t.version->compiled);
+        errors.insert(errors.end(), ruleErrors.begin(), ruleErrors.end());
+      }
+    }
   }
   return errors;
 }
@@ -546,7 +555,7 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
     setTypeMeta(object, t);
     applySchema(object, t, "");
   }
-  if (auto errors = validateObject(t, object); !errors.empty())
+  if (auto errors = validateObject(t, object, nullptr); !errors.empty())
     throw ApiError::invalid(t.type->qualifiedKind(), name, errors);
   if (isCrd(*t.type)) {
     parseCrd(object);  // 422 naming the bad field
@@ -797,7 +806,7 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
                                            "finalizers []string{" +
                                                strings::join(added, ", ") + "}"}});
   }
-  if (auto errors = validateObject(t, next); !errors.empty())
+  if (auto errors = validateObject(t, next, &current); !errors.empty())
     throw ApiError::invalid(type->qualifiedKind(), ref.name, errors);
   if (isCrd(*type)) {
     parseCrd(next);

@@ -357,6 +357,11 @@ std::uint64_t ClusterHttp::watchesStarted() const {
 
 std::size_t ClusterHttp::openConnections() const { return server_ ? server_->openConnections() : 0; }
 
+std::vector<std::string> ClusterHttp::invalidWrites() const {
+  std::lock_guard lock(invalidMutex_);
+  return invalidWrites_;
+}
+
 void ClusterHttp::registerWatch(const std::shared_ptr<WatchStream>& stream) {
   {
     std::lock_guard lock(watchesMutex_);
@@ -519,6 +524,14 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
       serveNonResource(route, req, res);
     }
   } catch (const ApiError& e) {
+    if (e.code() == 422) {
+      logger().info("write refused as invalid cluster={} method={} path={} message=\"{}\"", options_.clusterName,
+                    req.method, req.path, e.what());
+      constexpr std::size_t kKept = 100;
+      std::lock_guard lock(invalidMutex_);
+      if (invalidWrites_.size() == kKept) invalidWrites_.erase(invalidWrites_.begin());
+      invalidWrites_.push_back(req.method + " " + req.path + ": " + e.what());
+    }
     writeError(res, e);
   } catch (const std::exception& e) {
     logger().error("request failed cluster={} method={} path={} error=\"{}\"", options_.clusterName, req.method,

@@ -65,9 +65,10 @@ class ClusterHttp {
   bool running() const;
   int port() const { return port_.load(); }
 
-  std::size_t openWatches() const;       // watch streams open now
-  std::uint64_t watchesStarted() const;  // watch streams opened since the cluster was made
-  std::size_t openConnections() const;   // connections open now (idle keep-alive ones included)
+  std::size_t openWatches() const;                 // watch streams open now
+  std::uint64_t watchesStarted() const;            // watch streams opened since the cluster was made
+  std::size_t openConnections() const;             // connections open now (idle keep-alive ones included)
+  std::vector<std::string> invalidWrites() const;  // Cluster::invalidWrites
 
  private:
   struct Route;
@@ -89,6 +90,8 @@ class ClusterHttp {
   std::atomic<int> port_{-1};                // written by start(), read by request threads
   std::atomic<bool> stopping_{false};
 
+  mutable std::mutex invalidMutex_;
+  std::vector<std::string> invalidWrites_;  // bounded: the oldest dropped first
   mutable std::mutex watchesMutex_;
   std::map<std::uint64_t, std::weak_ptr<WatchStream>> watches_;
   std::uint64_t nextWatchId_ = 0;

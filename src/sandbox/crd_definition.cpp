@@ -8,6 +8,7 @@
 #include "mka/common/validation.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/resource_registry.h"
+#include "schema.h"
 
 namespace mka::sandbox {
 namespace {
@@ -172,6 +173,7 @@ void CrdReader::readVersions(ResourceType& type, const json& spec) {
                   schema["type"].is_string() ? schema["type"].get<std::string>() : schema["type"].dump(), "\"object\"");
     }
     v.schema = schema.empty() ? json(nullptr) : schema;
+    if (!schema.empty()) v.compiled = schema::compile(schema, path + ".schema.openAPIV3Schema", errors_);
 
     const json& subresources = object(entry, "subresources", path + ".subresources");
     auto status = subresources.find("status");

@@ -261,6 +261,7 @@ std::string Cluster::kubeconfig() const {
 std::size_t Cluster::openWatches() const { return impl_->http->openWatches(); }
 std::uint64_t Cluster::watchesStarted() const { return impl_->http->watchesStarted(); }
 std::size_t Cluster::openConnections() const { return impl_->http->openConnections(); }
+std::vector<std::string> Cluster::invalidWrites() const { return impl_->http->invalidWrites(); }
 
 ClusterApi& Cluster::api() { return impl_->api; }
 ObjectStore& Cluster::store() { return impl_->store; }

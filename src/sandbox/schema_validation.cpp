@@ -4,11 +4,11 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <regex>
 
 #include "mka/common/base64.h"
 #include "mka/common/clock.h"
 #include "schema.h"
+#include "schema_compiled.h"
 #include "schema_node.h"
 
 namespace mka::sandbox::schema {
@@ -92,6 +92,8 @@ bool formatValid(std::string_view format, const std::string& text) {
 
 class Validator {
  public:
+  explicit Validator(const Compiled* compiled) : compiled_(compiled) {}
+
   FieldErrors errors;
 
   void value(const json& v, const json& s, const std::string& path) {
@@ -266,29 +268,26 @@ class Validator {
     }
   }
 
-  // Schema patterns are ECMA-262 regular expressions (go-openapi compiles them with Go's
-  // regexp, which agrees on the patterns CRDs use). A pattern that does not compile here is
-  // not enforced: the CRD was accepted by kube-apiserver, so the fault would be ours.
+  // Schema patterns are ECMA-262 regular expressions; kube-apiserver reads them with Go's
+  // regexp (RE2), which cel::Regex stands in for. compile() refuses a CRD with a pattern it
+  // cannot read, so a pattern missing here comes from a schema validated without compile().
   bool patternMatches(const std::string& pattern, const std::string& text) {
-    auto it = patterns_.find(pattern);
-    if (it == patterns_.end()) {
-      std::optional<std::regex> compiled;
-      try {
-        compiled.emplace(pattern, std::regex::ECMAScript);
-      } catch (const std::regex_error&) {
-      }
-      it = patterns_.emplace(pattern, std::move(compiled)).first;
+    if (compiled_) {
+      if (auto it = compiled_->patterns.find(pattern); it != compiled_->patterns.end()) return it->second.search(text);
     }
-    return !it->second || std::regex_search(text, *it->second);
+    auto it = patterns_.find(pattern);
+    if (it == patterns_.end()) it = patterns_.emplace(pattern, cel::Regex::compile(pattern)).first;
+    return it->second.search(text);
   }
 
-  std::map<std::string, std::optional<std::regex>> patterns_;
+  const Compiled* compiled_;
+  std::map<std::string, cel::Regex, std::less<>> patterns_;
 };
 
 }  // namespace
 
-FieldErrors validate(const json& object, const json& schema) {
-  Validator v;
+FieldErrors validate(const json& object, const json& schema, const Compiled* compiled) {
+  Validator v(compiled);
   if (!schema.is_object() || !object.is_object()) return v.errors;
   v.object(object, schema, "", /*root=*/true);
   return std::move(v.errors);

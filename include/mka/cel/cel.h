@@ -26,10 +26,8 @@
 // format, regex find, lists), string extension functions other than lowerAscii/upperAscii,
 // field names escaped the Kubernetes way (__dash__, __dot__, reserved words).
 //
-// `matches` uses std::regex (ECMAScript) in place of RE2: the pattern must be a string literal,
-// is checked at compile time, and syntax the two read differently ((?i), (?P<n>), lookarounds,
-// \pL, \A, \z, \Q, backreferences, counts above 1000) is refused. It matches in time linear in
-// the subject, as RE2 does, but counts bytes, not code points, for `.` and repetitions.
+// `matches` takes a string literal as its pattern, compiled at compile time by cel::Regex
+// (mka/cel/regex.h: std::regex standing in for RE2, refusing what the two read differently).
 
 #include <cstdint>
 #include <map>

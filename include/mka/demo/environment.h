@@ -74,6 +74,9 @@ class Environment {
   void startKueue(const std::string& name);
   // Every started stand-in quiet (see KueueStandIn::idle).
   bool kueuesIdle() const;
+  // Every write a cluster refused as invalid (sandbox::Cluster::invalidWrites), as
+  // "<cluster>: <METHOD> <path>: <message>".
+  std::vector<std::string> invalidWrites();
   void pokeKueues();  // after advancing a FakeClock
 
   // Where the repository's sample and CRD folders are, found from `start` upwards

@@ -18,6 +18,10 @@
 
 namespace mka::sandbox {
 
+namespace schema {
+struct Compiled;  // src/sandbox/schema.h
+}
+
 struct ResourceVersionInfo {
   std::string name;  // "v1"
   bool served = true;
@@ -25,6 +29,9 @@ struct ResourceVersionInfo {
   nlohmann::json schema;  // openAPIV3Schema of a CRD version; null for built-ins without one
   nlohmann::json printerColumns = nlohmann::json::array();  // additionalPrinterColumns
   bool hasStatus = false;                                   // status subresource
+  // The schema's patterns and x-kubernetes-validations rules, compiled when the CRD was read;
+  // null for built-ins.
+  std::shared_ptr<const schema::Compiled> compiled;
 };
 
 struct ResourceType {

@@ -68,6 +68,9 @@ class Cluster {
   std::size_t openWatches() const;       // watches streamed over HTTP right now
   std::uint64_t watchesStarted() const;  // watches streamed over HTTP since the cluster was made
   std::size_t openConnections() const;   // HTTP connections open right now
+  // The last writes (up to 100) this cluster refused as invalid (422) over HTTP, as
+  // "<METHOD> <path>: <message>": a client whose writes a real cluster would refuse.
+  std::vector<std::string> invalidWrites() const;
 
   ClusterApi& api();
   ObjectStore& store();

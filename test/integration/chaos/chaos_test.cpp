@@ -6,6 +6,7 @@
 //
 // Verification reads the clusters in-process (ClusterApi), so injected faults never touch it.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -64,6 +65,8 @@ class ChaosTest : public ::testing::Test {
   }
   void TearDown() override {
     stopAdapter();
+    // Every object the adapter and the stand-ins wrote passed kube-apiserver's validation.
+    EXPECT_THAT(env_->invalidWrites(), ::testing::IsEmpty());
     env_.reset();
   }
 

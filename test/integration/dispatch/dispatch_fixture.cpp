@@ -27,6 +27,10 @@ void DispatchFixture::setUpEnvironment(Setup setup) {
 
 void DispatchFixture::tearDownEnvironment() {
   stopAdapter();
+  // Every object the adapter and the stand-ins wrote passed kube-apiserver's validation.
+  if (env_) {
+    EXPECT_THAT(env_->invalidWrites(), ::testing::IsEmpty());
+  }
   env_.reset();
 }
 

@@ -3,6 +3,7 @@
 // stand-ins, the sample Kueue objects) on a FakeClock, and the adapter's Dispatcher against the
 // manager. Tests create jobs on the manager and await what users would see.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -1,4 +1,5 @@
 #include "mka/cel/cel.h"
+#include "mka/cel/regex.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -547,7 +548,7 @@ TEST(Cel, CompileErrorsNameTheConstructAndColumn) {
       {"99999999999999999999u", "integer literal \"99999999999999999999\" is out of range at column 1", 1},
       {"1e400", "double literal \"1e400\" is out of range at column 1", 1},
       {"1x", "unexpected \"x\" after a number at column 2", 2},
-      {"'a'.matches('(?i)a')", "unsupported regular expression group \"(?\" at column 13", 13},
+      {"'a'.matches('(?P<n>a)')", "unsupported regular expression group \"(?\" at column 13", 13},
       {R"('a'.matches('\\pL'))", "unsupported regular expression escape \"\\p\" at column 13", 13},
       {"'a'.matches('[')", "invalid regular expression \"[\"", 13},
       {"'a'.matches('a)(b')", "invalid regular expression \"a)(b\"", 13},
@@ -634,6 +635,28 @@ TEST(Cel, OneProgramEvaluatesOnManyThreads) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+}  // namespace
+}  // namespace mka::cel
+
+namespace mka::cel {
+namespace {
+
+// Patterns as RE2 reads them: a leading (?i) is honoured, syntax ECMAScript reads differently
+// is refused instead of matched differently.
+TEST(Regex, ReadsWhatRe2ReadsOrRefusesIt) {
+  const auto kind = Regex::compile("^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$");
+  EXPECT_TRUE(kind.search("MultiKueue"));
+  EXPECT_FALSE(kind.search("1abc"));
+  EXPECT_TRUE(Regex::compile("(?i)abc").search("xABCx")) << "unanchored: a match anywhere";
+  EXPECT_FALSE(Regex::compile("abc").search("ABC"));
+  for (const char* refused : {"a(?i)b", "(?P<n>a)", "(?=a)", "\\pL", "\\Aa", "(a)\\1", "a{1001}"}) {
+    SCOPED_TRACE(refused);
+    EXPECT_THROW(Regex::compile(refused), RegexError);
+  }
+  // Linear time: a pattern that makes a backtracking matcher take exponential time.
+  EXPECT_FALSE(Regex::compile("^(a*)*b$").search(std::string(64, 'a')));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_status.h"
+#include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 
 namespace mka::multikueue {
@@ -53,27 +54,28 @@ json ownerReference(const std::string& apiVersion, const std::string& kind, cons
 // The manager's Workload "default/wl" of PipelineRun "job", with quota reserved and our check
 // Pending unless a case changes it.
 json managerWorkload() {
-  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-          {"kind", "Workload"},
-          {"metadata",
-           {{"name", "wl"},
-            {"namespace", "default"},
-            {"labels", {{std::string(kJobUidLabel), "uid-job"}}},
-            {"ownerReferences", json::array({ownerReference("tekton.dev/v1", "PipelineRun", "job")})}}},
-          {"spec",
-           {{"queueName", "lq"},
-            {"podSets",
-             json::array({{{"name", "main"},
-                           {"count", 1},
-                           {"template",
-                            {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}},
-          {"status",
-           {{"conditions", json::array({condition("QuotaReserved", true, "QuotaReserved")})},
-            {"admission", {{"clusterQueue", "cq"}}},
-            {"admissionChecks", json::array({{{"name", kCheck},
-                                              {"state", "Pending"},
-                                              {"message", ""},
-                                              {"lastTransitionTime", "2026-11-26T10:00:00Z"}}})}}}};
+  return {
+      {"apiVersion", "kueue.x-k8s.io/v1beta2"},
+      {"kind", "Workload"},
+      {"metadata",
+       {{"name", "wl"},
+        {"namespace", "default"},
+        {"labels", {{std::string(kJobUidLabel), "uid-job"}}},
+        {"ownerReferences", json::array({ownerReference("tekton.dev/v1", "PipelineRun", "job")})}}},
+      {"spec",
+       {{"queueName", "lq"},
+        {"podSets",
+         json::array(
+             {{{"name", "main"},
+               {"count", 1},
+               {"template", {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}},
+      {"status",
+       {{"conditions", json::array({condition("QuotaReserved", true, "QuotaReserved")})},
+        {"admission", {{"clusterQueue", "cq"}, {"podSetAssignments", json::array({{{"name", "main"}, {"count", 1}}})}}},
+        {"admissionChecks", json::array({{{"name", kCheck},
+                                          {"state", "Pending"},
+                                          {"message", ""},
+                                          {"lastTransitionTime", "2026-11-26T10:00:00Z"}}})}}}};
 }
 
 json& checkEntry(json& workload) { return workload["status"]["admissionChecks"][0]; }
@@ -316,7 +318,8 @@ class World {
     status.subresource = "status";
     try {
       cluster.api().update(status, stored);
-    } catch (const std::exception&) {
+    } catch (const sandbox::ApiError& e) {
+      if (e.code() != 404) throw;
       cluster.api().update(fixture::named(ref, name), stored);  // a kind without a status subresource
     }
   }

@@ -540,7 +540,9 @@ TEST_F(ClusterApiTest, CustomResourcesAreValidatedAgainstTheirSchema) {
   status.subresource = "status";
   const auto statusRefused = mka::test::thrownBy<ApiError>([&] { api.update(status, stored); });
   EXPECT_EQ(std::string(statusRefused.what()),
-            "Workload.kueue.x-k8s.io \"wl\" is invalid: status.conditions[0].reason: Required value");
+            "Workload.kueue.x-k8s.io \"wl\" is invalid: [status.conditions[0].reason: Required value, <nil>: Invalid "
+            "value: \"null\": some validation rules were not checked because the object was invalid; correct the "
+            "existing errors to complete validation]");
   stored["status"]["conditions"][0]["reason"] = "Succeeded";
   EXPECT_NO_THROW(api.update(status, stored));
 }

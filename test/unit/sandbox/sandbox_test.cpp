@@ -76,6 +76,21 @@ TEST(SandboxTest, ClustersKeepTheirOwnObjects) {
   EXPECT_EQ(test::statusOf(test::clientFor(b)->Get("/api/v1/namespaces/default/configmaps/only-in-a")), 404);
 }
 
+// The end-to-end, chaos and demo runs fail on any write a cluster refused as invalid: the
+// record they read holds the request and kube's message, and only 422s.
+TEST(SandboxTest, WritesRefusedAsInvalidAreRecorded) {
+  Sandbox sandbox;
+  Cluster& c = sandbox.addCluster(named("a"));
+  auto client = test::clientFor(c);
+  json bad = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "Not_A_Label"}}}};
+  ASSERT_EQ(test::statusOf(client->Post("/api/v1/namespaces", bad.dump(), "application/json")), 422);
+  ASSERT_EQ(test::statusOf(client->Get("/api/v1/namespaces/missing")), 404);
+  const auto refused = c.invalidWrites();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_THAT(refused[0], ::testing::StartsWith("POST /api/v1/namespaces: Namespace \"Not_A_Label\" is invalid: "
+                                                "metadata.name: Invalid value: \"Not_A_Label\""));
+}
+
 TEST(SandboxTest, RejectsDuplicateAndMalformedNames) {
   Sandbox sandbox;
   sandbox.addCluster(named("manager"));
