@@ -8,7 +8,7 @@ packages=(
   libssl-dev zlib1g-dev libjemalloc-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl jq wrk clang clang-format libclang-rt-14-dev python3 python3-yaml
+  curl jq wrk clang clang-format libclang-rt-14-dev python3 python3-yaml python3-kubernetes
 )
 
 missing=()

@@ -90,6 +90,12 @@ int run(int argc, char** argv) {
                          "directory, else none");
   sandboxCmd->add_flag("--no-crds", sandboxOptions.noCrds, "Start with the built-in kinds only");
   sandboxCmd->add_option("--host", sandboxOptions.host, "Address the clusters listen on")->capture_default_str();
+  sandboxCmd
+      ->add_option("--watch-history", sandboxOptions.watchHistory,
+                   "Events each cluster keeps so that a watch or list can resume from an older resourceVersion; "
+                   "older ones answer 410 Gone, as kube-apiserver does once its watch cache moved on")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10'000'000}))
+      ->capture_default_str();
 
   DemoOptions demoOptions;
   std::string demoWorkers = "worker1,worker2";

@@ -2,6 +2,9 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include <string>
 
 namespace mka::validation {
@@ -34,14 +37,15 @@ bool isAlnum(char c) { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
 
 std::string maxLenError(std::size_t n) { return "must be no more than " + std::to_string(n) + " characters"; }
 
-// apimachinery's RegexError: "<msg> (e.g. 'a', or 'b', regex used for validation is '<fmt>')".
+// apimachinery's RegexError: "<msg> (e.g. 'a',  or 'b', regex used for validation is '<fmt>')",
+// the two spaces included.
 std::string regexError(std::string_view msg, std::string_view fmt, std::initializer_list<std::string_view> examples) {
   std::string out(msg);
   if (examples.size() == 0) return out + " (regex used for validation is '" + std::string(fmt) + "')";
   out += " (e.g. ";
   bool first = true;
   for (auto e : examples) {
-    if (!first) out += "or ";
+    if (!first) out += " or ";
     out += "'" + std::string(e) + "', ";
     first = false;
   }
@@ -99,6 +103,25 @@ std::vector<std::string> dns1123Label(std::string_view value) {
       errs.push_back("must not contain dots");
     else
       errs.push_back(regexError(kLabelMsg, kLabelFmt, {"my-name", "123-abc"}));
+  }
+  return errs;
+}
+
+std::vector<std::string> configMapKey(std::string_view value) {
+  std::vector<std::string> errs;
+  if (value.size() > kSubdomainMaxLength) errs.push_back(maxLenError(kSubdomainMaxLength));
+  const bool valid = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+  if (!valid)
+    errs.push_back(regexError("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                              "[-._a-zA-Z0-9]+", {"key.name", "KEY_NAME", "key-name"}));
+  if (value == ".") {
+    errs.push_back("must not be '.'");
+  } else if (value == "..") {
+    errs.push_back("must not be '..'");
+  } else if (value.starts_with("..")) {
+    errs.push_back("must not start with '..'");
   }
   return errs;
 }

@@ -81,6 +81,7 @@ int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
       cluster.name = name;
       cluster.host = options.host;
       cluster.crdFiles = crdFiles;
+      cluster.watchHistory = options.watchHistory;
       sandbox.addCluster(cluster);
     }
     const auto kubeconfigs = sandbox.writeKubeconfigs(options.dir);

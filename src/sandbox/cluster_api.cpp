@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "builtin_types.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/sandbox/admission.h"
@@ -173,24 +174,6 @@ json parseJsonBody(const std::string& body, const char* what) {
   }
 }
 
-// The dotted paths of fields in `original` that pruning removed, for fieldValidation=Strict.
-void unknownFields(const json& original, const json& pruned, const std::string& prefix, std::vector<std::string>& out) {
-  if (original.is_object() && pruned.is_object()) {
-    for (auto it = original.begin(); it != original.end(); ++it) {
-      const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
-      auto p = pruned.find(it.key());
-      if (p == pruned.end()) {
-        out.push_back(path);
-      } else {
-        unknownFields(it.value(), *p, path, out);
-      }
-    }
-  } else if (original.is_array() && pruned.is_array() && original.size() == pruned.size()) {
-    for (std::size_t i = 0; i < original.size(); ++i)
-      unknownFields(original[i], pruned[i], prefix + "[" + std::to_string(i) + "]", out);
-  }
-}
-
 // Metadata checks kube-apiserver makes on every kind (ValidateObjectMeta).
 FieldErrors validateMetadata(const ResourceType& type, const json& object) {
   FieldErrors errors;
@@ -219,6 +202,31 @@ FieldErrors validateMetadata(const ResourceType& type, const json& object) {
       } else if (std::string_view(field) == "labels") {
         for (const auto& p : validation::labelValue(it.value().get<std::string>()))
           errors.push_back({path, "Invalid value: \"" + it.value().get<std::string>() + "\"", p});
+      }
+    }
+  }
+  // Finalizer names: qualified names (apimachinery, on the list), and for built-in kinds either
+  // domain-qualified or one of Kubernetes' own (the core validation, on the entry).
+  if (const auto f = meta.find("finalizers"); f != meta.end() && f->is_array()) {
+    for (std::size_t i = 0; i < f->size(); ++i) {
+      if (!(*f)[i].is_string()) continue;
+      const auto& finalizer = (*f)[i].get_ref<const std::string&>();
+      for (const auto& p : validation::qualifiedName(finalizer))
+        errors.push_back({"metadata.finalizers", "Invalid value: " + json(finalizer).dump(), p});
+      static const std::set<std::string, std::less<>> kStandard = {"kubernetes", "orphan", "foregroundDeletion"};
+      if (type.builtin && finalizer.find('/') == std::string::npos && !kStandard.count(finalizer))
+        errors.push_back({"metadata.finalizers[" + std::to_string(i) + "]", "Invalid value: " + json(finalizer).dump(),
+                          "name is neither a standard finalizer name nor is it fully qualified"});
+    }
+  }
+  // ConfigMap and Secret keys (ValidateConfigMap, ValidateSecret).
+  if (type.builtin && type.group.empty() && (type.plural == "configmaps" || type.plural == "secrets")) {
+    for (const char* field : {"data", "binaryData"}) {
+      const auto d = object.find(field);
+      if (d == object.end() || !d->is_object()) continue;
+      for (const auto& [key, value] : d->items()) {
+        for (const auto& p : validation::configMapKey(key))
+          errors.push_back({std::string(field) + "[" + key + "]", "Invalid value: " + json(key).dump(), p});
       }
     }
   }
@@ -325,11 +333,42 @@ ObjectStore::Filter makeFilter(const ResourceType& type, const ListOptions& opti
 
 }  // namespace
 
+namespace {
+
+// kube-apiserver's reading of a list's resourceVersion and resourceVersionMatch: the revision
+// to list at when it must be exact. A resourceVersion ahead of the store is 504 either way.
+std::optional<std::uint64_t> listRevision(const ListOptions& options, std::uint64_t current) {
+  const auto& rv = options.resourceVersion;
+  const auto& match = options.resourceVersionMatch;
+  FieldErrors causes;
+  if (!match.empty() && match != "Exact" && match != "NotOlderThan")
+    causes.push_back({"resourceVersionMatch", "Unsupported value: " + json(match).dump(),
+                      "supported values: \"Exact\", \"NotOlderThan\""});
+  if (!match.empty() && rv.empty())
+    causes.push_back(
+        {"resourceVersionMatch", "Forbidden", "resourceVersionMatch is forbidden unless resourceVersion is provided"});
+  if (!match.empty() && !options.continueToken.empty())
+    causes.push_back(
+        {"resourceVersionMatch", "Forbidden", "resourceVersionMatch is forbidden when continue is provided"});
+  if (match == "Exact" && rv == "0")
+    causes.push_back(
+        {"resourceVersionMatch", "Forbidden", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""});
+  if (!causes.empty()) throw ApiError::invalid("ListOptions.meta.k8s.io", "", causes);
+  if (rv.empty() || rv == "0" || !options.continueToken.empty()) return std::nullopt;
+  const auto revision = parseResourceVersion(rv, "resourceVersion");
+  if (!revision) return std::nullopt;
+  if (match == "Exact") return revision;
+  if (*revision > current) return revision;  // the store answers 504
+  return std::nullopt;
+}
+
+}  // namespace
+
 json ClusterApi::list(const ResourceRef& ref, const ListOptions& options) const {
   auto type = resolve(ref);
   auto filter = makeFilter(*type, options, "");
   auto result = store_.list(type->group, type->plural, type->namespaced ? ref.namespace_ : "", filter, options.limit,
-                            options.continueToken);
+                            options.continueToken, listRevision(options, store_.resourceVersion()));
   const auto gv = apiVersionOf(type->group, ref.version);
   json items = json::array();
   for (auto& item : result.items) {
@@ -440,26 +479,36 @@ Target target(const ClusterApi& api, const ResourceRef& ref) {
           apiVersionOf(type->group, ref.version)};
 }
 
-// Prunes and defaults a custom resource by its version's schema; with fieldValidation=Strict
-// an unknown field is refused the way kube-apiserver refuses it.
-void applySchema(json& object, const Target& t, const std::string& fieldValidation) {
-  if (t.type->builtin || t.version->schema.is_null()) return;
-  if (fieldValidation == "Strict") {
-    json pruned = object;
-    schema::prune(pruned, t.version->schema);
-    std::vector<std::string> unknown;
-    unknownFields(object, pruned, "", unknown);
-    if (!unknown.empty()) {
-      std::vector<std::string> quoted;
-      for (const auto& u : unknown) quoted.push_back("unknown field \"" + u + "\"");
-      throw ApiError::badRequest("strict decoding error: " + strings::join(quoted, ", "));
-    }
-    object = std::move(pruned);
+// What decoding does to a body before anything else looks at it: a built-in kind is typed
+// (detail::decodeBuiltin), a custom resource pruned and defaulted by its version's schema, and
+// an unknown field dropped, refused with fieldValidation=Strict, or named in `warnings` (the
+// default, Warn) as kube-apiserver does.
+void applySchema(json& object, const Target& t, const std::string& fieldValidation,
+                 std::vector<std::string>* warnings = nullptr) {
+  const json* schema = nullptr;
+  if (t.type->builtin) {
+    schema = detail::builtinTypeSchema(*t.type);
+    if (!schema) return;
+    detail::decodeBuiltin(object, *t.type, *schema);
+  } else if (!t.version->schema.is_null()) {
+    schema = &t.version->schema;
   } else {
-    schema::prune(object, t.version->schema);
+    return;
   }
-  schema::applyDefaults(object, t.version->schema);
-  schema::pruneNulls(object, t.version->schema);
+  const bool strict = fieldValidation == "Strict";
+  const bool warn = warnings && (fieldValidation.empty() || fieldValidation == "Warn");
+  std::vector<std::string> unknown;
+  schema::prune(object, *schema, strict || warn ? &unknown : nullptr);
+  if (strict && !unknown.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& u : unknown) quoted.push_back("unknown field \"" + u + "\"");
+    throw ApiError::badRequest("strict decoding error: " + strings::join(quoted, ", "));
+  }
+  if (warn)
+    for (const auto& u : unknown) warnings->push_back("unknown field \"" + u + "\"");
+  if (t.type->builtin) return;
+  schema::applyDefaults(object, *schema);
+  schema::pruneNulls(object, *schema);
 }
 
 // What kube-apiserver checks before it stores an object: its metadata, and a custom resource
@@ -544,7 +593,7 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
     object["spec"] = {{"finalizers", {"kubernetes"}}};
     object["status"] = {{"phase", "Active"}};
   }
-  applySchema(object, t, options.fieldValidation);
+  applySchema(object, t, options.fieldValidation, options.warnings);
   t.key.name = name;
 
   if (admitting()) {
@@ -602,7 +651,7 @@ StoredObject ClusterApi::update(const ResourceRef& ref, json object, const Write
 }
 
 StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
-                               const WriteOptions& options) {
+                               const WriteOptions& options, bool* createdByApply) {
   auto t = target(*this, ref);
   if (ref.name.empty()) throw ApiError::methodNotSupported(t.type->qualifiedResource(), "patch");
   const auto media = baseMediaType(contentType);
@@ -665,7 +714,9 @@ StoredObject ClusterApi::patch(const ResourceRef& ref, const std::string& conten
       collection.name.clear();
       WriteOptions createOptions = options;
       try {
-        return createWithManagedFields(collection, std::move(created), createOptions);
+        auto stored = createWithManagedFields(collection, std::move(created), createOptions);
+        if (createdByApply) *createdByApply = true;
+        return stored;
       } catch (const ApiError& e) {
         if (e.code() != 409 || e.reason() != "AlreadyExists" || attempt >= kWriteAttempts) throw;
       }
@@ -738,6 +789,30 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
     throw ApiError::conflict(type->qualifiedResource(), ref.name,
                              "the object has been modified; please apply your changes to the latest version and try "
                              "again");
+  if (const auto meta = incoming.find("metadata"); meta != incoming.end() && meta->is_object()) {
+    // A patch may rename or move the object; kube-apiserver refuses it as it refuses such a body.
+    const std::string name = meta->value("name", "");
+    if (!name.empty() && name != ref.name)
+      throw ApiError::badRequest("the name of the object (" + name + ") does not match the name on the URL (" +
+                                 ref.name + ")");
+    const std::string ns = meta->value("namespace", "");
+    if (type->namespaced && !ns.empty() && ns != ref.namespace_)
+      throw ApiError::badRequest("the namespace of the object (" + ns +
+                                 ") does not match the namespace on the request (" + ref.namespace_ + ")");
+    // The uid a client sends is a precondition (kube-apiserver's defaultUpdatedObjectInfo),
+    // checked by the storage layer, whose error the 409 wraps.
+    const std::string uid = meta->value("uid", "");
+    const std::string storedUid = stringAt(current, "metadata", "uid");
+    if (!uid.empty() && uid != storedUid) {
+      std::string key = "/registry/" + (type->group.empty() ? "" : type->group + "/") + type->plural + "/" +
+                        (type->namespaced ? ref.namespace_ + "/" : "") + ref.name;
+      throw ApiError::conflict(
+          type->qualifiedResource(), ref.name,
+          "StorageError: invalid object, Code: 4, Key: " + key +
+              ", ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: " + uid +
+              ", UID in object meta: " + storedUid);
+    }
+  }
   setTypeMeta(incoming, t);
   json next;
   if (ref.subresource == "status") {
@@ -770,7 +845,7 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
     if (meta.contains("generateName") && meta["generateName"].is_null()) meta.erase("generateName");
   }
   metadataOf(next)["resourceVersion"] = current["metadata"].value("resourceVersion", "");
-  applySchema(next, t, ref.subresource.empty() ? options.fieldValidation : "");
+  applySchema(next, t, ref.subresource.empty() ? options.fieldValidation : "", options.warnings);
   if (isNamespace(*type) && ref.subresource.empty()) {
     auto& labels = metadataOf(next)["labels"];
     if (!labels.is_object()) labels = json::object();
@@ -843,6 +918,32 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
 
 // ---------------------------------------------------------------------------------------------
 // Delete
+
+json ClusterApi::removeCollection(const ResourceRef& ref, const ListOptions& selection, const DeleteOptions& options) {
+  auto type = resolve(ref);
+  if (!ref.name.empty() || !ref.subresource.empty() ||
+      std::find(type->verbs.begin(), type->verbs.end(), "deletecollection") == type->verbs.end())
+    throw ApiError::methodNotSupported(type->qualifiedResource(), "deletecollection");
+  ListOptions all = selection;
+  all.limit = 0;
+  all.continueToken.clear();
+  json listed = list(ref, all);
+  json deleted = json::array();
+  for (auto& item : listed["items"]) {
+    ResourceRef one = ref;
+    one.name = stringAt(item, "metadata", "name");
+    if (type->namespaced) one.namespace_ = stringAt(item, "metadata", "namespace");
+    try {
+      auto after = remove(one, options);
+      deleted.push_back(after->value("kind", "") == "Status" ? std::move(item) : *after);
+    } catch (const ApiError& e) {
+      if (e.code() != 404) throw;  // deleted by someone else meanwhile
+    }
+  }
+  listed["items"] = std::move(deleted);
+  listed["metadata"] = {{"resourceVersion", std::to_string(store_.resourceVersion())}};
+  return listed;
+}
 
 StoredObject ClusterApi::remove(const ResourceRef& ref, const DeleteOptions& options) {
   auto t = target(*this, ref);

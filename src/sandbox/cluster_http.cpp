@@ -141,8 +141,10 @@ bool dryRunParam(const httplib::Request& req) {
   return dryRun;
 }
 
-WriteOptions writeOptions(const httplib::Request& req) {
+// `warnings` collects what the write answers in Warning headers (warnTo).
+WriteOptions writeOptions(const httplib::Request& req, std::vector<std::string>& warnings) {
   WriteOptions options;
+  options.warnings = &warnings;
   options.dryRun = dryRunParam(req);
   options.fieldManager = param(req, "fieldManager");
   options.force = parseBoolParam("force", param(req, "force"));
@@ -584,9 +586,12 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
   const ResourceTypePtr type = api_.resolve(ref);  // 404 for what kube-apiserver does not serve
   if (type->namespaced && ref.namespace_.empty() && route.verb == "create") throw notFoundPath();
 
-  // Every answer, written objects too, in the rendering the Accept header asks for.
+  // Every answer, written objects too, in the rendering the Accept header asks for, with the
+  // write's warnings as kube-apiserver's Warning headers (code 299, RFC 7234).
   const Rendering asked = renderingFor(req.get_header_value("Accept"));
+  std::vector<std::string> warnings;
   const auto answer = [&](int status, const json& body, bool isList) {
+    for (const auto& w : warnings) res.headers.emplace("Warning", "299 - " + json(w).dump());
     // A Status (what an immediate delete answers) goes as it is, as kube-apiserver sends it.
     const auto kind = body.value("kind", "");
     const Rendering rendering = kind == "Status" ? Rendering::Object : asked;
@@ -616,17 +621,26 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
       options.limit = limit > 0 ? static_cast<std::size_t>(limit) : 0;
     }
     options.continueToken = param(req, "continue");
+    options.resourceVersion = param(req, "resourceVersion");
+    options.resourceVersionMatch = param(req, "resourceVersionMatch");
     answer(200, api_.list(ref, options), true);
   } else if (route.verb == "create") {
     if (!ref.name.empty()) throw ApiError::methodNotSupported(type->qualifiedResource(), "create");
-    answer(201, *api_.create(ref, decodeBody(req), writeOptions(req)), false);
+    answer(201, *api_.create(ref, decodeBody(req), writeOptions(req, warnings)), false);
   } else if (route.verb == "update") {
-    answer(200, *api_.update(ref, decodeBody(req), writeOptions(req)), false);
+    answer(200, *api_.update(ref, decodeBody(req), writeOptions(req, warnings)), false);
   } else if (route.verb == "patch") {
     const std::string contentType = mediaType(req.get_header_value("Content-Type"));
-    answer(200, *api_.patch(ref, contentType, req.body, writeOptions(req)), false);
+    bool created = false;
+    auto stored = api_.patch(ref, contentType, req.body, writeOptions(req, warnings), &created);
+    answer(created ? 201 : 200, *stored, false);
   } else if (route.verb == "delete") {
     answer(200, *api_.remove(ref, deleteOptions(req)), false);
+  } else if (route.verb == "deletecollection") {
+    ListOptions selection;
+    selection.labelSelector = param(req, "labelSelector");
+    selection.fieldSelector = param(req, "fieldSelector");
+    answer(200, api_.removeCollection(ref, selection, deleteOptions(req)), true);
   } else {
     throw ApiError::methodNotSupported(type->qualifiedResource(), route.verb);
   }
@@ -691,6 +705,7 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
     try {
       ObjectStore::WatchOptions watchOptions;
       if (stream->bookmarks) watchOptions.bookmarkInterval = options_.bookmarkInterval;
+      watchOptions.deadline = stream->deadline;
       std::string from = resourceVersion;
       if (sendInitialEvents) {
         // The state as of now, then a bookmark saying the initial events are complete, then

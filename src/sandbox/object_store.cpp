@@ -23,6 +23,14 @@ constexpr std::string_view kInconsistentContinue =
     "modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 constexpr std::string_view kConflict =
     "the object has been modified; please apply your changes to the latest version and try again";
+// kube-apiserver's answer to a read at a revision it has not reached (after waiting for it).
+ApiError tooLargeResourceVersion(std::uint64_t asked, std::uint64_t current) {
+  return ApiError(
+      504, "Timeout", "Too large resource version: " + std::to_string(asked) + ", current: " + std::to_string(current),
+      nlohmann::json{{"causes", {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}},
+                     {"retryAfterSeconds", 1}});
+}
+
 // Events a watcher copies out per lock acquisition: bounds how long one watcher holds the lock.
 constexpr std::size_t kScanBatch = 1024;
 
@@ -174,7 +182,10 @@ class StoreWatch final : public ObjectStore::Watch {
         filter_(std::move(filter)),
         options_(options),
         epoch_(epoch),
-        lastDelivery_(SteadyClock::now()) {}
+        lastDelivery_(SteadyClock::now()) {
+    if (options_.deadline && *options_.deadline - std::chrono::seconds{2} > lastDelivery_)
+      preDeadline_ = *options_.deadline - std::chrono::seconds{2};
+  }
 
   ~StoreWatch() override = default;
 
@@ -190,7 +201,8 @@ class StoreWatch final : public ObjectStore::Watch {
       if (auto expired = scan(deadline)) return expired;
       if (!pending_.empty()) continue;
       const auto now = SteadyClock::now();
-      if (bookmarks() && now >= lastDelivery_ + options_.bookmarkInterval) {
+      if (bookmarks() && now >= bookmarkDue()) {
+        if (preDeadline_ && now >= *preDeadline_) preDeadline_.reset();
         lastDelivery_ = now;
         return WatchEvent{
             EventType::Bookmark, cursor_,
@@ -218,6 +230,10 @@ class StoreWatch final : public ObjectStore::Watch {
   };
 
   bool bookmarks() const { return options_.bookmarkInterval.count() > 0; }
+  SteadyClock::time_point bookmarkDue() const {
+    const auto periodic = lastDelivery_ + options_.bookmarkInterval;
+    return preDeadline_ ? std::min(periodic, *preDeadline_) : periodic;
+  }
 
   // Waits for events past the cursor (until `deadline` or a bookmark is due), copies a batch of
   // the ones in scope under the lock and filters them outside it. Returns an Error event when
@@ -227,7 +243,7 @@ class StoreWatch final : public ObjectStore::Watch {
     {
       std::unique_lock lock(state_->mutex);
       auto wakeAt = deadline;
-      if (bookmarks()) wakeAt = std::min(wakeAt, lastDelivery_ + options_.bookmarkInterval);
+      if (bookmarks()) wakeAt = std::min(wakeAt, bookmarkDue());
       // A time already past (a poll: next(0)) is not waited for. A wait for it still makes a
       // futex call that often goes through the scheduler, a noticeable share of the sandbox's
       // CPU under load, in the watch streams' batching and the Kueue stand-ins' polls.
@@ -280,6 +296,7 @@ class StoreWatch final : public ObjectStore::Watch {
   std::atomic<bool> closed_{false};
   std::deque<WatchEvent> pending_;
   SteadyClock::time_point lastDelivery_;
+  std::optional<SteadyClock::time_point> preDeadline_;  // the bookmark before the deadline, until sent
 };
 
 }  // namespace
@@ -312,7 +329,8 @@ StoredObject ObjectStore::getShared(const ObjectKey& key) const {
 
 ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::string& plural,
                                           const std::string& namespace_, const Filter& filter, std::size_t limit,
-                                          const std::string& continueToken) const {
+                                          const std::string& continueToken,
+                                          std::optional<std::uint64_t> exactRevision) const {
   std::optional<ContinueToken> from;
   if (!continueToken.empty()) from = decodeContinue(continueToken);
 
@@ -322,6 +340,11 @@ ObjectStore::ListResult ObjectStore::list(const std::string& group, const std::s
     auto& s = *impl_->state;
     std::lock_guard lock(s.mutex);
     std::uint64_t at = s.revision;
+    if (exactRevision && !from) {
+      if (*exactRevision < s.compacted) throw ApiError::gone("The resourceVersion for the provided list is too old.");
+      if (*exactRevision > s.revision) throw tooLargeResourceVersion(*exactRevision, s.revision);
+      at = *exactRevision;
+    }
     if (from && from->resourceVersion > 0) {
       if (static_cast<std::uint64_t>(from->resourceVersion) < s.compacted) {
         ContinueToken latest = *from;

@@ -27,21 +27,47 @@ const std::set<std::string, std::less<>> kObjectMetaFields = {"name",
                                                               "finalizers",
                                                               "managedFields"};
 
-void pruneObjectMeta(json& metadata) {
+// Where pruning is, for naming what it removed ("spec.containers[0].bogus"); paths are built
+// only when a caller asks for them.
+struct PrunePath {
+  std::vector<std::string>* removed = nullptr;
+  std::vector<std::string> parts;  // "spec", ".containers", "[0]"
+
+  void add(const std::string& key) const {
+    if (!removed) return;
+    std::string path;
+    for (const auto& p : parts) path += p;
+    removed->push_back(path.empty() ? key : path + "." + key);
+  }
+  void push(const std::string& key) {
+    if (removed) parts.push_back(parts.empty() ? key : "." + key);
+  }
+  void pushIndex(std::size_t i) {
+    if (removed) parts.push_back("[" + std::to_string(i) + "]");
+  }
+  void pop() {
+    if (removed) parts.pop_back();
+  }
+};
+
+void pruneValue(json& value, const json* schema, bool embeddedResource, PrunePath& path);
+
+void pruneObjectMeta(json& metadata, PrunePath& path) {
   if (!metadata.is_object()) return;
+  path.push("metadata");
   for (auto it = metadata.begin(); it != metadata.end();) {
     if (kObjectMetaFields.count(it.key())) {
       ++it;
     } else {
+      path.add(it.key());
       it = metadata.erase(it);
     }
   }
+  path.pop();
 }
 
-void pruneValue(json& value, const json* schema, bool embeddedResource);
-
 // Keeps what a (possibly absent) schema allows of an object, as structural pruning does.
-void pruneObject(json& object, const json* schema, bool embeddedResource) {
+void pruneObject(json& object, const json* schema, bool embeddedResource, PrunePath& path) {
   const json* properties = schema ? child(*schema, "properties") : nullptr;
   const json* additional = nullptr;
   bool keepUnknown = schema && flag(*schema, "x-kubernetes-preserve-unknown-fields");
@@ -57,7 +83,7 @@ void pruneObject(json& object, const json* schema, bool embeddedResource) {
       continue;
     }
     if (embeddedResource && key == "metadata") {
-      pruneObjectMeta(*it);
+      pruneObjectMeta(*it, path);
       ++it;
       continue;
     }
@@ -66,11 +92,12 @@ void pruneObject(json& object, const json* schema, bool embeddedResource) {
       auto p = properties->find(key);
       if (p != properties->end() && p->is_object()) property = &*p;
     }
-    if (property) {
-      pruneValue(*it, property, false);
-    } else if (additional) {
-      pruneValue(*it, additional, false);
+    if (property || additional) {
+      path.push(key);
+      pruneValue(*it, property ? property : additional, false, path);
+      path.pop();
     } else if (!keepUnknown) {
+      path.add(key);
       it = object.erase(it);
       continue;
     }
@@ -78,15 +105,19 @@ void pruneObject(json& object, const json* schema, bool embeddedResource) {
   }
 }
 
-void pruneValue(json& value, const json* schema, bool embeddedResource) {
+void pruneValue(json& value, const json* schema, bool embeddedResource, PrunePath& path) {
   if (value.is_object()) {
     const bool embedded = embeddedResource || (schema && flag(*schema, "x-kubernetes-embedded-resource"));
-    pruneObject(value, schema, embedded);
+    pruneObject(value, schema, embedded, path);
   } else if (value.is_array()) {
     // Without an items schema there is nothing to prune against: kube-apiserver keeps the items.
     const json* items = schema ? child(*schema, "items") : nullptr;
     if (!items) return;
-    for (auto& item : value) pruneValue(item, items, false);
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      path.pushIndex(i);
+      pruneValue(value[i], items, false, path);
+      path.pop();
+    }
   }
 }
 
@@ -134,10 +165,11 @@ ListType fromSchema(const json& list) {
 
 }  // namespace
 
-void prune(json& object, const json& schema) {
+void prune(json& object, const json& schema, std::vector<std::string>* removed) {
   if (schema.is_null() || !object.is_object()) return;
   // The root is always a resource: apiVersion, kind and metadata are the API server's.
-  pruneObject(object, &schema, true);
+  PrunePath path{removed, {}};
+  pruneObject(object, &schema, true, path);
 }
 
 void applyDefaults(json& object, const json& schema) {

@@ -19,8 +19,9 @@
 namespace mka::sandbox::schema {
 
 // Removes fields the schema does not allow, in place. apiVersion, kind and the standard
-// metadata fields are always kept at the root. A null schema keeps everything.
-void prune(nlohmann::json& object, const nlohmann::json& schema);
+// metadata fields are always kept at the root. A null schema keeps everything. `removed`, when
+// given, receives the path of each field removed ("spec.containers[0].bogus").
+void prune(nlohmann::json& object, const nlohmann::json& schema, std::vector<std::string>* removed = nullptr);
 // Fills `default` values for absent fields, in place.
 void applyDefaults(nlohmann::json& object, const nlohmann::json& schema);
 // Removes null values of fields that are not `nullable`, in place (after defaulting, as

@@ -18,6 +18,9 @@ std::vector<std::string> labelValue(std::string_view value);
 // Qualified name (label and annotation keys): optional DNS subdomain prefix and '/', then a
 // name of at most 63 chars of alphanumerics, '-', '_', '.', alphanumeric at both ends.
 std::vector<std::string> qualifiedName(std::string_view value);
+// ConfigMap and Secret data keys: at most 253 chars of alphanumerics, '-', '_' and '.', not "."
+// or "..", not starting with "..".
+std::vector<std::string> configMapKey(std::string_view value);
 // Domain-prefixed path ("acme.io/foo"): a DNS subdomain, '/', then URL path characters. Kueue
 // requires this form for AdmissionCheck controller names.
 std::vector<std::string> domainPrefixedPath(std::string_view value);

@@ -18,6 +18,7 @@ struct SandboxCommandOptions {
   std::vector<std::filesystem::path> crds;  // CRD files or directories; empty = the defaults
   bool noCrds = false;                      // start with the built-in kinds only
   std::string host = "127.0.0.1";
+  std::size_t watchHistory = 1000;  // events each cluster keeps for watch resume before 410 Gone
 };
 
 // The CRD directory used without --crds: ../shared/crds (Kueue, Tekton and Argo, as laid out

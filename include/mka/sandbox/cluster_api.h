@@ -63,6 +63,9 @@ struct WriteOptions {
   bool force = false;           // ?force=true (apply)
   std::string fieldValidation;  // ?fieldValidation=Strict|Warn|Ignore
   RequestUser user;
+  // When given, receives the warnings kube-apiserver would send in Warning headers (the unknown
+  // fields dropped under fieldValidation=Warn, the default).
+  std::vector<std::string>* warnings = nullptr;
 };
 
 struct DeleteOptions {
@@ -78,6 +81,8 @@ struct ListOptions {
   std::string fieldSelector;
   std::size_t limit = 0;
   std::string continueToken;
+  std::string resourceVersion;       // "" = the latest; "0" = any
+  std::string resourceVersionMatch;  // "", "Exact" or "NotOlderThan"
 };
 
 class ClusterApi {
@@ -109,11 +114,16 @@ class ClusterApi {
   StoredObject update(const ResourceRef& ref, nlohmann::json object, const WriteOptions& options = {});
   // `contentType`: application/merge-patch+json, application/json-patch+json,
   // application/strategic-merge-patch+json or application/apply-patch+yaml (body in YAML or JSON).
+  // `createdByApply`, when given, is set when an apply created the object (answered 201).
   StoredObject patch(const ResourceRef& ref, const std::string& contentType, const std::string& body,
-                     const WriteOptions& options = {});
+                     const WriteOptions& options = {}, bool* createdByApply = nullptr);
   // Returns the object as stored after the call (with deletionTimestamp when finalizers keep
   // it), or a Status {status: Success} once it is gone, as kube-apiserver does.
   StoredObject remove(const ResourceRef& ref, const DeleteOptions& options = {});
+  // deletecollection: deletes every object the selectors pick (those that finalizers keep get
+  // their deletionTimestamp) and answers a <Kind>List of them as the deletes left them.
+  nlohmann::json removeCollection(const ResourceRef& ref, const ListOptions& selection,
+                                  const DeleteOptions& options = {});
 
   // ?watch=true. `resourceVersion` "" or "0" starts with synthetic ADDED events for what
   // exists (as kube-apiserver does for a watch without a resourceVersion).

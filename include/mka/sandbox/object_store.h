@@ -74,9 +74,12 @@ class ObjectStore {
   // at the latest revision in its metadata.continue, as kube-apiserver does.
   // remainingItemCount is set only when `limit` cut the list and there is no filter (an empty
   // Filter), as kube-apiserver leaves it unset for selector lists.
+  // `exactRevision` (without a continue token) lists the store as it was at that revision:
+  // 410 Expired when the history no longer reaches back to it, 504 when it is ahead of the store.
   // `filter` runs under the store's lock: keep it cheap and never call the store from it.
   ListResult list(const std::string& group, const std::string& plural, const std::string& namespace_,
-                  const Filter& filter, std::size_t limit = 0, const std::string& continueToken = "") const;
+                  const Filter& filter, std::size_t limit = 0, const std::string& continueToken = "",
+                  std::optional<std::uint64_t> exactRevision = std::nullopt) const;
 
   // Each write assigns the next revision, writes it into metadata.resourceVersion, records the
   // event and wakes watchers. Returns the stored object (for remove: its last state, at the
@@ -123,6 +126,10 @@ class ObjectStore {
     // revision up to which the watcher has seen everything; the HTTP layer adds apiVersion and
     // kind (and the initial-events-end annotation when it streams initial events).
     std::chrono::milliseconds bookmarkInterval{0};
+    // When the watch will end (its timeoutSeconds): with bookmarks on, one more is sent 2 s
+    // before it, as kube-apiserver's watch cache does, so the client resumes from a recent
+    // revision.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
   };
   std::unique_ptr<Watch> watch(const std::string& group, const std::string& plural, const std::string& namespace_,
                                std::uint64_t fromResourceVersion, Filter filter, const WatchOptions& options);

@@ -30,7 +30,10 @@ struct ClusterOptions {
   // served and listed by `kubectl get crd`. A CRD already created by an earlier file is skipped.
   std::vector<std::filesystem::path> crdFiles;
   bool garbageCollection = true;
-  std::size_t watchHistory = 10'000;  // events kept for watch resume before 410 Gone
+  // Events kept for watch (and list) resume before 410 Gone. kube-apiserver's watch cache keeps
+  // about as many per resource for a minute or so; a small window makes clients relist as they
+  // must on a real cluster.
+  std::size_t watchHistory = 1000;
   // How often an idle watch that allows bookmarks gets one (kube-apiserver: about a minute).
   std::chrono::milliseconds bookmarkInterval{std::chrono::seconds{60}};
   // Length of a watch whose client sends no timeoutSeconds.

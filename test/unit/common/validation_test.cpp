@@ -20,7 +20,7 @@ struct Case {
 
 const std::string kLabelRegexMsg =
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
-    "with an alphanumeric character (e.g. 'my-name', or '123-abc', regex used for validation is "
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const std::string kSubdomainRegexMsg =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
@@ -28,11 +28,11 @@ const std::string kSubdomainRegexMsg =
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const std::string kLabelValueRegexMsg =
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
-    "and end with an alphanumeric character (e.g. 'MyValue', or 'my_value', or '12345', regex used for validation "
+    "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation "
     "is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const std::string kNamePartRegexMsg =
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex used for validation is "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
 TEST(Validation, MatchesApimachineryRulesAndWording) {
@@ -71,7 +71,7 @@ TEST(Validation, MatchesApimachineryRulesAndWording) {
        qualifiedName,
        "a/b/c",
        {"a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-        "alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex used for validation is "
+        "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
         "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. "
         "'example.com/MyName')"}},
       {"domain path ok", domainPrefixedPath, "multikueue-adapter.dev/dispatcher", {}},

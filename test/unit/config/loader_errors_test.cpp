@@ -226,15 +226,16 @@ TEST(LoaderErrors, ManagedByShape) {
        entry("{label: example.com/managed, value: kueue.x-k8s.io/multikueue}"),
        {at + ".value: invalid value \"kueue.x-k8s.io/multikueue\": a valid label must be an empty string or consist "
              "of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
-             "(e.g. 'MyValue', or 'my_value', or '12345', regex used for validation is "
+             "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
              "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'): use at most 63 letters, digits, '-', '_' or '.' (no "
              "'/'), starting and ending with a letter or digit, such as multikueue"}},
       {"bad label key",
        entry("{label: -bad-, value: x}"),
-       {at + ".label: invalid value \"-bad-\": name part must consist of alphanumeric characters, '-', '_' or '.', "
-             "and must start and end with an alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex "
-             "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'): write a label key such as "
-             "workflows.argoproj.io/controller-instanceid"}},
+       {at +
+        ".label: invalid value \"-bad-\": name part must consist of alphanumeric characters, '-', '_' or '.', "
+        "and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+        "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'): write a label key such as "
+        "workflows.argoproj.io/controller-instanceid"}},
       {"path outside spec",
        entry("{path: metadata.managedBy}"),
        {at + ".path: must be a field path below spec, not \"metadata.managedBy\": write a dotted path of field names "

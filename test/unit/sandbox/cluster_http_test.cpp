@@ -294,11 +294,62 @@ TEST_F(ClusterHttpTest, CreateGetListUpdateDelete) {
 }
 
 TEST_F(ClusterHttpTest, CreateAcceptsYaml) {
-  const std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  on: yes\n";
+  const std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  on: \"yes\"\n";
   auto res = client_->Post("/api/v1/namespaces/default/configmaps", yaml, "application/yaml");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 201) << res->body;
   EXPECT_EQ(test::bodyOf(res)["metadata"]["name"], "from-yaml");
+  // YAML 1.1 reads an unquoted yes as a boolean, which a ConfigMap's data cannot hold.
+  const std::string unquoted = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unquoted\ndata:\n  a: yes\n";
+  res = client_->Post("/api/v1/namespaces/default/configmaps", unquoted, "application/yaml");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(test::bodyOf(res)["message"],
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal bool into Go struct "
+            "field ConfigMap.data of type string");
+}
+
+// Built-in kinds decode into their Go types: wrong types and bad base64 are 400s, unknown
+// fields are dropped with a Warning header (or refused with fieldValidation=Strict), and a
+// Secret's stringData is folded into data.
+TEST_F(ClusterHttpTest, BuiltinKindsAreTypedAsKubeApiserverDecodesThem) {
+  auto res = post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "a"}}}, {"data", {1}}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(test::bodyOf(res)["message"],
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal array into Go struct "
+            "field ConfigMap.data of type map[string]string");
+
+  res = post("/api/v1/namespaces/default/secrets", {{"metadata", {{"name", "s"}}}, {"data", {{"k", "not base64!"}}}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(test::bodyOf(res)["message"],
+            "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 3");
+
+  res = post("/api/v1/namespaces/default/secrets",
+             {{"metadata", {{"name", "s"}}}, {"data", {{"k", "dg=="}, {"a", "eA=="}}}, {"stringData", {{"a", "b"}}}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  EXPECT_EQ(test::bodyOf(res)["data"], json({{"a", "Yg=="}, {"k", "dg=="}})) << "stringData wins for its keys";
+  EXPECT_FALSE(test::bodyOf(res).contains("stringData"));
+
+  res = post("/api/v1/namespaces/default/configmaps",
+             {{"metadata", {{"name", "b"}, {"bogusMeta", 1}}}, {"data", {{"k", "v"}}}, {"bogus", true}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  EXPECT_FALSE(test::bodyOf(res).contains("bogus"));
+  std::vector<std::string> warnings;
+  for (const auto& [name, value] : res->headers)
+    if (name == "Warning") warnings.push_back(value);
+  EXPECT_THAT(warnings, ::testing::UnorderedElementsAre("299 - \"unknown field \\\"metadata.bogusMeta\\\"\"",
+                                                        "299 - \"unknown field \\\"bogus\\\"\""));
+  EXPECT_FALSE(test::bodyOf(get("/api/v1/namespaces/default/configmaps/b")).contains("bogus"));
+
+  res = client_->Post("/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+                      json({{"metadata", {{"name", "c"}}}, {"bogus", true}}).dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(test::bodyOf(res)["message"], "strict decoding error: unknown field \"bogus\"");
 }
 
 TEST_F(ClusterHttpTest, MalformedBodiesAreBadRequests) {
@@ -415,11 +466,32 @@ TEST_F(ClusterHttpTest, DeleteOptionsInTheBody) {
   EXPECT_THAT(deleting["metadata"]["finalizers"], Contains("foregroundDeletion"));
 }
 
-TEST_F(ClusterHttpTest, DeleteCollectionIsNotSupported) {
-  auto res = client_->Delete("/api/v1/namespaces/default/configmaps");
+TEST_F(ClusterHttpTest, DeleteCollectionServesWhereDiscoveryListsIt) {
+  ASSERT_EQ(
+      post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "a"}, {"labels", {{"x", "1"}}}}}})->status,
+      201);
+  ASSERT_EQ(post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "b"}}}})->status, 201);
+  auto res = client_->Delete("/api/v1/namespaces/default/configmaps?labelSelector=x%3D1");
   ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 405);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(test::bodyOf(res)["kind"], "ConfigMapList");
+  EXPECT_EQ(get("/api/v1/namespaces/default/configmaps/a")->status, 404);
+  EXPECT_EQ(get("/api/v1/namespaces/default/configmaps/b")->status, 200);
+  res = client_->Delete("/api/v1/namespaces");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405) << "namespaces do not list deletecollection";
   EXPECT_EQ(test::bodyOf(res)["reason"], "MethodNotAllowed");
+}
+
+TEST_F(ClusterHttpTest, AnApplyThatCreatesAnswers201) {
+  const std::string body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"a":"1"}})";
+  const std::string path = "/api/v1/namespaces/default/configmaps/applied?fieldManager=me";
+  auto res = client_->Patch(path, body, "application/apply-patch+yaml");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 201) << res->body;
+  res = client_->Patch(path, body, "application/apply-patch+yaml");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
 }
 
 TEST_F(ClusterHttpTest, CreatingACrdServesItsResource) {

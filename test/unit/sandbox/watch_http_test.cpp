@@ -108,6 +108,20 @@ TEST_F(WatchHttpTest, BookmarksWhenAllowed) {
   }
 }
 
+// kube-apiserver's watch cache sends a bookmark 2 s before a watch's deadline, however long the
+// periodic interval, so the client resumes from a recent revision.
+TEST(WatchDeadline, ABookmarkArrivesBeforeTheWatchEnds) {
+  Sandbox sandbox;
+  ClusterOptions options;
+  options.name = "c";
+  options.bookmarkInterval = std::chrono::minutes{10};
+  Cluster& cluster = sandbox.addCluster(options);
+  test::WatchReader watch(cluster,
+                          "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=3");
+  ASSERT_TRUE(eventually([&] { return watch.ended(); }));
+  EXPECT_THAT(watch.types(), ElementsAre("BOOKMARK"));
+}
+
 TEST_F(WatchHttpTest, NoBookmarksUnlessAsked) {
   const std::string rv = currentRv();
   test::WatchReader plain(*cluster_, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=" + rv);

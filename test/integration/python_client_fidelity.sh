@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The sandbox held to kube-apiserver v1.32 through the official Kubernetes Python client
+# (Debian's python3-kubernetes, importable by /usr/bin/python3 only): CRD schema and CEL
+# validation messages, typed decoding of built-in kinds, generation, old resourceVersions,
+# preconditions, metadata validation, stringData, deletecollection, bookmarks and server-side
+# apply. The checks and their expected answers are in python_client_fidelity.py.
+# Prints "python-client-fidelity: N passed, N failed, N known divergences"; exits non-zero on any
+# failure.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${MKA_BINARY:-$root/build/multikueue-adapter}
+crds=$root/../shared/crds
+[ -d "$crds" ] || crds=$root/test/fixtures/crds
+python=/usr/bin/python3
+work=$(mktemp -d)
+pids=()
+passed=0; failed=0; known=0
+cleanup() {
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] && echo "work dir kept: $work"
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
+}
+trap cleanup EXIT
+finish() {  # finish: prints the final line and exits with the verdict
+  echo "python-client-fidelity: $passed passed, $failed failed, $known known divergences"
+  [ "$failed" -eq 0 ]
+  exit
+}
+fail() { echo "FAIL $*"; failed=$((failed + 1)); finish; }
+
+. "$root/test/integration/lib/common.sh"
+await() {  # await SECONDS COMMAND...: polls until the command succeeds
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.1
+  done
+}
+
+"$bin" sandbox --help >/dev/null 2>&1 || fail "$bin is missing or does not run"
+"$python" -c 'import kubernetes' 2>/dev/null || fail "$python cannot import kubernetes (apt-get install python3-kubernetes)"
+
+# A window of 50 events: the 410 check writes more than that.
+args=(sandbox --dir "$work/kube" --clusters manager --no-crds --watch-history 50)
+"$bin" "${args[@]}" >"$work/sandbox.log" 2>&1 &
+pids+=($!)
+if ! await 60 test -s "$work/kube/manager.kubeconfig"; then
+  echo "the sandbox did not start:"; cat "$work/sandbox.log"; fail "sandbox start"
+fi
+export KUBECONFIG=$work/kube/manager.kubeconfig
+for f in kueue.x-k8s.io_workloads.yaml kueue.x-k8s.io_clusterqueues.yaml argoproj.io_workflows.full.yaml; do
+  kubectl --request-timeout=30s apply --server-side --force-conflicts -f "$crds/$f" >"$work/apply.out" 2>&1 ||
+    { cat "$work/apply.out"; fail "kubectl apply --server-side $f"; }
+done
+kubectl --request-timeout=30s wait --for=condition=Established --timeout=30s \
+  crd/workloads.kueue.x-k8s.io crd/clusterqueues.kueue.x-k8s.io crd/workflows.argoproj.io >"$work/wait.out" 2>&1 ||
+  { cat "$work/wait.out"; fail "the CRDs are not Established"; }
+
+"$python" "$root/test/integration/python_client_fidelity.py" "$KUBECONFIG" "$work/summary"
+status=$?
+if [ -s "$work/summary" ]; then
+  read -r passed failed known <"$work/summary"
+  [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+else
+  echo "FAIL python_client_fidelity.py stopped before its summary (exit $status)"
+  failed=$((failed + 1))
+fi
+if [ "$failed" -ne 0 ]; then echo "sandbox log (last 20 lines):"; tail -20 "$work/sandbox.log" | sed 's/^/     /'; fi
+finish
