@@ -33,7 +33,7 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
   out.source = Configuration::Source::AdapterConfiguration;
   MapReader top(reader, &root, "");
   top.checkKeys({"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
-                 "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue"},
+                 "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue", "integrations"},
                 UnknownKeys::Reject);
   top.read("namespace", out.namespace_);
 
@@ -77,6 +77,8 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
 
   readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
                  UnknownKeys::Reject, out.multiKueue);
+  readIntegrations(top.child("integrations", "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}"),
+                   out.integrations);
 }
 
 }  // namespace mka::config::detail

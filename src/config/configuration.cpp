@@ -68,4 +68,43 @@ std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk
   return std::nullopt;
 }
 
+const IntegratedFramework* Integrations::find(const api::GroupVersionKind& gvk) const {
+  for (const auto& f : frameworks)
+    if (f.gvk == gvk) return &f;
+  return nullptr;
+}
+
+std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKind& gvk) {
+  IntegratedFramework f;
+  f.gvk = gvk;
+  f.profile = true;
+  if (gvk.group == "argoproj.io" && gvk.kind == "Workflow") {
+    // As `argo suspend` and `argo resume` do; a Workflow records its end in status.phase.
+    f.suspend = FieldValue{"spec.suspend", true};
+    f.podSets = {PodSetRule{"main", PodSetCount{"", 1, 1}, ""}};
+    f.podSetsFrom = PodSetsFrom::ArgoTemplates;
+    FinishedRule finished;
+    finished.type = FinishedRule::Type::Phase;
+    finished.phasePath = "status.phase";
+    finished.succeeded = {"Succeeded"};
+    finished.failed = {"Failed", "Error"};
+    finished.messagePath = "status.message";
+    f.finished = finished;
+    return f;
+  }
+  if (gvk.group == "tekton.dev" && gvk.kind == "PipelineRun") {
+    // tekton-kueue's rules, so that either can serve a cluster.
+    f.suspend = FieldValue{"spec.status", "PipelineRunPending"};
+    f.stop = FieldValue{"spec.status", "StoppedRunFinally"};
+    f.podSets = {PodSetRule{"pod-set-1", PodSetCount{"", 1, 1}, ""}};
+    f.podSetsFrom = PodSetsFrom::TektonAnnotations;
+    FinishedRule finished;
+    finished.type = FinishedRule::Type::Condition;
+    finished.conditionType = "Succeeded";
+    f.finished = finished;
+    return f;
+  }
+  return std::nullopt;
+}
+
 }  // namespace mka::config

@@ -15,5 +15,8 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
 void readKueueConfiguration(YamlReader& reader, const yaml::Node& root, Configuration& out);
 // The multiKueue section, shared by both kinds (Kueue's has a few more keys, ignored).
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out);
+// The integrations section (AdapterConfiguration only): each framework on top of its built-in
+// profile, if any.
+void readIntegrations(MapReader section, Integrations& out);
 
 }  // namespace mka::config::detail

@@ -1,5 +1,6 @@
 #include <cctype>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "mka/common/strings.h"
@@ -18,8 +19,11 @@ using detail::quote;
 constexpr int kMaxWorkloadConcurrency = 256;
 constexpr std::string_view kNameFix = "write it as Kind.version.group, for example PipelineRun.v1.tekton.dev";
 
+class IntegrationsValidator;
+
 class Validator {
  public:
+  friend class IntegrationsValidator;  // shares frameworkName
   FieldErrors take() { return std::move(errors_); }
 
   void add(std::string path, std::string problem, std::string fix) {
@@ -274,6 +278,139 @@ class Validator {
   FieldErrors errors_;
 };
 
+// The integrations section: every framework usable by the integration controller.
+class IntegrationsValidator {
+ public:
+  explicit IntegrationsValidator(Validator& v) : v_(v) {}
+
+  void check(const Integrations& integrations) {
+    std::map<api::GroupVersionKind, std::size_t> firstIndex;
+    for (std::size_t i = 0; i < integrations.frameworks.size(); ++i) {
+      const auto& f = integrations.frameworks[i];
+      const auto path = indexPath("integrations.frameworks", i);
+      if (!v_.frameworkName(childPath(path, "name"), f.name)) continue;
+      auto [it, inserted] = firstIndex.emplace(f.gvk, i);
+      if (!inserted)
+        v_.add(childPath(path, "name"),
+               "duplicates " + indexPath("integrations.frameworks", it->second) + ".name (" + f.gvk.goString() + ")",
+               "remove one of the two entries");
+      framework(path, f);
+    }
+  }
+
+ private:
+  static constexpr std::string_view kNoProfile = "is required for a kind without a built-in profile";
+
+  void framework(const std::string& path, const IntegratedFramework& f) {
+    if (!f.suspend) {
+      v_.add(childPath(path, "suspend"), std::string(kNoProfile),
+             "add suspend: {path: spec.suspend, value: true}, the field and value that keep the job from running");
+    } else {
+      fieldValue(childPath(path, "suspend"), *f.suspend);
+    }
+    if (f.stop) fieldValue(childPath(path, "stop"), *f.stop);
+    podSets(childPath(path, "podSets"), f);
+    if (!f.finished) {
+      v_.add(childPath(path, "finished"), std::string(kNoProfile),
+             "add finished: {condition: {type: Succeeded}}, or finished: {phase: {path: status.phase, succeeded: "
+             "[Succeeded], failed: [Failed]}}");
+    } else {
+      finished(childPath(path, "finished"), *f.finished);
+    }
+  }
+
+  void fieldValue(const std::string& path, const FieldValue& fv) {
+    if (auto problem = fieldPathProblem(fv.path, "spec"))
+      v_.add(childPath(path, "path"), *problem, "write the field's dotted path, such as spec.suspend");
+    if (fv.value.is_null())
+      v_.add(childPath(path, "value"), "is required",
+             "write the value the field holds while the job is suspended, such as true");
+  }
+
+  void podSets(const std::string& path, const IntegratedFramework& f) {
+    if (f.podSetsFrom != PodSetsFrom::Rules) return;  // computed by the profile
+    if (f.podSets.empty()) {
+      v_.add(path, f.profile ? "must list at least one pod set" : std::string(kNoProfile),
+             "add podSets: [{name: main, count: {path: spec.replicas, default: 1}, template: spec.template}]");
+      return;
+    }
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < f.podSets.size(); ++i) {
+      const auto& p = f.podSets[i];
+      const auto at = indexPath(path, i);
+      if (p.name.empty()) {
+        v_.add(childPath(at, "name"), "is required", "name the pod set, such as main");
+      } else {
+        v_.addAll(childPath(at, "name"), p.name, validation::dns1123Label(p.name),
+                  "use a lower-case name of letters, digits and '-', such as main or workers");
+        auto [it, inserted] = seen.emplace(p.name, i);
+        if (!inserted)
+          v_.add(childPath(at, "name"), "duplicates " + indexPath(path, it->second) + ".name (" + quote(p.name) + ")",
+                 "give each pod set its own name");
+      }
+      count(childPath(at, "count"), p.count);
+      if (p.templatePath.empty()) {
+        v_.add(childPath(at, "template"), "is required",
+               "write the path of the job's pod template (a PodTemplateSpec), such as spec.template");
+      } else if (auto problem = fieldPathProblem(p.templatePath, "spec")) {
+        v_.add(childPath(at, "template"), *problem, "write the pod template's dotted path, such as spec.template");
+      }
+    }
+  }
+
+  void count(const std::string& path, const PodSetCount& c) {
+    const std::string fix = "write {path: spec.replicas, default: 1} to read it from the job, or {value: 4}";
+    if (c.value && !c.path.empty()) {
+      v_.add(path, "sets both path and value", fix);
+    } else if (!c.value && c.path.empty()) {
+      v_.add(path, "must set path or value", fix);
+    } else if (c.value && *c.value < 1) {
+      v_.add(childPath(path, "value"), "must be at least 1, not " + std::to_string(*c.value), fix);
+    } else if (!c.value) {
+      if (auto problem = fieldPathProblem(c.path, ""))
+        v_.add(childPath(path, "path"), *problem, "write the field's dotted path, such as spec.replicas");
+      if (c.defaultValue < 1)
+        v_.add(childPath(path, "default"), "must be at least 1, not " + std::to_string(c.defaultValue),
+               "write the count to use when the field is absent, such as 1");
+    }
+  }
+
+  void finished(const std::string& path, const FinishedRule& rule) {
+    if (rule.type == FinishedRule::Type::Condition) {
+      if (rule.conditionType.empty())
+        v_.add(path, "must set condition or phase",
+               "write {condition: {type: Succeeded}} (True = succeeded, False = failed), or {phase: {path: "
+               "status.phase, succeeded: [Succeeded], failed: [Failed]}}");
+      return;
+    }
+    const auto phase = childPath(path, "phase");
+    if (auto problem = fieldPathProblem(rule.phasePath, ""))
+      v_.add(childPath(phase, "path"), *problem, "write the phase field's dotted path, such as status.phase");
+    if (rule.succeeded.empty())
+      v_.add(childPath(phase, "succeeded"), "must list at least one phase",
+             "list the phases that mean the job succeeded, such as [Succeeded]");
+    if (!rule.messagePath.empty())
+      if (auto problem = fieldPathProblem(rule.messagePath, ""))
+        v_.add(childPath(phase, "message"), *problem, "write the message field's dotted path, such as status.message");
+  }
+
+  // A dotted path of field names (below `root` when one is given); nullopt when usable.
+  static std::optional<std::string> fieldPathProblem(const std::string& path, std::string_view root) {
+    const std::string shape = root.empty() ? "a dotted field path" : "a dotted field path below " + std::string(root);
+    if (path.empty()) return "is required";
+    auto segments = strings::split(path, '.');
+    bool valid = segments.size() >= 2 && (root.empty() || segments[0] == root);
+    for (const auto& s : segments) {
+      valid = valid && !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0]));
+      for (char c : s) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    }
+    if (valid) return std::nullopt;
+    return "must be " + shape + ", not " + quote(path);
+  }
+
+  Validator& v_;
+};
+
 }  // namespace
 
 FieldErrors validateConfiguration(const Configuration& c) {
@@ -286,6 +423,7 @@ FieldErrors validateConfiguration(const Configuration& c) {
   v.clientConnection(c.clientConnection);
   v.dispatch(c.dispatch, c.source);
   v.multiKueue(c.multiKueue);
+  IntegrationsValidator(v).check(c.integrations);
   return v.take();
 }
 

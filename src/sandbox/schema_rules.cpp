@@ -195,33 +195,42 @@ std::string childPath(const std::string& path, const std::string& name) {
   return path.empty() ? name : path + "." + name;
 }
 
+// A value and its old value, for ratcheting; both null on create.
+struct Correlated {
+  const json* now = nullptr;
+  const json* old = nullptr;
+  bool unchanged() const { return now && old && *now == *old; }
+};
+
 class RuleEvaluator {
  public:
   FieldErrors errors;
 
-  // `old` is the correlated old value (null when there is none); `unchanged` says whether the
+  // `old` is the correlated old value (null when there is none); `nearest` the nearest node,
+  // this one or an ancestor, that has one, compared with its old value only when a rule fails
+  // (ratcheting).
   // nearest node with an old value equals it, for ratcheting.
-  void value(const json& v, const json* old, bool unchanged, const Compiled::Node& n, const std::string& path) {
+  void value(const json& v, const json* old, Correlated nearest, const Compiled::Node& n, const std::string& path) {
     if (v.is_null()) return;
     if (old && old->is_null()) old = nullptr;
-    if (old) unchanged = *old == v;
-    for (const auto& r : n.rules) evaluate(r, v, old, unchanged, n, path);
+    if (old) nearest = {&v, old};
+    for (const auto& r : n.rules) evaluate(r, v, old, nearest, n, path);
     if (v.is_object()) {
       const bool correlate = old && old->is_object() && !n.atomicMap;
       for (const auto& [name, sub] : n.properties) {
         auto it = v.find(name);
         if (it == v.end() || (path.empty() && isTypeMeta(name))) continue;
-        value(*it, correlate ? find(*old, name) : nullptr, unchanged, sub, childPath(path, name));
+        value(*it, correlate ? find(*old, name) : nullptr, nearest, sub, childPath(path, name));
       }
       if (!n.additionalProperties.empty()) {
         for (const auto& [key, field] : v.items())
-          value(field, correlate ? find(*old, key) : nullptr, unchanged, n.additionalProperties.front(),
+          value(field, correlate ? find(*old, key) : nullptr, nearest, n.additionalProperties.front(),
                 path + "[" + key + "]");
       }
     } else if (v.is_array() && !n.items.empty()) {
       for (std::size_t i = 0; i < v.size(); ++i) {
         const json* oldItem = n.mapList && old && old->is_array() ? sameKeys(*old, v[i], n.mapKeys) : nullptr;
-        value(v[i], oldItem, unchanged, n.items.front(), path + "[" + std::to_string(i) + "]");
+        value(v[i], oldItem, nearest, n.items.front(), path + "[" + std::to_string(i) + "]");
       }
     }
   }
@@ -253,7 +262,7 @@ class RuleEvaluator {
     return nullptr;
   }
 
-  void evaluate(const Compiled::Rule& r, const json& v, const json* old, bool unchanged, const Compiled::Node& n,
+  void evaluate(const Compiled::Rule& r, const json& v, const json* old, Correlated nearest, const Compiled::Node& n,
                 const std::string& path) {
     const bool transition = r.program.usesOldSelf();
     if (transition && !old) return;
@@ -285,7 +294,7 @@ class RuleEvaluator {
     }
     if (result == true) return;
     // Ratcheting: an unchanged value keeps the errors it was stored with (kube warns instead).
-    if (!transition && unchanged && ratchet) return;
+    if (!transition && ratchet && nearest.unchanged()) return;
     std::string detail = r.message.empty() ? "failed rule: " + trim(r.rule) : r.message;
     if (r.messageExpression) {
       try {
@@ -333,7 +342,7 @@ FieldErrors validateRules(const json& object, const json* old, const Compiled& c
   RuleEvaluator evaluator;
   if (!compiled.root) return {};
   evaluator.ratchet = old != nullptr;
-  evaluator.value(object, old, false, *compiled.root, "");
+  evaluator.value(object, old, {}, *compiled.root, "");
   return std::move(evaluator.errors);
 }
 

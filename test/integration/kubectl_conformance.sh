@@ -11,29 +11,10 @@ bin=${MKA_BINARY:-$root/build/multikueue-adapter}
 crds=$root/../shared/crds
 [ -d "$crds" ] || crds=$root/test/fixtures/crds
 work=$(mktemp -d)
-pids=()
-cleanup() {
-  [ "${MKA_KEEP_WORK:-0}" = 1 ] && echo "work dir kept: $work"
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  [ "${MKA_KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
-}
-trap cleanup EXIT
-
 . "$root/test/integration/lib/common.sh"
-await() {  # await SECONDS COMMAND...: polls until the command succeeds
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.1
-  done
-}
+trap cleanup_background EXIT
 
-"$bin" sandbox --dir "$work/kube" --clusters manager >"$work/sandbox.log" 2>&1 &
-pids+=($!)
-if ! await 60 test -s "$work/kube/manager.kubeconfig"; then
-  echo "the sandbox did not start:"; cat "$work/sandbox.log"; exit 1
-fi
+start_sandbox manager || exit 1
 export KUBECONFIG=$work/kube/manager.kubeconfig
 k() { kubectl --request-timeout=30s "$@"; }
 ns=conformance

@@ -13,15 +13,9 @@ crds=$root/../shared/crds
 [ -d "$crds" ] || crds=$root/test/fixtures/crds
 python=/usr/bin/python3
 work=$(mktemp -d)
-pids=()
-passed=0; failed=0; known=0
-cleanup() {
-  [ "${MKA_KEEP_WORK:-0}" = 1 ] && echo "work dir kept: $work"
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  [ "${MKA_KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
-}
-trap cleanup EXIT
+. "$root/test/integration/lib/common.sh"
+trap cleanup_background EXIT
+known=0
 finish() {  # finish: prints the final line and exits with the verdict
   echo "python-client-fidelity: $passed passed, $failed failed, $known known divergences"
   [ "$failed" -eq 0 ]
@@ -29,25 +23,11 @@ finish() {  # finish: prints the final line and exits with the verdict
 }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); finish; }
 
-. "$root/test/integration/lib/common.sh"
-await() {  # await SECONDS COMMAND...: polls until the command succeeds
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.1
-  done
-}
-
 "$bin" sandbox --help >/dev/null 2>&1 || fail "$bin is missing or does not run"
 "$python" -c 'import kubernetes' 2>/dev/null || fail "$python cannot import kubernetes (apt-get install python3-kubernetes)"
 
 # A window of 50 events: the 410 check writes more than that.
-args=(sandbox --dir "$work/kube" --clusters manager --no-crds --watch-history 50)
-"$bin" "${args[@]}" >"$work/sandbox.log" 2>&1 &
-pids+=($!)
-if ! await 60 test -s "$work/kube/manager.kubeconfig"; then
-  echo "the sandbox did not start:"; cat "$work/sandbox.log"; fail "sandbox start"
-fi
+start_sandbox manager --no-crds --watch-history 50 || fail "sandbox start"
 export KUBECONFIG=$work/kube/manager.kubeconfig
 for f in kueue.x-k8s.io_workloads.yaml kueue.x-k8s.io_clusterqueues.yaml argoproj.io_workflows.full.yaml; do
   kubectl --request-timeout=30s apply --server-side --force-conflicts -f "$crds/$f" >"$work/apply.out" 2>&1 ||

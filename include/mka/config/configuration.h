@@ -4,10 +4,13 @@
 // validates them. An instance is immutable once published through ConfigStore.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "mka/api/gvk.h"
 #include "mka/api/kueue.h"
@@ -103,6 +106,72 @@ struct MultiKueue {
   std::string dispatcherName = std::string(kDispatcherAllAtOnce);
 };
 
+// The job integration (SPEC §7): for each kind Kueue does not integrate, the rules by which our
+// integration controller queues it as Kueue's jobframework queues a built-in kind.
+
+// A field the integration writes (suspend, stop): a dotted path below the object root and the
+// value that means "suspended" or "stopped"; resuming removes the field.
+struct FieldValue {
+  std::string path;
+  nlohmann::json value;  // a YAML scalar as JSON: true, "PipelineRunPending"
+  bool operator==(const FieldValue&) const = default;
+};
+
+// A pod set's count: read from `path` (`defaultValue` when the field is absent), or fixed.
+struct PodSetCount {
+  std::string path;
+  std::int64_t defaultValue = 1;
+  std::optional<std::int64_t> value;
+  bool operator==(const PodSetCount&) const = default;
+};
+
+struct PodSetRule {
+  std::string name;
+  PodSetCount count;
+  std::string templatePath;  // a PodTemplateSpec; empty for profiles that compute the template
+  bool operator==(const PodSetRule&) const = default;
+};
+
+// When a job is finished, and whether it succeeded.
+struct FinishedRule {
+  enum class Type { Condition, Phase };
+  Type type = Type::Condition;
+  std::string conditionType;                   // Condition: True = succeeded, False = failed
+  std::string phasePath;                       // Phase
+  std::vector<std::string> succeeded, failed;  // Phase values
+  std::string messagePath;                     // Phase: where the Finished message comes from
+  bool operator==(const FinishedRule&) const = default;
+};
+
+// Where a kind's pod sets come from: the rules, or what a built-in profile computes.
+enum class PodSetsFrom {
+  Rules,
+  ArgoTemplates,      // one pod set: the element-wise maximum over the Workflow's pod templates
+  TektonAnnotations,  // one pod set as tekton-kueue builds it from its annotations
+};
+
+struct IntegratedFramework {
+  std::string name;  // as written, "Workflow.v1alpha1.argoproj.io"
+  api::GroupVersionKind gvk;
+  std::optional<FieldValue> suspend;
+  std::optional<FieldValue> stop;  // absent: stop as suspend
+  std::vector<PodSetRule> podSets;
+  PodSetsFrom podSetsFrom = PodSetsFrom::Rules;
+  std::optional<FinishedRule> finished;
+  bool profile = false;  // a built-in profile gave the defaults the rules override
+
+  const FieldValue& stopRule() const { return stop ? *stop : *suspend; }
+};
+
+struct Integrations {
+  std::vector<IntegratedFramework> frameworks;
+  const IntegratedFramework* find(const api::GroupVersionKind& gvk) const;
+};
+
+// The built-in integration profiles (SPEC §7.1): Workflow.*.argoproj.io and
+// PipelineRun.*.tekton.dev (tekton-kueue compatible); nullopt for any other kind.
+std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKind& gvk);
+
 struct Configuration {
   enum class Source { Defaults, AdapterConfiguration, KueueConfiguration };
   Source source = Source::Defaults;
@@ -116,6 +185,7 @@ struct Configuration {
   ManagedByDefaulting managedByDefaulting = ManagedByDefaulting::MultiKueueQueues;
   Dispatch dispatch;
   MultiKueue multiKueue;
+  Integrations integrations;  // AdapterConfiguration only
 
   // The configured framework for an object's kind, or nullptr.
   const ExternalFramework* findFramework(const api::GroupVersionKind& gvk) const;

@@ -2,6 +2,37 @@
 # $work (a scratch directory) and $bin (the binary) first.
 
 passed=0; failed=0
+pids=()  # background processes, stopped by cleanup_background
+
+# The EXIT trap of scripts that start background processes: stops them and removes $work
+# (kept, and named, with MKA_KEEP_WORK=1).
+cleanup_background() {
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] && echo "work dir kept: $work"
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  [ "${MKA_KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
+}
+
+await() {  # await SECONDS COMMAND...: polls until the command succeeds
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.1
+  done
+}
+
+# start_sandbox CLUSTER [ARGS...]: `$bin sandbox` serving CLUSTER in the background, its
+# kubeconfig in $work/kube/CLUSTER.kubeconfig, logging to $work/sandbox.log; fails with the log
+# when the kubeconfig does not appear.
+start_sandbox() {
+  local cluster=$1; shift
+  "$bin" sandbox --dir "$work/kube" --clusters "$cluster" "$@" >"$work/sandbox.log" 2>&1 &
+  pids+=($!)
+  if ! await 60 test -s "$work/kube/$cluster.kubeconfig"; then
+    echo "the sandbox did not start:"; cat "$work/sandbox.log"; return 1
+  fi
+}
+
 check() {  # check NAME COMMAND...: runs the command, counts the result
   local name=$1; shift
   if "$@" >"$work/check.out" 2>&1; then passed=$((passed + 1)); echo "ok   $name"

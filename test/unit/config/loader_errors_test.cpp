@@ -103,7 +103,7 @@ TEST(LoaderErrors, UnknownKeys) {
        adapterDoc("colour: blue\n"),
        {"colour: unknown field: remove it; the fields accepted at the top level are apiVersion, kind, namespace, "
         "webhook, healthProbeBindAddress, metricsBindAddress, leaderElection, clientConnection, "
-        "managedByDefaulting, dispatch, multiKueue"}},
+        "managedByDefaulting, dispatch, multiKueue, integrations"}},
       {"not close, nested",
        adapterDoc("clientConnection: {timeout: 5s}\n"),
        {"clientConnection.timeout: unknown field: remove it; the fields accepted in clientConnection are qps, burst"}},

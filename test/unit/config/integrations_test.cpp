@@ -1,0 +1,166 @@
+// The integrations section (SPEC §7.1): built-in profiles, explicit rules for any other kind,
+// overrides, and every problem reported as "<field path>: <problem>: <fix>".
+#include <gtest/gtest.h>
+
+#include "config_test_util.h"
+#include "mka/config/loader.h"
+
+namespace mka::config {
+namespace {
+
+using nlohmann::json;
+using test::adapterDoc;
+using test::rendered;
+
+Configuration mustParse(const std::string& text) {
+  auto result = parseConfiguration(text);
+  EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
+  return result.config.value_or(Configuration{});
+}
+
+TEST(Integrations, BuiltInProfilesNeedOnlyAName) {
+  auto c = mustParse(adapterDoc(
+      "integrations:\n  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n  - name: PipelineRun.v1.tekton.dev\n"));
+  ASSERT_EQ(c.integrations.frameworks.size(), 2u);
+
+  const auto& argo = c.integrations.frameworks[0];
+  EXPECT_TRUE(argo.profile);
+  EXPECT_EQ(argo.gvk.goString(), api::GroupVersionKind({"argoproj.io", "v1alpha1", "Workflow"}).goString());
+  EXPECT_EQ(argo.suspend, (FieldValue{"spec.suspend", true}));
+  EXPECT_EQ(argo.stopRule(), (FieldValue{"spec.suspend", true})) << "stop defaults to suspend";
+  EXPECT_EQ(argo.podSetsFrom, PodSetsFrom::ArgoTemplates);
+  ASSERT_TRUE(argo.finished);
+  EXPECT_EQ(argo.finished->type, FinishedRule::Type::Phase);
+  EXPECT_EQ(argo.finished->phasePath, "status.phase");
+  EXPECT_EQ(argo.finished->succeeded, std::vector<std::string>{"Succeeded"});
+  EXPECT_EQ(argo.finished->failed, (std::vector<std::string>{"Failed", "Error"}));
+  EXPECT_EQ(argo.finished->messagePath, "status.message");
+
+  const auto& tekton = c.integrations.frameworks[1];
+  EXPECT_EQ(tekton.suspend, (FieldValue{"spec.status", "PipelineRunPending"}));
+  EXPECT_EQ(tekton.stopRule(), (FieldValue{"spec.status", "StoppedRunFinally"}));
+  EXPECT_EQ(tekton.podSetsFrom, PodSetsFrom::TektonAnnotations);
+  ASSERT_EQ(tekton.podSets.size(), 1u);
+  EXPECT_EQ(tekton.podSets[0].name, "pod-set-1");
+  ASSERT_TRUE(tekton.finished);
+  EXPECT_EQ(tekton.finished->type, FinishedRule::Type::Condition);
+  EXPECT_EQ(tekton.finished->conditionType, "Succeeded");
+  EXPECT_EQ(c.integrations.find(tekton.gvk), &tekton);
+}
+
+TEST(Integrations, AnyOtherKindIsDescribedByItsRules) {
+  auto c = mustParse(adapterDoc(R"(integrations:
+  frameworks:
+  - name: TrainingRun.v1.ml.example.com
+    suspend: {path: spec.suspend, value: true}
+    stop: {path: spec.runPolicy.stopped, value: "yes"}
+    podSets:
+    - name: launcher
+      count: {value: 1}
+      template: spec.launcher.template
+    - name: workers
+      count: {path: spec.replicas, default: 2}
+      template: spec.template
+    finished:
+      phase: {path: status.state, succeeded: [Done], failed: [Crashed, Killed], message: status.reason}
+)"));
+  ASSERT_EQ(c.integrations.frameworks.size(), 1u);
+  const auto& f = c.integrations.frameworks[0];
+  EXPECT_FALSE(f.profile);
+  EXPECT_EQ(f.suspend, (FieldValue{"spec.suspend", true}));
+  EXPECT_EQ(f.stopRule(), (FieldValue{"spec.runPolicy.stopped", "yes"}));
+  EXPECT_EQ(f.podSetsFrom, PodSetsFrom::Rules);
+  EXPECT_EQ(f.podSets, (std::vector<PodSetRule>{{"launcher", {"", 1, 1}, "spec.launcher.template"},
+                                                {"workers", {"spec.replicas", 2, std::nullopt}, "spec.template"}}));
+  FinishedRule finished;
+  finished.type = FinishedRule::Type::Phase;
+  finished.phasePath = "status.state";
+  finished.succeeded = {"Done"};
+  finished.failed = {"Crashed", "Killed"};
+  finished.messagePath = "status.reason";
+  EXPECT_EQ(f.finished, finished);
+}
+
+TEST(Integrations, RulesOverrideAProfileOneRuleAtATime) {
+  auto c = mustParse(adapterDoc(R"(integrations:
+  frameworks:
+  - name: Workflow.v1alpha1.argoproj.io
+    finished: {condition: {type: Completed}}
+    podSets: [{name: main, count: {value: 3}, template: spec.podSpecPatchTemplate}]
+)"));
+  const auto& f = c.integrations.frameworks[0];
+  EXPECT_TRUE(f.profile);
+  EXPECT_EQ(f.suspend, (FieldValue{"spec.suspend", true})) << "kept from the profile";
+  EXPECT_EQ(f.finished->type, FinishedRule::Type::Condition);
+  EXPECT_EQ(f.finished->conditionType, "Completed");
+  EXPECT_EQ(f.podSetsFrom, PodSetsFrom::Rules) << "written pod sets replace the computed one";
+  EXPECT_EQ(f.podSets[0].count.value, 3);
+}
+
+TEST(Integrations, ProblemsNameTheFieldAndTheFix) {
+  struct Case {
+    std::string name;
+    std::string frameworks;  // the list under integrations.frameworks
+    std::vector<std::string> errors;
+  };
+  const std::string p = "integrations.frameworks[0]";
+  const std::vector<Case> cases = {
+      {"a kind without a profile and without rules",
+       "  - name: TrainingRun.v1.ml.example.com\n",
+       {p + ".suspend: is required for a kind without a built-in profile: add suspend: {path: spec.suspend, value: "
+            "true}, the field and value that keep the job from running",
+        p + ".podSets: is required for a kind without a built-in profile: add podSets: [{name: main, count: {path: "
+            "spec.replicas, default: 1}, template: spec.template}]",
+        p + ".finished: is required for a kind without a built-in profile: add finished: {condition: {type: "
+            "Succeeded}}, or finished: {phase: {path: status.phase, succeeded: [Succeeded], failed: [Failed]}}"}},
+      {"paths, counts and names",
+       "  - name: TrainingRun.v1.ml.example.com\n"
+       "    suspend: {path: status.suspended}\n"
+       "    podSets:\n"
+       "    - {name: Main, count: {path: spec.replicas, value: 2}, template: spec.template}\n"
+       "    - {name: w, count: {}, template: template}\n"
+       "    - {name: w, count: {value: 0}, template: spec.t}\n"
+       "    finished: {phase: {path: status.phase}}\n",
+       {p + ".suspend.path: must be a dotted field path below spec, not \"status.suspended\": write the field's "
+            "dotted path, such as spec.suspend",
+        p + ".suspend.value: is required: write the value the field holds while the job is suspended, such as true",
+        p + ".podSets[0].name: invalid value \"Main\": a lowercase RFC 1123 label must consist of lower case "
+            "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+            "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'): use a lower-case name of "
+            "letters, digits and '-', such as main or workers",
+        p + ".podSets[0].count: sets both path and value: write {path: spec.replicas, default: 1} to read it from "
+            "the job, or {value: 4}",
+        p + ".podSets[1].count: must set path or value: write {path: spec.replicas, default: 1} to read it from the "
+            "job, or {value: 4}",
+        p + ".podSets[1].template: must be a dotted field path below spec, not \"template\": write the pod "
+            "template's dotted path, such as spec.template",
+        p + ".podSets[2].name: duplicates " + p + ".podSets[1].name (\"w\"): give each pod set its own name",
+        p + ".podSets[2].count.value: must be at least 1, not 0: write {path: spec.replicas, default: 1} to read it "
+            "from the job, or {value: 4}",
+        p + ".finished.phase.succeeded: must list at least one phase: list the phases that mean the job succeeded, "
+            "such as [Succeeded]"}},
+      {"reading errors",
+       "  - name: Workflow.v1alpha1.argoproj.io\n"
+       "    suspend: {path: spec.suspend, value: [1]}\n"
+       "    finished: {condition: {type: Done}, phase: {path: status.phase, succeeded: [Ok]}}\n"
+       "    bogus: 1\n",
+       {p + ".suspend.value: must be a single value, not a list: write the value the field holds while the job is "
+            "suspended, such as true",
+        p + ".finished: sets both condition and phase: keep the one that tells when the job is done",
+        p + ".bogus: unknown field: remove it; the fields accepted in " + p +
+            " are name, suspend, stop, podSets, finished"}},
+      {"the same kind twice",
+       "  - name: Workflow.v1alpha1.argoproj.io\n  - name: Workflow.v1alpha1.argoproj.io\n",
+       {"integrations.frameworks[1].name: duplicates integrations.frameworks[0].name "
+        "(argoproj.io/v1alpha1, Kind=Workflow): remove one of the two entries"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto result = parseConfiguration(adapterDoc("integrations:\n  frameworks:\n" + c.frameworks));
+    EXPECT_FALSE(result.ok());
+    EXPECT_EQ(rendered(result.errors), c.errors);
+  }
+}
+
+}  // namespace
+}  // namespace mka::config
