@@ -24,6 +24,8 @@ inline constexpr std::string_view kPrebuiltWorkloadNameKey = "kueue.x-k8s.io/pre
 inline constexpr std::string_view kJobUidLabel = "kueue.x-k8s.io/job-uid";
 inline constexpr std::string_view kResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use";
 inline constexpr std::string_view kPreemptionGate = "kueue.x-k8s.io/multikueue";
+inline constexpr std::string_view kPriorityClassLabel = "kueue.x-k8s.io/priority-class";
+inline constexpr std::string_view kMaxExecTimeLabel = "kueue.x-k8s.io/max-exec-time-seconds";
 
 // Label values are at most 63 characters (validation.LabelValue).
 inline constexpr std::size_t kMaxLabelValueLength = 63;

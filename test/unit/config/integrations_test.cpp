@@ -12,14 +12,14 @@ using nlohmann::json;
 using test::adapterDoc;
 using test::rendered;
 
-Configuration mustParse(const std::string& text) {
+Configuration parsed(const std::string& text) {
   auto result = parseConfiguration(text);
   EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
   return result.config.value_or(Configuration{});
 }
 
 TEST(Integrations, BuiltInProfilesNeedOnlyAName) {
-  auto c = mustParse(adapterDoc(
+  auto c = parsed(adapterDoc(
       "integrations:\n  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n  - name: PipelineRun.v1.tekton.dev\n"));
   ASSERT_EQ(c.integrations.frameworks.size(), 2u);
 
@@ -49,7 +49,7 @@ TEST(Integrations, BuiltInProfilesNeedOnlyAName) {
 }
 
 TEST(Integrations, AnyOtherKindIsDescribedByItsRules) {
-  auto c = mustParse(adapterDoc(R"(integrations:
+  auto c = parsed(adapterDoc(R"(integrations:
   frameworks:
   - name: TrainingRun.v1.ml.example.com
     suspend: {path: spec.suspend, value: true}
@@ -82,7 +82,7 @@ TEST(Integrations, AnyOtherKindIsDescribedByItsRules) {
 }
 
 TEST(Integrations, RulesOverrideAProfileOneRuleAtATime) {
-  auto c = mustParse(adapterDoc(R"(integrations:
+  auto c = parsed(adapterDoc(R"(integrations:
   frameworks:
   - name: Workflow.v1alpha1.argoproj.io
     finished: {condition: {type: Completed}}

@@ -1,0 +1,58 @@
+#pragma once
+// The Workload the job integration creates for a job of a configured kind, as Kueue's
+// jobframework constructs one for a built-in kind (KUEUE-JOBFRAMEWORK.md §3.1, §3.2): its name,
+// owner, labels, finalizer, queue name and pod sets from the kind's rules (SPEC §7.1).
+//
+// Threads: pure functions.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/api/gvk.h"
+#include "mka/config/configuration.h"
+
+namespace mka::integration {
+
+// Kueue's name for a job's Workload (its ShortWorkloadNames gate off, the default):
+// "<lower-case kind>-<job name>" cut to 247 characters, "-", and the first 5 hex digits of the
+// SHA-1 of "<Kind>\n<group>\n<job name>\n<job uid>".
+std::string workloadName(const api::GroupVersionKind& gvk, std::string_view jobName, std::string_view jobUid);
+
+// Why a job's rules cannot be evaluated: the field (a dotted path in the job, or an annotation
+// key) and what is wrong with it, for the Warning Event the job gets instead of a Workload.
+struct RuleError {
+  std::string field;
+  std::string problem;
+  bool operator==(const RuleError&) const = default;
+};
+
+// The Workload's spec.podSets for `job` by `framework`'s pod set rules (PodSetsFrom::Rules):
+// each count read from its path (its default when the field is absent) or fixed, each pod
+// template copied from its path. An error names the first field that cannot be read.
+struct PodSetsResult {
+  nlohmann::json podSets = nlohmann::json::array();
+  std::optional<RuleError> error;
+};
+PodSetsResult podSetsFromRules(const nlohmann::json& job, const config::IntegratedFramework& framework);
+
+// The priority the Workload gets, resolved by the caller (a WorkloadPriorityClass or a
+// PriorityClass read from the cluster); none leaves it to Kueue's default.
+struct Priority {
+  std::string group;  // "kueue.x-k8s.io" or "scheduling.k8s.io"
+  std::string kind;   // "WorkloadPriorityClass" or "PriorityClass"
+  std::string name;
+  std::int32_t value = 0;
+};
+
+// The Workload to create for `job` (with `podSets` from podSetsFromRules or a profile):
+// Kueue's name, the job's namespace, a controller ownerReference to the job, the job-uid
+// label (when the uid is a valid label value), the resource-in-use finalizer, spec.queueName
+// from the queue-name label, spec.maximumExecutionTimeSeconds from its label when a positive
+// integer, and the priority when given.
+nlohmann::json newWorkload(const nlohmann::json& job, const api::GroupVersionKind& gvk, nlohmann::json podSets,
+                           const std::optional<Priority>& priority);
+
+}  // namespace mka::integration

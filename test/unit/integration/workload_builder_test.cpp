@@ -1,0 +1,145 @@
+// The Workload the job integration creates (KUEUE-JOBFRAMEWORK.md §3.1, §3.2; §9.1's naming
+// scenarios), and the pod sets a kind's rules give, or the field they cannot read.
+#include "mka/integration/workload_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "mka/common/clock.h"
+#include "mka/sandbox/cluster_api.h"
+#include "support/crd_fixtures.h"
+
+namespace mka::integration {
+namespace {
+
+using nlohmann::json;
+
+TEST(WorkloadName, IsKueuesFormula) {
+  struct Case {
+    api::GroupVersionKind gvk;
+    std::string name, uid, want;
+  };
+  const std::vector<Case> cases = {
+      {{"batch", "v1", "Job"}, "test-job", "test-job", "job-test-job-ce737"},
+      {{"batch", "v1", "Job"}, "name", "uid", "job-name-ef3a1"},
+      {{"tekton.dev", "v1", "PipelineRun"},
+       "build-42",
+       "11111111-2222-3333-4444-555555555555",
+       "pipelinerun-build-42-644ab"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    EXPECT_EQ(workloadName(c.gvk, c.name, c.uid), c.want);
+  }
+  EXPECT_EQ(workloadName({"tekton.dev", "v2", "PipelineRun"}, "build-42", "11111111-2222-3333-4444-555555555555"),
+            "pipelinerun-build-42-644ab")
+      << "the version is not hashed";
+  const auto longName = workloadName({"ml.example.com", "v1", "TrainingRun"}, std::string(300, 'a'), "u");
+  EXPECT_EQ(longName.size(), 253u);
+  EXPECT_EQ(longName.substr(0, 12), "trainingrun-");
+}
+
+config::IntegratedFramework trainingRun() {
+  config::IntegratedFramework f;
+  f.name = "TrainingRun.v1.ml.example.com";
+  f.gvk = {"ml.example.com", "v1", "TrainingRun"};
+  f.suspend = config::FieldValue{"spec.suspend", true};
+  f.podSets = {{"launcher", {"", 1, 1}, "spec.launcher"},
+               {"workers", {"spec.replicas", 2, std::nullopt}, "spec.template"}};
+  return f;
+}
+
+json trainingJob(const json& spec) {
+  return {{"apiVersion", "ml.example.com/v1"},
+          {"kind", "TrainingRun"},
+          {"metadata",
+           {{"name", "train"},
+            {"namespace", "team-a"},
+            {"uid", "0f5e6b1c-1111-2222-3333-444455556666"},
+            {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
+          {"spec", spec}};
+}
+
+const json kPod = {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+
+TEST(PodSetsFromRules, CountsAndTemplatesOrTheFieldThatIsWrong) {
+  struct Case {
+    std::string name;
+    json spec;
+    json podSets;                    // when no error
+    std::optional<RuleError> error;  // else
+  };
+  const std::vector<Case> cases = {
+      {"count read from its path",
+       {{"replicas", 4}, {"launcher", kPod}, {"template", kPod}},
+       {{{"name", "launcher"}, {"count", 1}, {"template", kPod}},
+        {{"name", "workers"}, {"count", 4}, {"template", kPod}}},
+       std::nullopt},
+      {"count absent: its default",
+       {{"launcher", kPod}, {"template", kPod}},
+       {{{"name", "launcher"}, {"count", 1}, {"template", kPod}},
+        {{"name", "workers"}, {"count", 2}, {"template", kPod}}},
+       std::nullopt},
+      {"count not an integer",
+       {{"replicas", "four"}, {"launcher", kPod}, {"template", kPod}},
+       nullptr,
+       RuleError{"spec.replicas",
+                 "the pod set workers's count must be a whole number from 0 to 2147483647, not \"four\""}},
+      {"template missing",
+       {{"replicas", 1}, {"launcher", kPod}},
+       nullptr,
+       RuleError{"spec.template", "the pod set workers's template is missing"}},
+      {"template not an object",
+       {{"launcher", "pod"}, {"template", kPod}},
+       nullptr,
+       RuleError{"spec.launcher", "the pod set launcher's template must be a pod template (an object), not string"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto result = podSetsFromRules(trainingJob(c.spec), trainingRun());
+    EXPECT_EQ(result.error, c.error);
+    if (!c.error) {
+      EXPECT_EQ(result.podSets, c.podSets);
+    }
+  }
+}
+
+TEST(NewWorkload, CarriesKueuesIdentityAndPassesTheWorkloadCrd) {
+  auto job = trainingJob({{"replicas", 3}, {"launcher", kPod}, {"template", kPod}});
+  job["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "600";
+  const auto podSets = podSetsFromRules(job, trainingRun());
+  ASSERT_FALSE(podSets.error);
+  const auto wl = newWorkload(job, trainingRun().gvk, podSets.podSets,
+                              Priority{"kueue.x-k8s.io", "WorkloadPriorityClass", "high", 1000});
+  EXPECT_EQ(wl["metadata"]["name"], workloadName(trainingRun().gvk, "train", "0f5e6b1c-1111-2222-3333-444455556666"));
+  EXPECT_EQ(wl["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"],
+            json::parse(R"([{"apiVersion": "ml.example.com/v1", "kind": "TrainingRun", "name": "train",
+                             "uid": "0f5e6b1c-1111-2222-3333-444455556666", "controller": true,
+                             "blockOwnerDeletion": true}])"));
+  EXPECT_EQ(wl["metadata"]["labels"], json({{"kueue.x-k8s.io/job-uid", "0f5e6b1c-1111-2222-3333-444455556666"}}));
+  EXPECT_EQ(wl["metadata"]["finalizers"], json({"kueue.x-k8s.io/resource-in-use"}));
+  EXPECT_EQ(wl["spec"]["queueName"], "user-queue");
+  EXPECT_EQ(wl["spec"]["maximumExecutionTimeSeconds"], 600);
+  EXPECT_EQ(wl["spec"]["priority"], 1000);
+  EXPECT_EQ(wl["spec"]["podSets"][1]["count"], 3);
+
+  // What a real cluster would say of it: the Workload CRD's schema and CEL rules.
+  FakeClock clock;
+  sandbox::ResourceRegistry registry;
+  sandbox::ObjectStore store;
+  sandbox::ClusterApi api("test", registry, store, clock);
+  api.create({"", "v1", "namespaces", "", "", ""}, json{{"metadata", {{"name", "team-a"}}}});
+  api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""}, sandbox::test::workloadCrd());
+  EXPECT_NO_THROW(api.create({"kueue.x-k8s.io", "v1beta2", "workloads", "team-a", "", ""}, wl));
+
+  // A uid too long for a label value gets no job-uid label; a bad max-exec-time is ignored.
+  job["metadata"]["uid"] = std::string(64, 'u');
+  job["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "-5";
+  const auto other = newWorkload(job, trainingRun().gvk, podSets.podSets, std::nullopt);
+  EXPECT_FALSE(other["metadata"].contains("labels"));
+  EXPECT_FALSE(other["spec"].contains("maximumExecutionTimeSeconds"));
+  EXPECT_FALSE(other["spec"].contains("priorityClassRef"));
+}
+
+}  // namespace
+}  // namespace mka::integration
