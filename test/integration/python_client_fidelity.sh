@@ -9,8 +9,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${MKA_BINARY:-$root/build/multikueue-adapter}
-crds=$root/../shared/crds
-[ -d "$crds" ] || crds=$root/test/fixtures/crds
+# The checked-in copies, so that the test reads the same CRDs wherever the checkout is.
+crds=$root/test/fixtures/crds
 python=/usr/bin/python3
 work=$(mktemp -d)
 . "$root/test/integration/lib/common.sh"
@@ -29,7 +29,7 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); finish; }
 # A window of 50 events: the 410 check writes more than that.
 start_sandbox manager --no-crds --watch-history 50 || fail "sandbox start"
 export KUBECONFIG=$work/kube/manager.kubeconfig
-for f in kueue.x-k8s.io_workloads.yaml kueue.x-k8s.io_clusterqueues.yaml argoproj.io_workflows.full.yaml; do
+for f in kueue.x-k8s.io_workloads.yaml kueue.x-k8s.io_clusterqueues.yaml cel/argoproj.io_workflows.full.yaml; do
   kubectl --request-timeout=30s apply --server-side --force-conflicts -f "$crds/$f" >"$work/apply.out" 2>&1 ||
     { cat "$work/apply.out"; fail "kubectl apply --server-side $f"; }
 done
