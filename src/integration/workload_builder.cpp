@@ -16,7 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t kMaxNameLength = 253;
 constexpr std::size_t kHashLength = 5;
 
 std::string sha1Hex(std::string_view data) {
@@ -55,9 +54,10 @@ std::string labelOf(const json& job, std::string_view key) {
 
 }  // namespace
 
-std::string workloadName(const api::GroupVersionKind& gvk, std::string_view jobName, std::string_view jobUid) {
+std::string workloadName(const api::GroupVersionKind& gvk, std::string_view jobName, std::string_view jobUid,
+                         std::size_t maxLength) {
   std::string prefix = strings::toLower(gvk.kind) + "-" + std::string(jobName);
-  prefix.resize(std::min(prefix.size(), kMaxNameLength - 1 - kHashLength));
+  prefix.resize(std::min(prefix.size(), maxLength - 1 - kHashLength));
   const std::string hashed = gvk.kind + "\n" + gvk.group + "\n" + std::string(jobName) + "\n" + std::string(jobUid);
   return prefix + "-" + sha1Hex(hashed).substr(0, kHashLength);
 }

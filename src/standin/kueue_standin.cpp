@@ -1,7 +1,5 @@
 #include "mka/standin/kueue_standin.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <compare>
 #include <condition_variable>
@@ -19,6 +17,7 @@
 #include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/common/thread_name.h"
+#include "mka/integration/workload_builder.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
@@ -52,8 +51,6 @@ constexpr const char* kFinished = "Finished";
 constexpr const char* kDeactivationTarget = "DeactivationTarget";
 
 // Kueue's ShortWorkloadNames limit: Workload names are used as label values (63 characters).
-constexpr std::size_t kMaxWorkloadName = 63;
-constexpr std::size_t kHashLength = 5;
 
 // Conflicts are retried on the next poll; a key that keeps failing for another reason is
 // retried too (the stand-in must converge, as a controller does), but logged each time.
@@ -184,20 +181,6 @@ std::optional<TimePoint> parseTime(const std::string& text) {
   return std::chrono::time_point_cast<TimePoint::duration>(std::chrono::system_clock::from_time_t(timegm(&tm)));
 }
 
-std::string sha1Hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha1(), nullptr) != 1)
-    throw Error("kueue stand-in: SHA-1 digest failed (OpenSSL EVP_Digest); is the default provider loaded?");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
-  return out;
-}
-
 // What the worker thread reconciles: a Workload (kind == -1) or a job of jobKinds[kind].
 struct Key {
   int kind = -1;
@@ -229,10 +212,8 @@ std::vector<KueueStandIn::JobKind> KueueStandIn::defaultJobKinds() {
 }
 
 std::string KueueStandIn::workloadNameFor(const JobKind& kind, const std::string& jobName, const std::string& jobUid) {
-  auto prefix = strings::toLower(kind.kind) + "-" + jobName;
-  prefix.resize(std::min(prefix.size(), kMaxWorkloadName - 1 - kHashLength));
-  const auto hash = sha1Hex(kind.kind + "\n" + kind.group + "\n" + jobName + "\n" + jobUid);
-  return prefix + "-" + hash.substr(0, kHashLength);
+  return integration::workloadName({kind.group, kind.version, kind.kind}, jobName, jobUid,
+                                   integration::kShortWorkloadNameLength);
 }
 
 struct KueueStandIn::Impl {

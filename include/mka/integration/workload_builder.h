@@ -16,10 +16,13 @@
 
 namespace mka::integration {
 
-// Kueue's name for a job's Workload (its ShortWorkloadNames gate off, the default):
-// "<lower-case kind>-<job name>" cut to 247 characters, "-", and the first 5 hex digits of the
-// SHA-1 of "<Kind>\n<group>\n<job name>\n<job uid>".
-std::string workloadName(const api::GroupVersionKind& gvk, std::string_view jobName, std::string_view jobUid);
+// Kueue's name for a job's Workload: "<lower-case kind>-<job name>" cut to maxLength - 6
+// characters, "-", and the first 5 hex digits of the SHA-1 of "<Kind>\n<group>\n<job name>\n<job
+// uid>". maxLength is 253 with Kueue's ShortWorkloadNames gate off (its default), 63 with it on.
+inline constexpr std::size_t kMaxWorkloadNameLength = 253;
+inline constexpr std::size_t kShortWorkloadNameLength = 63;
+std::string workloadName(const api::GroupVersionKind& gvk, std::string_view jobName, std::string_view jobUid,
+                         std::size_t maxLength = kMaxWorkloadNameLength);
 
 // Why a job's rules cannot be evaluated: the field (a dotted path in the job, or an annotation
 // key) and what is wrong with it, for the Warning Event the job gets instead of a Workload.

@@ -75,7 +75,8 @@ class ObjectStore {
   // remainingItemCount is set only when `limit` cut the list and there is no filter (an empty
   // Filter), as kube-apiserver leaves it unset for selector lists.
   // `exactRevision` (without a continue token) lists the store as it was at that revision:
-  // 410 Expired when the history no longer reaches back to it, 504 when it is ahead of the store.
+  // 410 Expired when that revision is older than the events kept, 504 when it is ahead of the
+  // store.
   // `filter` runs under the store's lock: keep it cheap and never call the store from it.
   ListResult list(const std::string& group, const std::string& plural, const std::string& namespace_,
                   const Filter& filter, std::size_t limit = 0, const std::string& continueToken = "",
