@@ -3,6 +3,8 @@
 // and evaluated on every write, with kube's field paths and messages.
 #include <algorithm>
 #include <functional>
+#include <mutex>
+#include <unordered_map>
 
 #include "schema_compiled.h"
 #include "schema_node.h"
@@ -331,10 +333,38 @@ class RuleEvaluator {
 }  // namespace
 
 std::shared_ptr<const Compiled> compile(const json& schema, const std::string& path, FieldErrors& errors) {
+  // Every sandbox cluster reads the same few CRDs, and one CRD write reads its CRD several times
+  // (the 422 check, the status, the registry); compiling a schema's regexes and rules dominated
+  // cluster start-up. A Compiled is immutable, so one per distinct (path, schema) is shared.
+  struct Entry {
+    std::string path;
+    json schema;
+    std::shared_ptr<const Compiled> compiled;
+    FieldErrors errors;
+  };
+  static std::mutex mutex;
+  static std::unordered_multimap<std::size_t, Entry> cache;
+  constexpr std::size_t kMaxEntries = 64;
+
+  const std::size_t hash = std::hash<json>{}(schema) ^ std::hash<std::string>{}(path);
+  {
+    std::lock_guard lock(mutex);
+    for (auto [it, end] = cache.equal_range(hash); it != end; ++it) {
+      if (it->second.path != path || it->second.schema != schema) continue;
+      errors.insert(errors.end(), it->second.errors.begin(), it->second.errors.end());
+      return it->second.compiled;
+    }
+  }
   auto compiled = std::make_shared<Compiled>();
-  if (!schema.is_object()) return compiled;
-  collectPatterns(schema, path, *compiled, errors);
-  compiled->root = RuleCompiler(errors).node(schema, path, /*correlatable=*/true);
+  FieldErrors found;
+  if (schema.is_object()) {
+    collectPatterns(schema, path, *compiled, found);
+    compiled->root = RuleCompiler(found).node(schema, path, /*correlatable=*/true);
+  }
+  errors.insert(errors.end(), found.begin(), found.end());
+  std::lock_guard lock(mutex);
+  if (cache.size() >= kMaxEntries) cache.clear();
+  cache.emplace(hash, Entry{path, schema, compiled, std::move(found)});
   return compiled;
 }
 

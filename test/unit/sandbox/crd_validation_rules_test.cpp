@@ -272,6 +272,11 @@ TEST_F(CrdValidationRules, ACrdWithARuleTheSandboxCannotEnforceIsRefused) {
                                      "validations[0].rule: Invalid value: \"quantity(self.mode).isGreaterThan(1)\": "
                                      "compilation failed: "));
   EXPECT_THAT(unsupported, HasSubstr("quantity"));
+  // Compiled schemas are shared between writes and clusters: the same CRD is refused again.
+  EXPECT_EQ(refusal([&] {
+              api.create(crdRef(), widgetCrd(json::array({{{"rule", "quantity(self.mode).isGreaterThan(1)"}}})));
+            }),
+            unsupported);
 
   const std::string uncorrelatable = refusal([&] {
     json crd = widgetCrd(json::array());
