@@ -1,5 +1,9 @@
 #include "mka/common/json_fields.h"
 
+#include <utility>
+
+#include "mka/common/strings.h"
+
 namespace mka::json_fields {
 
 std::string stringMember(const nlohmann::json& object, std::string_view key, std::string_view fallback) {
@@ -34,6 +38,40 @@ const nlohmann::json& arrayMember(const nlohmann::json& object, std::string_view
   static const nlohmann::json kEmpty = nlohmann::json::array();
   const auto* member = memberOf(object, key);
   return member != nullptr && member->is_array() ? *member : kEmpty;
+}
+
+const nlohmann::json* fieldAt(const nlohmann::json& object, std::string_view path) {
+  const nlohmann::json* node = &object;
+  for (const auto& key : strings::split(path, '.')) {
+    node = memberOf(*node, key);
+    if (node == nullptr) return nullptr;
+  }
+  return node;
+}
+
+nlohmann::json* fieldAt(nlohmann::json& object, std::string_view path) {
+  return const_cast<nlohmann::json*>(fieldAt(std::as_const(object), path));
+}
+
+void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json value) {
+  nlohmann::json* node = &object;
+  for (const auto& key : strings::split(path, '.')) {
+    if (!node->is_object()) *node = nlohmann::json::object();
+    node = &(*node)[key];
+  }
+  *node = std::move(value);
+}
+
+bool eraseFieldAt(nlohmann::json& object, std::string_view path) {
+  const auto keys = strings::split(path, '.');
+  nlohmann::json* node = &object;
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    if (!node->is_object()) return false;
+    auto it = node->find(keys[i]);
+    if (it == node->end()) return false;
+    node = &*it;
+  }
+  return node->is_object() && node->erase(keys.back()) > 0;
 }
 
 }  // namespace mka::json_fields

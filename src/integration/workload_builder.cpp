@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <map>
 
 #include "mka/api/kueue.h"
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
+#include "mka/common/quantity.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 
@@ -32,27 +35,144 @@ std::string sha1Hex(std::string_view data) {
   return out;
 }
 
-// The value at a dotted path ("spec.replicas"), or nullptr when a step is missing or not an
-// object.
-const json* at(const json& object, const std::string& path) {
-  const json* node = &object;
-  for (const auto& key : strings::split(path, '.')) {
-    if (!node->is_object()) return nullptr;
-    auto it = node->find(key);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-  }
-  return node;
-}
-
 std::string labelOf(const json& job, std::string_view key) {
-  const json* labels = at(job, "metadata.labels");
+  const json* labels = json_fields::fieldAt(job, "metadata.labels");
   if (!labels || !labels->is_object()) return "";
   auto it = labels->find(std::string(key));
   return it != labels->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+using Requests = std::map<std::string, std::int64_t>;  // resource -> thousandths
+
+json requestsJson(const Requests& requests) {
+  json out = json::object();
+  for (const auto& [name, milli] : requests) out[name] = quantity::formatMilli(milli);
+  return out;
+}
+
+// One synthetic pod set: its pods are not described by any template in the job.
+json syntheticPodSet(const std::string& name, const std::string& container, const Requests& requests) {
+  return {{"name", name},
+          {"count", 1},
+          {"template",
+           {{"spec",
+             {{"containers", json::array({{{"name", container},
+                                           {"image", container},
+                                           {"resources", {{"requests", requestsJson(requests)}}}}})}}}}}};
+}
+
+// A container's (or template's) resources.requests added into `into` (`max`: kept at the
+// larger of the two). Unreadable quantities are skipped: the Workflow's own CRD and Argo refuse
+// them before they run.
+void addRequests(Requests& into, const json& container, bool max) {
+  const json* requests = json_fields::fieldAt(container, "resources.requests");
+  if (requests == nullptr || !requests->is_object()) return;
+  for (const auto& [name, value] : requests->items()) {
+    std::optional<std::int64_t> milli;
+    if (value.is_string()) milli = quantity::parseMilli(value.get<std::string>());
+    if (value.is_number_integer()) milli = value.get<std::int64_t>() * 1000;
+    if (!milli) continue;
+    auto& slot = into[name];
+    slot = max ? std::max(slot, *milli) : slot + *milli;
+  }
+}
+
+void maxInto(Requests& into, const Requests& other) {
+  for (const auto& [name, milli] : other) into[name] = std::max(into[name], milli);
+}
+
+// The requests of each Workflow template that runs a pod, maxed element-wise.
+Requests argoRequests(const json& workflow) {
+  Requests out;
+  for (const auto& tmpl : json_fields::arrayMember(json_fields::objectMember(workflow, "spec"), "templates")) {
+    Requests pod;
+    bool runsPod = false;
+    for (const char* single : {"container", "script"}) {
+      if (auto it = tmpl.find(single); it != tmpl.end() && it->is_object()) {
+        addRequests(pod, *it, false);
+        runsPod = true;
+      }
+    }
+    if (auto set = tmpl.find("containerSet"); set != tmpl.end() && set->is_object()) {
+      for (const auto& c : json_fields::arrayMember(*set, "containers")) addRequests(pod, c, false);
+      runsPod = true;
+    }
+    if (!runsPod) continue;
+    for (const auto& sidecar : json_fields::arrayMember(tmpl, "sidecars")) addRequests(pod, sidecar, false);
+    for (const auto& init : json_fields::arrayMember(tmpl, "initContainers")) addRequests(pod, init, true);
+    maxInto(out, pod);
+  }
+  return out;
+}
+
+// The job's kPodSetRequestsAnnotation, when set.
+std::optional<Requests> statedRequests(const json& job, std::optional<RuleError>& error) {
+  const json& annotations = json_fields::objectMember(json_fields::objectMember(job, "metadata"), "annotations");
+  const std::string text = json_fields::stringMember(annotations, kPodSetRequestsAnnotation);
+  if (!annotations.contains(std::string(kPodSetRequestsAnnotation))) return std::nullopt;
+  const std::string field = "metadata.annotations[" + std::string(kPodSetRequestsAnnotation) + "]";
+  const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) {
+    error = RuleError{field, "must be a JSON object of resource names to quantities, such as {\"cpu\":\"4\"}, not " +
+                                 (text.empty() ? std::string("an empty value") : "'" + text + "'")};
+    return std::nullopt;
+  }
+  Requests out;
+  for (const auto& [name, value] : parsed.items()) {
+    const auto milli = value.is_string() ? quantity::parseMilli(value.get<std::string>()) : std::nullopt;
+    if (name.empty() || !milli || *milli < 0) {
+      error = RuleError{field, "the request for \"" + name +
+                                   "\" must be a non-negative quantity (\"4\", \"500m\", "
+                                   "\"2Gi\") written as a string, not " +
+                                   value.dump()};
+      return std::nullopt;
+    }
+    out[name] = *milli;
+  }
+  return out;
+}
+
+// tekton-kueue's requests: its annotations plus one of the synthetic PipelineRun resource.
+Requests tektonRequests(const json& job, std::optional<RuleError>& error) {
+  Requests out;
+  const json& annotations = json_fields::objectMember(json_fields::objectMember(job, "metadata"), "annotations");
+  for (const auto& [key, value] : annotations.items()) {
+    if (!key.starts_with(kTektonRequestsPrefix)) continue;
+    const std::string resource = key.substr(kTektonRequestsPrefix.size());
+    const std::string field = "metadata.annotations[" + key + "]";
+    if (resource.empty()) {
+      error = RuleError{field, "empty resource name in annotation " + key};
+      return out;
+    }
+    const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    const auto milli = quantity::parseMilli(text);
+    if (!milli) {
+      error = RuleError{field, "invalid resource quantity in annotation " + key + "=\"" + text +
+                                   "\": " + std::string(quantity::kSyntaxError)};
+      return out;
+    }
+    out[resource] = *milli;
+  }
+  return out;
+}
+
 }  // namespace
+
+PodSetsResult podSetsFor(const json& job, const config::IntegratedFramework& framework) {
+  if (framework.podSetsFrom == config::PodSetsFrom::Rules) return podSetsFromRules(job, framework);
+  PodSetsResult out;
+  auto stated = statedRequests(job, out.error);
+  if (out.error) return out;
+  if (framework.podSetsFrom == config::PodSetsFrom::ArgoTemplates) {
+    out.podSets.push_back(syntheticPodSet("main", "dummy", stated ? *stated : argoRequests(job)));
+    return out;
+  }
+  Requests requests = stated ? *stated : tektonRequests(job, out.error);
+  if (out.error) return out;
+  requests[std::string(kTektonPipelineRunsResource)] = 1000;
+  out.podSets.push_back(syntheticPodSet("pod-set-1", "dummy", requests));
+  return out;
+}
 
 std::string workloadName(const api::GroupVersionKind& gvk, std::string_view jobName, std::string_view jobUid,
                          std::size_t maxLength) {
@@ -67,7 +187,7 @@ PodSetsResult podSetsFromRules(const json& job, const config::IntegratedFramewor
   for (const auto& rule : framework.podSets) {
     std::int64_t count = rule.count.value.value_or(rule.count.defaultValue);
     if (!rule.count.value) {
-      if (const json* field = at(job, rule.count.path); field && !field->is_null()) {
+      if (const json* field = json_fields::fieldAt(job, rule.count.path); field && !field->is_null()) {
         if (!field->is_number_integer() || field->get<std::int64_t>() < 0 || field->get<std::int64_t>() > INT32_MAX) {
           out.error =
               RuleError{rule.count.path, "the pod set " + rule.name + "'s count must be a whole number from 0 to " +
@@ -77,7 +197,7 @@ PodSetsResult podSetsFromRules(const json& job, const config::IntegratedFramewor
         count = field->get<std::int64_t>();
       }
     }
-    const json* podTemplate = at(job, rule.templatePath);
+    const json* podTemplate = json_fields::fieldAt(job, rule.templatePath);
     if (!podTemplate || !podTemplate->is_object()) {
       out.error =
           RuleError{rule.templatePath, podTemplate ? "the pod set " + rule.name +
@@ -109,7 +229,10 @@ json newWorkload(const json& job, const api::GroupVersionKind& gvk, json podSets
                         {"controller", true},
                         {"blockOwnerDeletion", true}}}},
                      {"finalizers", {api::kResourceInUseFinalizer}}}},
-                   {"spec", {{"queueName", labelOf(job, api::kQueueNameLabel)}, {"podSets", std::move(podSets)}}}};
+                   {"spec", {{"podSets", std::move(podSets)}}}};
+  // queueName is omitempty in Kueue's Go type, and the CRD refuses an empty one.
+  if (const std::string queue = labelOf(job, api::kQueueNameLabel); !queue.empty())
+    workload["spec"]["queueName"] = queue;
   // Kueue writes the job-uid label only when the uid is a valid label value.
   if (validation::labelValue(uid).empty() && !uid.empty())
     workload["metadata"]["labels"] = {{std::string(api::kJobUidLabel), uid}};

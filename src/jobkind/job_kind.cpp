@@ -4,7 +4,9 @@
 
 namespace mka::jobkind {
 
-JobKind::JobKind(config::ExternalFramework framework) : framework_(std::move(framework)) {}
+JobKind::JobKind(config::ExternalFramework framework, std::optional<config::IntegratedFramework> integration,
+                 bool dispatched)
+    : framework_(std::move(framework)), integration_(std::move(integration)), dispatched_(dispatched) {}
 
 std::string JobKind::managedByField() const {
   const auto& where = framework_.managedBy;
@@ -31,7 +33,27 @@ void JobKind::removeManagedBy(nlohmann::json& job) const { jobkind::removeManage
 std::vector<JobKind> kindsOf(const config::Configuration& configuration) {
   std::vector<JobKind> kinds;
   kinds.reserve(configuration.multiKueue.externalFrameworks.size());
-  for (const auto& framework : configuration.multiKueue.externalFrameworks) kinds.emplace_back(framework);
+  for (const auto& framework : configuration.multiKueue.externalFrameworks) {
+    const auto* integration = configuration.integrations.find(framework.gvk);
+    kinds.emplace_back(framework, integration ? std::optional(*integration) : std::nullopt);
+  }
+  return kinds;
+}
+
+std::vector<JobKind> integratedKindsOf(const config::Configuration& configuration) {
+  std::vector<JobKind> kinds;
+  for (const auto& integration : configuration.integrations.frameworks) {
+    if (const auto* framework = configuration.findFramework(integration.gvk)) {
+      kinds.emplace_back(*framework, integration, /*dispatched=*/true);
+      continue;
+    }
+    config::ExternalFramework framework{integration.name, integration.gvk, {}, false};
+    if (auto profile = config::builtinProfile(integration.gvk)) {
+      framework.managedBy = *profile;
+      framework.managedByFromProfile = true;
+    }
+    kinds.emplace_back(std::move(framework), integration, /*dispatched=*/false);
+  }
   return kinds;
 }
 

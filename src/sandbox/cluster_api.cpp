@@ -511,6 +511,17 @@ void applySchema(json& object, const Target& t, const std::string& fieldValidati
   schema::pruneNulls(object, *schema);
 }
 
+// ObjectMeta's list and map fields are `omitempty` in Go: an empty one (a patch that removed the
+// last finalizer, an update with `labels: {}`) is not stored and never read back.
+void omitEmptyMetadata(json& object) {
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return;
+  for (const char* key : {"labels", "annotations", "finalizers", "ownerReferences"}) {
+    auto it = meta->find(key);
+    if (it != meta->end() && (it->is_null() || ((it->is_array() || it->is_object()) && it->empty()))) meta->erase(it);
+  }
+}
+
 // What kube-apiserver checks before it stores an object: its metadata, and a custom resource
 // against its version's schema and then its rules (`old` is the stored object on an update,
 // null on create), all problems in one answer.
@@ -604,6 +615,7 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
     setTypeMeta(object, t);
     applySchema(object, t, "");
   }
+  omitEmptyMetadata(object);
   if (auto errors = validateObject(t, object, nullptr); !errors.empty())
     throw ApiError::invalid(t.type->qualifiedKind(), name, errors);
   if (isCrd(*t.type)) {
@@ -881,6 +893,7 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
                                            "finalizers []string{" +
                                                strings::join(added, ", ") + "}"}});
   }
+  omitEmptyMetadata(next);
   if (auto errors = validateObject(t, next, &current); !errors.empty())
     throw ApiError::invalid(type->qualifiedKind(), ref.name, errors);
   if (isCrd(*type)) {

@@ -26,6 +26,12 @@ inline constexpr std::string_view kResourceInUseFinalizer = "kueue.x-k8s.io/reso
 inline constexpr std::string_view kPreemptionGate = "kueue.x-k8s.io/multikueue";
 inline constexpr std::string_view kPriorityClassLabel = "kueue.x-k8s.io/priority-class";
 inline constexpr std::string_view kMaxExecTimeLabel = "kueue.x-k8s.io/max-exec-time-seconds";
+// What Kueue's jobframework writes on a started job's pod templates (KUEUE-JOBFRAMEWORK.md §1.2).
+inline constexpr std::string_view kPodSetLabel = "kueue.x-k8s.io/podset";
+inline constexpr std::string_view kLocalQueueNameLabel = "kueue.x-k8s.io/local-queue-name";
+inline constexpr std::string_view kClusterQueueNameLabel = "kueue.x-k8s.io/cluster-queue-name";
+inline constexpr std::string_view kWorkerWorkloadPodLabel = "kueue.x-k8s.io/multikueue-worker-workload-pod";
+inline constexpr std::string_view kWorkloadAnnotation = "kueue.x-k8s.io/workload";
 
 // Label values are at most 63 characters (validation.LabelValue).
 inline constexpr std::size_t kMaxLabelValueLength = 63;

@@ -23,4 +23,15 @@ std::string metadataString(const nlohmann::json& object, std::string_view field)
 const nlohmann::json& objectMember(const nlohmann::json& object, std::string_view key);
 const nlohmann::json& arrayMember(const nlohmann::json& object, std::string_view key);
 
+// Dotted field paths below an object's root ("spec.template", "status.phase"), as the
+// configuration writes them: each segment an object member.
+// The value at `path`, or nullptr when a segment is missing or its parent is not an object.
+const nlohmann::json* fieldAt(const nlohmann::json& object, std::string_view path);
+nlohmann::json* fieldAt(nlohmann::json& object, std::string_view path);
+// Sets the value at `path`, creating missing parents as objects; a parent of another type is
+// replaced by an object.
+void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json value);
+// Removes the value at `path`; false when it was absent.
+bool eraseFieldAt(nlohmann::json& object, std::string_view path);
+
 }  // namespace mka::json_fields

@@ -41,6 +41,22 @@ struct PodSetsResult {
 };
 PodSetsResult podSetsFromRules(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
+// The annotation with which a job states its pod set's requests itself, replacing what a
+// profile computes: a JSON object of resource names to quantities.
+inline constexpr std::string_view kPodSetRequestsAnnotation = "multikueue-adapter.dev/pod-set-requests";
+// tekton-kueue's per-resource request annotations ("kueue.konflux-ci.dev/requests-cpu: 2").
+inline constexpr std::string_view kTektonRequestsPrefix = "kueue.konflux-ci.dev/requests-";
+// The synthetic resource every tekton-kueue PipelineRun requests one of.
+inline constexpr std::string_view kTektonPipelineRunsResource = "tekton.dev/pipelineruns";
+
+// The Workload's spec.podSets for `job` by `framework`'s PodSetsFrom: the rules; or for the Argo
+// Workflow profile one pod set "main", count 1, one container requesting the element-wise
+// maximum over the Workflow's pod-running templates (each template's pod request as Kubernetes
+// computes it: containers and sidecars summed, init containers maxed); or for the Tekton
+// profile one pod set "pod-set-1" as tekton-kueue builds it. kPodSetRequestsAnnotation replaces
+// the computed requests of either profile.
+PodSetsResult podSetsFor(const nlohmann::json& job, const config::IntegratedFramework& framework);
+
 // The priority the Workload gets, resolved by the caller (a WorkloadPriorityClass or a
 // PriorityClass read from the cluster); none leaves it to Kueue's default.
 struct Priority {
@@ -53,7 +69,7 @@ struct Priority {
 // The Workload to create for `job` (with `podSets` from podSetsFromRules or a profile):
 // Kueue's name, the job's namespace, a controller ownerReference to the job, the job-uid
 // label (when the uid is a valid label value), the resource-in-use finalizer, spec.queueName
-// from the queue-name label, spec.maximumExecutionTimeSeconds from its label when a positive
+// from the queue-name label (absent without one), spec.maximumExecutionTimeSeconds from its label when a positive
 // integer, and the priority when given.
 nlohmann::json newWorkload(const nlohmann::json& job, const api::GroupVersionKind& gvk, nlohmann::json podSets,
                            const std::optional<Priority>& priority);

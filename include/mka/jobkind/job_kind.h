@@ -1,7 +1,8 @@
 #pragma once
 // A configured job kind: everything the product decides per kind, built once from the
-// configuration (an entry of multiKueue.externalFrameworks, completed by its built-in profile)
-// and read by the webhooks, the dispatch loop and the demo. Code that needs a per-kind answer
+// configuration (an entry of multiKueue.externalFrameworks and/or integrations.frameworks,
+// completed by its built-in profile) and read by the webhooks, the dispatch loop, the job
+// integration and the demo. Code that needs a per-kind answer
 // asks the JobKind; nothing compares group or kind names.
 //
 // Threads: immutable after construction; shared freely.
@@ -19,7 +20,8 @@ namespace mka::jobkind {
 
 class JobKind {
  public:
-  explicit JobKind(config::ExternalFramework framework);
+  explicit JobKind(config::ExternalFramework framework,
+                   std::optional<config::IntegratedFramework> integration = std::nullopt, bool dispatched = true);
 
   // As configured: "PipelineRun.v1.tekton.dev".
   const std::string& name() const { return framework_.name; }
@@ -43,11 +45,25 @@ class JobKind {
 
   const config::ExternalFramework& framework() const { return framework_; }
 
+  // The job integration's rules (SPEC §7.1) when the kind is listed in integrations.frameworks:
+  // our integration controller queues its jobs; nullptr when something else (Kueue, tekton-kueue)
+  // does.
+  const config::IntegratedFramework* integration() const { return integration_ ? &*integration_ : nullptr; }
+  // Listed in multiKueue.externalFrameworks: the dispatch loop sends its jobs to workers.
+  bool dispatched() const { return dispatched_; }
+
  private:
   config::ExternalFramework framework_;
+  std::optional<config::IntegratedFramework> integration_;
+  bool dispatched_ = true;
 };
 
-// One JobKind per configured external framework, in configuration order.
+// One JobKind per configured external framework, in configuration order, with its integration
+// rules when it is integrated too.
 std::vector<JobKind> kindsOf(const config::Configuration& configuration);
+// One JobKind per integrated framework, in configuration order: a kind that is not dispatched
+// (a worker's or a single cluster's) gets its marker from its built-in profile, or the default
+// spec.managedBy.
+std::vector<JobKind> integratedKindsOf(const config::Configuration& configuration);
 
 }  // namespace mka::jobkind

@@ -91,6 +91,44 @@ multiKueue:
   EXPECT_EQ(kinds[1].managedByField(), ".spec.runPolicy.managedBy");
   EXPECT_EQ(kinds[2].managedByField(), ".spec.managedBy");
   EXPECT_FALSE(kinds[2].is({"tekton.dev", "v1beta1", "PipelineRun"})) << "another version is another kind";
+  for (const auto& kind : kinds) EXPECT_EQ(kind.integration(), nullptr) << kind.name() << " is not integrated";
+}
+
+TEST(JobKind, IntegratedKindsCarryTheirRulesWhetherDispatchedOrNot) {
+  const auto loaded = config::parseConfiguration(R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+multiKueue:
+  externalFrameworks:
+  - name: Workflow.v1alpha1.argoproj.io
+  - name: PipelineRun.v1.tekton.dev
+integrations:
+  frameworks:
+  - name: Workflow.v1alpha1.argoproj.io
+  - name: TrainingRun.v1.ml.example.com
+    suspend: {path: spec.suspend, value: true}
+    podSets:
+    - name: main
+      count: {path: spec.replicas, default: 1}
+      template: spec.template
+    finished:
+      condition: {type: Succeeded}
+)");
+  ASSERT_TRUE(loaded.ok()) << joinErrors(loaded.errors);
+  const auto dispatched = kindsOf(*loaded.config);
+  ASSERT_EQ(dispatched.size(), 2u);
+  ASSERT_NE(dispatched[0].integration(), nullptr);
+  EXPECT_EQ(dispatched[0].integration()->podSetsFrom, config::PodSetsFrom::ArgoTemplates);
+  EXPECT_EQ(dispatched[1].integration(), nullptr) << "PipelineRuns are left to tekton-kueue here";
+
+  const auto integrated = integratedKindsOf(*loaded.config);
+  ASSERT_EQ(integrated.size(), 2u);
+  EXPECT_TRUE(integrated[0].dispatched());
+  EXPECT_EQ(integrated[0].managedByField(), "metadata.labels[workflows.argoproj.io/controller-instanceid]");
+  EXPECT_TRUE(integrated[1].is({"ml.example.com", "v1", "TrainingRun"}));
+  EXPECT_FALSE(integrated[1].dispatched()) << "a single cluster's kind, not in externalFrameworks";
+  EXPECT_EQ(integrated[1].managedByField(), ".spec.managedBy");
+  ASSERT_NE(integrated[1].integration(), nullptr);
+  EXPECT_EQ(integrated[1].integration()->podSets.at(0).templatePath, "spec.template");
 }
 
 }  // namespace

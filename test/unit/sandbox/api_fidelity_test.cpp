@@ -79,6 +79,21 @@ TEST_F(ApiFidelity, FinalizerNamesAndDataKeysAreValidated) {
   EXPECT_NO_THROW(api.create(cmRef(), configMap("good", {{"key.name", "v"}, {"KEY_NAME", "v"}})));
 }
 
+TEST_F(ApiFidelity, EmptyMetadataListsAndMapsAreNotStored) {
+  auto cm = configMap("cm");
+  cm["metadata"]["finalizers"] = {"example.com/hold"};
+  cm["metadata"]["annotations"] = json::object();
+  const auto created = *api.create(cmRef(), cm);
+  EXPECT_FALSE(created["metadata"].contains("annotations")) << "Go's omitempty";
+  const auto patched =
+      *api.patch(cmRef("cm"), "application/json-patch+json", R"([{"op": "remove", "path": "/metadata/finalizers/0"}])");
+  EXPECT_FALSE(patched["metadata"].contains("finalizers"));
+  const auto merged =
+      *api.patch(cmRef("cm"), "application/merge-patch+json", R"({"metadata":{"labels":{"app":null}}})");
+  EXPECT_FALSE(merged["metadata"].contains("labels"));
+  EXPECT_EQ(api.get(cmRef("cm"))["metadata"], merged["metadata"]);
+}
+
 TEST_F(ApiFidelity, AnExactListShowsTheStoreAsItWasAtThatRevision) {
   auto cm = *api.create(cmRef(), configMap("cm", {{"v", "1"}}));
   const std::string first = cm["metadata"]["resourceVersion"];

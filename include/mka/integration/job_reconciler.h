@@ -1,0 +1,110 @@
+#pragma once
+// The job integration's reconciler for one configured kind (SPEC §7.2): Kueue's jobframework
+// loop (KUEUE-JOBFRAMEWORK.md §4.2) driven by the kind's rules. Keyed by job ("ns/name"),
+// level-triggered: it creates the job's Workload (or adopts the prebuilt one a MultiKueue
+// manager sent), keeps one matching Workload, finishes the Workload when the job finishes,
+// starts the job once its Workload is admitted (flavor node labels, tolerations and admission
+// checks' podSetUpdates in its pod templates), stops it and restores its templates on eviction
+// and then clears the reservation, and releases the Workload when the job goes.
+//
+// Safety: it never starts a job without an admitted, unevicted Workload that the job controls,
+// and never starts a job whose marker says MultiKueue (the dispatch loop runs it elsewhere;
+// stricter than Kueue, SPEC §7.2). Writes go with the read object's resourceVersion, so a stale
+// cache costs a 409 and a retry, never a second start; the Workload's name is deterministic and
+// AlreadyExists means it was created before, so a restart between two writes duplicates nothing.
+//
+// Threads: reconcile() on the integration controller's workers, one key at a time per key;
+// WorkloadOwners' handlers on the Workload informer's thread.
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/jobkind/job_kind.h"
+#include "mka/kube/client.h"
+#include "mka/kube/informer.h"
+#include "mka/multikueue/controller.h"
+#include "mka/multikueue/events.h"
+
+namespace mka::integration {
+
+using multikueue::Result;
+
+// Which Workloads each job controls (Kueue's owner index): kept from the Workload informer's
+// events, read by the reconciler. Keys are "ns/name" on both sides.
+class WorkloadOwners {
+ public:
+  // The job ("ns/name") `workload` names as its controller when the controller is of `gvk`'s
+  // group and kind, else nullopt.
+  static std::optional<std::string> controllerOf(const nlohmann::json& workload, const api::GroupVersionKind& gvk);
+
+  void set(const nlohmann::json& workload, const api::GroupVersionKind& gvk);
+  void remove(const nlohmann::json& workload);
+  std::vector<std::string> workloadsOf(const std::string& jobKey) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> ownerOf_;            // workload key -> job key
+  std::map<std::string, std::set<std::string>> ownedBy_;  // job key -> workload keys
+};
+
+// Counts for /metrics (multikueue_adapter_integration_*), by kind name.
+class IntegrationObserver {
+ public:
+  virtual ~IntegrationObserver() = default;
+  virtual void workloadCreated(const std::string& kind) = 0;
+  virtual void jobResumed(const std::string& kind) = 0;
+  virtual void jobStopped(const std::string& kind) = 0;
+  virtual void workloadFinished(const std::string& kind, const std::string& result) = 0;  // Succeeded|Failed
+};
+
+struct JobCaches {
+  kube::Informer* jobs = nullptr;       // this kind's jobs
+  kube::Informer* workloads = nullptr;  // every Workload
+  const WorkloadOwners* owners = nullptr;
+};
+
+class JobReconciler {
+ public:
+  // All borrowed; `kind` must carry integration rules. `observer` may be null.
+  JobReconciler(kube::Client& client, const jobkind::JobKind& kind, JobCaches caches, multikueue::EventRecorder& events,
+                const Clock& clock, IntegrationObserver* observer = nullptr);
+
+  Result reconcile(const std::string& jobKey);
+
+ private:
+  struct Ensured;
+  Result finalize(const std::string& jobKey);
+  Ensured ensureOwn(nlohmann::json& job);
+  Ensured ensurePrebuilt(nlohmann::json& job, const std::string& name);
+  Result createWorkload(const nlohmann::json& job);
+  Result start(const nlohmann::json& job, const nlohmann::json& workload);
+  // Stops a running job and restores its templates from `workload` (may be null); `job` becomes
+  // the stopped object. False when it was not running (already suspended or stopped).
+  bool stop(nlohmann::json& job, const nlohmann::json* workload, const std::string& reason, const std::string& message);
+  void finishWorkload(const nlohmann::json& workload, const std::string& reason, const std::string& message);
+  void clearReservation(const nlohmann::json& workload);
+  void removeFinalizer(const nlohmann::json& workload);
+  void deleteWorkload(const nlohmann::json& workload);
+  // The Workload's pod sets for `job` by the kind's rules; an unreadable rule gets a Warning
+  // Event on the job and nullopt.
+  std::optional<nlohmann::json> podSetsOrWarn(const nlohmann::json& job);
+  bool matches(const nlohmann::json& job, const nlohmann::json& podSets, const nlohmann::json& workload) const;
+  std::optional<nlohmann::json> cachedWorkload(const std::string& key) const;
+
+  kube::Client& client_;
+  const jobkind::JobKind& kind_;
+  const config::IntegratedFramework& rules_;
+  JobCaches caches_;
+  multikueue::EventRecorder& events_;
+  const Clock& clock_;
+  IntegrationObserver* observer_;
+};
+
+}  // namespace mka::integration

@@ -1,0 +1,75 @@
+#pragma once
+// A job read and changed by its kind's integration rules (SPEC §7.1), as Kueue's GenericJob
+// methods read and change a built-in kind (KUEUE-JOBFRAMEWORK.md §2, §4.3, §4.4): whether it is
+// suspended, finished or active; the pod set infos an admission gives (flavor node labels and
+// tolerations, admission checks' podSetUpdates); the job started with them and stopped with its
+// pod templates restored.
+//
+// Threads: pure functions.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/config/configuration.h"
+
+namespace mka::integration {
+
+// The suspend rule's field holds its value.
+bool isSuspended(const nlohmann::json& job, const config::IntegratedFramework& framework);
+
+struct Finished {
+  bool succeeded = false;
+  std::string message;
+  bool operator==(const Finished&) const = default;
+};
+// By the finished rule: a condition True (succeeded) or False (failed), or a phase in one of
+// the lists; nullopt while running or when the kind has no finished rule.
+std::optional<Finished> finished(const nlohmann::json& job, const config::IntegratedFramework& framework);
+
+// Kueue's IsActive for a configured kind: neither suspended nor finished.
+bool isActive(const nlohmann::json& job, const config::IntegratedFramework& framework);
+
+// What one admitted pod set adds to its pod template (Kueue's podset.PodSetInfo).
+struct PodSetInfo {
+  std::string name;
+  std::int64_t count = 0;
+  nlohmann::json labels = nlohmann::json::object();
+  nlohmann::json annotations = nlohmann::json::object();
+  nlohmann::json nodeSelector = nlohmann::json::object();
+  nlohmann::json tolerations = nlohmann::json::array();
+  bool operator==(const PodSetInfo&) const = default;
+};
+
+// A ResourceFlavor by name, or nullopt when it cannot be read (the caller's cache or GET).
+using FlavorLookup = std::function<std::optional<nlohmann::json>(const std::string& name)>;
+
+// The infos of an admitted Workload (Kueue's getPodSetsInfoFromStatus): per pod set
+// assignment, its count (the spec's when absent), the union of its distinct flavors' node
+// labels and tolerations, the `kueue.x-k8s.io/podset` label, then each admission check's
+// podSetUpdates in status order. A string is the error: a flavor that cannot be read, or a
+// conflicting podSetUpdate, worded as Kueue words it.
+std::variant<std::vector<PodSetInfo>, std::string> podSetInfos(const nlohmann::json& workload,
+                                                               const FlavorLookup& flavor);
+
+// `job` started (Kueue's RunWithPodSetsInfo): the suspend field removed and each rule's pod
+// template given its info's labels, annotations, node selector and tolerations. Pod sets with
+// no template path (computed by a profile) take no infos. A string is the error: a count of
+// infos other than the pod sets', or a value that conflicts with the template's own.
+std::variant<nlohmann::json, std::string> started(const nlohmann::json& job,
+                                                  const config::IntegratedFramework& framework,
+                                                  const std::vector<PodSetInfo>& infos);
+
+// `job` stopped (Kueue's Suspend + RestorePodSetsInfo): the stop rule's value written and each
+// rule's pod template given back the labels, annotations, node selector and tolerations of the
+// Workload's pod set of the same name (`workloadPodSets`, the templates as the Workload was
+// created); without them the templates are left as they are.
+nlohmann::json stopped(const nlohmann::json& job, const config::IntegratedFramework& framework,
+                       const nlohmann::json& workloadPodSets);
+
+}  // namespace mka::integration

@@ -1,0 +1,481 @@
+#include "mka/integration/job_reconciler.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "mka/api/kueue.h"
+#include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
+#include "mka/integration/job_rules.h"
+#include "mka/integration/workload_builder.h"
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/workload_status.h"
+
+namespace mka::integration {
+namespace {
+
+using json_fields::arrayMember;
+using json_fields::metadataString;
+using json_fields::objectMember;
+using json_fields::stringMember;
+using multikueue::conditionIsTrue;
+using multikueue::findCondition;
+using multikueue::hasQuotaReservation;
+using multikueue::isAdmitted;
+using multikueue::isEvicted;
+using multikueue::isFinished;
+using multikueue::isTerminating;
+using nlohmann::json;
+
+const api::GroupVersionKind kResourceFlavorGvk{"kueue.x-k8s.io", "v1beta2", "ResourceFlavor"};
+
+// Kueue's reasons and messages (KUEUE-JOBFRAMEWORK.md §1.3, §1.4, §4.4).
+namespace reason {
+constexpr std::string_view kCreatedWorkload = "CreatedWorkload";
+constexpr std::string_view kDeletedWorkload = "DeletedWorkload";
+constexpr std::string_view kUpdatedWorkload = "UpdatedWorkload";
+constexpr std::string_view kStarted = "Started";
+constexpr std::string_view kStopped = "Stopped";
+constexpr std::string_view kFinishedWorkload = "FinishedWorkload";
+// Ours: the job's rules cannot be read, so it gets no Workload.
+constexpr std::string_view kInvalidJob = "InvalidJob";
+constexpr std::string_view kSucceeded = "Succeeded";
+constexpr std::string_view kFailed = "Failed";
+constexpr std::string_view kOutOfSync = "OutOfSync";
+constexpr std::string_view kOwnerNotFound = "OwnerNotFound";
+constexpr std::string_view kFailedToStart = "FailedToStart";
+constexpr std::string_view kPendingEvaluation = "PendingEvaluation";
+constexpr std::string_view kNoReservation = "NoReservation";
+}  // namespace reason
+
+namespace message {
+constexpr std::string_view kOutOfSync = "The prebuilt workload is out of sync with its user job";
+constexpr std::string_view kOwnerNotFound = "The workload's owner no longer exists";
+constexpr std::string_view kWorkloadDeleted = "Workload is deleted";
+constexpr std::string_view kNotAdmitted = "Not admitted by cluster queue";
+constexpr std::string_view kMissingWorkload = "missing workload";
+constexpr std::string_view kNoMatchRestore =
+    "No matching Workload; restoring pod templates according to existent Workload";
+constexpr std::string_view kNoMatchMissing = "Missing Workload; unable to restore pod templates";
+constexpr std::string_view kNoReservation = "The workload has no reservation";
+}  // namespace message
+
+std::string keyOf(const json& object) { return kube::Informer::keyOf(object); }
+
+std::string prebuiltName(const json& job) {
+  const auto& meta = objectMember(job, "metadata");
+  std::string name = stringMember(objectMember(meta, "annotations"), api::kPrebuiltWorkloadNameKey);
+  return name.empty() ? stringMember(objectMember(meta, "labels"), api::kPrebuiltWorkloadNameKey) : name;
+}
+
+const json* controllerRef(const json& object) {
+  for (const auto& ref : arrayMember(objectMember(object, "metadata"), "ownerReferences"))
+    if (ref.value("controller", false)) return &ref;
+  return nullptr;
+}
+
+bool hasFinalizer(const json& object, std::string_view finalizer) {
+  const auto& list = arrayMember(objectMember(object, "metadata"), "finalizers");
+  return std::find(list.begin(), list.end(), json(finalizer)) != list.end();
+}
+
+// Whether every field the job's side sets is equal on the Workload's side. The Workload's copy
+// has been through its CRD's defaulting (container ports get protocol TCP, for example) while a
+// template in a custom resource with preserved unknown fields has not: Kueue's semantic equality
+// compares two defaulted objects, so fields only the Workload has are not a difference here.
+bool coveredBy(const json& jobSide, const json& workloadSide) {
+  if (jobSide.is_object()) {
+    if (!workloadSide.is_object()) return false;
+    for (const auto& [key, value] : jobSide.items()) {
+      auto it = workloadSide.find(key);
+      if (it == workloadSide.end()) {
+        if (!value.is_null()) return false;
+        continue;
+      }
+      if (!coveredBy(value, *it)) return false;
+    }
+    return true;
+  }
+  if (jobSide.is_array()) {
+    if (!workloadSide.is_array() || workloadSide.size() != jobSide.size()) return false;
+    for (std::size_t i = 0; i < jobSide.size(); ++i)
+      if (!coveredBy(jobSide[i], workloadSide[i])) return false;
+    return true;
+  }
+  return jobSide == workloadSide;
+}
+
+std::int64_t countOr(const json& object, std::string_view key, std::int64_t absent) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<std::int64_t>() : absent;
+}
+
+}  // namespace
+
+// ---- WorkloadOwners -------------------------------------------------------------------------
+
+std::optional<std::string> WorkloadOwners::controllerOf(const json& workload, const api::GroupVersionKind& gvk) {
+  const json* ref = controllerRef(workload);
+  if (ref == nullptr || stringMember(*ref, "kind") != gvk.kind) return std::nullopt;
+  const std::string apiVersion = stringMember(*ref, "apiVersion");
+  const auto slash = apiVersion.find('/');
+  const std::string group = slash == std::string::npos ? "" : apiVersion.substr(0, slash);
+  if (group != gvk.group) return std::nullopt;
+  return metadataString(workload, "namespace") + "/" + stringMember(*ref, "name");
+}
+
+void WorkloadOwners::set(const json& workload, const api::GroupVersionKind& gvk) {
+  const std::string key = keyOf(workload);
+  const auto owner = controllerOf(workload, gvk);
+  std::lock_guard lock(mutex_);
+  if (auto it = ownerOf_.find(key); it != ownerOf_.end()) {
+    if (owner && it->second == *owner) return;
+    if (auto owned = ownedBy_.find(it->second); owned != ownedBy_.end()) {
+      owned->second.erase(key);
+      if (owned->second.empty()) ownedBy_.erase(owned);
+    }
+    ownerOf_.erase(it);
+  }
+  if (!owner) return;
+  ownerOf_[key] = *owner;
+  ownedBy_[*owner].insert(key);
+}
+
+void WorkloadOwners::remove(const json& workload) {
+  const std::string key = keyOf(workload);
+  std::lock_guard lock(mutex_);
+  auto it = ownerOf_.find(key);
+  if (it == ownerOf_.end()) return;
+  if (auto owned = ownedBy_.find(it->second); owned != ownedBy_.end()) {
+    owned->second.erase(key);
+    if (owned->second.empty()) ownedBy_.erase(owned);
+  }
+  ownerOf_.erase(it);
+}
+
+std::vector<std::string> WorkloadOwners::workloadsOf(const std::string& jobKey) const {
+  std::lock_guard lock(mutex_);
+  auto it = ownedBy_.find(jobKey);
+  return it == ownedBy_.end() ? std::vector<std::string>{}
+                              : std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+// ---- JobReconciler --------------------------------------------------------------------------
+
+struct JobReconciler::Ensured {
+  std::optional<json> workload;
+  std::optional<Result> done;  // the reconcile ends here
+};
+
+JobReconciler::JobReconciler(kube::Client& client, const jobkind::JobKind& kind, JobCaches caches,
+                             multikueue::EventRecorder& events, const Clock& clock, IntegrationObserver* observer)
+    : client_(client),
+      kind_(kind),
+      rules_(*kind.integration()),
+      caches_(caches),
+      events_(events),
+      clock_(clock),
+      observer_(observer) {}
+
+std::optional<json> JobReconciler::cachedWorkload(const std::string& key) const { return caches_.workloads->get(key); }
+
+Result JobReconciler::reconcile(const std::string& jobKey) {
+  // 1. Load; a job gone or terminating is finalized (3).
+  const auto cached = caches_.jobs->get(jobKey);
+  if (!cached || isTerminating(*cached)) return finalize(jobKey);
+  // The job as this reconcile leaves it: a stop in step 9 makes it inactive for step 15.
+  json job = *cached;
+
+  // 6. Only jobs queued by name, or linked to a prebuilt Workload, are Kueue's.
+  const std::string prebuilt = prebuiltName(job);
+  if (prebuilt.empty() &&
+      stringMember(objectMember(objectMember(job, "metadata"), "labels"), api::kQueueNameLabel).empty())
+    return Result::done();
+
+  // 9. One matching Workload, or none.
+  Ensured ensured = prebuilt.empty() ? ensureOwn(job) : ensurePrebuilt(job, prebuilt);
+  if (ensured.done) return *ensured.done;
+  const std::optional<json>& workload = ensured.workload;
+
+  if (workload && isFinished(*workload)) {  // 11
+    if (hasFinalizer(*workload, api::kResourceInUseFinalizer)) removeFinalizer(*workload);
+    return Result::done();
+  }
+  if (workload && isTerminating(*workload)) {  // 12
+    stop(job, &*workload, "WorkloadDeleted", std::string(message::kWorkloadDeleted));
+    if (hasFinalizer(*workload, api::kResourceInUseFinalizer)) removeFinalizer(*workload);
+    return Result::done();
+  }
+  if (const auto done = finished(job, rules_)) {  // 14
+    if (workload && !isFinished(*workload)) {
+      finishWorkload(*workload, std::string(done->succeeded ? reason::kSucceeded : reason::kFailed), done->message);
+      events_.record(job, "Normal", reason::kFinishedWorkload,
+                     "Workload '" + keyOf(*workload) + "' is declared finished");
+      if (observer_) observer_->workloadFinished(kind_.name(), done->succeeded ? "Succeeded" : "Failed");
+    }
+    return Result::done();
+  }
+  if (!workload) {  // 15
+    if (!prebuilt.empty()) {
+      stop(job, nullptr, "NoMatchingWorkload", std::string(message::kMissingWorkload));
+      throw Error("prebuilt workload not found: " + metadataString(job, "namespace") + "/" + prebuilt);
+    }
+    if (isActive(job, rules_)) return Result::done();
+    return createWorkload(job);
+  }
+  if (isEvicted(*workload)) {  // 18
+    const auto* evicted = findCondition(*workload, api::condition::kEvicted);
+    const bool stopped = stop(job, &*workload, "WorkloadEvicted", stringMember(*evicted, "message"));
+    const bool stillActive = !stopped && isActive(job, rules_);
+    if (hasQuotaReservation(*workload) && !stillActive) clearReservation(*workload);
+    return Result::done();
+  }
+  if (isSuspended(job, rules_)) {  // 20
+    if (isAdmitted(*workload)) return start(job, *workload);
+    const std::string queue = stringMember(objectMember(objectMember(job, "metadata"), "labels"), api::kQueueNameLabel);
+    if (prebuilt.empty() && !hasQuotaReservation(*workload) &&
+        stringMember(objectMember(*workload, "spec"), "queueName") != queue) {
+      json updated = *workload;
+      updated["spec"]["queueName"] = queue;
+      client_.update(updated, {.answer = kube::WriteOptions::Answer::None});
+    }
+    return Result::done();
+  }
+  if (!isAdmitted(*workload))  // 21
+    stop(job, &*workload, "NotAdmitted", std::string(message::kNotAdmitted));
+  return Result::done();
+}
+
+Result JobReconciler::finalize(const std::string& jobKey) {
+  for (const auto& key : caches_.owners->workloadsOf(jobKey)) {
+    auto workload = cachedWorkload(key);
+    if (!workload) continue;
+    if (!isFinished(*workload) && !isTerminating(*workload) && controllerRef(*workload) != nullptr)
+      finishWorkload(*workload, std::string(reason::kOwnerNotFound), std::string(message::kOwnerNotFound));
+    if (hasFinalizer(*workload, api::kResourceInUseFinalizer)) removeFinalizer(*workload);
+    if (!isTerminating(*workload)) deleteWorkload(*workload);
+  }
+  return Result::done();
+}
+
+std::optional<json> JobReconciler::podSetsOrWarn(const json& job) {
+  PodSetsResult result = podSetsFor(job, rules_);
+  if (!result.error) return std::move(result.podSets);
+  events_.record(job, "Warning", reason::kInvalidJob,
+                 result.error->field + ": " + result.error->problem +
+                     "; the job stays suspended without a Workload until this is fixed");
+  return std::nullopt;
+}
+
+bool JobReconciler::matches(const json& job, const json& podSets, const json& workload) const {
+  const json* owner = controllerRef(workload);
+  if (owner == nullptr || stringMember(*owner, "name") != metadataString(job, "name") ||
+      stringMember(*owner, "uid") != metadataString(job, "uid"))
+    return false;
+  const json expected = newWorkload(job, kind_.gvk(), podSets, std::nullopt);
+  const auto& spec = objectMember(workload, "spec");
+  if (countOr(expected["spec"], "maximumExecutionTimeSeconds", -1) != countOr(spec, "maximumExecutionTimeSeconds", -1))
+    return false;
+  const auto& actual = arrayMember(spec, "podSets");
+  if (actual.size() != podSets.size()) return false;
+  const auto& assignments =
+      arrayMember(objectMember(objectMember(workload, "status"), "admission"), "podSetAssignments");
+  const bool reserved = hasQuotaReservation(workload);
+  for (std::size_t i = 0; i < podSets.size(); ++i) {
+    std::int64_t count = countOr(actual[i], "count", 1);
+    if (reserved && i < assignments.size()) count = countOr(assignments[i], "count", count);
+    if (countOr(podSets[i], "count", 1) != count) return false;
+    if (countOr(podSets[i], "minCount", -1) != countOr(actual[i], "minCount", -1)) return false;
+    const auto& want = objectMember(objectMember(podSets[i], "template"), "spec");
+    const auto& have = objectMember(objectMember(actual[i], "template"), "spec");
+    for (const char* field : {"containers", "initContainers"})
+      if (!coveredBy(arrayMember(want, field), arrayMember(have, field))) return false;
+    if (!isAdmitted(workload) && !coveredBy(arrayMember(want, "tolerations"), arrayMember(have, "tolerations")))
+      return false;
+  }
+  return true;
+}
+
+JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
+  auto podSets = podSetsOrWarn(job);
+  if (!podSets) return {std::nullopt, Result::done()};
+  std::optional<json> match;
+  std::vector<json> others;
+  for (const auto& key : caches_.owners->workloadsOf(keyOf(job))) {
+    auto workload = cachedWorkload(key);
+    if (!workload) continue;
+    if (!match && matches(job, *podSets, *workload)) {
+      match = std::move(*workload);
+    } else {
+      others.push_back(std::move(*workload));
+    }
+  }
+  std::optional<json> toUpdate;
+  if (!match && isSuspended(job, rules_) && !others.empty() && !hasQuotaReservation(others.front())) {
+    toUpdate = std::move(others.front());
+    others.erase(others.begin());
+  }
+  if (!match && isActive(job, rules_)) {
+    if (others.size() == 1) {
+      stop(job, &others.front(), "NoMatchingWorkload", std::string(message::kNoMatchRestore));
+    } else {
+      stop(job, nullptr, "NoMatchingWorkload", std::string(message::kNoMatchMissing));
+    }
+  }
+  int deleted = 0;
+  for (const auto& workload : others) {
+    if (hasFinalizer(workload, api::kResourceInUseFinalizer)) removeFinalizer(workload);
+    if (isTerminating(workload)) continue;
+    deleteWorkload(workload);
+    events_.record(job, "Normal", reason::kDeletedWorkload, "Deleted not matching Workload: " + keyOf(workload));
+    ++deleted;
+  }
+  if (deleted > 0) {
+    throw Error(std::string(match ? "extra workloads" : "no matching workloads") + ": deleted " +
+                std::to_string(deleted) + " workloads");
+  }
+  if (toUpdate) {
+    const json fresh = newWorkload(job, kind_.gvk(), std::move(*podSets), std::nullopt);
+    json updated = *toUpdate;
+    const json active = objectMember(*toUpdate, "spec").value("active", json());
+    updated["spec"] = fresh["spec"];
+    if (!active.is_null()) updated["spec"]["active"] = active;
+    auto written = client_.update(updated);
+    events_.record(job, "Normal", reason::kUpdatedWorkload,
+                   "Updated not matching Workload for suspended job: " + keyOf(*toUpdate));
+    return {std::move(written), std::nullopt};
+  }
+  return {std::move(match), std::nullopt};
+}
+
+JobReconciler::Ensured JobReconciler::ensurePrebuilt(json& job, const std::string& name) {
+  auto workload = cachedWorkload(metadataString(job, "namespace") + "/" + name);
+  if (!workload) return {};
+  const json* owner = controllerRef(*workload);
+  const std::string uid = metadataString(job, "uid");
+  if (owner != nullptr && stringMember(*owner, "uid") != uid) {
+    spdlog::warn(
+        "prebuilt workload controlled by another object, not adopted workload={}/{} owner_uid={} kind={} job={}",
+        metadataString(job, "namespace"), name, stringMember(*owner, "uid"), kind_.gvk().kind, keyOf(job));
+    return {};
+  }
+  if (owner == nullptr) {
+    json adopted = *workload;
+    adopted["metadata"]["ownerReferences"].push_back({{"apiVersion", kind_.gvk().apiVersion()},
+                                                      {"kind", kind_.gvk().kind},
+                                                      {"name", metadataString(job, "name")},
+                                                      {"uid", uid},
+                                                      {"controller", true},
+                                                      {"blockOwnerDeletion", true}});
+    if (!uid.empty() && uid.size() <= api::kMaxLabelValueLength)
+      adopted["metadata"]["labels"][std::string(api::kJobUidLabel)] = uid;
+    workload = client_.update(adopted);
+  }
+  auto podSets = podSetsOrWarn(job);
+  if (!podSets) return {std::nullopt, Result::done()};
+  if (!isFinished(*workload) && !matches(job, *podSets, *workload)) {
+    finishWorkload(*workload, std::string(reason::kOutOfSync), std::string(message::kOutOfSync));
+    return {};
+  }
+  return {std::move(workload), std::nullopt};
+}
+
+Result JobReconciler::createWorkload(const json& job) {
+  auto podSets = podSetsOrWarn(job);
+  if (!podSets) return Result::done();
+  const json workload = newWorkload(job, kind_.gvk(), std::move(*podSets), std::nullopt);
+  try {
+    client_.create(workload, {.answer = kube::WriteOptions::Answer::None});
+  } catch (const kube::ApiError& e) {
+    // Created by an earlier reconcile whose result the cache has not shown yet: its event
+    // brings the job back.
+    if (e.code() == 409) return Result::done();
+    throw;
+  }
+  events_.record(job, "Normal", reason::kCreatedWorkload, "Created Workload: " + keyOf(workload));
+  if (observer_) observer_->workloadCreated(kind_.name());
+  return Result::done();
+}
+
+Result JobReconciler::start(const json& job, const json& workload) {
+  if (kind_.managedByValue(job) == kind_.managedBy().value) return Result::done();
+  auto infos = podSetInfos(workload, [&](const std::string& name) -> std::optional<json> {
+    return client_.get(kResourceFlavorGvk, "", name);
+  });
+  std::variant<json, std::string> running = std::string();
+  if (auto* error = std::get_if<std::string>(&infos)) {
+    running = *error;
+  } else {
+    running = started(job, rules_, std::get<std::vector<PodSetInfo>>(infos));
+  }
+  if (auto* error = std::get_if<std::string>(&running)) {
+    finishWorkload(workload, std::string(reason::kFailedToStart), *error);
+    return Result::done();
+  }
+  client_.update(std::get<json>(running), {.answer = kube::WriteOptions::Answer::None});
+  events_.record(job, "Normal", reason::kStarted,
+                 "Admitted by clusterQueue " +
+                     stringMember(objectMember(objectMember(workload, "status"), "admission"), "clusterQueue"));
+  if (observer_) observer_->jobResumed(kind_.name());
+  return Result::done();
+}
+
+bool JobReconciler::stop(json& job, const json* workload, const std::string& why, const std::string& message) {
+  const auto& rule = rules_.stopRule();
+  const json* stopValue = json_fields::fieldAt(job, rule.path);
+  if (isSuspended(job, rules_) || (stopValue != nullptr && *stopValue == rule.value)) return false;
+  const json podSets = workload ? arrayMember(objectMember(*workload, "spec"), "podSets") : json();
+  job = stopped(job, rules_, podSets);
+  client_.update(job, {.answer = kube::WriteOptions::Answer::None});
+  spdlog::info("job stopped kind={} job={} reason={} message=\"{}\"", kind_.gvk().kind, keyOf(job), why, message);
+  events_.record(job, "Normal", reason::kStopped, message);
+  if (observer_) observer_->jobStopped(kind_.name());
+  return true;
+}
+
+void JobReconciler::finishWorkload(const json& workload, const std::string& why, const std::string& message) {
+  json updated = workload;
+  multikueue::setCondition(updated, api::condition::kFinished, true, why, message, clock_.now());
+  client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
+}
+
+void JobReconciler::clearReservation(const json& workload) {
+  json updated = workload;
+  const auto* evicted = findCondition(workload, api::condition::kEvicted);
+  const std::string why = stringMember(*evicted, "reason");
+  const std::string message = stringMember(*evicted, "message");
+  const auto now = clock_.now();
+  multikueue::setCondition(updated, "Requeued", why == "Preempted" || why == "NodeFailures", why, message, now);
+  multikueue::setCondition(updated, api::condition::kQuotaReserved, false, reason::kPendingEvaluation, message, now);
+  multikueue::setCondition(updated, api::condition::kAdmitted, false, reason::kNoReservation, message::kNoReservation,
+                           now);
+  updated["status"].erase("admission");
+  client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
+}
+
+void JobReconciler::removeFinalizer(const json& workload) {
+  const auto& list = arrayMember(objectMember(workload, "metadata"), "finalizers");
+  const auto it = std::find(list.begin(), list.end(), json(api::kResourceInUseFinalizer));
+  if (it == list.end()) return;
+  const std::string path = "/metadata/finalizers/" + std::to_string(it - list.begin());
+  const json patch = json::array(
+      {{{"op", "test"}, {"path", path}, {"value", api::kResourceInUseFinalizer}}, {{"op", "remove"}, {"path", path}}});
+  try {
+    client_.patch(api::kWorkloadGvk, metadataString(workload, "namespace"), metadataString(workload, "name"),
+                  kube::PatchType::Json, patch, {.answer = kube::WriteOptions::Answer::None});
+  } catch (const kube::ApiError& e) {
+    if (e.code() != 404) throw;
+  }
+}
+
+void JobReconciler::deleteWorkload(const json& workload) {
+  try {
+    client_.remove(api::kWorkloadGvk, metadataString(workload, "namespace"), metadataString(workload, "name"),
+                   {.uid = metadataString(workload, "uid")});
+  } catch (const kube::ApiError& e) {
+    if (e.code() != 404) throw;
+  }
+}
+
+}  // namespace mka::integration

@@ -1,0 +1,209 @@
+#include "mka/integration/job_rules.h"
+
+#include <algorithm>
+#include <set>
+
+#include "mka/api/kueue.h"
+#include "mka/common/json_fields.h"
+#include "mka/common/validation.h"
+
+namespace mka::integration {
+namespace {
+
+using json_fields::arrayMember;
+using json_fields::fieldAt;
+using json_fields::objectMember;
+using json_fields::stringMember;
+using nlohmann::json;
+
+bool holds(const json& job, const config::FieldValue& rule) {
+  const json* value = fieldAt(job, rule.path);
+  return value != nullptr && *value == rule.value;
+}
+
+std::string valueText(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+// Adds `from`'s keys to `into`; a key present with another value is Kueue's conflict error.
+std::optional<std::string> mergeMap(json& into, const json& from, std::string_view what) {
+  if (!into.is_object()) into = json::object();
+  for (const auto& [key, value] : from.items()) {
+    auto it = into.find(key);
+    if (it != into.end() && *it != value) {
+      return "conflict for " + std::string(what) + ": conflict for key=" + key + ", value1=" + valueText(*it) +
+             ", value2=" + valueText(value);
+    }
+    into[key] = value;
+  }
+  return std::nullopt;
+}
+
+void appendTolerations(json& into, const json& from) {
+  if (!into.is_array()) into = json::array();
+  for (const auto& toleration : from)
+    if (std::find(into.begin(), into.end(), toleration) == into.end()) into.push_back(toleration);
+}
+
+std::optional<std::string> mergeInfo(PodSetInfo& info, const json& update) {
+  if (auto e = mergeMap(info.labels, objectMember(update, "labels"), "labels")) return e;
+  if (auto e = mergeMap(info.annotations, objectMember(update, "annotations"), "annotations")) return e;
+  if (auto e = mergeMap(info.nodeSelector, objectMember(update, "nodeSelector"), "nodeSelector")) return e;
+  appendTolerations(info.tolerations, arrayMember(update, "tolerations"));
+  return std::nullopt;
+}
+
+// Where a pod template keeps what an info adds.
+json& member(json& podTemplate, std::string_view parent, std::string_view key, const json& empty) {
+  json& p = podTemplate[std::string(parent)];
+  if (!p.is_object()) p = json::object();
+  json& m = p[std::string(key)];
+  if (m.is_null()) m = empty;
+  return m;
+}
+
+void restoreMember(json& podTemplate, const json& original, std::string_view parent, std::string_view key) {
+  const json* value = fieldAt(original, std::string(parent) + "." + std::string(key));
+  if (value != nullptr) {
+    json& p = podTemplate[std::string(parent)];
+    if (!p.is_object()) p = json::object();
+    p[std::string(key)] = *value;
+  } else if (auto it = podTemplate.find(parent); it != podTemplate.end() && it->is_object()) {
+    it->erase(std::string(key));
+  }
+}
+
+}  // namespace
+
+bool isSuspended(const json& job, const config::IntegratedFramework& framework) {
+  return framework.suspend && holds(job, *framework.suspend);
+}
+
+std::optional<Finished> finished(const json& job, const config::IntegratedFramework& framework) {
+  if (!framework.finished) return std::nullopt;
+  const auto& rule = *framework.finished;
+  if (rule.type == config::FinishedRule::Type::Condition) {
+    for (const auto& c : arrayMember(objectMember(job, "status"), "conditions")) {
+      if (stringMember(c, "type") != rule.conditionType) continue;
+      const std::string status = stringMember(c, "status");
+      if (status != "True" && status != "False") return std::nullopt;
+      return Finished{status == "True", stringMember(c, "message")};
+    }
+    return std::nullopt;
+  }
+  const json* phase = fieldAt(job, rule.phasePath);
+  if (phase == nullptr || !phase->is_string()) return std::nullopt;
+  const auto in = [&](const std::vector<std::string>& values) {
+    return std::find(values.begin(), values.end(), phase->get<std::string>()) != values.end();
+  };
+  const bool succeeded = in(rule.succeeded);
+  if (!succeeded && !in(rule.failed)) return std::nullopt;
+  const json* message = rule.messagePath.empty() ? nullptr : fieldAt(job, rule.messagePath);
+  return Finished{succeeded, message != nullptr && message->is_string() ? message->get<std::string>() : ""};
+}
+
+bool isActive(const json& job, const config::IntegratedFramework& framework) {
+  return !isSuspended(job, framework) && !finished(job, framework);
+}
+
+std::variant<std::vector<PodSetInfo>, std::string> podSetInfos(const json& workload, const FlavorLookup& flavor) {
+  const json& spec = objectMember(workload, "spec");
+  const json& status = objectMember(workload, "status");
+  const json& specPodSets = arrayMember(spec, "podSets");
+  const std::string workloadName = json_fields::metadataString(workload, "name");
+  const bool fromManager =
+      !stringMember(objectMember(objectMember(workload, "metadata"), "labels"), api::kOriginLabel).empty();
+  const std::string clusterQueue = stringMember(objectMember(status, "admission"), "clusterQueue");
+  const std::string localQueue = stringMember(spec, "queueName");
+
+  std::vector<PodSetInfo> infos;
+  const json& assignments = arrayMember(objectMember(status, "admission"), "podSetAssignments");
+  for (std::size_t i = 0; i < assignments.size(); ++i) {
+    const json& assignment = assignments[i];
+    PodSetInfo info;
+    info.name = stringMember(assignment, "name");
+    if (assignment.contains("count") && assignment["count"].is_number_integer()) {
+      info.count = assignment["count"].get<std::int64_t>();
+    } else if (i < specPodSets.size()) {
+      info.count = specPodSets[i].value("count", std::int64_t{1});
+    }
+    std::set<std::string> seen;
+    for (const auto& [resource, name] : objectMember(assignment, "flavors").items()) {
+      if (!name.is_string() || !seen.insert(name.get<std::string>()).second) continue;
+      const auto object = flavor(name.get<std::string>());
+      if (!object) return "ResourceFlavor \"" + name.get<std::string>() + "\" not found";
+      const json& flavorSpec = objectMember(*object, "spec");
+      for (const auto& [key, value] : objectMember(flavorSpec, "nodeLabels").items()) info.nodeSelector[key] = value;
+      appendTolerations(info.tolerations, arrayMember(flavorSpec, "tolerations"));
+    }
+    info.labels[std::string(api::kPodSetLabel)] = info.name;
+    if (!localQueue.empty()) info.labels[std::string(api::kLocalQueueNameLabel)] = localQueue;
+    if (!clusterQueue.empty() && validation::dns1123Label(clusterQueue).empty())
+      info.labels[std::string(api::kClusterQueueNameLabel)] = clusterQueue;
+    if (fromManager) info.labels[std::string(api::kWorkerWorkloadPodLabel)] = "true";
+    info.annotations[std::string(api::kWorkloadAnnotation)] = workloadName;
+    infos.push_back(std::move(info));
+  }
+  for (const auto& check : arrayMember(status, "admissionChecks")) {
+    for (const auto& update : arrayMember(check, "podSetUpdates")) {
+      for (auto& info : infos) {
+        if (info.name != stringMember(update, "name")) continue;
+        if (auto error = mergeInfo(info, update)) {
+          return "in admission check \"" + stringMember(check, "name") +
+                 "\": invalid admission check PodSetUpdate: " + *error;
+        }
+      }
+    }
+  }
+  return infos;
+}
+
+std::variant<json, std::string> started(const json& job, const config::IntegratedFramework& framework,
+                                        const std::vector<PodSetInfo>& infos) {
+  json out = job;
+  if (framework.suspend) json_fields::eraseFieldAt(out, framework.suspend->path);
+  if (framework.podSetsFrom != config::PodSetsFrom::Rules) return out;
+  if (infos.size() != framework.podSets.size()) {
+    return "invalid podset infos: expecting " + std::to_string(framework.podSets.size()) + " podset, got " +
+           std::to_string(infos.size());
+  }
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const auto& rule = framework.podSets[i];
+    if (rule.templatePath.empty()) continue;
+    json* podTemplate = fieldAt(out, rule.templatePath);
+    if (podTemplate == nullptr || !podTemplate->is_object()) continue;
+    const auto& info = infos[i];
+    std::optional<std::string> error;
+    if (!error) error = mergeMap(member(*podTemplate, "metadata", "labels", json::object()), info.labels, "labels");
+    if (!error)
+      error =
+          mergeMap(member(*podTemplate, "metadata", "annotations", json::object()), info.annotations, "annotations");
+    if (!error)
+      error = mergeMap(member(*podTemplate, "spec", "nodeSelector", json::object()), info.nodeSelector, "nodeSelector");
+    if (error) return "invalid admission check PodSetUpdate: " + *error;
+    if (!info.tolerations.empty())
+      appendTolerations(member(*podTemplate, "spec", "tolerations", json::array()), info.tolerations);
+  }
+  return out;
+}
+
+json stopped(const json& job, const config::IntegratedFramework& framework, const json& workloadPodSets) {
+  json out = job;
+  const auto& stop = framework.stopRule();
+  json_fields::setFieldAt(out, stop.path, stop.value);
+  if (!workloadPodSets.is_array()) return out;
+  for (const auto& rule : framework.podSets) {
+    if (rule.templatePath.empty()) continue;
+    json* podTemplate = fieldAt(out, rule.templatePath);
+    if (podTemplate == nullptr || !podTemplate->is_object()) continue;
+    const auto original = std::find_if(workloadPodSets.begin(), workloadPodSets.end(),
+                                       [&](const json& p) { return stringMember(p, "name") == rule.name; });
+    if (original == workloadPodSets.end()) continue;
+    const json& from = objectMember(*original, "template");
+    restoreMember(*podTemplate, from, "metadata", "labels");
+    restoreMember(*podTemplate, from, "metadata", "annotations");
+    restoreMember(*podTemplate, from, "spec", "nodeSelector");
+    restoreMember(*podTemplate, from, "spec", "tolerations");
+  }
+  return out;
+}
+
+}  // namespace mka::integration

@@ -1,0 +1,597 @@
+// The job integration's reconcile steps (KUEUE-JOBFRAMEWORK.md §4.2, §9's scenarios that apply
+// to configured kinds) for an in-house CRD, one reconcile per case on a sandbox cluster that
+// enforces the Workload and job CRDs, as Kueue's TestReconcileGenericJob runs its steps.
+#include "mka/integration/job_reconciler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "mka/integration/workload_builder.h"
+#include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/workload_status.h"
+#include "mka/sandbox/cluster_api.h"
+#include "mka/sandbox/sandbox.h"
+#include "support/eventually.h"
+
+namespace mka::integration {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const std::filesystem::path kCrds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
+const api::GroupVersionKind kTrainingRun{"ml.example.com", "v1", "TrainingRun"};
+const sandbox::ResourceRef kJobs{"ml.example.com", "v1", "trainingruns", "team-a", "", ""};
+const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "team-a", "", ""};
+const sandbox::ResourceRef kFlavors{"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "", ""};
+
+sandbox::ResourceRef named(sandbox::ResourceRef ref, const std::string& name) {
+  ref.name = name;
+  return ref;
+}
+
+jobkind::JobKind trainingRuns() {
+  config::IntegratedFramework rules;
+  rules.name = "TrainingRun.v1.ml.example.com";
+  rules.gvk = kTrainingRun;
+  rules.suspend = config::FieldValue{"spec.suspend", true};
+  rules.podSets = {{"main", {"spec.replicas", 1, std::nullopt}, "spec.template"}};
+  rules.finished = config::FinishedRule{config::FinishedRule::Type::Condition, "Succeeded", "", {}, {}, ""};
+  return jobkind::JobKind(config::ExternalFramework{rules.name, kTrainingRun, {}, false}, rules, false);
+}
+
+const json kTemplate = {{"metadata", {{"labels", {{"app", "train"}}}}},
+                        {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+
+json trainingRun(const json& spec, const json& labels = {{"kueue.x-k8s.io/queue-name", "user-queue"}}) {
+  json job = {{"apiVersion", "ml.example.com/v1"},
+              {"kind", "TrainingRun"},
+              {"metadata", {{"name", "train"}, {"namespace", "team-a"}}},
+              {"spec", spec}};
+  if (!labels.empty()) job["metadata"]["labels"] = labels;
+  return job;
+}
+
+const json kSuspended = {{"suspend", true}, {"replicas", 2}, {"template", kTemplate}};
+const json kRunning = {{"replicas", 2}, {"template", kTemplate}};
+
+json condition(const std::string& type, const std::string& status, const std::string& reason,
+               const std::string& message = "") {
+  return {{"type", type},
+          {"status", status},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", "2026-11-26T10:00:00Z"}};
+}
+
+// A Workload status holding quota in flavor "on-demand" (admitted or only reserved).
+json reserved(bool admitted, const json& checks = json::array()) {
+  json status = {
+      {"admission",
+       {{"clusterQueue", "cq"},
+        {"podSetAssignments",
+         {{{"name", "main"}, {"flavors", {{"cpu", "on-demand"}}}, {"resourceUsage", {{"cpu", "2"}}}, {"count", 2}}}}}},
+      {"conditions", {condition("QuotaReserved", "True", "QuotaReserved")}}};
+  if (admitted) status["conditions"].push_back(condition("Admitted", "True", "Admitted"));
+  if (!checks.empty()) status["admissionChecks"] = checks;
+  return status;
+}
+
+json evicted(json status, const std::string& reason, const std::string& message) {
+  status["conditions"].push_back(condition("Evicted", "True", reason, message));
+  return status;
+}
+
+// The Workload the integration creates for `job` (its spec as given), with `status`.
+json ownWorkload(const json& job, const json& status = nullptr) {
+  const auto podSets = podSetsFor(job, *trainingRuns().integration());
+  json workload = newWorkload(job, kTrainingRun, podSets.podSets, std::nullopt);
+  if (!status.is_null()) workload["status"] = status;
+  return workload;
+}
+
+std::string ownName(const json& job) {
+  return workloadName(kTrainingRun, "train", job["metadata"]["uid"].get<std::string>());
+}
+
+class RecordingEvents final : public multikueue::EventRecorder {
+ public:
+  using EventRecorder::EventRecorder;
+  void record(const json&, std::string_view type, std::string_view reason, std::string_view message) override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::string(type) + " " + std::string(reason) + ": " + std::string(message));
+  }
+  std::vector<std::string> events() const {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> events_;
+};
+
+struct Given {
+  json job;                                                     // created, status written after
+  std::function<std::vector<json>(const json& job)> workloads;  // built from the stored job
+  bool deleteJob = false;
+  json managedBy;                     // spec.managedBy of the job, when set
+  bool workloadsTerminating = false;  // deleted before the reconcile (held by their finalizers)
+};
+
+struct Seen {
+  std::optional<json> job;
+  std::vector<json> workloads;
+  const json* workload(const std::string& name) const {
+    for (const auto& w : workloads)
+      if (w["metadata"]["name"] == name) return &w;
+    return nullptr;
+  }
+};
+
+struct Expected {
+  std::vector<std::string> events;  // each a prefix of the event recorded (Workload names end in a hash)
+  std::string error;                // a substring; empty: none
+  std::function<void(const Seen& seen)> check;
+};
+
+struct Case {
+  std::string name;
+  Given given;
+  Expected expected;
+};
+
+class World {
+ public:
+  explicit World(const Given& given) {
+    cluster_ = &sandbox_.addCluster(
+        {.name = "worker",
+         .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
+                      kCrds / "inhouse" / "ml.example.com_trainingruns.yaml"},
+         .garbageCollection = false});
+    api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
+    api().create(kFlavors, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                            {"kind", "ResourceFlavor"},
+                            {"metadata", {{"name", "on-demand"}}},
+                            {"spec",
+                             {{"nodeLabels", {{"instance-type", "on-demand"}}},
+                              {"tolerations", {{{"key", "dedicated"}, {"operator", "Exists"}}}}}}});
+    json job = given.job;
+    if (!given.managedBy.is_null()) job["spec"]["managedBy"] = given.managedBy;
+    job_ = put(kJobs, job);
+    if (given.workloads) {
+      for (const auto& w : given.workloads(job_)) {
+        put(kWorkloads, w);
+        if (given.workloadsTerminating) api().remove(named(kWorkloads, w["metadata"]["name"].get<std::string>()));
+      }
+    }
+
+    kube::ClientOptions options;
+    options.qps = 0;
+    options.maxRetries = 0;
+    client_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(
+        kube::restConfigFor(kube::Kubeconfig::parse(cluster_->kubeconfig())), options));
+    jobs_ = std::make_unique<kube::Informer>(*client_, kTrainingRun);
+    workloads_ = std::make_unique<kube::Informer>(*client_, api::kWorkloadGvk);
+    workloads_->addHandlers({.onAdd = [this](const json& w) { owners_.set(w, kTrainingRun); },
+                             .onUpdateNew = [this](const json& w) { owners_.set(w, kTrainingRun); },
+                             .onDelete = [this](const json& w) { owners_.remove(w); }});
+    jobs_->start();
+    workloads_->start();
+    EXPECT_TRUE(jobs_->waitForSync(std::chrono::seconds{30}));
+    EXPECT_TRUE(workloads_->waitForSync(std::chrono::seconds{30}));
+    if (given.deleteJob) {
+      api().remove(named(kJobs, "train"));
+      EXPECT_TRUE(test::eventually([&] { return !jobs_->get("team-a/train").has_value(); }));
+    }
+    events_ = std::make_unique<RecordingEvents>(*client_, clock_, "test");
+    reconciler_ = std::make_unique<JobReconciler>(*client_, kind_, JobCaches{jobs_.get(), workloads_.get(), &owners_},
+                                                  *events_, clock_);
+  }
+  ~World() {
+    jobs_->stop();
+    workloads_->stop();
+  }
+
+  JobReconciler& reconciler() { return *reconciler_; }
+  const RecordingEvents& events() const { return *events_; }
+  const json& storedJob() const { return job_; }
+  std::vector<std::string> invalidWrites() const { return cluster_->invalidWrites(); }
+
+  Seen seen() {
+    Seen out;
+    try {
+      out.job = api().get(named(kJobs, "train"));
+    } catch (const std::exception&) {
+    }
+    const auto listed = api().list(kWorkloads, {});
+    for (const auto& w : listed["items"]) out.workloads.push_back(w);
+    return out;
+  }
+
+ private:
+  sandbox::ClusterApi& api() { return cluster_->api(); }
+
+  // Creates `object`, then writes its status through the status subresource.
+  json put(const sandbox::ResourceRef& ref, const json& object) {
+    auto stored = *api().create(ref, object);
+    if (!object.contains("status")) return stored;
+    stored["status"] = object["status"];
+    auto status = named(ref, stored["metadata"]["name"].get<std::string>());
+    status.subresource = "status";
+    return *api().update(status, stored);
+  }
+
+  FakeClock clock_;
+  sandbox::Sandbox sandbox_{clock_};
+  sandbox::Cluster* cluster_ = nullptr;
+  jobkind::JobKind kind_ = trainingRuns();
+  json job_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::Informer> jobs_, workloads_;
+  WorkloadOwners owners_;
+  std::unique_ptr<RecordingEvents> events_;
+  std::unique_ptr<JobReconciler> reconciler_;
+};
+
+void run(const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    World world(c.given);
+    if (::testing::Test::HasFatalFailure()) return;
+    std::string error;
+    try {
+      world.reconciler().reconcile("team-a/train");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (c.expected.error.empty()) {
+      EXPECT_EQ(error, "");
+    } else {
+      EXPECT_THAT(error, HasSubstr(c.expected.error));
+    }
+    const auto events = world.events().events();
+    EXPECT_EQ(events.size(), c.expected.events.size()) << ::testing::PrintToString(events);
+    for (std::size_t i = 0; i < std::min(events.size(), c.expected.events.size()); ++i)
+      EXPECT_THAT(events[i], ::testing::StartsWith(c.expected.events[i]));
+    EXPECT_EQ(world.invalidWrites(), std::vector<std::string>{}) << "a write a real cluster refuses";
+    if (c.expected.check) c.expected.check(world.seen());
+  }
+}
+
+const json* conditionOf(const json& object, const std::string& type) { return multikueue::findCondition(object, type); }
+
+bool suspended(const Seen& seen) { return seen.job && seen.job->at("spec").value("suspend", false); }
+
+// ---- §3.2, §3.6, §4.2 steps 9, 11, 12, 14, 15: the job's one Workload ----------------------
+
+TEST(JobReconcilerTest, TheJobsOneWorkload) {
+  const std::vector<Case> cases = {
+      {"a suspended job with a queue name gets its Workload",
+       {trainingRun(kSuspended)},
+       {{"Normal CreatedWorkload: Created Workload: team-a/"},  // name checked below
+        "",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          const auto& w = seen.workloads[0];
+          EXPECT_EQ(w["metadata"]["name"], ownName(*seen.job));
+          EXPECT_EQ(w["metadata"]["finalizers"], json({"kueue.x-k8s.io/resource-in-use"}));
+          EXPECT_EQ(w["metadata"]["labels"]["kueue.x-k8s.io/job-uid"], seen.job->at("metadata").at("uid"));
+          EXPECT_EQ(w["metadata"]["ownerReferences"][0]["uid"], seen.job->at("metadata").at("uid"));
+          EXPECT_EQ(w["spec"]["queueName"], "user-queue");
+          EXPECT_EQ(w["spec"]["podSets"][0]["count"], 2);
+          EXPECT_TRUE(suspended(seen));
+        }}},
+      {"a job without a queue name is not Kueue's",
+       {trainingRun(kSuspended, json::object())},
+       {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"a running job without a Workload is stopped, then gets one",
+       {trainingRun(kRunning)},
+       {{"Normal Stopped: Missing Workload; unable to restore pod templates",
+         "Normal CreatedWorkload: Created Workload: team-a/"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          EXPECT_EQ(seen.workloads.size(), 1u);
+        }}},
+      {"a count that is not an integer: a Warning naming the field, no Workload",
+       {trainingRun({{"suspend", true}, {"replicas", "four"}, {"template", kTemplate}})},
+       {{"Warning InvalidJob: spec.replicas: the pod set main's count must be a whole number from 0 to 2147483647, "
+         "not \"four\"; the job stays suspended without a Workload until this is fixed"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(seen.workloads.empty());
+          EXPECT_TRUE(suspended(seen));
+        }}},
+      {"a missing template path: a Warning naming the field, no Workload",
+       {trainingRun({{"suspend", true}, {"replicas", 1}})},
+       {{"Warning InvalidJob: spec.template: the pod set main's template is missing; the job stays suspended "
+         "without a Workload until this is fixed"},
+        "",
+        [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"the job succeeded: its Workload is finished",
+       {[] {
+          json job = trainingRun(kRunning);
+          job["status"] = {{"conditions", {condition("Succeeded", "True", "Completed", "all epochs done")}}};
+          return job;
+        }(),
+        [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; }},
+       {{"Normal FinishedWorkload: Workload 'team-a/"},
+        "",
+        [](const Seen& seen) {
+          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
+          ASSERT_NE(finished, nullptr);
+          EXPECT_EQ(finished->value("reason", ""), "Succeeded");
+          EXPECT_EQ(finished->value("message", ""), "all epochs done");
+        }}},
+      {"a finished Workload loses its finalizer",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          json status = reserved(true);
+          status["conditions"].push_back(condition("Finished", "True", "Succeeded"));
+          return std::vector<json>{ownWorkload(job, status)};
+        }},
+       {{}, "", [](const Seen& seen) { EXPECT_FALSE(seen.workloads.at(0)["metadata"].contains("finalizers")); }}},
+      {"changed while suspended without a reservation: updated in place",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          json older = job;
+          older["spec"]["replicas"] = 5;
+          return std::vector<json>{ownWorkload(older)};
+        }},
+       {{"Normal UpdatedWorkload: Updated not matching Workload for suspended job: team-a/"},
+        "",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          EXPECT_EQ(seen.workloads[0]["spec"]["podSets"][0]["count"], 2);
+        }}},
+      {"changed while suspended holding a reservation: deleted, to be created again",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          json older = job;
+          older["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:old";
+          return std::vector<json>{ownWorkload(older, reserved(false))};
+        }},
+       {{"Normal DeletedWorkload: Deleted not matching Workload: team-a/"},
+        "no matching workloads: deleted 1 workloads",
+        [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"a second Workload the job controls is deleted",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          json extra = ownWorkload(job);
+          extra["metadata"]["name"] = "zz-extra";
+          return std::vector<json>{ownWorkload(job), extra};
+        }},
+       {{"Normal DeletedWorkload: Deleted not matching Workload: team-a/zz-extra"},
+        "extra workloads: deleted 1 workloads",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          EXPECT_NE(seen.workloads[0]["metadata"]["name"], "zz-extra");
+        }}},
+      {"the job is deleted: its Workload is released and deleted",
+       {trainingRun(kRunning), [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; },
+        /*deleteJob=*/true},
+       {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+  };
+  run(cases);
+}
+
+// ---- §4.2 steps 18, 20, 21, §4.3, §4.4: start, stop, eviction -------------------------------
+
+const json kUpdateCheck = {
+    {{"name", "provisioning"},
+     {"state", "Ready"},
+     {"message", ""},
+     {"lastTransitionTime", "2026-11-26T10:00:00Z"},
+     {"podSetUpdates",
+      {{{"name", "main"}, {"nodeSelector", {{"zone", "a"}}}, {"annotations", {{"provisioned", "yes"}}}}}}}};
+
+TEST(JobReconcilerTest, StartStopAndEviction) {
+  const std::vector<Case> cases = {
+      {"admitted: resumed with the flavor and the checks' podSetUpdates in its template",
+       {trainingRun(kSuspended),
+        [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true, kUpdateCheck))}; }},
+       {{"Normal Started: Admitted by clusterQueue cq"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_FALSE(seen.job->at("spec").contains("suspend"));
+          const auto& t = seen.job->at("spec").at("template");
+          EXPECT_EQ(t["spec"]["nodeSelector"], json({{"instance-type", "on-demand"}, {"zone", "a"}}));
+          EXPECT_EQ(t["spec"]["tolerations"], json::parse(R"([{"key": "dedicated", "operator": "Exists"}])"));
+          EXPECT_EQ(t["metadata"]["labels"]["app"], "train");
+          EXPECT_EQ(t["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+          EXPECT_EQ(t["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"], "cq");
+          EXPECT_EQ(t["metadata"]["annotations"]["provisioned"], "yes");
+        }}},
+      {"quota reserved with a check still pending: stays suspended",
+       {trainingRun(kSuspended), [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(false))}; }},
+       {{}, "", [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
+      {"admitted, but the marker says MultiKueue: never resumed here",
+       {trainingRun(kSuspended), [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; },
+        false, "kueue.x-k8s.io/multikueue"},
+       {{}, "", [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
+      {"a podSetUpdate that conflicts with the template: the Workload finishes FailedToStart",
+       {trainingRun(
+            {{"suspend", true},
+             {"replicas", 2},
+             {"template",
+              {{"metadata", {{"labels", {{"app", "train"}}}}},
+               {"spec",
+                {{"nodeSelector", {{"zone", "b"}}}, {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}),
+        [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true, kUpdateCheck))}; }},
+       {{},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
+          ASSERT_NE(finished, nullptr);
+          EXPECT_EQ(finished->value("reason", ""), "FailedToStart");
+          EXPECT_EQ(finished->value("message", ""),
+                    "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=zone, "
+                    "value1=b, value2=a");
+        }}},
+      {"evicted while running: stopped, template restored, reservation cleared",
+       {trainingRun({{"replicas", 2},
+                     {"template",
+                      {{"metadata", {{"labels", {{"app", "train"}, {"kueue.x-k8s.io/podset", "main"}}}}},
+                       {"spec",
+                        {{"nodeSelector", {{"instance-type", "on-demand"}}},
+                         {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}),
+        [](const json& job) {
+          json original = job;
+          original["spec"]["template"] = kTemplate;
+          return std::vector<json>{
+              ownWorkload(original, evicted(reserved(true), "Preempted", "Preempted by a higher priority workload"))};
+        }},
+       {{"Normal Stopped: Preempted by a higher priority workload"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          EXPECT_EQ(seen.job->at("spec").at("template"), kTemplate) << "restored exactly";
+          const auto& w = seen.workloads.at(0);
+          EXPECT_FALSE(w["status"].contains("admission"));
+          EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("status", ""), "False");
+          EXPECT_EQ(conditionOf(w, "Admitted")->value("reason", ""), "NoReservation");
+          EXPECT_EQ(conditionOf(w, "Requeued")->value("status", ""), "True");
+        }}},
+      {"evicted while suspended: the reservation is cleared, no Stopped",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          return std::vector<json>{ownWorkload(job, evicted(reserved(false), "AdmissionCheck", "check failed"))};
+        }},
+       {{},
+        "",
+        [](const Seen& seen) {
+          EXPECT_FALSE(seen.workloads.at(0)["status"].contains("admission"));
+          EXPECT_EQ(conditionOf(seen.workloads.at(0), "Requeued")->value("status", ""), "False");
+        }}},
+      {"running without an admitted Workload: stopped",
+       {trainingRun(kRunning), [](const json& job) { return std::vector<json>{ownWorkload(job)}; }},
+       {{"Normal Stopped: Not admitted by cluster queue"}, "", [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
+      {"the Workload is being deleted: the job stops, the finalizer goes",
+       {trainingRun(kRunning),
+        [](const json& job) {
+          json w = ownWorkload(job, reserved(true));
+          w["metadata"]["finalizers"].push_back("test.dev/hold");
+          return std::vector<json>{w};
+        },
+        false, nullptr, /*workloadsTerminating=*/true},
+       {{"Normal Stopped: Workload is deleted"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          EXPECT_EQ(seen.workloads.at(0)["metadata"]["finalizers"], json({"test.dev/hold"}));
+        }}},
+  };
+  run(cases);
+}
+
+// ---- §3.7: prebuilt Workloads (a MultiKueue worker's job copy) ------------------------------
+
+// A job copy as the manager's dispatch loop creates it on a worker: linked to the Workload copy
+// by name, labelled with the origin.
+json jobCopy(const json& spec) {
+  json job = trainingRun(spec, {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}});
+  job["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", "remote-wl"}};
+  return job;
+}
+
+// The manager's Workload copy: no owner, no finalizer (KUEUE-MULTIKUEUE.md §2.4).
+json workloadCopy(const json& job, const json& status = nullptr) {
+  json workload = ownWorkload(job, status);
+  workload["metadata"]["name"] = "remote-wl";
+  workload["metadata"].erase("ownerReferences");
+  workload["metadata"].erase("finalizers");
+  workload["metadata"].erase("labels");
+  workload["metadata"]["labels"] = {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}};
+  workload["spec"]["queueName"] = "user-queue";
+  return workload;
+}
+
+TEST(JobReconcilerTest, PrebuiltWorkloads) {
+  const std::vector<Case> cases = {
+      {"the prebuilt Workload is adopted, and none is created",
+       {jobCopy(kSuspended), [](const json& job) { return std::vector<json>{workloadCopy(job)}; }},
+       {{},
+        "",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          const auto& w = seen.workloads[0];
+          EXPECT_EQ(w["metadata"]["ownerReferences"][0]["uid"], seen.job->at("metadata").at("uid"));
+          EXPECT_EQ(w["metadata"]["ownerReferences"][0]["controller"], true);
+          EXPECT_EQ(w["metadata"]["labels"]["kueue.x-k8s.io/job-uid"], seen.job->at("metadata").at("uid"));
+          EXPECT_FALSE(w["metadata"].contains("finalizers")) << "adoption adds no finalizer";
+        }}},
+      {"admitted on the worker: the copy is resumed, with the worker-pod label",
+       {jobCopy(kSuspended),
+        [](const json& job) {
+          json w = workloadCopy(job, reserved(true));
+          w["metadata"]["ownerReferences"] = {{{"apiVersion", "ml.example.com/v1"},
+                                               {"kind", "TrainingRun"},
+                                               {"name", "train"},
+                                               {"uid", job["metadata"]["uid"]},
+                                               {"controller", true}}};
+          return std::vector<json>{w};
+        }},
+       {{"Normal Started: Admitted by clusterQueue cq"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_FALSE(suspended(seen));
+          EXPECT_EQ(seen.job->at("spec")
+                        .at("template")
+                        .at("metadata")
+                        .at("labels")
+                        .at("kueue.x-k8s.io/multikueue-worker-workload-pod"),
+                    "true");
+        }}},
+      {"a copy that does not match its job finishes OutOfSync",
+       {jobCopy(kSuspended),
+        [](const json& job) {
+          json other = job;
+          other["spec"]["replicas"] = 7;
+          return std::vector<json>{workloadCopy(other)};
+        }},
+       {{},
+        "prebuilt workload not found",
+        [](const Seen& seen) {
+          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
+          ASSERT_NE(finished, nullptr);
+          EXPECT_EQ(finished->value("reason", ""), "OutOfSync");
+          EXPECT_EQ(finished->value("message", ""), "The prebuilt workload is out of sync with its user job");
+          EXPECT_TRUE(suspended(seen));
+        }}},
+      {"the prebuilt Workload is missing: the job stays suspended and the reconcile retries",
+       {jobCopy(kSuspended)},
+       {{},
+        "prebuilt workload not found",
+        [](const Seen& seen) {
+          EXPECT_TRUE(seen.workloads.empty()) << "never created for a job that names a prebuilt one";
+          EXPECT_TRUE(suspended(seen));
+        }}},
+      {"a prebuilt Workload controlled by another object is not adopted",
+       {jobCopy(kRunning),
+        [](const json& job) {
+          json w = workloadCopy(job, reserved(true));
+          w["metadata"]["ownerReferences"] = {{{"apiVersion", "ml.example.com/v1"},
+                                               {"kind", "TrainingRun"},
+                                               {"name", "train"},
+                                               {"uid", "another-uid"},
+                                               {"controller", true}}};
+          return std::vector<json>{w};
+        }},
+       {{"Normal Stopped: missing workload"},
+        "prebuilt workload not found",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          EXPECT_EQ(seen.workloads.at(0)["metadata"]["ownerReferences"][0]["uid"], "another-uid");
+        }}},
+  };
+  run(cases);
+}
+
+}  // namespace
+}  // namespace mka::integration

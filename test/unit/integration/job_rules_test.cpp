@@ -1,0 +1,185 @@
+// A job read and changed by its kind's rules (SPEC §7.1; KUEUE-JOBFRAMEWORK.md §4.3, §4.4,
+// §8.1, §8.2), and the pod sets the Argo and Tekton profiles compute.
+#include "mka/integration/job_rules.h"
+
+#include <gtest/gtest.h>
+
+#include "mka/integration/workload_builder.h"
+
+namespace mka::integration {
+namespace {
+
+using nlohmann::json;
+
+config::IntegratedFramework profile(const api::GroupVersionKind& gvk) { return *config::integrationProfile(gvk); }
+const api::GroupVersionKind kWorkflow{"argoproj.io", "v1alpha1", "Workflow"};
+const api::GroupVersionKind kPipelineRun{"tekton.dev", "v1", "PipelineRun"};
+
+config::IntegratedFramework inHouse() {
+  config::IntegratedFramework f;
+  f.gvk = {"ml.example.com", "v1", "TrainingRun"};
+  f.suspend = config::FieldValue{"spec.suspend", true};
+  f.podSets = {{"main", {"spec.replicas", 1, std::nullopt}, "spec.template"}};
+  f.finished = config::FinishedRule{config::FinishedRule::Type::Condition, "Succeeded", "", {}, {}, ""};
+  return f;
+}
+
+TEST(JobRules, SuspendedFinishedAndActiveByTheRules) {
+  const auto argo = profile(kWorkflow);
+  EXPECT_TRUE(isSuspended({{"spec", {{"suspend", true}}}}, argo));
+  EXPECT_FALSE(isSuspended({{"spec", {{"suspend", false}}}}, argo));
+  EXPECT_FALSE(isSuspended({{"spec", json::object()}}, argo));
+  EXPECT_EQ(finished({{"status", {{"phase", "Running"}}}}, argo), std::nullopt);
+  EXPECT_EQ(finished({{"status", {{"phase", "Succeeded"}}}}, argo), (Finished{true, ""}));
+  EXPECT_EQ(finished({{"status", {{"phase", "Error"}, {"message", "OOMKilled"}}}}, argo),
+            (Finished{false, "OOMKilled"}));
+
+  const auto tekton = profile(kPipelineRun);
+  EXPECT_TRUE(isSuspended({{"spec", {{"status", "PipelineRunPending"}}}}, tekton));
+  const json running = {{"status", {{"conditions", {{{"type", "Succeeded"}, {"status", "Unknown"}}}}}}};
+  EXPECT_EQ(finished(running, tekton), std::nullopt);
+  EXPECT_TRUE(isActive(running, tekton));
+  const json failed = {
+      {"status", {{"conditions", {{{"type", "Succeeded"}, {"status", "False"}, {"message", "task t failed"}}}}}}};
+  EXPECT_EQ(finished(failed, tekton), (Finished{false, "task t failed"}));
+  EXPECT_FALSE(isActive(failed, tekton));
+}
+
+json admitted(const json& checks) {
+  const json assignment = {{"name", "main"}, {"flavors", {{"cpu", "spot"}, {"memory", "spot"}, {"gpu", "a100"}}}};
+  const json status = {{"admission", {{"clusterQueue", "cq"}, {"podSetAssignments", json::array({assignment})}}},
+                       {"admissionChecks", checks}};
+  return {{"metadata", {{"name", "wl"}, {"labels", {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}}}}},
+          {"spec", {{"queueName", "lq"}, {"podSets", json::array({{{"name", "main"}, {"count", 3}}})}}},
+          {"status", status}};
+}
+
+TEST(JobRules, PodSetInfosUniteFlavorsAndChecksOrConflict) {
+  const auto flavors = [](const std::string& name) -> std::optional<json> {
+    if (name == "spot")
+      return json{
+          {"spec",
+           {{"nodeLabels", {{"lifecycle", "spot"}}}, {"tolerations", {{{"key", "spot"}, {"operator", "Exists"}}}}}}};
+    return json{{"spec", {{"nodeLabels", {{"gpu", "a100"}}}}}};
+  };
+  const json check = {{"name", "prov"}, {"podSetUpdates", {{{"name", "main"}, {"nodeSelector", {{"zone", "a"}}}}}}};
+  auto infos = podSetInfos(admitted(json::array({check})), flavors);
+  ASSERT_TRUE(std::holds_alternative<std::vector<PodSetInfo>>(infos)) << std::get<std::string>(infos);
+  const auto& info = std::get<std::vector<PodSetInfo>>(infos).at(0);
+  EXPECT_EQ(info.count, 3) << "the spec's count when the assignment has none";
+  EXPECT_EQ(info.nodeSelector, json({{"lifecycle", "spot"}, {"gpu", "a100"}, {"zone", "a"}}));
+  EXPECT_EQ(info.tolerations.size(), 1u) << "a flavor listed for two resources counts once";
+  EXPECT_EQ(info.labels, json({{"kueue.x-k8s.io/podset", "main"},
+                               {"kueue.x-k8s.io/local-queue-name", "lq"},
+                               {"kueue.x-k8s.io/cluster-queue-name", "cq"},
+                               {"kueue.x-k8s.io/multikueue-worker-workload-pod", "true"}}));
+  EXPECT_EQ(info.annotations, json({{"kueue.x-k8s.io/workload", "wl"}}));
+
+  const json other = {{"name", "second"}, {"podSetUpdates", {{{"name", "main"}, {"nodeSelector", {{"zone", "b"}}}}}}};
+  infos = podSetInfos(admitted(json::array({check, other})), flavors);
+  ASSERT_TRUE(std::holds_alternative<std::string>(infos));
+  EXPECT_EQ(std::get<std::string>(infos),
+            "in admission check \"second\": invalid admission check PodSetUpdate: conflict for nodeSelector: "
+            "conflict for key=zone, value1=a, value2=b");
+}
+
+TEST(JobRules, StartedTakesTheInfosAndStoppedRestoresTheTemplate) {
+  const json podTemplate = {{"metadata", {{"labels", {{"app", "x"}}}}},
+                            {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
+  const json job = {{"spec", {{"suspend", true}, {"template", podTemplate}}}};
+  PodSetInfo info;
+  info.name = "main";
+  info.labels = {{"kueue.x-k8s.io/podset", "main"}};
+  info.nodeSelector = {{"zone", "a"}};
+  info.tolerations = {{{"key", "spot"}, {"operator", "Exists"}}};
+  const auto result = started(job, inHouse(), {info});
+  ASSERT_TRUE(std::holds_alternative<json>(result)) << std::get<std::string>(result);
+  const json& running = std::get<json>(result);
+  EXPECT_FALSE(running["spec"].contains("suspend"));
+  EXPECT_EQ(running["spec"]["template"]["spec"]["nodeSelector"], json({{"zone", "a"}}));
+  EXPECT_EQ(running["spec"]["template"]["metadata"]["labels"]["app"], "x");
+
+  EXPECT_EQ(std::get<std::string>(started(job, inHouse(), {})), "invalid podset infos: expecting 1 podset, got 0");
+
+  const json back = stopped(running, inHouse(), {{{"name", "main"}, {"template", podTemplate}}});
+  EXPECT_EQ(back, job) << "suspended again, the template exactly as the Workload recorded it";
+}
+
+TEST(JobRules, ProfilesThatTakeNoTemplatesOnlyFlipTheirField) {
+  const json run = {{"spec", {{"status", "PipelineRunPending"}, {"pipelineRef", {{"name", "p"}}}}}};
+  const auto result = started(run, profile(kPipelineRun), {PodSetInfo{}});
+  ASSERT_TRUE(std::holds_alternative<json>(result));
+  EXPECT_EQ(std::get<json>(result), json({{"spec", {{"pipelineRef", {{"name", "p"}}}}}}));
+  EXPECT_EQ(stopped(std::get<json>(result), profile(kPipelineRun), json::array())["spec"]["status"],
+            "StoppedRunFinally");
+}
+
+json requestsOf(const PodSetsResult& result) {
+  return result.podSets.at(0)["template"]["spec"]["containers"][0]["resources"]["requests"];
+}
+
+TEST(ProfilePodSets, ArgoTakesTheLargestPodOfItsTemplates) {
+  const auto container = [](const json& requests) { return json{{"resources", {{"requests", requests}}}}; };
+  const json templates = json::array(
+      {{{"name", "steps"}, {"steps", json::array()}},
+       {{"name", "train"},
+        {"container", container({{"cpu", "2"}, {"memory", "1Gi"}})},
+        {"sidecars", json::array({container({{"cpu", "500m"}})})},
+        {"initContainers", json::array({container({{"memory", "4Gi"}})})}},
+       {{"name", "eval"}, {"script", container({{"cpu", "1"}, {"nvidia.com/gpu", "1"}})}},
+       {{"name", "set"},
+        {"containerSet", {{"containers", json::array({container({{"cpu", "1"}}), container({{"cpu", "1"}})})}}}}});
+  json workflow = {{"metadata", {{"name", "wf"}}}, {"spec", {{"templates", templates}}}};
+  auto result = podSetsFor(workflow, profile(kWorkflow));
+  ASSERT_FALSE(result.error);
+  EXPECT_EQ(result.podSets.at(0)["name"], "main");
+  EXPECT_EQ(result.podSets.at(0)["count"], 1);
+  EXPECT_EQ(requestsOf(result), json({{"cpu", "2500m"}, {"memory", "4294967296"}, {"nvidia.com/gpu", "1"}}));
+
+  workflow["metadata"]["annotations"] = {{"multikueue-adapter.dev/pod-set-requests", R"({"cpu":"4"})"}};
+  result = podSetsFor(workflow, profile(kWorkflow));
+  ASSERT_FALSE(result.error);
+  EXPECT_EQ(requestsOf(result), json({{"cpu", "4"}})) << "the annotation replaces the estimate";
+
+  workflow["metadata"]["annotations"] = {{"multikueue-adapter.dev/pod-set-requests", "cpu=4"}};
+  result = podSetsFor(workflow, profile(kWorkflow));
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->field, "metadata.annotations[multikueue-adapter.dev/pod-set-requests]");
+  EXPECT_EQ(result.error->problem,
+            "must be a JSON object of resource names to quantities, such as {\"cpu\":\"4\"}, not 'cpu=4'");
+
+  workflow["metadata"]["annotations"] = {{"multikueue-adapter.dev/pod-set-requests", R"({"cpu":"four"})"}};
+  result = podSetsFor(workflow, profile(kWorkflow));
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->problem,
+            "the request for \"cpu\" must be a non-negative quantity (\"4\", \"500m\", \"2Gi\") written as a string, "
+            "not \"four\"");
+}
+
+TEST(ProfilePodSets, TektonAsTektonKueueBuildsIt) {
+  json run = {{"metadata",
+               {{"name", "build"},
+                {"annotations",
+                 {{"kueue.konflux-ci.dev/requests-cpu", "2"}, {"kueue.konflux-ci.dev/requests-memory", "3Gi"}}}}}};
+  auto result = podSetsFor(run, profile(kPipelineRun));
+  ASSERT_FALSE(result.error);
+  EXPECT_EQ(result.podSets.at(0)["name"], "pod-set-1");
+  EXPECT_EQ(result.podSets.at(0)["template"]["spec"]["containers"][0]["name"], "dummy");
+  EXPECT_EQ(requestsOf(result), json({{"cpu", "2"}, {"memory", "3221225472"}, {"tekton.dev/pipelineruns", "1"}}));
+
+  run["metadata"]["annotations"] = {{"kueue.konflux-ci.dev/requests-cpu", "lots"}};
+  result = podSetsFor(run, profile(kPipelineRun));
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->field, "metadata.annotations[kueue.konflux-ci.dev/requests-cpu]");
+  EXPECT_EQ(result.error->problem,
+            "invalid resource quantity in annotation kueue.konflux-ci.dev/requests-cpu=\"lots\": quantities must match "
+            "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+
+  run["metadata"]["annotations"] = {{"kueue.konflux-ci.dev/requests-", "1"}};
+  result = podSetsFor(run, profile(kPipelineRun));
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->problem, "empty resource name in annotation kueue.konflux-ci.dev/requests-");
+}
+
+}  // namespace
+}  // namespace mka::integration
