@@ -21,11 +21,14 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
          frameworks(a) == frameworks(b) && a.multiKueue.gcInterval == b.multiKueue.gcInterval &&
          a.multiKueue.origin == b.multiKueue.origin &&
          a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
-         a.multiKueue.dispatcherName == b.multiKueue.dispatcherName;
+         a.multiKueue.dispatcherName == b.multiKueue.dispatcherName &&
+         a.integrations.frameworks == b.integrations.frameworks;
 }
 
-// Forwards the dispatch loop's observations to the Prometheus registry.
-class DispatchRunner::Observer : public multikueue::ControllerObserver, public multikueue::DispatchObserver {
+// Forwards the dispatch loop's and the integration's observations to the Prometheus registry.
+class DispatchRunner::Observer : public multikueue::ControllerObserver,
+                                 public multikueue::DispatchObserver,
+                                 public integration::IntegrationObserver {
  public:
   explicit Observer(observability::Metrics& metrics) : metrics_(metrics) {}
   void reconciled(const std::string& controller, const std::string& result, double seconds) override {
@@ -39,6 +42,12 @@ class DispatchRunner::Observer : public multikueue::ControllerObserver, public m
   }
   void workloadAdmitted(const std::string& clusterQueue, const std::string& cluster) override {
     metrics_.recordWorkloadAdmitted(clusterQueue, cluster);
+  }
+  void workloadCreated(const std::string& kind) override { metrics_.recordIntegrationWorkloadCreated(kind); }
+  void jobResumed(const std::string& kind) override { metrics_.recordIntegrationJobResumed(kind); }
+  void jobStopped(const std::string& kind) override { metrics_.recordIntegrationJobStopped(kind); }
+  void workloadFinished(const std::string& kind, const std::string& result) override {
+    metrics_.recordIntegrationWorkloadFinished(kind, result);
   }
 
  private:
@@ -97,6 +106,11 @@ bool DispatchRunner::dispatching() const {
   return dispatching_;
 }
 
+bool DispatchRunner::integrating() const {
+  std::lock_guard lock(mutex_);
+  return integrating_;
+}
+
 void DispatchRunner::post(Message message) {
   {
     std::lock_guard lock(mutex_);
@@ -110,8 +124,9 @@ void DispatchRunner::run() {
     Message message;
     {
       std::unique_lock lock(mutex_);
-      // A dispatcher that could not start (caches not synced: CRDs or RBAC missing) is retried.
-      const bool retry = leading_ && !dispatcher_;
+      // A controller that could not start (caches not synced: CRDs or RBAC missing) is retried.
+      const bool retry = leading_ && running_ && ((running_->dispatch.enabled && !dispatcher_) ||
+                                                  (!running_->integrations.frameworks.empty() && !integration_));
       if (!wake_.wait_for(lock, retry ? std::chrono::seconds{30} : std::chrono::hours{24},
                           [&] { return !messages_.empty(); })) {
         if (retry) {
@@ -132,7 +147,7 @@ void DispatchRunner::run() {
         stopDispatcher();
         break;
       case Message::Reconfigure:
-        if (dispatcher_ && running_ && !sameDispatchSettings(*running_, *store_.get())) {
+        if ((dispatcher_ || integration_) && running_ && !sameDispatchSettings(*running_, *store_.get())) {
           spdlog::info("dispatch settings changed: restarting the dispatch loop with the new configuration");
           stopDispatcher();
           startDispatcher();
@@ -144,9 +159,23 @@ void DispatchRunner::run() {
 }
 
 void DispatchRunner::startDispatcher() {
-  if (dispatcher_) return;
   running_ = store_.get();
-  if (!running_->dispatch.enabled) return;
+  if (!integration_ && !running_->integrations.frameworks.empty()) {
+    integration::IntegrationController::Options options;
+    options.controllerObserver = observer_.get();
+    options.integrationObserver = observer_.get();
+    auto integration = std::make_unique<integration::IntegrationController>(
+        manager_, jobkind::integratedKindsOf(*running_), kube::systemClock(), options);
+    try {
+      integration->start();
+      integration_ = std::move(integration);
+      std::lock_guard lock(mutex_);
+      integrating_ = true;
+    } catch (const std::exception& e) {
+      spdlog::error("job integration not started error=\"{}\"", e.what());
+    }
+  }
+  if (dispatcher_ || !running_->dispatch.enabled) return;
   multikueue::Dispatcher::Options options;
   options.config = *running_;
   options.controllerObserver = observer_.get();
@@ -169,6 +198,12 @@ void DispatchRunner::startDispatcher() {
 }
 
 void DispatchRunner::stopDispatcher() {
+  if (integration_) {
+    integration_->stop();
+    integration_.reset();
+    std::lock_guard lock(mutex_);
+    integrating_ = false;
+  }
   if (!dispatcher_) return;
   dispatcher_->stop();
   dispatcher_.reset();

@@ -65,6 +65,24 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Name("multikueue_adapter_cluster_connected")
                            .Help("1 when the worker cluster is connected (every watch established), else 0.")
                            .Register(*registry_);
+  integrationCreated_ = &prometheus::BuildCounter()
+                             .Name("multikueue_adapter_integration_workloads_created_total")
+                             .Help("Workloads the job integration created, by job kind.")
+                             .Register(*registry_);
+  integrationResumed_ = &prometheus::BuildCounter()
+                             .Name("multikueue_adapter_integration_jobs_resumed_total")
+                             .Help("Jobs the job integration resumed once their Workload was admitted, by job kind.")
+                             .Register(*registry_);
+  integrationStopped_ = &prometheus::BuildCounter()
+                             .Name("multikueue_adapter_integration_jobs_stopped_total")
+                             .Help("Running jobs the job integration stopped (evicted, not admitted, Workload gone), "
+                                   "by job kind.")
+                             .Register(*registry_);
+  integrationFinished_ = &prometheus::BuildCounter()
+                              .Name("multikueue_adapter_integration_workloads_finished_total")
+                              .Help("Workloads the job integration marked Finished, by job kind and result "
+                                    "(Succeeded, Failed).")
+                              .Register(*registry_);
   reconciles_ = &prometheus::BuildCounter()
                      .Name("controller_runtime_reconcile_total")
                      .Help("Reconciles per controller, by result (success, requeue, error).")
@@ -86,6 +104,22 @@ void Metrics::recordWorkloadDispatched(std::string_view clusterQueue, std::strin
       ->Add(
           {{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
       .Increment();
+}
+
+void Metrics::recordIntegrationWorkloadCreated(std::string_view kind) {
+  integrationCreated_->Add({{"kind", std::string(kind)}}).Increment();
+}
+
+void Metrics::recordIntegrationJobResumed(std::string_view kind) {
+  integrationResumed_->Add({{"kind", std::string(kind)}}).Increment();
+}
+
+void Metrics::recordIntegrationJobStopped(std::string_view kind) {
+  integrationStopped_->Add({{"kind", std::string(kind)}}).Increment();
+}
+
+void Metrics::recordIntegrationWorkloadFinished(std::string_view kind, std::string_view result) {
+  integrationFinished_->Add({{"kind", std::string(kind)}, {"result", std::string(result)}}).Increment();
 }
 
 void Metrics::recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster) {

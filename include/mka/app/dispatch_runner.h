@@ -1,7 +1,9 @@
 #pragma once
-// Runs the dispatch loop (multikueue::Dispatcher) in `serve` only while this replica leads
-// (SPEC §5: every replica serves webhooks, only the leader dispatches), as controller-runtime's
-// manager runs its leader-election runnables. A configuration reload that changes what the
+// Runs the leader's controllers in `serve` only while this replica leads (SPEC §5: every replica
+// serves webhooks, only the leader reconciles), as controller-runtime's manager runs its
+// leader-election runnables: the dispatch loop (multikueue::Dispatcher) when dispatch.enabled,
+// and the job integration (integration::IntegrationController) when integrations.frameworks
+// lists kinds, on the manager, a worker or a single cluster alike. A configuration reload that changes what the
 // dispatcher depends on restarts it with the new configuration; a reload that does not is
 // ignored. Metrics go to observability::Metrics.
 //
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "mka/config/store.h"
+#include "mka/integration/controller.h"
 #include "mka/kube/client.h"
 #include "mka/kube/leader_election.h"
 #include "mka/multikueue/dispatcher.h"
@@ -25,7 +28,8 @@
 namespace mka::app {
 
 // Whether a dispatcher built from `running` can go on under `next`: false when anything it was
-// built from differs (namespace, dispatch settings, client rate limits, the multiKueue section),
+// built from differs (namespace, dispatch settings, client rate limits, the multiKueue and
+// integrations sections),
 // and a reload then restarts it. Webhook, probe, metrics and leader-election settings do not
 // count.
 bool sameDispatchSettings(const config::Configuration& running, const config::Configuration& next);
@@ -47,6 +51,7 @@ class DispatchRunner {
 
   bool leading() const;
   bool dispatching() const;
+  bool integrating() const;
 
  private:
   enum class Message { Lead, Follow, Reconfigure, Stop };
@@ -67,9 +72,11 @@ class DispatchRunner {
   std::deque<Message> messages_;
   bool leading_ = false;
   bool dispatching_ = false;
+  bool integrating_ = false;
 
   // Owned by the "dispatch" thread.
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
+  std::unique_ptr<integration::IntegrationController> integration_;
   std::shared_ptr<const config::Configuration> running_;
   std::thread thread_;
 };

@@ -161,6 +161,7 @@ struct IntegratedFramework {
   bool profile = false;  // a built-in profile gave the defaults the rules override
 
   const FieldValue& stopRule() const { return stop ? *stop : *suspend; }
+  bool operator==(const IntegratedFramework&) const = default;
 };
 
 struct Integrations {

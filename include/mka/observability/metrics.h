@@ -47,6 +47,13 @@ class Metrics {
   void recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster);
   void recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster);
   void setClusterConnected(std::string_view cluster, bool connected);
+  // The job integration (SPEC §7.2): multikueue_adapter_integration_workloads_created_total{kind},
+  // ..._jobs_resumed_total{kind}, ..._jobs_stopped_total{kind} and
+  // ..._workloads_finished_total{kind,result} (result: Succeeded or Failed).
+  void recordIntegrationWorkloadCreated(std::string_view kind);
+  void recordIntegrationJobResumed(std::string_view kind);
+  void recordIntegrationJobStopped(std::string_view kind);
+  void recordIntegrationWorkloadFinished(std::string_view kind, std::string_view result);
   // controller-runtime's series: controller_runtime_reconcile_total{controller,result},
   // controller_runtime_reconcile_time_seconds{controller} and workqueue_depth{name}.
   void observeReconcile(std::string_view controller, std::string_view result, double seconds);
@@ -65,6 +72,10 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* dispatched_;
   prometheus::Family<prometheus::Counter>* admitted_;
   prometheus::Family<prometheus::Gauge>* clusterConnected_;
+  prometheus::Family<prometheus::Counter>* integrationCreated_;
+  prometheus::Family<prometheus::Counter>* integrationResumed_;
+  prometheus::Family<prometheus::Counter>* integrationStopped_;
+  prometheus::Family<prometheus::Counter>* integrationFinished_;
   prometheus::Family<prometheus::Counter>* reconciles_;
   prometheus::Family<prometheus::Histogram>* reconcileTime_;
   prometheus::Family<prometheus::Gauge>* queueDepth_;

@@ -44,6 +44,10 @@ TEST(SameDispatchSettings, EverySettingTheDispatcherIsBuiltFromRestartsIt) {
       {"multiKueue.workerLostTimeout", [](auto& c) { c.multiKueue.workerLostTimeout = 1h; }},
       {"multiKueue.dispatcherName",
        [](auto& c) { c.multiKueue.dispatcherName = "kueue.x-k8s.io/multikueue-dispatcher-incremental"; }},
+      {"an integrated kind added",
+       [](auto& c) {
+         c.integrations.frameworks.push_back(*config::integrationProfile({"argoproj.io", "v1alpha1", "Workflow"}));
+       }},
   };
   const auto running = configWithOneFramework();
   EXPECT_TRUE(sameDispatchSettings(running, configWithOneFramework()));

@@ -110,6 +110,26 @@ TEST(MetricsTest, CertificateReloadsCount) {
   EXPECT_TRUE(contains(text, R"(multikueue_adapter_certificate_reloads_total{result="failure"} 1)")) << text;
 }
 
+TEST(MetricsTest, TheIntegrationCountsPerKind) {
+  Metrics metrics;
+  metrics.recordIntegrationWorkloadCreated("Workflow.v1alpha1.argoproj.io");
+  metrics.recordIntegrationJobResumed("Workflow.v1alpha1.argoproj.io");
+  metrics.recordIntegrationJobResumed("Workflow.v1alpha1.argoproj.io");
+  metrics.recordIntegrationJobStopped("TrainingRun.v1.ml.example.com");
+  metrics.recordIntegrationWorkloadFinished("Workflow.v1alpha1.argoproj.io", "Failed");
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text,
+                       R"(multikueue_adapter_integration_workloads_created_total{kind="Workflow.v1alpha1.argoproj.io"} 1)"))
+      << text;
+  EXPECT_TRUE(
+      contains(text, R"(multikueue_adapter_integration_jobs_resumed_total{kind="Workflow.v1alpha1.argoproj.io"} 2)"));
+  EXPECT_TRUE(
+      contains(text, R"(multikueue_adapter_integration_jobs_stopped_total{kind="TrainingRun.v1.ml.example.com"} 1)"));
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_integration_workloads_finished_total{kind="Workflow.v1alpha1.argoproj.io",result="Failed"} 1)"));
+}
+
 TEST(MetricsTest, EveryFamilyHasHelp) {
   Metrics metrics;
   metrics.observeAdmission("mutate", "Job", "CREATE", "allowed", 0.0001);

@@ -1,0 +1,118 @@
+#include "mka/integration/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include "mka/api/kueue.h"
+#include "mka/common/errors.h"
+#include "mka/common/strings.h"
+#include "mka/kube/informer.h"
+#include "mka/multikueue/events.h"
+
+namespace mka::integration {
+
+struct IntegrationController::Impl {
+  struct Kind {
+    explicit Kind(jobkind::JobKind kind) : kind(std::move(kind)) {}
+    jobkind::JobKind kind;
+    std::unique_ptr<kube::Informer> jobs;
+    WorkloadOwners owners;
+    std::unique_ptr<JobReconciler> reconciler;
+    std::unique_ptr<multikueue::Controller> controller;
+  };
+
+  Impl(kube::Client& client, const Clock& clock, Options options)
+      : client(client), clock(clock), options(std::move(options)), events(client, clock, this->options.eventComponent) {}
+
+  kube::Client& client;
+  const Clock& clock;
+  Options options;
+  multikueue::EventRecorder events;
+  std::unique_ptr<kube::Informer> workloads;
+  std::vector<std::unique_ptr<Kind>> kinds;
+  bool started = false;
+};
+
+IntegrationController::IntegrationController(kube::Client& client, const std::vector<jobkind::JobKind>& kinds,
+                                             const Clock& clock, Options options)
+    : impl_(std::make_unique<Impl>(client, clock, std::move(options))) {
+  kube::InformerOptions informerOptions;
+  informerOptions.transform = kube::dropManagedFields;
+  impl_->workloads = std::make_unique<kube::Informer>(client, api::kWorkloadGvk, informerOptions);
+  for (const auto& kind : kinds) {
+    if (kind.integration() == nullptr) continue;
+    auto k = std::make_unique<Impl::Kind>(kind);
+    k->jobs = std::make_unique<kube::Informer>(client, kind.gvk(), informerOptions);
+    k->reconciler = std::make_unique<JobReconciler>(
+        client, k->kind, JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners}, impl_->events, clock,
+        impl_->options.integrationObserver);
+    multikueue::Controller::Options controllerOptions;
+    controllerOptions.name = "job-" + strings::toLower(kind.gvk().kind);
+    controllerOptions.workers = impl_->options.workersPerKind;
+    controllerOptions.observer = impl_->options.controllerObserver;
+    auto* reconciler = k->reconciler.get();
+    k->controller = std::make_unique<multikueue::Controller>(
+        controllerOptions, [reconciler](const std::string& key) { return reconciler->reconcile(key); }, clock);
+    auto* controller = k->controller.get();
+    const auto enqueue = [controller](const nlohmann::json& job) { controller->enqueue(kube::Informer::keyOf(job)); };
+    k->jobs->addHandlers({.onAdd = enqueue,
+                          .onUpdateNew = enqueue,
+                          .onDelete = enqueue});
+    impl_->kinds.push_back(std::move(k));
+  }
+  // Each kind's owner index follows every Workload; an event on a Workload a job controls
+  // brings that job back.
+  auto* self = impl_.get();
+  const auto follow = [self](const nlohmann::json& workload) {
+    for (auto& k : self->kinds) {
+      k->owners.set(workload, k->kind.gvk());
+      if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk())) k->controller->enqueue(*owner);
+    }
+  };
+  impl_->workloads->addHandlers({.onAdd = follow,
+                                 .onUpdateNew = follow,
+                                 .onDelete = [self](const nlohmann::json& workload) {
+                                   for (auto& k : self->kinds) {
+                                     k->owners.remove(workload);
+                                     if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk()))
+                                       k->controller->enqueue(*owner);
+                                   }
+                                 }});
+}
+
+IntegrationController::~IntegrationController() { stop(); }
+
+void IntegrationController::start(std::chrono::milliseconds syncTimeout) {
+  if (impl_->started) return;
+  impl_->started = true;
+  impl_->workloads->start();
+  for (auto& k : impl_->kinds) k->jobs->start();
+  std::vector<std::string> unsynced;
+  if (!impl_->workloads->waitForSync(syncTimeout)) unsynced.push_back(api::kWorkloadGvk.goString());
+  for (auto& k : impl_->kinds)
+    if (!k->jobs->waitForSync(syncTimeout)) unsynced.push_back(k->kind.gvk().goString());
+  if (!unsynced.empty()) {
+    stop();
+    throw Error("job integration: caches did not sync for " + strings::join(unsynced, ", ") +
+                ": are the CRDs installed and may the adapter's ServiceAccount list and watch them?");
+  }
+  for (auto& k : impl_->kinds) k->controller->start();
+  spdlog::info("job integration started kinds={}", impl_->kinds.size());
+}
+
+void IntegrationController::stop() {
+  if (!impl_->started) return;
+  impl_->started = false;
+  for (auto& k : impl_->kinds) k->controller->stop();
+  for (auto& k : impl_->kinds) k->jobs->stop();
+  impl_->workloads->stop();
+}
+
+std::size_t IntegrationController::kinds() const { return impl_->kinds.size(); }
+
+bool IntegrationController::idle() const {
+  for (const auto& k : impl_->kinds)
+    if (!k->controller->idle()) return false;
+  return true;
+}
+
+}  // namespace mka::integration
