@@ -125,8 +125,9 @@ void DispatchRunner::run() {
     {
       std::unique_lock lock(mutex_);
       // A controller that could not start (caches not synced: CRDs or RBAC missing) is retried.
-      const bool retry = leading_ && running_ && ((running_->dispatch.enabled && !dispatcher_) ||
-                                                  (!running_->integrations.frameworks.empty() && !integration_));
+      const bool retry = leading_ && running_ &&
+                         ((running_->dispatch.enabled && !dispatcher_) ||
+                          (!running_->integrations.frameworks.empty() && !integration_));
       if (!wake_.wait_for(lock, retry ? std::chrono::seconds{30} : std::chrono::hours{24},
                           [&] { return !messages_.empty(); })) {
         if (retry) {

@@ -21,7 +21,10 @@ struct IntegrationController::Impl {
   };
 
   Impl(kube::Client& client, const Clock& clock, Options options)
-      : client(client), clock(clock), options(std::move(options)), events(client, clock, this->options.eventComponent) {}
+      : client(client),
+        clock(clock),
+        options(std::move(options)),
+        events(client, clock, this->options.eventComponent) {}
 
   kube::Client& client;
   const Clock& clock;
@@ -42,9 +45,9 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
     if (kind.integration() == nullptr) continue;
     auto k = std::make_unique<Impl::Kind>(kind);
     k->jobs = std::make_unique<kube::Informer>(client, kind.gvk(), informerOptions);
-    k->reconciler = std::make_unique<JobReconciler>(
-        client, k->kind, JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners}, impl_->events, clock,
-        impl_->options.integrationObserver);
+    k->reconciler =
+        std::make_unique<JobReconciler>(client, k->kind, JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners},
+                                        impl_->events, clock, impl_->options.integrationObserver);
     multikueue::Controller::Options controllerOptions;
     controllerOptions.name = "job-" + strings::toLower(kind.gvk().kind);
     controllerOptions.workers = impl_->options.workersPerKind;
@@ -54,9 +57,7 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
         controllerOptions, [reconciler](const std::string& key) { return reconciler->reconcile(key); }, clock);
     auto* controller = k->controller.get();
     const auto enqueue = [controller](const nlohmann::json& job) { controller->enqueue(kube::Informer::keyOf(job)); };
-    k->jobs->addHandlers({.onAdd = enqueue,
-                          .onUpdateNew = enqueue,
-                          .onDelete = enqueue});
+    k->jobs->addHandlers({.onAdd = enqueue, .onUpdateNew = enqueue, .onDelete = enqueue});
     impl_->kinds.push_back(std::move(k));
   }
   // Each kind's owner index follows every Workload; an event on a Workload a job controls
@@ -68,15 +69,13 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
       if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk())) k->controller->enqueue(*owner);
     }
   };
-  impl_->workloads->addHandlers({.onAdd = follow,
-                                 .onUpdateNew = follow,
-                                 .onDelete = [self](const nlohmann::json& workload) {
-                                   for (auto& k : self->kinds) {
-                                     k->owners.remove(workload);
-                                     if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk()))
-                                       k->controller->enqueue(*owner);
-                                   }
-                                 }});
+  impl_->workloads->addHandlers(
+      {.onAdd = follow, .onUpdateNew = follow, .onDelete = [self](const nlohmann::json& workload) {
+         for (auto& k : self->kinds) {
+           k->owners.remove(workload);
+           if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk())) k->controller->enqueue(*owner);
+         }
+       }});
 }
 
 IntegrationController::~IntegrationController() { stop(); }

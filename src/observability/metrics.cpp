@@ -75,13 +75,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                              .Register(*registry_);
   integrationStopped_ = &prometheus::BuildCounter()
                              .Name("multikueue_adapter_integration_jobs_stopped_total")
-                             .Help("Running jobs the job integration stopped (evicted, not admitted, Workload gone), "
-                                   "by job kind.")
+                             .Help(
+                                 "Running jobs the job integration stopped (evicted, not admitted, Workload gone), "
+                                 "by job kind.")
                              .Register(*registry_);
   integrationFinished_ = &prometheus::BuildCounter()
                               .Name("multikueue_adapter_integration_workloads_finished_total")
-                              .Help("Workloads the job integration marked Finished, by job kind and result "
-                                    "(Succeeded, Failed).")
+                              .Help(
+                                  "Workloads the job integration marked Finished, by job kind and result "
+                                  "(Succeeded, Failed).")
                               .Register(*registry_);
   reconciles_ = &prometheus::BuildCounter()
                      .Name("controller_runtime_reconcile_total")

@@ -16,32 +16,20 @@
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
+#include "training_run.h"
 
 namespace mka::integration {
 namespace {
 
 using nlohmann::json;
+using namespace fixture;
 using ::testing::HasSubstr;
 
-const std::filesystem::path kCrds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
-const api::GroupVersionKind kTrainingRun{"ml.example.com", "v1", "TrainingRun"};
-const sandbox::ResourceRef kJobs{"ml.example.com", "v1", "trainingruns", "team-a", "", ""};
-const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "team-a", "", ""};
 const sandbox::ResourceRef kFlavors{"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "", ""};
 
 sandbox::ResourceRef named(sandbox::ResourceRef ref, const std::string& name) {
   ref.name = name;
   return ref;
-}
-
-jobkind::JobKind trainingRuns() {
-  config::IntegratedFramework rules;
-  rules.name = "TrainingRun.v1.ml.example.com";
-  rules.gvk = kTrainingRun;
-  rules.suspend = config::FieldValue{"spec.suspend", true};
-  rules.podSets = {{"main", {"spec.replicas", 1, std::nullopt}, "spec.template"}};
-  rules.finished = config::FinishedRule{config::FinishedRule::Type::Condition, "Succeeded", "", {}, {}, ""};
-  return jobkind::JobKind(config::ExternalFramework{rules.name, kTrainingRun, {}, false}, rules, false);
 }
 
 const json kTemplate = {{"metadata", {{"labels", {{"app", "train"}}}}},

@@ -118,8 +118,8 @@ TEST(MetricsTest, TheIntegrationCountsPerKind) {
   metrics.recordIntegrationJobStopped("TrainingRun.v1.ml.example.com");
   metrics.recordIntegrationWorkloadFinished("Workflow.v1alpha1.argoproj.io", "Failed");
   const std::string text = metrics.render();
-  EXPECT_TRUE(contains(text,
-                       R"(multikueue_adapter_integration_workloads_created_total{kind="Workflow.v1alpha1.argoproj.io"} 1)"))
+  EXPECT_TRUE(contains(
+      text, R"(multikueue_adapter_integration_workloads_created_total{kind="Workflow.v1alpha1.argoproj.io"} 1)"))
       << text;
   EXPECT_TRUE(
       contains(text, R"(multikueue_adapter_integration_jobs_resumed_total{kind="Workflow.v1alpha1.argoproj.io"} 2)"));
