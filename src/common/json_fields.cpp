@@ -62,6 +62,25 @@ void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json va
   *node = std::move(value);
 }
 
+nlohmann::json setFieldPatch(const nlohmann::json& object, const std::vector<std::string>& keys, nlohmann::json value) {
+  auto patch = nlohmann::json::array();
+  if (!object.is_object() || keys.empty()) return patch;
+  const nlohmann::json* node = &object;
+  std::size_t depth = 0;  // keys[0..depth) exist as objects
+  while (depth + 1 < keys.size()) {
+    auto it = node->find(keys[depth]);
+    if (it == node->end() || it->is_null()) break;
+    if (!it->is_object()) return patch;
+    node = &*it;
+    ++depth;
+  }
+  for (std::size_t i = keys.size() - 1; i > depth; --i) value = nlohmann::json{{keys[i], std::move(value)}};
+  std::string pointer;
+  for (std::size_t i = 0; i <= depth; ++i) pointer += "/" + strings::escapeJsonPointer(keys[i]);
+  patch.push_back({{"op", "add"}, {"path", pointer}, {"value", std::move(value)}});
+  return patch;
+}
+
 bool eraseFieldAt(nlohmann::json& object, std::string_view path) {
   const auto keys = strings::split(path, '.');
   nlohmann::json* node = &object;

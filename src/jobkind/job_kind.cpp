@@ -40,6 +40,16 @@ std::vector<JobKind> kindsOf(const config::Configuration& configuration) {
   return kinds;
 }
 
+std::optional<JobKind> kindOf(const config::Configuration& configuration, const api::GroupVersionKind& gvk) {
+  const auto* integration = configuration.integrations.find(gvk);
+  if (const auto* framework = configuration.findFramework(gvk))
+    return JobKind(*framework, integration ? std::optional(*integration) : std::nullopt);
+  if (integration == nullptr) return std::nullopt;
+  for (auto& kind : integratedKindsOf(configuration))
+    if (kind.is(gvk)) return std::move(kind);
+  return std::nullopt;
+}
+
 std::vector<JobKind> integratedKindsOf(const config::Configuration& configuration) {
   std::vector<JobKind> kinds;
   for (const auto& integration : configuration.integrations.frameworks) {

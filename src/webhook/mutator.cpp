@@ -4,6 +4,7 @@
 
 #include "mka/api/kueue.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/strings.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
@@ -13,17 +14,16 @@ namespace {
 
 using api::kQueueNameLabel;
 
-AdmissionResponse withPatch(const AdmissionRequest& request, const jobkind::JobKind& kind) {
-  AdmissionResponse response;
-  auto patch = kind.managedByPatch(request.object);
-  if (!patch.empty()) response.patch = std::move(patch);
-  return response;
-}
+// What the marker half of the answer adds: JSONPatch operations, or a warning.
+struct Marker {
+  nlohmann::json patch = nlohmann::json::array();
+  std::vector<std::string> warnings;
+};
 
-AdmissionResponse withWarning(std::string warning) {
-  AdmissionResponse response;
-  response.warnings.push_back(std::move(warning));
-  return response;
+Marker withWarning(std::string warning) {
+  Marker marker;
+  marker.warnings.push_back(std::move(warning));
+  return marker;
 }
 
 void skipped(const AdmissionRequest& request, std::string_view why) {
@@ -32,38 +32,25 @@ void skipped(const AdmissionRequest& request, std::string_view why) {
                 logValue(request.objectKey()), logValue(request.kind.kind), logValue(why));
 }
 
-}  // namespace
-
-AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Configuration& config,
-                            const QueueIndex& queues) {
-  // Kueue defaults managedBy on CREATE only (KUEUE-MULTIKUEUE.md §5.1); afterwards it is immutable.
-  if (request.operation != "CREATE" || !request.object.is_object()) return AdmissionResponse::allow();
-
-  const config::ExternalFramework* framework = config.findFramework(request.kind);
-  if (!framework) {
+Marker defaultMarker(const AdmissionRequest& request, const config::Configuration& config, const QueueIndex& queues,
+                     const jobkind::JobKind& kind, const std::optional<std::string_view>& queue) {
+  if (!kind.dispatched()) {
     skipped(request, "kind is not a configured external framework");
-    return AdmissionResponse::allow();
+    return {};
   }
-  const jobkind::JobKind kind(*framework);
   const config::ManagedByLocation& where = kind.managedBy();
-
   // Any non-empty value is kept: it is either ours already or a third party's choice.
   if (auto current = kind.managedByValue(request.object); current && !current->empty()) {
     skipped(request, "managedBy already set");
-    return AdmissionResponse::allow();
+    return {};
   }
-
-  const auto queue = labelOf(request.object, kQueueNameLabel);
   if (!queue || queue->empty()) {
     skipped(request, "no queue-name label");
-    return AdmissionResponse::allow();
+    return {};
   }
-
   switch (config.managedByDefaulting) {
-    case config::ManagedByDefaulting::Never:
-      skipped(request, "managedByDefaulting is Never");
-      return AdmissionResponse::allow();
-    case config::ManagedByDefaulting::QueueLabeled: return withPatch(request, kind);
+    case config::ManagedByDefaulting::Never: skipped(request, "managedByDefaulting is Never"); return {};
+    case config::ManagedByDefaulting::QueueLabeled: return {kind.managedByPatch(request.object), {}};
     case config::ManagedByDefaulting::MultiKueueQueues: break;
   }
 
@@ -72,7 +59,7 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
   const std::string localQueue = ns + "/" + std::string(*queue);
   const auto lookup = queues.lookup(ns, *queue, config.multiKueueControllerNames());
   switch (lookup.result) {
-    case QueueLookup::Result::MultiKueue: return withPatch(request, kind);
+    case QueueLookup::Result::MultiKueue: return {kind.managedByPatch(request.object), {}};
     case QueueLookup::Result::LocalQueueNotFound:
       return withWarning("LocalQueue " + localQueue + " not found: " + where.fieldPath() +
                          " was not defaulted; create the LocalQueue before submitting jobs to it");
@@ -81,9 +68,54 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
                          " not found: " + where.fieldPath() + " was not defaulted; create the ClusterQueue first");
     case QueueLookup::Result::NotMultiKueue:
       skipped(request, "ClusterQueue " + lookup.clusterQueue + " has no MultiKueue admission check");
-      return AdmissionResponse::allow();
+      return {};
   }
-  return AdmissionResponse::allow();
+  return {};
+}
+
+// Kueue's defaulting of the suspend field (KUEUE-JOBFRAMEWORK.md §5.1, SPEC §7.2) for a kind
+// our integration queues: a job with a queue name or a prebuilt Workload starts suspended. A
+// value other than an unset one (absent, null, false, "") was set on purpose and is kept.
+nlohmann::json defaultSuspend(const nlohmann::json& job, const jobkind::JobKind& kind,
+                              const std::optional<std::string_view>& queue) {
+  const auto* rules = kind.integration();
+  if (rules == nullptr || !rules->suspend) return nlohmann::json::array();
+  const auto prebuilt = labelOf(job, api::kPrebuiltWorkloadNameKey);
+  const auto prebuiltAnnotation = annotationOf(job, api::kPrebuiltWorkloadNameKey);
+  const bool queued = (queue && !queue->empty()) || (prebuilt && !prebuilt->empty()) ||
+                      (prebuiltAnnotation && !prebuiltAnnotation->empty());
+  if (!queued) return nlohmann::json::array();
+  const nlohmann::json* current = json_fields::fieldAt(job, rules->suspend->path);
+  const bool unset = current == nullptr || current->is_null() || *current == false || *current == "";
+  if (!unset) return nlohmann::json::array();
+  return json_fields::setFieldPatch(job, strings::split(rules->suspend->path, '.'), rules->suspend->value);
+}
+
+}  // namespace
+
+AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Configuration& config,
+                            const QueueIndex& queues) {
+  // Kueue defaults on CREATE only (KUEUE-MULTIKUEUE.md §5.1); afterwards managedBy is immutable.
+  if (request.operation != "CREATE" || !request.object.is_object()) return AdmissionResponse::allow();
+
+  const auto kind = jobkind::kindOf(config, request.kind);
+  if (!kind) {
+    skipped(request, "kind is neither a configured external framework nor an integrated one");
+    return AdmissionResponse::allow();
+  }
+  const auto queue = labelOf(request.object, kQueueNameLabel);
+  Marker marker = defaultMarker(request, config, queues, *kind, queue);
+
+  // One JSONPatch: the suspend operations are computed on the object the marker's leave, so a
+  // parent the marker adds ("spec") is not added twice.
+  const nlohmann::json marked = marker.patch.empty() ? request.object : request.object.patch(marker.patch);
+  nlohmann::json patch = std::move(marker.patch);
+  for (auto& op : defaultSuspend(marked, *kind, queue)) patch.push_back(std::move(op));
+
+  AdmissionResponse response;
+  response.warnings = std::move(marker.warnings);
+  if (!patch.empty()) response.patch = std::move(patch);
+  return response;
 }
 
 }  // namespace mka::webhook

@@ -6,6 +6,7 @@
 
 #include "mka/api/kueue.h"
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/config/loader.h"
@@ -48,6 +49,36 @@ bool endsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+std::optional<std::string> stringOf(std::optional<std::string_view> value) {
+  return value ? std::optional<std::string>(*value) : std::nullopt;
+}
+
+// Kueue's ValidateJobOnUpdate for a kind our integration queues (KUEUE-JOBFRAMEWORK.md §5.3):
+// while the job runs, its Workload is bound to the queue and the prebuilt Workload it names.
+void checkWhileResumed(const AdmissionRequest& request, const config::IntegratedFramework& rules,
+                       FieldErrors& problems) {
+  if (!rules.suspend) return;
+  const nlohmann::json* suspend = json_fields::fieldAt(request.object, rules.suspend->path);
+  if (suspend != nullptr && *suspend == rules.suspend->value) return;
+  const std::string fix = "set " + rules.suspend->path + " to " + rules.suspend->value.dump() +
+                          " first, or keep the old value while the job runs";
+  const auto immutable = [&](const std::string& path, const std::optional<std::string>& before,
+                             const std::optional<std::string>& after) {
+    if (before == after) return;
+    problems.push_back(
+        {path, "Invalid value: " + (after ? strings::quotedExcerpt(*after) : std::string("unset")) +
+                   ": field is immutable while the job is not suspended (it was " + describe(before) + ")",
+         fix});
+  };
+  immutable(labelPath(kQueueNameLabel), stringOf(labelOf(request.oldObject, kQueueNameLabel)),
+            stringOf(labelOf(request.object, kQueueNameLabel)));
+  immutable(labelPath(kPrebuiltWorkloadNameKey), stringOf(labelOf(request.oldObject, kPrebuiltWorkloadNameKey)),
+            stringOf(labelOf(request.object, kPrebuiltWorkloadNameKey)));
+  immutable(annotationPath(kPrebuiltWorkloadNameKey),
+            stringOf(annotationOf(request.oldObject, kPrebuiltWorkloadNameKey)),
+            stringOf(annotationOf(request.object, kPrebuiltWorkloadNameKey)));
+}
+
 AdmissionResponse denyAll(const AdmissionRequest& request, const FieldErrors& problems) {
   return AdmissionResponse::deny(request.objectKey() + ": " + joinErrors(problems, "; "));
 }
@@ -57,10 +88,10 @@ AdmissionResponse denyAll(const AdmissionRequest& request, const FieldErrors& pr
 AdmissionResponse validateJob(const AdmissionRequest& request, const config::Configuration& config) {
   const bool update = request.operation == "UPDATE";
   if ((request.operation != "CREATE" && !update) || !request.object.is_object()) return AdmissionResponse::allow();
-  const config::ExternalFramework* framework = config.findFramework(request.kind);
-  if (!framework) return AdmissionResponse::allow();
+  const auto found = jobkind::kindOf(config, request.kind);
+  if (!found) return AdmissionResponse::allow();
 
-  const jobkind::JobKind jobKind(*framework);
+  const jobkind::JobKind& jobKind = *found;
   const config::ManagedByLocation& where = jobKind.managedBy();
   const std::string& kind = request.kind.kind;
   FieldErrors problems;
@@ -69,7 +100,7 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   // Kueue relies on each kind's own API to freeze managedBy (KUEUE-MULTIKUEUE.md §5.2); Argo's
   // label and older CRDs have no such rule, and a job that changes hands after creation could
   // run on the manager and a worker at once.
-  if (update) {
+  if (update && jobKind.dispatched()) {
     const auto previous = jobKind.managedByValue(request.oldObject);
     if (previous != current) {
       problems.push_back({where.fieldPath(), "field is immutable",
@@ -93,8 +124,10 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   checkSubdomain(annotationOf(request.object, kPrebuiltWorkloadNameKey), annotationPath(kPrebuiltWorkloadNameKey),
                  prebuiltFix, problems);
 
+  if (update && jobKind.integration() != nullptr) checkWhileResumed(request, *jobKind.integration(), problems);
+
   AdmissionResponse response = problems.empty() ? AdmissionResponse::allow() : denyAll(request, problems);
-  if (!queued && current && *current == where.value) {
+  if (jobKind.dispatched() && !queued && current && *current == where.value) {
     // Kueue creates Workloads only for queued jobs, so this job would wait forever.
     response.warnings.push_back(request.objectKey() + ": " + where.fieldPath() + " is set without label " +
                                 std::string(kQueueNameLabel) + ": Kueue will never admit it; add the label");

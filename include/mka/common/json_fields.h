@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,10 @@ nlohmann::json* fieldAt(nlohmann::json& object, std::string_view path);
 // Sets the value at `path`, creating missing parents as objects; a parent of another type is
 // replaced by an object.
 void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json value);
+// RFC 6902 operations that set the value at the keys' path in `object`: one "add" at the
+// deepest existing parent, carrying the missing parents inside-out. Empty when a list or a
+// scalar is in the way (nothing sane to write there).
+nlohmann::json setFieldPatch(const nlohmann::json& object, const std::vector<std::string>& keys, nlohmann::json value);
 // Removes the value at `path`; false when it was absent.
 bool eraseFieldAt(nlohmann::json& object, std::string_view path);
 

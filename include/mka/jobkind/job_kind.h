@@ -61,6 +61,9 @@ class JobKind {
 // One JobKind per configured external framework, in configuration order, with its integration
 // rules when it is integrated too.
 std::vector<JobKind> kindsOf(const config::Configuration& configuration);
+// The JobKind of objects of `gvk`: a dispatched kind (with its integration rules when it is
+// integrated too) or an integrated one; nullopt when the configuration lists neither.
+std::optional<JobKind> kindOf(const config::Configuration& configuration, const api::GroupVersionKind& gvk);
 // One JobKind per integrated framework, in configuration order: a kind that is not dispatched
 // (a worker's or a single cluster's) gets its marker from its built-in profile, or the default
 // spec.managedBy.

@@ -305,5 +305,65 @@ TEST(MutateJob, WorksWithTheRealInMemoryIndex) {
   EXPECT_FALSE(mutateJob(request, config, queues).patch.has_value());
 }
 
+// ---- integrated kinds (SPEC §7.2): the suspend value in the same JSONPatch as the marker ----
+
+TEST(MutateJob, IntegratedKindsStartSuspendedInTheSamePatchAsTheMarker) {
+  struct Case {
+    std::string name;
+    api::GroupVersionKind kind;
+    json object;
+    bool dispatched = true;  // listed in multiKueue.externalFrameworks too
+    json expected;           // the object after the patch; null: no patch
+  };
+  json runPending = pipelineRun(kQueued);
+  runPending["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+  runPending["spec"]["status"] = "PipelineRunPending";
+  json cancelled = pipelineRun(kQueued, json{{"status", "Cancelled"}});
+  json cancelledMarked = cancelled;
+  cancelledMarked["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+  json flowSuspended = workflow({{"kueue.x-k8s.io/queue-name", "team-a"}});
+  flowSuspended["metadata"]["labels"]["workflows.argoproj.io/controller-instanceid"] = "multikueue";
+  flowSuspended["spec"]["suspend"] = true;
+  json flowFalse = workflow({{"kueue.x-k8s.io/queue-name", "team-a"}});
+  flowFalse["spec"]["suspend"] = false;
+  json flowFalseSuspended = flowFalse;
+  flowFalseSuspended["spec"]["suspend"] = true;
+  json noSpec = pipelineRun(kQueued, std::nullopt);
+  json noSpecPatched = noSpec;
+  noSpecPatched["spec"] = {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"status", "PipelineRunPending"}};
+  json prebuilt = workflow({{"kueue.x-k8s.io/multikueue-origin", "multikueue"}});
+  prebuilt["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", "workflow-wf-1a2b3"}};
+  json prebuiltSuspended = prebuilt;
+  prebuiltSuspended["spec"]["suspend"] = true;
+
+  const std::vector<Case> cases = {
+      {"marker and suspend together", kPipelineRun, pipelineRun(kQueued), true, runPending},
+      {"no spec at all: one parent, both fields", kPipelineRun, noSpec, true, noSpecPatched},
+      {"a status the user set is kept", kPipelineRun, cancelled, true, cancelledMarked},
+      {"Argo: the label marker and spec.suspend", kWorkflow, workflow({{"kueue.x-k8s.io/queue-name", "team-a"}}), true,
+       flowSuspended},
+      {"not dispatched (a worker, a single cluster): suspend only", kWorkflow, flowFalse, false, flowFalseSuspended},
+      {"a job copy with a prebuilt Workload and no queue name", kWorkflow, prebuilt, false, prebuiltSuspended},
+      {"no queue name: left alone", kWorkflow, workflow(json::object()), true, nullptr},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto config = testing::testConfig();
+    config.managedByDefaulting = ManagedByDefaulting::QueueLabeled;
+    if (!c.dispatched) config.multiKueue.externalFrameworks.clear();
+    config.integrations.frameworks = {*config::integrationProfile(testing::kPipelineRun),
+                                      *config::integrationProfile(testing::kWorkflow)};
+    FakeQueueIndex queues(Result::MultiKueue);
+    const auto response = mutateJob(makeRequest(c.kind, "CREATE", c.object), config, queues);
+    EXPECT_TRUE(response.warnings.empty());
+    if (c.expected.is_null()) {
+      EXPECT_FALSE(response.patch.has_value()) << *response.patch;
+      continue;
+    }
+    ASSERT_TRUE(response.patch.has_value());
+    EXPECT_EQ(c.object.patch(*response.patch), c.expected) << *response.patch;
+  }
+}
+
 }  // namespace
 }  // namespace mka::webhook

@@ -259,6 +259,58 @@ TEST(ValidateJob, AppliesEveryRule) {
   }
 }
 
+TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
+  const auto flow = [](const std::string& queue, bool suspended, const std::string& prebuilt = "") {
+    json object = workflow({{"kueue.x-k8s.io/queue-name", queue}});
+    if (suspended) object["spec"]["suspend"] = true;
+    if (!prebuilt.empty()) object["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", prebuilt}};
+    return object;
+  };
+  struct Integrated {
+    std::string name;
+    json oldObject, object;
+    std::string denial;  // "" when allowed
+  };
+  const std::string prefix = "argo-ci/dag-diamond-q7m2x: ";
+  const std::vector<Integrated> cases = {
+      {"queue changed while running", flow("team-a", false), flow("team-b", false),
+       prefix +
+           "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"team-b\": field is immutable while the job "
+           "is not suspended (it was \"team-a\"): set spec.suspend to true first, or keep the old value while the job "
+           "runs"},
+      {"queue changed while suspended", flow("team-a", true), flow("team-b", true), ""},
+      {"queue changed as the job is resumed", flow("team-a", true), flow("team-b", false),
+       prefix +
+           "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"team-b\": field is immutable while the job "
+           "is not suspended (it was \"team-a\"): set spec.suspend to true first, or keep the old value while the job "
+           "runs"},
+      {"prebuilt Workload changed while running", flow("team-a", false, "wl-1"), flow("team-a", false, "wl-2"),
+       prefix +
+           "metadata.annotations[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: \"wl-2\": field is immutable "
+           "while the job is not suspended (it was \"wl-1\"): set spec.suspend to true first, or keep the old value "
+           "while the job runs"},
+      {"the same labels while running", flow("team-a", false), flow("team-a", false), ""},
+  };
+  auto config = testing::testConfig();
+  config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    json oldObject = c.oldObject, object = c.object;
+    for (json* o : {&oldObject, &object}) (*o)["metadata"]["labels"][std::string(testing::kArgoLabel)] = "multikueue";
+    const auto response = validateJob(makeRequest(testing::kWorkflow, "UPDATE", object, oldObject), config);
+    EXPECT_EQ(response.allowed, c.denial.empty());
+    if (!c.denial.empty()) {
+      ASSERT_TRUE(response.status.has_value());
+      EXPECT_EQ(response.status->message, c.denial);
+    }
+  }
+  // Without the integration, the kind's own queue rules are Kueue's business, not ours.
+  const auto response =
+      validateJob(makeRequest(testing::kWorkflow, "UPDATE", flow("team-b", false), flow("team-a", false)),
+                  testing::testConfig());
+  EXPECT_TRUE(response.allowed) << response.status->message;
+}
+
 TEST(ValidateJob, NamesGeneratedObjectsByTheirPrefix) {
   json object = pipelineRun({{"kueue.x-k8s.io/queue-name", "Team_A"}});
   object["metadata"].erase("name");
