@@ -1,12 +1,54 @@
 #include "mka/app/validate_config.h"
 
+#include <algorithm>
+#include <fstream>
 #include <ostream>
+#include <sstream>
 
+#include "mka/common/json_fields.h"
 #include "mka/config/loader.h"
+#include "mka/yaml/json.h"
 
 namespace mka::app {
 
-int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, std::ostream& err) {
+namespace {
+
+// Kueue's integrations.externalFrameworks ("Kind.version.group" names) in `kueueConfig`, or
+// the reason it cannot be read.
+struct KueueFrameworks {
+  std::vector<std::string> names;
+  std::string error;
+};
+
+KueueFrameworks readKueueFrameworks(const std::filesystem::path& kueueConfig) {
+  KueueFrameworks out;
+  std::ifstream in(kueueConfig, std::ios::binary);
+  if (!in) {
+    out.error = "cannot read the file";
+    return out;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    const auto documents = yaml::parseJson(text.str(), yaml::Limits{});
+    if (documents.empty() || !documents[0].is_object() || documents[0].value("kind", "") != config::kKueueKind) {
+      out.error = "not a Kueue Configuration (kind: Configuration)";
+      return out;
+    }
+    const nlohmann::json* list = json_fields::fieldAt(documents[0], "integrations.externalFrameworks");
+    if (list != nullptr && list->is_array())
+      for (const auto& name : *list)
+        if (name.is_string()) out.names.push_back(name.get<std::string>());
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+}  // namespace
+
+int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, std::ostream& err,
+                          const std::filesystem::path& kueueConfig) {
   auto result = config::loadConfigurationFile(file);
   if (!result.ok()) {
     for (const auto& error : result.errors) err << error.toString() << '\n';
@@ -22,7 +64,35 @@ int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, 
     out << ' ' << fw.gvk.dotted() << " (managedBy " << fw.managedBy.fieldPath() << ")";
   }
   out << '\n';
-  return 0;
+  if (!cfg.integrations.frameworks.empty()) {
+    out << file.string() << ": " << cfg.integrations.frameworks.size() << " integrated kind(s):";
+    for (const auto& fw : cfg.integrations.frameworks) out << ' ' << fw.gvk.dotted();
+    out << '\n';
+  }
+  if (kueueConfig.empty()) return 0;
+
+  const auto kueue = readKueueFrameworks(kueueConfig);
+  if (!kueue.error.empty()) {
+    err << kueueConfig.string() << ": " << kueue.error << '\n';
+    return 1;
+  }
+  std::vector<std::string> missing;
+  for (const auto& fw : cfg.integrations.frameworks) {
+    const bool listed = std::any_of(kueue.names.begin(), kueue.names.end(), [&](const std::string& name) {
+      return api::GroupVersionKind::parseDotted(name) == std::optional(fw.gvk);
+    });
+    if (!listed) missing.push_back(fw.gvk.dotted());
+  }
+  if (missing.empty()) {
+    out << kueueConfig.string() << ": integrations.externalFrameworks lists every integrated kind\n";
+    return 0;
+  }
+  for (const auto& name : missing) {
+    err << kueueConfig.string() << ": integrations.externalFrameworks: " << name << " is missing: " << file.string()
+        << " integrates it, so Kueue must know it as an external framework or its pod integration "
+        << "manages the job's pods on its own: add \"" << name << "\" to integrations.externalFrameworks\n";
+  }
+  return 1;
 }
 
 }  // namespace mka::app

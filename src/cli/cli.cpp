@@ -69,6 +69,10 @@ int run(int argc, char** argv) {
   std::string validateFile;
   auto* validateCmd = app.add_subcommand("validate-config", "Validate a configuration file and print every problem");
   validateCmd->add_option("FILE", validateFile, "Configuration file")->required();
+  std::string validateKueueConfig;
+  validateCmd->add_option("--kueue-config", validateKueueConfig,
+                          "Kueue's own Configuration file: say which integrated kinds its "
+                          "integrations.externalFrameworks lacks");
 
   auto* versionCmd = app.add_subcommand("version", "Print the version");
 
@@ -136,7 +140,7 @@ int run(int argc, char** argv) {
     std::cout << "multikueue-adapter " << MKA_VERSION << '\n';
     return 0;
   }
-  if (validateCmd->parsed()) return app::validateConfigCommand(validateFile, std::cout, std::cerr);
+  if (validateCmd->parsed()) return app::validateConfigCommand(validateFile, std::cout, std::cerr, validateKueueConfig);
   if (sandboxCmd->parsed()) {
     sandboxOptions.clusters.clear();
     for (const auto& name : strings::split(sandboxClusters, ',')) {

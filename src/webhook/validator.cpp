@@ -65,10 +65,10 @@ void checkWhileResumed(const AdmissionRequest& request, const config::Integrated
   const auto immutable = [&](const std::string& path, const std::optional<std::string>& before,
                              const std::optional<std::string>& after) {
     if (before == after) return;
-    problems.push_back(
-        {path, "Invalid value: " + (after ? strings::quotedExcerpt(*after) : std::string("unset")) +
-                   ": field is immutable while the job is not suspended (it was " + describe(before) + ")",
-         fix});
+    problems.push_back({path,
+                        "Invalid value: " + (after ? strings::quotedExcerpt(*after) : std::string("unset")) +
+                            ": field is immutable while the job is not suspended (it was " + describe(before) + ")",
+                        fix});
   };
   immutable(labelPath(kQueueNameLabel), stringOf(labelOf(request.oldObject, kQueueNameLabel)),
             stringOf(labelOf(request.object, kQueueNameLabel)));

@@ -7,7 +7,11 @@
 namespace mka::app {
 
 // Prints every problem of `file` (one "<field path>: <problem>: <fix>" per line) to `err`, or a
-// one-line summary to `out` when it is valid. Returns 0 when valid, 1 otherwise.
-int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, std::ostream& err);
+// one-line summary to `out` when it is valid. With `kueueConfig` (Kueue's own Configuration
+// file), also says which of `file`'s integrated kinds (integrations.frameworks) Kueue's
+// integrations.externalFrameworks lacks: Kueue's pod integration would then manage their pods
+// itself. Returns 0 when valid, 1 otherwise.
+int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, std::ostream& err,
+                          const std::filesystem::path& kueueConfig = {});
 
 }  // namespace mka::app

@@ -96,5 +96,37 @@ TEST(CliTest, ValidateConfigCommandWritesErrorsToErr) {
   EXPECT_NE(err.str().find("1 error"), std::string::npos) << err.str();
 }
 
+TEST(CliTest, ValidateConfigSaysWhichIntegratedKindsKueueDoesNotKnow) {
+  test::TempDir dir;
+  auto adapter = dir.write("adapter.yaml",
+                           "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                           "integrations:\n  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"
+                           "  - name: PipelineRun.v1.tekton.dev\n");
+  auto partial = dir.write("kueue.yaml",
+                           "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                           "integrations:\n  frameworks: [batch/job]\n"
+                           "  externalFrameworks: [PipelineRun.v1.tekton.dev]\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(validateConfigCommand(adapter, out, err, partial), 1);
+  EXPECT_EQ(err.str(),
+            partial.string() +
+                ": integrations.externalFrameworks: Workflow.v1alpha1.argoproj.io is missing: " + adapter.string() +
+                " integrates it, so Kueue must know it as an external framework or its pod integration "
+                "manages the job's pods on its own: add \"Workflow.v1alpha1.argoproj.io\" to "
+                "integrations.externalFrameworks\n");
+
+  auto complete = dir.write("kueue-ok.yaml",
+                            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                            "integrations:\n  externalFrameworks: [PipelineRun.v1.tekton.dev, "
+                            "Workflow.v1alpha1.argoproj.io]\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(validateConfigCommand(adapter, out2, err2, complete), 0) << err2.str();
+  EXPECT_NE(out2.str().find("lists every integrated kind"), std::string::npos) << out2.str();
+
+  std::ostringstream out3, err3;
+  EXPECT_EQ(validateConfigCommand(adapter, out3, err3, adapter), 1);
+  EXPECT_EQ(err3.str(), adapter.string() + ": not a Kueue Configuration (kind: Configuration)\n");
+}
+
 }  // namespace
 }  // namespace mka::app

@@ -305,9 +305,8 @@ TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
     }
   }
   // Without the integration, the kind's own queue rules are Kueue's business, not ours.
-  const auto response =
-      validateJob(makeRequest(testing::kWorkflow, "UPDATE", flow("team-b", false), flow("team-a", false)),
-                  testing::testConfig());
+  const auto response = validateJob(
+      makeRequest(testing::kWorkflow, "UPDATE", flow("team-b", false), flow("team-a", false)), testing::testConfig());
   EXPECT_TRUE(response.allowed) << response.status->message;
 }
 
