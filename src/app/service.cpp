@@ -64,6 +64,9 @@ void keepStartupSettings(const config::Configuration& running, config::Configura
   keep(next.leaderElection.resourceNamespace, running.leaderElection.resourceNamespace,
        "leaderElection.resourceNamespace");
   keep(next.dispatch.enabled, running.dispatch.enabled, "dispatch.enabled");
+  // The leader's controllers run only in a process started with dispatch or the integration on.
+  if (!running.dispatch.enabled && running.integrations.frameworks.empty())
+    keep(next.integrations.frameworks, running.integrations.frameworks, "integrations.frameworks");
 }
 
 // Routes every method and path to the admission handler, which owns routing decisions
@@ -192,15 +195,19 @@ void Service::start() {
   // Only MultiKueueQueues looks queues up; QueueLabeled and Disabled need no cluster access.
   const bool needQueues =
       options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
-  if (needQueues || cfg->dispatch.enabled) {
+  // The dispatch loop and the job integration both run on the leader, against this cluster.
+  const bool leaderControllers = cfg->dispatch.enabled || !cfg->integrations.frameworks.empty();
+  if (needQueues || leaderControllers) {
     kube::RestConfig rest;
     try {
       rest = kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options_.kubeconfig.value_or("")));
     } catch (const std::exception& e) {
       if (needQueues) throw;
-      throw Error(
-          std::string("dispatch.enabled is true (the default), so the adapter needs the manager cluster, but ") +
-          e.what() + "; or set dispatch.enabled: false for webhook-only mode");
+      throw Error(std::string(cfg->dispatch.enabled
+                                  ? "dispatch.enabled is true (the default), so the adapter needs the manager cluster"
+                                  : "integrations.frameworks lists kinds, so the adapter needs its cluster") +
+                  ", but " + e.what() +
+                  "; or set dispatch.enabled: false and no integrations.frameworks for webhook-only mode");
     }
     spdlog::info("manager cluster server={} context={}", rest.host, rest.context);
     kube::ClientOptions clientOptions;
@@ -212,13 +219,14 @@ void Service::start() {
     queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
     queueInformers_->start();
   }
-  if (cfg->dispatch.enabled) {
+  if (leaderControllers) {
     dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_);
     dispatchRunner_->start();
   }
-  spdlog::info("multikueue-adapter serving webhookPort={} probePort={} metricsPort={} frameworks={} policy={}",
-               webhookPort(), probePort(), metricsPort(), cfg->multiKueue.externalFrameworks.size(),
-               config::toString(cfg->managedByDefaulting));
+  spdlog::info(
+      "multikueue-adapter serving webhookPort={} probePort={} metricsPort={} frameworks={} integrated={} policy={}",
+      webhookPort(), probePort(), metricsPort(), cfg->multiKueue.externalFrameworks.size(),
+      cfg->integrations.frameworks.size(), config::toString(cfg->managedByDefaulting));
 }
 
 void Service::stop() {

@@ -64,6 +64,7 @@ render() {  # render NAME DIR OUT
 ok=1
 render manifests/ "$MANIFESTS" "$work/base.yaml" || ok=0
 render manifests/overlays/cert-manager "$MANIFESTS/overlays/cert-manager" "$work/cert-manager.yaml" || ok=0
+render manifests/overlays/worker "$MANIFESTS/overlays/worker" "$work/worker.yaml" || ok=0
 if [ "$ok" -ne 1 ]; then
   echo "manifests_render: cannot check manifests that do not render" >&2
   finish
@@ -79,7 +80,7 @@ import sys
 import yaml
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-base_path, cm_path, samples_dir, crd_dir, cfg_out = sys.argv[1:6]
+base_path, cm_path, samples_dir, crd_dir, cfg_out, worker_path, worker_cfg_out = sys.argv[1:8]
 
 NS = "multikueue-adapter-system"
 NAME = "multikueue-adapter"
@@ -138,6 +139,7 @@ def must(docs, kind, name, namespace=None):
 
 base = load_all(base_path)
 cm = load_all(cm_path)
+worker = load_all(worker_path)
 
 
 # ---------------------------------------------------------------- objects
@@ -454,7 +456,7 @@ def check_availability():
 
 # ---------------------------------------------------------------- configuration
 CONFIG_KEYS = {"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
-               "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue"}
+               "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue", "integrations"}
 
 
 def check_config():
@@ -495,6 +497,10 @@ def check_config():
         problems.append("Workflow managedBy %r" % get(fw["Workflow.v1alpha1.argoproj.io"], "managedBy"))
     if "managedBy" in fw.get("PipelineRun.v1.tekton.dev", {}):
         problems.append("PipelineRun should use the built-in spec.managedBy profile")
+    integrated = [f.get("name") for f in get(cfg, "integrations", "frameworks", default=[])]
+    if integrated != ["Workflow.v1alpha1.argoproj.io"]:
+        problems.append("integrations.frameworks %r, want the Workflow profile only (PipelineRuns are "
+                        "tekton-kueue's by default)" % integrated)
     return problems
 
 
@@ -566,6 +572,56 @@ def check_rbac_needs():
                  if not allowed(own, "coordination.k8s.io", "leases", v)]
     problems += ["%s Role lacks %s configmaps" % (NS, v) for v in ("get", "list", "watch")
                  if not allowed(own, "", "configmaps", v)]
+    return problems
+
+
+# ---------------------------------------------------------------- worker overlay
+def check_worker_config():
+    problems = []
+    cmap = must(worker, "ConfigMap", "multikueue-adapter-config", NS)
+    text = get(cmap, "data", "config.yaml")
+    if not isinstance(text, str):
+        return ["worker ConfigMap has no data key config.yaml"]
+    with open(worker_cfg_out, "w") as f:
+        f.write(text)
+    cfg = yaml.safe_load(text)
+    if get(cfg, "dispatch", "enabled") is not False:
+        problems.append("dispatch.enabled %r, want false" % get(cfg, "dispatch", "enabled"))
+    if "multiKueue" in cfg:
+        problems.append("a worker needs no multiKueue section")
+    if cfg.get("managedByDefaulting") != "Never":
+        problems.append("managedByDefaulting %r, want Never" % cfg.get("managedByDefaulting"))
+    integrated = {f.get("name") for f in get(cfg, "integrations", "frameworks", default=[])}
+    if integrated != {"Workflow.v1alpha1.argoproj.io", "PipelineRun.v1.tekton.dev"}:
+        problems.append("integrations.frameworks %s" % sorted(integrated))
+    return problems
+
+
+def check_worker_rbac():
+    problems = []
+    if find(worker, "Role", "multikueue-adapter-kubeconfigs", "kueue-system") is not None:
+        problems.append("the kubeconfig Secrets Role is rendered on a worker")
+    for d in worker:
+        if d.get("kind") not in ("ClusterRole", "Role"):
+            continue
+        for r in d.get("rules", []):
+            for field in ("apiGroups", "resources", "verbs"):
+                if "*" in (r.get(field) or []):
+                    problems.append("%s: wildcard in %s" % (get(d, "metadata", "name"), field))
+            extra = set(r.get("resources", [])) & {"secrets", "multikueueclusters", "multikueueconfigs",
+                                                   "admissionchecks/status", "multikueueclusters/status"}
+            if extra:
+                problems.append("%s grants %s on a worker" % (get(d, "metadata", "name"), sorted(extra)))
+    cr = must(worker, "ClusterRole", NAME)
+    need = [("kueue.x-k8s.io", "workloads", v) for v in ("get", "list", "watch", "create", "update", "patch",
+                                                          "delete")]
+    need += [("kueue.x-k8s.io", "workloads/status", v) for v in ("update", "patch")]
+    need += [("kueue.x-k8s.io", "resourceflavors", "get")]
+    need += [(g, r, v) for g, r in (("argoproj.io", "workflows"), ("tekton.dev", "pipelineruns"))
+             for v in ("get", "list", "watch", "update", "patch")]
+    need += [("", "events", "create")]
+    problems += ["worker ClusterRole lacks %s %s/%s" % (v, g or "core", r) for g, r, v in need
+                 if not allowed(cr, g, r, v)]
     return problems
 
 
@@ -909,6 +965,9 @@ run("deployment: pod anti-affinity across nodes, PodDisruptionBudget minAvailabl
 run("config: ConfigMap holds the SPEC §3 AdapterConfiguration matching the Deployment", check_config)
 run("rbac: no wildcards, secrets read-only in kueue-system, leases in " + NS, check_rbac_least_privilege)
 run("rbac: grants what the webhooks and the dispatcher need", check_rbac_needs)
+run("worker: dispatch off, no multiKueue section, the integration for Workflows and PipelineRuns",
+    check_worker_config)
+run("worker: no Secrets or MultiKueue objects; grants what the job integration needs", check_worker_rbac)
 run("cert-manager: self-signed Issuer and Certificate for the webhook Service into " + CERT_SECRET,
     check_cert_manager_certificate)
 run("cert-manager: %s on both webhook configurations" % INJECT, check_cert_manager_injection)
@@ -933,7 +992,8 @@ run("samples: queues, flavors, admission check, MultiKueue config and clusters r
 PY
 
 "$PYTHON" "$work/check.py" "$work/base.yaml" "$work/cert-manager.yaml" "$MANIFESTS/samples" \
-  "$MKA_CRD_DIR" "$work/config.yaml" >"$work/results" 2>"$work/py.err" || {
+  "$MKA_CRD_DIR" "$work/config.yaml" "$work/worker.yaml" "$work/worker-config.yaml" >"$work/results" \
+  2>"$work/py.err" || {
   fail "checker ran to the end: $(tail -n 5 "$work/py.err")"
 }
 while IFS=$'\t' read -r status message; do
@@ -953,6 +1013,11 @@ if [ -n "$MKA_BINARY" ]; then
     pass "config: multikueue-adapter validate-config accepts the ConfigMap's config.yaml"
   else
     fail "config: multikueue-adapter validate-config rejects the ConfigMap's config.yaml: $out"
+  fi
+  if [ -s "$work/worker-config.yaml" ] && out="$("$MKA_BINARY" validate-config "$work/worker-config.yaml" 2>&1)"; then
+    pass "worker: multikueue-adapter validate-config accepts the worker overlay's config.yaml"
+  else
+    fail "worker: multikueue-adapter validate-config rejects the worker overlay's config.yaml: $out"
   fi
 fi
 
