@@ -207,7 +207,7 @@ void Service::start() {
                                   ? "dispatch.enabled is true (the default), so the adapter needs the manager cluster"
                                   : "integrations.frameworks lists kinds, so the adapter needs its cluster") +
                   ", but " + e.what() +
-                  "; or set dispatch.enabled: false and no integrations.frameworks for webhook-only mode");
+                  "; or set dispatch.enabled: false for webhook-only mode (with no integrations.frameworks)");
     }
     spdlog::info("manager cluster server={} context={}", rest.host, rest.context);
     kube::ClientOptions clientOptions;
