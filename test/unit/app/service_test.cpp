@@ -281,35 +281,6 @@ multiKueue:
   service.stop();
 }
 
-// A worker's or a single cluster's adapter (dispatch off, the integration on) needs its cluster
-// too, and says why.
-TEST(ServiceDispatchTest, TheIntegrationWithoutAClusterIsAClearError) {
-  test::TempDir dir;
-  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
-kind: AdapterConfiguration
-managedByDefaulting: Never
-dispatch:
-  enabled: false
-integrations:
-  frameworks:
-  - name: Workflow.v1alpha1.argoproj.io
-)");
-  test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
-  Service service(options);
-  try {
-    service.start();
-    ADD_FAILURE() << "start() succeeded without a cluster";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(),
-                ::testing::HasSubstr("integrations.frameworks lists kinds, so the adapter needs its cluster"));
-  }
-  unsetenv("KUBECONFIG");
-  service.stop();
-}
-
 }  // namespace
 }  // namespace mka::app
 
