@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -15,24 +14,84 @@ namespace mka::standin {
 namespace {
 
 using nlohmann::json;
+using Style = JobControllerStandIn::Style;
 
-bool finishedRun(const json& job) {
-  const auto status = job.find("status");
-  if (status == job.end() || !status->is_object()) return false;
-  for (const auto& c : status->value("conditions", json::array()))
-    if (c.value("type", "") == "Succeeded" && c.value("status", "") != "Unknown") return true;
-  return false;
-}
+const json::json_pointer kArgoInstanceId("/metadata/labels/workflows.argoproj.io~1controller-instanceid");
 
 std::string keyOf(const json& job) {
   return job["metadata"].value("namespace", "") + "/" + job["metadata"].value("name", "");
 }
 
+std::string stringAt(const json& object, const json::json_pointer& pointer) {
+  return object.contains(pointer) && object[pointer].is_string() ? object[pointer].get<std::string>() : "";
+}
+
+const json* succeededCondition(const json& job) {
+  const json::json_pointer conditions("/status/conditions");
+  if (!job.contains(conditions) || !job[conditions].is_array()) return nullptr;
+  for (const auto& c : job[conditions])
+    if (c.value("type", "") == "Succeeded") return &c;
+  return nullptr;
+}
+
+bool finishedRun(Style style, const json& job) {
+  if (style == Style::Argo) {
+    const auto phase = stringAt(job, json::json_pointer("/status/phase"));
+    return phase == "Succeeded" || phase == "Failed" || phase == "Error";
+  }
+  const json* c = succeededCondition(job);
+  return c != nullptr && c->value("status", "") != "Unknown";
+}
+
+// Whether the kind's controller acts on `job` at all.
+bool ours(Style style, const json& job) {
+  if (style == Style::Tekton) {
+    const auto managedBy = stringAt(job, json::json_pointer("/spec/managedBy"));
+    return managedBy.empty() || managedBy == "tekton.dev/pipeline";
+  }
+  if (style == Style::Argo) return stringAt(job, kArgoInstanceId).empty();
+  return true;
+}
+
+// What the job's spec asks of its controller now.
+enum class Wanted { Run, Wait, Stop };
+Wanted wanted(Style style, const json& job) {
+  const json spec = job.value("spec", json::object());
+  if (style == Style::Tekton) {
+    const std::string status = spec.value("status", "");
+    if (status.empty()) return Wanted::Run;
+    return status == "PipelineRunPending" ? Wanted::Wait : Wanted::Stop;
+  }
+  return spec.value("suspend", false) ? Wanted::Wait : Wanted::Run;
+}
+
+json tektonCondition(const std::string& status, const std::string& reason, const std::string& message,
+                     const std::string& stamp) {
+  return json::array({{{"type", "Succeeded"},
+                       {"status", status},
+                       {"reason", reason},
+                       {"message", message},
+                       {"lastTransitionTime", stamp}}});
+}
+
 }  // namespace
 
 struct JobControllerStandIn::Impl {
-  Impl(sandbox::ClusterApi& api, const Clock& clock, Options options)
-      : api(api), clock(clock), options(std::move(options)) {}
+  Impl(sandbox::ClusterApi& api, const Clock& clock, Options o) : api(api), clock(clock), options(std::move(o)) {
+    if (options.plural.empty()) {
+      switch (options.style) {
+        case Style::InHouse:
+          options.group = "ml.example.com", options.version = "v1", options.plural = "trainingruns";
+          break;
+        case Style::Tekton:
+          options.group = "tekton.dev", options.version = "v1", options.plural = "pipelineruns";
+          break;
+        case Style::Argo:
+          options.group = "argoproj.io", options.version = "v1alpha1", options.plural = "workflows";
+          break;
+      }
+    }
+  }
 
   sandbox::ClusterApi& api;
   const Clock& clock;
@@ -41,66 +100,132 @@ struct JobControllerStandIn::Impl {
   mutable std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;
-  std::map<std::string, Clock::TimePoint> runningSince;  // key -> when its replicas started
+  std::map<std::string, Clock::TimePoint> runningSince;  // key -> when its pods started
   std::map<std::string, int> starts;
   std::thread thread;
 
-  sandbox::ResourceRef ref(const std::string& ns = "", const std::string& name = "") const {
-    return {options.group, options.version, options.plural, ns, name, ""};
+  sandbox::ResourceRef ref(const std::string& ns = "", const std::string& name = "",
+                           const std::string& sub = "") const {
+    return {options.group, options.version, options.plural, ns, name, sub};
   }
 
-  void writeStatus(const json& job, const json& status) {
+  // Argo's CRD has no status subresource: its controller writes the whole object.
+  void writeStatus(const json& job, json status) {
     json next = job;
-    next["status"] = status;
-    auto at = ref(job["metadata"].value("namespace", ""), job["metadata"].value("name", ""));
-    at.subresource = "status";
+    next["status"] = std::move(status);
+    const auto ns = job["metadata"].value("namespace", "");
+    const auto name = job["metadata"].value("name", "");
     try {
-      api.update(at, next);
+      api.update(ref(ns, name, options.style == Style::Argo ? "" : "status"), next);
     } catch (const sandbox::ApiError& e) {
       if (e.code() != 409 && e.code() != 404) throw;  // the next pass reads it again
     }
   }
 
+  json runningStatus(const json& job, const std::string& stamp) const {
+    json status = job.value("status", json::object());
+    switch (options.style) {
+      case Style::InHouse: {
+        const auto replicas = job["spec"].value("replicas", json(1));
+        status["activeReplicas"] = replicas.is_number_integer() ? replicas.get<int>() : 1;
+        break;
+      }
+      case Style::Tekton:
+        status["startTime"] = stamp;
+        status["conditions"] = tektonCondition(
+            "Unknown", "Running", "Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: 1, Skipped: 0", stamp);
+        break;
+      case Style::Argo:
+        status["phase"] = "Running";
+        if (!status.contains("startedAt")) status["startedAt"] = stamp;
+        status["nodes"] = {{job["metadata"].value("name", ""), {{"phase", "Running"}, {"startedAt", stamp}}}};
+        break;
+    }
+    return status;
+  }
+
+  json finalStatus(const json& job, bool success, const std::string& stamp, const std::string& stoppedAs = "") const {
+    json status = job.value("status", json::object());
+    switch (options.style) {
+      case Style::InHouse:
+        status["activeReplicas"] = 0;
+        status["conditions"] =
+            tektonCondition(success ? "True" : "False", success ? "Completed" : "Failed",
+                            success ? "the training run completed" : "the training run failed", stamp);
+        break;
+      case Style::Tekton:
+        if (!status.contains("startTime")) status["startTime"] = stamp;
+        status["completionTime"] = stamp;
+        status["conditions"] = tektonCondition(
+            success ? "True" : "False",
+            !stoppedAs.empty() ? stoppedAs
+            : success          ? "Succeeded"
+                               : "Failed",
+            !stoppedAs.empty() ? "PipelineRun \"" + job["metadata"].value("name", "") + "\" was cancelled"
+            : success          ? "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"
+                               : "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0",
+            stamp);
+        break;
+      case Style::Argo:
+        status["phase"] = success ? "Succeeded" : "Failed";
+        if (!status.contains("startedAt")) status["startedAt"] = stamp;
+        status["finishedAt"] = stamp;
+        if (status.contains("nodes"))
+          for (auto& [name, node] : status["nodes"].items()) node["phase"] = status["phase"];
+        if (!success) status["message"] = "the workflow failed";
+        break;
+    }
+    return status;
+  }
+
   void pass() {
     const json list = api.list(ref(), {});
     for (const auto& job : list.value("items", json::array())) {
-      if (finishedRun(job) || job["metadata"].contains("deletionTimestamp")) continue;
+      if (!ours(options.style, job) || finishedRun(options.style, job) || job["metadata"].contains("deletionTimestamp"))
+        continue;
       const std::string key = keyOf(job);
-      const bool suspended = job["spec"].value("suspend", false);
-      json status = job.value("status", json::object());
+      const std::string stamp = toRfc3339(clock.now());
+      const Wanted want = wanted(options.style, job);
       std::unique_lock lock(mutex);
       const auto since = runningSince.find(key);
-      if (suspended) {
-        const bool hadReplicas = status.value("activeReplicas", 0) > 0;
-        if (since != runningSince.end()) runningSince.erase(since);
-        lock.unlock();
-        if (hadReplicas) {
-          status["activeReplicas"] = 0;
-          writeStatus(job, status);
-        }
+      const bool running = since != runningSince.end();
+
+      if (options.style == Style::Argo && stringAt(job, json::json_pointer("/status/phase")).empty()) {
+        lock.unlock();  // Argo's first pass, suspended or not
+        json status = job.value("status", json::object());
+        status["phase"] = "Running";
+        status["startedAt"] = stamp;
+        writeStatus(job, status);
         continue;
       }
-      if (since == runningSince.end()) {
+      if (want == Wanted::Stop) {  // Tekton: stopped or cancelled
+        if (running) runningSince.erase(since);
+        lock.unlock();
+        writeStatus(job, finalStatus(job, false, stamp, job["spec"].value("status", "")));
+        continue;
+      }
+      if (want == Wanted::Wait) {
+        if (!running) continue;
+        if (options.style == Style::Argo) continue;  // pods of a suspended Workflow keep their progress
+        runningSince.erase(since);
+        lock.unlock();
+        json status = job.value("status", json::object());
+        status["activeReplicas"] = 0;  // InHouse: the replicas are deleted
+        writeStatus(job, status);
+        continue;
+      }
+      if (!running) {
         runningSince[key] = clock.now();
         ++starts[key];
         lock.unlock();
-        const auto replicas = job["spec"].value("replicas", json(1));
-        status["activeReplicas"] = replicas.is_number_integer() ? replicas.get<int>() : 1;
-        writeStatus(job, status);
+        writeStatus(job, runningStatus(job, stamp));
         continue;
       }
       if (clock.now() - since->second < options.runTime) continue;
       runningSince.erase(since);
       lock.unlock();
       const bool failed = options.runFails && options.runFails(job);
-      status["activeReplicas"] = 0;
-      status["conditions"] =
-          json::array({{{"type", "Succeeded"},
-                        {"status", failed ? "False" : "True"},
-                        {"reason", failed ? "Failed" : "Completed"},
-                        {"message", failed ? "the training run failed" : "the training run completed"},
-                        {"lastTransitionTime", toRfc3339(clock.now())}}});
-      writeStatus(job, status);
+      writeStatus(job, finalStatus(job, !failed, stamp));
     }
   }
 };
@@ -118,7 +243,7 @@ void JobControllerStandIn::start() {
         impl->pass();
       } catch (const std::exception& e) {
         // The CRD may not exist yet; the next pass looks again.
-        spdlog::debug("job controller stand-in pass failed error=\"{}\"", e.what());
+        spdlog::debug("job controller stand-in pass failed kind={} error=\"{}\"", impl->options.plural, e.what());
       }
       std::unique_lock lock(impl->mutex);
       if (impl->wake.wait_for(lock, impl->options.pollInterval, [impl] { return impl->stopping; })) return;
@@ -144,6 +269,11 @@ int JobControllerStandIn::starts(const std::string& key) const {
 std::size_t JobControllerStandIn::running() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->runningSince.size();
+}
+
+std::map<std::string, int> JobControllerStandIn::allStarts() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->starts;
 }
 
 }  // namespace mka::standin

@@ -1,20 +1,29 @@
 #pragma once
-// A framework controller stand-in for an in-house Job-like kind (KUEUE-JOBFRAMEWORK.md §8.3):
-// what such a controller does, no more. It creates no pods while the job's spec.suspend is true;
-// when it turns false it starts the replicas (status.activeReplicas = spec.replicas, default 1);
-// when it turns true again it deletes them (activeReplicas 0) and the run starts over on the
-// next resume; a run left alone for Options::runTime on the injected clock ends with condition
-// Succeeded True (or False when Options::runFails says so) and no active replicas. It never
-// creates Workloads or reads Kueue's objects: queueing the job is the job integration's work.
-//
-// Status is written through the status subresource with the resourceVersion read (a conflict
-// waits for the next pass).
+// A framework controller stand-in: what the controller of one job kind does with a job, no more
+// (SPEC §6). It never creates Workloads or reads Kueue's objects: queueing a job is a job
+// integration's work. Three kinds of controller (Style):
+// - InHouse, a generic Job-like CRD (KUEUE-JOBFRAMEWORK.md §8.3): creates no pods while
+//   spec.suspend is true; when it turns false it starts the replicas (status.activeReplicas =
+//   spec.replicas, default 1); when it turns true again it deletes them and the run starts over
+//   on the next resume; a run left alone for Options::runTime ends with condition Succeeded.
+// - Tekton, the PipelineRun controller: ignores runs whose spec.managedBy is set to anything but
+//   tekton.dev/pipeline (a MultiKueue manager's copy); a run whose spec.status is
+//   PipelineRunPending waits; otherwise it runs (startTime, Succeeded Unknown/Running) and ends
+//   with Succeeded True or False; a running run whose spec.status turns StoppedRunFinally or
+//   Cancelled ends at once, failed (its finally tasks left out).
+// - Argo, the workflow controller without an instanceID: ignores Workflows labelled
+//   workflows.argoproj.io/controller-instanceid; on its first pass sets phase Running and
+//   startedAt even while spec.suspend is true (as Argo does: a queued Workflow reads Running with
+//   no nodes); runs pods only while not suspended (a suspended run makes no progress) and ends
+//   with phase Succeeded or Failed. Its status goes through the main resource (no subresource).
+// Writes carry the resourceVersion read; a conflict waits for the next pass.
 //
 // Threads: owns one thread that looks at the kind's jobs every Options::pollInterval; public
 // methods may be called from any thread.
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -30,10 +39,12 @@ namespace mka::standin {
 
 class JobControllerStandIn {
  public:
+  enum class Style { InHouse, Tekton, Argo };
   struct Options {
-    std::string group = "ml.example.com";
-    std::string version = "v1";
-    std::string plural = "trainingruns";
+    Style style = Style::InHouse;
+    // The kind's resource; empty: ml.example.com/v1 trainingruns, tekton.dev/v1 pipelineruns or
+    // argoproj.io/v1alpha1 workflows by style.
+    std::string group, version, plural;
     std::chrono::nanoseconds runTime{std::chrono::seconds{10}};
     // Whether a run fails; called with the job on the stand-in's thread. Null: every run succeeds.
     std::function<bool(const nlohmann::json& job)> runFails;
@@ -48,10 +59,12 @@ class JobControllerStandIn {
   void start();
   void stop();
 
-  // Times the replicas of job "ns/name" were started (each resume of a suspended job counts).
+  // Times job "ns/name" started running (each resume of a suspended job counts).
   int starts(const std::string& key) const;
-  // Jobs with replicas running right now.
+  // Jobs running right now.
   std::size_t running() const;
+  // Every job started so far, by key, with its start count.
+  std::map<std::string, int> allStarts() const;
 
  private:
   struct Impl;

@@ -1,0 +1,141 @@
+// The framework controller stand-ins run a job exactly when the real controller would, and
+// write the status it writes (SPEC §6; KUEUE-JOBFRAMEWORK.md §8.1-§8.3).
+#include "mka/standin/job_controller_standin.h"
+
+#include <gtest/gtest.h>
+
+#include "mka/common/clock.h"
+#include "mka/sandbox/cluster_api.h"
+#include "support/crd_fixtures.h"
+#include "support/eventually.h"
+
+namespace mka::standin {
+namespace {
+
+using nlohmann::json;
+using sandbox::ResourceRef;
+using Style = JobControllerStandIn::Style;
+
+class JobControllerStandInTest : public ::testing::Test {
+ protected:
+  JobControllerStandInTest() : api("test", registry, store, clock) {
+    api.create({"", "v1", "namespaces", "", "", ""}, json{{"metadata", {{"name", "default"}}}});
+    for (const auto* file : {"tekton.dev_pipelineruns.yaml", "argoproj.io_workflows.minimal.yaml",
+                             "inhouse/ml.example.com_trainingruns.yaml"})
+      api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
+                 sandbox::test::fixtureCrd(file));
+  }
+  ~JobControllerStandInTest() override {
+    if (controller) controller->stop();
+  }
+  void start(Style style) {
+    controller = std::make_unique<JobControllerStandIn>(
+        api, clock,
+        JobControllerStandIn::Options{
+            .style = style, .runTime = std::chrono::seconds{10}, .pollInterval = std::chrono::milliseconds{2}});
+    controller->start();
+  }
+  json get(const ResourceRef& ref, const std::string& name) {
+    auto r = ref;
+    r.name = name;
+    return api.get(r);
+  }
+  json status(const ResourceRef& ref, const std::string& name) {
+    return get(ref, name).value("status", json::object());
+  }
+  void edit(const ResourceRef& ref, const std::string& name, const std::function<void(json&)>& change) {
+    auto r = ref;
+    r.name = name;
+    json job = api.get(r);
+    change(job);
+    api.update(r, job);
+  }
+
+  const ResourceRef runs{"tekton.dev", "v1", "pipelineruns", "default", "", ""};
+  const ResourceRef flows{"argoproj.io", "v1alpha1", "workflows", "default", "", ""};
+  const ResourceRef trainings{"ml.example.com", "v1", "trainingruns", "default", "", ""};
+
+  FakeClock clock;
+  sandbox::ResourceRegistry registry;
+  sandbox::ObjectStore store;
+  sandbox::ClusterApi api;
+  std::unique_ptr<JobControllerStandIn> controller;
+};
+
+json succeeded(const json& job) {
+  for (const auto& c : job.value("status", json::object()).value("conditions", json::array()))
+    if (c["type"] == "Succeeded") return c;
+  return nullptr;
+}
+
+TEST_F(JobControllerStandInTest, TektonRunsWhatIsNotPendingOrAManagersCopy) {
+  const auto run = [](const std::string& name, const json& spec) {
+    return json{
+        {"apiVersion", "tekton.dev/v1"}, {"kind", "PipelineRun"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+  };
+  api.create(runs,
+             run("managers-copy", {{"pipelineRef", {{"name", "p"}}}, {"managedBy", "kueue.x-k8s.io/multikueue"}}));
+  api.create(runs, run("queued", {{"pipelineRef", {{"name", "p"}}}, {"status", "PipelineRunPending"}}));
+  start(Style::Tekton);
+
+  ASSERT_TRUE(test::eventually([&] { return controller->running() == 0 && controller->allStarts().empty(); }));
+  edit(runs, "queued", [](json& job) { job["spec"].erase("status"); });
+  ASSERT_TRUE(test::eventually([&] { return controller->running() == 1; }));
+  ASSERT_TRUE(test::eventually([&] { return succeeded(get(runs, "queued"))["status"] == "Unknown"; }));
+  EXPECT_TRUE(get(runs, "queued")["status"].contains("startTime"));
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return succeeded(get(runs, "queued"))["status"] == "True"; }));
+  EXPECT_FALSE(get(runs, "managers-copy").contains("status")) << "Tekton filters MultiKueue's copies out";
+  EXPECT_EQ(controller->starts("default/managers-copy"), 0);
+  EXPECT_EQ(controller->starts("default/queued"), 1);
+
+  api.create(runs, run("stopped", {{"pipelineRef", {{"name", "p"}}}}));
+  ASSERT_TRUE(test::eventually([&] { return controller->running() == 1; }));
+  edit(runs, "stopped", [](json& job) { job["spec"]["status"] = "StoppedRunFinally"; });
+  ASSERT_TRUE(test::eventually([&] { return succeeded(get(runs, "stopped"))["status"] == "False"; }));
+  EXPECT_EQ(succeeded(get(runs, "stopped"))["reason"], "StoppedRunFinally");
+}
+
+TEST_F(JobControllerStandInTest, ArgoReadsRunningWhileSuspendedAndRunsPodsOnlyWhenResumed) {
+  const auto flow = [](const std::string& name, bool suspended, bool labelled) {
+    json wf = {{"apiVersion", "argoproj.io/v1alpha1"},
+               {"kind", "Workflow"},
+               {"metadata", {{"name", name}}},
+               {"spec", {{"entrypoint", "main"}, {"suspend", suspended}}}};
+    if (labelled) wf["metadata"]["labels"] = {{"workflows.argoproj.io/controller-instanceid", "multikueue"}};
+    return wf;
+  };
+  api.create(flows, flow("managers-copy", false, true));
+  api.create(flows, flow("queued", true, false));
+  start(Style::Argo);
+
+  ASSERT_TRUE(test::eventually([&] { return status(flows, "queued").value("phase", "") == "Running"; }));
+  EXPECT_FALSE(status(flows, "queued").contains("nodes")) << "no pods while suspended";
+  EXPECT_EQ(controller->starts("default/queued"), 0);
+  edit(flows, "queued", [](json& job) { job["spec"].erase("suspend"); });
+  ASSERT_TRUE(test::eventually([&] { return status(flows, "queued").contains("nodes"); }));
+  EXPECT_EQ(controller->starts("default/queued"), 1);
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return status(flows, "queued").value("phase", "") == "Succeeded"; }));
+  EXPECT_FALSE(get(flows, "managers-copy").contains("status")) << "a controller without an instanceID ignores it";
+}
+
+TEST_F(JobControllerStandInTest, AnInHouseRunStartsOverAfterASuspension) {
+  api.create(trainings, {{"apiVersion", "ml.example.com/v1"},
+                         {"kind", "TrainingRun"},
+                         {"metadata", {{"name", "t"}}},
+                         {"spec", {{"replicas", 3}, {"template", json::object()}}}});
+  start(Style::InHouse);
+  ASSERT_TRUE(test::eventually([&] { return status(trainings, "t").value("activeReplicas", 0) == 3; }));
+  edit(trainings, "t", [](json& job) { job["spec"]["suspend"] = true; });
+  ASSERT_TRUE(test::eventually([&] { return status(trainings, "t").value("activeReplicas", -1) == 0; }));
+  clock.advance(std::chrono::seconds{10});
+  edit(trainings, "t", [](json& job) { job["spec"].erase("suspend"); });
+  ASSERT_TRUE(test::eventually([&] { return controller->starts("default/t") == 2; }));
+  EXPECT_FALSE(status(trainings, "t").contains("conditions")) << "the run started over";
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return succeeded(get(trainings, "t"))["status"] == "True"; }));
+}
+
+}  // namespace
+}  // namespace mka::standin
