@@ -122,13 +122,39 @@ Environment::Environment(Options options) : options_(std::move(options)) {
     o.capacity = options_.workerCapacity;
     o.pollInterval = options_.pollInterval;
     o.readmitDelay = options_.readmitDelay;
+    o.playsJobIntegration = !options_.integration;
     auto kueue = std::make_unique<standin::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
     kueues_[name] = std::move(kueue);
     if (manager || options_.startWorkerKueues) startKueue(name);
   }
+  if (!options_.integration) return;
+  for (const auto& name : names) {
+    for (const auto& [kind, style] : {std::pair{"PipelineRun", standin::JobControllerStandIn::Style::Tekton},
+                                      std::pair{"Workflow", standin::JobControllerStandIn::Style::Argo}}) {
+      standin::JobControllerStandIn::Options o;
+      o.style = style;
+      o.runTime = options_.runTime;
+      o.pollInterval = options_.pollInterval;
+      auto controller = std::make_unique<standin::JobControllerStandIn>(sandbox_->cluster(name).api(), *clock_, o);
+      controller->start();
+      frameworks_[name + "/" + kind] = std::move(controller);
+    }
+  }
+  // Each worker's adapter: dispatch off, the integration on (manifests/overlays/worker).
+  auto workerConfig = adapterConfiguration();
+  workerConfig.multiKueue.externalFrameworks.clear();
+  for (const auto& worker : options_.workers) {
+    integration::IntegrationController::Options o;
+    auto controller = std::make_unique<integration::IntegrationController>(
+        client(worker), jobkind::integratedKindsOf(workerConfig), *clock_, o);
+    controller->start();
+    integrations_.push_back(std::move(controller));
+  }
 }
 
 Environment::~Environment() {
+  for (auto& integration : integrations_) integration->stop();
+  for (auto& [name, controller] : frameworks_) controller->stop();
   for (auto& [name, kueue] : kueues_) kueue->stop();
   if (sandbox_) sandbox_->stop();
 }
@@ -151,7 +177,7 @@ kube::Client& Environment::client(const std::string& name) {
 const Clock& Environment::clock() const { return *clock_; }
 
 config::Configuration Environment::adapterConfiguration() const {
-  auto loaded = config::parseConfiguration(R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+  std::string text = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
 namespace: kueue-system
 managedByDefaulting: MultiKueueQueues
@@ -161,7 +187,11 @@ multiKueue:
   - name: PipelineRun.v1.tekton.dev
   - name: Workflow.v1alpha1.argoproj.io
   origin: multikueue
-)");
+)";
+  if (options_.integration)
+    text +=
+        "integrations:\n  frameworks:\n  - name: PipelineRun.v1.tekton.dev\n  - name: Workflow.v1alpha1.argoproj.io\n";
+  auto loaded = config::parseConfiguration(text);
   if (!loaded.ok()) throw ValidationError(loaded.errors);
   auto config = *loaded.config;
   config.clientConnection.qps = 0;  // off: the sandbox is local (a file cannot say 0, code can)
@@ -197,7 +227,13 @@ std::vector<std::string> Environment::invalidWrites() {
 }
 
 bool Environment::kueuesIdle() const {
-  return std::all_of(started_.begin(), started_.end(), [&](const auto& name) { return kueues_.at(name)->idle(); });
+  return std::all_of(started_.begin(), started_.end(), [&](const auto& name) { return kueues_.at(name)->idle(); }) &&
+         std::all_of(integrations_.begin(), integrations_.end(), [](const auto& i) { return i->idle(); });
+}
+
+standin::JobControllerStandIn* Environment::frameworkController(const std::string& cluster, const std::string& kind) {
+  auto it = frameworks_.find(cluster + "/" + kind);
+  return it == frameworks_.end() ? nullptr : it->second.get();
 }
 
 void Environment::pokeKueues() {

@@ -217,7 +217,7 @@ std::string KueueStandIn::workloadNameFor(const JobKind& kind, const std::string
 }
 
 struct KueueStandIn::Impl {
-  Impl(ClusterApi& a, const Clock& c, Options o) : api(a), clock(c), options(std::move(o)) {
+  Impl(ClusterApi& a, const Clock& c, Options o) : api(a), clock(c), options(withoutJobs(std::move(o))) {
     for (std::size_t i = 0; i < options.jobKinds.size(); ++i) {
       const auto& k = options.jobKinds[i];
       slots.push_back({WatchSlot::Kind::Job, static_cast<int>(i), {k.group, k.version, k.plural, "", "", ""}, nullptr});
@@ -229,6 +229,11 @@ struct KueueStandIn::Impl {
 
   ClusterApi& api;
   const Clock& clock;
+  // Kueue core alone reads no job kind.
+  static Options withoutJobs(Options o) {
+    if (!o.playsJobIntegration) o.jobKinds.clear();
+    return o;
+  }
   const Options options;
   std::vector<WatchSlot> slots;  // worker thread only
 
@@ -445,7 +450,7 @@ struct KueueStandIn::Impl {
     }
     const json& wl = *found;
     if (deleting(wl)) {
-      removeFinalizer(wl);
+      if (options.playsJobIntegration) removeFinalizer(wl);
       return;
     }
     if (conditionTrue(wl, kFinished)) return;  // finished (by us or by the dispatcher): left as is

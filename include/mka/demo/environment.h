@@ -20,8 +20,10 @@
 
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
+#include "mka/integration/controller.h"
 #include "mka/kube/client.h"
 #include "mka/sandbox/sandbox.h"
+#include "mka/standin/job_controller_standin.h"
 #include "mka/standin/kueue_standin.h"
 
 namespace mka::demo {
@@ -44,6 +46,12 @@ class Environment {
     std::size_t watchHistory = 10'000;  // events each cluster keeps for watch resume (benchmarks raise it)
     // Also written into client options of the environment's own clients.
     kube::ClientOptions clientOptions{.qps = 0};
+    // As deployed with the job integration (SPEC §7.2): the Kueue stand-ins play Kueue's core
+    // only; each worker runs our integration (the worker adapter's leader) for Workflows and
+    // PipelineRuns; every cluster runs the Tekton and Argo controller stand-ins. The manager's
+    // integration is the adapter's (adapterConfiguration() lists the kinds). false: the Kueue
+    // stand-ins also play the job integration, and nothing else runs.
+    bool integration = false;
   };
 
   // Starts everything; throws mka::Error naming what failed (a missing CRD directory, a bad
@@ -61,8 +69,9 @@ class Environment {
   const Clock& clock() const;
 
   // The adapter configuration matching the environment: PipelineRun.v1.tekton.dev and
-  // Workflow.v1alpha1.argoproj.io (built-in profiles), namespace kueue-system, origin
-  // multikueue, our AdmissionCheck controller name, client rate limits off.
+  // Workflow.v1alpha1.argoproj.io (built-in profiles; integrated too in integration mode),
+  // namespace kueue-system, origin multikueue, our AdmissionCheck controller name, client rate
+  // limits off.
   config::Configuration adapterConfiguration() const;
 
   // Creates every document of a YAML file in `cluster` (as `kubectl create -f`); returns them.
@@ -72,8 +81,10 @@ class Environment {
 
   // Starts the stand-in of a cluster created with startWorkerKueues = false.
   void startKueue(const std::string& name);
-  // Every started stand-in quiet (see KueueStandIn::idle).
+  // Every started stand-in quiet (see KueueStandIn::idle), and every worker's integration.
   bool kueuesIdle() const;
+  // The Tekton or Argo controller stand-in of a cluster (integration mode), else null.
+  standin::JobControllerStandIn* frameworkController(const std::string& cluster, const std::string& kind);
   // Every write a cluster refused as invalid (sandbox::Cluster::invalidWrites), as
   // "<cluster>: <METHOD> <path>: <message>".
   std::vector<std::string> invalidWrites();
@@ -90,7 +101,9 @@ class Environment {
   std::unique_ptr<sandbox::Sandbox> sandbox_;
   std::map<std::string, std::unique_ptr<kube::Client>> clients_;
   std::map<std::string, std::unique_ptr<standin::KueueStandIn>> kueues_;
-  std::set<std::string> started_;  // stand-ins running
+  std::map<std::string, std::unique_ptr<standin::JobControllerStandIn>> frameworks_;  // "<cluster>/<Kind>"
+  std::vector<std::unique_ptr<integration::IntegrationController>> integrations_;     // the workers' adapters
+  std::set<std::string> started_;                                                     // stand-ins running
 };
 
 }  // namespace mka::demo

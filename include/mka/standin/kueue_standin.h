@@ -81,6 +81,12 @@ class KueueStandIn {
 
   struct Options {
     Role role = Role::Manager;
+    // true: also plays a job integration for jobKinds (manager: creates their Workloads; worker:
+    // adopts prebuilt Workloads and runs their jobs) and removes the resource-in-use finalizer of
+    // deleted Workloads, which real Kueue leaves to job integrations. false: Kueue core only
+    // (quota, checks, admission, eviction), for runs where our integration and the framework
+    // controller stand-ins do the rest, as deployed.
+    bool playsJobIntegration = true;
     std::vector<JobKind> jobKinds = defaultJobKinds();
     // Reserve quota only for a Workload whose LocalQueue (spec.queueName, same namespace) and
     // ClusterQueue exist, as Kueue does. false: reserve always; status.admission.clusterQueue

@@ -19,6 +19,8 @@ void DispatchFixture::setUpEnvironment(Setup setup) {
   options.startWorkerKueues = setup.startWorkerKueues;
   options.pollInterval = std::chrono::milliseconds{2};
   options.readmitDelay = setup.readmitDelay;
+  options.integration = setup.integration;
+  integrationMode_ = setup.integration;
   env_ = std::make_unique<demo::Environment>(options);
   config_ = env_->adapterConfiguration();
   config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();  // tests run the GC by hand
@@ -34,7 +36,14 @@ void DispatchFixture::tearDownEnvironment() {
   env_.reset();
 }
 
-void DispatchFixture::startAdapter() { dispatcher_ = startAdapterFor("manager", config_); }
+void DispatchFixture::startAdapter() {
+  dispatcher_ = startAdapterFor("manager", config_);
+  if (!integrationMode_) return;
+  integration_ =
+      std::make_unique<integration::IntegrationController>(env_->client("manager"), jobkind::integratedKindsOf(config_),
+                                                           clock_, integration::IntegrationController::Options{});
+  integration_->start(std::chrono::seconds{20});
+}
 
 std::unique_ptr<multikueue::Dispatcher> DispatchFixture::startAdapterFor(const std::string& manager,
                                                                          config::Configuration config) {
@@ -48,6 +57,8 @@ std::unique_ptr<multikueue::Dispatcher> DispatchFixture::startAdapterFor(const s
 }
 
 void DispatchFixture::stopAdapter() {
+  if (integration_) integration_->stop();
+  integration_.reset();
   if (dispatcher_) dispatcher_->stop();
   dispatcher_.reset();
 }
@@ -65,6 +76,13 @@ json DispatchFixture::createJob(const JobKind& kind, const std::string& name, bo
       job["metadata"]["labels"]["workflows.argoproj.io/controller-instanceid"] = "multikueue";
     } else {
       job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+    }
+  }
+  if (integrationMode_) {
+    if (kind.gvk.kind == "Workflow") {
+      job["spec"]["suspend"] = true;
+    } else {
+      job["spec"]["status"] = "PipelineRunPending";
     }
   }
   if (mutate) mutate(job);
@@ -130,6 +148,7 @@ bool DispatchFixture::awaitReconnect(const std::string& worker) {
 bool DispatchFixture::settled() {
   return test::eventually([&] {
     if (!env_->kueuesIdle()) return false;
+    if (integration_ && !integration_->idle()) return false;
     if (!dispatcher_) return true;
     // Every reachable worker connected (a connection brings reconciles with it), then quiet.
     for (const auto& w : env_->workers())

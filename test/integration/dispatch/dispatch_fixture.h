@@ -14,6 +14,7 @@
 
 #include "mka/common/clock.h"
 #include "mka/demo/environment.h"
+#include "mka/integration/controller.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/dispatcher.h"
@@ -50,6 +51,9 @@ class DispatchFixture {
     // How long, on the fake clock, an evicted Workload waits before every stand-in reserves it
     // again (0: at once, which can hide a worker's eviction from the adapter).
     std::chrono::nanoseconds readmitDelay{0};
+    // As deployed with the job integration (demo::Environment::Options::integration): the
+    // adapter runs its integration beside the Dispatcher, each worker's adapter runs its own.
+    bool integration = false;
   };
 
   void setUpEnvironment(Setup setup);
@@ -60,7 +64,8 @@ class DispatchFixture {
   void stopAdapter();
 
   // A job of `kind` named `name` from the sample manifest, in namespace default, queued on
-  // user-queue; `marker` false leaves the managedBy marker out; `mutate` edits it first.
+  // user-queue; `marker` false leaves the managedBy marker out; `mutate` edits it first. In
+  // integration mode it starts suspended, as /mutate leaves it.
   nlohmann::json createJob(const JobKind& kind, const std::string& name, bool marker = true,
                            const std::function<void(nlohmann::json&)>& mutate = {},
                            const std::string& manager = "manager");
@@ -94,6 +99,8 @@ class DispatchFixture {
   std::unique_ptr<demo::Environment> env_;
   config::Configuration config_;
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
+  std::unique_ptr<integration::IntegrationController> integration_;  // the adapter's, in integration mode
+  bool integrationMode_ = false;
   std::string checkName_ = "multikueue-adapter";
 };
 

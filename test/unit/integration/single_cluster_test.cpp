@@ -28,7 +28,7 @@ class SingleCluster : public ::testing::Test {
              .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
                           kCrds / "inhouse" / "ml.example.com_trainingruns.yaml"}})),
         kueue(cluster.api(), clock,
-              {.role = standin::KueueStandIn::Role::Worker, .jobKinds = {}, .requireQueues = false}),
+              {.role = standin::KueueStandIn::Role::Worker, .playsJobIntegration = false, .requireQueues = false}),
         runner(cluster.api(), clock, {.runTime = std::chrono::seconds{10}}) {
     cluster.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
     kube::ClientOptions options;
