@@ -398,8 +398,12 @@ Result JobReconciler::createWorkload(const json& job) {
   return Result::done();
 }
 
+bool JobReconciler::markedForMultiKueue(const json& job) const {
+  return kind_.managedByValue(job) == kind_.managedBy().value;
+}
+
 Result JobReconciler::start(const json& job, const json& workload) {
-  if (kind_.managedByValue(job) == kind_.managedBy().value) return Result::done();
+  if (markedForMultiKueue(job)) return Result::done();
   auto infos = podSetInfos(workload, [&](const std::string& name) -> std::optional<json> {
     return client_.get(kResourceFlavorGvk, "", name);
   });
@@ -426,7 +430,16 @@ bool JobReconciler::stop(json& job, const json* workload, const std::string& why
   const json* stopValue = json_fields::fieldAt(job, rule.path);
   if (isSuspended(job, rules_) || (stopValue != nullptr && *stopValue == rule.value)) return false;
   const json podSets = workload ? arrayMember(objectMember(*workload, "spec"), "podSets") : json();
-  job = stopped(job, rules_, podSets);
+  // Nothing of a job marked for MultiKueue runs here (its framework controller leaves it to the
+  // dispatch loop), so a stop that cannot be undone (Tekton's StoppedRunFinally) would only end
+  // the run the workers are about to make: such a job is suspended instead.
+  if (markedForMultiKueue(job)) {
+    auto suspendOnly = rules_;
+    suspendOnly.stop.reset();
+    job = stopped(job, suspendOnly, podSets);
+  } else {
+    job = stopped(job, rules_, podSets);
+  }
   client_.update(job, {.answer = kube::WriteOptions::Answer::None});
   spdlog::info("job stopped kind={} job={} reason={} message=\"{}\"", kind_.gvk().kind, keyOf(job), why, message);
   events_.record(job, "Normal", reason::kStopped, message);

@@ -9,7 +9,8 @@
 //
 // Safety: it never starts a job without an admitted, unevicted Workload that the job controls,
 // and never starts a job whose marker says MultiKueue (the dispatch loop runs it elsewhere;
-// stricter than Kueue, SPEC §7.2). Writes go with the read object's resourceVersion, so a stale
+// stricter than Kueue, SPEC §7.2); such a job is suspended, never stopped by a kind's
+// irreversible stop rule. Writes go with the read object's resourceVersion, so a stale
 // cache costs a 409 and a retry, never a second start; the Workload's name is deterministic and
 // AlreadyExists means it was created before, so a restart between two writes duplicates nothing.
 //
@@ -97,6 +98,8 @@ class JobReconciler {
   std::optional<nlohmann::json> podSetsOrWarn(const nlohmann::json& job);
   bool matches(const nlohmann::json& job, const nlohmann::json& podSets, const nlohmann::json& workload) const;
   std::optional<nlohmann::json> cachedWorkload(const std::string& key) const;
+  // The job's managedBy marker says MultiKueue: it runs on a worker, never here.
+  bool markedForMultiKueue(const nlohmann::json& job) const;
 
   kube::Client& client_;
   const jobkind::JobKind& kind_;

@@ -107,8 +107,9 @@ struct Given {
   json job;                                                     // created, status written after
   std::function<std::vector<json>(const json& job)> workloads;  // built from the stored job
   bool deleteJob = false;
-  json managedBy;                     // spec.managedBy of the job, when set
-  bool workloadsTerminating = false;  // deleted before the reconcile (held by their finalizers)
+  json managedBy;                          // spec.managedBy of the job, when set
+  bool workloadsTerminating = false;       // deleted before the reconcile (held by their finalizers)
+  std::optional<config::FieldValue> stop;  // the kind's stop rule, when not its suspend rule
 };
 
 struct Seen {
@@ -135,7 +136,7 @@ struct Case {
 
 class World {
  public:
-  explicit World(const Given& given) {
+  explicit World(const Given& given) : kind_(kindFor(given)) {
     cluster_ = &sandbox_.addCluster(
         {.name = "worker",
          .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
@@ -217,7 +218,13 @@ class World {
   FakeClock clock_;
   sandbox::Sandbox sandbox_{clock_};
   sandbox::Cluster* cluster_ = nullptr;
-  jobkind::JobKind kind_ = trainingRuns();
+  static jobkind::JobKind kindFor(const Given& given) {
+    auto rules = *trainingRuns().integration();
+    rules.stop = given.stop;
+    return jobkind::JobKind(trainingRuns().framework(), rules, false);
+  }
+
+  jobkind::JobKind kind_;
   json job_;
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<kube::Informer> jobs_, workloads_;
@@ -456,6 +463,24 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
         [](const Seen& seen) {
           EXPECT_FALSE(seen.workloads.at(0)["status"].contains("admission"));
           EXPECT_EQ(conditionOf(seen.workloads.at(0), "Requeued")->value("status", ""), "False");
+        }}},
+      {"a job marked for MultiKueue is suspended, never stopped (nothing of it runs here)",
+       {trainingRun(kRunning), nullptr, false, "kueue.x-k8s.io/multikueue", false,
+        config::FieldValue{"spec.replicas", 0}},
+       {{"Normal Stopped: Missing Workload; unable to restore pod templates",
+         "Normal CreatedWorkload: Created Workload: team-a/"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          EXPECT_EQ(seen.job->at("spec").at("replicas"), 2) << "the destructive stop rule was not applied";
+        }}},
+      {"an unmarked job is stopped by the stop rule",
+       {trainingRun(kRunning), nullptr, false, nullptr, false, config::FieldValue{"spec.replicas", 0}},
+       {{"Normal Stopped: Missing Workload; unable to restore pod templates"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_EQ(seen.job->at("spec").at("replicas"), 0);
+          EXPECT_TRUE(seen.workloads.empty()) << "still active by the rules: Kueue waits for it to stop";
         }}},
       {"running without an admitted Workload: stopped",
        {trainingRun(kRunning), [](const json& job) { return std::vector<json>{ownWorkload(job)}; }},
