@@ -251,8 +251,10 @@ Result JobReconciler::finalize(const std::string& jobKey) {
   for (const auto& key : caches_.owners->workloadsOf(jobKey)) {
     auto workload = cachedWorkload(key);
     if (!workload) continue;
-    if (!isFinished(*workload) && !isTerminating(*workload) && controllerRef(*workload) != nullptr)
-      finishWorkload(*workload, std::string(reason::kOwnerNotFound), std::string(message::kOwnerNotFound));
+    if (!isFinished(*workload) && !isTerminating(*workload) && controllerRef(*workload) != nullptr) {
+      (*workload)["metadata"]["resourceVersion"] =
+          finishWorkload(*workload, std::string(reason::kOwnerNotFound), std::string(message::kOwnerNotFound));
+    }
     if (hasFinalizer(*workload, api::kResourceInUseFinalizer)) removeFinalizer(*workload);
     if (!isTerminating(*workload)) deleteWorkload(*workload);
   }
@@ -447,10 +449,12 @@ bool JobReconciler::stop(json& job, const json* workload, const std::string& why
   return true;
 }
 
-void JobReconciler::finishWorkload(const json& workload, const std::string& why, const std::string& message) {
+std::string JobReconciler::finishWorkload(const json& workload, const std::string& why, const std::string& message) {
   json updated = workload;
   multikueue::setCondition(updated, api::condition::kFinished, true, why, message, clock_.now());
-  client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
+  const json written =
+      client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::Metadata});
+  return json_fields::metadataString(written, "resourceVersion");
 }
 
 void JobReconciler::clearReservation(const json& workload) {
@@ -469,14 +473,18 @@ void JobReconciler::clearReservation(const json& workload) {
 
 void JobReconciler::removeFinalizer(const json& workload) {
   const auto& list = arrayMember(objectMember(workload, "metadata"), "finalizers");
-  const auto it = std::find(list.begin(), list.end(), json(api::kResourceInUseFinalizer));
-  if (it == list.end()) return;
-  const std::string path = "/metadata/finalizers/" + std::to_string(it - list.begin());
-  const json patch = json::array(
-      {{{"op", "test"}, {"path", path}, {"value", api::kResourceInUseFinalizer}}, {{"op", "remove"}, {"path", path}}});
+  json remaining = json::array();
+  for (const auto& f : list)
+    if (f != api::kResourceInUseFinalizer) remaining.push_back(f);
+  if (remaining.size() == list.size()) return;
+  // Conditioned on the revision read: a finalizer list that changed meanwhile is a 409 and a
+  // retry on the fresh object, never another writer's finalizer dropped.
+  const json patch = {{"metadata",
+                       {{"finalizers", remaining.empty() ? json(nullptr) : remaining},
+                        {"resourceVersion", json_fields::metadataString(workload, "resourceVersion")}}}};
   try {
     client_.patch(api::kWorkloadGvk, metadataString(workload, "namespace"), metadataString(workload, "name"),
-                  kube::PatchType::Json, patch, {.answer = kube::WriteOptions::Answer::None});
+                  kube::PatchType::Merge, patch, {.answer = kube::WriteOptions::Answer::None});
   } catch (const kube::ApiError& e) {
     if (e.code() != 404) throw;
   }

@@ -89,7 +89,8 @@ class JobReconciler {
   // Stops a running job and restores its templates from `workload` (may be null); `job` becomes
   // the stopped object. False when it was not running (already suspended or stopped).
   bool stop(nlohmann::json& job, const nlohmann::json* workload, const std::string& reason, const std::string& message);
-  void finishWorkload(const nlohmann::json& workload, const std::string& reason, const std::string& message);
+  // Returns the Workload's resourceVersion after the write.
+  std::string finishWorkload(const nlohmann::json& workload, const std::string& reason, const std::string& message);
   void clearReservation(const nlohmann::json& workload);
   void removeFinalizer(const nlohmann::json& workload);
   void deleteWorkload(const nlohmann::json& workload);

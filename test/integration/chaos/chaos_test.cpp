@@ -1,8 +1,12 @@
-// The dispatch loop under faults (issue 5): 300 jobs (PipelineRuns and Workflows), 3 workers,
-// random 5xx answers, latency, dropped watches, 410 Gone on watches, a worker unreachable for a
-// while, two adapter restarts. Seeded (MKA_CHAOS_SEED, default 20261122) and bounded. Afterwards
-// every job finished on exactly one worker with its final status on the manager, and no remote
-// object with our origin is left. The counts are printed.
+// The dispatch loop and the job integration under faults (issues 5 and 21): 300 jobs
+// (PipelineRuns and Workflows), 3 workers, as deployed (our integration on the manager and on
+// every worker, the Kueue stand-ins playing Kueue's core, Tekton and Argo controller stand-ins
+// running the jobs), random 5xx answers, latency, dropped watches, 410 Gone on watches, a worker
+// unreachable for a while, two adapter restarts. Seeded (MKA_CHAOS_SEED, default 20261122) and
+// bounded. Afterwards every job finished on exactly one worker, ran there once and never on the
+// manager, with its final status on the manager, and no remote object with our origin is left;
+// at every quiet point, every job running on a worker had an admitted Workload. The counts are
+// printed.
 //
 // Verification reads the clusters in-process (ClusterApi), so injected faults never touch it.
 
@@ -16,6 +20,7 @@
 
 #include "mka/common/clock.h"
 #include "mka/demo/environment.h"
+#include "mka/integration/controller.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/garbage_collector.h"
 #include "mka/multikueue/workload_status.h"
@@ -59,6 +64,7 @@ class ChaosTest : public ::testing::Test {
     o.clock = &clock_;
     o.runTime = 30s;
     o.pollInterval = 2ms;
+    o.integration = true;
     env_ = std::make_unique<demo::Environment>(o);
     config_ = env_->adapterConfiguration();
     config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();
@@ -77,8 +83,14 @@ class ChaosTest : public ::testing::Test {
     o.registry.informerMaxBackoff = 200ms;
     dispatcher_ = std::make_unique<multikueue::Dispatcher>(env_->client("manager"), clock_, o);
     dispatcher_->start(30s);
+    integration_ = std::make_unique<integration::IntegrationController>(env_->client("manager"),
+                                                                        jobkind::integratedKindsOf(config_), clock_,
+                                                                        integration::IntegrationController::Options{});
+    integration_->start(30s);
   }
   void stopAdapter() {
+    if (integration_) integration_->stop();
+    integration_.reset();
     if (dispatcher_) dispatcher_->stop();
     dispatcher_.reset();
   }
@@ -128,7 +140,10 @@ class ChaosTest : public ::testing::Test {
           json{{"apiVersion", "tekton.dev/v1"},
                {"kind", "PipelineRun"},
                {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
-               {"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"pipelineRef", {{"name", "build"}}}}}});
+               {"spec",
+                {{"managedBy", "kueue.x-k8s.io/multikueue"},
+                 {"status", "PipelineRunPending"},
+                 {"pipelineRef", {{"name", "build"}}}}}});
     } else {
       env_->cluster("manager").api().create(workflows(),
                                             json{{"apiVersion", "argoproj.io/v1alpha1"},
@@ -138,7 +153,7 @@ class ChaosTest : public ::testing::Test {
                                                    {"labels",
                                                     {{"kueue.x-k8s.io/queue-name", "user-queue"},
                                                      {"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}},
-                                                 {"spec", {{"entrypoint", "main"}}}});
+                                                 {"spec", {{"entrypoint", "main"}, {"suspend", true}}}});
     }
   }
 
@@ -170,18 +185,50 @@ class ChaosTest : public ::testing::Test {
     return left;
   }
 
+  // At a quiet point every job running on a worker has an admitted, unevicted Workload (the
+  // prebuilt one its copy names): a running job without one is a job resumed or left running
+  // without quota.
+  void checkRunningJobsAreAdmitted() {
+    for (const auto& worker : kWorkers) {
+      auto& cluster = env_->cluster(worker);
+      for (const auto& ref : {pipelineRuns(), workflows()}) {
+        for (const auto& job : items(cluster, ref)) {
+          const json spec = job.value("spec", json::object());
+          const bool suspended = spec.value("suspend", false) || spec.value("status", "") == "PipelineRunPending";
+          if (suspended || !finalOutcome(job).empty() || job.at("metadata").contains("deletionTimestamp")) continue;
+          const auto name = job.at("metadata").value("name", "");
+          const auto wlName = job.at("metadata")
+                                  .value("annotations", json::object())
+                                  .value("kueue.x-k8s.io/prebuilt-workload-name", "");
+          std::optional<json> wl;
+          try {
+            wl = cluster.api().get({"kueue.x-k8s.io", "v1beta2", "workloads", "default", wlName, ""});
+          } catch (const std::exception&) {
+          }
+          const bool admitted = wl && multikueue::isAdmitted(*wl) && !multikueue::isEvicted(*wl);
+          if (!admitted && !multikueue::isFinished(wl.value_or(json::object()))) {
+            ++violations_;
+            ADD_FAILURE() << worker << ": job " << name << " runs without an admitted Workload " << wlName;
+          }
+        }
+      }
+    }
+  }
+
   // Fake time moves only once the platform is quiet and every reachable worker is connected:
   // otherwise time would race past workerLostTimeout while a reconnect is merely slow.
   void tick() {
     test::eventually(
         [&] {
           if (!env_->kueuesIdle() || (dispatcher_ && !dispatcher_->idle())) return false;
+          if (integration_ && !integration_->idle()) return false;
           if (!dispatcher_) return true;
           for (const auto& w : kWorkers)
             if (!env_->cluster(w).unreachable() && !dispatcher_->registry().connected(w)) return false;
           return true;
         },
         10s);
+    if (dispatcher_ && env_->kueuesIdle() && dispatcher_->idle() && integration_->idle()) checkRunningJobsAreAdmitted();
     clock_.advance(5s);
     env_->pokeKueues();
     if (dispatcher_) dispatcher_->recheckClock();
@@ -194,6 +241,8 @@ class ChaosTest : public ::testing::Test {
   std::unique_ptr<demo::Environment> env_;
   config::Configuration config_;
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
+  std::unique_ptr<integration::IntegrationController> integration_;
+  int violations_ = 0;
   std::map<std::string, int> counts_;
   std::map<std::string, std::set<std::string>> copies_;
   std::set<std::string> uids_;
@@ -242,22 +291,32 @@ TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
       std::chrono::minutes{4});
 
   const auto finished = finishedOnManager();
-  std::size_t onOne = 0, onSeveral = 0, onNone = 0;
+  std::size_t onOne = 0, onSeveral = 0, onNone = 0, ranOnce = 0, ranOnManager = 0;
   for (int i = 0; i < kJobs; ++i) {
-    const auto it = copies_.find("chaos-" + std::to_string(i));
+    const auto name = "chaos-" + std::to_string(i);
+    const auto it = copies_.find(name);
     const auto n = it == copies_.end() ? 0 : it->second.size();
     (n == 1 ? onOne : n == 0 ? onNone : onSeveral)++;
+    const std::string kind = i % 2 == 0 ? "PipelineRun" : "Workflow";
+    int starts = 0;
+    for (const auto& worker : kWorkers) starts += env_->frameworkController(worker, kind)->starts("default/" + name);
+    ranOnce += starts == 1 ? 1 : 0;
+    ranOnManager += env_->frameworkController("manager", kind)->starts("default/" + name) > 0 ? 1 : 0;
   }
   std::printf(
       "chaos seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu on_none=%zu "
-      "remote_job_copies_created=%zu leftovers=%zu",
-      seed_, kJobs, finished, onOne, onSeveral, onNone, uids_.size(), remoteLeftovers());
+      "started_once=%zu started_on_manager=%zu run_without_admission=%d remote_job_copies_created=%zu leftovers=%zu",
+      seed_, kJobs, finished, onOne, onSeveral, onNone, ranOnce, ranOnManager, violations_, uids_.size(),
+      remoteLeftovers());
   for (const auto& [what, n] : counts_) std::printf(" %s=%d", what.c_str(), n);
   std::printf("\n");
 
   EXPECT_TRUE(converged) << "seed " << seed_;
   EXPECT_EQ(finished, static_cast<std::size_t>(kJobs)) << "seed " << seed_;
   EXPECT_EQ(onOne, static_cast<std::size_t>(kJobs)) << "seed " << seed_;
+  EXPECT_EQ(ranOnce, static_cast<std::size_t>(kJobs)) << "seed " << seed_ << ": every job started exactly once";
+  EXPECT_EQ(ranOnManager, 0u) << "seed " << seed_;
+  EXPECT_EQ(violations_, 0) << "seed " << seed_;
   EXPECT_EQ(remoteLeftovers(), 0u) << "seed " << seed_;
   for (const auto& wl : items(env_->cluster("manager"), workloads()))
     EXPECT_TRUE(multikueue::isFinished(wl)) << wl.at("metadata").value("name", "");
