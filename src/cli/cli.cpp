@@ -106,8 +106,9 @@ int run(int argc, char** argv) {
   double demoRunSeconds = 3;
   auto* demoCmd = app.add_subcommand(
       "demo",
-      "Show the whole MultiKueue flow without a cluster: a sandbox manager and workers, Kueue stand-ins, this "
-      "adapter (webhook + dispatch loop), and the sample PipelineRuns and Workflows of manifests/samples/jobs");
+      "Show the whole MultiKueue flow without a cluster: a sandbox manager and workers, stand-ins for Kueue's core "
+      "and the Tekton and Argo controllers, this adapter on the manager (webhooks, dispatch loop, job integration) "
+      "and on each worker (job integration), and the sample PipelineRuns and Workflows of manifests/samples/jobs");
   demoCmd->add_flag("--keep", demoOptions.keep,
                     "Keep the sandbox and the adapter running after the summary (kubectl can look), until Ctrl-C");
   demoCmd->add_option("--dir", demoOptions.dir,

@@ -53,6 +53,10 @@ multiKueue:
   gcInterval: 1m
   origin: multikueue
   workerLostTimeout: 15m
+integrations:
+  frameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
 )";
 
 // One sample job followed through the flow.
@@ -152,6 +156,7 @@ class Demo {
     eo.samplesDirectory =
         options_.samples.empty() ? Environment::findSamplesDirectory(fs::current_path()) : options_.samples;
     eo.runTime = options_.runTime;
+    eo.integration = true;
     env_ = std::make_unique<Environment>(eo);
     kubeconfigs_ = env_->sandbox().writeKubeconfigs(dir_ / "kubeconfigs");
 
@@ -210,13 +215,20 @@ class Demo {
                                         ca.certPem(), {"CREATE", "UPDATE"}));
     const auto deadline = Steady::now() + std::chrono::seconds{60};
     while (!(service_->health().ready(false).ok && service_->dispatchRunner() &&
-             service_->dispatchRunner()->dispatching())) {
+             service_->dispatchRunner()->dispatching() && service_->dispatchRunner()->integrating())) {
       if (Steady::now() > deadline) throw Error("the adapter did not become ready within 60 s; see the log above");
       std::this_thread::sleep_for(std::chrono::milliseconds{50});
     }
-    say("Adapter running: webhook https://127.0.0.1:" + std::to_string(service_->webhookPort()) +
-        " registered in the manager, dispatch loop leading, metrics http://127.0.0.1:" +
+    say("multikueue-adapter running on the manager: webhook https://127.0.0.1:" +
+        std::to_string(service_->webhookPort()) +
+        " registered there, dispatch loop and job integration leading, metrics http://127.0.0.1:" +
         std::to_string(service_->metricsPort()) + "/metrics");
+    std::string workers;
+    for (const auto& w : options_.workers) workers += (workers.empty() ? "" : ", ") + w;
+    say("multikueue-adapter running on " + workers +
+        " as a worker (dispatch off, job integration on), as manifests/overlays/worker deploys it");
+    say("Played by stand-ins, not shipped: Kueue's core (quota, admission checks, admission) on every cluster, "
+        "and the Tekton and Argo controllers that run the jobs");
   }
 
   void submitSamples() {
@@ -234,8 +246,10 @@ class Demo {
         t.workload = standin::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
         t.submitted = Steady::now();
         const auto marker = markerOf(kinds_, t.gvk, job);
-        say(label(t) + " submitted from " + file.filename().string() + " without a managedBy marker; webhook set " +
-            (marker.empty() ? std::string("nothing (!)") : marker));
+        say(label(t) + " submitted from " + file.filename().string() +
+            " without a managedBy marker; multikueue-adapter's webhook set " +
+            (marker.empty() ? std::string("nothing (!)") : marker) +
+            (suspended(job) ? " and suspended it until its Workload is admitted" : " but did not suspend it (!)"));
         jobs_.push_back(std::move(t));
       }
     }
@@ -246,6 +260,12 @@ class Demo {
   }
 
   static std::string label(const Tracked& t) { return t.gvk.kind + " default/" + t.name; }
+
+  // As the kinds' integration rules read it: Workflow spec.suspend, PipelineRun spec.status.
+  static bool suspended(const json& job) {
+    const json spec = job.value("spec", json::object());
+    return spec.value("suspend", false) || spec.value("status", "") == "PipelineRunPending";
+  }
 
   void step(Tracked& t, const std::string& id, const std::string& text) {
     if (t.seen.insert(id).second) say(label(t) + ": " + text);
@@ -270,8 +290,9 @@ class Demo {
   void observe(kube::Client& manager, Tracked& t) {
     const auto wl = getIfExists(manager, multikueue::kWorkloadGvk, "default", t.workload);
     const auto job = getIfExists(manager, t.gvk, "default", t.name);
+    if (wl) step(t, "created", "multikueue-adapter's job integration on the manager created Workload " + t.workload);
     if (wl && multikueue::hasQuotaReservation(*wl))
-      step(t, "quota", "Kueue created Workload " + t.workload + " and reserved quota in ClusterQueue cluster-queue");
+      step(t, "quota", "Kueue (stand-in) reserved quota for it in ClusterQueue cluster-queue");
     if (wl) {
       // Nominations are short-lived (cleared once a worker admits): a poll may only see the
       // admission, which implies them.
@@ -290,6 +311,13 @@ class Demo {
              "admitted on " + worker + "; the job copy was created there, the other copies removed");
       }
     }
+    if (!t.worker.empty()) {
+      if (const auto copy = getIfExists(env_->client(t.worker), t.gvk, "default", t.name); copy && !suspended(*copy))
+        step(t, "resumed:" + t.worker,
+             "multikueue-adapter on " + t.worker + " resumed the " + t.gvk.kind +
+                 " copy once its Workload was admitted there; the " + (t.gvk.kind == "Workflow" ? "Argo" : "Tekton") +
+                 " controller (stand-in) runs it");
+    }
     if (job && !t.worker.empty()) {
       const auto outcome = outcomeOf(t.kind, *job);
       if (!outcome.empty()) step(t, "status:" + outcome, "status synced from " + t.worker + ": " + outcome);
@@ -297,7 +325,11 @@ class Demo {
     if (wl && multikueue::isFinished(*wl)) {
       const auto* c = multikueue::findCondition(*wl, multikueue::condition::kFinished);
       step(t, "finished",
-           "finished on " + t.worker + " (" + c->value("reason", "") + ": " + c->value("message", "") + ")");
+           "finished on " + t.worker + " (" + c->value("reason", "") +
+               (c->value("message", "").empty() ? "" : ": " + c->value("message", "")) + "); multikueue-adapter on " +
+               t.worker +
+               " marked its Workload Finished there, which the manager "
+               "followed");
       bool copies = false;
       for (const auto& w : options_.workers) {
         auto& client = env_->client(w);
