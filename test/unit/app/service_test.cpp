@@ -287,60 +287,44 @@ multiKueue:
 namespace mka::app {
 namespace {
 
-// dispatch.enabled (the default) needs the manager cluster: without any kubeconfig the error
-// says what is missing and how to run webhook-only.
-TEST(ServiceDispatchTest, DispatchWithoutAClusterIsAClearError) {
-  test::TempDir dir;
-  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
-kind: AdapterConfiguration
-managedByDefaulting: QueueLabeled
-multiKueue:
-  externalFrameworks:
-  - name: PipelineRun.v1.tekton.dev
-)");
-  test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
-  Service service(options);
-  try {
-    service.start();
-    ADD_FAILURE() << "start() succeeded without a cluster";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("dispatch.enabled is true (the default)"));
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("set dispatch.enabled: false for webhook-only mode"));
+// The leader's controllers need the cluster: without any kubeconfig the error says what is
+// missing, why it is needed (dispatch.enabled, the default; or the integration of a worker's or
+// a single cluster's adapter) and how to run webhook-only.
+TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError) {
+  struct Case {
+    std::string name;
+    std::string config;
+    std::vector<std::string> says;
+  };
+  const std::string head = "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n";
+  const std::vector<Case> cases = {
+      {"dispatch",
+       head + "managedByDefaulting: QueueLabeled\nmultiKueue:\n  externalFrameworks:\n  - name: "
+              "PipelineRun.v1.tekton.dev\n",
+       {"dispatch.enabled is true (the default)", "set dispatch.enabled: false for webhook-only mode"}},
+      {"integration",
+       head + "managedByDefaulting: Never\ndispatch:\n  enabled: false\nintegrations:\n  frameworks:\n"
+              "  - name: Workflow.v1alpha1.argoproj.io\n",
+       {"integrations.frameworks lists kinds, so the adapter needs its cluster"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    test::TempDir dir;
+    dir.write("config.yaml", c.config);
+    test::TestCa ca;
+    test::writeServingFiles(dir / "certs", ca, ca.issue());
+    auto options = optionsFor(dir);
+    setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
+    Service service(options);
+    try {
+      service.start();
+      ADD_FAILURE() << "start() succeeded without a cluster";
+    } catch (const Error& e) {
+      for (const auto& piece : c.says) EXPECT_THAT(e.what(), ::testing::HasSubstr(piece));
+    }
+    unsetenv("KUBECONFIG");
+    service.stop();
   }
-  unsetenv("KUBECONFIG");
-  service.stop();
-}
-
-// A worker's or a single cluster's adapter (dispatch off, the integration on) needs its cluster
-// too, and says why.
-TEST(ServiceDispatchTest, TheIntegrationWithoutAClusterIsAClearError) {
-  test::TempDir dir;
-  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
-kind: AdapterConfiguration
-managedByDefaulting: Never
-dispatch:
-  enabled: false
-integrations:
-  frameworks:
-  - name: Workflow.v1alpha1.argoproj.io
-)");
-  test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
-  Service service(options);
-  try {
-    service.start();
-    ADD_FAILURE() << "start() succeeded without a cluster";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(),
-                ::testing::HasSubstr("integrations.frameworks lists kinds, so the adapter needs its cluster"));
-  }
-  unsetenv("KUBECONFIG");
-  service.stop();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
+#include "support/recording_events.h"
 #include "training_run.h"
 
 namespace mka::integration {
@@ -86,22 +87,7 @@ std::string ownName(const json& job) {
   return workloadName(kTrainingRun, "train", job["metadata"]["uid"].get<std::string>());
 }
 
-class RecordingEvents final : public multikueue::EventRecorder {
- public:
-  using EventRecorder::EventRecorder;
-  void record(const json&, std::string_view type, std::string_view reason, std::string_view message) override {
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::string(type) + " " + std::string(reason) + ": " + std::string(message));
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard lock(mutex_);
-    return events_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> events_;
-};
+using test::RecordingEvents;
 
 struct Given {
   json job;                                                     // created, status written after

@@ -21,6 +21,7 @@
 #include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
+#include "support/recording_events.h"
 
 namespace mka::multikueue {
 namespace {
@@ -153,23 +154,7 @@ json configParameters() { return {{"apiGroup", "kueue.x-k8s.io"}, {"kind", "Mult
 
 // ---- one case's world ---------------------------------------------------------------------
 
-// Records Events instead of writing them.
-class RecordingEvents final : public EventRecorder {
- public:
-  using EventRecorder::EventRecorder;
-  void record(const json&, std::string_view type, std::string_view reason, std::string_view message) override {
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::string(type) + " " + std::string(reason) + ": " + std::string(message));
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard lock(mutex_);
-    return events_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> events_;
-};
+using test::RecordingEvents;
 
 class CountingObserver final : public DispatchObserver {
  public:
