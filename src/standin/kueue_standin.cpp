@@ -15,6 +15,7 @@
 #include "log.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/quantity.h"
 #include "mka/common/strings.h"
 #include "mka/common/thread_name.h"
 #include "mka/integration/workload_builder.h"
@@ -464,15 +465,17 @@ struct KueueStandIn::Impl {
         return;
       }
     }
+    const bool evicted = conditionTrue(wl, kEvicted);
     if (!active) {
       // The checks keep their states (a Rejected one tells the dispatcher to leave it alone).
-      if (reserved) evictWorkload(wl, "Deactivated", deactivationMessage(wl), false);
+      if (reserved && !evicted) evictWorkload(wl, "Deactivated", deactivationMessage(wl), false);
       return;
     }
     if (!reserved) {
       reserve(key, wl);
       return;
     }
+    if (evicted) return;  // reserved until the job integration has stopped the job and released it
     if (manager()) {
       const auto retry = checksIn(wl, "Retry");
       if (!retry.empty()) {
@@ -592,10 +595,7 @@ struct KueueStandIn::Impl {
     json status = wl.value("status", json::object());
     json assignments = json::array();
     for (const auto& podSet : json_fields::arrayMember(json_fields::objectMember(wl, "spec"), "podSets"))
-      assignments.push_back({{"name", podSet.value("name", "main")},
-                             {"count", podSet.value("count", 1)},
-                             {"flavors", json::object()},
-                             {"resourceUsage", json::object()}});
+      assignments.push_back(assignFlavors(podSet, cq));
     status["admission"] = {{"clusterQueue", cqName}, {"podSetAssignments", assignments}};
     setCondition(status, kQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue " + cqName, stamp,
                  generation);
@@ -636,6 +636,40 @@ struct KueueStandIn::Impl {
                   cluster(), key.namespace_, key.name, cqName, !checksPending);
   }
 
+  // Kueue's flavor assignment without quotas: each resource a pod of the set requests gets the
+  // first flavor of the ClusterQueue's resource group covering it (Kueue takes the first whose
+  // quota fits), and the set's usage is the pod's requests times its count. No ClusterQueue
+  // (Options::requireQueues off) or no covering group: no flavor for that resource.
+  static json assignFlavors(const json& podSet, const json& clusterQueue) {
+    const auto count = podSet.value("count", 1);
+    std::map<std::string, std::int64_t> perPod;  // thousandths
+    const auto& podSpec = json_fields::objectMember(json_fields::objectMember(podSet, "template"), "spec");
+    for (const auto& container : json_fields::arrayMember(podSpec, "containers")) {
+      const auto& resources = json_fields::objectMember(container, "resources");
+      json requests = json_fields::objectMember(resources, "limits");  // a limit alone is the request
+      requests.update(json_fields::objectMember(resources, "requests"));
+      for (const auto& [resource, value] : requests.items())
+        if (value.is_string() || value.is_number())
+          if (auto milli = quantity::parseMilli(value.is_string() ? value.get<std::string>() : value.dump()))
+            perPod[resource] += *milli;
+    }
+    json flavors = json::object();
+    json usage = json::object();
+    const auto& groups = json_fields::arrayMember(json_fields::objectMember(clusterQueue, "spec"), "resourceGroups");
+    for (const auto& [resource, milli] : perPod) {
+      usage[resource] = quantity::formatMilli(milli * count);
+      for (const auto& group : groups) {
+        const auto& covered = json_fields::arrayMember(group, "coveredResources");
+        const auto& groupFlavors = json_fields::arrayMember(group, "flavors");
+        if (std::find(covered.begin(), covered.end(), json(resource)) == covered.end() || groupFlavors.empty())
+          continue;
+        flavors[resource] = groupFlavors.front().value("name", "");
+        break;
+      }
+    }
+    return {{"name", podSet.value("name", "main")}, {"count", count}, {"flavors", flavors}, {"resourceUsage", usage}};
+  }
+
   void admit(const json& wl) {
     json status = wl.value("status", json::object());
     setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", api.now(), generationOf(wl));
@@ -643,25 +677,28 @@ struct KueueStandIn::Impl {
     logger().info("kueue-standin admitted cluster={} namespace={} workload={}", cluster(), nsOf(wl), nameOf(wl));
   }
 
-  // Kueue's eviction: the reservation is released, MultiKueue's placement fields cleared and
-  // every check not Pending reset to Pending (retryCount + 1 for a Retry), so the Workload is
-  // requeued and dispatched afresh.
+  // Kueue's eviction (evict.Evict): Evicted=True, MultiKueue's placement fields cleared and
+  // every check not Pending reset to Pending (retryCount + 1 for a Retry). The reservation is
+  // the job integration's to release once the job has stopped (jobframework step 18), so Kueue
+  // core keeps it; playing the integration too, the stand-in releases it in the same write.
   void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true) {
-    json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
+    json status = evictedStatus(wl, reason, message, api.now(), resetChecks, options.playsJobIntegration);
     writeStatus(wl, status);
     logger().info("kueue-standin evicted cluster={} namespace={} workload={} reason={} message=\"{}\"", cluster(),
                   nsOf(wl), nameOf(wl), reason, message);
   }
 
   static json evictedStatus(const json& wl, const std::string& reason, const std::string& message,
-                            const std::string& stamp, bool resetChecks) {
+                            const std::string& stamp, bool resetChecks, bool release) {
     const auto generation = generationOf(wl);
     json status = wl.value("status", json::object());
     setCondition(status, kEvicted, "True", reason, message, stamp, generation);
-    setCondition(status, kQuotaReserved, "False", "Pending", message, stamp, generation);
-    if (findCondition(wl, kAdmitted) != nullptr)
-      setCondition(status, kAdmitted, "False", "NoReservation", "The workload has no reservation", stamp, generation);
-    status.erase("admission");
+    if (release) {
+      setCondition(status, kQuotaReserved, "False", "Pending", message, stamp, generation);
+      if (findCondition(wl, kAdmitted) != nullptr)
+        setCondition(status, kAdmitted, "False", "NoReservation", "The workload has no reservation", stamp, generation);
+      status.erase("admission");
+    }
     status.erase("clusterName");
     status.erase("nominatedClusterNames");
     if (resetChecks && status.contains("admissionChecks") && status["admissionChecks"].is_array()) {
@@ -963,11 +1000,11 @@ void KueueStandIn::stop() {
 void KueueStandIn::evict(const std::string& namespace_, const std::string& name) {
   for (int attempt = 0; attempt < kEvictAttempts; ++attempt) {
     auto wl = impl_->api.get(workloadRef(namespace_, name));
-    if (!Impl::holdsQuota(wl))
+    if (!Impl::holdsQuota(wl) || conditionTrue(wl, kEvicted))
       throw Error("kueue stand-in on cluster " + impl_->cluster() + ": cannot evict Workload " + namespace_ + "/" +
                   name +
-                  ": it holds no quota (QuotaReserved is not True, or it is Finished or being deleted); "
-                  "wait until it is admitted");
+                  ": it holds no quota or is being evicted already (QuotaReserved is not True, or Evicted is "
+                  "True, or it is Finished or being deleted); wait until it is admitted");
     try {
       impl_->evictWorkload(wl, "Preempted", "Preempted by the sandbox's Kueue stand-in (KueueStandIn::evict)");
       poke();

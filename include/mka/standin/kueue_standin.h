@@ -26,11 +26,18 @@
 //   kueue.x-k8s.io/prebuilt-workload-name adopts it (controller ownerReference + job-uid label)
 //   and, once it is admitted, "runs": framework-shaped running status at once, final status
 //   after Options::runTime on the injected clock, then Finished=True on the Workload;
-// - evict(namespace, name) evicts on demand (Evicted=True, QuotaReserved=False);
+// - evict(namespace, name) evicts on demand (Evicted=True reason Preempted);
 // - a Workload with DeactivationTarget=True (the dispatcher's EvictedOnManagerCluster) gets
 //   spec.active=false and is evicted (§2.7).
-// Left out, because the dispatcher does not depend on them: resource flavors and quotas (a
-// reservation is a count, podSetAssignments carry no flavors), cohorts and preemption,
+// Eviction is Kueue core's: Evicted=True, checks reset, clusterName cleared; the reservation
+// stays until the job integration releases it (QuotaReserved=False, admission removed) after
+// stopping the job, and is then reserved again after Options::readmitDelay. With
+// Options::playsJobIntegration the stand-in releases it in the eviction's own write.
+// Flavors: each resource a pod set requests gets the first flavor of the ClusterQueue's
+// resource group covering it; quotas are not counted (a worker's reservation is a count,
+// Options::capacity).
+// Left out, because the dispatcher and the integration do not depend on them: quotas, cohorts
+// and preemption, the flavor's fit to the pod set's node selector,
 // AdmissionCheck objects and their Active condition (the ClusterQueue's list is trusted),
 // suspending and unsuspending jobs, requeue backoff (one fixed readmitDelay), pod labels, and
 // checking a prebuilt Workload against its job (OutOfSync).
@@ -117,9 +124,9 @@ class KueueStandIn {
   void stop();
 
   // Evicts a Workload holding quota as Kueue does on preemption (Evicted=True reason
-  // Preempted, QuotaReserved=False, Admitted=False, admission cleared); it is reserved again
-  // after Options::readmitDelay, and its job stops running (worker). Throws ApiError (404 when
-  // the Workload is missing) or mka::Error when it holds no quota.
+  // Preempted; see above for who releases the reservation); it is reserved again after
+  // Options::readmitDelay. Throws ApiError (404 when the Workload is missing) or mka::Error when
+  // it holds no quota or is being evicted already.
   void evict(const std::string& namespace_, const std::string& name);
   // Makes the worker thread look at the clock now (after FakeClock::advance), instead of at
   // its next poll.

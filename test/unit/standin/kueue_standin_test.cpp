@@ -469,5 +469,83 @@ TEST_F(KueueStandInTest, WorkerEvictsOnDemandAndReadmitsLater) {
   ASSERT_TRUE(mka::test::eventually([&] { return kueue->runningCount() == 1; })) << "the job runs again";
 }
 
+// Playing Kueue's core only, eviction leaves the reservation to the job integration (which
+// releases it once the job has stopped), and a Workload is reserved again only after that.
+TEST_F(KueueStandInTest, CoreOnlyEvictionKeepsTheReservationUntilTheIntegrationReleasesIt) {
+  createQueues({});
+  auto options = worker();
+  options.playsJobIntegration = false;
+  start(options);
+  createRemoteWorkload("wl-c");
+  ASSERT_TRUE(eventuallyCondition("wl-c", "Admitted", "True"));
+
+  kueue->evict("default", "wl-c");
+  ASSERT_TRUE(settled());
+  auto wl = *workload("wl-c");
+  EXPECT_EQ(conditionStatus(wl, "Evicted"), "True");
+  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the integration's to release";
+  EXPECT_TRUE(wl["status"].contains("admission"));
+  EXPECT_EQ(kueue->admittedCount(), 1u);
+  EXPECT_THROW(kueue->evict("default", "wl-c"), Error) << "being evicted already";
+
+  // What our integration does once the job is inactive (UnsetQuotaReservationWithCondition).
+  json status = wl["status"];
+  for (auto& c : status["conditions"]) {
+    if (c["type"] == "QuotaReserved") c.update({{"status", "False"}, {"reason", "Pending"}});
+    if (c["type"] == "Admitted") c.update({{"status", "False"}, {"reason", "NoReservation"}});
+  }
+  status.erase("admission");
+  wl["status"] = status;
+  api.update(wlRef("wl-c", "status"), wl);
+  ASSERT_TRUE(mka::test::eventually([&] {
+    const auto now = *workload("wl-c");
+    return conditionStatus(now, "QuotaReserved") == "True" && conditionStatus(now, "Evicted") == "False";
+  })) << "reserved again, the eviction kept as history: "
+      << workload("wl-c")->dump();
+  EXPECT_EQ(conditionOf(*workload("wl-c"), "Evicted")["reason"], "QuotaReserved");
+}
+
+// Each resource a pod set requests gets the first flavor of the resource group covering it;
+// the usage is the pod's requests (a limit alone counting as the request) times the count.
+TEST_F(KueueStandInTest, FlavorsComeFromTheClusterQueuesResourceGroups) {
+  createQueues({});
+  json cq = api.get({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""});
+  cq["spec"]["resourceGroups"] = {
+      {{"coveredResources", {"cpu", "memory"}},
+       {"flavors",
+        {{{"name", "spot"},
+          {"resources", {{{"name", "cpu"}, {"nominalQuota", "4"}}, {{"name", "memory"}, {"nominalQuota", "8Gi"}}}}},
+         {{"name", "on-demand"},
+          {"resources", {{{"name", "cpu"}, {"nominalQuota", "4"}}, {{"name", "memory"}, {"nominalQuota", "8Gi"}}}}}}}},
+      {{"coveredResources", {"example.com/gpu"}},
+       {"flavors", {{{"name", "a100"}, {"resources", {{{"name", "example.com/gpu"}, {"nominalQuota", 4}}}}}}}}};
+  api.update({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""}, cq);
+  start(worker());
+  api.create(wlRef(),
+             json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                  {"kind", "Workload"},
+                  {"metadata", {{"name", "wl-f"}}},
+                  {"spec",
+                   {{"queueName", "user-queue"},
+                    {"podSets",
+                     {{{"name", "main"},
+                       {"count", 3},
+                       {"template",
+                        {{"spec",
+                          {{"containers",
+                            {{{"name", "a"},
+                              {"image", "busybox"},
+                              {"resources", {{"requests", {{"cpu", "250m"}}}, {"limits", {{"example.com/gpu", "1"}}}}}},
+                             {{"name", "b"},
+                              {"image", "busybox"},
+                              {"resources", {{"requests", {{"cpu", "250m"}, {"memory", "1Gi"}}}}}}}}}}}}}}}}}});
+  ASSERT_TRUE(eventuallyCondition("wl-f", "QuotaReserved", "True"));
+  const auto assignment = workload("wl-f")->at(json::json_pointer("/status/admission/podSetAssignments/0"));
+  EXPECT_EQ(assignment["count"], 3);
+  EXPECT_EQ(assignment["flavors"], json({{"cpu", "spot"}, {"memory", "spot"}, {"example.com/gpu", "a100"}}));
+  EXPECT_EQ(assignment["resourceUsage"], json({{"cpu", "1500m"}, {"memory", "3221225472"}, {"example.com/gpu", "3"}}))
+      << "the same quantities as Kueue's (which would spell the memory 3Gi)";
+}
+
 }  // namespace
 }  // namespace mka::standin
