@@ -140,20 +140,30 @@ Environment::Environment(Options options) : options_(std::move(options)) {
       frameworks_[name + "/" + kind] = std::move(controller);
     }
   }
-  // Each worker's adapter: dispatch off, the integration on (manifests/overlays/worker).
+  for (const auto& worker : options_.workers) startIntegration(worker);
+}
+
+// A worker's adapter: dispatch off, the integration on (manifests/overlays/worker).
+void Environment::startIntegration(const std::string& worker) {
   auto workerConfig = adapterConfiguration();
   workerConfig.multiKueue.externalFrameworks.clear();
-  for (const auto& worker : options_.workers) {
-    integration::IntegrationController::Options o;
-    auto controller = std::make_unique<integration::IntegrationController>(
-        client(worker), jobkind::integratedKindsOf(workerConfig), *clock_, o);
-    controller->start();
-    integrations_.push_back(std::move(controller));
-  }
+  auto controller = std::make_unique<integration::IntegrationController>(
+      client(worker), jobkind::integratedKindsOf(workerConfig), *clock_, integration::IntegrationController::Options{});
+  controller->start();
+  integrations_[worker] = std::move(controller);
+}
+
+void Environment::restartIntegration(const std::string& worker) {
+  auto it = integrations_.find(worker);
+  if (it == integrations_.end())
+    throw Error("cluster \"" + worker + "\" runs no integration (only workers do, with Options::integration)");
+  it->second->stop();
+  it->second.reset();
+  startIntegration(worker);
 }
 
 Environment::~Environment() {
-  for (auto& integration : integrations_) integration->stop();
+  for (auto& [name, integration] : integrations_) integration->stop();
   for (auto& [name, controller] : frameworks_) controller->stop();
   for (auto& [name, kueue] : kueues_) kueue->stop();
   if (sandbox_) sandbox_->stop();
@@ -228,7 +238,7 @@ std::vector<std::string> Environment::invalidWrites() {
 
 bool Environment::kueuesIdle() const {
   return std::all_of(started_.begin(), started_.end(), [&](const auto& name) { return kueues_.at(name)->idle(); }) &&
-         std::all_of(integrations_.begin(), integrations_.end(), [](const auto& i) { return i->idle(); });
+         std::all_of(integrations_.begin(), integrations_.end(), [](const auto& i) { return i.second->idle(); });
 }
 
 standin::JobControllerStandIn* Environment::frameworkController(const std::string& cluster, const std::string& kind) {

@@ -83,6 +83,9 @@ class Environment {
   void startKueue(const std::string& name);
   // Every started stand-in quiet (see KueueStandIn::idle), and every worker's integration.
   bool kueuesIdle() const;
+  // Stops a worker's integration (integration mode) and starts a new one with empty caches, as
+  // a restarted worker adapter does. Throws mka::Error for a cluster without one.
+  void restartIntegration(const std::string& worker);
   // The Tekton or Argo controller stand-in of a cluster (integration mode), else null.
   standin::JobControllerStandIn* frameworkController(const std::string& cluster, const std::string& kind);
   // Every write a cluster refused as invalid (sandbox::Cluster::invalidWrites), as
@@ -96,14 +99,16 @@ class Environment {
   static std::filesystem::path findSamplesDirectory(const std::filesystem::path& start);
 
  private:
+  void startIntegration(const std::string& worker);
+
   Options options_;
   const Clock* clock_;
   std::unique_ptr<sandbox::Sandbox> sandbox_;
   std::map<std::string, std::unique_ptr<kube::Client>> clients_;
   std::map<std::string, std::unique_ptr<standin::KueueStandIn>> kueues_;
-  std::map<std::string, std::unique_ptr<standin::JobControllerStandIn>> frameworks_;  // "<cluster>/<Kind>"
-  std::vector<std::unique_ptr<integration::IntegrationController>> integrations_;     // the workers' adapters
-  std::set<std::string> started_;                                                     // stand-ins running
+  std::map<std::string, std::unique_ptr<standin::JobControllerStandIn>> frameworks_;         // "<cluster>/<Kind>"
+  std::map<std::string, std::unique_ptr<integration::IntegrationController>> integrations_;  // the workers' adapters
+  std::set<std::string> started_;                                                            // stand-ins running
 };
 
 }  // namespace mka::demo

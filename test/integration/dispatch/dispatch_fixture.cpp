@@ -157,9 +157,9 @@ bool DispatchFixture::settled() {
   });
 }
 
-std::vector<json> DispatchFixture::events(const std::string& involvedName) {
+std::vector<json> DispatchFixture::events(const std::string& involvedName, const std::string& cluster) {
   std::vector<json> out;
-  for (const auto& e : env_->client("manager").listAll({"", "v1", "Event"}, "default"))
+  for (const auto& e : env_->client(cluster).listAll({"", "v1", "Event"}, "default"))
     if (e.value("involvedObject", json::object()).value("name", "") == involvedName) out.push_back(e);
   return out;
 }

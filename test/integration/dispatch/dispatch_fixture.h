@@ -93,7 +93,8 @@ class DispatchFixture {
   // Everything quiet: stand-ins, every reachable worker connected, the adapter's controllers idle.
   bool settled();
 
-  std::vector<nlohmann::json> events(const std::string& involvedName);
+  // Events about `involvedName` in namespace default of `cluster`.
+  std::vector<nlohmann::json> events(const std::string& involvedName, const std::string& cluster = "manager");
 
   FakeClock clock_;
   std::unique_ptr<demo::Environment> env_;

@@ -3,6 +3,8 @@
 // stand-ins on every cluster. A PipelineRun and a Workflow go end to end; and, the stand-ins
 // being honest, without our integration a Workflow gets no Workload and runs nowhere.
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "dispatch_fixture.h"
@@ -69,6 +71,33 @@ TEST_P(IntegrationE2E, RunsOnceOnAWorkerWithTheIntegrationOnEveryCluster) {
   EXPECT_EQ(startsOn(worker, "job1"), 1) << "run once";
   EXPECT_EQ(startsOn(other, "job1"), 0) << "run nowhere else";
   EXPECT_EQ(startsOn("manager", "job1"), 0) << "never on the manager";
+}
+
+// The worker's adapter restarts while the job copy runs: the new one rebuilds its caches, adopts
+// nothing twice, creates no Workload of its own, and finishes the worker's Workload once.
+TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnce) {
+  setUpEnvironment({.integration = true});
+  startAdapter();
+  createJob(kind(), "job1");
+  const auto wl = awaitWorkload(kind(), "job1");
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
+  const auto worker = multikueue::clusterName(*workload("manager", wl));
+  ASSERT_TRUE(eventually([&] { return startsOn(worker, "job1") == 1; }));
+
+  env_->restartIntegration(worker);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(env_->client(worker).listAll(multikueue::kWorkloadGvk, "default").size(), 1u)
+      << "one Workload on the worker";
+
+  advance(std::chrono::seconds{10});
+  ASSERT_TRUE(eventually([&] { return multikueue::isFinished(*workload("manager", wl)); }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(startsOn(worker, "job1"), 1) << "resumed once";
+  std::map<std::string, int> reasons;
+  for (const auto& event : events("job1", worker)) ++reasons[event.value("reason", "")];
+  EXPECT_EQ(reasons["FinishedWorkload"], 1) << "finished once: " << ::testing::PrintToString(reasons);
+  EXPECT_EQ(reasons["Started"], 1) << ::testing::PrintToString(reasons);
+  EXPECT_EQ(reasons["CreatedWorkload"], 0) << "the copy's Workload is the dispatched one";
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, IntegrationE2E, ::testing::Values(kPipelineRun, kWorkflow),

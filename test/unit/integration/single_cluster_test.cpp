@@ -30,6 +30,7 @@ class SingleCluster : public ::testing::Test {
             {.name = "single",
              .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
                           kCrds / "kueue.x-k8s.io_clusterqueues.yaml", kCrds / "kueue.x-k8s.io_localqueues.yaml",
+                          kCrds / "argoproj.io_workflows.minimal.yaml",
                           kCrds / "inhouse" / "ml.example.com_trainingruns.yaml"}})),
         kueue(
             cluster.api(), clock,
@@ -66,35 +67,45 @@ class SingleCluster : public ::testing::Test {
   }
 
   std::unique_ptr<IntegrationController> startIntegration() {
-    auto controller = std::make_unique<IntegrationController>(*client, std::vector<jobkind::JobKind>{trainingRuns()},
-                                                              clock, IntegrationController::Options{});
+    const api::GroupVersionKind workflowGvk{"argoproj.io", "v1alpha1", "Workflow"};
+    jobkind::JobKind workflows(config::ExternalFramework{"Workflow.v1alpha1.argoproj.io", workflowGvk, {}, false},
+                               *config::integrationProfile(workflowGvk), false);
+    auto controller = std::make_unique<IntegrationController>(
+        *client, std::vector<jobkind::JobKind>{trainingRuns(), std::move(workflows)}, clock,
+        IntegrationController::Options{});
     controller->start(std::chrono::seconds{30});
     return controller;
   }
 
   std::vector<json> workloads() { return cluster.api().list(kWorkloads, {})["items"].get<std::vector<json>>(); }
   json job() { return cluster.api().get({kJobs.group, kJobs.version, kJobs.plural, "team-a", "train", ""}); }
-  void createJob() {
-    cluster.api().create(
-        kJobs,
-        {{"apiVersion", "ml.example.com/v1"},
-         {"kind", "TrainingRun"},
-         {"metadata", {{"name", "train"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
-         {"spec",
-          {{"suspend", true},
-           {"replicas", 2},
-           {"template",
-            {{"spec",
-              {{"containers",
-                {{{"name", "c"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "500m"}}}}}}}}}}}}}}});
+  static json trainingRun(const std::string& name) {
+    return {{"apiVersion", "ml.example.com/v1"},
+            {"kind", "TrainingRun"},
+            {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
+            {"spec",
+             {{"suspend", true},
+              {"replicas", 2},
+              {"template",
+               {{"spec",
+                 {{"containers",
+                   {{{"name", "c"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "500m"}}}}}}}}}}}}}}};
   }
-  // Reasons of the Events about the job, oldest first.
-  std::vector<std::string> jobEvents() {
+  void createJob() { cluster.api().create(kJobs, trainingRun("train")); }
+  // "<type> <reason>: <message>" of every Event about job `name`.
+  std::vector<std::string> eventsAbout(const std::string& name) {
     std::vector<std::string> out;
     const auto events = cluster.api().list({"", "v1", "events", "team-a", "", ""}, {});
     for (const auto& event : events.at("items"))
-      if (event["involvedObject"].value("kind", "") == "TrainingRun") out.push_back(event.value("reason", ""));
+      if (event["involvedObject"].value("name", "") == name)
+        out.push_back(event.value("type", "") + " " + event.value("reason", "") + ": " + event.value("message", ""));
     return out;
+  }
+  // How many Events about job "train" have `reason`.
+  long trainEvents(const std::string& reason) {
+    const auto all = eventsAbout("train");
+    return std::count_if(all.begin(), all.end(),
+                         [&](const std::string& e) { return e.find(" " + reason + ":") != std::string::npos; });
   }
 
   static constexpr std::chrono::seconds kReadmitDelay{60};
@@ -167,10 +178,8 @@ TEST_F(SingleCluster, AnEvictedInHouseJobStopsIsRestoredAndRunsAgainWithItsFlavo
   ASSERT_NE(requeued, nullptr) << evicted.dump();
   EXPECT_EQ(requeued->value("status", ""), "True");
   EXPECT_EQ(requeued->value("reason", ""), "Preempted");
-  ASSERT_TRUE(test::eventually([&] {
-    const auto reasons = jobEvents();
-    return std::count(reasons.begin(), reasons.end(), "Stopped") == 1;
-  })) << ::testing::PrintToString(jobEvents());
+  ASSERT_TRUE(test::eventually([&] { return trainEvents("Stopped") == 1; }))
+      << ::testing::PrintToString(eventsAbout("train"));
 
   // Readmitted after the backoff: resumed on the flavor again, run to the end, finished once.
   clock.advance(kReadmitDelay);
@@ -184,10 +193,72 @@ TEST_F(SingleCluster, AnEvictedInHouseJobStopsIsRestoredAndRunsAgainWithItsFlavo
   })) << workloads().at(0).dump();
   EXPECT_EQ(runner.starts("team-a/train"), 2) << "run, evicted, run again";
   EXPECT_EQ(workloads().size(), 1u) << "one Workload throughout";
-  const auto reasons = jobEvents();
-  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Started"), 2) << ::testing::PrintToString(reasons);
-  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "CreatedWorkload"), 1) << ::testing::PrintToString(reasons);
+  EXPECT_EQ(trainEvents("Started"), 2) << ::testing::PrintToString(eventsAbout("train"));
+  EXPECT_EQ(trainEvents("CreatedWorkload"), 1) << ::testing::PrintToString(eventsAbout("train"));
   EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+}
+
+// Bad input on one job is that job's problem: a Warning naming the field, no Workload, the job
+// left suspended; the jobs after it are queued and run as usual.
+TEST_F(SingleCluster, BadInputWarnsNamesTheFieldAndOtherJobsGoOn) {
+  standin::JobControllerStandIn argo(cluster.api(), clock, {.style = standin::JobControllerStandIn::Style::Argo});
+  argo.start();
+  auto integration = startIntegration();
+  auto countNotInteger = trainingRun("count-not-integer");
+  countNotInteger["spec"]["replicas"] = "four";
+  auto noTemplate = trainingRun("no-template");
+  noTemplate["spec"].erase("template");
+  cluster.api().create(kJobs, countNotInteger);
+  cluster.api().create(kJobs, noTemplate);
+  const sandbox::ResourceRef workflows{"argoproj.io", "v1alpha1", "workflows", "team-a", "", ""};
+  cluster.api().create(workflows, {{"apiVersion", "argoproj.io/v1alpha1"},
+                                   {"kind", "Workflow"},
+                                   {"metadata",
+                                    {{"name", "bad-requests"},
+                                     {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}},
+                                     {"annotations", {{"multikueue-adapter.dev/pod-set-requests", "cpu=4"}}}}},
+                                   {"spec",
+                                    {{"suspend", true},
+                                     {"entrypoint", "main"},
+                                     {"templates", {{{"name", "main"}, {"container", {{"image", "busybox"}}}}}}}}});
+  createJob();
+
+  ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; })) << "the good job goes on";
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] {
+    const auto all = workloads();
+    return all.size() == 1 && multikueue::isFinished(all[0]);
+  })) << "one Workload, the good job's, finished";
+
+  struct Case {
+    std::string job;
+    sandbox::ResourceRef resource;
+    std::string warning;
+  };
+  const std::vector<Case> cases = {
+      {"count-not-integer", kJobs,
+       "Warning InvalidJob: spec.replicas: the pod set main's count must be a whole number from 0 to 2147483647, not "
+       "\"four\"; the job stays suspended without a Workload until this is fixed"},
+      {"no-template", kJobs,
+       "Warning InvalidJob: spec.template: the pod set main's template is missing; the job stays suspended without a "
+       "Workload until this is fixed"},
+      {"bad-requests", workflows,
+       "Warning InvalidJob: metadata.annotations[multikueue-adapter.dev/pod-set-requests]: must be a JSON object of "
+       "resource names to quantities, such as {\"cpu\":\"4\"}, not 'cpu=4'; the job stays suspended without a "
+       "Workload until this is fixed"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.job);
+    EXPECT_TRUE(test::eventually([&] { return eventsAbout(c.job) == std::vector<std::string>{c.warning}; }))
+        << ::testing::PrintToString(eventsAbout(c.job));
+    auto ref = c.resource;
+    ref.name = c.job;
+    EXPECT_TRUE(cluster.api().get(ref)["spec"].value("suspend", false)) << "stays suspended";
+  }
+  EXPECT_EQ(runner.starts("team-a/count-not-integer") + runner.starts("team-a/no-template"), 0);
+  EXPECT_EQ(argo.starts("team-a/bad-requests"), 0);
+  EXPECT_EQ(runner.starts("team-a/train"), 1);
+  argo.stop();
 }
 
 }  // namespace
