@@ -113,7 +113,13 @@ int run(int argc, char** argv) {
                     "Keep the sandbox and the adapter running after the summary (kubectl can look), until Ctrl-C");
   demoCmd->add_option("--dir", demoOptions.dir,
                       "Directory for kubeconfigs, certificates and the adapter's config (default: a temp directory)");
-  demoCmd->add_option("--workers", demoWorkers, "Comma-separated worker cluster names")->capture_default_str();
+  auto* workersOption =
+      demoCmd->add_option("--workers", demoWorkers, "Comma-separated worker cluster names")->capture_default_str();
+  demoCmd
+      ->add_flag("--single-cluster", demoOptions.singleCluster,
+                 "One cluster, no MultiKueue: Kueue queueing for an Argo Workflow and an in-house TrainingRun CRD "
+                 "(manifests/samples/single-cluster), the adapter with dispatch off")
+      ->excludes(workersOption);
   demoCmd->add_option("--run-seconds", demoRunSeconds, "How long each job runs on its worker")->capture_default_str();
   demoCmd->add_option("--samples", demoOptions.samples, "The manifests/samples directory (default: found from here)");
   demoCmd->add_option("--crds", demoOptions.crds, "CRD directory (default: test/fixtures/crds found from here)");

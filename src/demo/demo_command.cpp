@@ -15,6 +15,7 @@
 #include "mka/app/signals.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/config/loader.h"
 #include "mka/demo/environment.h"
 #include "mka/jobkind/job_kind.h"
@@ -37,6 +38,7 @@ using Steady = std::chrono::steady_clock;
 namespace {
 
 const char* kManager = "manager";
+const char* kSingleCluster = "cluster";  // --single-cluster's one cluster
 
 // The adapter's configuration on the manager, as a user would write it.
 constexpr std::string_view kAdapterConfiguration = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
@@ -117,8 +119,9 @@ std::string writeFile(const fs::path& path, const std::string& text) {
   return path.string();
 }
 
+// The configured kinds' groups and resources, as a webhook rule names them.
 json webhookConfiguration(const std::string& kind, const std::string& path, int port, const std::string& caPem,
-                          const json& operations) {
+                          const json& operations, const json& groups, const json& resources) {
   const auto name =
       std::string(kind == "MutatingWebhookConfiguration" ? "mutate" : "validate") + ".multikueue-adapter.dev";
   return {
@@ -129,15 +132,39 @@ json webhookConfiguration(const std::string& kind, const std::string& path, int 
        json::array({{{"name", name},
                      {"clientConfig",
                       {{"url", "https://127.0.0.1:" + std::to_string(port) + path}, {"caBundle", base64Encode(caPem)}}},
-                     {"rules", json::array({{{"apiGroups", {"tekton.dev", "argoproj.io"}},
+                     {"rules", json::array({{{"apiGroups", groups},
                                              {"apiVersions", {"*"}},
-                                             {"resources", {"pipelineruns", "workflows"}},
+                                             {"resources", resources},
                                              {"operations", operations}}})},
                      {"failurePolicy", "Fail"},
                      {"sideEffects", "None"},
                      {"matchPolicy", "Equivalent"},
                      {"timeoutSeconds", 10},
                      {"admissionReviewVersions", {"v1"}}}})}};
+}
+
+// How the demo reads a sample job's kind: its resource and how its controller reports a run.
+standin::KueueStandIn::JobKind trackedKind(const api::GroupVersionKind& gvk) {
+  auto kinds = standin::KueueStandIn::defaultJobKinds();
+  kinds.push_back(
+      {"ml.example.com", "v1", "trainingruns", "TrainingRun", standin::KueueStandIn::RunReport::SucceededCondition});
+  for (const auto& k : kinds)
+    if (k.kind == gvk.kind && k.group == gvk.group) return k;
+  throw Error("the demo does not know how to follow a " + gvk.kind + " (" + gvk.group + ")");
+}
+
+// Where an admitted job's pods get their node selector: the pod template, else the spec itself.
+json nodeSelectorOf(const json& job) {
+  for (const auto* path : {"/spec/template/spec/nodeSelector", "/spec/nodeSelector"})
+    if (const auto pointer = json::json_pointer(path); job.contains(pointer)) return job.at(pointer);
+  return json::object();
+}
+
+std::string joined(const json& labels) {
+  std::string out;
+  for (const auto& [key, value] : labels.items())
+    out += (out.empty() ? "" : ",") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  return out;
 }
 
 class Demo {
@@ -148,19 +175,32 @@ class Demo {
     dir_ = options_.dir.empty() ? fs::temp_directory_path() / ("multikueue-demo-" + std::to_string(::getpid()))
                                 : fs::absolute(options_.dir);
     fs::create_directories(dir_);
-    say("Starting a sandbox: a manager and " + std::to_string(options_.workers.size()) +
-        " workers (emulated Kubernetes API servers on loopback), Kueue stand-ins, Kueue's sample objects");
     Environment::Options eo;
-    eo.workers = options_.workers;
     eo.crdDirectory = options_.crds.empty() ? Environment::findCrdDirectory(fs::current_path()) : options_.crds;
-    eo.samplesDirectory =
-        options_.samples.empty() ? Environment::findSamplesDirectory(fs::current_path()) : options_.samples;
+    eo.samplesDirectory = samplesDir();
     eo.runTime = options_.runTime;
     eo.integration = true;
+    if (single()) {
+      say("Starting a sandbox: one cluster (an emulated Kubernetes API server on loopback), no MultiKueue, a Kueue "
+          "stand-in, the objects of manifests/samples/single-cluster/cluster (an in-house TrainingRun CRD, a "
+          "flavor, the queues)");
+      eo.managers = {};
+      eo.workers = {kSingleCluster};
+      eo.workerSamplesDirectory = samplesDir() / "single-cluster" / "cluster";
+      eo.workerIntegrations = false;  // the adapter below is the cluster's integration
+    } else {
+      say("Starting a sandbox: a manager and " + std::to_string(options_.workers.size()) +
+          " workers (emulated Kubernetes API servers on loopback), Kueue stand-ins, Kueue's sample objects");
+      eo.workers = options_.workers;
+    }
     env_ = std::make_unique<Environment>(eo);
     kubeconfigs_ = env_->sandbox().writeKubeconfigs(dir_ / "kubeconfigs");
 
-    startAdapter();
+    if (single()) {
+      startSingleClusterAdapter();
+    } else {
+      startAdapter();
+    }
     submitSamples();
     const bool finished = follow();
     // Writes the sandbox refused as kube-apiserver would (422): a demo that passes only because
@@ -171,6 +211,7 @@ class Demo {
     if (options_.keep) keepRunning();
     service_->stop();
     service_.reset();
+    if (operator_) operator_->stop();
     env_.reset();
     if (options_.dir.empty() && !options_.keep) {
       std::error_code ec;
@@ -181,44 +222,65 @@ class Demo {
 
   ~Demo() {
     if (service_) service_->stop();
+    if (operator_) operator_->stop();
   }
 
  private:
+  bool single() const { return options_.singleCluster; }
+  const std::string& home() const {  // the cluster users submit to
+    static const std::string manager = kManager, cluster = kSingleCluster;
+    return single() ? cluster : manager;
+  }
   void say(const std::string& line) {
     const auto elapsed = std::chrono::duration<double>(Steady::now() - started_).count();
     out_ << "[" << std::fixed << std::setprecision(1) << std::setw(5) << elapsed << "s] " << line << '\n';
     out_.flush();
   }
 
-  void startAdapter() {
+  // Runs `serve` in-process against `cluster` with the configuration `text` (written to
+  // `configFile` when given, else read from there), registers its webhooks for the configured
+  // kinds, and waits until it leads.
+  void startService(const std::string& cluster, const std::string& text, const fs::path& configFile, bool dispatch) {
     net::CertificateAuthority ca("multikueue-adapter demo CA");
     const auto serving = ca.issue({});
     writeFile(dir_ / "certs" / "tls.crt", serving.certPem);
     writeFile(dir_ / "certs" / "tls.key", serving.keyPem);
-    const auto configFile = writeFile(dir_ / "config.yaml", std::string(kAdapterConfiguration));
-    auto loaded = config::parseConfiguration(kAdapterConfiguration);
+    auto loaded = config::parseConfiguration(text);
     if (!loaded.ok()) throw Error("the demo's configuration is invalid: " + joinErrors(loaded.errors, "; "));
     kinds_ = jobkind::kindsOf(*loaded.config);
+    for (const auto& kind : jobkind::integratedKindsOf(*loaded.config))
+      if (std::none_of(kinds_.begin(), kinds_.end(), [&](const auto& k) { return k.is(kind.gvk()); }))
+        kinds_.push_back(kind);
+    json groups = json::array(), resources = json::array();
+    for (const auto& kind : kinds_) {
+      groups.push_back(kind.gvk().group);
+      resources.push_back(trackedKind(kind.gvk()).plural);
+    }
     ServeOptions so;
-    so.configFile = configFile;
-    so.kubeconfig = kubeconfigs_.at(kManager).string();
+    so.configFile = configFile.string();
+    so.kubeconfig = kubeconfigs_.at(cluster).string();
     so.certDir = (dir_ / "certs").string();
     so.webhookBindAddress = "127.0.0.1:0";
     so.healthProbeBindAddress = "127.0.0.1:0";
     so.metricsBindAddress = "127.0.0.1:0";
     service_ = std::make_unique<Service>(so);
     service_->start();
-    auto& manager = env_->client(kManager);
-    manager.create(webhookConfiguration("MutatingWebhookConfiguration", "/mutate", service_->webhookPort(),
-                                        ca.certPem(), {"CREATE"}));
-    manager.create(webhookConfiguration("ValidatingWebhookConfiguration", "/validate", service_->webhookPort(),
-                                        ca.certPem(), {"CREATE", "UPDATE"}));
+    auto& client = env_->client(cluster);
+    client.create(webhookConfiguration("MutatingWebhookConfiguration", "/mutate", service_->webhookPort(), ca.certPem(),
+                                       {"CREATE"}, groups, resources));
+    client.create(webhookConfiguration("ValidatingWebhookConfiguration", "/validate", service_->webhookPort(),
+                                       ca.certPem(), {"CREATE", "UPDATE"}, groups, resources));
     const auto deadline = Steady::now() + std::chrono::seconds{60};
     while (!(service_->health().ready(false).ok && service_->dispatchRunner() &&
-             service_->dispatchRunner()->dispatching() && service_->dispatchRunner()->integrating())) {
+             (!dispatch || service_->dispatchRunner()->dispatching()) && service_->dispatchRunner()->integrating())) {
       if (Steady::now() > deadline) throw Error("the adapter did not become ready within 60 s; see the log above");
       std::this_thread::sleep_for(std::chrono::milliseconds{50});
     }
+  }
+
+  void startAdapter() {
+    const auto configFile = writeFile(dir_ / "config.yaml", std::string(kAdapterConfiguration));
+    startService(kManager, std::string(kAdapterConfiguration), configFile, true);
     say("multikueue-adapter running on the manager: webhook https://127.0.0.1:" +
         std::to_string(service_->webhookPort()) +
         " registered there, dispatch loop and job integration leading, metrics http://127.0.0.1:" +
@@ -231,25 +293,54 @@ class Demo {
         "and the Tekton and Argo controllers that run the jobs");
   }
 
+  void startSingleClusterAdapter() {
+    const auto configFile = samplesDir() / "single-cluster" / "adapter-config.yaml";
+    std::ifstream in(configFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) throw Error(configFile.string() + ": cannot read the file");
+    // Where Kueue runs on a real cluster; the adapter's leader election Lease lives there.
+    env_->create(kSingleCluster,
+                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "kueue-system"}}}});
+    startService(kSingleCluster, text.str(), configFile, false);
+    say("multikueue-adapter running on the cluster with " + configFile.filename().string() +
+        " (dispatch off, job integration on for Workflow and TrainingRun): webhook https://127.0.0.1:" +
+        std::to_string(service_->webhookPort()) + " registered, job integration leading, metrics http://127.0.0.1:" +
+        std::to_string(service_->metricsPort()) + "/metrics");
+    standin::JobControllerStandIn::Options o;
+    o.style = standin::JobControllerStandIn::Style::InHouse;
+    o.runTime = options_.runTime;
+    operator_ = std::make_unique<standin::JobControllerStandIn>(env_->cluster(kSingleCluster).api(), env_->clock(), o);
+    operator_->start();
+    say("Played by stand-ins, not shipped: Kueue's core (quota, flavors, admission), the Argo workflow controller, "
+        "and the TrainingRun operator a platform team would run");
+  }
+
   void submitSamples() {
     std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(samplesDir() / "jobs"))
+    const auto jobsDir = single() ? samplesDir() / "single-cluster" / "jobs" : samplesDir() / "jobs";
+    for (const auto& entry : fs::directory_iterator(jobsDir))
       if (entry.path().extension() == ".yaml") files.push_back(entry.path());
     std::sort(files.begin(), files.end());
     for (const auto& file : files) {
-      for (const auto& job : env_->createFromFile(kManager, file)) {
+      for (const auto& job : env_->createFromFile(home(), file)) {
         Tracked t;
         t.gvk = api::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
-        for (const auto& k : standin::KueueStandIn::defaultJobKinds())
-          if (k.kind == t.gvk.kind && k.group == t.gvk.group) t.kind = k;
+        t.kind = trackedKind(t.gvk);
         t.name = job.at("metadata").value("name", "");
         t.workload = standin::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
         t.submitted = Steady::now();
-        const auto marker = markerOf(kinds_, t.gvk, job);
-        say(label(t) + " submitted from " + file.filename().string() +
-            " without a managedBy marker; multikueue-adapter's webhook set " +
-            (marker.empty() ? std::string("nothing (!)") : marker) +
-            (suspended(job) ? " and suspended it until its Workload is admitted" : " but did not suspend it (!)"));
+        const std::string suspension =
+            suspended(job) ? "suspended it until its Workload is admitted" : "did not suspend it (!)";
+        if (single()) {
+          say(label(t) + " submitted from " + file.filename().string() +
+              " without a suspend field; multikueue-adapter's webhook " + suspension);
+        } else {
+          const auto marker = markerOf(kinds_, t.gvk, job);
+          say(label(t) + " submitted from " + file.filename().string() +
+              " without a managedBy marker; multikueue-adapter's webhook set " +
+              (marker.empty() ? std::string("nothing (!)") : marker) + " and " + suspension);
+        }
         jobs_.push_back(std::move(t));
       }
     }
@@ -272,14 +363,18 @@ class Demo {
   }
 
   bool follow() {
-    auto& manager = env_->client(kManager);
+    auto& manager = env_->client(home());
     const auto deadline = Steady::now() + options_.timeout;
     while (Steady::now() < deadline) {
       bool all = true;
       for (auto& t : jobs_) {
         if (t.complete) continue;
         all = false;
-        observe(manager, t);
+        if (single()) {
+          observeSingleCluster(manager, t);
+        } else {
+          observe(manager, t);
+        }
       }
       if (all) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds{50});
@@ -345,6 +440,60 @@ class Demo {
     }
   }
 
+  // The runner of a job on the single cluster: the Argo stand-in or the TrainingRun operator.
+  int startsOf(const Tracked& t) {
+    if (t.gvk.kind == "TrainingRun") return operator_->starts("default/" + t.name);
+    auto* controller = env_->frameworkController(kSingleCluster, t.gvk.kind);
+    return controller == nullptr ? 0 : controller->starts("default/" + t.name);
+  }
+
+  void observeSingleCluster(kube::Client& cluster, Tracked& t) {
+    const auto wl = getIfExists(cluster, multikueue::kWorkloadGvk, "default", t.workload);
+    const auto job = getIfExists(cluster, t.gvk, "default", t.name);
+    if (wl)
+      step(t, "created",
+           "multikueue-adapter's job integration created Workload " + t.workload + " (Kueue itself integrates no " +
+               t.gvk.kind + ")");
+    if (wl && multikueue::hasQuotaReservation(*wl)) {
+      std::set<std::string> flavors;
+      const auto pointer = json::json_pointer("/status/admission/podSetAssignments");
+      const json assignments = wl->contains(pointer) ? wl->at(pointer) : json::array();
+      for (const auto& assignment : assignments)
+        for (const auto& [resource, flavor] : json_fields::objectMember(assignment, "flavors").items())
+          if (flavor.is_string()) flavors.insert(flavor.get<std::string>());
+      std::string list;
+      for (const auto& f : flavors) list += (list.empty() ? "" : ", ") + f;
+      step(t, "quota",
+           "Kueue (stand-in) admitted it in ClusterQueue cluster-queue" +
+               (list.empty() ? std::string() : " on flavor " + list));
+    }
+    if (job && wl && multikueue::hasQuotaReservation(*wl) && !suspended(*job)) {
+      const auto selector = joined(nodeSelectorOf(*job));
+      step(t, "resumed",
+           "multikueue-adapter resumed it" +
+               (selector.empty() ? std::string() : " with nodeSelector " + selector + " (the flavor's node labels)") +
+               "; the " + (t.gvk.kind == "Workflow" ? "Argo controller" : "TrainingRun operator") +
+               " (stand-in) runs it");
+    }
+    if (job) {
+      const auto outcome = outcomeOf(t.kind, *job);
+      if (!outcome.empty() && outcome != "Running") step(t, "status:" + outcome, "ended: " + outcome);
+    }
+    if (wl && multikueue::isFinished(*wl)) {
+      const auto* c = multikueue::findCondition(*wl, multikueue::condition::kFinished);
+      step(t, "finished",
+           "multikueue-adapter marked its Workload Finished (" + c->value("reason", "") +
+               (c->value("message", "").empty() ? "" : ": " + c->value("message", "")) + "), releasing its quota");
+      if (!wl->at("metadata").contains("finalizers")) {
+        t.worker = "";
+        t.result = job ? outcomeOf(t.kind, *job) : "";
+        if (startsOf(t) != 1) t.result += " (started " + std::to_string(startsOf(t)) + " times!)";
+        t.done = Steady::now();
+        t.complete = true;
+      }
+    }
+  }
+
   void summary(bool ok, const std::vector<std::string>& refused) {
     out_ << "\nSummary\n";
     out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER" << std::setw(12)
@@ -359,9 +508,14 @@ class Demo {
            << (t.complete ? time.str() : "-") << '\n';
       if (t.admittedOn.size() > 1) out_ << "  note: admitted on more than one worker over its life (requeued)\n";
     }
-    out_ << (ok ? "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is "
-                  "left.\n"
-                : "\nSome jobs did not finish within the timeout (see the log lines above).\n");
+    if (!ok) {
+      out_ << "\nSome jobs did not finish within the timeout (see the log lines above).\n";
+    } else if (single()) {
+      out_ << "\nEvery job waited suspended for Kueue, ran once after admission, and its Workload is Finished.\n";
+    } else {
+      out_ << "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is "
+              "left.\n";
+    }
     if (refused.empty()) {
       out_ << "Every object written was valid for kube-apiserver (CRD schemas and CEL rules checked).\n";
     } else {
@@ -371,9 +525,11 @@ class Demo {
     if (options_.keep) {
       out_ << "\nLook around with kubectl (the sandbox keeps running):\n";
       for (const auto& [name, path] : kubeconfigs_)
-        out_ << "  kubectl --kubeconfig " << path.string() << " get pipelineruns,workflows,workloads -A\n";
+        out_ << "  kubectl --kubeconfig " << path.string() << " get "
+             << (single() ? "trainingruns,workflows,workloads" : "pipelineruns,workflows,workloads") << " -A\n";
     } else {
-      out_ << "\nRun `multikueue-adapter demo --keep` to look around with kubectl afterwards.\n";
+      out_ << "\nRun `multikueue-adapter demo" << (single() ? " --single-cluster" : "")
+           << " --keep` to look around with kubectl afterwards.\n";
     }
     out_.flush();
   }
@@ -390,7 +546,8 @@ class Demo {
   std::unique_ptr<Environment> env_;
   std::map<std::string, fs::path> kubeconfigs_;
   std::unique_ptr<Service> service_;
-  std::vector<jobkind::JobKind> kinds_;  // the configured kinds, as the adapter reads them
+  std::unique_ptr<standin::JobControllerStandIn> operator_;  // --single-cluster: the TrainingRun operator
+  std::vector<jobkind::JobKind> kinds_;                      // the configured kinds, as the adapter reads them
   std::vector<Tracked> jobs_;
 };
 

@@ -111,8 +111,10 @@ Environment::Environment(Options options) : options_(std::move(options)) {
                               {{"kubeConfig", {{"locationType", "Secret"}, {"location", worker + "-secret"}}}}}}}});
     }
   }
+  const auto workerSamples =
+      options_.workerSamplesDirectory.empty() ? options_.samplesDirectory / "worker" : options_.workerSamplesDirectory;
   for (const auto& worker : options_.workers)
-    for (const auto& file : yamlFilesIn(options_.samplesDirectory / "worker")) createFromFile(worker, file);
+    for (const auto& file : yamlFilesIn(workerSamples)) createFromFile(worker, file);
 
   for (const auto& name : names) {
     standin::KueueStandIn::Options o;
@@ -140,7 +142,8 @@ Environment::Environment(Options options) : options_(std::move(options)) {
       frameworks_[name + "/" + kind] = std::move(controller);
     }
   }
-  for (const auto& worker : options_.workers) startIntegration(worker);
+  if (options_.workerIntegrations)
+    for (const auto& worker : options_.workers) startIntegration(worker);
 }
 
 // A worker's adapter: dispatch off, the integration on (manifests/overlays/worker).

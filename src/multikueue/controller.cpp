@@ -6,6 +6,7 @@
 
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
+#include "mka/kube/api_error.h"
 
 namespace mka::multikueue {
 
@@ -82,6 +83,13 @@ void Controller::work() {
         outcome = "requeue";
         queue_->addAfter(*key, result.requeueAfter);
       }
+    } catch (const kube::ApiError& e) {
+      outcome = "error";
+      // A conflict is a stale cache, not a fault: the retry reads the newer object.
+      spdlog::log(e.reason() == kube::Reason::Conflict ? spdlog::level::debug : spdlog::level::warn,
+                  "reconcile failed controller={} key={} retries={} error=\"{}\"", options_.name, *key,
+                  queue_->numRequeues(*key), e.what());
+      queue_->addRateLimited(*key);
     } catch (const std::exception& e) {
       outcome = "error";
       spdlog::warn("reconcile failed controller={} key={} retries={} error=\"{}\"", options_.name, *key,

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <random>
 
 #include "mka/common/json_fields.h"
+#include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/workload_status.h"
 
@@ -27,6 +29,34 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
   char suffix[17];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
   const auto now = toRfc3339(clock_.now());
+  const std::string truncated = truncateMessage(message, 1024);
+  std::string key = json_fields::stringMember(meta, "uid");
+  if (key.empty()) key = ns + "/" + name;
+  key.append(1, '\0').append(type).append(1, '\0').append(reason).append(1, '\0').append(truncated);
+  std::optional<Written> repeat;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = written_.find(key); it != written_.end()) {
+      ++it->second.count;
+      repeat = it->second;
+    }
+  }
+  if (repeat) {
+    try {
+      client_.patch({"", "v1", "Event"}, repeat->ns, repeat->name, kube::PatchType::Merge,
+                    {{"count", repeat->count}, {"lastTimestamp", now}}, {.answer = kube::WriteOptions::Answer::None});
+      return;
+    } catch (const kube::ApiError& e) {
+      if (e.reason() != kube::Reason::NotFound) {
+        spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
+        return;
+      }
+      // Expired (events live an hour) or deleted: written afresh below.
+    } catch (const std::exception& e) {
+      spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
+      return;
+    }
+  }
   json event = {{"apiVersion", "v1"},
                 {"kind", "Event"},
                 {"metadata", {{"name", name + "." + suffix}, {"namespace", ns}}},
@@ -40,7 +70,7 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
                 {"type", type},
                 {"reason", reason},
                 {"action", reason},
-                {"message", truncateMessage(message, 1024)},
+                {"message", truncated},
                 {"source", {{"component", component_}}},
                 {"reportingComponent", component_},
                 {"firstTimestamp", now},
@@ -48,6 +78,9 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
                 {"count", 1}};
   try {
     client_.create(event, {.answer = kube::WriteOptions::Answer::None});
+    std::lock_guard lock(mutex_);
+    if (written_.size() >= kMaxRemembered) written_.clear();
+    written_[key] = Written{ns, event["metadata"]["name"].get<std::string>(), 1};
   } catch (const std::exception& e) {
     spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
   }

@@ -864,6 +864,11 @@ def check_sample(path, docs):
             label = "%s %s" % (kind, get(d, "metadata", "name"))
             e = []
             crd = crds.get((group, kind))
+            if kind == "CustomResourceDefinition":  # a sample's own kind (checked as a CRD by the sandbox tests)
+                if not get(d, "spec", "versions"):
+                    e.append("a CRD without versions")
+                errs += ["%s: %s" % (label, x) for x in e]
+                continue
             if crd is None and crds:
                 e.append("no CRD for %s in %s" % (api, crd_dir))
             namespaced = True
@@ -892,7 +897,9 @@ def check_sample_references(samples):
     def fn():
         problems = []
         objs = [d for docs in samples.values() for d in docs]
-        manager = [d for p, docs in samples.items() if "/worker/" not in p for d in docs]
+        manager = [d for p, docs in samples.items() if "/worker/" not in p and "/single-cluster/" not in p
+                   for d in docs]
+        single = [d for p, docs in samples.items() if "/single-cluster/" in p for d in docs]
 
         def has(kind, name, ns=None):
             return find(manager, kind, name, ns) is not None
@@ -934,6 +941,30 @@ def check_sample_references(samples):
                         "workflows.argoproj.io/controller-instanceid" in (get(d, "metadata", "labels") or {}):
                     problems.append("%s %s/%s sets the managedBy marker itself: the demo shows the webhook "
                                     "defaulting it" % (k, ns, n))
+        # The single cluster: queues and flavors among its own objects, every job on a LocalQueue
+        # there and of a kind its adapter-config.yaml integrates.
+        integrated = {f["name"].split(".")[0] for f in get(single_cfg, "integrations", "frameworks", default=[])}
+        for d in single:
+            k, n, ns = d.get("kind"), get(d, "metadata", "name"), get(d, "metadata", "namespace")
+            if k == "LocalQueue" and find(single, "ClusterQueue", get(d, "spec", "clusterQueue")) is None:
+                problems.append("single-cluster: LocalQueue %s/%s: no ClusterQueue %s" % (ns, n,
+                                                                                         get(d, "spec", "clusterQueue")))
+            if k == "ClusterQueue":
+                for rg in get(d, "spec", "resourceGroups", default=[]):
+                    for f in rg.get("flavors", []):
+                        if find(single, "ResourceFlavor", f.get("name")) is None:
+                            problems.append("single-cluster: ClusterQueue %s: no ResourceFlavor %s" % (n, f.get("name")))
+            if get(d, "metadata", "labels", "kueue.x-k8s.io/queue-name"):
+                q = get(d, "metadata", "labels", "kueue.x-k8s.io/queue-name")
+                if find(single, "LocalQueue", q, ns) is None:
+                    problems.append("single-cluster: %s %s/%s: no LocalQueue %r in its namespace" % (k, ns, n, q))
+                if k not in integrated:
+                    problems.append("single-cluster: %s is not integrated by adapter-config.yaml" % k)
+                if (d.get("spec") or {}).get("suspend") is not None:
+                    problems.append("single-cluster: %s %s/%s sets spec.suspend itself: the demo shows the webhook "
+                                    "defaulting it" % (k, ns, n))
+        if not single or not integrated:
+            problems.append("single-cluster: no objects or no integrated kinds (samples/single-cluster)")
         jobs = [d for d in objs if d.get("kind") in ("PipelineRun", "Workflow")]
         for k in ("PipelineRun", "Workflow"):
             if sum(1 for d in jobs if d.get("kind") == k) < 2:
@@ -976,17 +1007,29 @@ run("cert-manager: the overlay changes nothing else in the base", check_cert_man
 load_crds()
 if not crds:
     print("NOTE\tno CRD folder found (set MKA_CRD_DIR): samples are checked without their CRD schemas")
+# adapter-config.yaml is a file for --config, not an object to apply (validate-config checks it).
+single_cfg_path = os.path.join(samples_dir, "single-cluster", "adapter-config.yaml")
+single_cfg = yaml.safe_load(open(single_cfg_path)) if os.path.exists(single_cfg_path) else {}
 samples = {}
 for p in sorted(glob.glob(os.path.join(samples_dir, "**", "*.yaml"), recursive=True)):
     rel = os.path.relpath(p, os.path.dirname(samples_dir))
+    if p == single_cfg_path:
+        continue
     try:
         samples["/" + rel] = load_all(p)
     except yaml.YAMLError as e:
         samples["/" + rel] = []
         run("samples: %s parses" % rel, lambda e=e: [str(e)])
         continue
-    run("samples: %s%s" % (rel, " matches its CRD schema" if crds else " is well-formed"),
-        check_sample(rel, samples["/" + rel]))
+# A sample's own CRDs (the single cluster's in-house kind) check the objects of that kind.
+if crds:
+    for docs in samples.values():
+        for d in docs:
+            if d.get("kind") == "CustomResourceDefinition":
+                crds[(get(d, "spec", "group"), get(d, "spec", "names", "kind"))] = d
+for rel, docs in samples.items():
+    run("samples: %s%s" % (rel.lstrip("/"), " matches its CRD schema" if crds else " is well-formed"),
+        check_sample(rel, docs))
 run("samples: queues, flavors, admission check, MultiKueue config and clusters reference each other",
     check_sample_references(samples))
 PY
@@ -1018,6 +1061,12 @@ if [ -n "$MKA_BINARY" ]; then
     pass "worker: multikueue-adapter validate-config accepts the worker overlay's config.yaml"
   else
     fail "worker: multikueue-adapter validate-config rejects the worker overlay's config.yaml: $out"
+  fi
+  single="$MANIFESTS/samples/single-cluster/adapter-config.yaml"
+  if out="$("$MKA_BINARY" validate-config "$single" 2>&1)"; then
+    pass "single-cluster: multikueue-adapter validate-config accepts samples/single-cluster/adapter-config.yaml"
+  else
+    fail "single-cluster: multikueue-adapter validate-config rejects samples/single-cluster/adapter-config.yaml: $out"
   fi
 fi
 

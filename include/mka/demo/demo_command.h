@@ -6,6 +6,10 @@
 // of manifests/samples/jobs submitted without a managedBy marker. It prints each step as it
 // happens (defaulted, Workload created, dispatched, admitted on worker N, status synced,
 // finished, remote copies removed) and a summary; --keep leaves everything running for kubectl.
+// --single-cluster: one cluster, no MultiKueue (README "Roles": single cluster): the adapter
+// with dispatch off queues the Argo Workflow and in-house TrainingRun of
+// manifests/samples/single-cluster through Kueue (suspended, Workload created, admitted on a
+// flavor, resumed with its node labels, finished).
 //
 // Threads: demoCommand() runs on the main thread and polls the clusters to report progress;
 // everything else runs on the threads of the pieces it starts.
@@ -26,10 +30,12 @@ struct DemoOptions {
   std::chrono::seconds timeout{std::chrono::seconds{120}};     // give up waiting for the jobs after this
   std::filesystem::path samples;  // manifests/samples; "" = found from the current directory
   std::filesystem::path crds;     // CRD directory; "" = found from the current directory
+  bool singleCluster = false;     // one cluster, no MultiKueue; `workers` unused
 };
 
 // Returns the exit code: 0 when every sample job finished on exactly one worker with its
-// status copied back and no remote copy left; 1 otherwise (the summary says which and why).
+// status copied back and no remote copy left (single cluster: ran once and its Workload is
+// Finished and released); 1 otherwise (the summary says which and why).
 int demoCommand(const DemoOptions& options, std::ostream& out);
 
 }  // namespace mka::demo

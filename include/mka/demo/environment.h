@@ -52,6 +52,11 @@ class Environment {
     // integration is the adapter's (adapterConfiguration() lists the kinds). false: the Kueue
     // stand-ins also play the job integration, and nothing else runs.
     bool integration = false;
+    // Objects created in each worker (*.yaml, as `kubectl create -f`); "" = samplesDirectory/worker.
+    std::filesystem::path workerSamplesDirectory;
+    // Integration mode: each worker runs an integration of the environment's own. false: the
+    // caller runs the adapter there (the single-cluster demo runs the whole Service).
+    bool workerIntegrations = true;
   };
 
   // Starts everything; throws mka::Error naming what failed (a missing CRD directory, a bad

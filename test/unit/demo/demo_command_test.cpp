@@ -40,5 +40,38 @@ TEST(DemoCommandTest, EverySampleJobRunsOnOneWorkerAndIsCleanedUp) {
   EXPECT_THAT(text, HasSubstr("demo --keep"));
 }
 
+// `demo --single-cluster`: Kueue queueing for an Argo Workflow and an in-house TrainingRun on
+// one cluster, the adapter with dispatch off.
+TEST(DemoCommandTest, SingleClusterQueuesAWorkflowAndAnInHouseJobThroughKueue) {
+  test::TempDir dir;
+  DemoOptions options;
+  options.dir = dir.path();
+  options.runTime = std::chrono::milliseconds{500};
+  options.samples = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
+  options.crds = std::string(MKA_FIXTURES_DIR) + "/crds";
+  options.singleCluster = true;
+  std::ostringstream out;
+  ASSERT_EQ(demoCommand(options, out), 0) << out.str();
+  const auto text = out.str();
+  EXPECT_THAT(text, HasSubstr("(dispatch off, job integration on for Workflow and TrainingRun)"));
+  EXPECT_THAT(text, HasSubstr("Played by stand-ins, not shipped: Kueue's core"));
+  for (const auto* kind : {"TrainingRun default/resnet", "Workflow default/etl"}) {
+    SCOPED_TRACE(kind);
+    const std::string job(kind);
+    EXPECT_THAT(text, HasSubstr(job + " submitted from"));
+    EXPECT_THAT(text, HasSubstr(job + ": multikueue-adapter's job integration created Workload "));
+    EXPECT_THAT(text, HasSubstr(job + ": Kueue (stand-in) admitted it in ClusterQueue cluster-queue on flavor "
+                                      "batch-pool"));
+    EXPECT_THAT(text, HasSubstr(job + ": ended: Succeeded"));
+    EXPECT_THAT(text, HasSubstr(job + ": multikueue-adapter marked its Workload Finished (Succeeded"));
+  }
+  EXPECT_THAT(text, HasSubstr("webhook suspended it until its Workload is admitted"));
+  EXPECT_THAT(text, HasSubstr("resumed it with nodeSelector example.com/pool=batch (the flavor's node labels); the "
+                              "TrainingRun operator (stand-in) runs it"));
+  EXPECT_THAT(text, HasSubstr("Every job waited suspended for Kueue, ran once after admission"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("times!)"))) << "each job started once";
+  EXPECT_THAT(text, HasSubstr("demo --single-cluster --keep"));
+}
+
 }  // namespace
 }  // namespace mka::demo

@@ -123,11 +123,10 @@ struct Case {
 class World {
  public:
   explicit World(const Given& given) : kind_(kindFor(given)) {
-    cluster_ = &sandbox_.addCluster(
-        {.name = "worker",
-         .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
-                      kCrds / "inhouse" / "ml.example.com_trainingruns.yaml"},
-         .garbageCollection = false});
+    cluster_ = &sandbox_.addCluster({.name = "worker",
+                                     .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml",
+                                                  kCrds / "kueue.x-k8s.io_resourceflavors.yaml", kTrainingRunCrd},
+                                     .garbageCollection = false});
     api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
     api().create(kFlavors, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                             {"kind", "ResourceFlavor"},

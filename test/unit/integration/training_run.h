@@ -1,5 +1,5 @@
 #pragma once
-// The in-house kind the integration's tests queue (test/fixtures/crds/inhouse): a TrainingRun
+// The in-house kind the integration's tests queue (the single-cluster sample's CRD): a TrainingRun
 // with spec.suspend, spec.replicas, a pod template and a Succeeded condition, integrated by
 // explicit rules as SPEC §7.1 shows them.
 
@@ -11,6 +11,9 @@
 namespace mka::integration::fixture {
 
 inline const std::filesystem::path kCrds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
+inline const std::filesystem::path kTrainingRunCrd = std::filesystem::path(MKA_FIXTURES_DIR) / ".." / ".." /
+                                                     "manifests" / "samples" / "single-cluster" / "cluster" /
+                                                     "00-trainingrun-crd.yaml";
 inline const api::GroupVersionKind kTrainingRun{"ml.example.com", "v1", "TrainingRun"};
 inline const sandbox::ResourceRef kJobs{"ml.example.com", "v1", "trainingruns", "team-a", "", ""};
 inline const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "team-a", "", ""};

@@ -1,6 +1,8 @@
 #include "mka/multikueue/controller.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <future>
@@ -8,6 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "mka/kube/api_error.h"
 #include "support/eventually.h"
 
 namespace mka::multikueue {
@@ -92,6 +95,34 @@ TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
   ASSERT_TRUE(eventually([&] { return calls.load() == 3 && controller.idle(); }));
   EXPECT_EQ(observer.count("test/error"), 2);
   EXPECT_EQ(observer.count("test/success"), 1);
+}
+
+// A conflict is a stale read, retried like any error but logged at debug: a fleet with many
+// writers would otherwise warn on every ordinary race. Other failures warn.
+TEST(ControllerTest, AConflictIsLoggedAtDebugAndOtherFailuresWarn) {
+  const auto previous = spdlog::default_logger();
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  sink->set_pattern("%l %v");
+  auto logger = std::make_shared<spdlog::logger>("controller-test", sink);
+  logger->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+  std::atomic<int> calls{0};
+  {
+    Controller controller({"test", 1, nullptr}, [&](const std::string&) {
+      ++calls;
+      if (calls == 1) throw kube::ApiError(kube::Reason::Conflict, 409, "PUT /x: the object has been modified");
+      if (calls == 2) throw kube::ApiError(kube::Reason::Forbidden, 403, "PUT /x: forbidden");
+      return Result::done();
+    });
+    controller.start();
+    controller.enqueue("a");
+    ASSERT_TRUE(eventually([&] { return calls.load() == 3 && controller.idle(); }));
+  }
+  spdlog::set_default_logger(previous);
+  const auto lines = sink->last_formatted();
+  ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0].rfind("debug reconcile failed controller=test key=a retries=0", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("warning reconcile failed controller=test key=a retries=1", 0), 0u) << lines[1];
 }
 
 TEST(ControllerTest, RequeueAfterBringsTheKeyBackWhenTheClockSaysSo) {

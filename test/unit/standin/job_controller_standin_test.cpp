@@ -21,7 +21,7 @@ class JobControllerStandInTest : public ::testing::Test {
   JobControllerStandInTest() : api("test", registry, store, clock) {
     api.create({"", "v1", "namespaces", "", "", ""}, json{{"metadata", {{"name", "default"}}}});
     for (const auto* file : {"tekton.dev_pipelineruns.yaml", "argoproj.io_workflows.minimal.yaml",
-                             "inhouse/ml.example.com_trainingruns.yaml"})
+                             "../../../manifests/samples/single-cluster/cluster/00-trainingrun-crd.yaml"})
       api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
                  sandbox::test::fixtureCrd(file));
   }
