@@ -8,6 +8,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/integration/job_rules.h"
+#include "mka/integration/priority.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/workload_status.h"
@@ -29,6 +30,8 @@ using multikueue::isTerminating;
 using nlohmann::json;
 
 const api::GroupVersionKind kResourceFlavorGvk{"kueue.x-k8s.io", "v1beta2", "ResourceFlavor"};
+const api::GroupVersionKind kWorkloadPriorityClassGvk{"kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass"};
+const api::GroupVersionKind kPriorityClassGvk{"scheduling.k8s.io", "v1", "PriorityClass"};
 
 // Kueue's reasons and messages (KUEUE-JOBFRAMEWORK.md §1.3, §1.4, §4.4).
 namespace reason {
@@ -40,6 +43,7 @@ constexpr std::string_view kStopped = "Stopped";
 constexpr std::string_view kFinishedWorkload = "FinishedWorkload";
 // Ours: the job's rules cannot be read, so it gets no Workload.
 constexpr std::string_view kInvalidJob = "InvalidJob";
+constexpr std::string_view kWorkloadPriorityClassNotFound = "WorkloadPriorityClassNotFound";
 constexpr std::string_view kSucceeded = "Succeeded";
 constexpr std::string_view kFailed = "Failed";
 constexpr std::string_view kOutOfSync = "OutOfSync";
@@ -198,7 +202,9 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
   if (ensured.done) return *ensured.done;
   const std::optional<json>& workload = ensured.workload;
 
-  if (workload && isFinished(*workload)) {  // 11
+  if (workload && isFinished(*workload)) {  // 11: Kueue announces it on every pass (aggregated into one Event)
+    events_.record(job, "Normal", reason::kFinishedWorkload,
+                   "Workload '" + keyOf(*workload) + "' is declared finished");
     if (hasFinalizer(*workload, api::kResourceInUseFinalizer)) removeFinalizer(*workload);
     return Result::done();
   }
@@ -270,6 +276,41 @@ std::optional<json> JobReconciler::podSetsOrWarn(const json& job) {
   return std::nullopt;
 }
 
+Priority JobReconciler::priorityFor(const json& job, const json& podSets) {
+  const auto get = [&](const api::GroupVersionKind& gvk, const std::string& name) -> std::optional<json> {
+    try {
+      return client_.get(gvk, "", name);
+    } catch (const kube::ApiError& e) {
+      if (e.reason() == kube::Reason::NotFound) return std::nullopt;
+      throw;
+    }
+  };
+  PriorityLookups lookups;
+  lookups.workloadPriorityClass = [&](const std::string& name) { return get(kWorkloadPriorityClassGvk, name); };
+  lookups.priorityClass = [&](const std::string& name) { return get(kPriorityClassGvk, name); };
+  lookups.priorityClasses = [&] { return client_.listAll(kPriorityClassGvk, ""); };
+  auto resolved = resolvePriority(job, podSets, lookups);
+  if (auto* missing = std::get_if<PriorityNotFound>(&resolved)) {
+    if (missing->workloadPriorityClass)
+      events_.record(job, "Warning", reason::kWorkloadPriorityClassNotFound, missing->message);
+    throw Error(keyOf(job) + ": " + missing->message + "; the job gets no Workload until the class exists");
+  }
+  return std::get<Priority>(resolved);
+}
+
+void JobReconciler::followPriorityLabel(const json& job, json& workload) {
+  if (!followsPriorityLabel(job, workload)) return;
+  const Priority priority = priorityFor(job, objectMember(workload, "spec").value("podSets", json::array()));
+  if (priorityOf(workload) == priority) return;
+  json updated = workload;
+  updated["spec"].erase("priorityClassRef");
+  if (!priority.name.empty())
+    updated["spec"]["priorityClassRef"] = {{"group", priority.group}, {"kind", priority.kind}, {"name", priority.name}};
+  updated["spec"]["priority"] = priority.value;
+  workload = client_.update(updated);
+  events_.record(job, "Normal", reason::kUpdatedWorkload, "Updated workload priority class: " + keyOf(workload));
+}
+
 bool JobReconciler::matches(const json& job, const json& podSets, const json& workload) const {
   const json* owner = controllerRef(workload);
   if (owner == nullptr || stringMember(*owner, "name") != metadataString(job, "name") ||
@@ -338,7 +379,8 @@ JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
                 std::to_string(deleted) + " workloads");
   }
   if (toUpdate) {
-    const json fresh = newWorkload(job, kind_.gvk(), std::move(*podSets), std::nullopt);
+    const Priority priority = priorityFor(job, *podSets);
+    const json fresh = newWorkload(job, kind_.gvk(), std::move(*podSets), priority);
     json updated = *toUpdate;
     const json active = objectMember(*toUpdate, "spec").value("active", json());
     updated["spec"] = fresh["spec"];
@@ -348,6 +390,7 @@ JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
                    "Updated not matching Workload for suspended job: " + keyOf(*toUpdate));
     return {std::move(written), std::nullopt};
   }
+  if (match) followPriorityLabel(job, *match);
   return {std::move(match), std::nullopt};
 }
 
@@ -386,7 +429,8 @@ JobReconciler::Ensured JobReconciler::ensurePrebuilt(json& job, const std::strin
 Result JobReconciler::createWorkload(const json& job) {
   auto podSets = podSetsOrWarn(job);
   if (!podSets) return Result::done();
-  const json workload = newWorkload(job, kind_.gvk(), std::move(*podSets), std::nullopt);
+  const Priority priority = priorityFor(job, *podSets);
+  const json workload = newWorkload(job, kind_.gvk(), std::move(*podSets), priority);
   try {
     client_.create(workload, {.answer = kube::WriteOptions::Answer::None});
   } catch (const kube::ApiError& e) {

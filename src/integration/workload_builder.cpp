@@ -242,8 +242,9 @@ json newWorkload(const json& job, const api::GroupVersionKind& gvk, json podSets
   if (!maxExec.empty() && ec == std::errc{} && end == maxExec.data() + maxExec.size() && seconds > 0)
     workload["spec"]["maximumExecutionTimeSeconds"] = seconds;
   if (priority) {
-    workload["spec"]["priorityClassRef"] = {
-        {"group", priority->group}, {"kind", priority->kind}, {"name", priority->name}};
+    if (!priority->name.empty())
+      workload["spec"]["priorityClassRef"] = {
+          {"group", priority->group}, {"kind", priority->kind}, {"name", priority->name}};
     workload["spec"]["priority"] = priority->value;
   }
   return workload;

@@ -40,6 +40,7 @@ std::vector<ResourceType> builtinResources() {
   types.push_back(builtin("", "services", "service", "Service", true, {"svc"}, {"all"}, true));
   types.push_back(builtin("events.k8s.io", "events", "event", "Event", true, {"ev"}));
   types.push_back(builtin("coordination.k8s.io", "leases", "lease", "Lease", true));
+  types.push_back(builtin("scheduling.k8s.io", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}));
   types.push_back(builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
                           "CustomResourceDefinition", false, {"crd", "crds"}, {"api-extensions"}, true));
   types.push_back(builtin("admissionregistration.k8s.io", "mutatingwebhookconfigurations",

@@ -14,6 +14,7 @@ const std::string kMeta = "io.k8s.apimachinery.pkg.apis.meta.v1.";
 const std::string kCore = "io.k8s.api.core.v1.";
 const std::string kEvents = "io.k8s.api.events.v1.";
 const std::string kCoordination = "io.k8s.api.coordination.v1.";
+const std::string kScheduling = "io.k8s.api.scheduling.v1.";
 const std::string kAdmission = "io.k8s.api.admissionregistration.v1.";
 const std::string kExtensions = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
 
@@ -279,6 +280,9 @@ void addEventsAndLeases(json& s) {
                                            {"renewTime", schemaRef(kMeta + "MicroTime")},
                                            {"strategy", str()}});
   addKind(s, kCoordination, "coordination.k8s.io", "Lease", {{"spec", schemaRef(kCoordination + "LeaseSpec")}});
+  addKind(s, kScheduling, "scheduling.k8s.io", "PriorityClass",
+          {{"description", str()}, {"globalDefault", boolean()}, {"preemptionPolicy", str()}, {"value", int32()}});
+  s[kScheduling + "PriorityClass"]["required"] = {"value"};
 }
 
 void addWebhooks(json& s) {

@@ -22,6 +22,7 @@ const std::map<std::pair<std::string, std::string>, std::string> kTyped = {
     {{"", "events"}, "Event"},
     {{"events.k8s.io", "events"}, "Event"},
     {{"coordination.k8s.io", "leases"}, "Lease"},
+    {{"scheduling.k8s.io", "priorityclasses"}, "PriorityClass"},
 };
 
 constexpr int kMaxDepth = 16;  // the typed kinds nest far less; a guard against a recursive schema

@@ -1,5 +1,6 @@
 #include "mka/webhook/validator.h"
 
+#include <charconv>
 #include <optional>
 
 #include <spdlog/spdlog.h>
@@ -17,7 +18,9 @@
 namespace mka::webhook {
 namespace {
 
+using api::kMaxExecTimeLabel;
 using api::kPrebuiltWorkloadNameKey;
+using api::kPriorityClassLabel;
 using api::kQueueNameLabel;
 
 std::string describe(const std::optional<std::string>& value) {
@@ -53,13 +56,18 @@ std::optional<std::string> stringOf(std::optional<std::string_view> value) {
   return value ? std::optional<std::string>(*value) : std::nullopt;
 }
 
+bool suspendedByRule(const nlohmann::json& object, const config::IntegratedFramework& rules) {
+  if (!rules.suspend) return false;
+  const nlohmann::json* suspend = json_fields::fieldAt(object, rules.suspend->path);
+  return suspend != nullptr && *suspend == rules.suspend->value;
+}
+
 // Kueue's ValidateJobOnUpdate for a kind our integration queues (KUEUE-JOBFRAMEWORK.md §5.3):
-// while the job runs, its Workload is bound to the queue and the prebuilt Workload it names.
+// while the job runs, its Workload is bound to the queue, the prebuilt Workload it names and
+// its time limit.
 void checkWhileResumed(const AdmissionRequest& request, const config::IntegratedFramework& rules,
                        FieldErrors& problems) {
-  if (!rules.suspend) return;
-  const nlohmann::json* suspend = json_fields::fieldAt(request.object, rules.suspend->path);
-  if (suspend != nullptr && *suspend == rules.suspend->value) return;
+  if (!rules.suspend || suspendedByRule(request.object, rules)) return;
   const std::string fix = "set " + rules.suspend->path + " to " + rules.suspend->value.dump() +
                           " first, or keep the old value while the job runs";
   const auto immutable = [&](const std::string& path, const std::optional<std::string>& before,
@@ -72,11 +80,52 @@ void checkWhileResumed(const AdmissionRequest& request, const config::Integrated
   };
   immutable(labelPath(kQueueNameLabel), stringOf(labelOf(request.oldObject, kQueueNameLabel)),
             stringOf(labelOf(request.object, kQueueNameLabel)));
-  immutable(labelPath(kPrebuiltWorkloadNameKey), stringOf(labelOf(request.oldObject, kPrebuiltWorkloadNameKey)),
-            stringOf(labelOf(request.object, kPrebuiltWorkloadNameKey)));
-  immutable(annotationPath(kPrebuiltWorkloadNameKey),
-            stringOf(annotationOf(request.oldObject, kPrebuiltWorkloadNameKey)),
-            stringOf(annotationOf(request.object, kPrebuiltWorkloadNameKey)));
+  // The name Kueue resolves (annotation first, then label) is what is bound: moving it from
+  // the label to the annotation with the same value changes nothing.
+  const auto prebuilt = [](const nlohmann::json& object) -> std::optional<std::string> {
+    const auto annotation = annotationOf(object, kPrebuiltWorkloadNameKey);
+    if (annotation && !annotation->empty()) return std::string(*annotation);
+    return stringOf(labelOf(object, kPrebuiltWorkloadNameKey));
+  };
+  const auto annotated = annotationOf(request.object, kPrebuiltWorkloadNameKey);
+  immutable(
+      annotated && !annotated->empty() ? annotationPath(kPrebuiltWorkloadNameKey) : labelPath(kPrebuiltWorkloadNameKey),
+      prebuilt(request.oldObject), prebuilt(request.object));
+  immutable(labelPath(kMaxExecTimeLabel), stringOf(labelOf(request.oldObject, kMaxExecTimeLabel)),
+            stringOf(labelOf(request.object, kMaxExecTimeLabel)));
+}
+
+// Kueue's rules for the priority and maximum-execution-time labels (KUEUE-JOBFRAMEWORK.md §5.2,
+// §5.3): a class is never removed (the Workload keeps the priority it was admitted with), and
+// added only while the job is suspended; a time limit is a positive number of seconds.
+void checkKueueLabels(const AdmissionRequest& request, const config::IntegratedFramework& rules, bool update,
+                      FieldErrors& problems) {
+  if (const auto limit = labelOf(request.object, kMaxExecTimeLabel)) {
+    long long seconds = 0;
+    const auto [end, ec] = std::from_chars(limit->data(), limit->data() + limit->size(), seconds);
+    const std::string fix = "set it to a whole number of seconds greater than 0, or remove the label";
+    if (ec != std::errc{} || end != limit->data() + limit->size() || seconds > 2147483647LL) {
+      problems.push_back({labelPath(kMaxExecTimeLabel),
+                          "Invalid value: " + strings::quotedExcerpt(*limit) + ": not a whole number of seconds", fix});
+    } else if (seconds <= 0) {
+      problems.push_back({labelPath(kMaxExecTimeLabel),
+                          "Invalid value: " + strings::quotedExcerpt(*limit) + ": should be greater than 0", fix});
+    }
+  }
+  if (!update) return;
+  const auto before = labelOf(request.oldObject, kPriorityClassLabel);
+  const auto after = labelOf(request.object, kPriorityClassLabel);
+  if (before && !after) {
+    problems.push_back({labelPath(kPriorityClassLabel),
+                        "Invalid value: unset: WorkloadPriorityClass cannot be removed from a workload",
+                        "keep the label (it may name another WorkloadPriorityClass)"});
+  } else if (!before && after && !suspendedByRule(request.object, rules)) {
+    problems.push_back({labelPath(kPriorityClassLabel),
+                        "Invalid value: " + strings::quotedExcerpt(*after) +
+                            ": WorkloadPriorityClass cannot be added to a non-suspended workload",
+                        rules.suspend ? "set " + rules.suspend->path + " to " + rules.suspend->value.dump() + " first"
+                                      : std::string("add it when the job is created")});
+  }
 }
 
 AdmissionResponse denyAll(const AdmissionRequest& request, const FieldErrors& problems) {
@@ -124,7 +173,10 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   checkSubdomain(annotationOf(request.object, kPrebuiltWorkloadNameKey), annotationPath(kPrebuiltWorkloadNameKey),
                  prebuiltFix, problems);
 
-  if (update && jobKind.integration() != nullptr) checkWhileResumed(request, *jobKind.integration(), problems);
+  if (jobKind.integration() != nullptr) {
+    checkKueueLabels(request, *jobKind.integration(), update, problems);
+    if (update) checkWhileResumed(request, *jobKind.integration(), problems);
+  }
 
   AdmissionResponse response = problems.empty() ? AdmissionResponse::allow() : denyAll(request, problems);
   if (jobKind.dispatched() && !queued && current && *current == where.value) {

@@ -563,6 +563,8 @@ def check_rbac_needs():
     need += [("argoproj.io", "workflows", v) for v in ("get", "list", "watch", "update", "patch")]
     need += [("argoproj.io", "workflows/status", "patch")]
     need += [(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")]
+    need += [(g, r, v) for g, r in (("kueue.x-k8s.io", "resourceflavors"), ("kueue.x-k8s.io", "workloadpriorityclasses"),
+                                    ("scheduling.k8s.io", "priorityclasses")) for v in ("get", "list")]
     problems += ["ClusterRole lacks %s %s/%s" % (v, g or "core", r) for g, r, v in need if not allowed(cr, g, r, v)]
     sec = must(base, "Role", "multikueue-adapter-kubeconfigs", "kueue-system")
     problems += ["kueue-system Role lacks %s secrets" % v for v in ("get", "list", "watch")
@@ -617,9 +619,11 @@ def check_worker_rbac():
                                                           "delete")]
     need += [("kueue.x-k8s.io", "workloads/status", v) for v in ("update", "patch")]
     need += [("kueue.x-k8s.io", "resourceflavors", "get")]
+    need += [(g, r, v) for g, r in (("kueue.x-k8s.io", "workloadpriorityclasses"),
+                                    ("scheduling.k8s.io", "priorityclasses")) for v in ("get", "list")]
     need += [(g, r, v) for g, r in (("argoproj.io", "workflows"), ("tekton.dev", "pipelineruns"))
              for v in ("get", "list", "watch", "update", "patch")]
-    need += [("", "events", "create")]
+    need += [("", "events", v) for v in ("create", "patch")]
     problems += ["worker ClusterRole lacks %s %s/%s" % (v, g or "core", r) for g, r, v in need
                  if not allowed(cr, g, r, v)]
     return problems

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/common/clock.h"
+#include "mka/integration/workload_builder.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
@@ -98,6 +99,11 @@ class JobReconciler {
   // Event on the job and nullopt.
   std::optional<nlohmann::json> podSetsOrWarn(const nlohmann::json& job);
   bool matches(const nlohmann::json& job, const nlohmann::json& podSets, const nlohmann::json& workload) const;
+  // The Workload's priority for `job` (priority.h) read from the cluster; a missing class is an
+  // error (retried with backoff), a missing WorkloadPriorityClass also a Warning on the job.
+  Priority priorityFor(const nlohmann::json& job, const nlohmann::json& podSets);
+  // Kueue's UpdateWorkloadPriority for the matching Workload: follows a changed label.
+  void followPriorityLabel(const nlohmann::json& job, nlohmann::json& workload);
   std::optional<nlohmann::json> cachedWorkload(const std::string& key) const;
   // The job's managedBy marker says MultiKueue: it runs on a worker, never here.
   bool markedForMultiKueue(const nlohmann::json& job) const;

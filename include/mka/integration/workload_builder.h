@@ -57,20 +57,21 @@ inline constexpr std::string_view kTektonPipelineRunsResource = "tekton.dev/pipe
 // the computed requests of either profile.
 PodSetsResult podSetsFor(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
-// The priority the Workload gets, resolved by the caller (a WorkloadPriorityClass or a
-// PriorityClass read from the cluster); none leaves it to Kueue's default.
+// The priority the Workload gets (resolvePriority, priority.h): the class it comes from and its
+// value; no class (empty name) is Kueue's default priority, 0, with no priorityClassRef.
 struct Priority {
-  std::string group;  // "kueue.x-k8s.io" or "scheduling.k8s.io"
-  std::string kind;   // "WorkloadPriorityClass" or "PriorityClass"
+  std::string group;  // "kueue.x-k8s.io" or "scheduling.k8s.io"; empty without a class
+  std::string kind;   // "WorkloadPriorityClass" or "PriorityClass"; empty without a class
   std::string name;
   std::int32_t value = 0;
+  bool operator==(const Priority&) const = default;
 };
 
 // The Workload to create for `job` (with `podSets` from podSetsFromRules or a profile):
 // Kueue's name, the job's namespace, a controller ownerReference to the job, the job-uid
 // label (when the uid is a valid label value), the resource-in-use finalizer, spec.queueName
 // from the queue-name label (absent without one), spec.maximumExecutionTimeSeconds from its label when a positive
-// integer, and the priority when given.
+// integer, and spec.priority (with spec.priorityClassRef when it comes from a class) when given.
 nlohmann::json newWorkload(const nlohmann::json& job, const api::GroupVersionKind& gvk, nlohmann::json podSets,
                            const std::optional<Priority>& priority);
 

@@ -96,6 +96,7 @@ struct Given {
   json managedBy;                          // spec.managedBy of the job, when set
   bool workloadsTerminating = false;       // deleted before the reconcile (held by their finalizers)
   std::optional<config::FieldValue> stop;  // the kind's stop rule, when not its suspend rule
+  std::vector<std::pair<sandbox::ResourceRef, json>> objects;  // created first (priority classes)
 };
 
 struct Seen {
@@ -123,10 +124,11 @@ struct Case {
 class World {
  public:
   explicit World(const Given& given) : kind_(kindFor(given)) {
-    cluster_ = &sandbox_.addCluster({.name = "worker",
-                                     .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml",
-                                                  kCrds / "kueue.x-k8s.io_resourceflavors.yaml", kTrainingRunCrd},
-                                     .garbageCollection = false});
+    cluster_ = &sandbox_.addCluster(
+        {.name = "worker",
+         .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
+                      kCrds / "kueue.x-k8s.io_workloadpriorityclasses.yaml", kTrainingRunCrd},
+         .garbageCollection = false});
     api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
     api().create(kFlavors, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                             {"kind", "ResourceFlavor"},
@@ -134,6 +136,7 @@ class World {
                             {"spec",
                              {{"nodeLabels", {{"instance-type", "on-demand"}}},
                               {"tolerations", {{{"key", "dedicated"}, {"operator", "Exists"}}}}}}});
+    for (const auto& [ref, object] : given.objects) api().create(ref, object);
     json job = given.job;
     if (!given.managedBy.is_null()) job["spec"]["managedBy"] = given.managedBy;
     job_ = put(kJobs, job);
@@ -308,14 +311,16 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           EXPECT_EQ(finished->value("reason", ""), "Succeeded");
           EXPECT_EQ(finished->value("message", ""), "all epochs done");
         }}},
-      {"a finished Workload loses its finalizer",
+      {"a finished Workload loses its finalizer, announced again as Kueue does on every pass",
        {trainingRun(kSuspended),
         [](const json& job) {
           json status = reserved(true);
           status["conditions"].push_back(condition("Finished", "True", "Succeeded"));
           return std::vector<json>{ownWorkload(job, status)};
         }},
-       {{}, "", [](const Seen& seen) { EXPECT_FALSE(seen.workloads.at(0)["metadata"].contains("finalizers")); }}},
+       {{"Normal FinishedWorkload: Workload 'team-a/trainingrun-train-"},
+        "",
+        [](const Seen& seen) { EXPECT_FALSE(seen.workloads.at(0)["metadata"].contains("finalizers")); }}},
       {"changed while suspended without a reservation: updated in place",
        {trainingRun(kSuspended),
         [](const json& job) {
@@ -587,6 +592,105 @@ TEST(JobReconcilerTest, PrebuiltWorkloads) {
           EXPECT_TRUE(suspended(seen));
           EXPECT_EQ(seen.workloads.at(0)["metadata"]["ownerReferences"][0]["uid"], "another-uid");
         }}},
+  };
+  run(cases);
+}
+
+// ---- §3.3 priority: scenarios 8, 10, 11 --------------------------------------------------
+
+const sandbox::ResourceRef kWorkloadPriorityClasses{"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "", ""};
+const sandbox::ResourceRef kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", "", "", ""};
+
+std::pair<sandbox::ResourceRef, json> workloadPriorityClass(const std::string& name, int value) {
+  return {kWorkloadPriorityClasses,
+          {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+           {"kind", "WorkloadPriorityClass"},
+           {"metadata", {{"name", name}}},
+           {"value", value}}};
+}
+std::pair<sandbox::ResourceRef, json> priorityClass(const std::string& name, int value, bool globalDefault = false) {
+  return {kPriorityClasses,
+          {{"apiVersion", "scheduling.k8s.io/v1"},
+           {"kind", "PriorityClass"},
+           {"metadata", {{"name", name}}},
+           {"value", value},
+           {"globalDefault", globalDefault}}};
+}
+json withPriorityLabel(const std::string& name) {
+  return {{"kueue.x-k8s.io/queue-name", "user-queue"}, {"kueue.x-k8s.io/priority-class", name}};
+}
+json withPodPriorityClass(const std::string& name) {
+  json spec = kSuspended;
+  spec["template"]["spec"]["priorityClassName"] = name;
+  return spec;
+}
+// The Workload's priority as "<kind>/<name>=<value>" ("=<value>" without a class).
+std::string priorityText(const json& workload) {
+  const auto& spec = workload.at("spec");
+  std::string out;
+  if (spec.contains("priorityClassRef"))
+    out = spec["priorityClassRef"].value("kind", "") + "/" + spec["priorityClassRef"].value("name", "");
+  return out + "=" + (spec.contains("priority") ? spec["priority"].dump() : "none");
+}
+std::function<std::vector<json>(const json&)> workloadWithPriority(const std::string& kind, const std::string& name,
+                                                                   int value, const json& status = nullptr) {
+  return [=](const json& job) {
+    json w = ownWorkload(job, status);
+    if (!name.empty())
+      w["spec"]["priorityClassRef"] = {
+          {"group", kind == "PriorityClass" ? "scheduling.k8s.io" : "kueue.x-k8s.io"}, {"kind", kind}, {"name", name}};
+    if (value >= 0) w["spec"]["priority"] = value;
+    return std::vector<json>{w};
+  };
+}
+std::function<void(const Seen&)> priorityIs(const std::string& want) {
+  return [want](const Seen& seen) {
+    ASSERT_EQ(seen.workloads.size(), 1u);
+    EXPECT_EQ(priorityText(seen.workloads[0]), want);
+  };
+}
+
+TEST(JobReconcilerTest, Priority) {
+  const std::vector<Case> cases = {
+      {"a WorkloadPriorityClass label gives its ref and value, over the pod's PriorityClass",
+       {.job = trainingRun(withPodPriorityClass("test-pc"), withPriorityLabel("test-wpc")),
+        .objects = {workloadPriorityClass("test-wpc", 100), priorityClass("test-pc", 200)}},
+       {{"Normal CreatedWorkload: Created Workload: team-a/"}, "", priorityIs("WorkloadPriorityClass/test-wpc=100")}},
+      {"a pod PriorityClass gives its ref and value",
+       {.job = trainingRun(withPodPriorityClass("test-pc")), .objects = {priorityClass("test-pc", 200)}},
+       {{"Normal CreatedWorkload: Created Workload: team-a/"}, "", priorityIs("PriorityClass/test-pc=200")}},
+      {"no class named: the global default PriorityClass, the lowest of several",
+       {.job = trainingRun(kSuspended),
+        .objects = {priorityClass("default-a", 50, true), priorityClass("default-b", 10, true),
+                    priorityClass("not-default", 1)}},
+       {{"Normal CreatedWorkload: Created Workload: team-a/"}, "", priorityIs("PriorityClass/default-b=10")}},
+      {"no class and no default: priority 0 without a ref",
+       {.job = trainingRun(kSuspended)},
+       {{"Normal CreatedWorkload: Created Workload: team-a/"}, "", priorityIs("=0")}},
+      {"the label names a missing WorkloadPriorityClass: a Warning, no Workload, retried",
+       {.job = trainingRun(kSuspended, withPriorityLabel("missing"))},
+       {{"Warning WorkloadPriorityClassNotFound: WorkloadPriorityClass \"missing\" not found"},
+        "WorkloadPriorityClass \"missing\" not found",
+        [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"the template names a missing PriorityClass: no Workload, retried",
+       {.job = trainingRun(withPodPriorityClass("missing"))},
+       {{}, "PriorityClass \"missing\" not found", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"the label changed on a suspended job: its Workload follows",
+       {.job = trainingRun(kSuspended, withPriorityLabel("test-wpc-high")),
+        .workloads = workloadWithPriority("WorkloadPriorityClass", "test-wpc", 100),
+        .objects = {workloadPriorityClass("test-wpc", 100), workloadPriorityClass("test-wpc-high", 200)}},
+       {{"Normal UpdatedWorkload: Updated workload priority class: team-a/"},
+        "",
+        priorityIs("WorkloadPriorityClass/test-wpc-high=200")}},
+      {"a Workload whose priority came from a pod PriorityClass ignores the label",
+       {.job = trainingRun(kSuspended, withPriorityLabel("missing")),
+        .workloads = workloadWithPriority("PriorityClass", "pod-high", 1000)},
+       {{}, "", priorityIs("PriorityClass/pod-high=1000")}},
+      {"a Workload that reserved quota without a class is left alone: one can no longer be added",
+       {.job = trainingRun(kSuspended, withPriorityLabel("test-wpc")),
+        .workloads = workloadWithPriority("", "", -1, reserved(false)),
+        .objects = {workloadPriorityClass("test-wpc", 100)}},
+       {{}, "", priorityIs("=none")}},
   };
   run(cases);
 }

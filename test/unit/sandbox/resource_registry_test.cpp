@@ -37,6 +37,14 @@ TEST(ResourceRegistry, ServesTheBuiltinKinds) {
       {"serviceaccounts", "", "serviceaccounts", "ServiceAccount", "serviceaccount", true, {"sa"}, false},
       {"events.k8s.io events", "events.k8s.io", "events", "Event", "event", true, {"ev"}, false},
       {"leases", "coordination.k8s.io", "leases", "Lease", "lease", true, {}, false},
+      {"priority classes",
+       "scheduling.k8s.io",
+       "priorityclasses",
+       "PriorityClass",
+       "priorityclass",
+       false,
+       {"pc"},
+       false},
       {"crds",
        "apiextensions.k8s.io",
        "customresourcedefinitions",
@@ -142,7 +150,7 @@ TEST(ResourceRegistry, RegistersTheProjectsCrds) {
     SCOPED_TRACE(file);
     ASSERT_NO_THROW(registry.applyCrd(fixtureCrd(file)));
   }
-  EXPECT_EQ(registry.all().size(), 11u + 9u);
+  EXPECT_EQ(registry.all().size(), 12u + 9u);
 
   const auto workload = registry.byResource("kueue.x-k8s.io", "v1beta2", "workloads");
   ASSERT_TRUE(workload);
@@ -314,7 +322,7 @@ TEST(ResourceRegistry, UpdatingACrdReplacesItsResource) {
   EXPECT_EQ(v2->shortNames, std::vector<std::string>{"wd"});
   EXPECT_EQ(v2->storageVersion().name, "v2");
   EXPECT_TRUE(v2->storageVersion().hasStatus);
-  EXPECT_EQ(registry.all().size(), 12u);
+  EXPECT_EQ(registry.all().size(), 13u);
 
   updated["spec"]["versions"][0]["served"] = false;
   registry.applyCrd(updated);
@@ -366,7 +374,7 @@ TEST(ResourceRegistry, SharesImmutableEntriesWithoutCopying) {
   // Holders keep what they got; lookups see the update.
   EXPECT_TRUE(before->shortNames.empty());
   EXPECT_EQ(registry.find("example.com", "v1", "widgets")->shortNames, std::vector<std::string>{"wd"});
-  EXPECT_EQ(registry.snapshot().size(), 12u);
+  EXPECT_EQ(registry.snapshot().size(), 13u);
 }
 
 TEST(ResourceRegistry, RegistersTheFullArgoWorkflowCrd) {
@@ -471,7 +479,7 @@ TEST(ResourceRegistry, ServesReadersWhileCrdsChange) {
     registry.applyCrd(argoWorkflowCrd());
   });
   for (int i = 0; i < 200; ++i) {
-    EXPECT_GE(registry.snapshot().size(), 11u);
+    EXPECT_GE(registry.snapshot().size(), 12u);
     EXPECT_TRUE(registry.openApiV3Root().at("paths").contains("api/v1"));
     EXPECT_TRUE(registry.apiResourceList("", "v1"));
   }

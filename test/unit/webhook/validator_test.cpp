@@ -259,6 +259,11 @@ TEST(ValidateJob, AppliesEveryRule) {
   }
 }
 
+json withLabel(json object, const std::string& key, const std::string& value) {
+  object["metadata"]["labels"][key] = value;
+  return object;
+}
+
 TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
   const auto flow = [](const std::string& queue, bool suspended, const std::string& prebuilt = "") {
     json object = workflow({{"kueue.x-k8s.io/queue-name", queue}});
@@ -290,6 +295,39 @@ TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
            "while the job is not suspended (it was \"wl-1\"): set spec.suspend to true first, or keep the old value "
            "while the job runs"},
       {"the same labels while running", flow("team-a", false), flow("team-a", false), ""},
+      {"the prebuilt name moved from the label to the annotation while running",
+       withLabel(flow("team-a", false), "kueue.x-k8s.io/prebuilt-workload-name", "wl-1"), flow("team-a", false, "wl-1"),
+       ""},
+      {"a priority class added while running", flow("team-a", false),
+       withLabel(flow("team-a", false), "kueue.x-k8s.io/priority-class", "high"),
+       prefix +
+           "metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: \"high\": WorkloadPriorityClass cannot be "
+           "added to a non-suspended workload: set spec.suspend to true first"},
+      {"a priority class added while suspended", flow("team-a", true),
+       withLabel(flow("team-a", true), "kueue.x-k8s.io/priority-class", "high"), ""},
+      {"a priority class removed, even while suspended",
+       withLabel(flow("team-a", true), "kueue.x-k8s.io/priority-class", "high"), flow("team-a", true),
+       prefix + "metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: unset: WorkloadPriorityClass cannot be "
+                "removed from a workload: keep the label (it may name another WorkloadPriorityClass)"},
+      {"a priority class changed while running",
+       withLabel(flow("team-a", false), "kueue.x-k8s.io/priority-class", "high"),
+       withLabel(flow("team-a", false), "kueue.x-k8s.io/priority-class", "low"), ""},
+      {"a time limit of 0 seconds", flow("team-a", true),
+       withLabel(flow("team-a", true), "kueue.x-k8s.io/max-exec-time-seconds", "0"),
+       prefix +
+           "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: \"0\": should be greater than 0: "
+           "set it to a whole number of seconds greater than 0, or remove the label"},
+      {"a time limit that is not a number", flow("team-a", true),
+       withLabel(flow("team-a", true), "kueue.x-k8s.io/max-exec-time-seconds", "1h"),
+       prefix + "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: \"1h\": not a whole number of "
+                "seconds: set it to a whole number of seconds greater than 0, or remove the label"},
+      {"a time limit changed while running",
+       withLabel(flow("team-a", false), "kueue.x-k8s.io/max-exec-time-seconds", "600"),
+       withLabel(flow("team-a", false), "kueue.x-k8s.io/max-exec-time-seconds", "60"),
+       prefix +
+           "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: \"60\": field is immutable while "
+           "the job is not suspended (it was \"600\"): set spec.suspend to true first, or keep the old value while "
+           "the job runs"},
   };
   auto config = testing::testConfig();
   config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
