@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/common/clock.h"
+#include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "support/crd_fixtures.h"
 #include "support/eventually.h"
@@ -43,12 +44,21 @@ class JobControllerStandInTest : public ::testing::Test {
   json status(const ResourceRef& ref, const std::string& name) {
     return get(ref, name).value("status", json::object());
   }
+  // A user's edit, retried on a conflict with the controller's own writes (client-go's
+  // RetryOnConflict).
   void edit(const ResourceRef& ref, const std::string& name, const std::function<void(json&)>& change) {
     auto r = ref;
     r.name = name;
-    json job = api.get(r);
-    change(job);
-    api.update(r, job);
+    for (int attempt = 0;; ++attempt) {
+      json job = api.get(r);
+      change(job);
+      try {
+        api.update(r, job);
+        return;
+      } catch (const sandbox::ApiError& e) {
+        if (e.code() != 409 || attempt == 20) throw;
+      }
+    }
   }
 
   const ResourceRef runs{"tekton.dev", "v1", "pipelineruns", "default", "", ""};
