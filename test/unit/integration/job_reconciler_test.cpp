@@ -361,6 +361,88 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
        {trainingRun(kRunning), [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; },
         /*deleteJob=*/true},
        {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"the job is deleted while another finalizer holds its Workload: finished OwnerNotFound first (scenario 14)",
+       {trainingRun(kRunning),
+        [](const json& job) {
+          json w = ownWorkload(job, reserved(true));
+          w["metadata"]["finalizers"].push_back("example.com/audit");
+          return std::vector<json>{w};
+        },
+        /*deleteJob=*/true},
+       {{},
+        "",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u) << "held by the other finalizer";
+          const auto& w = seen.workloads[0];
+          EXPECT_EQ(w["metadata"]["finalizers"], json({"example.com/audit"}));
+          EXPECT_TRUE(w["metadata"].contains("deletionTimestamp"));
+          const auto* finished = conditionOf(w, "Finished");
+          ASSERT_NE(finished, nullptr);
+          EXPECT_EQ(finished->value("reason", ""), "OwnerNotFound");
+          EXPECT_EQ(finished->value("message", ""), "The workload's owner no longer exists");
+        }}},
+      {"a job that finished before it had a Workload gets none (scenario 16)",
+       {[] {
+         json job = trainingRun(kSuspended);
+         job["status"] = {{"conditions", {condition("Succeeded", "True", "Completed", "done")}}};
+         return job;
+       }()},
+       {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"running with a Workload that no longer matches: stopped and restored from it, then it is deleted "
+       "(scenario 25)",
+       {[] {
+          json spec = kRunning;
+          spec["template"]["spec"]["containers"][0]["image"] = "busybox:new";
+          spec["template"]["spec"]["nodeSelector"] = {{"instance-type", "on-demand"}};
+          return trainingRun(spec);
+        }(),
+        [](const json& job) {
+          json older = job;
+          older["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:old";
+          older["spec"]["template"]["spec"].erase("nodeSelector");
+          return std::vector<json>{ownWorkload(older, reserved(true))};
+        }},
+       {{"Normal Stopped: No matching Workload; restoring pod templates according to existent Workload",
+         "Normal DeletedWorkload: Deleted not matching Workload: team-a/"},
+        "no matching workloads: deleted 1 workloads",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          EXPECT_FALSE(seen.job->at("spec").at("template").at("spec").contains("nodeSelector"))
+              << "restored from the Workload's template";
+          EXPECT_TRUE(seen.workloads.empty());
+        }}},
+      {"admitted and running with the flavor's node selector and tolerations injected: matches, untouched "
+       "(scenario 28)",
+       {[] {
+          json spec = kRunning;
+          spec["template"]["spec"]["nodeSelector"] = {{"instance-type", "on-demand"}};
+          spec["template"]["spec"]["tolerations"] = {{{"key", "dedicated"}, {"operator", "Exists"}}};
+          return trainingRun(spec);
+        }(),
+        [](const json& job) {
+          json original = job;
+          original["spec"]["template"] = kTemplate;
+          return std::vector<json>{ownWorkload(original, reserved(true))};
+        }},
+       {{},
+        "",
+        [](const Seen& seen) {
+          EXPECT_FALSE(suspended(seen));
+          EXPECT_EQ(seen.workloads.size(), 1u);
+        }}},
+      {"the queue label changed while suspended: the Workload's queueName follows, quietly (scenario 30)",
+       {trainingRun(kSuspended, {{"kueue.x-k8s.io/queue-name", "user-queue-new"}}),
+        [](const json& job) {
+          json older = job;
+          older["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "user-queue";
+          return std::vector<json>{ownWorkload(older)};
+        }},
+       {{},
+        "",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          EXPECT_EQ(seen.workloads[0]["spec"]["queueName"], "user-queue-new");
+        }}},
   };
   run(cases);
 }
