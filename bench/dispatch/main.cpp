@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
   int timeoutSeconds = 600;
   std::string adapter = MKA_BENCH_ADAPTER;
   std::string gcInterval;
+  bool integration = false;
   app.add_option("--jobs", jobs, "Jobs to submit (PipelineRuns)")->capture_default_str();
   app.add_option("--workers", workers, "Worker clusters")->capture_default_str();
   app.add_option("--timeout", timeoutSeconds, "Give up after this many seconds")->capture_default_str();
@@ -194,6 +195,10 @@ int main(int argc, char** argv) {
   app.add_option("--gc-interval", gcInterval,
                  "multiKueue.gcInterval for the adapter (a Go duration, e.g. 5s); default: the adapter's (1m), "
                  "which a 10,000-job run does not reach");
+  app.add_flag("--integration", integration,
+               "As deployed with the job integration: the adapter also creates the manager's Workloads (the Kueue "
+               "stand-ins play Kueue's core only), each worker runs an integration (in this process) and a Tekton "
+               "controller stand-in; jobs are created suspended, as /mutate leaves them");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   std::signal(SIGPIPE, SIG_IGN);
@@ -210,6 +215,7 @@ int main(int argc, char** argv) {
     eo.samplesDirectory = fs::path(MKA_BENCH_SOURCE_DIR) / "manifests" / "samples";
     eo.runTime = std::chrono::hours{1};  // jobs keep running: all N are tracked at the end
     eo.watchHistory = 50 * static_cast<std::size_t>(jobs) + 10'000;
+    eo.integration = integration;
     mka::demo::Environment env(eo);
     const auto kubeconfigs = env.sandbox().writeKubeconfigs(dir / "kubeconfigs");
 
@@ -230,6 +236,10 @@ multiKueue:
 )";
     if (!gcInterval.empty())
       std::ofstream(dir / "config.yaml", std::ios::app) << "  gcInterval: " << gcInterval << "\n";
+    if (integration)
+      std::ofstream(dir / "config.yaml", std::ios::app)
+          << "integrations:\n  frameworks:\n  - name: PipelineRun.v1.tekton.dev\n  - name: "
+             "Workflow.v1alpha1.argoproj.io\n";
 
     // Recorders first, so no event is missed.
     auto& manager = env.cluster("manager");
@@ -248,6 +258,8 @@ multiKueue:
     }
 
     auto submit = [&](int from, int to, std::chrono::milliseconds gap) {
+      json spec = {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"pipelineRef", {{"name", "build"}}}};
+      if (integration) spec["status"] = "PipelineRunPending";  // as /mutate leaves a queued run
       for (int i = from; i < to; ++i) {
         manager.api().create(
             {"tekton.dev", "v1", "pipelineruns", "default", "", ""},
@@ -255,7 +267,7 @@ multiKueue:
                  {"kind", "PipelineRun"},
                  {"metadata",
                   {{"name", "bench-" + std::to_string(i)}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
-                 {"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"pipelineRef", {{"name", "build"}}}}}});
+                 {"spec", spec}});
         if (gap.count() > 0) std::this_thread::sleep_for(gap);
       }
     };
@@ -274,12 +286,19 @@ multiKueue:
 
     // Phase 1, backlog: N jobs queued and reserved by Kueue before the adapter starts (as after
     // an adapter restart or an outage): how fast it works through them.
-    std::printf("dispatch_bench: %d PipelineRuns, %d workers (%s build)\n", jobs, workers, MKA_BENCH_BUILD_TYPE);
+    std::printf("dispatch_bench: %d PipelineRuns, %d workers (%s build)%s\n", jobs, workers, MKA_BENCH_BUILD_TYPE,
+                integration ? ", with the job integration (the adapter creates the manager's Workloads)" : "");
     const auto submitStart = Steady::now();
     submit(0, jobs, std::chrono::milliseconds{0});
-    waitFor([&] { return reserved.count() >= static_cast<std::size_t>(jobs); }, "Kueue's quota reservations");
-    std::printf("backlog: %d jobs submitted and reserved by the Kueue stand-in in %.1f s\n", jobs,
-                std::chrono::duration<double>(Steady::now() - submitStart).count());
+    if (integration) {
+      // Nothing makes their Workloads until the adapter runs: its backlog starts at the jobs.
+      std::printf("backlog: %d suspended jobs submitted in %.1f s, no Workload yet\n", jobs,
+                  std::chrono::duration<double>(Steady::now() - submitStart).count());
+    } else {
+      waitFor([&] { return reserved.count() >= static_cast<std::size_t>(jobs); }, "Kueue's quota reservations");
+      std::printf("backlog: %d jobs submitted and reserved by the Kueue stand-in in %.1f s\n", jobs,
+                  std::chrono::duration<double>(Steady::now() - submitStart).count());
+    }
 
     const int metricsPort = freePort();
     std::vector<std::string> args{adapter,
@@ -367,8 +386,9 @@ multiKueue:
     // stand-ins and the recorders. Its CPU shows how much of the machine the sandbox took.
     std::printf(
         "sandbox CPU         %.2f CPU s over the backlog (this process: API servers, Kueue stand-ins, "
-        "recorders), %.2f ms per job\n",
-        sandboxBacklog, jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
+        "recorders%s), %.2f ms per job\n",
+        sandboxBacklog, integration ? ", the workers' integrations and Tekton stand-ins" : "",
+        jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
     std::printf("first job copy      %.2f s after the adapter process started\n", firstSeconds);
     std::printf(
         "backlog end to end  %.0f jobs/s  (adapter process start -> the last job's worker status on the "

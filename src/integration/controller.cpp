@@ -31,6 +31,7 @@ struct IntegrationController::Impl {
   Options options;
   multikueue::EventRecorder events;
   std::unique_ptr<kube::Informer> workloads;
+  std::unique_ptr<kube::Informer> priorityClasses;
   std::vector<std::unique_ptr<Kind>> kinds;
   bool started = false;
 };
@@ -41,13 +42,15 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
   kube::InformerOptions informerOptions;
   informerOptions.transform = kube::dropManagedFields;
   impl_->workloads = std::make_unique<kube::Informer>(client, api::kWorkloadGvk, informerOptions);
+  impl_->priorityClasses = std::make_unique<kube::Informer>(
+      client, api::GroupVersionKind{"scheduling.k8s.io", "v1", "PriorityClass"}, informerOptions);
   for (const auto& kind : kinds) {
     if (kind.integration() == nullptr) continue;
     auto k = std::make_unique<Impl::Kind>(kind);
     k->jobs = std::make_unique<kube::Informer>(client, kind.gvk(), informerOptions);
-    k->reconciler =
-        std::make_unique<JobReconciler>(client, k->kind, JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners},
-                                        impl_->events, clock, impl_->options.integrationObserver);
+    k->reconciler = std::make_unique<JobReconciler>(
+        client, k->kind, JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners, impl_->priorityClasses.get()},
+        impl_->events, clock, impl_->options.integrationObserver);
     multikueue::Controller::Options controllerOptions;
     controllerOptions.name = "job-" + strings::toLower(kind.gvk().kind);
     controllerOptions.workers = impl_->options.workersPerKind;
@@ -84,9 +87,11 @@ void IntegrationController::start(std::chrono::milliseconds syncTimeout) {
   if (impl_->started) return;
   impl_->started = true;
   impl_->workloads->start();
+  impl_->priorityClasses->start();
   for (auto& k : impl_->kinds) k->jobs->start();
   std::vector<std::string> unsynced;
   if (!impl_->workloads->waitForSync(syncTimeout)) unsynced.push_back(api::kWorkloadGvk.goString());
+  if (!impl_->priorityClasses->waitForSync(syncTimeout)) unsynced.push_back("PriorityClass.v1.scheduling.k8s.io");
   for (auto& k : impl_->kinds)
     if (!k->jobs->waitForSync(syncTimeout)) unsynced.push_back(k->kind.gvk().goString());
   if (!unsynced.empty()) {
@@ -104,6 +109,7 @@ void IntegrationController::stop() {
   for (auto& k : impl_->kinds) k->controller->stop();
   for (auto& k : impl_->kinds) k->jobs->stop();
   impl_->workloads->stop();
+  impl_->priorityClasses->stop();
 }
 
 std::size_t IntegrationController::kinds() const { return impl_->kinds.size(); }

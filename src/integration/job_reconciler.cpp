@@ -287,8 +287,12 @@ Priority JobReconciler::priorityFor(const json& job, const json& podSets) {
   };
   PriorityLookups lookups;
   lookups.workloadPriorityClass = [&](const std::string& name) { return get(kWorkloadPriorityClassGvk, name); };
-  lookups.priorityClass = [&](const std::string& name) { return get(kPriorityClassGvk, name); };
-  lookups.priorityClasses = [&] { return client_.listAll(kPriorityClassGvk, ""); };
+  lookups.priorityClass = [&](const std::string& name) {
+    return caches_.priorityClasses ? caches_.priorityClasses->get(name) : get(kPriorityClassGvk, name);
+  };
+  lookups.priorityClasses = [&] {
+    return caches_.priorityClasses ? caches_.priorityClasses->list() : client_.listAll(kPriorityClassGvk, "");
+  };
   auto resolved = resolvePriority(job, podSets, lookups);
   if (auto* missing = std::get_if<PriorityNotFound>(&resolved)) {
     if (missing->workloadPriorityClass)

@@ -70,6 +70,9 @@ struct JobCaches {
   kube::Informer* jobs = nullptr;       // this kind's jobs
   kube::Informer* workloads = nullptr;  // every Workload
   const WorkloadOwners* owners = nullptr;
+  // Every PriorityClass (scheduling.k8s.io), read for each new Workload's priority; null: the
+  // reconciler reads them from the API server each time (tests).
+  kube::Informer* priorityClasses = nullptr;
 };
 
 class JobReconciler {
