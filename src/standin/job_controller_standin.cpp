@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "mka/sandbox/api_error.h"
@@ -100,7 +101,9 @@ struct JobControllerStandIn::Impl {
   mutable std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;
-  std::map<std::string, Clock::TimePoint> runningSince;  // key -> when its pods started
+  // "<key>/<uid>" -> when its pods started: a job deleted and created again under the same name
+  // is a new run.
+  std::map<std::string, Clock::TimePoint> runningSince;
   std::map<std::string, int> starts;
   std::thread thread;
 
@@ -180,14 +183,23 @@ struct JobControllerStandIn::Impl {
 
   void pass() {
     const json list = api.list(ref(), {});
+    std::set<std::string> present;  // runs whose job still exists: a deleted job's pods are gone
+    for (const auto& job : list.value("items", json::array()))
+      if (!job["metadata"].contains("deletionTimestamp"))
+        present.insert(keyOf(job) + "/" + stringAt(job, json::json_pointer("/metadata/uid")));
+    {
+      std::lock_guard lock(mutex);
+      std::erase_if(runningSince, [&](const auto& entry) { return present.count(entry.first) == 0; });
+    }
     for (const auto& job : list.value("items", json::array())) {
       if (!ours(options.style, job) || finishedRun(options.style, job) || job["metadata"].contains("deletionTimestamp"))
         continue;
       const std::string key = keyOf(job);
       const std::string stamp = toRfc3339(clock.now());
       const Wanted want = wanted(options.style, job);
+      const std::string run = key + "/" + stringAt(job, json::json_pointer("/metadata/uid"));
       std::unique_lock lock(mutex);
-      const auto since = runningSince.find(key);
+      const auto since = runningSince.find(run);
       const bool running = since != runningSince.end();
 
       if (options.style == Style::Argo && stringAt(job, json::json_pointer("/status/phase")).empty()) {
@@ -215,7 +227,7 @@ struct JobControllerStandIn::Impl {
         continue;
       }
       if (!running) {
-        runningSince[key] = clock.now();
+        runningSince[run] = clock.now();
         ++starts[key];
         lock.unlock();
         writeStatus(job, runningStatus(job, stamp));

@@ -86,7 +86,7 @@ class Environment {
 
   // Starts the stand-in of a cluster created with startWorkerKueues = false.
   void startKueue(const std::string& name);
-  // Every started stand-in quiet (see KueueStandIn::idle), and every worker's integration.
+  // Every started stand-in quiet (see KueueStandIn::idle), and every reachable worker's integration.
   bool kueuesIdle() const;
   // Stops a worker's integration (integration mode) and starts a new one with empty caches, as
   // a restarted worker adapter does. Throws mka::Error for a cluster without one.

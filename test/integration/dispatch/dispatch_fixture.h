@@ -1,11 +1,14 @@
 #pragma once
-// The end-to-end fixture of the dispatch loop: an Environment (sandbox manager + workers, Kueue
-// stand-ins, the sample Kueue objects) on a FakeClock, and the adapter's Dispatcher against the
-// manager. Tests create jobs on the manager and await what users would see.
+// The end-to-end fixture of the dispatch loop, as deployed: an Environment (sandbox manager +
+// workers, Kueue stand-ins playing Kueue's core only, Tekton and Argo controller stand-ins, our
+// integration on each worker, the sample Kueue objects) on a FakeClock, and the adapter's
+// Dispatcher and integration against the manager. Tests create jobs on the manager and await
+// what users would see.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,9 +54,6 @@ class DispatchFixture {
     // How long, on the fake clock, an evicted Workload waits before every stand-in reserves it
     // again (0: at once, which can hide a worker's eviction from the adapter).
     std::chrono::nanoseconds readmitDelay{0};
-    // As deployed with the job integration (demo::Environment::Options::integration): the
-    // adapter runs its integration beside the Dispatcher, each worker's adapter runs its own.
-    bool integration = false;
   };
 
   void setUpEnvironment(Setup setup);
@@ -64,12 +64,13 @@ class DispatchFixture {
   void stopAdapter();
 
   // A job of `kind` named `name` from the sample manifest, in namespace default, queued on
-  // user-queue; `marker` false leaves the managedBy marker out; `mutate` edits it first. In
-  // integration mode it starts suspended, as /mutate leaves it.
+  // user-queue; `marker` false leaves the managedBy marker out; `mutate` edits it first. It
+  // starts suspended, as /mutate leaves it.
   nlohmann::json createJob(const JobKind& kind, const std::string& name, bool marker = true,
                            const std::function<void(nlohmann::json&)>& mutate = {},
                            const std::string& manager = "manager");
-  // Another adapter, for another manager of the environment (own origin, same workers).
+  // Another adapter, for another manager of the environment (own origin, same workers); that
+  // manager's integration runs too (until tearDownEnvironment) when `config` integrates kinds.
   std::unique_ptr<multikueue::Dispatcher> startAdapterFor(const std::string& manager, config::Configuration config);
   // The manager Workload Kueue made for that job ("" until it exists).
   std::string workloadNameOf(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
@@ -93,6 +94,8 @@ class DispatchFixture {
   // Everything quiet: stand-ins, every reachable worker connected, the adapter's controllers idle.
   bool settled();
 
+  // Jobs the workers' Tekton and Argo controller stand-ins run right now.
+  std::size_t runningOnWorkers();
   // Events about `involvedName` in namespace default of `cluster`.
   std::vector<nlohmann::json> events(const std::string& involvedName, const std::string& cluster = "manager");
 
@@ -100,8 +103,8 @@ class DispatchFixture {
   std::unique_ptr<demo::Environment> env_;
   config::Configuration config_;
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
-  std::unique_ptr<integration::IntegrationController> integration_;  // the adapter's, in integration mode
-  bool integrationMode_ = false;
+  // Each manager's adapter runs its integration beside its Dispatcher.
+  std::map<std::string, std::unique_ptr<integration::IntegrationController>> integrations_;
   std::string checkName_ = "multikueue-adapter";
 };
 

@@ -30,7 +30,7 @@ class IntegrationE2E : public ::testing::TestWithParam<JobKind>, public Dispatch
 };
 
 TEST_P(IntegrationE2E, RunsOnceOnAWorkerWithTheIntegrationOnEveryCluster) {
-  setUpEnvironment({.integration = true});
+  setUpEnvironment({});
   startAdapter();
   createJob(kind(), "job1");
 
@@ -76,7 +76,7 @@ TEST_P(IntegrationE2E, RunsOnceOnAWorkerWithTheIntegrationOnEveryCluster) {
 // The worker's adapter restarts while the job copy runs: the new one rebuilds its caches, adopts
 // nothing twice, creates no Workload of its own, and finishes the worker's Workload once.
 TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnce) {
-  setUpEnvironment({.integration = true});
+  setUpEnvironment({});
   startAdapter();
   createJob(kind(), "job1");
   const auto wl = awaitWorkload(kind(), "job1");
@@ -111,7 +111,8 @@ class HonestStandIns : public ::testing::Test, public DispatchFixture {
 // Kueue integrates no Argo Workflows: with only the dispatch loop (our integration off on the
 // manager), nothing creates the Workflow's Workload, so nothing dispatches or runs it.
 TEST_F(HonestStandIns, WithoutOurIntegrationAWorkflowGetsNoWorkloadAndRunsNowhere) {
-  setUpEnvironment({.integration = true});
+  setUpEnvironment({});
+  config_.integrations.frameworks.clear();
   dispatcher_ = startAdapterFor("manager", config_);  // the dispatch loop alone
   createJob(kWorkflow, "wf1");
   ASSERT_TRUE(settled());
