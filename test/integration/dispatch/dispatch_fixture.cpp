@@ -163,6 +163,21 @@ bool DispatchFixture::settled() {
   });
 }
 
+int DispatchFixture::startsOn(const std::string& cluster, const JobKind& kind, const std::string& name) {
+  auto* controller = env_->frameworkController(cluster, kind.gvk.kind);
+  return controller == nullptr ? 0 : controller->starts("default/" + name);
+}
+
+std::pair<std::string, std::string> DispatchFixture::runOnAWorker(const JobKind& kind, const std::string& name) {
+  createJob(kind, name);
+  const auto wl = awaitWorkload(kind, name);
+  EXPECT_TRUE(test::eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
+  const auto worker = multikueue::clusterName(*workload("manager", wl));
+  EXPECT_TRUE(test::eventually([&] { return startsOn(worker, kind, name) == 1; })) << "not started on " << worker;
+  if (::testing::Test::HasFailure()) return {};
+  return {wl, worker};
+}
+
 std::size_t DispatchFixture::runningOnWorkers() {
   std::size_t running = 0;
   for (const auto& w : env_->workers())

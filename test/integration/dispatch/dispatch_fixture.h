@@ -94,6 +94,12 @@ class DispatchFixture {
   // Everything quiet: stand-ins, every reachable worker connected, the adapter's controllers idle.
   bool settled();
 
+  // Where a job runs: creates it on the manager, awaits its Workload's check Ready and its copy
+  // started on the worker that admitted it. Returns {Workload name, worker}; empty after a
+  // failed assertion.
+  std::pair<std::string, std::string> runOnAWorker(const JobKind& kind, const std::string& name);
+  // Times the worker's controller stand-in of `kind` started job `name` (namespace default).
+  int startsOn(const std::string& cluster, const JobKind& kind, const std::string& name);
   // Jobs the workers' Tekton and Argo controller stand-ins run right now.
   std::size_t runningOnWorkers();
   // Events about `involvedName` in namespace default of `cluster`.

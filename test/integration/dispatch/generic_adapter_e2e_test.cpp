@@ -68,15 +68,10 @@ TEST_P(GenericAdapterE2E, FirstWorkerToAdmitWinsAndTheOtherCopyIsDeleted) {
 TEST_P(GenericAdapterE2E, WorkerStatusIsCopiedToTheManagerJobUntilItFinishes) {
   setUpEnvironment({});
   startAdapter();
-  createJob(kind(), "job1");
-  const auto wl = awaitWorkload(kind(), "job1");
-  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
-  const auto worker = multikueue::clusterName(*workload("manager", wl));
-
   // Running: the worker's integration resumed the copy, its controller stand-in runs it and its
   // status is on the manager's job.
-  ASSERT_TRUE(
-      eventually([&] { return env_->frameworkController(worker, kind().gvk.kind)->starts("default/job1") == 1; }));
+  const auto [wl, worker] = runOnAWorker(kind(), "job1");
+  ASSERT_FALSE(worker.empty());
   ASSERT_TRUE(eventually([&] {
     const auto remote = get(worker, kind().gvk, "job1");
     const auto local = get("manager", kind().gvk, "job1");

@@ -21,7 +21,7 @@ class IntegrationE2E : public ::testing::TestWithParam<JobKind>, public Dispatch
   const JobKind& kind() const { return GetParam(); }
 
   int startsOn(const std::string& cluster, const std::string& job) {
-    return env_->frameworkController(cluster, kind().gvk.kind)->starts("default/" + job);
+    return DispatchFixture::startsOn(cluster, kind(), job);
   }
   bool suspended(const json& job) {
     return kind().gvk.kind == "Workflow" ? job.at("spec").value("suspend", false)
@@ -78,11 +78,8 @@ TEST_P(IntegrationE2E, RunsOnceOnAWorkerWithTheIntegrationOnEveryCluster) {
 TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnce) {
   setUpEnvironment({});
   startAdapter();
-  createJob(kind(), "job1");
-  const auto wl = awaitWorkload(kind(), "job1");
-  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
-  const auto worker = multikueue::clusterName(*workload("manager", wl));
-  ASSERT_TRUE(eventually([&] { return startsOn(worker, "job1") == 1; }));
+  const auto [wl, worker] = runOnAWorker(kind(), "job1");
+  ASSERT_FALSE(worker.empty());
 
   env_->restartIntegration(worker);
   ASSERT_TRUE(settled());

@@ -12,14 +12,20 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The README's first command, in-process: every sample job goes through the whole flow.
-TEST(DemoCommandTest, EverySampleJobRunsOnOneWorkerAndIsCleanedUp) {
-  test::TempDir dir;
+// The samples and CRDs of this checkout, jobs that run half a second, files in `dir`.
+DemoOptions fromTheCheckout(const test::TempDir& dir) {
   DemoOptions options;
   options.dir = dir.path();
   options.runTime = std::chrono::milliseconds{500};
   options.samples = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
   options.crds = std::string(MKA_FIXTURES_DIR) + "/crds";
+  return options;
+}
+
+// The README's first command, in-process: every sample job goes through the whole flow.
+TEST(DemoCommandTest, EverySampleJobRunsOnOneWorkerAndIsCleanedUp) {
+  test::TempDir dir;
+  DemoOptions options = fromTheCheckout(dir);
   std::ostringstream out;
   ASSERT_EQ(demoCommand(options, out), 0) << out.str();
   const auto text = out.str();
@@ -44,11 +50,7 @@ TEST(DemoCommandTest, EverySampleJobRunsOnOneWorkerAndIsCleanedUp) {
 // one cluster, the adapter with dispatch off.
 TEST(DemoCommandTest, SingleClusterQueuesAWorkflowAndAnInHouseJobThroughKueue) {
   test::TempDir dir;
-  DemoOptions options;
-  options.dir = dir.path();
-  options.runTime = std::chrono::milliseconds{500};
-  options.samples = std::string(MKA_SOURCE_DIR) + "/manifests/samples";
-  options.crds = std::string(MKA_FIXTURES_DIR) + "/crds";
+  DemoOptions options = fromTheCheckout(dir);
   options.singleCluster = true;
   std::ostringstream out;
   ASSERT_EQ(demoCommand(options, out), 0) << out.str();
