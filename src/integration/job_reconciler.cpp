@@ -38,6 +38,7 @@ namespace reason {
 constexpr std::string_view kCreatedWorkload = "CreatedWorkload";
 constexpr std::string_view kDeletedWorkload = "DeletedWorkload";
 constexpr std::string_view kUpdatedWorkload = "UpdatedWorkload";
+constexpr std::string_view kUpdatedAdmissionCheck = "UpdatedAdmissionCheck";
 constexpr std::string_view kStarted = "Started";
 constexpr std::string_view kStopped = "Stopped";
 constexpr std::string_view kFinishedWorkload = "FinishedWorkload";
@@ -239,6 +240,16 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
   }
   if (isSuspended(job, rules_)) {  // 20
     if (isAdmitted(*workload)) return start(job, *workload);
+    if (hasQuotaReservation(*workload)) {
+      // What the pending checks say, in one Event (aggregated while it does not change).
+      std::string messages;
+      for (const auto& check : arrayMember(objectMember(*workload, "status"), "admissionChecks")) {
+        const std::string text = stringMember(check, "message");
+        if (stringMember(check, "state") != "Pending" || text.empty()) continue;
+        messages += (messages.empty() ? "" : "; ") + stringMember(check, "name") + ": " + text;
+      }
+      if (!messages.empty()) events_.record(job, "Normal", reason::kUpdatedAdmissionCheck, messages);
+    }
     const std::string queue = stringMember(objectMember(objectMember(job, "metadata"), "labels"), api::kQueueNameLabel);
     if (prebuilt.empty() && !hasQuotaReservation(*workload) &&
         stringMember(objectMember(*workload, "spec"), "queueName") != queue) {

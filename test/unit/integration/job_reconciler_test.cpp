@@ -474,6 +474,21 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
           EXPECT_EQ(t["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"], "cq");
           EXPECT_EQ(t["metadata"]["annotations"]["provisioned"], "yes");
         }}},
+      {"reserved with pending checks that say something: one UpdatedAdmissionCheck (scenario 43)",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          const auto check = [](const std::string& name, const std::string& state, const std::string& message) {
+            return json{
+                {"name", name}, {"state", state}, {"message", message}, {"lastTransitionTime", "2026-11-26T10:00:00Z"}};
+          };
+          return std::vector<json>{ownWorkload(
+              job,
+              reserved(false, {check("acName1", "Pending", "Some message."), check("acName2", "Ready", "Done."),
+                               check("acName3", "Pending", ""), check("acName4", "Pending", "Another message.")}))};
+        }},
+       {{"Normal UpdatedAdmissionCheck: acName1: Some message.; acName4: Another message."},
+        "",
+        [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
       {"quota reserved with a check still pending: stays suspended",
        {trainingRun(kSuspended), [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(false))}; }},
        {{}, "", [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
