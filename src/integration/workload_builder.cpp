@@ -233,6 +233,10 @@ json newWorkload(const json& job, const api::GroupVersionKind& gvk, json podSets
   // queueName is omitempty in Kueue's Go type, and the CRD refuses an empty one.
   if (const std::string queue = labelOf(job, api::kQueueNameLabel); !queue.empty())
     workload["spec"]["queueName"] = queue;
+  // ProvisioningRequest parameters the job passes to the provisioning admission check.
+  for (const auto& [key, value] : json_fields::objectMember(meta, "annotations").items())
+    if (key.starts_with("provreq.kueue.x-k8s.io/") && value.is_string())
+      workload["metadata"]["annotations"][key] = value;
   // Kueue writes the job-uid label only when the uid is a valid label value.
   if (validation::labelValue(uid).empty() && !uid.empty())
     workload["metadata"]["labels"] = {{std::string(api::kJobUidLabel), uid}};

@@ -69,7 +69,8 @@ struct Priority {
 
 // The Workload to create for `job` (with `podSets` from podSetsFromRules or a profile):
 // Kueue's name, the job's namespace, a controller ownerReference to the job, the job-uid
-// label (when the uid is a valid label value), the resource-in-use finalizer, spec.queueName
+// label (when the uid is a valid label value), the job's provreq.kueue.x-k8s.io/* annotations
+// (ProvisioningRequest parameters), the resource-in-use finalizer, spec.queueName
 // from the queue-name label (absent without one), spec.maximumExecutionTimeSeconds from its label when a positive
 // integer, and spec.priority (with spec.priorityClassRef when it comes from a class) when given.
 nlohmann::json newWorkload(const nlohmann::json& job, const api::GroupVersionKind& gvk, nlohmann::json podSets,

@@ -106,6 +106,8 @@ TEST(PodSetsFromRules, CountsAndTemplatesOrTheFieldThatIsWrong) {
 TEST(NewWorkload, CarriesKueuesIdentityAndPassesTheWorkloadCrd) {
   auto job = trainingJob({{"replicas", 3}, {"launcher", kPod}, {"template", kPod}});
   job["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "600";
+  job["metadata"]["annotations"] = {{"provreq.kueue.x-k8s.io/maxRunDurationSeconds", "3600"},
+                                    {"invalid-provreq-prefix/test-annotation-2", "x"}};
   const auto podSets = podSetsFromRules(job, trainingRun());
   ASSERT_FALSE(podSets.error);
   const auto wl = newWorkload(job, trainingRun().gvk, podSets.podSets,
@@ -118,6 +120,8 @@ TEST(NewWorkload, CarriesKueuesIdentityAndPassesTheWorkloadCrd) {
                              "blockOwnerDeletion": true}])"));
   EXPECT_EQ(wl["metadata"]["labels"], json({{"kueue.x-k8s.io/job-uid", "0f5e6b1c-1111-2222-3333-444455556666"}}));
   EXPECT_EQ(wl["metadata"]["finalizers"], json({"kueue.x-k8s.io/resource-in-use"}));
+  EXPECT_EQ(wl["metadata"]["annotations"], json({{"provreq.kueue.x-k8s.io/maxRunDurationSeconds", "3600"}}))
+      << "only ProvisioningRequest parameters are copied (scenario 5)";
   EXPECT_EQ(wl["spec"]["queueName"], "user-queue");
   EXPECT_EQ(wl["spec"]["maximumExecutionTimeSeconds"], 600);
   EXPECT_EQ(wl["spec"]["priority"], 1000);
