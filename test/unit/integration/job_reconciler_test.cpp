@@ -344,6 +344,43 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
        {{"Normal DeletedWorkload: Deleted not matching Workload: team-a/"},
         "no matching workloads: deleted 1 workloads",
         [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"tolerations changed while suspended without a reservation: updated in place, spec.active kept "
+       "(scenarios 24, 27)",
+       {[] {
+          json spec = kSuspended;
+          spec["template"]["spec"]["tolerations"] = {{{"key", "dedicated"}, {"operator", "Exists"}}};
+          return trainingRun(spec);
+        }(),
+        [](const json& job) {
+          json older = job;
+          older["spec"]["template"]["spec"].erase("tolerations");
+          json w = ownWorkload(older);
+          w["spec"]["active"] = false;
+          return std::vector<json>{w};
+        }},
+       {{"Normal UpdatedWorkload: Updated not matching Workload for suspended job: team-a/"},
+        "",
+        [](const Seen& seen) {
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          const auto& spec = seen.workloads[0]["spec"];
+          EXPECT_EQ(spec["podSets"][0]["template"]["spec"]["tolerations"],
+                    json::parse(R"([{"key": "dedicated", "operator": "Exists"}])"));
+          EXPECT_EQ(spec["active"], false);
+        }}},
+      {"tolerations changed while reserved, not admitted: the Workload is deleted (scenario 29)",
+       {[] {
+          json spec = kSuspended;
+          spec["template"]["spec"]["tolerations"] = {{{"key", "dedicated"}, {"operator", "Exists"}}};
+          return trainingRun(spec);
+        }(),
+        [](const json& job) {
+          json older = job;
+          older["spec"]["template"]["spec"].erase("tolerations");
+          return std::vector<json>{ownWorkload(older, reserved(false))};
+        }},
+       {{"Normal DeletedWorkload: Deleted not matching Workload: team-a/"},
+        "no matching workloads: deleted 1 workloads",
+        [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
       {"a second Workload the job controls is deleted",
        {trainingRun(kSuspended),
         [](const json& job) {
@@ -489,6 +526,41 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
        {{"Normal UpdatedAdmissionCheck: acName1: Some message.; acName4: Another message."},
         "",
         [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
+      {"admitted with a check's podSetUpdate labels: they reach the pod template (scenario 32)",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          json checks = kUpdateCheck;
+          checks[0]["podSetUpdates"][0]["labels"] = {{"provisioned-by", "prov"}};
+          return std::vector<json>{ownWorkload(job, reserved(true, checks))};
+        }},
+       {{"Normal Started: Admitted by clusterQueue cq"},
+        "",
+        [](const Seen& seen) {
+          const auto& labels = seen.job->at("spec").at("template").at("metadata").at("labels");
+          EXPECT_EQ(labels.value("provisioned-by", ""), "prov");
+          EXPECT_EQ(labels.value("app", ""), "train");
+        }}},
+      {"two checks that conflict: the Workload finishes FailedToStart naming the second (scenario 33)",
+       {trainingRun(kSuspended),
+        [](const json& job) {
+          json checks = kUpdateCheck;
+          json second = kUpdateCheck[0];
+          second["name"] = "zone-check";
+          second["podSetUpdates"][0] = {{"name", "main"}, {"nodeSelector", {{"zone", "b"}}}};
+          checks.push_back(second);
+          return std::vector<json>{ownWorkload(job, reserved(true, checks))};
+        }},
+       {{},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
+          ASSERT_NE(finished, nullptr);
+          EXPECT_EQ(finished->value("reason", ""), "FailedToStart");
+          EXPECT_EQ(finished->value("message", ""),
+                    "in admission check \"zone-check\": invalid admission check PodSetUpdate: conflict for "
+                    "nodeSelector: conflict for key=zone, value1=a, value2=b");
+        }}},
       {"quota reserved with a check still pending: stays suspended",
        {trainingRun(kSuspended), [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(false))}; }},
        {{}, "", [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
@@ -539,6 +611,41 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
           EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("status", ""), "False");
           EXPECT_EQ(conditionOf(w, "Admitted")->value("reason", ""), "NoReservation");
           EXPECT_EQ(conditionOf(w, "Requeued")->value("status", ""), "True");
+          // Scenarios 36, 37, 39: QuotaReserved says why, with the eviction's message.
+          EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("reason", ""), "PendingEvaluation");
+          EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("message", ""), "Preempted by a higher priority workload");
+          EXPECT_EQ(conditionOf(w, "Requeued")->value("reason", ""), "Preempted");
+        }}},
+      {"evicted while running because its ClusterQueue stopped: stopped, not requeued (scenario 38)",
+       {trainingRun(kRunning),
+        [](const json& job) {
+          return std::vector<json>{
+              ownWorkload(job, evicted(reserved(true), "ClusterQueueStopped", "The ClusterQueue is stopped"))};
+        }},
+       {{"Normal Stopped: The ClusterQueue is stopped"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          const auto* requeued = conditionOf(seen.workloads.at(0), "Requeued");
+          ASSERT_NE(requeued, nullptr);
+          EXPECT_EQ(requeued->value("status", ""), "False");
+          EXPECT_EQ(requeued->value("reason", ""), "ClusterQueueStopped");
+        }}},
+      {"deactivated while running: stopped, the quota released, not requeued (scenario 41)",
+       {trainingRun(kRunning),
+        [](const json& job) {
+          json w = ownWorkload(job, evicted(reserved(true), "Deactivated", "The workload is deactivated"));
+          w["spec"]["active"] = false;
+          return std::vector<json>{w};
+        }},
+       {{"Normal Stopped: The workload is deactivated"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          const auto& w = seen.workloads.at(0);
+          EXPECT_FALSE(w["status"].contains("admission"));
+          EXPECT_EQ(conditionOf(w, "Requeued")->value("status", ""), "False");
+          EXPECT_EQ(conditionOf(w, "Requeued")->value("reason", ""), "Deactivated");
         }}},
       {"evicted while suspended: the reservation is cleared, no Stopped",
        {trainingRun(kSuspended),
