@@ -163,7 +163,10 @@ class World {
     EXPECT_TRUE(workloads_->waitForSync(std::chrono::seconds{30}));
     if (given.deleteJob) {
       api().remove(named(kJobs, "train"));
-      EXPECT_TRUE(test::eventually([&] { return !jobs_->get("team-a/train").has_value(); }));
+      EXPECT_TRUE(test::eventually([&] {  // gone, or terminating while its own finalizers hold it
+        const auto cached = jobs_->get("team-a/train");
+        return !cached || cached->at("metadata").contains("deletionTimestamp");
+      }));
     }
     events_ = std::make_unique<RecordingEvents>(*client_, clock_, "test");
     reconciler_ = std::make_unique<JobReconciler>(*client_, kind_, JobCaches{jobs_.get(), workloads_.get(), &owners_},
@@ -418,6 +421,58 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           EXPECT_EQ(finished->value("reason", ""), "OwnerNotFound");
           EXPECT_EQ(finished->value("message", ""), "The workload's owner no longer exists");
         }}},
+      {"a job terminating behind its own finalizer: its Workload finished OwnerNotFound, released, deleted; the "
+       "job's finalizers untouched (scenario 15)",
+       {[] {
+          json job = trainingRun(kRunning);
+          job["metadata"]["finalizers"] = {"example.com/cleanup"};
+          return job;
+        }(),
+        [](const json& job) {
+          json w = ownWorkload(job, reserved(true));
+          w["metadata"]["finalizers"].push_back("example.com/audit");
+          return std::vector<json>{w};
+        },
+        /*deleteJob=*/true},
+       {{},
+        "",
+        [](const Seen& seen) {
+          ASSERT_TRUE(seen.job.has_value());
+          EXPECT_EQ(seen.job->at("metadata").at("finalizers"), json({"example.com/cleanup"}));
+          ASSERT_EQ(seen.workloads.size(), 1u);
+          const auto& w = seen.workloads[0];
+          EXPECT_EQ(w["metadata"]["finalizers"], json({"example.com/audit"}));
+          EXPECT_EQ(conditionOf(w, "Finished")->value("reason", ""), "OwnerNotFound");
+        }}},
+      {"the job failed: its Workload is finished Failed with the job's message (scenario 12)",
+       {[] {
+          json job = trainingRun(kRunning);
+          job["status"] = {{"conditions", {condition("Succeeded", "False", "Error", "epoch 3 diverged")}}};
+          return job;
+        }(),
+        [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; }},
+       {{"Normal FinishedWorkload: Workload 'team-a/"},
+        "",
+        [](const Seen& seen) {
+          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
+          ASSERT_NE(finished, nullptr);
+          EXPECT_EQ(finished->value("reason", ""), "Failed");
+          EXPECT_EQ(finished->value("message", ""), "epoch 3 diverged");
+        }}},
+      {"the time limit changed while suspended: the Workload follows (scenario 7)",
+       {[] {
+          json job = trainingRun(kSuspended);
+          job["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "600";
+          return job;
+        }(),
+        [](const json& job) {
+          json older = job;
+          older["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "300";
+          return std::vector<json>{ownWorkload(older)};
+        }},
+       {{"Normal UpdatedWorkload: Updated not matching Workload for suspended job: team-a/"},
+        "",
+        [](const Seen& seen) { EXPECT_EQ(seen.workloads.at(0)["spec"]["maximumExecutionTimeSeconds"], 600); }}},
       {"a job that finished before it had a Workload gets none (scenario 16)",
        {[] {
          json job = trainingRun(kSuspended);
