@@ -11,6 +11,7 @@
 #include "mka/integration/priority.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/api_error.h"
+#include "mka/multikueue/object_reader.h"
 #include "mka/multikueue/workload_status.h"
 
 namespace mka::integration {
@@ -288,21 +289,14 @@ std::optional<json> JobReconciler::podSetsOrWarn(const json& job) {
 }
 
 Priority JobReconciler::priorityFor(const json& job, const json& podSets) {
-  const auto get = [&](const api::GroupVersionKind& gvk, const std::string& name) -> std::optional<json> {
-    try {
-      return client_.get(gvk, "", name);
-    } catch (const kube::ApiError& e) {
-      if (e.reason() == kube::Reason::NotFound) return std::nullopt;
-      throw;
-    }
-  };
+  const multikueue::ClientReader api(client_);
   PriorityLookups lookups;
-  lookups.workloadPriorityClass = [&](const std::string& name) { return get(kWorkloadPriorityClassGvk, name); };
+  lookups.workloadPriorityClass = [&](const std::string& name) { return api.get(kWorkloadPriorityClassGvk, "", name); };
   lookups.priorityClass = [&](const std::string& name) {
-    return caches_.priorityClasses ? caches_.priorityClasses->get(name) : get(kPriorityClassGvk, name);
+    return caches_.priorityClasses ? caches_.priorityClasses->get(name) : api.get(kPriorityClassGvk, "", name);
   };
   lookups.priorityClasses = [&] {
-    return caches_.priorityClasses ? caches_.priorityClasses->list() : client_.listAll(kPriorityClassGvk, "");
+    return caches_.priorityClasses ? caches_.priorityClasses->list() : api.list(kPriorityClassGvk, "");
   };
   auto resolved = resolvePriority(job, podSets, lookups);
   if (auto* missing = std::get_if<PriorityNotFound>(&resolved)) {
@@ -318,10 +312,7 @@ void JobReconciler::followPriorityLabel(const json& job, json& workload) {
   const Priority priority = priorityFor(job, objectMember(workload, "spec").value("podSets", json::array()));
   if (priorityOf(workload) == priority) return;
   json updated = workload;
-  updated["spec"].erase("priorityClassRef");
-  if (!priority.name.empty())
-    updated["spec"]["priorityClassRef"] = {{"group", priority.group}, {"kind", priority.kind}, {"name", priority.name}};
-  updated["spec"]["priority"] = priority.value;
+  setPriority(updated["spec"], priority);
   workload = client_.update(updated);
   events_.record(job, "Normal", reason::kUpdatedWorkload, "Updated workload priority class: " + keyOf(workload));
 }

@@ -245,13 +245,15 @@ json newWorkload(const json& job, const api::GroupVersionKind& gvk, json podSets
   const auto [end, ec] = std::from_chars(maxExec.data(), maxExec.data() + maxExec.size(), seconds);
   if (!maxExec.empty() && ec == std::errc{} && end == maxExec.data() + maxExec.size() && seconds > 0)
     workload["spec"]["maximumExecutionTimeSeconds"] = seconds;
-  if (priority) {
-    if (!priority->name.empty())
-      workload["spec"]["priorityClassRef"] = {
-          {"group", priority->group}, {"kind", priority->kind}, {"name", priority->name}};
-    workload["spec"]["priority"] = priority->value;
-  }
+  if (priority) setPriority(workload["spec"], *priority);
   return workload;
+}
+
+void setPriority(json& spec, const Priority& priority) {
+  spec.erase("priorityClassRef");
+  if (!priority.name.empty())
+    spec["priorityClassRef"] = {{"group", priority.group}, {"kind", priority.kind}, {"name", priority.name}};
+  spec["priority"] = priority.value;
 }
 
 }  // namespace mka::integration

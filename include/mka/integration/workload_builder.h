@@ -76,4 +76,8 @@ struct Priority {
 nlohmann::json newWorkload(const nlohmann::json& job, const api::GroupVersionKind& gvk, nlohmann::json podSets,
                            const std::optional<Priority>& priority);
 
+// Writes `priority` into a Workload's spec: spec.priority, and spec.priorityClassRef when it
+// comes from a class (removed otherwise).
+void setPriority(nlohmann::json& spec, const Priority& priority);
+
 }  // namespace mka::integration

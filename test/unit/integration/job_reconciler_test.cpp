@@ -253,6 +253,35 @@ const json* conditionOf(const json& object, const std::string& type) { return mu
 
 bool suspended(const Seen& seen) { return seen.job && seen.job->at("spec").value("suspend", false); }
 
+// A job whose run ended: its Succeeded condition with `status`, `reason` and `message`.
+json endedRun(const json& spec, const std::string& status, const std::string& reason, const std::string& message) {
+  json job = trainingRun(spec);
+  job["status"] = {{"conditions", {condition("Succeeded", status, reason, message)}}};
+  return job;
+}
+
+// The one Workload is Finished with `reason` and `message`.
+void expectFinished(const Seen& seen, const std::string& reason, const std::string& message) {
+  const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->value("reason", ""), reason);
+  EXPECT_EQ(finished->value("message", ""), message);
+}
+
+// The job's reserved Workload, also held by another controller's finalizer.
+std::vector<json> heldByAnotherFinalizer(const json& job) {
+  json w = ownWorkload(job, reserved(true));
+  w["metadata"]["finalizers"].push_back("example.com/audit");
+  return {w};
+}
+
+// A suspended job whose pod template tolerates the dedicated nodes.
+json tolerating() {
+  json spec = kSuspended;
+  spec["template"]["spec"]["tolerations"] = {{{"key", "dedicated"}, {"operator", "Exists"}}};
+  return trainingRun(spec);
+}
+
 // ---- §3.2, §3.6, §4.2 steps 9, 11, 12, 14, 15: the job's one Workload ----------------------
 
 TEST(JobReconcilerTest, TheJobsOneWorkload) {
@@ -300,20 +329,11 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
         "",
         [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
       {"the job succeeded: its Workload is finished",
-       {[] {
-          json job = trainingRun(kRunning);
-          job["status"] = {{"conditions", {condition("Succeeded", "True", "Completed", "all epochs done")}}};
-          return job;
-        }(),
+       {endedRun(kRunning, "True", "Completed", "all epochs done"),
         [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; }},
        {{"Normal FinishedWorkload: Workload 'team-a/"},
         "",
-        [](const Seen& seen) {
-          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
-          ASSERT_NE(finished, nullptr);
-          EXPECT_EQ(finished->value("reason", ""), "Succeeded");
-          EXPECT_EQ(finished->value("message", ""), "all epochs done");
-        }}},
+        [](const Seen& seen) { expectFinished(seen, "Succeeded", "all epochs done"); }}},
       {"a finished Workload loses its finalizer, announced again as Kueue does on every pass",
        {trainingRun(kSuspended),
         [](const json& job) {
@@ -349,11 +369,7 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
         [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
       {"tolerations changed while suspended without a reservation: updated in place, spec.active kept "
        "(scenarios 24, 27)",
-       {[] {
-          json spec = kSuspended;
-          spec["template"]["spec"]["tolerations"] = {{{"key", "dedicated"}, {"operator", "Exists"}}};
-          return trainingRun(spec);
-        }(),
+       {tolerating(),
         [](const json& job) {
           json older = job;
           older["spec"]["template"]["spec"].erase("tolerations");
@@ -371,11 +387,7 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           EXPECT_EQ(spec["active"], false);
         }}},
       {"tolerations changed while reserved, not admitted: the Workload is deleted (scenario 29)",
-       {[] {
-          json spec = kSuspended;
-          spec["template"]["spec"]["tolerations"] = {{{"key", "dedicated"}, {"operator", "Exists"}}};
-          return trainingRun(spec);
-        }(),
+       {tolerating(),
         [](const json& job) {
           json older = job;
           older["spec"]["template"]["spec"].erase("tolerations");
@@ -402,12 +414,7 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
         /*deleteJob=*/true},
        {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
       {"the job is deleted while another finalizer holds its Workload: finished OwnerNotFound first (scenario 14)",
-       {trainingRun(kRunning),
-        [](const json& job) {
-          json w = ownWorkload(job, reserved(true));
-          w["metadata"]["finalizers"].push_back("example.com/audit");
-          return std::vector<json>{w};
-        },
+       {trainingRun(kRunning), heldByAnotherFinalizer,
         /*deleteJob=*/true},
        {{},
         "",
@@ -416,10 +423,7 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           const auto& w = seen.workloads[0];
           EXPECT_EQ(w["metadata"]["finalizers"], json({"example.com/audit"}));
           EXPECT_TRUE(w["metadata"].contains("deletionTimestamp"));
-          const auto* finished = conditionOf(w, "Finished");
-          ASSERT_NE(finished, nullptr);
-          EXPECT_EQ(finished->value("reason", ""), "OwnerNotFound");
-          EXPECT_EQ(finished->value("message", ""), "The workload's owner no longer exists");
+          expectFinished(seen, "OwnerNotFound", "The workload's owner no longer exists");
         }}},
       {"a job terminating behind its own finalizer: its Workload finished OwnerNotFound, released, deleted; the "
        "job's finalizers untouched (scenario 15)",
@@ -428,11 +432,7 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           job["metadata"]["finalizers"] = {"example.com/cleanup"};
           return job;
         }(),
-        [](const json& job) {
-          json w = ownWorkload(job, reserved(true));
-          w["metadata"]["finalizers"].push_back("example.com/audit");
-          return std::vector<json>{w};
-        },
+        heldByAnotherFinalizer,
         /*deleteJob=*/true},
        {{},
         "",
@@ -445,20 +445,11 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           EXPECT_EQ(conditionOf(w, "Finished")->value("reason", ""), "OwnerNotFound");
         }}},
       {"the job failed: its Workload is finished Failed with the job's message (scenario 12)",
-       {[] {
-          json job = trainingRun(kRunning);
-          job["status"] = {{"conditions", {condition("Succeeded", "False", "Error", "epoch 3 diverged")}}};
-          return job;
-        }(),
+       {endedRun(kRunning, "False", "Error", "epoch 3 diverged"),
         [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true))}; }},
        {{"Normal FinishedWorkload: Workload 'team-a/"},
         "",
-        [](const Seen& seen) {
-          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
-          ASSERT_NE(finished, nullptr);
-          EXPECT_EQ(finished->value("reason", ""), "Failed");
-          EXPECT_EQ(finished->value("message", ""), "epoch 3 diverged");
-        }}},
+        [](const Seen& seen) { expectFinished(seen, "Failed", "epoch 3 diverged"); }}},
       {"the time limit changed while suspended: the Workload follows (scenario 7)",
        {[] {
           json job = trainingRun(kSuspended);
@@ -474,11 +465,7 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
         "",
         [](const Seen& seen) { EXPECT_EQ(seen.workloads.at(0)["spec"]["maximumExecutionTimeSeconds"], 600); }}},
       {"a job that finished before it had a Workload gets none (scenario 16)",
-       {[] {
-         json job = trainingRun(kSuspended);
-         job["status"] = {{"conditions", {condition("Succeeded", "True", "Completed", "done")}}};
-         return job;
-       }()},
+       {endedRun(kSuspended, "True", "Completed", "done")},
        {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
       {"running with a Workload that no longer matches: stopped and restored from it, then it is deleted "
        "(scenario 25)",
@@ -636,12 +623,9 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
         "",
         [](const Seen& seen) {
           EXPECT_TRUE(suspended(seen));
-          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
-          ASSERT_NE(finished, nullptr);
-          EXPECT_EQ(finished->value("reason", ""), "FailedToStart");
-          EXPECT_EQ(finished->value("message", ""),
-                    "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=zone, "
-                    "value1=b, value2=a");
+          expectFinished(seen, "FailedToStart",
+                         "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=zone, "
+                         "value1=b, value2=a");
         }}},
       {"evicted while running: stopped, template restored, reservation cleared",
        {trainingRun({{"replicas", 2},
@@ -820,10 +804,7 @@ TEST(JobReconcilerTest, PrebuiltWorkloads) {
        {{},
         "prebuilt workload not found",
         [](const Seen& seen) {
-          const auto* finished = conditionOf(seen.workloads.at(0), "Finished");
-          ASSERT_NE(finished, nullptr);
-          EXPECT_EQ(finished->value("reason", ""), "OutOfSync");
-          EXPECT_EQ(finished->value("message", ""), "The prebuilt workload is out of sync with its user job");
+          expectFinished(seen, "OutOfSync", "The prebuilt workload is out of sync with its user job");
           EXPECT_TRUE(suspended(seen));
         }}},
       {"the prebuilt Workload is missing: the job stays suspended and the reconcile retries",
