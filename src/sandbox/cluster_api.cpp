@@ -618,16 +618,17 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
   omitEmptyMetadata(object);
   if (auto errors = validateObject(t, object, nullptr); !errors.empty())
     throw ApiError::invalid(t.type->qualifiedKind(), name, errors);
+  ResourceTypePtr definedType;  // what a CRD defines; reading it gives a 422 naming a bad field
   if (isCrd(*t.type)) {
-    parseCrd(object);  // 422 naming the bad field
-    object["status"] = crdStatus(object, now());
+    definedType = readCrd(object);
+    object["status"] = crdStatus(*definedType, object, now());
   }
   patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, "", &t.version->schema, now()};
   patch::recordUpdate(json(nullptr), object, record);
   if (options.dryRun) return std::make_shared<const json>(std::move(object));
 
   auto stored = store_.create(t.key, std::move(object));
-  if (isCrd(*t.type)) registry_.applyCrd(*stored);
+  if (definedType) registry_.applyCrd(definedType);
   spdlog::debug("sandbox created cluster={} resource={} namespace={} name={} rv={}", clusterName_,
                 t.type->qualifiedResource(), t.key.namespace_, name, stringAt(*stored, "metadata", "resourceVersion"));
   return stored;
@@ -896,9 +897,10 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
   omitEmptyMetadata(next);
   if (auto errors = validateObject(t, next, &current); !errors.empty())
     throw ApiError::invalid(type->qualifiedKind(), ref.name, errors);
+  ResourceTypePtr definedType;  // as in create
   if (isCrd(*type)) {
-    parseCrd(next);
-    next["status"] = crdStatus(next, now());
+    definedType = readCrd(next);
+    next["status"] = crdStatus(*definedType, next, now());
   }
   if (!managedFieldsDone) {
     patch::UpdateOptions record{managerOf(options, "unknown"), t.apiVersion, ref.subresource, &version.schema, now()};
@@ -921,7 +923,7 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
   }
   try {
     auto written = store_.update(t.key, std::move(next), currentRv);
-    if (isCrd(*type)) registry_.applyCrd(*written);
+    if (definedType) registry_.applyCrd(definedType);
     return written;
   } catch (const ApiError& e) {
     if (e.code() == 409 || e.code() == 404) throw ConcurrentChange{e};
@@ -1052,16 +1054,16 @@ void ClusterApi::afterRemoval(const ResourceType& type, const json& removed, con
   if (isCrd(type)) {
     // Deleting a CRD deletes its objects and stops serving the resource.
     try {
-      auto defined = parseCrd(removed);
+      const auto defined = readCrd(removed);
       for (auto& [key, object] : store_.snapshot()) {
-        if (key.group != defined.group || key.plural != defined.plural) continue;
+        if (key.group != defined->group || key.plural != defined->plural) continue;
         try {
           store_.remove(key);
         } catch (const ApiError&) {
           // removed meanwhile
         }
       }
-      registry_.removeCrd(defined.group, defined.plural);
+      registry_.removeCrd(defined->group, defined->plural);
     } catch (const ApiError& e) {
       spdlog::warn("sandbox could not unregister a deleted CRD cluster={} name={} error=\"{}\"", clusterName_,
                    stringAt(removed, "metadata", "name"), e.what());

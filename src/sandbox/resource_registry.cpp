@@ -81,8 +81,9 @@ std::vector<ResourceType> ResourceRegistry::all() const {
   return out;
 }
 
-void ResourceRegistry::applyCrd(const nlohmann::json& crd) {
-  auto type = std::make_shared<const ResourceType>(parseCrd(crd));
+void ResourceRegistry::applyCrd(const nlohmann::json& crd) { applyCrd(readCrd(crd)); }
+
+void ResourceRegistry::applyCrd(ResourceTypePtr type) {
   {
     std::unique_lock lock(mutex_);
     auto key = std::make_pair(type->group, type->plural);

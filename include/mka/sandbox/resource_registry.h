@@ -68,10 +68,17 @@ int compareVersionPriority(std::string_view a, std::string_view b);
 // it, with kube-apiserver's defaults (singular = lower-case kind, listKind = <Kind>List). Throws
 // ApiError 422 naming every bad field.
 ResourceType parseCrd(const nlohmann::json& crd);
+// parseCrd, shared: a CRD read once (by metadata.name and spec) is handed out again to every
+// cluster of the process that serves it, because compiling the schema of a large CRD (Kueue's
+// Workload) is most of what starting a sandbox cluster costs. Throws like parseCrd; a CRD that
+// fails is read again next time.
+std::shared_ptr<const ResourceType> readCrd(const nlohmann::json& crd);
 // The status kube-apiserver gives a CRD it serves: acceptedNames, NamesAccepted and Established
 // conditions (transition times kept from `crd`'s current status when unchanged) and
 // storedVersions (the storage version appended to those already recorded). Throws like parseCrd.
 nlohmann::json crdStatus(const nlohmann::json& crd, const std::string& now);
+// crdStatus for a CRD already read into `type`.
+nlohmann::json crdStatus(const ResourceType& type, const nlohmann::json& crd, const std::string& now);
 
 class ResourceRegistry {
  public:
@@ -93,6 +100,7 @@ class ResourceRegistry {
   // Adds or replaces the resource a CRD object defines; throws ApiError (422) naming the field
   // when the CRD is malformed.
   void applyCrd(const nlohmann::json& crd);
+  void applyCrd(ResourceTypePtr type);  // a CRD already read (readCrd)
   void removeCrd(const std::string& group, const std::string& plural);
 
   // Discovery documents, as kube-apiserver serves them (legacy, non-aggregated form).
