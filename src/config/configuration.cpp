@@ -68,6 +68,13 @@ std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk
   return std::nullopt;
 }
 
+PodFieldPaths PodSetRule::podFieldPaths() const {
+  if (podFields) return *podFields;
+  if (templatePath.empty()) return {};
+  return {templatePath + ".metadata.labels", templatePath + ".metadata.annotations",
+          templatePath + ".spec.nodeSelector", templatePath + ".spec.tolerations"};
+}
+
 const IntegratedFramework* Integrations::find(const api::GroupVersionKind& gvk) const {
   for (const auto& f : frameworks)
     if (f.gvk == gvk) return &f;
@@ -81,7 +88,11 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
   if (gvk.group == "argoproj.io" && gvk.kind == "Workflow") {
     // As `argo suspend` and `argo resume` do; a Workflow records its end in status.phase.
     f.suspend = FieldValue{"spec.suspend", true};
-    f.podSets = {PodSetRule{"main", PodSetCount{"", 1, 1}, ""}};
+    // Argo gives every pod of the Workflow its podMetadata, nodeSelector and tolerations (a
+    // template's own nodeSelector replaces the Workflow's).
+    f.podSets = {PodSetRule{"main", PodSetCount{"", 1, 1}, "",
+                            PodFieldPaths{"spec.podMetadata.labels", "spec.podMetadata.annotations",
+                                          "spec.nodeSelector", "spec.tolerations"}}};
     f.podSetsFrom = PodSetsFrom::ArgoTemplates;
     FinishedRule finished;
     finished.type = FinishedRule::Type::Phase;

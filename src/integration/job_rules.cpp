@@ -51,24 +51,19 @@ std::optional<std::string> mergeInfo(PodSetInfo& info, const json& update) {
   return std::nullopt;
 }
 
-// Where a pod template keeps what an info adds.
-json& member(json& podTemplate, std::string_view parent, std::string_view key, const json& empty) {
-  json& p = podTemplate[std::string(parent)];
-  if (!p.is_object()) p = json::object();
-  json& m = p[std::string(key)];
-  if (m.is_null()) m = empty;
-  return m;
+// The value at `path` in `job`, created as `empty` when absent or null.
+json& fieldOrEmpty(json& job, const std::string& path, const json& empty) {
+  if (json* existing = fieldAt(job, path); existing != nullptr && !existing->is_null()) return *existing;
+  json_fields::setFieldAt(job, path, empty);
+  return *fieldAt(job, path);
 }
 
-void restoreMember(json& podTemplate, const json& original, std::string_view parent, std::string_view key) {
-  const json* value = fieldAt(original, std::string(parent) + "." + std::string(key));
-  if (value != nullptr) {
-    json& p = podTemplate[std::string(parent)];
-    if (!p.is_object()) p = json::object();
-    p[std::string(key)] = *value;
-  } else if (auto it = podTemplate.find(parent); it != podTemplate.end() && it->is_object()) {
-    it->erase(std::string(key));
-  }
+// The job's field at `path` given back the pod template's `original` value, or removed.
+void restoreField(json& job, const std::string& path, const json& podTemplate, std::string_view original) {
+  if (const json* value = fieldAt(podTemplate, original); value != nullptr)
+    json_fields::setFieldAt(job, path, *value);
+  else
+    json_fields::eraseFieldAt(job, path);
 }
 
 }  // namespace
@@ -160,27 +155,26 @@ std::variant<json, std::string> started(const json& job, const config::Integrate
                                         const std::vector<PodSetInfo>& infos) {
   json out = job;
   if (framework.suspend) json_fields::eraseFieldAt(out, framework.suspend->path);
-  if (framework.podSetsFrom != config::PodSetsFrom::Rules) return out;
   if (infos.size() != framework.podSets.size()) {
     return "invalid podset infos: expecting " + std::to_string(framework.podSets.size()) + " podset, got " +
            std::to_string(infos.size());
   }
   for (std::size_t i = 0; i < infos.size(); ++i) {
-    const auto& rule = framework.podSets[i];
-    if (rule.templatePath.empty()) continue;
-    json* podTemplate = fieldAt(out, rule.templatePath);
-    if (podTemplate == nullptr || !podTemplate->is_object()) continue;
+    const auto paths = framework.podSets[i].podFieldPaths();
+    if (paths.empty()) continue;
+    if (!framework.podSets[i].templatePath.empty()) {
+      const json* podTemplate = fieldAt(out, framework.podSets[i].templatePath);
+      if (podTemplate == nullptr || !podTemplate->is_object()) continue;
+    }
     const auto& info = infos[i];
     std::optional<std::string> error;
-    if (!error) error = mergeMap(member(*podTemplate, "metadata", "labels", json::object()), info.labels, "labels");
+    if (!error) error = mergeMap(fieldOrEmpty(out, paths.labels, json::object()), info.labels, "labels");
+    if (!error) error = mergeMap(fieldOrEmpty(out, paths.annotations, json::object()), info.annotations, "annotations");
     if (!error)
-      error =
-          mergeMap(member(*podTemplate, "metadata", "annotations", json::object()), info.annotations, "annotations");
-    if (!error)
-      error = mergeMap(member(*podTemplate, "spec", "nodeSelector", json::object()), info.nodeSelector, "nodeSelector");
+      error = mergeMap(fieldOrEmpty(out, paths.nodeSelector, json::object()), info.nodeSelector, "nodeSelector");
     if (error) return "invalid admission check PodSetUpdate: " + *error;
     if (!info.tolerations.empty())
-      appendTolerations(member(*podTemplate, "spec", "tolerations", json::array()), info.tolerations);
+      appendTolerations(fieldOrEmpty(out, paths.tolerations, json::array()), info.tolerations);
   }
   return out;
 }
@@ -191,17 +185,26 @@ json stopped(const json& job, const config::IntegratedFramework& framework, cons
   json_fields::setFieldAt(out, stop.path, stop.value);
   if (!workloadPodSets.is_array()) return out;
   for (const auto& rule : framework.podSets) {
-    if (rule.templatePath.empty()) continue;
-    json* podTemplate = fieldAt(out, rule.templatePath);
-    if (podTemplate == nullptr || !podTemplate->is_object()) continue;
+    const auto paths = rule.podFieldPaths();
+    if (paths.empty()) continue;
+    if (!rule.templatePath.empty()) {
+      const json* podTemplate = fieldAt(out, rule.templatePath);
+      if (podTemplate == nullptr || !podTemplate->is_object()) continue;
+    }
     const auto original = std::find_if(workloadPodSets.begin(), workloadPodSets.end(),
                                        [&](const json& p) { return stringMember(p, "name") == rule.name; });
     if (original == workloadPodSets.end()) continue;
     const json& from = objectMember(*original, "template");
-    restoreMember(*podTemplate, from, "metadata", "labels");
-    restoreMember(*podTemplate, from, "metadata", "annotations");
-    restoreMember(*podTemplate, from, "spec", "nodeSelector");
-    restoreMember(*podTemplate, from, "spec", "tolerations");
+    restoreField(out, paths.labels, from, "metadata.labels");
+    restoreField(out, paths.annotations, from, "metadata.annotations");
+    // The metadata object a start created for them goes too (Argo's podMetadata is optional).
+    for (const auto& path : {paths.labels, paths.annotations}) {
+      const std::string parent = path.substr(0, path.rfind('.'));
+      if (const json* p = fieldAt(out, parent); p != nullptr && p->is_object() && p->empty())
+        json_fields::eraseFieldAt(out, parent);
+    }
+    restoreField(out, paths.nodeSelector, from, "spec.nodeSelector");
+    restoreField(out, paths.tolerations, from, "spec.tolerations");
   }
   return out;
 }

@@ -61,6 +61,26 @@ json syntheticPodSet(const std::string& name, const std::string& container, cons
                                            {"resources", {{"requests", requestsJson(requests)}}}}})}}}}}};
 }
 
+// The job's pod fields at `paths` written where a pod template keeps them, in `podSet`'s template.
+void copyPodFields(const json& job, const config::PodFieldPaths& paths, json& podSet) {
+  if (paths.empty()) return;
+  json& podTemplate = podSet["template"];
+  struct Field {
+    const std::string& from;
+    const char* to;
+    json::value_t type;
+  };
+  // A value of another type is left out: the framework's own validation reports it.
+  for (const auto& [from, to, type] : {Field{paths.labels, "metadata.labels", json::value_t::object},
+                                       Field{paths.annotations, "metadata.annotations", json::value_t::object},
+                                       Field{paths.nodeSelector, "spec.nodeSelector", json::value_t::object},
+                                       Field{paths.tolerations, "spec.tolerations", json::value_t::array}}) {
+    const json* value = json_fields::fieldAt(job, from);
+    if (value == nullptr || value->type() != type || value->empty()) continue;
+    json_fields::setFieldAt(podTemplate, to, *value);
+  }
+}
+
 // A container's (or template's) resources.requests added into `into` (`max`: kept at the
 // larger of the two). Unreadable quantities are skipped: the Workflow's own CRD and Argo refuse
 // them before they run.
@@ -165,6 +185,9 @@ PodSetsResult podSetsFor(const json& job, const config::IntegratedFramework& fra
   if (out.error) return out;
   if (framework.podSetsFrom == config::PodSetsFrom::ArgoTemplates) {
     out.podSets.push_back(syntheticPodSet("main", "dummy", stated ? *stated : argoRequests(job)));
+    // What the Workflow gives all its pods is the pod set's too: Kueue matches flavors against
+    // its node selector, and stopping restores the Workflow's fields from it.
+    if (!framework.podSets.empty()) copyPodFields(job, framework.podSets.front().podFieldPaths(), out.podSets.back());
     return out;
   }
   Requests requests = stated ? *stated : tektonRequests(job, out.error);

@@ -125,11 +125,26 @@ struct PodSetCount {
   bool operator==(const PodSetCount&) const = default;
 };
 
+// Where a job keeps what admission adds to its pods (a flavor's node labels and tolerations,
+// admission checks' podSetUpdates), each a dotted path.
+struct PodFieldPaths {
+  std::string labels, annotations, nodeSelector, tolerations;
+  bool empty() const { return labels.empty(); }
+  bool operator==(const PodFieldPaths&) const = default;
+};
+
 struct PodSetRule {
   std::string name;
   PodSetCount count;
   std::string templatePath;  // a PodTemplateSpec; empty for profiles that compute the template
+  // A profile whose pod set is computed: the job's own fields its pods take these from (Argo:
+  // spec.podMetadata, spec.nodeSelector, spec.tolerations). Unset for a template path.
+  std::optional<PodFieldPaths> podFields;
   bool operator==(const PodSetRule&) const = default;
+
+  // podFields, or the template's metadata.labels, metadata.annotations, spec.nodeSelector and
+  // spec.tolerations; empty when the pod set has neither.
+  PodFieldPaths podFieldPaths() const;
 };
 
 // When a job is finished, and whether it succeeded.

@@ -114,6 +114,58 @@ TEST(JobRules, ProfilesThatTakeNoTemplatesOnlyFlipTheirField) {
             "StoppedRunFinally");
 }
 
+// Argo gives every pod of a Workflow its spec.podMetadata, spec.nodeSelector and
+// spec.tolerations: the flavor's node labels and tolerations go there, and stopping gives the
+// Workflow back the values its Workload recorded.
+TEST(JobRules, AWorkflowTakesTheFlavorInItsWorkflowWidePodFields) {
+  const json workflow = {{"metadata", {{"name", "wf"}}},
+                         {"spec",
+                          {{"suspend", true},
+                           {"podMetadata", {{"labels", {{"team", "a"}}}}},
+                           {"nodeSelector", {{"disk", "ssd"}}},
+                           {"tolerations", {{{"key", "dedicated"}, {"operator", "Exists"}}}},
+                           {"templates", {{{"name", "main"}, {"container", {{"image", "busybox"}}}}}}}}};
+  const auto podSets = podSetsFor(workflow, profile(kWorkflow));
+  ASSERT_FALSE(podSets.error);
+  const json& recorded = podSets.podSets.at(0)["template"];
+  EXPECT_EQ(recorded["metadata"]["labels"], json({{"team", "a"}})) << "Kueue sees the pods' labels";
+  EXPECT_EQ(recorded["spec"]["nodeSelector"], json({{"disk", "ssd"}})) << "Kueue matches flavors against it";
+  EXPECT_EQ(recorded["spec"]["tolerations"], workflow["spec"]["tolerations"]);
+
+  PodSetInfo info;
+  info.name = "main";
+  info.labels = {{"kueue.x-k8s.io/podset", "main"}};
+  info.nodeSelector = {{"example.com/pool", "batch"}};
+  info.tolerations = {{{"key", "spot"}, {"operator", "Exists"}}};
+  const auto result = started(workflow, profile(kWorkflow), {info});
+  ASSERT_TRUE(std::holds_alternative<json>(result)) << std::get<std::string>(result);
+  const json& running = std::get<json>(result);
+  EXPECT_FALSE(running["spec"].contains("suspend"));
+  EXPECT_EQ(running["spec"]["nodeSelector"], json({{"disk", "ssd"}, {"example.com/pool", "batch"}}));
+  EXPECT_EQ(running["spec"]["podMetadata"]["labels"], json({{"kueue.x-k8s.io/podset", "main"}, {"team", "a"}}));
+  EXPECT_EQ(running["spec"]["tolerations"].size(), 2U);
+
+  info.nodeSelector = {{"disk", "hdd"}};
+  EXPECT_EQ(std::get<std::string>(started(workflow, profile(kWorkflow), {info})),
+            "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=disk, value1=ssd, "
+            "value2=hdd");
+
+  json back = stopped(running, profile(kWorkflow), podSets.podSets);
+  EXPECT_EQ(back["spec"]["nodeSelector"], workflow["spec"]["nodeSelector"]);
+  EXPECT_EQ(back["spec"]["tolerations"], workflow["spec"]["tolerations"]);
+  EXPECT_EQ(back["spec"]["podMetadata"]["labels"], workflow["spec"]["podMetadata"]["labels"]);
+  EXPECT_FALSE(back["spec"]["podMetadata"].contains("annotations")) << "the Workflow had none";
+  EXPECT_EQ(back["spec"]["suspend"], true);
+
+  json plain = workflow;
+  plain["spec"].erase("nodeSelector");
+  const auto plainSets = podSetsFor(plain, profile(kWorkflow));
+  const auto plainRunning = std::get<json>(started(plain, profile(kWorkflow), {info}));
+  EXPECT_EQ(plainRunning["spec"]["nodeSelector"], json({{"disk", "hdd"}}));
+  EXPECT_FALSE(stopped(plainRunning, profile(kWorkflow), plainSets.podSets)["spec"].contains("nodeSelector"))
+      << "a node selector only the flavor gave is removed on stop";
+}
+
 json requestsOf(const PodSetsResult& result) {
   return result.podSets.at(0)["template"]["spec"]["containers"][0]["resources"]["requests"];
 }

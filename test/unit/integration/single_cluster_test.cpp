@@ -201,6 +201,44 @@ TEST_F(SingleCluster, AnEvictedInHouseJobStopsIsRestoredAndRunsAgainWithItsFlavo
   EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
 }
 
+// A Workflow has no pod template: Argo gives every pod the Workflow's spec.nodeSelector,
+// spec.tolerations and spec.podMetadata, so that is where the flavor goes, and where stopping
+// restores the Workflow as the user wrote it.
+TEST_F(SingleCluster, AWorkflowRunsWithItsFlavorInTheWorkflowWideNodeSelector) {
+  standin::JobControllerStandIn argo(cluster.api(), clock, {.style = standin::JobControllerStandIn::Style::Argo});
+  argo.start();
+  auto integration = startIntegration();
+  const sandbox::ResourceRef workflows{"argoproj.io", "v1alpha1", "workflows", "team-a", "", ""};
+  auto etl = workflows;
+  etl.name = "etl";
+  cluster.api().create(
+      workflows, {{"apiVersion", "argoproj.io/v1alpha1"},
+                  {"kind", "Workflow"},
+                  {"metadata", {{"name", "etl"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
+                  {"spec",
+                   {{"suspend", true},
+                    {"entrypoint", "main"},
+                    {"nodeSelector", {{"disk", "ssd"}}},
+                    {"templates",
+                     {{{"name", "main"},
+                       {"container", {{"image", "busybox"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}}}}});
+  const auto workflow = [&] { return cluster.api().get(etl); };
+
+  ASSERT_TRUE(test::eventually([&] { return argo.running() == 1; })) << workflow().dump();
+  EXPECT_EQ(workflow()["spec"]["nodeSelector"], json({{"disk", "ssd"}, {"example.com/capacity", "on-demand"}}));
+  EXPECT_EQ(workflow()["spec"]["podMetadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+  const auto wl = workloads().at(0);
+  EXPECT_EQ(wl.at(json::json_pointer("/spec/podSets/0/template/spec/nodeSelector")), json({{"disk", "ssd"}}))
+      << "Kueue sees the node selector the Workflow's pods have";
+
+  kueue.evict("team-a", wl["metadata"].value("name", ""));
+  // Argo keeps a suspended Workflow's phase Running: what tells is spec.suspend.
+  ASSERT_TRUE(test::eventually([&] { return workflow()["spec"].value("suspend", false); })) << workflow().dump();
+  EXPECT_EQ(workflow()["spec"]["nodeSelector"], json({{"disk", "ssd"}})) << "as the user wrote it";
+  EXPECT_FALSE(workflow()["spec"].contains("podMetadata")) << workflow().dump();
+  EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+}
+
 // Bad input on one job is that job's problem: a Warning naming the field, no Workload, the job
 // left suspended; the jobs after it are queued and run as usual.
 TEST_F(SingleCluster, BadInputWarnsNamesTheFieldAndOtherJobsGoOn) {
