@@ -133,7 +133,7 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
     AdmissionResponse response;
     switch (*webhook) {
       case Webhook::Mutate: response = mutateJob(request, *config, queues_); break;
-      case Webhook::Validate: response = validateJob(request, *config); break;
+      case Webhook::Validate: response = validateJob(request, *config, queues_); break;
       case Webhook::ValidateConfig: response = validateConfigMap(request); break;
     }
     std::string body = encodeAdmissionReview(request, response);

@@ -12,6 +12,7 @@
 namespace mka::webhook {
 namespace {
 
+using api::kDefaultLocalQueue;
 using api::kQueueNameLabel;
 
 // What the marker half of the answer adds: JSONPatch operations, or a warning.
@@ -91,6 +92,31 @@ nlohmann::json defaultSuspend(const nlohmann::json& job, const jobkind::JobKind&
   return json_fields::setFieldPatch(job, strings::split(rules->suspend->path, '.'), rules->suspend->value);
 }
 
+// Kueue's LocalQueue defaulting (KUEUE-JOBFRAMEWORK.md §5.1 step 1) for a kind our integration
+// queues: a job without a queue name, in a namespace with a LocalQueue named "default", is
+// queued there, unless its controller is itself a kind we queue or dispatch (the parent's
+// Workload covers it). The patch, or an empty array.
+nlohmann::json defaultLocalQueue(const AdmissionRequest& request, const config::Configuration& config,
+                                 const QueueIndex& queues, const jobkind::JobKind& kind,
+                                 const std::optional<std::string_view>& queue) {
+  if (kind.integration() == nullptr || (queue && !queue->empty())) return nlohmann::json::array();
+  const std::string ns =
+      request.namespace_.empty() ? json_fields::metadataString(request.object, "namespace") : request.namespace_;
+  if (queues.lookup(ns, kDefaultLocalQueue, config.multiKueueControllerNames()).result ==
+      QueueLookup::Result::LocalQueueNotFound)
+    return nlohmann::json::array();
+  const auto& owners =
+      json_fields::arrayMember(json_fields::objectMember(request.object, "metadata"), "ownerReferences");
+  for (const auto& owner : owners) {
+    if (!owner.is_object() || owner.value("controller", false) != true) continue;
+    const auto gvk = api::GroupVersionKind::fromApiVersion(json_fields::stringMember(owner, "apiVersion"),
+                                                           json_fields::stringMember(owner, "kind"));
+    if (jobkind::kindOf(config, gvk)) return nlohmann::json::array();
+  }
+  return json_fields::setFieldPatch(request.object, {"metadata", "labels", std::string(kQueueNameLabel)},
+                                    std::string(kDefaultLocalQueue));
+}
+
 }  // namespace
 
 AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Configuration& config,
@@ -103,13 +129,19 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
     skipped(request, "kind is neither a configured external framework nor an integrated one");
     return AdmissionResponse::allow();
   }
-  const auto queue = labelOf(request.object, kQueueNameLabel);
-  Marker marker = defaultMarker(request, config, queues, *kind, queue);
-
-  // One JSONPatch: the suspend operations are computed on the object the marker's leave, so a
-  // parent the marker adds ("spec") is not added twice.
-  const nlohmann::json marked = marker.patch.empty() ? request.object : request.object.patch(marker.patch);
-  nlohmann::json patch = std::move(marker.patch);
+  // One JSONPatch, in Kueue's order: the queue name, the suspend value, the marker. Each part is
+  // computed on the object the earlier parts leave, so no parent is added twice.
+  nlohmann::json patch = defaultLocalQueue(request, config, queues, *kind, labelOf(request.object, kQueueNameLabel));
+  std::optional<AdmissionRequest> defaulted;
+  if (!patch.empty()) {
+    defaulted = request;
+    defaulted->object = request.object.patch(patch);
+  }
+  const AdmissionRequest& queued = defaulted ? *defaulted : request;
+  const auto queue = labelOf(queued.object, kQueueNameLabel);
+  Marker marker = defaultMarker(queued, config, queues, *kind, queue);
+  const nlohmann::json marked = marker.patch.empty() ? queued.object : queued.object.patch(marker.patch);
+  for (auto& op : marker.patch) patch.push_back(std::move(op));
   for (auto& op : defaultSuspend(marked, *kind, queue)) patch.push_back(std::move(op));
 
   AdmissionResponse response;

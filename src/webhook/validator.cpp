@@ -95,6 +95,23 @@ void checkWhileResumed(const AdmissionRequest& request, const config::Integrated
             stringOf(labelOf(request.object, kMaxExecTimeLabel)));
 }
 
+// Kueue's rule for a namespace with a default LocalQueue (KUEUE-JOBFRAMEWORK.md §5.3): a queue
+// name is not removed there, since the defaulting would only put "default" back on a new job.
+void checkDefaultQueueKept(const AdmissionRequest& request, const config::Configuration& config,
+                           const QueueIndex& queues, FieldErrors& problems) {
+  const auto before = labelOf(request.oldObject, kQueueNameLabel);
+  const auto after = labelOf(request.object, kQueueNameLabel);
+  if (!before || before->empty() || (after && !after->empty())) return;
+  const std::string ns =
+      request.namespace_.empty() ? json_fields::metadataString(request.object, "namespace") : request.namespace_;
+  if (queues.lookup(ns, api::kDefaultLocalQueue, config.multiKueueControllerNames()).result ==
+      QueueLookup::Result::LocalQueueNotFound)
+    return;
+  problems.push_back({labelPath(kQueueNameLabel),
+                      "Invalid value: \"\": queue-name must not be empty in namespace with default queue",
+                      "keep the label, or set it to another LocalQueue of namespace " + ns});
+}
+
 // Kueue's rules for the priority and maximum-execution-time labels (KUEUE-JOBFRAMEWORK.md §5.2,
 // §5.3): a class is never removed (the Workload keeps the priority it was admitted with), and
 // added only while the job is suspended; a time limit is a positive number of seconds.
@@ -134,7 +151,8 @@ AdmissionResponse denyAll(const AdmissionRequest& request, const FieldErrors& pr
 
 }  // namespace
 
-AdmissionResponse validateJob(const AdmissionRequest& request, const config::Configuration& config) {
+AdmissionResponse validateJob(const AdmissionRequest& request, const config::Configuration& config,
+                              const QueueIndex& queues) {
   const bool update = request.operation == "UPDATE";
   if ((request.operation != "CREATE" && !update) || !request.object.is_object()) return AdmissionResponse::allow();
   const auto found = jobkind::kindOf(config, request.kind);
@@ -176,6 +194,7 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   if (jobKind.integration() != nullptr) {
     checkKueueLabels(request, *jobKind.integration(), update, problems);
     if (update) checkWhileResumed(request, *jobKind.integration(), problems);
+    if (update) checkDefaultQueueKept(request, config, queues, problems);
   }
 
   AdmissionResponse response = problems.empty() ? AdmissionResponse::allow() : denyAll(request, problems);

@@ -18,6 +18,9 @@ inline constexpr std::string_view kMultiKueueControllerName = "kueue.x-k8s.io/mu
 
 // Labels and annotations.
 inline constexpr std::string_view kQueueNameLabel = "kueue.x-k8s.io/queue-name";
+// A LocalQueue of this name queues the namespace's jobs that name none (Kueue's
+// LocalQueueDefaulting).
+inline constexpr std::string_view kDefaultLocalQueue = "default";
 inline constexpr std::string_view kOriginLabel = "kueue.x-k8s.io/multikueue-origin";
 // The same key serves as a label and as an annotation (Kueue >= 0.18 writes the annotation).
 inline constexpr std::string_view kPrebuiltWorkloadNameKey = "kueue.x-k8s.io/prebuilt-workload-name";

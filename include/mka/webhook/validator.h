@@ -3,10 +3,13 @@
 
 #include "mka/config/configuration.h"
 #include "mka/webhook/admission_review.h"
+#include "mka/webhook/queue_index.h"
 
 namespace mka::webhook {
 
-AdmissionResponse validateJob(const AdmissionRequest& request, const config::Configuration& config);
+// `queues` answers whether the job's namespace has a default LocalQueue.
+AdmissionResponse validateJob(const AdmissionRequest& request, const config::Configuration& config,
+                              const QueueIndex& queues);
 AdmissionResponse validateConfigMap(const AdmissionRequest& request);
 
 }  // namespace mka::webhook

@@ -17,12 +17,14 @@ using testing::kWorkflow;
 using testing::makeRequest;
 using Result = QueueLookup::Result;
 
-// Answers every lookup with one configured result and remembers what it was asked.
+// Answers every lookup with one configured result and remembers what it was asked; no
+// namespace has a LocalQueue named "default".
 class FakeQueueIndex final : public QueueIndex {
  public:
   explicit FakeQueueIndex(Result result) : result_(result) {}
   QueueLookup lookup(std::string_view ns, std::string_view localQueue,
                      std::span<const std::string> controllerNames) const override {
+    if (localQueue == "default") return {};
     ++calls_;
     ns_ = ns;
     localQueue_ = localQueue;
@@ -362,6 +364,63 @@ TEST(MutateJob, IntegratedKindsStartSuspendedInTheSamePatchAsTheMarker) {
     }
     ASSERT_TRUE(response.patch.has_value());
     EXPECT_EQ(c.object.patch(*response.patch), c.expected) << *response.patch;
+  }
+}
+
+// KUEUE-JOBFRAMEWORK scenario 51: a LocalQueue named "default" queues the namespace's jobs of
+// an integrated kind that name no queue, and then they start suspended like any queued job.
+TEST(MutateJob, AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueue) {
+  InMemoryQueueIndex queues;
+  queues.upsertLocalQueue("argo-ci", "default", "cq");
+  queues.upsertClusterQueue("cq", {});
+  auto config = testing::testConfig();
+  config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
+  json owned = workflow(json::object());
+  owned["metadata"]["ownerReferences"] = {{{"apiVersion", "argoproj.io/v1alpha1"},
+                                           {"kind", "Workflow"},
+                                           {"name", "parent"},
+                                           {"uid", "u"},
+                                           {"controller", true}}};
+  json cronOwned = owned;
+  cronOwned["metadata"]["ownerReferences"][0]["kind"] = "CronWorkflow";
+  json emptyQueue = workflow({{"kueue.x-k8s.io/queue-name", ""}});
+  json elsewhere = workflow(json::object());
+  elsewhere["metadata"]["namespace"] = "other";
+
+  struct Case {
+    std::string name;
+    api::GroupVersionKind kind;
+    json object;
+    json wantLabels;  // null: no patch
+  };
+  const std::vector<Case> cases = {
+      {"no queue name: default", kWorkflow, workflow(json::object()), {{"kueue.x-k8s.io/queue-name", "default"}}},
+      {"an empty queue name: default", kWorkflow, emptyQueue, {{"kueue.x-k8s.io/queue-name", "default"}}},
+      {"a queue name of its own is kept",
+       kWorkflow,
+       workflow({{"kueue.x-k8s.io/queue-name", "team-a"}}),
+       {{"kueue.x-k8s.io/queue-name", "team-a"}}},
+      {"its controller is a kind we queue: its Workload covers this one", kWorkflow, owned, nullptr},
+      {"a controller of another kind does not stop it",
+       kWorkflow,
+       cronOwned,
+       {{"kueue.x-k8s.io/queue-name", "default"}}},
+      {"no default LocalQueue in the namespace", kWorkflow, elsewhere, nullptr},
+      {"a kind we only dispatch is left to its own integration", kPipelineRun, pipelineRun(json::object()), nullptr},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto response = mutateJob(makeRequest(c.kind, "CREATE", c.object), config, queues);
+    if (c.wantLabels.is_null()) {
+      EXPECT_FALSE(response.patch.has_value()) << *response.patch;
+      continue;
+    }
+    ASSERT_TRUE(response.patch.has_value());
+    const json patched = c.object.patch(*response.patch);
+    EXPECT_EQ(patched["metadata"]["labels"], c.wantLabels);
+    EXPECT_EQ(patched["spec"]["suspend"], true);
+    EXPECT_FALSE(patched["metadata"]["labels"].contains(std::string(testing::kArgoLabel)))
+        << "the default LocalQueue is not a MultiKueue one";
   }
 }
 

@@ -20,6 +20,7 @@ using testing::kWorkflow;
 using testing::makeRequest;
 
 const std::string kOurs = "kueue.x-k8s.io/multikueue";
+const InMemoryQueueIndex kNoQueues;  // no namespace has a default LocalQueue
 
 json pipelineRun(json labels, std::optional<std::string> managedBy = std::nullopt, json annotations = nullptr) {
   json object = {{"apiVersion", "tekton.dev/v1"},
@@ -233,7 +234,7 @@ TEST(ValidateJob, AppliesEveryRule) {
   const auto config = testing::testConfig();
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const auto response = validateJob(makeRequest(c.kind, c.operation, c.object, c.oldObject), config);
+    const auto response = validateJob(makeRequest(c.kind, c.operation, c.object, c.oldObject), config, kNoQueues);
     const bool denied = !c.denial.empty() || !c.contains.empty();
     EXPECT_EQ(response.allowed, !denied);
     EXPECT_FALSE(response.patch.has_value());
@@ -335,7 +336,7 @@ TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
     SCOPED_TRACE(c.name);
     json oldObject = c.oldObject, object = c.object;
     for (json* o : {&oldObject, &object}) (*o)["metadata"]["labels"][std::string(testing::kArgoLabel)] = "multikueue";
-    const auto response = validateJob(makeRequest(testing::kWorkflow, "UPDATE", object, oldObject), config);
+    const auto response = validateJob(makeRequest(testing::kWorkflow, "UPDATE", object, oldObject), config, kNoQueues);
     EXPECT_EQ(response.allowed, c.denial.empty());
     if (!c.denial.empty()) {
       ASSERT_TRUE(response.status.has_value());
@@ -343,9 +344,38 @@ TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
     }
   }
   // Without the integration, the kind's own queue rules are Kueue's business, not ours.
-  const auto response = validateJob(
-      makeRequest(testing::kWorkflow, "UPDATE", flow("team-b", false), flow("team-a", false)), testing::testConfig());
+  const auto response =
+      validateJob(makeRequest(testing::kWorkflow, "UPDATE", flow("team-b", false), flow("team-a", false)),
+                  testing::testConfig(), kNoQueues);
   EXPECT_TRUE(response.allowed) << response.status->message;
+}
+
+// KUEUE-JOBFRAMEWORK scenario 55: where a LocalQueue named "default" exists, a suspended job's
+// queue name is not removed; elsewhere it may be.
+TEST(ValidateJob, AQueueNameStaysWhereTheNamespaceHasADefaultLocalQueue) {
+  auto config = testing::testConfig();
+  config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
+  json queued = workflow({{"kueue.x-k8s.io/queue-name", "team-a"}, {std::string(testing::kArgoLabel), "multikueue"}});
+  queued["spec"]["suspend"] = true;
+  json unqueued = queued;
+  unqueued["metadata"]["labels"].erase("kueue.x-k8s.io/queue-name");
+  InMemoryQueueIndex queues;
+  queues.upsertLocalQueue("argo-ci", "default", "cq");
+
+  auto response = validateJob(makeRequest(testing::kWorkflow, "UPDATE", unqueued, queued), config, queues);
+  ASSERT_FALSE(response.allowed);
+  EXPECT_EQ(response.status->message,
+            "argo-ci/dag-diamond-q7m2x: metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": queue-name "
+            "must not be empty in namespace with default queue: keep the label, or set it to another LocalQueue of "
+            "namespace argo-ci");
+  json emptied = queued;
+  emptied["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "";
+  EXPECT_FALSE(validateJob(makeRequest(testing::kWorkflow, "UPDATE", emptied, queued), config, queues).allowed)
+      << "an empty name is no name";
+  EXPECT_TRUE(validateJob(makeRequest(testing::kWorkflow, "UPDATE", unqueued, queued), config, kNoQueues).allowed)
+      << "without a default LocalQueue";
+  EXPECT_TRUE(validateJob(makeRequest(testing::kWorkflow, "UPDATE", queued, unqueued), config, queues).allowed)
+      << "adding one is fine";
 }
 
 TEST(ValidateJob, NamesGeneratedObjectsByTheirPrefix) {
@@ -353,7 +383,7 @@ TEST(ValidateJob, NamesGeneratedObjectsByTheirPrefix) {
   object["metadata"].erase("name");
   object["metadata"]["generateName"] = "build-";
   auto request = makeRequest(kPipelineRun, "CREATE", object);
-  const auto response = validateJob(request, testing::testConfig());
+  const auto response = validateJob(request, testing::testConfig(), kNoQueues);
   ASSERT_TRUE(response.status.has_value());
   EXPECT_EQ(response.status->message.rfind("tekton-ci/build-*: metadata.labels[", 0), 0u) << response.status->message;
 }
