@@ -13,10 +13,11 @@ namespace mka::app {
 
 namespace {
 
-// Kueue's integrations.externalFrameworks ("Kind.version.group" names) in `kueueConfig`, or
-// the reason it cannot be read.
+// What of Kueue's Configuration (`kueueConfig`) the integration depends on, or the reason it
+// cannot be read.
 struct KueueFrameworks {
-  std::vector<std::string> names;
+  std::vector<std::string> names;  // integrations.externalFrameworks, "Kind.version.group"
+  bool waitForPodsReady = false;   // waitForPodsReady.enable
   std::string error;
 };
 
@@ -39,6 +40,8 @@ KueueFrameworks readKueueFrameworks(const std::filesystem::path& kueueConfig) {
     if (list != nullptr && list->is_array())
       for (const auto& name : *list)
         if (name.is_string()) out.names.push_back(name.get<std::string>());
+    const nlohmann::json* enable = json_fields::fieldAt(documents[0], "waitForPodsReady.enable");
+    out.waitForPodsReady = enable != nullptr && *enable == true;
   } catch (const std::exception& e) {
     out.error = e.what();
   }
@@ -83,16 +86,21 @@ int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, 
     });
     if (!listed) missing.push_back(fw.gvk.dotted());
   }
-  if (missing.empty()) {
-    out << kueueConfig.string() << ": integrations.externalFrameworks lists every integrated kind\n";
-    return 0;
-  }
   for (const auto& name : missing) {
     err << kueueConfig.string() << ": integrations.externalFrameworks: " << name << " is missing: " << file.string()
         << " integrates it, so Kueue must know it as an external framework or its pod integration "
         << "manages the job's pods on its own: add \"" << name << "\" to integrations.externalFrameworks\n";
   }
-  return 1;
+  if (missing.empty()) out << kueueConfig.string() << ": integrations.externalFrameworks lists every integrated kind\n";
+  // Kueue evicts an admitted Workload whose PodsReady condition is not True within the timeout;
+  // the integration reads no pods, so it never writes that condition.
+  if (kueue.waitForPodsReady && !cfg.integrations.frameworks.empty()) {
+    err << kueueConfig.string() << ": waitForPodsReady.enable: true, but " << file.string()
+        << " integrates kinds whose pods it does not watch, so their Workloads never become PodsReady and Kueue "
+        << "evicts them after waitForPodsReady.timeout: set waitForPodsReady.enable to false\n";
+    return 1;
+  }
+  return missing.empty() ? 0 : 1;
 }
 
 }  // namespace mka::app

@@ -126,6 +126,20 @@ TEST(CliTest, ValidateConfigSaysWhichIntegratedKindsKueueDoesNotKnow) {
   std::ostringstream out3, err3;
   EXPECT_EQ(validateConfigCommand(adapter, out3, err3, adapter), 1);
   EXPECT_EQ(err3.str(), adapter.string() + ": not a Kueue Configuration (kind: Configuration)\n");
+
+  // KUEUE-JOBFRAMEWORK scenario 44: the integration never writes PodsReady, so Kueue's
+  // waitForPodsReady would evict every Workload it queues.
+  auto podsReady = dir.write("kueue-pods-ready.yaml",
+                             "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                             "waitForPodsReady:\n  enable: true\n  timeout: 5m\n"
+                             "integrations:\n  externalFrameworks: [PipelineRun.v1.tekton.dev, "
+                             "Workflow.v1alpha1.argoproj.io]\n");
+  std::ostringstream out4, err4;
+  EXPECT_EQ(validateConfigCommand(adapter, out4, err4, podsReady), 1);
+  EXPECT_EQ(err4.str(), podsReady.string() + ": waitForPodsReady.enable: true, but " + adapter.string() +
+                            " integrates kinds whose pods it does not watch, so their Workloads never become "
+                            "PodsReady and Kueue evicts them after waitForPodsReady.timeout: set "
+                            "waitForPodsReady.enable to false\n");
 }
 
 }  // namespace

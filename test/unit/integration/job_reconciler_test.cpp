@@ -655,6 +655,10 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
           EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("message", ""), "Preempted by a higher priority workload");
           EXPECT_EQ(conditionOf(w, "Requeued")->value("reason", ""), "Preempted");
         }}},
+      {"evicted without a message: the Stopped event has an empty note (scenario 40)",
+       {trainingRun(kRunning),
+        [](const json& job) { return std::vector<json>{ownWorkload(job, evicted(reserved(true), "Preempted", ""))}; }},
+       {{"Normal Stopped: "}, "", [](const Seen& seen) { EXPECT_TRUE(suspended(seen)); }}},
       {"evicted while running because its ClusterQueue stopped: stopped, not requeued (scenario 38)",
        {trainingRun(kRunning),
         [](const json& job) {
@@ -813,6 +817,14 @@ TEST(JobReconcilerTest, PrebuiltWorkloads) {
         "prebuilt workload not found",
         [](const Seen& seen) {
           EXPECT_TRUE(seen.workloads.empty()) << "never created for a job that names a prebuilt one";
+          EXPECT_TRUE(suspended(seen));
+        }}},
+      {"a running job whose prebuilt Workload is missing is stopped, and none is created (scenario 17)",
+       {jobCopy(kRunning)},
+       {{"Normal Stopped: missing workload"},
+        "prebuilt workload not found",
+        [](const Seen& seen) {
+          EXPECT_TRUE(seen.workloads.empty());
           EXPECT_TRUE(suspended(seen));
         }}},
       {"a prebuilt Workload controlled by another object is not adopted",

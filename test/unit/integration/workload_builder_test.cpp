@@ -21,6 +21,15 @@ TEST(WorkloadName, IsKueuesFormula) {
   const std::vector<Case> cases = {
       {{"batch", "v1", "Job"}, "test-job", "test-job", "job-test-job-ce737"},
       {{"batch", "v1", "Job"}, "name", "uid", "job-name-ef3a1"},
+      // KUEUE-JOBFRAMEWORK scenario 2: a 260-character owner name is cut to fit 253 characters.
+      {{"batch", "v1", "Job"},
+       "marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-media-"
+       "engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-architect-"
+       "validation-checked-approved-by-legal-and-ops-dept",
+       "uid",
+       "job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-"
+       "media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-architect-"
+       "validation-checked-approved-by-l-218b8"},
       {{"tekton.dev", "v1", "PipelineRun"},
        "build-42",
        "11111111-2222-3333-4444-555555555555",
