@@ -22,7 +22,9 @@ FROM debian:bookworm-slim
 # Runtime libraries of the -dev packages used at build time (bookworm names):
 #   libssl-dev -> libssl3, libcpp-httplib-dev -> libcpp-httplib0.11 (pulls libbrotli1, zlib1g),
 #   libspdlog-dev -> libspdlog1.10, libfmt-dev -> libfmt9, libyaml-dev -> libyaml-0-2,
-#   prometheus-cpp-dev -> libprometheus-cpp-core1.0. nlohmann-json and CLI11 are header-only.
+#   prometheus-cpp-dev -> libprometheus-cpp-core1.0, libjemalloc-dev -> libjemalloc2.
+#   nlohmann-json and CLI11 are header-only. scripts/check-image-libraries.sh (run by the
+#   tests) fails when the binary needs a library this list does not bring.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
@@ -32,6 +34,7 @@ RUN apt-get update \
       libfmt9 \
       libyaml-0-2 \
       libprometheus-cpp-core1.0 \
+      libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot

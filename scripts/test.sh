@@ -39,11 +39,20 @@ for t in test/integration/*.sh; do
 done
 
 # The sanitizer builds run on the sanitizers' allocator: what depends on jemalloc, the allocator
-# the adapter ships with, is tested in a build of its own.
-stage "allocator tests (jemalloc, as shipped)"
+# the adapter ships with, is tested in a build of its own, which also builds the binary as the
+# image does, to check that the image's runtime stage has every library it links.
+stage "allocator and image tests (jemalloc, as shipped)"
 cmake -S . -B build-jemalloc -G Ninja -DCMAKE_BUILD_TYPE=Release -DMKA_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
-ninja -C build-jemalloc -j"$jobs" common_test
+ninja -C build-jemalloc -j"$jobs" common_test multikueue-adapter
 MKA_EXPECT_JEMALLOC=1 build-jemalloc/test/common_test --gtest_filter='ThreadCacheTest.*' || failed=$((failed + 1))
+./scripts/check-image-libraries.sh build-jemalloc/multikueue-adapter Dockerfile || failed=$((failed + 1))
+# ... and that the check notices a library the image lacks.
+sed '/libjemalloc2/d' Dockerfile >build-jemalloc/Dockerfile.without-jemalloc
+if ./scripts/check-image-libraries.sh build-jemalloc/multikueue-adapter build-jemalloc/Dockerfile.without-jemalloc \
+  2>/dev/null; then
+  echo "FAILED: check-image-libraries passed an image without libjemalloc2"
+  failed=$((failed + 1))
+fi
 
 if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   stage "concurrency tests (TSan)"
