@@ -18,6 +18,7 @@
 #include "mka/common/json_fields.h"
 #include "mka/config/loader.h"
 #include "mka/demo/environment.h"
+#include "mka/integration/workload_builder.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
@@ -61,10 +62,24 @@ integrations:
   - name: Workflow.v1alpha1.argoproj.io
 )";
 
+// How the demo follows a sample job's kind: its resource, and how its framework controller
+// reports a run in the job's status.
+struct FollowedKind {
+  enum class Report {
+    SucceededCondition,  // Tekton, the in-house operator: condition Succeeded Unknown, True or False
+    Phase,               // Argo: status.phase Running, Succeeded, Failed or Error
+  };
+  std::string group;    // "tekton.dev"
+  std::string version;  // "v1"
+  std::string plural;   // "pipelineruns"
+  std::string kind;     // "PipelineRun"
+  Report report = Report::SucceededCondition;
+};
+
 // One sample job followed through the flow.
 struct Tracked {
   api::GroupVersionKind gvk;
-  standin::KueueStandIn::JobKind kind;
+  FollowedKind kind;
   std::string name;
   std::string workload;
   std::set<std::string> seen;  // steps reported
@@ -86,10 +101,9 @@ std::optional<json> getIfExists(kube::Client& client, const api::GroupVersionKin
   }
 }
 
-// A job's outcome as its framework controller writes it (the stand-in's kind table says how).
-std::string outcomeOf(const standin::KueueStandIn::JobKind& kind, const json& job) {
-  if (kind.report == standin::KueueStandIn::RunReport::Phase)
-    return job.value("status", json::object()).value("phase", "");
+// A job's outcome as its framework controller writes it (the kind's Report says how).
+std::string outcomeOf(const FollowedKind& kind, const json& job) {
+  if (kind.report == FollowedKind::Report::Phase) return job.value("status", json::object()).value("phase", "");
   if (const auto* c = multikueue::findCondition(job, "Succeeded")) {
     if (c->value("status", "") == "True") return "Succeeded";
     if (c->value("status", "") == "False") return "Failed (" + c->value("reason", "") + ")";
@@ -144,10 +158,11 @@ json webhookConfiguration(const std::string& kind, const std::string& path, int 
 }
 
 // How the demo reads a sample job's kind: its resource and how its controller reports a run.
-standin::KueueStandIn::JobKind trackedKind(const api::GroupVersionKind& gvk) {
-  auto kinds = standin::KueueStandIn::defaultJobKinds();
-  kinds.push_back(
-      {"ml.example.com", "v1", "trainingruns", "TrainingRun", standin::KueueStandIn::RunReport::SucceededCondition});
+FollowedKind trackedKind(const api::GroupVersionKind& gvk) {
+  static const std::vector<FollowedKind> kinds{
+      {"tekton.dev", "v1", "pipelineruns", "PipelineRun", FollowedKind::Report::SucceededCondition},
+      {"argoproj.io", "v1alpha1", "workflows", "Workflow", FollowedKind::Report::Phase},
+      {"ml.example.com", "v1", "trainingruns", "TrainingRun", FollowedKind::Report::SucceededCondition}};
   for (const auto& k : kinds)
     if (k.kind == gvk.kind && k.group == gvk.group) return k;
   throw Error("the demo does not know how to follow a " + gvk.kind + " (" + gvk.group + ")");
@@ -179,7 +194,6 @@ class Demo {
     eo.crdDirectory = options_.crds.empty() ? Environment::findCrdDirectory(fs::current_path()) : options_.crds;
     eo.samplesDirectory = samplesDir();
     eo.runTime = options_.runTime;
-    eo.integration = true;
     if (single()) {
       say("Starting a sandbox: one cluster (an emulated Kubernetes API server on loopback), no MultiKueue, a Kueue "
           "stand-in, the objects of manifests/samples/single-cluster/cluster (an in-house TrainingRun CRD, a "
@@ -328,7 +342,8 @@ class Demo {
         t.gvk = api::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
         t.kind = trackedKind(t.gvk);
         t.name = job.at("metadata").value("name", "");
-        t.workload = standin::KueueStandIn::workloadNameFor(t.kind, t.name, job.at("metadata").value("uid", ""));
+        // The name the manager's integration gives the job's Workload (newWorkload).
+        t.workload = integration::workloadName(t.gvk, t.name, job.at("metadata").value("uid", ""));
         t.submitted = Steady::now();
         const std::string suspension =
             suspended(job) ? "suspended it until its Workload is admitted" : "did not suspend it (!)";

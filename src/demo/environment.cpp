@@ -120,16 +120,13 @@ Environment::Environment(Options options) : options_(std::move(options)) {
     standin::KueueStandIn::Options o;
     const bool manager = std::find(options_.managers.begin(), options_.managers.end(), name) != options_.managers.end();
     o.role = manager ? standin::KueueStandIn::Role::Manager : standin::KueueStandIn::Role::Worker;
-    o.runTime = options_.runTime;
     o.capacity = options_.workerCapacity;
     o.pollInterval = options_.pollInterval;
     o.readmitDelay = options_.readmitDelay;
-    o.playsJobIntegration = !options_.integration;
     auto kueue = std::make_unique<standin::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
     kueues_[name] = std::move(kueue);
     if (manager || options_.startWorkerKueues) startKueue(name);
   }
-  if (!options_.integration) return;
   for (const auto& name : names) {
     for (const auto& [kind, style] : {std::pair{"PipelineRun", standin::JobControllerStandIn::Style::Tekton},
                                       std::pair{"Workflow", standin::JobControllerStandIn::Style::Argo}}) {
@@ -159,7 +156,8 @@ void Environment::startIntegration(const std::string& worker) {
 void Environment::restartIntegration(const std::string& worker) {
   auto it = integrations_.find(worker);
   if (it == integrations_.end())
-    throw Error("cluster \"" + worker + "\" runs no integration (only workers do, with Options::integration)");
+    throw Error("cluster \"" + worker + "\" runs no integration of the environment's (only workers do, with " +
+                "Options::workerIntegrations)");
   it->second->stop();
   it->second.reset();
   startIntegration(worker);
@@ -190,7 +188,7 @@ kube::Client& Environment::client(const std::string& name) {
 const Clock& Environment::clock() const { return *clock_; }
 
 config::Configuration Environment::adapterConfiguration() const {
-  std::string text = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+  const std::string text = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
 namespace: kueue-system
 managedByDefaulting: MultiKueueQueues
@@ -200,10 +198,11 @@ multiKueue:
   - name: PipelineRun.v1.tekton.dev
   - name: Workflow.v1alpha1.argoproj.io
   origin: multikueue
+integrations:
+  frameworks:
+  - name: PipelineRun.v1.tekton.dev
+  - name: Workflow.v1alpha1.argoproj.io
 )";
-  if (options_.integration)
-    text +=
-        "integrations:\n  frameworks:\n  - name: PipelineRun.v1.tekton.dev\n  - name: Workflow.v1alpha1.argoproj.io\n";
   auto loaded = config::parseConfiguration(text);
   if (!loaded.ok()) throw ValidationError(loaded.errors);
   auto config = *loaded.config;

@@ -16,9 +16,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/quantity.h"
-#include "mka/common/strings.h"
 #include "mka/common/thread_name.h"
-#include "mka/integration/workload_builder.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
@@ -39,10 +37,6 @@ using TimePoint = Clock::TimePoint;
 // Kueue's strings, kept here on purpose (see the header): the adapter has its own copy.
 constexpr const char* kKueueGroup = "kueue.x-k8s.io";
 constexpr const char* kKueueVersion = "v1beta2";
-constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
-constexpr const char* kJobUidLabel = "kueue.x-k8s.io/job-uid";
-constexpr const char* kPrebuiltWorkloadKey = "kueue.x-k8s.io/prebuilt-workload-name";
-constexpr const char* kResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use";
 constexpr const char* kFieldManager = "kueue-standin";
 
 constexpr const char* kQuotaReserved = "QuotaReserved";
@@ -50,8 +44,6 @@ constexpr const char* kAdmitted = "Admitted";
 constexpr const char* kEvicted = "Evicted";
 constexpr const char* kFinished = "Finished";
 constexpr const char* kDeactivationTarget = "DeactivationTarget";
-
-// Kueue's ShortWorkloadNames limit: Workload names are used as label values (63 characters).
 
 // Conflicts are retried on the next poll; a key that keeps failing for another reason is
 // retried too (the stand-in must converge, as a controller does), but logged each time.
@@ -105,20 +97,6 @@ std::string stringAtPointer(const json& object, const json::json_pointer& pointe
   if (!object.contains(pointer)) return "";
   const auto& value = object.at(pointer);
   return value.is_string() ? value.get<std::string>() : "";
-}
-
-std::string labelOf(const json& object, const std::string& key) {
-  return stringAtPointer(object, json::json_pointer("/metadata/labels") / key);
-}
-std::string annotationOf(const json& object, const std::string& key) {
-  return stringAtPointer(object, json::json_pointer("/metadata/annotations") / key);
-}
-
-// Kueue (WorkloadIdentifierAnnotations on, the default) reads the annotation first and falls
-// back to the label.
-std::string prebuiltWorkloadName(const json& job) {
-  auto name = annotationOf(job, kPrebuiltWorkloadKey);
-  return name.empty() ? labelOf(job, kPrebuiltWorkloadKey) : name;
 }
 
 std::string nsOf(const json& object) { return stringAtPointer(object, json::json_pointer("/metadata/namespace")); }
@@ -182,59 +160,32 @@ std::optional<TimePoint> parseTime(const std::string& text) {
   return std::chrono::time_point_cast<TimePoint::duration>(std::chrono::system_clock::from_time_t(timegm(&tm)));
 }
 
-// What the worker thread reconciles: a Workload (kind == -1) or a job of jobKinds[kind].
+// What the worker thread reconciles: a Workload.
 struct Key {
-  int kind = -1;
   std::string namespace_;
   std::string name;
   auto operator<=>(const Key&) const = default;
 };
-constexpr int kWorkload = -1;
 
 // A watch the worker thread polls, and what its events mean.
 struct WatchSlot {
-  enum class Kind { Job, Workload, Queue };
+  enum class Kind { Workload, Queue };
   Kind kind;
-  int jobKind = -1;
   ResourceRef ref;
   std::unique_ptr<ObjectStore::Watch> watch;
 };
 
-// A job being run on a worker: when it started and when its final status is due.
-struct Run {
-  TimePoint due;
-};
-
 }  // namespace
 
-std::vector<KueueStandIn::JobKind> KueueStandIn::defaultJobKinds() {
-  return {{"tekton.dev", "v1", "pipelineruns", "PipelineRun", RunReport::SucceededCondition},
-          {"argoproj.io", "v1alpha1", "workflows", "Workflow", RunReport::Phase}};
-}
-
-std::string KueueStandIn::workloadNameFor(const JobKind& kind, const std::string& jobName, const std::string& jobUid) {
-  return integration::workloadName({kind.group, kind.version, kind.kind}, jobName, jobUid,
-                                   integration::kShortWorkloadNameLength);
-}
-
 struct KueueStandIn::Impl {
-  Impl(ClusterApi& a, const Clock& c, Options o) : api(a), clock(c), options(withoutJobs(std::move(o))) {
-    for (std::size_t i = 0; i < options.jobKinds.size(); ++i) {
-      const auto& k = options.jobKinds[i];
-      slots.push_back({WatchSlot::Kind::Job, static_cast<int>(i), {k.group, k.version, k.plural, "", "", ""}, nullptr});
-    }
-    slots.push_back({WatchSlot::Kind::Workload, -1, workloadRef(""), nullptr});
-    slots.push_back({WatchSlot::Kind::Queue, -1, localQueueRef("", ""), nullptr});
-    slots.push_back({WatchSlot::Kind::Queue, -1, clusterQueueRef(""), nullptr});
+  Impl(ClusterApi& a, const Clock& c, Options o) : api(a), clock(c), options(std::move(o)) {
+    slots.push_back({WatchSlot::Kind::Workload, workloadRef(""), nullptr});
+    slots.push_back({WatchSlot::Kind::Queue, localQueueRef("", ""), nullptr});
+    slots.push_back({WatchSlot::Kind::Queue, clusterQueueRef(""), nullptr});
   }
 
   ClusterApi& api;
   const Clock& clock;
-  // Kueue core alone reads no job kind.
-  static Options withoutJobs(Options o) {
-    if (!o.playsJobIntegration) o.jobKinds.clear();
-    return o;
-  }
   const Options options;
   std::vector<WatchSlot> slots;  // worker thread only
 
@@ -244,13 +195,8 @@ struct KueueStandIn::Impl {
   std::set<Key> queued;
   std::set<Key> retry;                 // failed (conflict): tried again next round
   std::map<Key, TimePoint> readmitAt;  // evicted Workloads waiting for readmitDelay
-  std::map<Key, Run> runs;             // worker: jobs running
-  // The same runs by due time, so that a pass finds the due ones without walking every run
-  // (thousands on a loaded worker, and a pass after every batch of events).
-  std::set<std::pair<TimePoint, Key>> runsByDue;
-  std::set<Key> waitingForCapacity;             // worker: Workloads over capacity, oldest first on retry
-  std::map<Key, std::set<Key>> jobsOfWorkload;  // worker: jobs naming a Workload (prebuilt)
-  std::uint64_t quietRevision = 0;              // store revision every event up to which was handled
+  std::set<Key> waitingForCapacity;    // worker: Workloads over capacity, oldest first on retry
+  std::uint64_t quietRevision = 0;     // store revision every event up to which was handled
   bool poked = false;
   bool busy = false;
   bool running = false;
@@ -325,19 +271,14 @@ struct KueueStandIn::Impl {
     const auto workloads = slot.kind == WatchSlot::Kind::Queue ? listWorkloads() : std::vector<json>{};
     std::lock_guard lock(mutex);
     switch (slot.kind) {
-      case WatchSlot::Kind::Job: enqueueLocked({slot.jobKind, ns, name}); break;
-      case WatchSlot::Kind::Workload: {
-        const Key key{kWorkload, ns, name};
-        enqueueLocked(key);
-        // A Workload changing may free capacity, or admit/finish/evict the jobs naming it.
+      case WatchSlot::Kind::Workload:
+        enqueueLocked({ns, name});
+        // A Workload changing may free capacity.
         for (const auto& waiting : waitingForCapacity) enqueueLocked(waiting);
-        if (auto it = jobsOfWorkload.find(key); it != jobsOfWorkload.end())
-          for (const auto& job : it->second) enqueueLocked(job);
         break;
-      }
       case WatchSlot::Kind::Queue:
         // A LocalQueue or ClusterQueue appearing or changing may unblock any Workload.
-        for (const auto& wl : workloads) enqueueLocked({kWorkload, nsOf(wl), nameOf(wl)});
+        for (const auto& wl : workloads) enqueueLocked({nsOf(wl), nameOf(wl)});
         break;
     }
   }
@@ -353,7 +294,6 @@ struct KueueStandIn::Impl {
         ++it;
       }
     }
-    for (auto it = runsByDue.begin(); it != runsByDue.end() && it->first <= now; ++it) enqueueLocked(it->second);
   }
 
   // Returns whether any key was handled.
@@ -372,11 +312,7 @@ struct KueueStandIn::Impl {
       any = true;
       bool failed = false;
       try {
-        if (key.kind == kWorkload) {
-          reconcileWorkload(key);
-        } else {
-          reconcileJob(key);
-        }
+        reconcileWorkload(key);
       } catch (const ApiError& e) {
         failed = true;
         // 409: a write raced another writer; 404: the object went away between the read and the
@@ -431,7 +367,7 @@ struct KueueStandIn::Impl {
     }
     std::size_t older = 0;
     for (const auto& other : all) {
-      const Key otherKey{kWorkload, nsOf(other), nameOf(other)};
+      const Key otherKey{nsOf(other), nameOf(other)};
       if (otherKey != key && waiting.count(otherKey) != 0 && !holdsQuota(other) && !deleting(other) &&
           !conditionTrue(other, kFinished) && order(other) < order(wl))
         ++older;
@@ -450,11 +386,9 @@ struct KueueStandIn::Impl {
       return;
     }
     const json& wl = *found;
-    if (deleting(wl)) {
-      if (options.playsJobIntegration) removeFinalizer(wl);
-      return;
-    }
-    if (conditionTrue(wl, kFinished)) return;  // finished (by us or by the dispatcher): left as is
+    // Being deleted: its resource-in-use finalizer is the job integration's to remove.
+    if (deleting(wl)) return;
+    if (conditionTrue(wl, kFinished)) return;  // finished (by the integration or the dispatcher): left as is
 
     const bool active = wl.contains("spec") ? wl["spec"].value("active", true) : true;
     const bool reserved = conditionTrue(wl, kQuotaReserved);
@@ -529,19 +463,6 @@ struct KueueStandIn::Impl {
   }
 
   void writeMain(const json& object, const ResourceRef& ref) { api.update(ref, object, asStandIn()); }
-
-  void removeFinalizer(const json& wl) {
-    auto finalizers = wl.at("metadata").value("finalizers", json::array());
-    json kept = json::array();
-    for (const auto& f : finalizers)
-      if (f != kResourceInUseFinalizer) kept.push_back(f);
-    if (kept.size() == finalizers.size()) return;
-    json next = wl;
-    next["metadata"]["finalizers"] = kept;
-    writeMain(next, workloadRef(nsOf(wl), nameOf(wl)));
-    logger().info("kueue-standin released workload finalizer cluster={} namespace={} workload={}", cluster(), nsOf(wl),
-                  nameOf(wl));
-  }
 
   // The ClusterQueue the Workload's LocalQueue points to; "" when either is missing.
   std::string clusterQueueOf(const json& wl, json* clusterQueue) const {
@@ -680,25 +601,18 @@ struct KueueStandIn::Impl {
   // Kueue's eviction (evict.Evict): Evicted=True, MultiKueue's placement fields cleared and
   // every check not Pending reset to Pending (retryCount + 1 for a Retry). The reservation is
   // the job integration's to release once the job has stopped (jobframework step 18), so Kueue
-  // core keeps it; playing the integration too, the stand-in releases it in the same write.
+  // core keeps it.
   void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true) {
-    json status = evictedStatus(wl, reason, message, api.now(), resetChecks, options.playsJobIntegration);
+    json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
     writeStatus(wl, status);
     logger().info("kueue-standin evicted cluster={} namespace={} workload={} reason={} message=\"{}\"", cluster(),
                   nsOf(wl), nameOf(wl), reason, message);
   }
 
   static json evictedStatus(const json& wl, const std::string& reason, const std::string& message,
-                            const std::string& stamp, bool resetChecks, bool release) {
-    const auto generation = generationOf(wl);
+                            const std::string& stamp, bool resetChecks) {
     json status = wl.value("status", json::object());
-    setCondition(status, kEvicted, "True", reason, message, stamp, generation);
-    if (release) {
-      setCondition(status, kQuotaReserved, "False", "Pending", message, stamp, generation);
-      if (findCondition(wl, kAdmitted) != nullptr)
-        setCondition(status, kAdmitted, "False", "NoReservation", "The workload has no reservation", stamp, generation);
-      status.erase("admission");
-    }
+    setCondition(status, kEvicted, "True", reason, message, stamp, generationOf(wl));
     status.erase("clusterName");
     status.erase("nominatedClusterNames");
     if (resetChecks && status.contains("admissionChecks") && status["admissionChecks"].is_array()) {
@@ -729,241 +643,6 @@ struct KueueStandIn::Impl {
     current["spec"]["active"] = false;
     writeMain(current, workloadRef(nsOf(wl), nameOf(wl)));
     logger().info("kueue-standin deactivated cluster={} namespace={} workload={}", cluster(), nsOf(wl), nameOf(wl));
-  }
-
-  // ---- jobs ---------------------------------------------------------------------------------
-
-  ResourceRef jobRef(const Key& key, const std::string& sub = "") const {
-    const auto& k = options.jobKinds.at(static_cast<std::size_t>(key.kind));
-    return {k.group, k.version, k.plural, key.namespace_, key.name, sub};
-  }
-
-  void reconcileJob(const Key& key) {
-    if (manager()) {
-      createWorkloadFor(key);
-      return;
-    }
-    // A failed write throws past this and keeps the run: the retry finds it.
-    if (!runJob(key)) {
-      std::lock_guard lock(mutex);
-      if (auto it = runs.find(key); it != runs.end()) {
-        runsByDue.erase({it->second.due, key});
-        runs.erase(it);
-      }
-    }
-  }
-
-  void createWorkloadFor(const Key& key) {
-    auto job = getIfExists(api, jobRef(key));
-    if (!job || deleting(*job)) return;
-    const auto queueName = labelOf(*job, kQueueNameLabel);
-    // A job naming a prebuilt Workload uses that one; Kueue creates none for it.
-    if (queueName.empty() || !prebuiltWorkloadName(*job).empty()) return;
-    const auto& kind = options.jobKinds.at(static_cast<std::size_t>(key.kind));
-    const auto uid = stringAtPointer(*job, json::json_pointer("/metadata/uid"));
-    const auto name = workloadNameFor(kind, key.name, uid);
-    if (getIfExists(api, workloadRef(key.namespace_, name))) return;
-    json owner = {{"apiVersion", kind.group + "/" + kind.version},
-                  {"kind", kind.kind},
-                  {"name", key.name},
-                  {"uid", uid},
-                  {"controller", true},
-                  {"blockOwnerDeletion", true}};
-    json container = {{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}};
-    json podSet = {{"name", "main"},
-                   {"count", 1},
-                   {"template", {{"spec", {{"restartPolicy", "Never"}, {"containers", json::array({container})}}}}}};
-    json wl = {{"apiVersion", std::string(kKueueGroup) + "/" + kKueueVersion}, {"kind", "Workload"}};
-    wl["metadata"] = {{"name", name},
-                      {"namespace", key.namespace_},
-                      {"labels", {{kJobUidLabel, uid}}},
-                      {"finalizers", json::array({kResourceInUseFinalizer})},
-                      {"ownerReferences", json::array({owner})}};
-    wl["spec"] = {{"queueName", queueName}, {"podSets", json::array({podSet})}};
-    try {
-      api.create(workloadRef(key.namespace_), std::move(wl), asStandIn());
-    } catch (const ApiError& e) {
-      if (e.code() == 409) return;  // created meanwhile (a relist replayed the job)
-      throw;
-    }
-    logger().info("kueue-standin created workload cluster={} namespace={} workload={} job={}/{} queue={}", cluster(),
-                  key.namespace_, name, kind.plural, key.name, queueName);
-  }
-
-  static bool reportsPhase(const JobKind& kind) { return kind.report == RunReport::Phase; }
-
-  // The job's outcome from its status: true succeeded, false failed, nullopt not finished.
-  static std::optional<bool> outcome(const JobKind& kind, const json& job) {
-    if (reportsPhase(kind)) {
-      const auto phase = stringAtPointer(job, json::json_pointer("/status/phase"));
-      if (phase == "Succeeded") return true;
-      if (phase == "Failed" || phase == "Error") return false;
-      return std::nullopt;
-    }
-    const auto* succeeded = findCondition(job, "Succeeded");
-    if (succeeded == nullptr) return std::nullopt;
-    const auto value = succeeded->value("status", "");
-    if (value == "True") return true;
-    if (value == "False") return false;
-    return std::nullopt;
-  }
-
-  static bool showsRunning(const JobKind& kind, const json& job) {
-    if (reportsPhase(kind)) return stringAtPointer(job, json::json_pointer("/status/phase")) == "Running";
-    const auto* succeeded = findCondition(job, "Succeeded");
-    return succeeded != nullptr && succeeded->value("status", "") == "Unknown";
-  }
-
-  // Writes the job's status: through /status when the kind has a status subresource (Tekton),
-  // else through the main resource (Argo's CRD has none).
-  void writeJobStatus(const Key& key, const json& job, json status) {
-    const auto type = api.resolve(jobRef(key));
-    const auto* version = type->version(options.jobKinds.at(static_cast<std::size_t>(key.kind)).version);
-    const bool hasStatus = version != nullptr && version->hasStatus;
-    if (hasStatus) {
-      api.update(jobRef(key, "status"), statusWrite(job, std::move(status)), asStandIn());
-      return;
-    }
-    json next = job;
-    next["status"] = std::move(status);
-    api.update(jobRef(key), std::move(next), asStandIn());
-  }
-
-  json runningStatus(const JobKind& kind, const json& job, const std::string& stamp) const {
-    json status = job.value("status", json::object());
-    if (reportsPhase(kind)) {
-      status["phase"] = "Running";
-      status["startedAt"] = stamp;
-      return status;
-    }
-    status["startTime"] = stamp;
-    status["conditions"] =
-        json::array({{{"type", "Succeeded"},
-                      {"status", "Unknown"},
-                      {"reason", "Running"},
-                      {"message", "Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: 1, Skipped: 0"},
-                      {"lastTransitionTime", stamp}}});
-    return status;
-  }
-
-  json finalStatus(const JobKind& kind, const json& job, bool success, const std::string& stamp) const {
-    json status = job.value("status", json::object());
-    if (reportsPhase(kind)) {
-      status["phase"] = success ? "Succeeded" : "Failed";
-      if (!status.contains("startedAt")) status["startedAt"] = stamp;
-      status["finishedAt"] = stamp;
-      if (!success) status["message"] = "failed by the Kueue stand-in (runFails)";
-      return status;
-    }
-    if (!status.contains("startTime")) status["startTime"] = stamp;
-    status["completionTime"] = stamp;
-    status["conditions"] =
-        json::array({{{"type", "Succeeded"},
-                      {"status", success ? "True" : "False"},
-                      {"reason", success ? "Succeeded" : "Failed"},
-                      {"message", success ? "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"
-                                          : "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0"},
-                      {"lastTransitionTime", stamp}}});
-    return status;
-  }
-
-  // Kueue's job integration on a worker. Returns whether the job is still running.
-  bool runJob(const Key& key) {
-    const auto& kind = options.jobKinds.at(static_cast<std::size_t>(key.kind));
-    auto job = getIfExists(api, jobRef(key));
-    if (!job) {
-      std::lock_guard lock(mutex);
-      for (auto& [wl, jobs] : jobsOfWorkload) jobs.erase(key);
-      return false;
-    }
-    if (deleting(*job)) return false;
-    const auto wlName = prebuiltWorkloadName(*job);
-    if (wlName.empty()) return false;  // not dispatched here: the worker runs only prebuilt Workloads
-    const Key wlKey{kWorkload, key.namespace_, wlName};
-    {
-      std::lock_guard lock(mutex);
-      jobsOfWorkload[wlKey].insert(key);
-    }
-    auto wl = getIfExists(api, workloadRef(key.namespace_, wlName));
-    if (!wl || deleting(*wl)) return false;  // its creation brings the job back (jobsOfWorkload)
-
-    const auto uid = stringAtPointer(*job, json::json_pointer("/metadata/uid"));
-    if (!adopted(*wl, uid)) {
-      adopt(*wl, kind, key, uid);
-      return false;  // the Workload's event brings the job back
-    }
-    if (auto result = outcome(kind, *job)) {
-      if (!conditionTrue(*wl, kFinished)) finishWorkload(*wl, *result);
-      return false;
-    }
-    if (conditionTrue(*wl, kFinished)) return false;
-    if (!conditionTrue(*wl, kAdmitted) || !conditionTrue(*wl, kQuotaReserved) || conditionTrue(*wl, kEvicted))
-      return false;
-
-    const auto now = clock.now();
-    TimePoint due;
-    {
-      std::lock_guard lock(mutex);
-      auto [it, added] =
-          runs.try_emplace(key, Run{now + std::chrono::duration_cast<TimePoint::duration>(options.runTime)});
-      due = it->second.due;
-      if (added) runsByDue.emplace(due, key);
-    }
-    if (now < due) {
-      if (!showsRunning(kind, *job)) {
-        writeJobStatus(key, *job, runningStatus(kind, *job, api.now()));
-        logger().info("kueue-standin job running cluster={} namespace={} job={}/{} workload={}", cluster(),
-                      key.namespace_, kind.plural, key.name, wlName);
-      }
-      return true;
-    }
-    const bool success = !(options.runFails && options.runFails(*job));
-    writeJobStatus(key, *job, finalStatus(kind, *job, success, api.now()));
-    logger().info("kueue-standin job finished cluster={} namespace={} job={}/{} workload={} succeeded={}", cluster(),
-                  key.namespace_, kind.plural, key.name, wlName, success);
-    return true;  // the job's event finishes the Workload, then the run is dropped
-  }
-
-  static bool adopted(const json& wl, const std::string& jobUid) {
-    for (const auto& ref : json_fields::arrayMember(wl.at("metadata"), "ownerReferences"))
-      if (ref.value("controller", false) && ref.value("uid", "") == jobUid) return true;
-    return false;
-  }
-
-  // The worker's job integration takes a prebuilt Workload (§2.7): the job becomes its
-  // controller and its uid goes into the job-uid label.
-  void adopt(const json& wl, const JobKind& kind, const Key& job, const std::string& uid) {
-    for (const auto& ref : json_fields::arrayMember(wl.at("metadata"), "ownerReferences")) {
-      if (ref.value("controller", false)) {
-        logger().warn(
-            "kueue-standin prebuilt workload has another controller, not adopting cluster={} namespace={} "
-            "workload={} job={}/{} controller={}/{}",
-            cluster(), job.namespace_, nameOf(wl), kind.plural, job.name, ref.value("kind", ""), ref.value("name", ""));
-        return;
-      }
-    }
-    json next = wl;
-    auto& meta = next["metadata"];
-    if (!meta.contains("ownerReferences")) meta["ownerReferences"] = json::array();
-    meta["ownerReferences"].push_back({{"apiVersion", kind.group + "/" + kind.version},
-                                       {"kind", kind.kind},
-                                       {"name", job.name},
-                                       {"uid", uid},
-                                       {"controller", true},
-                                       {"blockOwnerDeletion", true}});
-    meta["labels"][kJobUidLabel] = uid;
-    writeMain(next, workloadRef(job.namespace_, meta.value("name", "")));
-    logger().info("kueue-standin adopted prebuilt workload cluster={} namespace={} workload={} job={}/{}", cluster(),
-                  job.namespace_, meta.value("name", ""), kind.plural, job.name);
-  }
-
-  void finishWorkload(const json& wl, bool success) {
-    json status = wl.value("status", json::object());
-    setCondition(status, kFinished, "True", success ? "Succeeded" : "Failed",
-                 success ? "Job finished successfully" : "Job failed", api.now(), generationOf(wl));
-    writeStatus(wl, status);
-    logger().info("kueue-standin workload finished cluster={} namespace={} workload={} succeeded={}", cluster(),
-                  nsOf(wl), nameOf(wl), success);
   }
 };
 
@@ -1032,14 +711,9 @@ bool KueueStandIn::idle() const {
   if (!impl_->queue.empty() || !impl_->retry.empty() || impl_->busy || impl_->quietRevision < revision) return false;
   for (const auto& [key, at] : impl_->readmitAt)
     if (at <= now) return false;
-  return impl_->runsByDue.empty() || impl_->runsByDue.begin()->first > now;
+  return true;
 }
 
 std::size_t KueueStandIn::admittedCount() const { return impl_->countHoldingQuota(); }
-
-std::size_t KueueStandIn::runningCount() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->runs.size();
-}
 
 }  // namespace mka::standin

@@ -3,8 +3,12 @@
 // benchmarks: sandbox clusters (a manager and workers, HTTPS on loopback), a Kueue stand-in on
 // each, the sample Kueue objects of manifests/samples applied (AdmissionCheck, MultiKueueConfig,
 // MultiKueueClusters, queues; the workers get manifests/samples/worker), one kubeconfig Secret
-// per worker in kueue-system, and a client per cluster. The adapter itself is not part of it:
-// callers start a multikueue::Dispatcher (or the whole Service) against client("manager").
+// per worker in kueue-system, and a client per cluster. It runs as deployed with the job
+// integration (SPEC §7.2): the Kueue stand-ins play Kueue's core only; every cluster runs the
+// Tekton and Argo controller stand-ins; each worker runs our integration (the worker adapter's
+// leader) for Workflows and PipelineRuns. The manager's adapter itself is not part of it:
+// callers start a multikueue::Dispatcher and the manager's integration (or the whole Service)
+// against client("manager"); adapterConfiguration() lists the kinds.
 //
 // Threads: the owner builds, uses and destroys it; clusters and stand-ins run their own threads.
 
@@ -38,7 +42,7 @@ class Environment {
     std::filesystem::path crdDirectory;                          // CRDs served by every cluster (*.yaml)
     std::filesystem::path samplesDirectory;                      // manifests/samples (kueue/, worker/)
     const Clock* clock = nullptr;                                // null: real time
-    std::chrono::nanoseconds runTime{std::chrono::seconds{10}};  // how long a job "runs" on a worker
+    std::chrono::nanoseconds runTime{std::chrono::seconds{10}};  // how long a framework controller runs a job
     bool startWorkerKueues = true;
     std::size_t workerCapacity = 0;  // Workloads admitted at once per worker; 0 = unlimited
     std::chrono::milliseconds pollInterval{5};
@@ -46,16 +50,10 @@ class Environment {
     std::size_t watchHistory = 10'000;  // events each cluster keeps for watch resume (benchmarks raise it)
     // Also written into client options of the environment's own clients.
     kube::ClientOptions clientOptions{.qps = 0};
-    // As deployed with the job integration (SPEC §7.2): the Kueue stand-ins play Kueue's core
-    // only; each worker runs our integration (the worker adapter's leader) for Workflows and
-    // PipelineRuns; every cluster runs the Tekton and Argo controller stand-ins. The manager's
-    // integration is the adapter's (adapterConfiguration() lists the kinds). false: the Kueue
-    // stand-ins also play the job integration, and nothing else runs.
-    bool integration = false;
     // Objects created in each worker (*.yaml, as `kubectl create -f`); "" = samplesDirectory/worker.
     std::filesystem::path workerSamplesDirectory;
-    // Integration mode: each worker runs an integration of the environment's own. false: the
-    // caller runs the adapter there (the single-cluster demo runs the whole Service).
+    // Each worker runs an integration of the environment's own. false: the caller runs the
+    // adapter there (the single-cluster demo runs the whole Service).
     bool workerIntegrations = true;
   };
 
@@ -74,7 +72,7 @@ class Environment {
   const Clock& clock() const;
 
   // The adapter configuration matching the environment: PipelineRun.v1.tekton.dev and
-  // Workflow.v1alpha1.argoproj.io (built-in profiles; integrated too in integration mode),
+  // Workflow.v1alpha1.argoproj.io (built-in profiles, dispatched and integrated),
   // namespace kueue-system, origin multikueue, our AdmissionCheck controller name, client rate
   // limits off.
   config::Configuration adapterConfiguration() const;
@@ -88,10 +86,10 @@ class Environment {
   void startKueue(const std::string& name);
   // Every started stand-in quiet (see KueueStandIn::idle), and every reachable worker's integration.
   bool kueuesIdle() const;
-  // Stops a worker's integration (integration mode) and starts a new one with empty caches, as
-  // a restarted worker adapter does. Throws mka::Error for a cluster without one.
+  // Stops a worker's integration and starts a new one with empty caches, as a restarted worker
+  // adapter does. Throws mka::Error for a cluster without one.
   void restartIntegration(const std::string& worker);
-  // The Tekton or Argo controller stand-in of a cluster (integration mode), else null.
+  // The Tekton or Argo controller stand-in of a cluster ("PipelineRun" or "Workflow"), else null.
   standin::JobControllerStandIn* frameworkController(const std::string& cluster, const std::string& kind);
   // Every write a cluster refused as invalid (sandbox::Cluster::invalidWrites), as
   // "<cluster>: <METHOD> <path>: <message>".

@@ -64,7 +64,6 @@ class ChaosTest : public ::testing::Test {
     o.clock = &clock_;
     o.runTime = 30s;
     o.pollInterval = 2ms;
-    o.integration = true;
     env_ = std::make_unique<demo::Environment>(o);
     config_ = env_->adapterConfiguration();
     config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "mka/integration/workload_builder.h"
 #include "mka/yaml/json.h"
 
 namespace mka::e2e {
@@ -19,9 +20,6 @@ void DispatchFixture::setUpEnvironment(Setup setup) {
   options.startWorkerKueues = setup.startWorkerKueues;
   options.pollInterval = std::chrono::milliseconds{2};
   options.readmitDelay = setup.readmitDelay;
-  // As deployed (SPEC §7.2): the Kueue stand-ins play Kueue's core only, our integration runs
-  // beside each manager's Dispatcher and on each worker, framework stand-ins run the jobs.
-  options.integration = true;
   env_ = std::make_unique<demo::Environment>(options);
   config_ = env_->adapterConfiguration();
   config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();  // tests run the GC by hand
@@ -98,7 +96,7 @@ std::string DispatchFixture::workloadNameOf(const JobKind& kind, const std::stri
                                             const std::string& manager) {
   const auto job = get(manager, kind.gvk, jobName);
   if (!job) return "";
-  return standin::KueueStandIn::workloadNameFor(kind.standIn, jobName, job->at("metadata").value("uid", ""));
+  return integration::workloadName(kind.gvk, jobName, job->at("metadata").value("uid", ""));
 }
 
 std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::string& jobName,

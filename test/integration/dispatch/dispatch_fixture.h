@@ -8,10 +8,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,7 +24,6 @@
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/workload_status.h"
-#include "mka/standin/kueue_standin.h"
 #include "support/eventually.h"
 
 namespace mka::e2e {
@@ -31,18 +32,11 @@ namespace mka::e2e {
 struct JobKind {
   std::string name;  // test-name suffix
   api::GroupVersionKind gvk;
-  standin::KueueStandIn::JobKind standIn;
   std::string sampleFile;  // under manifests/samples/jobs
 };
 
-inline const JobKind kPipelineRun{"PipelineRun",
-                                  {"tekton.dev", "v1", "PipelineRun"},
-                                  {"tekton.dev", "v1", "pipelineruns", "PipelineRun"},
-                                  "pipelinerun-hello.yaml"};
-inline const JobKind kWorkflow{"Workflow",
-                               {"argoproj.io", "v1alpha1", "Workflow"},
-                               {"argoproj.io", "v1alpha1", "workflows", "Workflow"},
-                               "workflow-hello.yaml"};
+inline const JobKind kPipelineRun{"PipelineRun", {"tekton.dev", "v1", "PipelineRun"}, "pipelinerun-hello.yaml"};
+inline const JobKind kWorkflow{"Workflow", {"argoproj.io", "v1alpha1", "Workflow"}, "workflow-hello.yaml"};
 
 class DispatchFixture {
  public:
@@ -72,7 +66,7 @@ class DispatchFixture {
   // Another adapter, for another manager of the environment (own origin, same workers); that
   // manager's integration runs too (until tearDownEnvironment) when `config` integrates kinds.
   std::unique_ptr<multikueue::Dispatcher> startAdapterFor(const std::string& manager, config::Configuration config);
-  // The manager Workload Kueue made for that job ("" until it exists).
+  // The name of the manager Workload our integration makes for that job ("" until the job exists).
   std::string workloadNameOf(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
   std::string awaitWorkload(const JobKind& kind, const std::string& jobName, const std::string& manager = "manager");
 

@@ -31,9 +31,7 @@ class SingleCluster : public ::testing::Test {
              .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
                           kCrds / "kueue.x-k8s.io_clusterqueues.yaml", kCrds / "kueue.x-k8s.io_localqueues.yaml",
                           kCrds / "argoproj.io_workflows.minimal.yaml", kTrainingRunCrd}})),
-        kueue(
-            cluster.api(), clock,
-            {.role = standin::KueueStandIn::Role::Worker, .playsJobIntegration = false, .readmitDelay = kReadmitDelay}),
+        kueue(cluster.api(), clock, {.role = standin::KueueStandIn::Role::Worker, .readmitDelay = kReadmitDelay}),
         runner(cluster.api(), clock, {.runTime = std::chrono::seconds{10}}) {
     cluster.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
     // One flavor for CPU, whose pods go to on-demand nodes.

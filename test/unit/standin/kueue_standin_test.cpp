@@ -20,12 +20,11 @@ using sandbox::GarbageCollector;
 using sandbox::ObjectStore;
 using sandbox::ResourceRef;
 using sandbox::ResourceRegistry;
-using ::testing::MatchesRegex;
-
-const KueueStandIn::JobKind kPipelineRun{"tekton.dev", "v1", "pipelineruns", "PipelineRun"};
 
 // One emulated cluster (API, store, garbage collector) with Kueue's, Tekton's and Argo's CRDs,
-// and a stand-in started per test with the options the test wants.
+// and a stand-in started per test with the options the test wants. The tests play the job
+// integration themselves where Kueue's core needs one: they create the Workloads and release a
+// reservation after an eviction.
 class KueueStandInTest : public ::testing::Test {
  protected:
   KueueStandInTest() : api("test", registry, store, clock), gc(api) {
@@ -51,7 +50,6 @@ class KueueStandInTest : public ::testing::Test {
   static KueueStandIn::Options worker() {
     KueueStandIn::Options o;
     o.role = KueueStandIn::Role::Worker;
-    o.runTime = std::chrono::seconds{30};
     return o;
   }
   bool settled() {
@@ -82,6 +80,12 @@ class KueueStandInTest : public ::testing::Test {
                     {"spec", {{"clusterQueue", "cluster-queue"}}}});
   }
 
+  json createWorkflow(const std::string& name, json labels) {
+    return *api.create(wfRef(), json{{"apiVersion", "argoproj.io/v1alpha1"},
+                                     {"kind", "Workflow"},
+                                     {"metadata", {{"name", name}, {"labels", labels}}},
+                                     {"spec", {{"entrypoint", "main"}}}});
+  }
   json createPipelineRun(const std::string& name, json labels, json annotations = json::object()) {
     return *api.create(prRef(), json{{"apiVersion", "tekton.dev/v1"},
                                      {"kind", "PipelineRun"},
@@ -89,12 +93,19 @@ class KueueStandInTest : public ::testing::Test {
                                      {"spec", {{"pipelineRef", {{"name", "build"}}}}}});
   }
 
+  // What a job integration creates on the manager for a queued job (the stand-in makes none).
+  void createManagerWorkload(const std::string& name) {
+    createWorkload(name, json::object(), json::array({"kueue.x-k8s.io/resource-in-use"}));
+  }
   // What the dispatcher creates on a worker: a clone of the manager's Workload.
   void createRemoteWorkload(const std::string& name) {
+    createWorkload(name, {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}}, json::array());
+  }
+  void createWorkload(const std::string& name, const json& labels, const json& finalizers) {
     api.create(wlRef(),
                json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                     {"kind", "Workload"},
-                    {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}}}}},
+                    {"metadata", {{"name", name}, {"labels", labels}, {"finalizers", finalizers}}},
                     {"spec",
                      {{"queueName", "user-queue"},
                       {"podSets",
@@ -110,9 +121,6 @@ class KueueStandInTest : public ::testing::Test {
       if (e.code() == 404) return std::nullopt;
       throw;
     }
-  }
-  std::string managerWorkloadName(const json& job) {
-    return KueueStandIn::workloadNameFor(kPipelineRun, job["metadata"]["name"], job["metadata"]["uid"]);
   }
 
   static json conditionOf(const json& object, const std::string& type) {
@@ -154,7 +162,28 @@ class KueueStandInTest : public ::testing::Test {
     }));
   }
 
-  // Someone else (the dispatcher copying the worker's result) marks the Workload finished.
+  // What the job integration does once an evicted Workload's job has stopped
+  // (UnsetQuotaReservationWithCondition): QuotaReserved=False, Admitted=False, admission removed.
+  void releaseReservation(const std::string& wlName) {
+    ASSERT_TRUE(mka::test::eventually([&] {
+      auto wl = api.get(wlRef(wlName));
+      for (auto& c : wl["status"]["conditions"]) {
+        if (c["type"] == "QuotaReserved") c.update({{"status", "False"}, {"reason", "Pending"}});
+        if (c["type"] == "Admitted") c.update({{"status", "False"}, {"reason", "NoReservation"}});
+      }
+      wl["status"].erase("admission");
+      try {
+        api.update(wlRef(wlName, "status"), wl);
+        return true;
+      } catch (const ApiError& e) {
+        if (e.code() == 409) return false;
+        throw;
+      }
+    }));
+  }
+
+  // Someone else (the job integration, or the dispatcher copying the worker's result) marks the
+  // Workload finished.
   void finishExternally(const std::string& wlName) {
     ASSERT_TRUE(mka::test::eventually([&] {
       auto wl = api.get(wlRef(wlName));
@@ -188,54 +217,62 @@ class KueueStandInTest : public ::testing::Test {
   std::unique_ptr<KueueStandIn> kueue;
 };
 
-TEST(KueueStandInNames, FollowKueuesShortWorkloadNames) {
-  // SHA-1("PipelineRun\ntekton.dev\nbuild\nuid-1") starts with 2c21f.
-  EXPECT_EQ(KueueStandIn::workloadNameFor(kPipelineRun, "build", "uid-1"), "pipelinerun-build-2c21f");
-  const auto longName = KueueStandIn::workloadNameFor(kPipelineRun, std::string(80, 'x'), "uid-1");
-  EXPECT_EQ(longName.size(), 63u);
-  EXPECT_THAT(longName, MatchesRegex("pipelinerun-x{45}-[0-9a-f]{5}"));
-  EXPECT_NE(KueueStandIn::workloadNameFor(kPipelineRun, "build", "uid-2"), "pipelinerun-build-2c21f")
-      << "a recreated job (new uid) gets a new Workload";
+// Kueue's core as it treats kinds it does not integrate: a queued job gets no Workload and is
+// never read or written, on a manager as on a worker (where a job naming a prebuilt Workload is
+// not adopted, and its Workload is neither run nor finished).
+TEST_F(KueueStandInTest, NeverCreatesAWorkloadForAJobNorTouchesTheJob) {
+  createQueues({});
+  start({});
+  const auto workflow = createWorkflow("flow", {{"kueue.x-k8s.io/queue-name", "user-queue"}});
+  const auto pipelineRun = createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}});
+  ASSERT_TRUE(settled());
+  EXPECT_THAT(api.list(wlRef(), {})["items"], ::testing::IsEmpty()) << "Workloads are the job integration's";
+  EXPECT_EQ(api.get(wfRef("flow")), workflow);
+  EXPECT_EQ(api.get(prRef("build")), pipelineRun);
+  kueue->stop();
+
+  start(worker());
+  createRemoteWorkload("wl-p");
+  const auto prebuilt = createPipelineRun("run", json::object(), {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-p"}});
+  ASSERT_TRUE(eventuallyCondition("wl-p", "Admitted", "True"));
+  clock.advance(std::chrono::hours{1});
+  kueue->poke();
+  ASSERT_TRUE(settled());
+  const auto wl = *workload("wl-p");
+  EXPECT_FALSE(wl["metadata"].contains("ownerReferences")) << "not adopted by its job";
+  EXPECT_FALSE(wl["metadata"]["labels"].contains("kueue.x-k8s.io/job-uid"));
+  EXPECT_EQ(conditionStatus(wl, "Finished"), "");
+  EXPECT_EQ(api.get(prRef("run")), prebuilt) << "no running or final status";
+  EXPECT_EQ(api.get(wfRef("flow")), workflow);
 }
 
-TEST_F(KueueStandInTest, ManagerCreatesAWorkloadForAQueuedJobOnly) {
+// The resource-in-use finalizer is the job integration's: a deleted Workload keeps it, and the
+// stand-in no longer counts or touches the Workload.
+TEST_F(KueueStandInTest, LeavesTheFinalizerOfADeletedWorkload) {
+  createQueues({});
   start({});
-  const auto queued = createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}});
-  createPipelineRun("unqueued", json::object());
-  const auto name = managerWorkloadName(queued);
-  EXPECT_THAT(name, MatchesRegex("pipelinerun-build-[0-9a-f]{5}"));
-  ASSERT_TRUE(mka::test::eventually([&] { return workload(name).has_value(); }));
+  createManagerWorkload("wl-d");
+  ASSERT_TRUE(eventuallyCondition("wl-d", "QuotaReserved", "True"));
+  EXPECT_EQ(kueue->admittedCount(), 1u);
+  api.remove(wlRef("wl-d"));
   ASSERT_TRUE(settled());
-  EXPECT_EQ(api.list(wlRef(), {})["items"].size(), 1u) << "no Workload for a job without the queue label";
-
-  const auto wl = *workload(name);
-  EXPECT_EQ(wl["apiVersion"], "kueue.x-k8s.io/v1beta2");
-  EXPECT_EQ(wl["spec"]["queueName"], "user-queue");
-  EXPECT_EQ(wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"], queued["metadata"]["uid"]);
-  ASSERT_EQ(wl["metadata"]["ownerReferences"].size(), 1u);
-  const auto& owner = wl["metadata"]["ownerReferences"][0];
-  EXPECT_EQ(owner["apiVersion"], "tekton.dev/v1");
-  EXPECT_EQ(owner["kind"], "PipelineRun");
-  EXPECT_EQ(owner["name"], "build");
-  EXPECT_EQ(owner["uid"], queued["metadata"]["uid"]);
-  EXPECT_EQ(owner["controller"], true);
-  EXPECT_EQ(owner["blockOwnerDeletion"], true);
-  ASSERT_EQ(wl["spec"]["podSets"].size(), 1u);
-  EXPECT_EQ(wl["spec"]["podSets"][0]["name"], "main");
-  EXPECT_EQ(wl["spec"]["podSets"][0]["count"], 1);
-  EXPECT_FALSE(wl["spec"]["podSets"][0]["template"]["spec"]["containers"].empty());
-  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "") << "no LocalQueue yet: no reservation";
+  const auto wl = workload("wl-d");
+  ASSERT_TRUE(wl.has_value()) << "held by its finalizer";
+  EXPECT_TRUE(wl->at("metadata").contains("deletionTimestamp"));
+  EXPECT_EQ(wl->at("metadata").at("finalizers"), json({"kueue.x-k8s.io/resource-in-use"}));
+  EXPECT_EQ(kueue->admittedCount(), 0u) << "a Workload being deleted holds no quota";
 }
 
 TEST_F(KueueStandInTest, ManagerReservesQuotaWithPendingChecksFromTheClusterQueue) {
   start({});
-  const auto name = managerWorkloadName(createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}}));
-  ASSERT_TRUE(mka::test::eventually([&] { return workload(name).has_value(); }));
+  createManagerWorkload("wl-1");
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(conditionStatus(*workload("wl-1"), "QuotaReserved"), "") << "no LocalQueue yet: no reservation";
   createQueues({"multikueue", "other"});
-  ASSERT_TRUE(eventuallyCondition(name, "QuotaReserved", "True"));
+  ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True"));
   ASSERT_TRUE(settled());
 
-  const auto wl = *workload(name);
+  const auto wl = *workload("wl-1");
   EXPECT_EQ(wl["status"]["admission"]["clusterQueue"], "cluster-queue");
   EXPECT_EQ(wl["status"]["admission"]["podSetAssignments"][0]["name"], "main");
   EXPECT_EQ(conditionOf(wl, "QuotaReserved")["reason"], "QuotaReserved");
@@ -255,16 +292,16 @@ TEST_F(KueueStandInTest, ManagerReservesQuotaWithPendingChecksFromTheClusterQueu
 TEST_F(KueueStandInTest, ManagerAdmitsOnceEveryCheckIsReady) {
   createQueues({"multikueue", "other"});
   start({});
-  const auto name = managerWorkloadName(createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}}));
-  ASSERT_TRUE(eventuallyCondition(name, "QuotaReserved", "True"));
+  createManagerWorkload("wl-1");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True"));
 
-  setCheck(name, "multikueue", "Ready", "The workload was admitted on \"worker-1\"");
+  setCheck("wl-1", "multikueue", "Ready", "The workload was admitted on \"worker-1\"");
   ASSERT_TRUE(settled());
-  EXPECT_NE(conditionStatus(*workload(name), "Admitted"), "True") << "one check is still Pending";
+  EXPECT_NE(conditionStatus(*workload("wl-1"), "Admitted"), "True") << "one check is still Pending";
 
-  setCheck(name, "other", "Ready", "");
-  ASSERT_TRUE(eventuallyCondition(name, "Admitted", "True"));
-  EXPECT_EQ(conditionOf(*workload(name), "Admitted")["reason"], "Admitted");
+  setCheck("wl-1", "other", "Ready", "");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Admitted", "True"));
+  EXPECT_EQ(conditionOf(*workload("wl-1"), "Admitted")["reason"], "Admitted");
 }
 
 TEST_F(KueueStandInTest, ManagerEvictsOnRetryThenReservesAgainWithChecksReset) {
@@ -272,32 +309,34 @@ TEST_F(KueueStandInTest, ManagerEvictsOnRetryThenReservesAgainWithChecksReset) {
   auto options = KueueStandIn::Options{};
   options.readmitDelay = std::chrono::minutes{1};
   start(options);
-  const auto name = managerWorkloadName(createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}}));
-  ASSERT_TRUE(eventuallyCondition(name, "QuotaReserved", "True"));
-  setCheck(name, "multikueue", "Ready", "admitted", {{"clusterName", "worker-1"}});
-  ASSERT_TRUE(eventuallyCondition(name, "Admitted", "True"));
+  createManagerWorkload("wl-1");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True"));
+  setCheck("wl-1", "multikueue", "Ready", "admitted", {{"clusterName", "worker-1"}});
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Admitted", "True"));
 
-  setCheck(name, "multikueue", "Retry", "Admitting remote lost");
-  ASSERT_TRUE(eventuallyCondition(name, "Evicted", "True"));
+  setCheck("wl-1", "multikueue", "Retry", "Admitting remote lost");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Evicted", "True"));
   ASSERT_TRUE(settled());
-  auto wl = *workload(name);
+  auto wl = *workload("wl-1");
   EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "AdmissionCheck");
   EXPECT_EQ(conditionOf(wl, "Evicted")["message"],
             "Evicted due to AdmissionCheck in Retry state: \"multikueue\" (Admitting remote lost)");
-  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "False");
-  EXPECT_EQ(conditionStatus(wl, "Admitted"), "False");
-  EXPECT_FALSE(wl["status"].contains("admission"));
+  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the job integration's to release";
   EXPECT_FALSE(wl["status"].contains("clusterName"));
   const auto& check = wl["status"]["admissionChecks"][0];
   EXPECT_EQ(check["state"], "Pending");
   EXPECT_EQ(check["retryCount"], 1);
   EXPECT_EQ(check["message"], "Reset to Pending after eviction. Previously: Retry");
 
+  releaseReservation("wl-1");
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(conditionStatus(*workload("wl-1"), "QuotaReserved"), "False") << "readmitDelay has not passed";
+
   clock.advance(std::chrono::seconds{61});
   kueue->poke();
-  ASSERT_TRUE(eventuallyCondition(name, "QuotaReserved", "True")) << "re-admission after readmitDelay";
+  ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True")) << "re-admission after readmitDelay";
   ASSERT_TRUE(settled());
-  wl = *workload(name);
+  wl = *workload("wl-1");
   EXPECT_EQ(conditionStatus(wl, "Evicted"), "False");
   EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "QuotaReserved");
   EXPECT_EQ(wl["status"]["admissionChecks"][0]["state"], "Pending");
@@ -307,121 +346,48 @@ TEST_F(KueueStandInTest, ManagerEvictsOnRetryThenReservesAgainWithChecksReset) {
 TEST_F(KueueStandInTest, ManagerDeactivatesOnRejected) {
   createQueues({"multikueue"});
   start({});
-  const auto name = managerWorkloadName(createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}}));
-  ASSERT_TRUE(eventuallyCondition(name, "QuotaReserved", "True"));
-  setCheck(name, "multikueue", "Rejected", "No multikueue adapter found");
-  ASSERT_TRUE(eventuallyCondition(name, "Evicted", "True"));
+  createManagerWorkload("wl-1");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True"));
+  setCheck("wl-1", "multikueue", "Rejected", "No multikueue adapter found");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Evicted", "True"));
   ASSERT_TRUE(settled());
-  const auto wl = *workload(name);
+  const auto wl = *workload("wl-1");
   EXPECT_EQ(wl["spec"]["active"], false);
   EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "Deactivated");
   EXPECT_EQ(conditionOf(wl, "DeactivationTarget")["message"],
             "AdmissionCheck in Rejected state: \"multikueue\" (No multikueue adapter found)");
-  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "False");
+  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the job integration's to release";
   EXPECT_EQ(conditionStatus(wl, "Finished"), "");
   EXPECT_EQ(wl["status"]["admissionChecks"][0]["state"], "Rejected") << "the dispatcher ignores it from then on";
+
+  releaseReservation("wl-1");
+  clock.advance(std::chrono::hours{1});
+  kueue->poke();
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(conditionStatus(*workload("wl-1"), "QuotaReserved"), "False") << "an inactive Workload is not reserved";
 }
 
 TEST_F(KueueStandInTest, ManagerLeavesAFinishedWorkload) {
   createQueues({"multikueue"});
   start({});
-  const auto name = managerWorkloadName(createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}}));
-  ASSERT_TRUE(eventuallyCondition(name, "QuotaReserved", "True"));
-  finishExternally(name);
-  setCheck(name, "multikueue", "Retry", "late");
+  createManagerWorkload("wl-1");
+  ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True"));
+  finishExternally("wl-1");
+  setCheck("wl-1", "multikueue", "Retry", "late");
   ASSERT_TRUE(settled());
-  EXPECT_EQ(conditionStatus(*workload(name), "Evicted"), "");
+  EXPECT_EQ(conditionStatus(*workload("wl-1"), "Evicted"), "");
 }
 
-TEST_F(KueueStandInTest, DeletingTheJobRemovesItsWorkload) {
-  start({});
-  const auto name = managerWorkloadName(createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}}));
-  ASSERT_TRUE(mka::test::eventually([&] { return workload(name).has_value(); }));
-  EXPECT_EQ(workload(name)->at("metadata").at("finalizers"), json({"kueue.x-k8s.io/resource-in-use"}));
-  api.remove(prRef("build"));
-  ASSERT_TRUE(mka::test::eventually([&] { return !workload(name).has_value(); }))
-      << "the garbage collector deletes the dependent, the stand-in releases its finalizer";
-}
-
-TEST_F(KueueStandInTest, WorkerRunsAPipelineRunThroughTheStatusSubresource) {
-  createQueues({});
+TEST_F(KueueStandInTest, WorkerReservesAndAdmitsAtOnceWithoutChecks) {
+  createQueues({"multikueue"});
   start(worker());
-  createRemoteWorkload("wl-1");
-  ASSERT_TRUE(eventuallyCondition("wl-1", "Admitted", "True"));
-  EXPECT_EQ(conditionStatus(*workload("wl-1"), "QuotaReserved"), "True");
-  EXPECT_FALSE(workload("wl-1")->at("status").contains("admissionChecks")) << "no admission checks on workers";
-
-  const auto job = createPipelineRun("build", {{"kueue.x-k8s.io/queue-name", "user-queue"}},
-                                     {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-1"}});
-  ASSERT_TRUE(mka::test::eventually([&] {
-    const auto succeeded = conditionOf(api.get(prRef("build")), "Succeeded");
-    return succeeded.is_object() && succeeded.value("reason", "") == "Running";
-  }));
-  ASSERT_TRUE(settled());
-  auto wl = *workload("wl-1");
-  ASSERT_EQ(wl["metadata"]["ownerReferences"].size(), 1u) << "the job adopted its prebuilt Workload";
-  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
-  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["controller"], true);
-  EXPECT_EQ(wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"], job["metadata"]["uid"]);
-  auto pr = api.get(prRef("build"));
-  EXPECT_EQ(conditionStatus(pr, "Succeeded"), "Unknown");
-  EXPECT_TRUE(pr["status"].contains("startTime"));
-  EXPECT_EQ(kueue->runningCount(), 1u);
-  EXPECT_NE(conditionStatus(wl, "Finished"), "True") << "the run time has not passed on the clock";
-
-  clock.advance(std::chrono::seconds{31});
-  kueue->poke();
-  ASSERT_TRUE(eventuallyCondition("wl-1", "Finished", "True"));
-  ASSERT_TRUE(settled());
-  pr = api.get(prRef("build"));
-  EXPECT_EQ(conditionStatus(pr, "Succeeded"), "True");
-  EXPECT_EQ(conditionOf(pr, "Succeeded")["reason"], "Succeeded");
-  EXPECT_TRUE(pr["status"].contains("completionTime"));
-  EXPECT_FALSE(managedBy(pr, "kueue-standin", "status").is_null()) << "Tekton status goes through /status";
-  EXPECT_EQ(conditionOf(*workload("wl-1"), "Finished")["reason"], "Succeeded");
-  EXPECT_EQ(kueue->runningCount(), 0u);
-  EXPECT_EQ(kueue->admittedCount(), 0u) << "a finished Workload holds no quota";
-}
-
-TEST_F(KueueStandInTest, WorkerRunsAWorkflowThroughTheMainResource) {
-  createQueues({});
-  start(worker());
-  createRemoteWorkload("wl-2");
-  // The label spelling of the prebuilt link (Kueue falls back to it without the annotation).
-  api.create(wfRef(),
-             json{{"apiVersion", "argoproj.io/v1alpha1"},
-                  {"kind", "Workflow"},
-                  {"metadata", {{"name", "flow"}, {"labels", {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-2"}}}}},
-                  {"spec", {{"entrypoint", "main"}}}});
-  ASSERT_TRUE(mka::test::eventually(
-      [&] { return api.get(wfRef("flow")).value("status", json::object()).value("phase", "") == "Running"; }));
-  ASSERT_TRUE(settled());
-  EXPECT_TRUE(api.get(wfRef("flow"))["status"].contains("startedAt"));
-
-  clock.advance(std::chrono::seconds{31});
-  kueue->poke();
-  ASSERT_TRUE(eventuallyCondition("wl-2", "Finished", "True"));
-  const auto wf = api.get(wfRef("flow"));
-  EXPECT_EQ(wf["status"]["phase"], "Succeeded");
-  EXPECT_TRUE(wf["status"].contains("finishedAt"));
-  EXPECT_FALSE(managedBy(wf, "kueue-standin", "").is_null()) << "Argo has no status subresource";
-}
-
-TEST_F(KueueStandInTest, WorkerFailsARunWhenAsked) {
-  createQueues({});
-  auto options = worker();
-  options.runFails = [](const json& job) { return job["metadata"]["name"] == "doomed"; };
-  start(options);
-  createRemoteWorkload("wl-3");
-  createPipelineRun("doomed", json::object(), {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-3"}});
-  ASSERT_TRUE(mka::test::eventually([&] { return kueue->runningCount() == 1; }));
-  clock.advance(std::chrono::seconds{31});
-  kueue->poke();
-  ASSERT_TRUE(eventuallyCondition("wl-3", "Finished", "True"));
-  EXPECT_EQ(conditionOf(*workload("wl-3"), "Finished")["reason"], "Failed");
-  const auto pr = api.get(prRef("doomed"));
-  EXPECT_EQ(conditionStatus(pr, "Succeeded"), "False");
-  EXPECT_EQ(conditionOf(pr, "Succeeded")["reason"], "Failed");
+  createRemoteWorkload("wl-w");
+  ASSERT_TRUE(eventuallyCondition("wl-w", "Admitted", "True"));
+  const auto wl = *workload("wl-w");
+  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True");
+  EXPECT_EQ(wl["status"]["admission"]["clusterQueue"], "cluster-queue");
+  EXPECT_FALSE(wl["status"].contains("admissionChecks")) << "no admission checks on workers";
+  EXPECT_EQ(kueue->admittedCount(), 1u);
 }
 
 TEST_F(KueueStandInTest, WorkerCapacityHoldsTheNextWorkload) {
@@ -448,55 +414,49 @@ TEST_F(KueueStandInTest, WorkerEvictsOnDemandAndReadmitsLater) {
   start(options);
   EXPECT_THROW(kueue->evict("default", "absent"), ApiError);
   createRemoteWorkload("wl-e");
-  createPipelineRun("build", json::object(), {{"kueue.x-k8s.io/prebuilt-workload-name", "wl-e"}});
-  ASSERT_TRUE(mka::test::eventually([&] { return kueue->runningCount() == 1; }));
+  ASSERT_TRUE(eventuallyCondition("wl-e", "Admitted", "True"));
 
   kueue->evict("default", "wl-e");
   ASSERT_TRUE(settled());
   auto wl = *workload("wl-e");
   EXPECT_EQ(conditionStatus(wl, "Evicted"), "True");
   EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "Preempted");
-  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "False");
-  EXPECT_EQ(conditionStatus(wl, "Admitted"), "False");
-  EXPECT_FALSE(wl["status"].contains("admission"));
-  EXPECT_EQ(kueue->runningCount(), 0u) << "an evicted Workload's job stops";
+  EXPECT_THROW(kueue->evict("default", "wl-e"), Error) << "being evicted already";
+
+  releaseReservation("wl-e");
+  ASSERT_TRUE(settled());
+  wl = *workload("wl-e");
+  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "False") << "readmitDelay has not passed";
   EXPECT_EQ(kueue->admittedCount(), 0u);
   EXPECT_THROW(kueue->evict("default", "wl-e"), Error) << "no quota held";
 
   clock.advance(std::chrono::seconds{61});
   kueue->poke();
   ASSERT_TRUE(eventuallyCondition("wl-e", "Admitted", "True"));
-  ASSERT_TRUE(mka::test::eventually([&] { return kueue->runningCount() == 1; })) << "the job runs again";
+  wl = *workload("wl-e");
+  EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True");
+  EXPECT_EQ(conditionStatus(wl, "Evicted"), "False");
+  EXPECT_EQ(kueue->admittedCount(), 1u);
 }
 
-// Playing Kueue's core only, eviction leaves the reservation to the job integration (which
-// releases it once the job has stopped), and a Workload is reserved again only after that.
-TEST_F(KueueStandInTest, CoreOnlyEvictionKeepsTheReservationUntilTheIntegrationReleasesIt) {
+// Eviction leaves the reservation to the job integration (which releases it once the job has
+// stopped), and a Workload is reserved again only after that.
+TEST_F(KueueStandInTest, EvictionKeepsTheReservationUntilTheIntegrationReleasesIt) {
   createQueues({});
-  auto options = worker();
-  options.playsJobIntegration = false;
-  start(options);
+  start(worker());
   createRemoteWorkload("wl-c");
   ASSERT_TRUE(eventuallyCondition("wl-c", "Admitted", "True"));
 
   kueue->evict("default", "wl-c");
   ASSERT_TRUE(settled());
-  auto wl = *workload("wl-c");
+  const auto wl = *workload("wl-c");
   EXPECT_EQ(conditionStatus(wl, "Evicted"), "True");
   EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the integration's to release";
+  EXPECT_EQ(conditionStatus(wl, "Admitted"), "True");
   EXPECT_TRUE(wl["status"].contains("admission"));
   EXPECT_EQ(kueue->admittedCount(), 1u);
-  EXPECT_THROW(kueue->evict("default", "wl-c"), Error) << "being evicted already";
 
-  // What our integration does once the job is inactive (UnsetQuotaReservationWithCondition).
-  json status = wl["status"];
-  for (auto& c : status["conditions"]) {
-    if (c["type"] == "QuotaReserved") c.update({{"status", "False"}, {"reason", "Pending"}});
-    if (c["type"] == "Admitted") c.update({{"status", "False"}, {"reason", "NoReservation"}});
-  }
-  status.erase("admission");
-  wl["status"] = status;
-  api.update(wlRef("wl-c", "status"), wl);
+  releaseReservation("wl-c");
   ASSERT_TRUE(mka::test::eventually([&] {
     const auto now = *workload("wl-c");
     return conditionStatus(now, "QuotaReserved") == "True" && conditionStatus(now, "Evicted") == "False";
