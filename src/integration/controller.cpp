@@ -16,6 +16,7 @@ struct IntegrationController::Impl {
     jobkind::JobKind kind;
     std::unique_ptr<kube::Informer> jobs;
     WorkloadOwners owners;
+    PrebuiltNames prebuilt;
     std::unique_ptr<JobReconciler> reconciler;
     std::unique_ptr<multikueue::Controller> controller;
   };
@@ -59,25 +60,36 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
     k->controller = std::make_unique<multikueue::Controller>(
         controllerOptions, [reconciler](const std::string& key) { return reconciler->reconcile(key); }, clock);
     auto* controller = k->controller.get();
-    const auto enqueue = [controller](const nlohmann::json& job) { controller->enqueue(kube::Informer::keyOf(job)); };
-    k->jobs->addHandlers({.onAdd = enqueue, .onUpdateNew = enqueue, .onDelete = enqueue});
+    auto* prebuilt = &k->prebuilt;
+    const auto followJob = [controller, prebuilt](const nlohmann::json& job) {
+      prebuilt->set(job);
+      controller->enqueue(kube::Informer::keyOf(job));
+    };
+    k->jobs->addHandlers(
+        {.onAdd = followJob, .onUpdateNew = followJob, .onDelete = [controller, prebuilt](const nlohmann::json& job) {
+           prebuilt->remove(job);
+           controller->enqueue(kube::Informer::keyOf(job));
+         }});
     impl_->kinds.push_back(std::move(k));
   }
-  // Each kind's owner index follows every Workload; an event on a Workload a job controls
-  // brings that job back.
+  // Each kind's owner index follows every Workload; an event on a Workload a job controls, or
+  // names as its prebuilt one, brings that job back.
   auto* self = impl_.get();
-  const auto follow = [self](const nlohmann::json& workload) {
+  const auto wake = [self](const nlohmann::json& workload) {
+    const std::string key = kube::Informer::keyOf(workload);
     for (auto& k : self->kinds) {
-      k->owners.set(workload, k->kind.gvk());
       if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk())) k->controller->enqueue(*owner);
+      for (const auto& job : k->prebuilt.jobsNaming(key)) k->controller->enqueue(job);
     }
   };
+  const auto follow = [self, wake](const nlohmann::json& workload) {
+    for (auto& k : self->kinds) k->owners.set(workload, k->kind.gvk());
+    wake(workload);
+  };
   impl_->workloads->addHandlers(
-      {.onAdd = follow, .onUpdateNew = follow, .onDelete = [self](const nlohmann::json& workload) {
-         for (auto& k : self->kinds) {
-           k->owners.remove(workload);
-           if (auto owner = WorkloadOwners::controllerOf(workload, k->kind.gvk())) k->controller->enqueue(*owner);
-         }
+      {.onAdd = follow, .onUpdateNew = follow, .onDelete = [self, wake](const nlohmann::json& workload) {
+         for (auto& k : self->kinds) k->owners.remove(workload);
+         wake(workload);
        }});
 }
 

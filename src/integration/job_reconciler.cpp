@@ -167,6 +167,43 @@ std::vector<std::string> WorkloadOwners::workloadsOf(const std::string& jobKey) 
                               : std::vector<std::string>(it->second.begin(), it->second.end());
 }
 
+void PrebuiltNames::set(const json& job) {
+  const std::string key = keyOf(job);
+  const std::string name = prebuiltName(job);
+  const std::string workload = name.empty() ? "" : metadataString(job, "namespace") + "/" + name;
+  std::lock_guard lock(mutex_);
+  if (auto it = namedBy_.find(key); it != namedBy_.end()) {
+    if (it->second == workload) return;
+    if (auto named = naming_.find(it->second); named != naming_.end()) {
+      named->second.erase(key);
+      if (named->second.empty()) naming_.erase(named);
+    }
+    namedBy_.erase(it);
+  }
+  if (workload.empty()) return;
+  namedBy_[key] = workload;
+  naming_[workload].insert(key);
+}
+
+void PrebuiltNames::remove(const json& job) {
+  const std::string key = keyOf(job);
+  std::lock_guard lock(mutex_);
+  auto it = namedBy_.find(key);
+  if (it == namedBy_.end()) return;
+  if (auto named = naming_.find(it->second); named != naming_.end()) {
+    named->second.erase(key);
+    if (named->second.empty()) naming_.erase(named);
+  }
+  namedBy_.erase(it);
+}
+
+std::vector<std::string> PrebuiltNames::jobsNaming(const std::string& workloadKey) const {
+  std::lock_guard lock(mutex_);
+  auto it = naming_.find(workloadKey);
+  return it == naming_.end() ? std::vector<std::string>{}
+                             : std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
 // ---- JobReconciler --------------------------------------------------------------------------
 
 struct JobReconciler::Ensured {

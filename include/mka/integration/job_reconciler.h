@@ -56,6 +56,24 @@ class WorkloadOwners {
   std::map<std::string, std::set<std::string>> ownedBy_;  // job key -> workload keys
 };
 
+// Which jobs name each Workload as their prebuilt one (kueue.x-k8s.io/prebuilt-workload-name),
+// kept from the job informer's events. On a MultiKueue worker the Workload copy and the job
+// copy arrive at nearly the same time: a job reconciled before its Workload is in the cache is
+// brought back when the Workload arrives, before adoption makes the job its controller (until
+// then WorkloadOwners cannot link them). Keys are "ns/name" on both sides.
+class PrebuiltNames {
+ public:
+  // Records the name `job` gives, or forgets it when the job names none any more.
+  void set(const nlohmann::json& job);
+  void remove(const nlohmann::json& job);
+  std::vector<std::string> jobsNaming(const std::string& workloadKey) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> namedBy_;           // job key -> workload key
+  std::map<std::string, std::set<std::string>> naming_;  // workload key -> job keys
+};
+
 // Counts for /metrics (multikueue_adapter_integration_*), by kind name.
 class IntegrationObserver {
  public:

@@ -4,10 +4,12 @@
 // controller stand-in): restarted mid-flight, and evicted and readmitted with a flavor's node
 // selector.
 #include <algorithm>
+#include <atomic>
 
 #include <gtest/gtest.h>
 
 #include "mka/integration/controller.h"
+#include "mka/integration/workload_builder.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/cluster_api.h"
@@ -63,13 +65,12 @@ class SingleCluster : public ::testing::Test {
     runner.start();
   }
 
-  std::unique_ptr<IntegrationController> startIntegration() {
+  std::unique_ptr<IntegrationController> startIntegration(IntegrationController::Options options = {}) {
     const api::GroupVersionKind workflowGvk{"argoproj.io", "v1alpha1", "Workflow"};
     jobkind::JobKind workflows(config::ExternalFramework{"Workflow.v1alpha1.argoproj.io", workflowGvk, {}, false},
                                *config::integrationProfile(workflowGvk), false);
     auto controller = std::make_unique<IntegrationController>(
-        *client, std::vector<jobkind::JobKind>{trainingRuns(), std::move(workflows)}, clock,
-        IntegrationController::Options{});
+        *client, std::vector<jobkind::JobKind>{trainingRuns(), std::move(workflows)}, clock, std::move(options));
     controller->start(std::chrono::seconds{30});
     return controller;
   }
@@ -235,6 +236,42 @@ TEST_F(SingleCluster, AWorkflowRunsWithItsFlavorInTheWorkflowWideNodeSelector) {
   EXPECT_EQ(workflow()["spec"]["nodeSelector"], json({{"disk", "ssd"}})) << "as the user wrote it";
   EXPECT_FALSE(workflow()["spec"].contains("podMetadata")) << workflow().dump();
   EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+}
+
+// Counts the reconciles that failed (and wait for a backoff on the test's clock).
+class FailedReconciles final : public multikueue::ControllerObserver {
+ public:
+  void reconciled(const std::string&, const std::string& result, double) override {
+    if (result == "error") ++errors;
+  }
+  void queueDepth(const std::string&, std::size_t) override {}
+  std::atomic<int> errors{0};
+};
+
+// On a MultiKueue worker the Workload copy and the job copy arrive at nearly the same time. A
+// job reconciled before its prebuilt Workload is there waits for a backoff on the clock; the
+// Workload's arrival brings it back at once (the clock never moves in this test).
+TEST_F(SingleCluster, AJobWhosePrebuiltWorkloadArrivesLaterIsAdoptedAtOnce) {
+  FailedReconciles failed;
+  auto integration = startIntegration({.controllerObserver = &failed});
+  json copy = trainingRun("train");
+  copy["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", "remote-wl"}};
+  cluster.api().create(kJobs, copy);
+  ASSERT_TRUE(test::eventually([&] { return failed.errors >= 1; })) << "prebuilt workload not found, retried later";
+
+  const auto created = job();
+  const auto podSets = podSetsFor(created, *trainingRuns().integration());
+  ASSERT_FALSE(podSets.error);
+  json workload = newWorkload(created, trainingRuns().gvk(), podSets.podSets, std::nullopt);
+  workload["metadata"]["name"] = "remote-wl";
+  workload["metadata"].erase("ownerReferences");
+  workload["metadata"].erase("finalizers");
+  cluster.api().create(kWorkloads, workload);
+
+  ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; })) << workloads().at(0).dump();
+  const auto adopted = workloads().at(0);
+  EXPECT_EQ(adopted.at(json::json_pointer("/metadata/ownerReferences/0/uid")), created["metadata"]["uid"]);
+  EXPECT_EQ(workloads().size(), 1u) << "none of its own";
 }
 
 // Bad input on one job is that job's problem: a Warning naming the field, no Workload, the job
