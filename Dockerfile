@@ -1,5 +1,6 @@
 # multikueue-adapter container image.
-#   docker build -t multikueue-adapter:latest .
+#   docker build --build-arg VERSION="$(git describe --tags --always --dirty)" -t multikueue-adapter:latest .
+# (the build context has no .git: without VERSION the binary reports the project version)
 # Build stage: Debian bookworm with the project's own dependency script; runtime stage:
 # bookworm-slim with only the shared libraries the binary links against.
 
@@ -10,9 +11,11 @@ WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
+ARG VERSION=""
 # RelWithDebInfo (-O2), the project's default; the binary is stripped on install.
 RUN cmake -S . -B /build -G Ninja \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DMKA_VERSION="${VERSION}" \
       -DMKA_BUILD_TESTS=OFF \
       -DMKA_BUILD_BENCH=OFF \
  && cmake --build /build --target multikueue-adapter \

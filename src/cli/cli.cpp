@@ -15,6 +15,7 @@
 #include "mka/demo/demo_command.h"
 #include "mka/demo/sandbox_command.h"
 #include "mka/observability/logging.h"
+#include "mka/version.h"
 
 namespace mka::cli {
 namespace {

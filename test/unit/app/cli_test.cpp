@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/app/validate_config.h"
+#include "mka/version.h"
 #include "support/temp_dir.h"
 
 namespace mka::app {
