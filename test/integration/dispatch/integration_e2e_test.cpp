@@ -92,7 +92,15 @@ TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnc
   EXPECT_EQ(startsOn(worker, "job1"), 1) << "resumed once";
   std::map<std::string, int> reasons;
   for (const auto& event : events("job1", worker)) ++reasons[event.value("reason", "")];
-  EXPECT_EQ(reasons["FinishedWorkload"], 1) << "finished once: " << ::testing::PrintToString(reasons);
+  // The worker's integration finishes its Workload, unless the manager's integration finished
+  // the manager's first from the copied job status and the copies were removed before: as in
+  // Kueue, either may come first, and neither twice.
+  EXPECT_LE(reasons["FinishedWorkload"], 1) << "finished at most once: " << ::testing::PrintToString(reasons);
+  const auto managerWorkload = workload("manager", wl);
+  ASSERT_TRUE(managerWorkload);
+  const auto* finished = multikueue::findCondition(*managerWorkload, "Finished");
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->value("reason", ""), "Succeeded");
   EXPECT_EQ(reasons["Started"], 1) << ::testing::PrintToString(reasons);
   EXPECT_EQ(reasons["CreatedWorkload"], 0) << "the copy's Workload is the dispatched one";
 }

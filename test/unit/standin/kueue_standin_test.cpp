@@ -152,14 +152,19 @@ class KueueStandInTest : public ::testing::Test {
           c["lastTransitionTime"] = api.now();
         }
       wl["status"].update(extraStatus);
-      try {
-        api.update(wlRef(wlName, "status"), wl);
-        return true;
-      } catch (const ApiError& e) {
-        if (e.code() == 409) return false;
-        throw;
-      }
+      return writeStatus(wlName, wl);
     }));
+  }
+
+  // Writes `wl`'s status as read; false when someone wrote in between (409: read again).
+  bool writeStatus(const std::string& wlName, const json& wl) {
+    try {
+      api.update(wlRef(wlName, "status"), wl);
+      return true;
+    } catch (const ApiError& e) {
+      if (e.code() == 409) return false;
+      throw;
+    }
   }
 
   // What the job integration does once an evicted Workload's job has stopped
@@ -172,13 +177,7 @@ class KueueStandInTest : public ::testing::Test {
         if (c["type"] == "Admitted") c.update({{"status", "False"}, {"reason", "NoReservation"}});
       }
       wl["status"].erase("admission");
-      try {
-        api.update(wlRef(wlName, "status"), wl);
-        return true;
-      } catch (const ApiError& e) {
-        if (e.code() == 409) return false;
-        throw;
-      }
+      return writeStatus(wlName, wl);
     }));
   }
 
@@ -192,13 +191,7 @@ class KueueStandInTest : public ::testing::Test {
                                             {"reason", "Succeeded"},
                                             {"message", "done elsewhere"},
                                             {"lastTransitionTime", api.now()}});
-      try {
-        api.update(wlRef(wlName, "status"), wl);
-        return true;
-      } catch (const ApiError& e) {
-        if (e.code() == 409) return false;
-        throw;
-      }
+      return writeStatus(wlName, wl);
     }));
   }
 
