@@ -78,7 +78,7 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
   readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
                  UnknownKeys::Reject, out.multiKueue);
   readIntegrations(top.child("integrations", "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}"),
-                   out.integrations);
+                   out.namespace_, out.integrations);
 }
 
 }  // namespace mka::config::detail

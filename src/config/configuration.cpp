@@ -68,6 +68,36 @@ std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk
   return std::nullopt;
 }
 
+bool LabelSelector::matches(const nlohmann::json& labels) const {
+  const auto valueOf = [&](const std::string& key) -> std::optional<std::string> {
+    if (!labels.is_object()) return std::nullopt;
+    auto it = labels.find(key);
+    if (it == labels.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  for (const auto& [key, value] : matchLabels)
+    if (valueOf(key) != value) return false;
+  for (const auto& e : matchExpressions) {
+    const auto value = valueOf(e.key);
+    const bool listed = value && std::find(e.values.begin(), e.values.end(), *value) != e.values.end();
+    switch (e.op) {
+      case Expression::Operator::In:
+        if (!listed) return false;
+        break;
+      case Expression::Operator::NotIn:
+        if (listed) return false;
+        break;
+      case Expression::Operator::Exists:
+        if (!value) return false;
+        break;
+      case Expression::Operator::DoesNotExist:
+        if (value) return false;
+        break;
+    }
+  }
+  return true;
+}
+
 PodFieldPaths PodSetRule::podFieldPaths() const {
   if (podFields) return *podFields;
   if (templatePath.empty()) return {};

@@ -17,6 +17,6 @@ void readKueueConfiguration(YamlReader& reader, const yaml::Node& root, Configur
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out);
 // The integrations section (AdapterConfiguration only): each framework on top of its built-in
 // profile, if any.
-void readIntegrations(MapReader section, Integrations& out);
+void readIntegrations(MapReader section, const std::string& adapterNamespace, Integrations& out);
 
 }  // namespace mka::config::detail

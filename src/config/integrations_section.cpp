@@ -1,9 +1,12 @@
 // The integrations section of an AdapterConfiguration (SPEC §7.1): per kind, the rules the job
 // integration queues it by, on top of a built-in profile where there is one.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "formats.h"
+#include "mka/common/strings.h"
+#include "mka/common/validation.h"
 #include "mka/yaml/json.h"
 
 namespace mka::config::detail {
@@ -134,10 +137,152 @@ void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const s
   }
 }
 
+// A label key (qualified name) at `path`, or "" after reporting it.
+std::string labelKey(YamlReader& reader, const yaml::Node& node, const std::string& path) {
+  if (!node.isScalar() || node.isNull()) {
+    reader.error(path, "must be a label key, not " + describe(node), "write a label key such as example.com/team");
+    return "";
+  }
+  if (const auto problems = validation::qualifiedName(node.scalar()); !problems.empty()) {
+    reader.error(path, "\"" + node.scalar() + "\" is not a valid label key: " + strings::join(problems, "; "),
+                 "write a label key such as example.com/team");
+    return "";
+  }
+  return node.scalar();
+}
+
+// integrations.labelKeysToCopy: label keys (qualified names), each once.
+std::vector<std::string> readLabelKeys(MapReader& section) {
+  std::vector<std::string> out;
+  const auto* list = section.get("labelKeysToCopy");
+  if (!list) return out;
+  const auto path = section.pathOf("labelKeysToCopy");
+  if (!list->isSequence()) {
+    section.reader().error(path, "must be a list, not " + describe(*list), "write it as [team, cost-center]");
+    return out;
+  }
+  std::size_t i = 0;
+  for (const auto& item : list->items()) {
+    const auto itemPath = indexPath(path, i++);
+    const std::string key = labelKey(section.reader(), *item, itemPath);
+    if (key.empty()) continue;
+    if (std::find(out.begin(), out.end(), key) != out.end()) {
+      section.reader().error(itemPath, "\"" + key + "\" is listed twice", "list each key once");
+      continue;
+    }
+    out.push_back(key);
+  }
+  return out;
+}
+
+constexpr std::string_view kSelectorExample =
+    "{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]}";
+
+// integrations.managedJobsNamespaceSelector, a metav1.LabelSelector. Absent: Kueue's default,
+// every namespace but kube-system and the adapter's (Kueue's) own.
+LabelSelector readNamespaceSelector(MapReader& section, const std::string& adapterNamespace) {
+  using Operator = LabelSelector::Expression::Operator;
+  if (!section.hasKey("managedJobsNamespaceSelector"))
+    return {{}, {{"kubernetes.io/metadata.name", Operator::NotIn, {"kube-system", adapterNamespace}}}};
+  LabelSelector out;
+  auto& reader = section.reader();
+  MapReader s = section.child("managedJobsNamespaceSelector", kSelectorExample);
+  s.checkKeys({"matchLabels", "matchExpressions"}, UnknownKeys::Reject);
+  if (const auto* labels = s.get("matchLabels")) {
+    if (!labels->isMapping()) {
+      reader.error(s.pathOf("matchLabels"), "must be a mapping of label keys to values, not " + describe(*labels),
+                   "write it as {team: a}");
+    } else {
+      for (const auto& entry : labels->entries()) {
+        const auto path = s.pathOf("matchLabels") + "." + entry.key->scalar();
+        const std::string key = labelKey(reader, *entry.key, path);
+        if (key.empty()) continue;
+        const std::string value = entry.value->isScalar() ? entry.value->scalar() : "";
+        if (const auto problems = validation::labelValue(value); !entry.value->isScalar() || !problems.empty()) {
+          reader.error(path, "must be a label value, not " + describe(*entry.value),
+                       "write at most 63 letters, digits, '-', '_' or '.'");
+          continue;
+        }
+        out.matchLabels[key] = value;
+      }
+    }
+  }
+  if (const auto* list = s.get("matchExpressions")) {
+    if (!list->isSequence()) {
+      reader.error(s.pathOf("matchExpressions"), "must be a list, not " + describe(*list),
+                   "write it as [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]");
+      return out;
+    }
+    std::size_t i = 0;
+    for (const auto& item : list->items()) {
+      const auto path = indexPath(s.pathOf("matchExpressions"), i++);
+      MapReader e(reader, item.get(), path, "{key: team, operator: In, values: [a, b]}");
+      e.checkKeys({"key", "operator", "values"}, UnknownKeys::Reject);
+      LabelSelector::Expression expression;
+      if (const auto* key = e.get("key")) {
+        expression.key = labelKey(reader, *key, e.pathOf("key"));
+      } else {
+        reader.error(e.pathOf("key"), "is required", "name the label key the expression tests");
+      }
+      std::string op;
+      e.read("operator", op);
+      if (op == "In") {
+        expression.op = LabelSelector::Expression::Operator::In;
+      } else if (op == "NotIn") {
+        expression.op = LabelSelector::Expression::Operator::NotIn;
+      } else if (op == "Exists") {
+        expression.op = LabelSelector::Expression::Operator::Exists;
+      } else if (op == "DoesNotExist") {
+        expression.op = LabelSelector::Expression::Operator::DoesNotExist;
+      } else {
+        reader.error(e.pathOf("operator"), op.empty() ? "is required" : "unsupported operator \"" + op + "\"",
+                     "use In, NotIn, Exists or DoesNotExist");
+        continue;
+      }
+      const bool takesValues = op == "In" || op == "NotIn";
+      if (const auto* values = e.get("values"); values && values->isSequence()) {
+        for (const auto& v : values->items()) expression.values.push_back(v->isScalar() ? v->scalar() : "");
+      } else if (values) {
+        reader.error(e.pathOf("values"), "must be a list, not " + describe(*values), "write it as [a, b]");
+      }
+      if (takesValues && expression.values.empty())
+        reader.error(e.pathOf("values"), "must list at least one value for operator " + op, "write it as [a, b]");
+      if (!takesValues && !expression.values.empty())
+        reader.error(e.pathOf("values"), "must be empty for operator " + op, "remove the values");
+      out.matchExpressions.push_back(std::move(expression));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-void readIntegrations(MapReader section, Integrations& out) {
-  section.checkKeys({"frameworks"}, UnknownKeys::Reject);
+void readIntegrations(MapReader section, const std::string& adapterNamespace, Integrations& out) {
+  section.checkKeys({"frameworks", "labelKeysToCopy", "managedJobsNamespaceSelector", "objectRetentionPolicies"},
+                    UnknownKeys::Reject);
+  const auto labelKeys = readLabelKeys(section);
+  const auto namespaceSelector = readNamespaceSelector(section, adapterNamespace);
+  // Kueue's objectRetentionPolicies.workloads.afterDeactivatedByKueue; its afterFinished is
+  // Kueue's own to apply (it deletes Workloads, not jobs).
+  std::optional<Duration> afterDeactivated;
+  {
+    auto policies =
+        section.child("objectRetentionPolicies", "objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: 1h}}");
+    policies.checkKeys({"workloads"}, UnknownKeys::Reject);
+    auto workloads = policies.child("workloads", "workloads: {afterDeactivatedByKueue: 1h}");
+    workloads.checkKeys({"afterDeactivatedByKueue"}, UnknownKeys::Reject);
+    if (const auto* node = workloads.get("afterDeactivatedByKueue")) {
+      const bool readable = node->isScalar() && parseDuration(node->scalar());
+      Duration retention{};
+      workloads.read("afterDeactivatedByKueue", retention);  // reports one that is not a duration
+      if (readable && retention < Duration::zero()) {
+        section.reader().error(workloads.pathOf("afterDeactivatedByKueue"), "must not be negative",
+                               "write how long to keep the job, such as 1h, or 0s to delete it at once");
+      } else if (readable) {
+        afterDeactivated = retention;
+      }
+    }
+  }
   const auto* list = section.get("frameworks");
   if (!list) return;
   auto& reader = section.reader();
@@ -154,6 +299,9 @@ void readIntegrations(MapReader section, Integrations& out) {
     reader.noteLine(path, *item);
     IntegratedFramework framework;
     readIntegratedFramework(reader, *item, path, framework);
+    framework.labelKeysToCopy = labelKeys;
+    framework.namespaceSelector = namespaceSelector;
+    framework.deleteAfterDeactivatedByKueue = afterDeactivated;
     out.frameworks.push_back(std::move(framework));
   }
 }

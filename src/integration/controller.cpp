@@ -33,6 +33,7 @@ struct IntegrationController::Impl {
   multikueue::EventRecorder events;
   std::unique_ptr<kube::Informer> workloads;
   std::unique_ptr<kube::Informer> priorityClasses;
+  std::unique_ptr<kube::Informer> namespaces;
   std::vector<std::unique_ptr<Kind>> kinds;
   bool started = false;
 };
@@ -45,13 +46,16 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
   impl_->workloads = std::make_unique<kube::Informer>(client, api::kWorkloadGvk, informerOptions);
   impl_->priorityClasses = std::make_unique<kube::Informer>(
       client, api::GroupVersionKind{"scheduling.k8s.io", "v1", "PriorityClass"}, informerOptions);
+  impl_->namespaces =
+      std::make_unique<kube::Informer>(client, api::GroupVersionKind{"", "v1", "Namespace"}, informerOptions);
   for (const auto& kind : kinds) {
     if (kind.integration() == nullptr) continue;
     auto k = std::make_unique<Impl::Kind>(kind);
     k->jobs = std::make_unique<kube::Informer>(client, kind.gvk(), informerOptions);
-    k->reconciler = std::make_unique<JobReconciler>(
-        client, k->kind, JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners, impl_->priorityClasses.get()},
-        impl_->events, clock, impl_->options.integrationObserver);
+    k->reconciler = std::make_unique<JobReconciler>(client, k->kind,
+                                                    JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners,
+                                                              impl_->priorityClasses.get(), impl_->namespaces.get()},
+                                                    impl_->events, clock, impl_->options.integrationObserver);
     multikueue::Controller::Options controllerOptions;
     controllerOptions.name = "job-" + strings::toLower(kind.gvk().kind);
     controllerOptions.workers = impl_->options.workersPerKind;
@@ -86,6 +90,20 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
     for (auto& k : self->kinds) k->owners.set(workload, k->kind.gvk());
     wake(workload);
   };
+  // A namespace's labels may bring its jobs into the namespace selector or out of it.
+  impl_->namespaces->addHandlers({.onUpdateNew = [self](const nlohmann::json& ns) {
+    const std::string name = ns.value(nlohmann::json::json_pointer("/metadata/name"), std::string());
+    const std::string prefix = name + "/";
+    for (auto& k : self->kinds) {
+      auto* controller = k->controller.get();
+      // Keys are "namespace/name": the namespace's jobs are enqueued by key, none decoded.
+      k->jobs->forEach([](const nlohmann::json&) {},
+                       [&](const std::string& key) {
+                         if (key.starts_with(prefix)) controller->enqueue(key);
+                         return false;
+                       });
+    }
+  }});
   impl_->workloads->addHandlers(
       {.onAdd = follow, .onUpdateNew = follow, .onDelete = [self, wake](const nlohmann::json& workload) {
          for (auto& k : self->kinds) k->owners.remove(workload);
@@ -100,10 +118,12 @@ void IntegrationController::start(std::chrono::milliseconds syncTimeout) {
   impl_->started = true;
   impl_->workloads->start();
   impl_->priorityClasses->start();
+  impl_->namespaces->start();
   for (auto& k : impl_->kinds) k->jobs->start();
   std::vector<std::string> unsynced;
   if (!impl_->workloads->waitForSync(syncTimeout)) unsynced.push_back(api::kWorkloadGvk.goString());
   if (!impl_->priorityClasses->waitForSync(syncTimeout)) unsynced.push_back("PriorityClass.v1.scheduling.k8s.io");
+  if (!impl_->namespaces->waitForSync(syncTimeout)) unsynced.push_back("Namespace.v1");
   for (auto& k : impl_->kinds)
     if (!k->jobs->waitForSync(syncTimeout)) unsynced.push_back(k->kind.gvk().goString());
   if (!unsynced.empty()) {
@@ -122,6 +142,7 @@ void IntegrationController::stop() {
   for (auto& k : impl_->kinds) k->jobs->stop();
   impl_->workloads->stop();
   impl_->priorityClasses->stop();
+  impl_->namespaces->stop();
 }
 
 std::size_t IntegrationController::kinds() const { return impl_->kinds.size(); }

@@ -33,6 +33,7 @@ using nlohmann::json;
 const api::GroupVersionKind kResourceFlavorGvk{"kueue.x-k8s.io", "v1beta2", "ResourceFlavor"};
 const api::GroupVersionKind kWorkloadPriorityClassGvk{"kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass"};
 const api::GroupVersionKind kPriorityClassGvk{"scheduling.k8s.io", "v1", "PriorityClass"};
+const api::GroupVersionKind kNamespaceGvk{"", "v1", "Namespace"};
 
 // Kueue's reasons and messages (KUEUE-JOBFRAMEWORK.md §1.3, §1.4, §4.4).
 namespace reason {
@@ -51,6 +52,7 @@ constexpr std::string_view kFailed = "Failed";
 constexpr std::string_view kOutOfSync = "OutOfSync";
 constexpr std::string_view kOwnerNotFound = "OwnerNotFound";
 constexpr std::string_view kFailedToStart = "FailedToStart";
+constexpr std::string_view kDeleted = "Deleted";
 constexpr std::string_view kPendingEvaluation = "PendingEvaluation";
 constexpr std::string_view kNoReservation = "NoReservation";
 }  // namespace reason
@@ -59,6 +61,7 @@ namespace message {
 constexpr std::string_view kOutOfSync = "The prebuilt workload is out of sync with its user job";
 constexpr std::string_view kOwnerNotFound = "The workload's owner no longer exists";
 constexpr std::string_view kWorkloadDeleted = "Workload is deleted";
+constexpr std::string_view kRetentionExpired = "Deleted job: deactivation retention period expired";
 constexpr std::string_view kNotAdmitted = "Not admitted by cluster queue";
 constexpr std::string_view kMissingWorkload = "missing workload";
 constexpr std::string_view kNoMatchRestore =
@@ -230,6 +233,9 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
   // The job as this reconcile leaves it: a stop in step 9 makes it inactive for step 15.
   json job = *cached;
 
+  // 4. A job in a namespace the selector leaves out is not Kueue's, queue name or not.
+  if (!inManagedNamespace(job)) return Result::done();
+
   // 6. Only jobs queued by name, or linked to a prebuilt Workload, are Kueue's.
   const std::string prebuilt = prebuiltName(job);
   if (prebuilt.empty() &&
@@ -274,7 +280,7 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     const bool stopped = stop(job, &*workload, "WorkloadEvicted", stringMember(*evicted, "message"));
     const bool stillActive = !stopped && isActive(job, rules_);
     if (hasQuotaReservation(*workload) && !stillActive) clearReservation(*workload);
-    return Result::done();
+    return afterDeactivation(job, *workload, *evicted);
   }
   if (isSuspended(job, rules_)) {  // 20
     if (isAdmitted(*workload)) return start(job, *workload);
@@ -323,6 +329,31 @@ std::optional<json> JobReconciler::podSetsOrWarn(const json& job) {
                  result.error->field + ": " + result.error->problem +
                      "; the job stays suspended without a Workload until this is fixed");
   return std::nullopt;
+}
+
+Result JobReconciler::afterDeactivation(const json& job, const json& workload, const json& evicted) {
+  // 19. Only a Workload Kueue deactivated (reason DeactivatedDueTo...), not one a user did.
+  const auto& retention = rules_.deleteAfterDeactivatedByKueue;
+  const bool active = objectMember(workload, "spec").value("active", true);
+  if (!retention || active || !stringMember(evicted, "reason").starts_with("DeactivatedDueTo")) return Result::done();
+  const auto since = parseRfc3339(stringMember(evicted, "lastTransitionTime"));
+  const auto now = clock_.now();
+  if (since && now < *since + *retention) return Result::after(*since + *retention - now);
+  client_.remove(kind_.gvk(), metadataString(job, "namespace"), metadataString(job, "name"),
+                 {.propagationPolicy = "Background"});
+  spdlog::info("job deleted kind={} job={} reason=\"deactivation retention period expired\"", kind_.gvk().kind,
+               keyOf(job));
+  events_.record(job, "Normal", reason::kDeleted, std::string(message::kRetentionExpired));
+  return Result::done();
+}
+
+bool JobReconciler::inManagedNamespace(const json& job) const {
+  const auto& selector = rules_.namespaceSelector;
+  if (selector.matchLabels.empty() && selector.matchExpressions.empty()) return true;
+  const std::string name = metadataString(job, "namespace");
+  const auto ns = caches_.namespaces ? caches_.namespaces->get(name)
+                                     : multikueue::ClientReader(client_).get(kNamespaceGvk, "", name);
+  return ns && selector.matches(objectMember(objectMember(*ns, "metadata"), "labels"));
 }
 
 Priority JobReconciler::priorityFor(const json& job, const json& podSets) {
@@ -473,7 +504,7 @@ Result JobReconciler::createWorkload(const json& job) {
   auto podSets = podSetsOrWarn(job);
   if (!podSets) return Result::done();
   const Priority priority = priorityFor(job, *podSets);
-  const json workload = newWorkload(job, kind_.gvk(), std::move(*podSets), priority);
+  const json workload = newWorkload(job, kind_.gvk(), std::move(*podSets), priority, rules_.labelKeysToCopy);
   try {
     client_.create(workload, {.answer = kube::WriteOptions::Answer::None});
   } catch (const kube::ApiError& e) {

@@ -235,7 +235,7 @@ PodSetsResult podSetsFromRules(const json& job, const config::IntegratedFramewor
 }
 
 json newWorkload(const json& job, const api::GroupVersionKind& gvk, json podSets,
-                 const std::optional<Priority>& priority) {
+                 const std::optional<Priority>& priority, const std::vector<std::string>& labelKeysToCopy) {
   const auto& meta = job.at("metadata");
   const std::string name = meta.value("name", "");
   const std::string uid = meta.value("uid", "");
@@ -263,6 +263,10 @@ json newWorkload(const json& job, const api::GroupVersionKind& gvk, json podSets
   // Kueue writes the job-uid label only when the uid is a valid label value.
   if (validation::labelValue(uid).empty() && !uid.empty())
     workload["metadata"]["labels"] = {{std::string(api::kJobUidLabel), uid}};
+  const json& jobLabels = json_fields::objectMember(meta, "labels");
+  for (const auto& key : labelKeysToCopy)
+    if (auto it = jobLabels.find(key); it != jobLabels.end() && it->is_string())
+      workload["metadata"]["labels"][key] = *it;
   const std::string maxExec = labelOf(job, api::kMaxExecTimeLabel);
   std::int32_t seconds = 0;
   const auto [end, ec] = std::from_chars(maxExec.data(), maxExec.data() + maxExec.size(), seconds);

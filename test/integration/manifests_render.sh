@@ -564,7 +564,8 @@ def check_rbac_needs():
     need += [("argoproj.io", "workflows/status", "patch")]
     need += [(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")]
     need += [(g, r, v) for g, r in (("kueue.x-k8s.io", "resourceflavors"), ("kueue.x-k8s.io", "workloadpriorityclasses"),
-                                    ("scheduling.k8s.io", "priorityclasses")) for v in ("get", "list")]
+                                    ("scheduling.k8s.io", "priorityclasses"), ("", "namespaces"))
+             for v in ("get", "list", "watch")]
     problems += ["ClusterRole lacks %s %s/%s" % (v, g or "core", r) for g, r, v in need if not allowed(cr, g, r, v)]
     sec = must(base, "Role", "multikueue-adapter-kubeconfigs", "kueue-system")
     problems += ["kueue-system Role lacks %s secrets" % v for v in ("get", "list", "watch")
@@ -620,7 +621,8 @@ def check_worker_rbac():
     need += [("kueue.x-k8s.io", "workloads/status", v) for v in ("update", "patch")]
     need += [("kueue.x-k8s.io", "resourceflavors", "get")]
     need += [(g, r, v) for g, r in (("kueue.x-k8s.io", "workloadpriorityclasses"),
-                                    ("scheduling.k8s.io", "priorityclasses")) for v in ("get", "list")]
+                                    ("scheduling.k8s.io", "priorityclasses"), ("", "namespaces"))
+             for v in ("get", "list", "watch")]
     need += [(g, r, v) for g, r in (("argoproj.io", "workflows"), ("tekton.dev", "pipelineruns"))
              for v in ("get", "list", "watch", "update", "patch")]
     need += [("", "events", v) for v in ("create", "patch")]

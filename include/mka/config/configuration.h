@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -125,6 +126,24 @@ struct PodSetCount {
   bool operator==(const PodSetCount&) const = default;
 };
 
+// A metav1.LabelSelector: every matchLabels pair and every expression must hold; an empty one
+// selects everything.
+struct LabelSelector {
+  struct Expression {
+    enum class Operator { In, NotIn, Exists, DoesNotExist };
+    std::string key;
+    Operator op = Operator::Exists;
+    std::vector<std::string> values;
+    bool operator==(const Expression&) const = default;
+  };
+  std::map<std::string, std::string> matchLabels;
+  std::vector<Expression> matchExpressions;
+
+  // `labels`: an object of strings, or null.
+  bool matches(const nlohmann::json& labels) const;
+  bool operator==(const LabelSelector&) const = default;
+};
+
 // Where a job keeps what admission adds to its pods (a flavor's node labels and tolerations,
 // admission checks' podSetUpdates), each a dotted path.
 struct PodFieldPaths {
@@ -174,6 +193,16 @@ struct IntegratedFramework {
   PodSetsFrom podSetsFrom = PodSetsFrom::Rules;
   std::optional<FinishedRule> finished;
   bool profile = false;  // a built-in profile gave the defaults the rules override
+  // integrations.labelKeysToCopy (Kueue's setting of that name): the job's labels a new
+  // Workload carries too. The same list for every kind.
+  std::vector<std::string> labelKeysToCopy;
+  // integrations.objectRetentionPolicies.workloads.afterDeactivatedByKueue (Kueue's setting of
+  // that name): how long a job whose Workload Kueue deactivated (requeuing limit, maximum
+  // execution time) is kept before it is deleted; unset: kept.
+  std::optional<Duration> deleteAfterDeactivatedByKueue;
+  // integrations.managedJobsNamespaceSelector (Kueue's managedJobsNamespaceSelector): jobs in
+  // namespaces it does not select are left alone, queue name or not. The same for every kind.
+  LabelSelector namespaceSelector;
 
   const FieldValue& stopRule() const { return stop ? *stop : *suspend; }
   bool operator==(const IntegratedFramework&) const = default;

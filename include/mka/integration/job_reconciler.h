@@ -91,6 +91,8 @@ struct JobCaches {
   // Every PriorityClass (scheduling.k8s.io), read for each new Workload's priority; null: the
   // reconciler reads them from the API server each time (tests).
   kube::Informer* priorityClasses = nullptr;
+  // Every Namespace, read for the namespace selector; null: read from the API server (tests).
+  kube::Informer* namespaces = nullptr;
 };
 
 class JobReconciler {
@@ -122,6 +124,12 @@ class JobReconciler {
   bool matches(const nlohmann::json& job, const nlohmann::json& podSets, const nlohmann::json& workload) const;
   // The Workload's priority for `job` (priority.h) read from the cluster; a missing class is an
   // error (retried with backoff), a missing WorkloadPriorityClass also a Warning on the job.
+  // After an eviction handled in step 18: a job whose Workload Kueue deactivated is deleted once
+  // the kind's retention has passed (KUEUE-JOBFRAMEWORK §4.2 step 19); until then, a requeue.
+  Result afterDeactivation(const nlohmann::json& job, const nlohmann::json& workload, const nlohmann::json& evicted);
+  // Whether the job's namespace is one the kind's namespace selector manages (KUEUE-JOBFRAMEWORK
+  // §4.2 step 4); false too when the namespace is not there.
+  bool inManagedNamespace(const nlohmann::json& job) const;
   Priority priorityFor(const nlohmann::json& job, const nlohmann::json& podSets);
   // Kueue's UpdateWorkloadPriority for the matching Workload: follows a changed label.
   void followPriorityLabel(const nlohmann::json& job, nlohmann::json& workload);

@@ -72,9 +72,11 @@ struct Priority {
 // label (when the uid is a valid label value), the job's provreq.kueue.x-k8s.io/* annotations
 // (ProvisioningRequest parameters), the resource-in-use finalizer, spec.queueName
 // from the queue-name label (absent without one), spec.maximumExecutionTimeSeconds from its label when a positive
-// integer, and spec.priority (with spec.priorityClassRef when it comes from a class) when given.
+// integer, spec.priority (with spec.priorityClassRef when it comes from a class) when given,
+// and the job's labels of `labelKeysToCopy` that it has (Kueue's integrations.labelKeysToCopy).
 nlohmann::json newWorkload(const nlohmann::json& job, const api::GroupVersionKind& gvk, nlohmann::json podSets,
-                           const std::optional<Priority>& priority);
+                           const std::optional<Priority>& priority,
+                           const std::vector<std::string>& labelKeysToCopy = {});
 
 // Writes `priority` into a Workload's spec: spec.priority, and spec.priorityClassRef when it
 // comes from a class (removed otherwise).

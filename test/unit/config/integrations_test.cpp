@@ -162,5 +162,109 @@ TEST(Integrations, ProblemsNameTheFieldAndTheFix) {
   }
 }
 
+// Kueue's integrations.labelKeysToCopy, the same list for every kind; each key checked.
+TEST(Integrations, LabelKeysToCopyGoToEveryKindAndAreCheckedAsLabelKeys) {
+  auto c =
+      parsed(adapterDoc("integrations:\n  labelKeysToCopy: [team, example.com/cost-center]\n  frameworks:\n"
+                        "  - name: Workflow.v1alpha1.argoproj.io\n  - name: PipelineRun.v1.tekton.dev\n"));
+  ASSERT_EQ(c.integrations.frameworks.size(), 2u);
+  for (const auto& f : c.integrations.frameworks)
+    EXPECT_EQ(f.labelKeysToCopy, (std::vector<std::string>{"team", "example.com/cost-center"}));
+
+  auto result = parseConfiguration(
+      adapterDoc("integrations:\n  labelKeysToCopy: [team, team, \"bad key\", {a: 1}]\n  frameworks:\n"
+                 "  - name: Workflow.v1alpha1.argoproj.io\n"));
+  EXPECT_FALSE(result.ok());
+  const auto errors = rendered(result.errors);
+  ASSERT_EQ(errors.size(), 3u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], "integrations.labelKeysToCopy[1]: \"team\" is listed twice: list each key once");
+  EXPECT_EQ(errors[1].rfind("integrations.labelKeysToCopy[2]: \"bad key\" is not a valid label key: ", 0), 0u)
+      << errors[1];
+  EXPECT_EQ(errors[2],
+            "integrations.labelKeysToCopy[3]: must be a label key, not a mapping: write a label key such as "
+            "example.com/team");
+}
+
+// Kueue's managedJobsNamespaceSelector: by default every namespace but kube-system and the
+// adapter's own; {} selects every namespace; a selector is checked field by field.
+TEST(Integrations, ManagedJobsNamespaceSelector) {
+  using Operator = LabelSelector::Expression::Operator;
+  const auto selectorOf = [](const std::string& section) {
+    return parsed(adapterDoc("namespace: batch-system\nintegrations:\n" + section +
+                             "  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"))
+        .integrations.frameworks.at(0)
+        .namespaceSelector;
+  };
+  EXPECT_EQ(selectorOf(""),
+            (LabelSelector{{}, {{"kubernetes.io/metadata.name", Operator::NotIn, {"kube-system", "batch-system"}}}}));
+  EXPECT_EQ(selectorOf("  managedJobsNamespaceSelector: {}\n"), LabelSelector{});
+  EXPECT_EQ(selectorOf("  managedJobsNamespaceSelector:\n    matchLabels: {managed-by-kueue: \"true\"}\n"
+                       "    matchExpressions: [{key: tier, operator: In, values: [batch, ml]}]\n"),
+            (LabelSelector{{{"managed-by-kueue", "true"}}, {{"tier", Operator::In, {"batch", "ml"}}}}));
+
+  auto result = parseConfiguration(
+      adapterDoc("integrations:\n  managedJobsNamespaceSelector:\n"
+                 "    matchExpressions: [{key: tier, operator: Like, values: [a]}, {key: tier, operator: In},\n"
+                 "      {key: tier, operator: Exists, values: [a]}]\n"
+                 "  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"));
+  EXPECT_FALSE(result.ok());
+  const std::string p = "integrations.managedJobsNamespaceSelector.matchExpressions";
+  EXPECT_EQ(rendered(result.errors),
+            (std::vector<std::string>{
+                p + "[0].operator: unsupported operator \"Like\": use In, NotIn, Exists or DoesNotExist",
+                p + "[1].values: must list at least one value for operator In: write it as [a, b]",
+                p + "[2].values: must be empty for operator Exists: remove the values"}));
+}
+
+// Kueue's objectRetentionPolicies.workloads.afterDeactivatedByKueue, for every kind.
+TEST(Integrations, DeactivationRetention) {
+  const auto retentionOf = [](const std::string& section) {
+    return parsed(adapterDoc("integrations:\n" + section + "  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"))
+        .integrations.frameworks.at(0)
+        .deleteAfterDeactivatedByKueue;
+  };
+  EXPECT_EQ(retentionOf(""), std::nullopt) << "kept by default";
+  EXPECT_EQ(retentionOf("  objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: 1h}}\n"),
+            std::optional<Duration>(std::chrono::hours{1}));
+  EXPECT_EQ(retentionOf("  objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: 0s}}\n"),
+            std::optional<Duration>(Duration::zero()));
+
+  auto result = parseConfiguration(
+      adapterDoc("integrations:\n  objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: -5m}}\n"
+                 "  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"));
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(rendered(result.errors),
+            std::vector<std::string>{"integrations.objectRetentionPolicies.workloads.afterDeactivatedByKueue: must not "
+                                     "be negative: write how long to keep the job, such as 1h, or 0s to delete it at "
+                                     "once"});
+}
+
+TEST(LabelSelectorTest, MatchesAsTheApiServerDoes) {
+  using Operator = LabelSelector::Expression::Operator;
+  struct Case {
+    std::string name;
+    LabelSelector selector;
+    json labels;
+    bool matches;
+  };
+  const std::vector<Case> cases = {
+      {"empty selects everything", {}, nullptr, true},
+      {"matchLabels: equal", {{{"a", "1"}}, {}}, {{"a", "1"}, {"b", "2"}}, true},
+      {"matchLabels: other value", {{{"a", "1"}}, {}}, {{"a", "2"}}, false},
+      {"matchLabels: missing", {{{"a", "1"}}, {}}, json::object(), false},
+      {"In", {{}, {{"a", Operator::In, {"1", "2"}}}}, {{"a", "2"}}, true},
+      {"In: missing key", {{}, {{"a", Operator::In, {"1"}}}}, nullptr, false},
+      {"NotIn: missing key matches", {{}, {{"a", Operator::NotIn, {"1"}}}}, nullptr, true},
+      {"NotIn: listed", {{}, {{"a", Operator::NotIn, {"1"}}}}, {{"a", "1"}}, false},
+      {"Exists", {{}, {{"a", Operator::Exists, {}}}}, {{"a", ""}}, true},
+      {"DoesNotExist", {{}, {{"a", Operator::DoesNotExist, {}}}}, {{"a", ""}}, false},
+      {"all must hold", {{{"a", "1"}}, {{"b", Operator::Exists, {}}}}, {{"a", "1"}}, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.selector.matches(c.labels), c.matches);
+  }
+}
+
 }  // namespace
 }  // namespace mka::config

@@ -93,9 +93,12 @@ struct Given {
   json job;                                                     // created, status written after
   std::function<std::vector<json>(const json& job)> workloads;  // built from the stored job
   bool deleteJob = false;
-  json managedBy;                          // spec.managedBy of the job, when set
-  bool workloadsTerminating = false;       // deleted before the reconcile (held by their finalizers)
-  std::optional<config::FieldValue> stop;  // the kind's stop rule, when not its suspend rule
+  json managedBy;                                         // spec.managedBy of the job, when set
+  bool workloadsTerminating = false;                      // deleted before the reconcile (held by their finalizers)
+  std::optional<config::FieldValue> stop;                 // the kind's stop rule, when not its suspend rule
+  config::LabelSelector namespaceSelector;                // the kind's; empty: every namespace
+  std::optional<Duration> deleteAfterDeactivatedByKueue;  // the kind's retention
+  json namespaceLabels = json::object();                  // of team-a, the job's namespace
   std::vector<std::pair<sandbox::ResourceRef, json>> objects;  // created first (priority classes)
 };
 
@@ -113,6 +116,7 @@ struct Expected {
   std::vector<std::string> events;  // each a prefix of the event recorded (Workload names end in a hash)
   std::string error;                // a substring; empty: none
   std::function<void(const Seen& seen)> check;
+  std::chrono::nanoseconds requeueAfter{0};  // the reconcile's result
 };
 
 struct Case {
@@ -129,7 +133,8 @@ class World {
          .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
                       kCrds / "kueue.x-k8s.io_workloadpriorityclasses.yaml", kTrainingRunCrd},
          .garbageCollection = false});
-    api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
+    api().create({"", "v1", "namespaces", "", "", ""},
+                 {{"metadata", {{"name", "team-a"}, {"labels", given.namespaceLabels}}}});
     api().create(kFlavors, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                             {"kind", "ResourceFlavor"},
                             {"metadata", {{"name", "on-demand"}}},
@@ -212,6 +217,8 @@ class World {
   static jobkind::JobKind kindFor(const Given& given) {
     auto rules = *trainingRuns().integration();
     rules.stop = given.stop;
+    rules.namespaceSelector = given.namespaceSelector;
+    rules.deleteAfterDeactivatedByKueue = given.deleteAfterDeactivatedByKueue;
     return jobkind::JobKind(trainingRuns().framework(), rules, false);
   }
 
@@ -230,11 +237,13 @@ void run(const std::vector<Case>& cases) {
     World world(c.given);
     if (::testing::Test::HasFatalFailure()) return;
     std::string error;
+    Result result;
     try {
-      world.reconciler().reconcile("team-a/train");
+      result = world.reconciler().reconcile("team-a/train");
     } catch (const std::exception& e) {
       error = e.what();
     }
+    EXPECT_EQ(result.requeueAfter, c.expected.requeueAfter);
     if (c.expected.error.empty()) {
       EXPECT_EQ(error, "");
     } else {
@@ -844,6 +853,82 @@ TEST(JobReconcilerTest, PrebuiltWorkloads) {
           EXPECT_TRUE(suspended(seen));
           EXPECT_EQ(seen.workloads.at(0)["metadata"]["ownerReferences"][0]["uid"], "another-uid");
         }}},
+  };
+  run(cases);
+}
+
+// ---- §4.2 step 4: managedJobsNamespaceSelector (scenario 46) ---------------------------------
+
+TEST(JobReconcilerTest, NamespaceSelector) {
+  const config::LabelSelector labelled{{{"managed-by-kueue", "true"}}, {}};
+  const config::LabelSelector notSystem{
+      {}, {{"kubernetes.io/metadata.name", config::LabelSelector::Expression::Operator::NotIn, {"kube-system"}}}};
+  Given outside{trainingRun(kRunning)};
+  outside.namespaceSelector = labelled;
+  Given inside{trainingRun(kSuspended)};
+  inside.namespaceSelector = labelled;
+  inside.namespaceLabels = {{"managed-by-kueue", "true"}};
+  Given byName{trainingRun(kSuspended)};
+  byName.namespaceSelector = notSystem;
+  const std::vector<Case> cases = {
+      {"a queued, running job in a namespace the selector leaves out is left alone",
+       outside,
+       {{},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(seen.workloads.empty());
+          EXPECT_FALSE(suspended(seen)) << "untouched";
+        }}},
+      {"in a labelled namespace it gets its Workload",
+       inside,
+       {{"Normal CreatedWorkload"}, "", [](const Seen& seen) { EXPECT_EQ(seen.workloads.size(), 1u); }}},
+      {"the namespace's name label, as Kueue's default selector reads it",
+       byName,
+       {{"Normal CreatedWorkload"}, "", [](const Seen& seen) { EXPECT_EQ(seen.workloads.size(), 1u); }}},
+  };
+  run(cases);
+}
+
+// ---- §4.2 step 19: a job whose Workload Kueue deactivated is deleted after the retention
+// (scenario 42) ---------------------------------------------------------------------------------
+
+TEST(JobReconcilerTest, DeactivationRetention) {
+  const auto deactivated = [](const std::string& reason, bool active) {
+    return [reason, active](const json& job) {
+      json w = ownWorkload(job, evicted(reserved(true), reason, "The workload is deactivated"));
+      w["spec"]["active"] = active;
+      return std::vector<json>{w};
+    };
+  };
+  const auto given = [](std::function<std::vector<json>(const json&)> workloads, Duration retention) {
+    Given g{trainingRun(kRunning), std::move(workloads)};
+    g.deleteAfterDeactivatedByKueue = retention;
+    return g;
+  };
+  constexpr Duration kHundredDays = std::chrono::hours{24 * 100};
+  // The Evicted condition's time (see condition()) plus the retention, from the test's clock.
+  const auto remaining = *parseRfc3339("2026-11-26T10:00:00Z") + kHundredDays - FakeClock().now();
+  const auto kept = [](const Seen& seen) { EXPECT_TRUE(seen.job.has_value()) << "the job is kept"; };
+  const std::vector<Case> cases = {
+      {"deactivated by Kueue, retention 0: stopped, then deleted",
+       given(deactivated("DeactivatedDueToRequeuingLimitExceeded", false), Duration::zero()),
+       {{"Normal Stopped: The workload is deactivated",
+         "Normal Deleted: Deleted job: deactivation retention period "
+         "expired"},
+        "",
+        [](const Seen& seen) { EXPECT_FALSE(seen.job.has_value()) << "deleted"; }}},
+      {"deactivated by a user (reason Deactivated): kept",
+       given(deactivated("Deactivated", false), Duration::zero()),
+       {{"Normal Stopped: The workload is deactivated"}, "", kept}},
+      {"active again: kept",
+       given(deactivated("DeactivatedDueToRequeuingLimitExceeded", true), Duration::zero()),
+       {{"Normal Stopped: The workload is deactivated"}, "", kept}},
+      {"retention not over: kept, and looked at again when it is",
+       given(deactivated("DeactivatedDueToRequeuingLimitExceeded", false), kHundredDays),
+       {{"Normal Stopped: The workload is deactivated"}, "", kept, remaining}},
+      {"no retention configured: kept",
+       {trainingRun(kRunning), deactivated("DeactivatedDueToRequeuingLimitExceeded", false)},
+       {{"Normal Stopped: The workload is deactivated"}, "", kept}},
   };
   run(cases);
 }

@@ -154,5 +154,18 @@ TEST(NewWorkload, CarriesKueuesIdentityAndPassesTheWorkloadCrd) {
   EXPECT_FALSE(other["spec"].contains("priorityClassRef"));
 }
 
+// KUEUE-JOBFRAMEWORK scenario 4: with labelKeysToCopy {toCopyKey, redundantToCopyKey} and job
+// labels toCopyKey and dontCopyKey, the Workload's labels are exactly job-uid and toCopyKey.
+TEST(NewWorkload, CopiesTheLabelsListedInLabelKeysToCopy) {
+  auto job = trainingJob({{"replicas", 1}, {"launcher", kPod}, {"template", kPod}});
+  job["metadata"]["labels"] = {{"toCopyKey", "toCopyValue"}, {"dontCopyKey", "dontCopyValue"}};
+  const auto podSets = podSetsFromRules(job, trainingRun());
+  ASSERT_FALSE(podSets.error);
+  const auto wl =
+      newWorkload(job, trainingRun().gvk, podSets.podSets, std::nullopt, {"toCopyKey", "redundantToCopyKey"});
+  EXPECT_EQ(wl["metadata"]["labels"],
+            json({{"kueue.x-k8s.io/job-uid", "0f5e6b1c-1111-2222-3333-444455556666"}, {"toCopyKey", "toCopyValue"}}));
+}
+
 }  // namespace
 }  // namespace mka::integration
