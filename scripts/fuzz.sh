@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for SECONDS (default 60),
 # one per core at a time, with -rss_limit_mb=512 -timeout=2, on a corpus seeded from test/fixtures/ (the target's
-# fuzz-regressions folder included). Inputs that fail are written to build-fuzz/crashes/; the
+# fuzz-regressions folder included). Inputs that fail are written to crashes/ in the build folder; the
 # script exits non-zero when any target found one.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config kubeconfig yaml admission_review
 #                                                   kube_protobuf sandbox_request; default all)
+# MKA_FUZZ_BUILD_TYPE=Debug builds unoptimised into build-fuzz-debug: half the build time, for
+# short smoke runs (scripts/test.sh); long runs want the default, RelWithDebInfo in build-fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -13,12 +15,15 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(config kubeconfig yaml admission_review kube_protobuf sandbox_request)
 ./scripts/install-deps.sh
 # Unity build: about half the compile time, as in scripts/test.sh.
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+build_type=${MKA_FUZZ_BUILD_TYPE:-RelWithDebInfo}
+build=build-fuzz
+[ "$build_type" = RelWithDebInfo ] || build=build-fuzz-$(echo "$build_type" | tr '[:upper:]' '[:lower:]')
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
   -DMKA_BUILD_FUZZ=ON -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
-ninja -C build-fuzz "${targets[@]/%/_fuzz}"
+ninja -C "$build" "${targets[@]/%/_fuzz}"
 
-corpus=build-fuzz/corpus
-mkdir -p build-fuzz/crashes
+corpus=$build/corpus
+mkdir -p "$build/crashes"
 seed() {  # seed TARGET FILE...
   local target=$1
   shift
@@ -43,11 +48,11 @@ done
 
 export ASAN_OPTIONS=detect_leaks=1
 # One fuzzer per core at a time; each writes its own log, read once all have ended.
-fuzz() {  # fuzz TARGET: its exit status in build-fuzz/TARGET.rc
+fuzz() {  # fuzz TARGET: its exit status in $build/TARGET.rc
   local t=$1 rc=0
-  "./build-fuzz/fuzz/${t}_fuzz" "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=2 \
-    -artifact_prefix="build-fuzz/crashes/$t-" -print_final_stats=1 >"build-fuzz/$t.log" 2>&1 || rc=$?
-  echo "$rc" >"build-fuzz/$t.rc"
+  "./$build/fuzz/${t}_fuzz" "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=2 \
+    -artifact_prefix="$build/crashes/$t-" -print_final_stats=1 >"$build/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$build/$t.rc"
 }
 jobs_at_once=$(nproc)
 running=0
@@ -65,9 +70,9 @@ failed=0
 for t in "${targets[@]}"; do
   echo "-- ${t}_fuzz"
   grep -E '^(Done [0-9]+ runs|stat::(number_of_executed_units|peak_rss_mb)|==[0-9]+== ERROR|SUMMARY|check failed)' \
-    "build-fuzz/$t.log" || true
-  grep -E '^#[0-9]+[[:space:]]+(DONE|INITED)' "build-fuzz/$t.log" | tail -1 || true
-  if [ "$(cat "build-fuzz/$t.rc")" -ne 0 ]; then echo "FAILED: ${t}_fuzz (log: build-fuzz/$t.log)"; failed=$((failed + 1)); fi
+    "$build/$t.log" || true
+  grep -E '^#[0-9]+[[:space:]]+(DONE|INITED)' "$build/$t.log" | tail -1 || true
+  if [ "$(cat "$build/$t.rc")" -ne 0 ]; then echo "FAILED: ${t}_fuzz (log: $build/$t.log)"; failed=$((failed + 1)); fi
 done
-[ "$failed" -eq 0 ] || { echo "$failed fuzz target(s) found an input that fails: build-fuzz/crashes/"; exit 1; }
+[ "$failed" -eq 0 ] || { echo "$failed fuzz target(s) found an input that fails: $build/crashes/"; exit 1; }
 echo "fuzz: every target ran ${seconds} s and found nothing"

@@ -74,7 +74,7 @@ fi
 # compilers, and a parser change that a fuzzer breaks in seconds is caught here.
 if [ "${MKA_SKIP_FUZZ:-0}" != 1 ]; then
   stage "fuzz targets (clang, libFuzzer, 20 s each)"
-  ./scripts/fuzz.sh 20 || failed=$((failed + 1))
+  MKA_FUZZ_BUILD_TYPE=Debug ./scripts/fuzz.sh 20 || failed=$((failed + 1))
 fi
 
 if [ "$failed" -ne 0 ]; then
