@@ -135,75 +135,56 @@ std::optional<std::string> WorkloadOwners::controllerOf(const json& workload, co
 }
 
 void WorkloadOwners::set(const json& workload, const api::GroupVersionKind& gvk) {
-  const std::string key = keyOf(workload);
-  const auto owner = controllerOf(workload, gvk);
-  std::lock_guard lock(mutex_);
-  if (auto it = ownerOf_.find(key); it != ownerOf_.end()) {
-    if (owner && it->second == *owner) return;
-    if (auto owned = ownedBy_.find(it->second); owned != ownedBy_.end()) {
-      owned->second.erase(key);
-      if (owned->second.empty()) ownedBy_.erase(owned);
-    }
-    ownerOf_.erase(it);
-  }
-  if (!owner) return;
-  ownerOf_[key] = *owner;
-  ownedBy_[*owner].insert(key);
+  owners_.link(keyOf(workload), controllerOf(workload, gvk).value_or(""));
 }
 
-void WorkloadOwners::remove(const json& workload) {
-  const std::string key = keyOf(workload);
-  std::lock_guard lock(mutex_);
-  auto it = ownerOf_.find(key);
-  if (it == ownerOf_.end()) return;
-  if (auto owned = ownedBy_.find(it->second); owned != ownedBy_.end()) {
-    owned->second.erase(key);
-    if (owned->second.empty()) ownedBy_.erase(owned);
-  }
-  ownerOf_.erase(it);
-}
+void WorkloadOwners::remove(const json& workload) { owners_.unlink(keyOf(workload)); }
 
-std::vector<std::string> WorkloadOwners::workloadsOf(const std::string& jobKey) const {
-  std::lock_guard lock(mutex_);
-  auto it = ownedBy_.find(jobKey);
-  return it == ownedBy_.end() ? std::vector<std::string>{}
-                              : std::vector<std::string>(it->second.begin(), it->second.end());
-}
+std::vector<std::string> WorkloadOwners::workloadsOf(const std::string& jobKey) const { return owners_.keysTo(jobKey); }
+
+// ---- PrebuiltNames --------------------------------------------------------------------------
 
 void PrebuiltNames::set(const json& job) {
-  const std::string key = keyOf(job);
   const std::string name = prebuiltName(job);
-  const std::string workload = name.empty() ? "" : metadataString(job, "namespace") + "/" + name;
-  std::lock_guard lock(mutex_);
-  if (auto it = namedBy_.find(key); it != namedBy_.end()) {
-    if (it->second == workload) return;
-    if (auto named = naming_.find(it->second); named != naming_.end()) {
-      named->second.erase(key);
-      if (named->second.empty()) naming_.erase(named);
-    }
-    namedBy_.erase(it);
-  }
-  if (workload.empty()) return;
-  namedBy_[key] = workload;
-  naming_[workload].insert(key);
+  names_.link(keyOf(job), name.empty() ? "" : metadataString(job, "namespace") + "/" + name);
 }
 
-void PrebuiltNames::remove(const json& job) {
-  const std::string key = keyOf(job);
-  std::lock_guard lock(mutex_);
-  auto it = namedBy_.find(key);
-  if (it == namedBy_.end()) return;
-  if (auto named = naming_.find(it->second); named != naming_.end()) {
-    named->second.erase(key);
-    if (named->second.empty()) naming_.erase(named);
-  }
-  namedBy_.erase(it);
-}
+void PrebuiltNames::remove(const json& job) { names_.unlink(keyOf(job)); }
 
 std::vector<std::string> PrebuiltNames::jobsNaming(const std::string& workloadKey) const {
+  return names_.keysTo(workloadKey);
+}
+
+// ---- KeyLinks -------------------------------------------------------------------------------
+
+void KeyLinks::link(const std::string& key, const std::string& target) {
   std::lock_guard lock(mutex_);
-  auto it = naming_.find(workloadKey);
-  return it == naming_.end() ? std::vector<std::string>{}
+  if (auto it = targetOf_.find(key); it != targetOf_.end() && it->second == target) return;
+  unlinkLocked(key);
+  if (target.empty()) return;
+  targetOf_[key] = target;
+  keysTo_[target].insert(key);
+}
+
+void KeyLinks::unlink(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  unlinkLocked(key);
+}
+
+void KeyLinks::unlinkLocked(const std::string& key) {
+  auto it = targetOf_.find(key);
+  if (it == targetOf_.end()) return;
+  if (auto keys = keysTo_.find(it->second); keys != keysTo_.end()) {
+    keys->second.erase(key);
+    if (keys->second.empty()) keysTo_.erase(keys);
+  }
+  targetOf_.erase(it);
+}
+
+std::vector<std::string> KeyLinks::keysTo(const std::string& target) const {
+  std::lock_guard lock(mutex_);
+  auto it = keysTo_.find(target);
+  return it == keysTo_.end() ? std::vector<std::string>{}
                              : std::vector<std::string>(it->second.begin(), it->second.end());
 }
 

@@ -38,6 +38,23 @@ namespace mka::integration {
 
 using multikueue::Result;
 
+// Each key linked to at most one target, and each target to the keys that link to it: the two
+// directions of an informer index. Threads: any; one lock.
+class KeyLinks {
+ public:
+  // Links `key` to `target`, replacing its earlier link; an empty `target` unlinks it.
+  void link(const std::string& key, const std::string& target);
+  void unlink(const std::string& key);
+  std::vector<std::string> keysTo(const std::string& target) const;
+
+ private:
+  void unlinkLocked(const std::string& key);
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> targetOf_;
+  std::map<std::string, std::set<std::string>> keysTo_;
+};
+
 // Which Workloads each job controls (Kueue's owner index): kept from the Workload informer's
 // events, read by the reconciler. Keys are "ns/name" on both sides.
 class WorkloadOwners {
@@ -51,9 +68,7 @@ class WorkloadOwners {
   std::vector<std::string> workloadsOf(const std::string& jobKey) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::string> ownerOf_;            // workload key -> job key
-  std::map<std::string, std::set<std::string>> ownedBy_;  // job key -> workload keys
+  KeyLinks owners_;  // workload key -> its controlling job's key
 };
 
 // Which jobs name each Workload as their prebuilt one (kueue.x-k8s.io/prebuilt-workload-name),
@@ -69,9 +84,7 @@ class PrebuiltNames {
   std::vector<std::string> jobsNaming(const std::string& workloadKey) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::string> namedBy_;           // job key -> workload key
-  std::map<std::string, std::set<std::string>> naming_;  // workload key -> job keys
+  KeyLinks names_;  // job key -> the key of the Workload it names
 };
 
 // Counts for /metrics (multikueue_adapter_integration_*), by kind name.
@@ -122,14 +135,14 @@ class JobReconciler {
   // Event on the job and nullopt.
   std::optional<nlohmann::json> podSetsOrWarn(const nlohmann::json& job);
   bool matches(const nlohmann::json& job, const nlohmann::json& podSets, const nlohmann::json& workload) const;
-  // The Workload's priority for `job` (priority.h) read from the cluster; a missing class is an
-  // error (retried with backoff), a missing WorkloadPriorityClass also a Warning on the job.
   // After an eviction handled in step 18: a job whose Workload Kueue deactivated is deleted once
   // the kind's retention has passed (KUEUE-JOBFRAMEWORK §4.2 step 19); until then, a requeue.
   Result afterDeactivation(const nlohmann::json& job, const nlohmann::json& workload, const nlohmann::json& evicted);
   // Whether the job's namespace is one the kind's namespace selector manages (KUEUE-JOBFRAMEWORK
   // §4.2 step 4); false too when the namespace is not there.
   bool inManagedNamespace(const nlohmann::json& job) const;
+  // The Workload's priority for `job` (priority.h) read from the cluster; a missing class is an
+  // error (retried with backoff), a missing WorkloadPriorityClass also a Warning on the job.
   Priority priorityFor(const nlohmann::json& job, const nlohmann::json& podSets);
   // Kueue's UpdateWorkloadPriority for the matching Workload: follows a changed label.
   void followPriorityLabel(const nlohmann::json& job, nlohmann::json& workload);
