@@ -179,9 +179,14 @@ json takeObject(json& request, std::string_view key, bool required, const std::s
 
 }  // namespace
 
+std::string AdmissionRequest::objectNamespace() const {
+  const json& source = object.is_object() ? object : oldObject;
+  return namespace_.empty() ? json_fields::metadataString(source, "namespace") : namespace_;
+}
+
 std::string AdmissionRequest::objectKey() const {
   const json& source = object.is_object() ? object : oldObject;
-  std::string ns = namespace_.empty() ? json_fields::metadataString(source, "namespace") : namespace_;
+  const std::string ns = objectNamespace();
   std::string key = name.empty() ? json_fields::metadataString(source, "name") : name;
   if (key.empty()) key = json_fields::metadataString(source, "generateName") + "*";
   return ns.empty() ? key : ns + "/" + key;

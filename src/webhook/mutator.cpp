@@ -55,8 +55,7 @@ Marker defaultMarker(const AdmissionRequest& request, const config::Configuratio
     case config::ManagedByDefaulting::MultiKueueQueues: break;
   }
 
-  const std::string ns =
-      request.namespace_.empty() ? json_fields::metadataString(request.object, "namespace") : request.namespace_;
+  const std::string ns = request.objectNamespace();
   const std::string localQueue = ns + "/" + std::string(*queue);
   const auto lookup = queues.lookup(ns, *queue, config.multiKueueControllerNames());
   switch (lookup.result) {
@@ -99,11 +98,8 @@ nlohmann::json defaultSuspend(const nlohmann::json& job, const jobkind::JobKind&
 nlohmann::json defaultLocalQueue(const AdmissionRequest& request, const config::Configuration& config,
                                  const QueueIndex& queues, const jobkind::JobKind& kind,
                                  const std::optional<std::string_view>& queue) {
-  if (kind.integration() == nullptr || (queue && !queue->empty())) return nlohmann::json::array();
-  const std::string ns =
-      request.namespace_.empty() ? json_fields::metadataString(request.object, "namespace") : request.namespace_;
-  if (queues.lookup(ns, kDefaultLocalQueue, config.multiKueueControllerNames()).result ==
-      QueueLookup::Result::LocalQueueNotFound)
+  if (kind.integration() == nullptr || (queue && !queue->empty()) ||
+      !queues.hasDefaultLocalQueue(request.objectNamespace()))
     return nlohmann::json::array();
   const auto& owners =
       json_fields::arrayMember(json_fields::objectMember(request.object, "metadata"), "ownerReferences");

@@ -3,7 +3,13 @@
 #include <algorithm>
 #include <mutex>
 
+#include "mka/api/kueue.h"
+
 namespace mka::webhook {
+
+bool QueueIndex::hasDefaultLocalQueue(std::string_view ns) const {
+  return lookup(ns, api::kDefaultLocalQueue, {}).result != QueueLookup::Result::LocalQueueNotFound;
+}
 
 QueueLookup InMemoryQueueIndex::lookup(std::string_view ns, std::string_view localQueue,
                                        std::span<const std::string> controllerNames) const {

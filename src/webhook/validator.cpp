@@ -97,16 +97,12 @@ void checkWhileResumed(const AdmissionRequest& request, const config::Integrated
 
 // Kueue's rule for a namespace with a default LocalQueue (KUEUE-JOBFRAMEWORK.md §5.3): a queue
 // name is not removed there, since the defaulting would only put "default" back on a new job.
-void checkDefaultQueueKept(const AdmissionRequest& request, const config::Configuration& config,
-                           const QueueIndex& queues, FieldErrors& problems) {
+void checkDefaultQueueKept(const AdmissionRequest& request, const QueueIndex& queues, FieldErrors& problems) {
   const auto before = labelOf(request.oldObject, kQueueNameLabel);
   const auto after = labelOf(request.object, kQueueNameLabel);
   if (!before || before->empty() || (after && !after->empty())) return;
-  const std::string ns =
-      request.namespace_.empty() ? json_fields::metadataString(request.object, "namespace") : request.namespace_;
-  if (queues.lookup(ns, api::kDefaultLocalQueue, config.multiKueueControllerNames()).result ==
-      QueueLookup::Result::LocalQueueNotFound)
-    return;
+  const std::string ns = request.objectNamespace();
+  if (!queues.hasDefaultLocalQueue(ns)) return;
   problems.push_back({labelPath(kQueueNameLabel),
                       "Invalid value: \"\": queue-name must not be empty in namespace with default queue",
                       "keep the label, or set it to another LocalQueue of namespace " + ns});
@@ -194,7 +190,7 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   if (jobKind.integration() != nullptr) {
     checkKueueLabels(request, *jobKind.integration(), update, problems);
     if (update) checkWhileResumed(request, *jobKind.integration(), problems);
-    if (update) checkDefaultQueueKept(request, config, queues, problems);
+    if (update) checkDefaultQueueKept(request, queues, problems);
   }
 
   AdmissionResponse response = problems.empty() ? AdmissionResponse::allow() : denyAll(request, problems);

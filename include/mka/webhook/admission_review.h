@@ -43,6 +43,8 @@ struct AdmissionRequest {
 
   // "<ns>/<name>" for messages; uses generateName + "*" when name is not yet set.
   std::string objectKey() const;
+  // The request's namespace, else the object's (or the old object's) metadata.namespace.
+  std::string objectNamespace() const;
 };
 
 struct AdmissionStatus {

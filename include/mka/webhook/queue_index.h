@@ -31,6 +31,8 @@ class QueueIndex {
   // `controllerNames`: AdmissionCheck controller names that count as MultiKueue.
   virtual QueueLookup lookup(std::string_view ns, std::string_view localQueue,
                              std::span<const std::string> controllerNames) const = 0;
+  // Whether the namespace has a LocalQueue named "default" (Kueue's LocalQueueDefaulting).
+  bool hasDefaultLocalQueue(std::string_view ns) const;
   // true once the index reflects the cluster (informer caches synced); /readyz waits for it.
   virtual bool hasSynced() const = 0;
 };
