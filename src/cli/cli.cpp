@@ -8,12 +8,14 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "mka/app/add_worker.h"
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
 #include "mka/demo/demo_command.h"
 #include "mka/demo/sandbox_command.h"
+#include "mka/deploy/manifests.h"
 #include "mka/observability/logging.h"
 #include "mka/version.h"
 
@@ -24,7 +26,8 @@ using app::ServeOptions;
 using demo::DemoOptions;
 using demo::SandboxCommandOptions;
 
-const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version", "sandbox", "demo"};
+const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version",    "sandbox",
+                                               "demo",  "manifests",       "add-worker", "remove-worker"};
 
 // `multikueue-adapter --config f.yaml` means `multikueue-adapter serve --config f.yaml`: serve is
 // the default subcommand, as the container's plain `args:` expect.
@@ -76,6 +79,52 @@ int run(int argc, char** argv) {
                           "integrations.externalFrameworks lacks");
 
   auto* versionCmd = app.add_subcommand("version", "Print the version");
+
+  // add-worker / remove-worker: one set of options, as both take the same ones.
+  app::WorkerCommandOptions workerOptions;
+  const auto workerCommand = [&](const std::string& name, const std::string& description) {
+    auto* cmd = app.add_subcommand(name, description);
+    cmd->add_option("NAME", workerOptions.name, "The MultiKueueCluster's name (worker1)")->required();
+    cmd->add_option("--worker-kubeconfig", workerOptions.workerKubeconfig,
+                    "Kubeconfig whose current context reaches the worker as an administrator")
+        ->required();
+    cmd->add_option("--manager-kubeconfig", workerOptions.managerKubeconfig,
+                    "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+    cmd->add_option("--config", workerOptions.configFile,
+                    "The adapter's configuration file: its namespace, origin and multiKueue.externalFrameworks");
+    cmd->add_option("--multikueue-config", workerOptions.multiKueueConfig,
+                    "The MultiKueueConfig to edit (default: add-worker the only one, remove-worker every one listing "
+                    "NAME)");
+    return cmd;
+  };
+  auto* addWorkerCmd = workerCommand(
+      "add-worker",
+      "Onboard a worker cluster: on it a ServiceAccount, ClusterRole (what the dispatch loop calls there), binding "
+      "and token; on the manager the kubeconfig Secret, the MultiKueueCluster NAME and NAME in the MultiKueueConfig. "
+      "Running it again changes nothing");
+  addWorkerCmd->add_flag("--dry-run", workerOptions.dryRun,
+                         "Print the objects for both clusters as YAML (the kubeconfig with a placeholder token); "
+                         "write nothing");
+  auto* removeWorkerCmd = workerCommand(
+      "remove-worker",
+      "Undo add-worker: NAME out of the MultiKueueConfig, the MultiKueueCluster and its Secret off the manager, the "
+      "ServiceAccount, its token, ClusterRole and binding off the worker");
+
+  deploy::ManifestOptions manifestsOptions;
+  std::string manifestsConfig, manifestsRole = "manager";
+  auto* manifestsCmd = app.add_subcommand(
+      "manifests",
+      "Print everything needed to deploy the adapter for a configuration (Namespace, RBAC, ConfigMap, Deployment, "
+      "Services, webhooks) as YAML: multikueue-adapter manifests --config my-config.yaml | kubectl apply -f -");
+  manifestsCmd->add_option("--config", manifestsConfig, "Configuration file (the ConfigMap holds it as it is)")
+      ->required();
+  manifestsCmd->add_option("--role", manifestsRole, "manager (dispatch loop) or worker (no dispatch loop)")
+      ->check(CLI::IsMember({"manager", "worker"}))
+      ->capture_default_str();
+  manifestsCmd->add_flag("--cert-manager", manifestsOptions.certManager,
+                         "Add a cert-manager Issuer and Certificate for the webhooks' serving certificate, and the "
+                         "CA injection annotations");
+  manifestsCmd->add_option("--image", manifestsOptions.image, "The adapter's container image")->capture_default_str();
 
   SandboxCommandOptions sandboxOptions;
   std::string sandboxClusters = "manager,worker1,worker2";
@@ -148,7 +197,13 @@ int run(int argc, char** argv) {
     std::cout << "multikueue-adapter " << MKA_VERSION << '\n';
     return 0;
   }
+  if (addWorkerCmd->parsed()) return app::addWorkerCommand(workerOptions, std::cout, std::cerr);
+  if (removeWorkerCmd->parsed()) return app::removeWorkerCommand(workerOptions, std::cout, std::cerr);
   if (validateCmd->parsed()) return app::validateConfigCommand(validateFile, std::cout, std::cerr, validateKueueConfig);
+  if (manifestsCmd->parsed()) {
+    manifestsOptions.role = *deploy::parseRole(manifestsRole);  // checked by CLI::IsMember
+    return deploy::manifestsCommand(manifestsConfig, manifestsOptions, std::cout, std::cerr);
+  }
   if (sandboxCmd->parsed()) {
     sandboxOptions.clusters.clear();
     for (const auto& name : strings::split(sandboxClusters, ',')) {

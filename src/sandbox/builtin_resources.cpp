@@ -41,6 +41,13 @@ std::vector<ResourceType> builtinResources() {
   types.push_back(builtin("events.k8s.io", "events", "event", "Event", true, {"ev"}));
   types.push_back(builtin("coordination.k8s.io", "leases", "lease", "Lease", true));
   types.push_back(builtin("scheduling.k8s.io", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}));
+  // RBAC objects are stored and served (`add-worker` writes a worker's ClusterRole and binding);
+  // the sandbox authorizes nothing by them.
+  types.push_back(builtin("rbac.authorization.k8s.io", "clusterroles", "clusterrole", "ClusterRole", false));
+  types.push_back(
+      builtin("rbac.authorization.k8s.io", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false));
+  types.push_back(builtin("rbac.authorization.k8s.io", "roles", "role", "Role", true));
+  types.push_back(builtin("rbac.authorization.k8s.io", "rolebindings", "rolebinding", "RoleBinding", true));
   types.push_back(builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
                           "CustomResourceDefinition", false, {"crd", "crds"}, {"api-extensions"}, true));
   types.push_back(builtin("admissionregistration.k8s.io", "mutatingwebhookconfigurations",

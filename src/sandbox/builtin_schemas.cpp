@@ -16,6 +16,7 @@ const std::string kEvents = "io.k8s.api.events.v1.";
 const std::string kCoordination = "io.k8s.api.coordination.v1.";
 const std::string kScheduling = "io.k8s.api.scheduling.v1.";
 const std::string kAdmission = "io.k8s.api.admissionregistration.v1.";
+const std::string kRbac = "io.k8s.api.rbac.v1.";
 const std::string kExtensions = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
 
 json typed(const char* type, const char* format = nullptr) {
@@ -285,6 +286,31 @@ void addEventsAndLeases(json& s) {
   s[kScheduling + "PriorityClass"]["required"] = {"value"};
 }
 
+void addRbac(json& s) {
+  const std::string group = "rbac.authorization.k8s.io";
+  s[kRbac + "PolicyRule"] = object({{"apiGroups", strings()},
+                                    {"nonResourceURLs", strings()},
+                                    {"resourceNames", strings()},
+                                    {"resources", strings()},
+                                    {"verbs", strings()}},
+                                   {"verbs"});
+  s[kRbac + "AggregationRule"] = object({{"clusterRoleSelectors", arrayOf(schemaRef(kMeta + "LabelSelector"))}});
+  s[kRbac + "RoleRef"] = object({{"apiGroup", str()}, {"kind", str()}, {"name", str()}}, {"apiGroup", "kind", "name"});
+  s[kRbac + "RoleRef"]["x-kubernetes-map-type"] = "atomic";
+  s[kRbac + "Subject"] =
+      object({{"apiGroup", str()}, {"kind", str()}, {"name", str()}, {"namespace", str()}}, {"kind", "name"});
+  s[kRbac + "Subject"]["x-kubernetes-map-type"] = "atomic";
+  const json rules = arrayOf(schemaRef(kRbac + "PolicyRule"));
+  addKind(s, kRbac, group, "ClusterRole",
+          {{"aggregationRule", schemaRef(kRbac + "AggregationRule")}, {"rules", rules}});
+  addKind(s, kRbac, group, "Role", {{"rules", rules}});
+  for (const char* kind : {"ClusterRoleBinding", "RoleBinding"}) {
+    addKind(s, kRbac, group, kind,
+            {{"roleRef", schemaRef(kRbac + "RoleRef")}, {"subjects", arrayOf(schemaRef(kRbac + "Subject"))}});
+    s[kRbac + kind]["required"] = {"roleRef"};
+  }
+}
+
 void addWebhooks(json& s) {
   s[kAdmission + "ServiceReference"] =
       object({{"name", str()}, {"namespace", str()}, {"path", str()}, {"port", int32()}}, {"namespace", "name"});
@@ -388,6 +414,7 @@ json makeSchemas() {
   addMeta(s);
   addCore(s);
   addEventsAndLeases(s);
+  addRbac(s);
   addWebhooks(s);
   addCustomResourceDefinitions(s);
   return s;

@@ -23,6 +23,10 @@ const std::map<std::pair<std::string, std::string>, std::string> kTyped = {
     {{"events.k8s.io", "events"}, "Event"},
     {{"coordination.k8s.io", "leases"}, "Lease"},
     {{"scheduling.k8s.io", "priorityclasses"}, "PriorityClass"},
+    {{"rbac.authorization.k8s.io", "clusterroles"}, "ClusterRole"},
+    {{"rbac.authorization.k8s.io", "clusterrolebindings"}, "ClusterRoleBinding"},
+    {{"rbac.authorization.k8s.io", "roles"}, "Role"},
+    {{"rbac.authorization.k8s.io", "rolebindings"}, "RoleBinding"},
 };
 
 constexpr int kMaxDepth = 16;  // the typed kinds nest far less; a guard against a recursive schema

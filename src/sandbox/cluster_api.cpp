@@ -629,6 +629,7 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
 
   auto stored = store_.create(t.key, std::move(object));
   if (definedType) registry_.applyCrd(definedType);
+  if (observer_) observer_(*t.type, *stored, false);
   spdlog::debug("sandbox created cluster={} resource={} namespace={} name={} rv={}", clusterName_,
                 t.type->qualifiedResource(), t.key.namespace_, name, stringAt(*stored, "metadata", "resourceVersion"));
   return stored;
@@ -924,6 +925,7 @@ StoredObject ClusterApi::commitUpdate(const ResourceTypePtr& type, const Resourc
   try {
     auto written = store_.update(t.key, std::move(next), currentRv);
     if (definedType) registry_.applyCrd(definedType);
+    if (observer_) observer_(*type, *written, false);
     return written;
   } catch (const ApiError& e) {
     if (e.code() == 409 || e.code() == 404) throw ConcurrentChange{e};
@@ -1070,6 +1072,7 @@ void ClusterApi::afterRemoval(const ResourceType& type, const json& removed, con
     }
   }
   if (gc_ && !uid.empty()) gc_->ownerDeleted(uid, policy.empty() ? "Background" : policy);
+  if (observer_) observer_(type, removed, true);
 }
 
 }  // namespace mka::sandbox

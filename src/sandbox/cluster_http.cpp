@@ -2,11 +2,13 @@
 
 #include <httplib.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <charconv>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "log.h"
@@ -25,14 +27,19 @@ namespace {
 
 // kube-apiserver's x509 authenticator: a client certificate that verified against the
 // cluster's client CA during the handshake (HttpServer asks for one when clientCaPem is set)
-// authenticates its subject's CN.
-bool verifiedClientCertificate(const httplib::Request& req) {
-  if (req.ssl == nullptr) return false;
+// authenticates its subject's CN, the user returned; nullopt without one.
+std::optional<std::string> verifiedClientCertificate(const httplib::Request& req) {
+  if (req.ssl == nullptr) return std::nullopt;
   X509* peer = SSL_get_peer_certificate(req.ssl);
-  if (peer == nullptr) return false;
-  const bool ok = SSL_get_verify_result(req.ssl) == X509_V_OK;
+  if (peer == nullptr) return std::nullopt;
+  std::optional<std::string> user;
+  if (SSL_get_verify_result(req.ssl) == X509_V_OK) {
+    char cn[256] = {};
+    const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn);
+    user = n > 0 ? std::string(cn, static_cast<std::size_t>(n)) : std::string();
+  }
   X509_free(peer);
-  return ok;
+  return user;
 }
 
 using nlohmann::json;
@@ -364,6 +371,17 @@ std::vector<std::string> ClusterHttp::invalidWrites() const {
   return invalidWrites_;
 }
 
+void ClusterHttp::recordRequests(bool on) {
+  std::lock_guard lock(recordedMutex_);
+  recording_ = on;
+  if (on) recorded_.clear();
+}
+
+std::vector<RecordedRequest> ClusterHttp::recordedRequests() const {
+  std::lock_guard lock(recordedMutex_);
+  return {recorded_.begin(), recorded_.end()};
+}
+
 void ClusterHttp::registerWatch(const std::shared_ptr<WatchStream>& stream) {
   {
     std::lock_guard lock(watchesMutex_);
@@ -479,11 +497,23 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
       const bool tokenOk = authorization.size() > prefix.size() &&
                            strings::toLower(authorization.substr(0, prefix.size())) == prefix &&
                            authorization.substr(prefix.size()) == options_.token;
-      if (!tokenOk && !verifiedClientCertificate(req)) {
+      // Another bearer token: a ServiceAccount's, from a Secret the token controller filled.
+      const bool otherToken = !tokenOk && options_.authenticateToken && authorization.size() > prefix.size() &&
+                              strings::toLower(authorization.substr(0, prefix.size())) == prefix;
+      const auto serviceAccountUser =
+          otherToken ? options_.authenticateToken(authorization.substr(prefix.size())) : std::nullopt;
+      const auto certificateUser = tokenOk || serviceAccountUser ? std::nullopt : verifiedClientCertificate(req);
+      if (!tokenOk && !serviceAccountUser && !certificateUser) {
         logger().debug("request unauthorized cluster={} method={} path={} peer={}:{} reason={}", options_.clusterName,
                        req.method, req.path, req.remote_addr, req.remote_port,
                        authorization.empty() ? "no Authorization header or client certificate" : "wrong bearer token");
         throw ApiError::unauthorized();
+      }
+      if (recording_ && route.kind == Route::Kind::Resource) {
+        const auto& ref = route.ref;
+        std::lock_guard lock(recordedMutex_);
+        recorded_.insert({serviceAccountUser.value_or(certificateUser.value_or("")), req.get_header_value("User-Agent"),
+                          route.verb, ref.group, ref.plural, ref.subresource, ref.namespace_, ref.name});
       }
     }
     if (route.error) throw *route.error;

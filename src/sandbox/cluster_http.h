@@ -12,14 +12,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "mka/common/clock.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/faults.h"
+#include "mka/sandbox/sandbox.h"
 
 namespace httplib {
 struct Request;
@@ -38,6 +42,9 @@ struct ClusterHttpOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: a free port on the first start(), then the same one on every restart
   std::string token;
+  // Other bearer tokens (the ServiceAccount tokens of the cluster's token controller): the user a
+  // token authenticates, or nullopt to refuse it. Unset: `token` only.
+  std::function<std::optional<std::string>(const std::string& token)> authenticateToken;
   // CA (PEM) of client certificates accepted as users (x509 authentication: the subject's CN is
   // the user, its O entries the groups); "" accepts bearer tokens only.
   std::string clientCaPem;
@@ -69,6 +76,8 @@ class ClusterHttp {
   std::uint64_t watchesStarted() const;            // watch streams opened since the cluster was made
   std::size_t openConnections() const;             // connections open now (idle keep-alive ones included)
   std::vector<std::string> invalidWrites() const;  // Cluster::invalidWrites
+  void recordRequests(bool on);                    // Cluster::recordRequests
+  std::vector<RecordedRequest> recordedRequests() const;
 
  private:
   struct Route;
@@ -92,6 +101,9 @@ class ClusterHttp {
 
   mutable std::mutex invalidMutex_;
   std::vector<std::string> invalidWrites_;  // bounded: the oldest dropped first
+  std::atomic<bool> recording_{false};
+  mutable std::mutex recordedMutex_;
+  std::set<RecordedRequest> recorded_;
   mutable std::mutex watchesMutex_;
   std::map<std::uint64_t, std::weak_ptr<WatchStream>> watches_;
   std::uint64_t nextWatchId_ = 0;

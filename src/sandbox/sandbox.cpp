@@ -20,6 +20,7 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/crd_loader.h"
 #include "mka/yaml/json.h"
+#include "token_controller.h"
 
 namespace mka::sandbox {
 namespace {
@@ -112,7 +113,8 @@ struct Cluster::Impl {
         api(options.name, registry, store, clock),
         gc(api),
         ca("multikueue-adapter sandbox CA (" + options.name + ")"),
-        token(randomToken()) {}
+        token(randomToken()),
+        tokens(api, ca.certPem()) {}
 
   ClusterOptions options;
   const Clock& clock;
@@ -124,6 +126,7 @@ struct Cluster::Impl {
   FaultInjector faults;
   net::CertificateAuthority ca;
   std::string token;
+  TokenController tokens;  // ServiceAccount token Secrets, and the tokens they hold
   std::unique_ptr<ClusterHttp> http;
   bool seeded = false;
   bool unreachable = false;
@@ -140,6 +143,9 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
       [&admission = d.admission](const AdmissionAttributes& attributes) { return admission.admit(attributes); },
       [&admission = d.admission] { return admission.hasWebhooks(); });
   d.api.setGarbageCollector(&d.gc);
+  d.api.setWriteObserver([&tokens = d.tokens](const ResourceType& type, const json& object, bool removed) {
+    tokens.observe(type, object, removed);
+  });
   d.gc.setEnabled(d.options.garbageCollection);
 
   net::IssueOptions issue;
@@ -156,6 +162,7 @@ Cluster::Cluster(ClusterOptions options, const ServiceResolver& resolver, const 
   http.host = d.options.host;
   http.port = d.options.port;
   http.token = d.token;
+  http.authenticateToken = [&tokens = d.tokens](const std::string& token) { return tokens.authenticate(token); };
   http.clientCaPem = d.ca.certPem();
   http.bookmarkInterval = d.options.bookmarkInterval;
   http.defaultWatchTimeout = d.options.defaultWatchTimeout;
@@ -197,6 +204,7 @@ void Cluster::start() {
     d.seeded = true;
   }
   d.gc.start();
+  d.tokens.start();
   if (!d.unreachable) d.http->start();
 }
 
@@ -204,6 +212,7 @@ void Cluster::stop() {
   Impl& d = *impl_;
   d.http->stop();
   d.gc.stop();
+  d.tokens.stop();
 }
 
 void Cluster::setUnreachable(bool unreachable) {
@@ -262,6 +271,8 @@ std::size_t Cluster::openWatches() const { return impl_->http->openWatches(); }
 std::uint64_t Cluster::watchesStarted() const { return impl_->http->watchesStarted(); }
 std::size_t Cluster::openConnections() const { return impl_->http->openConnections(); }
 std::vector<std::string> Cluster::invalidWrites() const { return impl_->http->invalidWrites(); }
+void Cluster::recordRequests(bool on) { impl_->http->recordRequests(on); }
+std::vector<RecordedRequest> Cluster::recordedRequests() const { return impl_->http->recordedRequests(); }
 
 ClusterApi& Cluster::api() { return impl_->api; }
 ObjectStore& Cluster::store() { return impl_->store; }

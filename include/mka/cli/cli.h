@@ -1,5 +1,6 @@
 #pragma once
-// multikueue-adapter's command line: serve (default), validate-config, version, sandbox.
+// multikueue-adapter's command line: serve (default), validate-config, manifests, version, add-worker,
+// remove-worker, sandbox, demo.
 
 namespace mka::cli {
 

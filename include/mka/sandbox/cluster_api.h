@@ -101,6 +101,11 @@ class ClusterApi {
     admitActive_ = std::move(active);
   }
   void setGarbageCollector(GarbageCollector* gc) { gc_ = gc; }
+  // Told of every object a create or an update stored and every object removed, after the
+  // store write, on the writing thread: for the controllers of kube-controller-manager that
+  // follow writes (the token controller). It must be quick and must not call the API.
+  using WriteObserver = std::function<void(const ResourceType& type, const nlohmann::json& object, bool removed)>;
+  void setWriteObserver(WriteObserver observer) { observer_ = std::move(observer); }
 
   // Each throws ApiError with kube-apiserver's status, reason and message.
   nlohmann::json get(const ResourceRef& ref) const;
@@ -167,6 +172,7 @@ class ClusterApi {
   std::function<bool()> admitActive_;
   bool admitting() const { return admit_ && (!admitActive_ || admitActive_()); }
   GarbageCollector* gc_ = nullptr;
+  WriteObserver observer_;
 };
 
 }  // namespace mka::sandbox

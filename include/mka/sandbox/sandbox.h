@@ -7,6 +7,7 @@
 // Threads: the owner creates, starts and stops clusters; each cluster serves on its own threads.
 
 #include <chrono>
+#include <compare>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -38,6 +39,23 @@ struct ClusterOptions {
   std::chrono::milliseconds bookmarkInterval{std::chrono::seconds{60}};
   // Length of a watch whose client sends no timeoutSeconds.
   std::chrono::seconds defaultWatchTimeout{1800};
+};
+
+// One resource request as kube-apiserver's authorizer sees it: who asked, and RBAC's verb,
+// group, resource, subresource, namespace and name (its RequestInfo). Recorded while
+// Cluster::recordRequests is on, so that a test can check a client's calls against RBAC rules.
+struct RecordedRequest {
+  // The client certificate's CN, or a ServiceAccount token's "system:serviceaccount:<ns>:<name>";
+  // "" for the cluster's bearer token.
+  std::string user;
+  std::string userAgent;
+  std::string verb;  // get, list, watch, create, update, patch, delete, deletecollection
+  std::string group;
+  std::string resource;  // plural
+  std::string subresource;
+  std::string namespace_;
+  std::string name;
+  auto operator<=>(const RecordedRequest&) const = default;
 };
 
 class Cluster {
@@ -74,6 +92,11 @@ class Cluster {
   // The last writes (up to 100) this cluster refused as invalid (422) over HTTP, as
   // "<METHOD> <path>: <message>": a client whose writes a real cluster would refuse.
   std::vector<std::string> invalidWrites() const;
+  // Off by default (nothing is kept). Turned on, it starts afresh and keeps every authenticated
+  // resource request once per distinct RecordedRequest, whatever its answer; recordedRequests()
+  // returns them sorted.
+  void recordRequests(bool on);
+  std::vector<RecordedRequest> recordedRequests() const;
 
   ClusterApi& api();
   ObjectStore& store();

@@ -261,7 +261,7 @@ TEST(OpenApiV3, ResolvesEveryReferenceWithinTheDocument) {
       EXPECT_TRUE(doc->at("components").at("schemas").contains(r.substr(21))) << r;
     }
   }
-  EXPECT_EQ(documents, 6u + 5u);  // built-in group-versions + tekton (2), kueue (2), argo
+  EXPECT_EQ(documents, 7u + 5u);  // built-in group-versions + tekton (2), kueue (2), argo
 }
 
 TEST(OpenApiV3, PublishesTheCrdSchemaWithObjectMeta) {
@@ -435,11 +435,11 @@ TEST(OpenApiV3Root, ListsEveryServedGroupVersionWithAContentHash) {
     EXPECT_EQ(hash.size(), 128u) << url;  // SHA-512 in upper-case hex, as kube-apiserver writes it
     EXPECT_EQ(hash.find_first_not_of("0123456789ABCDEF"), std::string::npos) << url;
   }
-  EXPECT_EQ(paths,
-            (std::set<std::string>{"api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
-                                   "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1", "apis/argoproj.io/v1alpha1",
-                                   "apis/scheduling.k8s.io/v1", "apis/kueue.x-k8s.io/v1beta1",
-                                   "apis/kueue.x-k8s.io/v1beta2", "apis/tekton.dev/v1", "apis/tekton.dev/v1beta1"}));
+  EXPECT_EQ(paths, (std::set<std::string>{
+                       "api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
+                       "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1", "apis/argoproj.io/v1alpha1",
+                       "apis/scheduling.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1", "apis/kueue.x-k8s.io/v1beta1",
+                       "apis/kueue.x-k8s.io/v1beta2", "apis/tekton.dev/v1", "apis/tekton.dev/v1beta1"}));
 }
 
 std::string urlOf(const ResourceRegistry& registry, const std::string& path) {

@@ -45,6 +45,17 @@ TEST(ResourceRegistry, ServesTheBuiltinKinds) {
        false,
        {"pc"},
        false},
+      {"cluster roles", "rbac.authorization.k8s.io", "clusterroles", "ClusterRole", "clusterrole", false, {}, false},
+      {"cluster role bindings",
+       "rbac.authorization.k8s.io",
+       "clusterrolebindings",
+       "ClusterRoleBinding",
+       "clusterrolebinding",
+       false,
+       {},
+       false},
+      {"roles", "rbac.authorization.k8s.io", "roles", "Role", "role", true, {}, false},
+      {"role bindings", "rbac.authorization.k8s.io", "rolebindings", "RoleBinding", "rolebinding", true, {}, false},
       {"crds",
        "apiextensions.k8s.io",
        "customresourcedefinitions",
@@ -150,7 +161,7 @@ TEST(ResourceRegistry, RegistersTheProjectsCrds) {
     SCOPED_TRACE(file);
     ASSERT_NO_THROW(registry.applyCrd(fixtureCrd(file)));
   }
-  EXPECT_EQ(registry.all().size(), 12u + 9u);
+  EXPECT_EQ(registry.all().size(), 16u + 9u);
 
   const auto workload = registry.byResource("kueue.x-k8s.io", "v1beta2", "workloads");
   ASSERT_TRUE(workload);
@@ -322,7 +333,7 @@ TEST(ResourceRegistry, UpdatingACrdReplacesItsResource) {
   EXPECT_EQ(v2->shortNames, std::vector<std::string>{"wd"});
   EXPECT_EQ(v2->storageVersion().name, "v2");
   EXPECT_TRUE(v2->storageVersion().hasStatus);
-  EXPECT_EQ(registry.all().size(), 13u);
+  EXPECT_EQ(registry.all().size(), 17u);
 
   updated["spec"]["versions"][0]["served"] = false;
   registry.applyCrd(updated);
@@ -374,7 +385,7 @@ TEST(ResourceRegistry, SharesImmutableEntriesWithoutCopying) {
   // Holders keep what they got; lookups see the update.
   EXPECT_TRUE(before->shortNames.empty());
   EXPECT_EQ(registry.find("example.com", "v1", "widgets")->shortNames, std::vector<std::string>{"wd"});
-  EXPECT_EQ(registry.snapshot().size(), 13u);
+  EXPECT_EQ(registry.snapshot().size(), 17u);
 }
 
 TEST(ResourceRegistry, RegistersTheFullArgoWorkflowCrd) {
@@ -479,7 +490,7 @@ TEST(ResourceRegistry, ServesReadersWhileCrdsChange) {
     registry.applyCrd(argoWorkflowCrd());
   });
   for (int i = 0; i < 200; ++i) {
-    EXPECT_GE(registry.snapshot().size(), 12u);
+    EXPECT_GE(registry.snapshot().size(), 16u);
     EXPECT_TRUE(registry.openApiV3Root().at("paths").contains("api/v1"));
     EXPECT_TRUE(registry.apiResourceList("", "v1"));
   }
