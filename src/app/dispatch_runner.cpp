@@ -161,8 +161,10 @@ void DispatchRunner::run() {
 
 void DispatchRunner::startDispatcher() {
   running_ = store_.get();
+  if (!informers_) informers_ = std::make_unique<kube::InformerPool>(manager_);
   if (!integration_ && !running_->integrations.frameworks.empty()) {
     integration::IntegrationController::Options options;
+    options.informers = informers_.get();
     options.controllerObserver = observer_.get();
     options.integrationObserver = observer_.get();
     auto integration = std::make_unique<integration::IntegrationController>(
@@ -179,6 +181,7 @@ void DispatchRunner::startDispatcher() {
   if (dispatcher_ || !running_->dispatch.enabled) return;
   multikueue::Dispatcher::Options options;
   options.config = *running_;
+  options.informers = informers_.get();
   options.controllerObserver = observer_.get();
   options.dispatchObserver = observer_.get();
   options.onClusterConnection = [this](const std::string& cluster, bool connected) {
@@ -205,11 +208,13 @@ void DispatchRunner::stopDispatcher() {
     std::lock_guard lock(mutex_);
     integrating_ = false;
   }
-  if (!dispatcher_) return;
-  dispatcher_->stop();
-  dispatcher_.reset();
-  std::lock_guard lock(mutex_);
-  dispatching_ = false;
+  if (dispatcher_) {
+    dispatcher_->stop();
+    dispatcher_.reset();
+    std::lock_guard lock(mutex_);
+    dispatching_ = false;
+  }
+  informers_.reset();  // stops them: nothing follows them now
 }
 
 }  // namespace mka::app
