@@ -69,9 +69,12 @@ void DispatchRunner::start() {
   const auto cfg = store_.get();
   if (!cfg->leaderElection.leaderElect) {
     spdlog::info("leader election disabled: this replica dispatches");
+    metrics_.setReplicaRole("standalone");
     post(Message::Lead);
     return;
   }
+  leaseName_ = cfg->leaderElection.resourceName;
+  metrics_.setReplicaRole("follower", leaseName_);
   kube::LeaderElectionConfig le;
   le.namespace_ = cfg->leaderElection.resourceNamespace;
   le.name = cfg->leaderElection.resourceName;
@@ -141,6 +144,8 @@ void DispatchRunner::run() {
       if (message == Message::Lead) leading_ = true;
       if (message == Message::Follow || message == Message::Stop) leading_ = false;
     }
+    if (!leaseName_.empty() && (message == Message::Lead || message == Message::Follow))
+      metrics_.setReplicaRole(message == Message::Lead ? "leader" : "follower", leaseName_);
     switch (message) {
       case Message::Lead: startDispatcher(); break;
       case Message::Follow:

@@ -116,6 +116,8 @@ Service::Service(ServeOptions options)
       health_(std::make_unique<observability::Health>()),
       store_(std::make_unique<config::ConfigStore>(loadConfiguration(options_))),
       queues_(std::make_unique<webhook::InMemoryQueueIndex>()) {
+  metrics_->recordConfigLoaded();
+  metrics_->setBuildInfo(options_.version);
   auto cfg = store_->get();
   handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get());
 

@@ -174,6 +174,7 @@ int run(int argc, char** argv) {
   if (!metricsAddress.empty()) serveOptions.metricsBindAddress = metricsAddress;
   if (!certDir.empty()) serveOptions.certDir = certDir;
   if (!webhookAddress.empty()) serveOptions.webhookBindAddress = webhookAddress;
+  serveOptions.version = MKA_VERSION;
   return app::serve(serveOptions);
 }
 

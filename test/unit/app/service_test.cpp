@@ -121,6 +121,10 @@ TEST(ServiceTest, ServesMutateOverTlsAndIsReadyOnceTheCertificateIsLoaded) {
   auto metrics = get(service.metricsPort(), "/metrics");
   EXPECT_NE(metrics.find("multikueue_adapter_webhook_requests_total{"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("result=\"patched\""), std::string::npos) << metrics;
+  // A healthy replica's alerts stay quiet: the configuration it started with counts as loaded.
+  EXPECT_NE(metrics.find("\nmultikueue_adapter_config_last_reload_successful 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("multikueue_adapter_build_info{"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nprocess_resident_memory_bytes "), std::string::npos) << metrics;
   service.stop();
 }
 
