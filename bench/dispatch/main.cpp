@@ -386,6 +386,21 @@ multiKueue:
         "recorders, the workers' integrations and Tekton stand-ins), %.2f ms per job\n",
         sandboxBacklog, jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
     std::printf("first job copy      %.2f s after the adapter process started\n", firstSeconds);
+    {
+      // Copies created in each tenth of the backlog: a stall (a backoff, a lost wake-up) shows as
+      // a tenth with few copies while the CPU figures stay the same.
+      std::vector<int> tenths(10, 0);
+      for (auto& r : remote)
+        for (auto& [name, t] : r->snapshot(kCreated)) {
+          if (std::stoi(name.substr(name.rfind('-') + 1)) >= jobs) continue;  // a steady-phase job
+          const double at = std::chrono::duration<double>(t - spawned).count();
+          const auto i = static_cast<std::size_t>(std::clamp(10.0 * at / std::max(backlogSeconds, 1e-9), 0.0, 9.0));
+          ++tenths[i];
+        }
+      std::printf("copies per tenth    ");
+      for (const int n : tenths) std::printf(" %d", n);
+      std::printf("  (of the backlog's %.1f s)\n", backlogSeconds);
+    }
     std::printf(
         "backlog end to end  %.0f jobs/s  (adapter process start -> the last job's worker status on the "
         "manager, %.1f s)\n",

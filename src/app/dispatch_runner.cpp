@@ -69,9 +69,12 @@ void DispatchRunner::start() {
   const auto cfg = store_.get();
   if (!cfg->leaderElection.leaderElect) {
     spdlog::info("leader election disabled: this replica dispatches");
+    metrics_.setReplicaRole("standalone");
     post(Message::Lead);
     return;
   }
+  leaseName_ = cfg->leaderElection.resourceName;
+  metrics_.setReplicaRole("follower", leaseName_);
   kube::LeaderElectionConfig le;
   le.namespace_ = cfg->leaderElection.resourceNamespace;
   le.name = cfg->leaderElection.resourceName;
@@ -141,6 +144,8 @@ void DispatchRunner::run() {
       if (message == Message::Lead) leading_ = true;
       if (message == Message::Follow || message == Message::Stop) leading_ = false;
     }
+    if (!leaseName_.empty() && (message == Message::Lead || message == Message::Follow))
+      metrics_.setReplicaRole(message == Message::Lead ? "leader" : "follower", leaseName_);
     switch (message) {
       case Message::Lead: startDispatcher(); break;
       case Message::Follow:
@@ -161,8 +166,10 @@ void DispatchRunner::run() {
 
 void DispatchRunner::startDispatcher() {
   running_ = store_.get();
+  if (!informers_) informers_ = std::make_unique<kube::InformerPool>(manager_);
   if (!integration_ && !running_->integrations.frameworks.empty()) {
     integration::IntegrationController::Options options;
+    options.informers = informers_.get();
     options.controllerObserver = observer_.get();
     options.integrationObserver = observer_.get();
     auto integration = std::make_unique<integration::IntegrationController>(
@@ -179,6 +186,7 @@ void DispatchRunner::startDispatcher() {
   if (dispatcher_ || !running_->dispatch.enabled) return;
   multikueue::Dispatcher::Options options;
   options.config = *running_;
+  options.informers = informers_.get();
   options.controllerObserver = observer_.get();
   options.dispatchObserver = observer_.get();
   options.onClusterConnection = [this](const std::string& cluster, bool connected) {
@@ -205,11 +213,13 @@ void DispatchRunner::stopDispatcher() {
     std::lock_guard lock(mutex_);
     integrating_ = false;
   }
-  if (!dispatcher_) return;
-  dispatcher_->stop();
-  dispatcher_.reset();
-  std::lock_guard lock(mutex_);
-  dispatching_ = false;
+  if (dispatcher_) {
+    dispatcher_->stop();
+    dispatcher_.reset();
+    std::lock_guard lock(mutex_);
+    dispatching_ = false;
+  }
+  informers_.reset();  // stops them: nothing follows them now
 }
 
 }  // namespace mka::app

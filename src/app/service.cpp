@@ -116,6 +116,8 @@ Service::Service(ServeOptions options)
       health_(std::make_unique<observability::Health>()),
       store_(std::make_unique<config::ConfigStore>(loadConfiguration(options_))),
       queues_(std::make_unique<webhook::InMemoryQueueIndex>()) {
+  metrics_->recordConfigLoaded();
+  metrics_->setBuildInfo(options_.version);
   auto cfg = store_->get();
   handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get());
 
@@ -183,15 +185,7 @@ Service::~Service() { stop(); }
 
 void Service::start() {
   auto cfg = store_->get();
-  certificates_->start();
-  if (!certificates_->loaded()) {
-    spdlog::warn("serving certificate not loaded yet; /readyz stays false until it is error=\"{}\"",
-                 certificates_->lastError());
-  }
-  if (reloader_) reloader_->start();
-  if (probeServer_) probeServer_->start();
-  if (metricsServer_) metricsServer_->start();
-  webhookServer_->start();
+  // Prerequisites first: a process that cannot reach its cluster says so before it binds a port.
   // Only MultiKueueQueues looks queues up; QueueLabeled and Disabled need no cluster access.
   const bool needQueues =
       options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
@@ -215,6 +209,15 @@ void Service::start() {
     clientOptions.burst = cfg->clientConnection.burst;
     kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest), clientOptions));
   }
+  certificates_->start();
+  if (!certificates_->loaded()) {
+    spdlog::warn("serving certificate not loaded yet; /readyz stays false until it is error=\"{}\"",
+                 certificates_->lastError());
+  }
+  if (reloader_) reloader_->start();
+  if (probeServer_) probeServer_->start();
+  if (metricsServer_) metricsServer_->start();
+  webhookServer_->start();
   if (needQueues) {
     queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
     queueInformers_->start();

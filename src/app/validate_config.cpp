@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 
 #include "mka/common/json_fields.h"
+#include "mka/common/strings.h"
 #include "mka/config/loader.h"
 #include "mka/yaml/json.h"
 
@@ -50,11 +52,14 @@ KueueFrameworks readKueueFrameworks(const std::filesystem::path& kueueConfig) {
 
 }  // namespace
 
-int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, std::ostream& err,
-                          const std::filesystem::path& kueueConfig) {
-  auto result = config::loadConfigurationFile(file);
+int validateConfigCommand(const std::filesystem::path& path, std::ostream& out, std::ostream& err,
+                          const std::filesystem::path& kueueConfig, std::istream* in) {
+  const bool fromStdin = path == "-";
+  const std::filesystem::path file = fromStdin ? std::filesystem::path("<stdin>") : path;
+  auto result = fromStdin ? config::loadConfigurationStream(in != nullptr ? *in : std::cin, file.string())
+                          : config::loadConfigurationFile(file);
   if (!result.ok()) {
-    for (const auto& error : result.errors) err << error.toString() << '\n';
+    for (const auto& error : result.errors) err << strings::escapeControlBytes(error.toString()) << '\n';
     err << file.string() << ": " << result.errors.size() << (result.errors.size() == 1 ? " error" : " errors") << '\n';
     return 1;
   }

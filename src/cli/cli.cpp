@@ -36,8 +36,9 @@ std::vector<std::string> withDefaultSubcommand(int argc, char** argv) {
   bool hasSubcommand = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end();
   });
-  bool wantsHelp = std::any_of(args.begin(), args.end(),
-                               [](const std::string& a) { return a == "-h" || a == "--help" || a == "--help-all"; });
+  bool wantsHelp = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "-h" || a == "--help" || a == "--help-all" || a == "--version";
+  });
   if (!hasSubcommand && !wantsHelp) args.insert(args.begin(), "serve");
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   return args;
@@ -49,6 +50,7 @@ int run(int argc, char** argv) {
   CLI::App app{"multikueue-adapter: Kueue MultiKueue for any Job-like custom resource", "multikueue-adapter"};
   app.require_subcommand(1);
   app.fallthrough();
+  app.set_version_flag("--version", std::string("multikueue-adapter ") + MKA_VERSION, "Print the version and exit");
 
   std::string logFormat = "text";
   std::string logLevel;
@@ -177,7 +179,10 @@ int run(int argc, char** argv) {
   try {
     app.parse(withDefaultSubcommand(argc, argv));
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version answer 0; every usage error exits 2, as Go's flag package and
+    // kubectl do (CLI11's own codes, 105-119, mean nothing to a script).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
 
   try {
@@ -229,6 +234,7 @@ int run(int argc, char** argv) {
   if (!metricsAddress.empty()) serveOptions.metricsBindAddress = metricsAddress;
   if (!certDir.empty()) serveOptions.certDir = certDir;
   if (!webhookAddress.empty()) serveOptions.webhookBindAddress = webhookAddress;
+  serveOptions.version = MKA_VERSION;
   return app::serve(serveOptions);
 }
 

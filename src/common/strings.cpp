@@ -98,8 +98,31 @@ std::string escapeJsonPointer(std::string_view token) {
 }
 
 std::string quotedExcerpt(std::string_view value, std::size_t maxChars) {
-  if (value.size() > maxChars) return "\"" + std::string(value.substr(0, maxChars)) + "...\"";
-  return "\"" + std::string(value) + "\"";
+  if (value.size() > maxChars) return "\"" + escapeControlBytes(value.substr(0, maxChars)) + "...\"";
+  return "\"" + escapeControlBytes(value) + "\"";
+}
+
+std::string escapeControlBytes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
 }
 
 }  // namespace mka::strings

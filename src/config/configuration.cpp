@@ -111,6 +111,12 @@ const IntegratedFramework* Integrations::find(const api::GroupVersionKind& gvk) 
   return nullptr;
 }
 
+const std::vector<std::pair<std::string, std::string>>& integrationProfileKinds() {
+  static const std::vector<std::pair<std::string, std::string>> kinds = {{"argoproj.io", "Workflow"},
+                                                                         {"tekton.dev", "PipelineRun"}};
+  return kinds;
+}
+
 std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKind& gvk) {
   IntegratedFramework f;
   f.gvk = gvk;

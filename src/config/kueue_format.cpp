@@ -51,24 +51,24 @@ void readKueueConfiguration(YamlReader& reader, const yaml::Node& root, Configur
   }
   auto known = kKueueTopKeys;
   known.insert(known.end(), kAdapterOnlyKeys.begin(), kAdapterOnlyKeys.end());
-  top.checkKeys(known, UnknownKeys::RejectIfClose);
+  top.checkKeys(known, UnknownKeys::KueueStrict);
 
   top.read("namespace", out.namespace_);
   out.leaderElection.resourceNamespace = out.namespace_;
 
   auto client = top.child("clientConnection", "clientConnection: {qps: 50, burst: 100}");
-  client.checkKeys({"qps", "burst"}, UnknownKeys::RejectIfClose);
+  client.checkKeys({"qps", "burst"}, UnknownKeys::KueueStrict);
   client.read("qps", out.clientConnection.qps);
   client.read("burst", out.clientConnection.burst);
 
   readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
-                 UnknownKeys::RejectIfClose, out.multiKueue);
+                 UnknownKeys::KueueStrict, out.multiKueue);
 
   // controller-runtime's concurrency per kind; the dispatch loop's workload controller takes
   // Kueue's Workload entry, as Kueue's own MultiKueue workload controller does. The other kinds
   // are Kueue's controllers, not ours.
   auto controller = top.child("controller", "controller: {groupKindConcurrency: {Workload.kueue.x-k8s.io: 5}}");
-  controller.checkKeys({"groupKindConcurrency", "cacheSyncTimeout"}, UnknownKeys::RejectIfClose);
+  controller.checkKeys({"groupKindConcurrency", "cacheSyncTimeout"}, UnknownKeys::KueueStrict);
   auto concurrency = controller.child("groupKindConcurrency", "groupKindConcurrency: {Workload.kueue.x-k8s.io: 5}");
   concurrency.read(kWorkloadGroupKind, out.dispatch.workloadConcurrency);
 }

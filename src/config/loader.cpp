@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "formats.h"
 #include "mka/common/bounded_read.h"
@@ -155,6 +156,22 @@ LoadResult parseConfiguration(std::string_view text, std::string_view pathPrefix
   return result;
 }
 
+namespace {
+
+// Reads one byte past the limit and no more: a device or a pipe has no size to check first.
+// `sizeNote` says how large the input is, when that can be known.
+LoadResult loadBounded(std::istream& in, const std::string& name, const std::function<std::string()>& sizeNote) {
+  const auto text = readAtMost(in, kLimits.maxBytes);
+  if (text.size() > kLimits.maxBytes) {
+    return LoadResult{std::nullopt,
+                      {FieldError{name, "is larger than 1 MiB" + sizeNote(),
+                                  "point to the configuration file; a ConfigMap cannot hold more than 1 MiB"}}};
+  }
+  return parseConfiguration(text);
+}
+
+}  // namespace
+
 LoadResult loadConfigurationFile(const std::filesystem::path& file) {
   auto fail = [&](std::string problem, std::string fix) {
     return LoadResult{std::nullopt, {FieldError{file.string(), std::move(problem), std::move(fix)}}};
@@ -172,14 +189,14 @@ LoadResult loadConfigurationFile(const std::filesystem::path& file) {
     auto reason = std::string(std::strerror(errno));
     return fail("cannot read the file: " + reason, "make the file readable by the adapter's user");
   }
-  // Read one byte past the limit and no more: a device or a pipe has no size to check first.
-  const auto text = readAtMost(in, kLimits.maxBytes);
-  if (text.size() > kLimits.maxBytes) {
+  return loadBounded(in, file.string(), [&] {
     const auto size = std::filesystem::file_size(file, ec);
-    return fail("is larger than 1 MiB" + (ec ? std::string() : " (" + std::to_string(size) + " bytes)"),
-                "point to the configuration file; a ConfigMap cannot hold more than 1 MiB");
-  }
-  return parseConfiguration(text);
+    return ec ? std::string() : " (" + std::to_string(size) + " bytes)";
+  });
+}
+
+LoadResult loadConfigurationStream(std::istream& in, const std::string& name) {
+  return loadBounded(in, name, [] { return std::string(); });
 }
 
 }  // namespace mka::config

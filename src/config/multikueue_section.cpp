@@ -56,9 +56,16 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
   f.read("name", framework.name);
   if (auto gvk = api::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
 
-  if (f.has("managedBy")) {
+  if (f.has("managedBy") && policy == UnknownKeys::KueueStrict) {
+    reader.error(f.pathOf("managedBy"), "is a multikueue-adapter extension, which Kueue's Configuration cannot hold",
+                 "remove it (Kueue decodes its Configuration strictly and would not start with it), or move the "
+                 "frameworks to an AdapterConfiguration (apiVersion: config.multikueue-adapter.dev/v1alpha1, kind: "
+                 "AdapterConfiguration)");
+  } else if (f.has("managedBy")) {
     readManagedBy(reader, f.child("managedBy", kManagedByExample), framework);
-  } else if (auto profile = builtinProfile(framework.gvk)) {
+    return;
+  }
+  if (auto profile = builtinProfile(framework.gvk)) {
     framework.managedBy = *profile;
     framework.managedByFromProfile = true;
   }
@@ -68,7 +75,7 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
 
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
   auto known = kOurKeys;
-  if (policy == UnknownKeys::RejectIfClose) known.insert(known.end(), kKueueOnlyKeys.begin(), kKueueOnlyKeys.end());
+  if (policy == UnknownKeys::KueueStrict) known.insert(known.end(), kKueueOnlyKeys.begin(), kKueueOnlyKeys.end());
   section.checkKeys(known, policy);
 
   section.read("gcInterval", out.gcInterval);

@@ -216,6 +216,10 @@ class Validator {
                          " must start with an upper-case letter and hold only letters and digits");
       auto fixed = *gvk;
       fixed.kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fixed.kind[0])));
+      // A built-in kind spelled in another case gets its own spelling ("pipelinerun" ->
+      // "PipelineRun", not "Pipelinerun").
+      for (const auto& [group, kind] : integrationProfileKinds())
+        if (group == gvk->group && strings::toLower(kind) == strings::toLower(gvk->kind)) fixed.kind = kind;
       if (isKind(fixed.kind)) fix = "did you mean " + quote(fixed.dotted()) + "?";
     }
     if (gvk->version.empty()) {

@@ -200,6 +200,11 @@ void MapReader::checkKeys(const std::vector<std::string>& known, UnknownKeys pol
       const auto where = path_.empty() ? std::string("at the top level") : "in " + path_;
       reader_.error(pathOf(key), "unknown field",
                     "remove it; the fields accepted " + where + " are " + strings::join(known, ", "));
+    } else {
+      reader_.error(pathOf(key), "unknown field of Kueue's Configuration",
+                    "remove it: Kueue decodes its Configuration strictly and would not start with it; settings of "
+                    "multikueue-adapter alone go in an AdapterConfiguration (apiVersion: "
+                    "config.multikueue-adapter.dev/v1alpha1)");
     }
   }
 }

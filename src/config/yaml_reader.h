@@ -18,8 +18,10 @@ namespace mka::config::detail {
 
 // What to do with a key the reader does not know.
 enum class UnknownKeys {
-  Reject,         // our own kind: every unknown key is an error
-  RejectIfClose,  // Kueue's kind: only likely typos are errors, so newer Kueue keys pass
+  Reject,  // our own kind: every unknown key is an error
+  // Kueue's kind: every unknown key is an error too, since Kueue decodes its Configuration
+  // strictly and would not start with it; the fix says where our own settings go.
+  KueueStrict,
 };
 
 class YamlReader {

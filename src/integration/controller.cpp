@@ -6,6 +6,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
 #include "mka/kube/informer.h"
+#include "mka/kube/informer_pool.h"
 #include "mka/multikueue/events.h"
 
 namespace mka::integration {
@@ -14,7 +15,7 @@ struct IntegrationController::Impl {
   struct Kind {
     explicit Kind(jobkind::JobKind kind) : kind(std::move(kind)) {}
     jobkind::JobKind kind;
-    std::unique_ptr<kube::Informer> jobs;
+    kube::Informer* jobs = nullptr;
     WorkloadOwners owners;
     PrebuiltNames prebuilt;
     std::unique_ptr<JobReconciler> reconciler;
@@ -31,31 +32,39 @@ struct IntegrationController::Impl {
   const Clock& clock;
   Options options;
   multikueue::EventRecorder events;
-  std::unique_ptr<kube::Informer> workloads;
-  std::unique_ptr<kube::Informer> priorityClasses;
-  std::unique_ptr<kube::Informer> namespaces;
+  std::unique_ptr<kube::InformerPool> ownInformers;  // when options.informers is null
+  kube::Informer* workloads = nullptr;
+  kube::Informer* priorityClasses = nullptr;
+  kube::Informer* namespaces = nullptr;
   std::vector<std::unique_ptr<Kind>> kinds;
   bool started = false;
+  // Last, so destroyed first: shared informers never call into a controller being destroyed.
+  kube::HandlerRegistrations handlers;
+
+  std::vector<kube::Informer*> informers() const {
+    std::vector<kube::Informer*> all{workloads, priorityClasses, namespaces};
+    for (const auto& k : kinds) all.push_back(k->jobs);
+    return all;
+  }
 };
 
 IntegrationController::IntegrationController(kube::Client& client, const std::vector<jobkind::JobKind>& kinds,
                                              const Clock& clock, Options options)
     : impl_(std::make_unique<Impl>(client, clock, std::move(options))) {
-  kube::InformerOptions informerOptions;
-  informerOptions.transform = kube::dropManagedFields;
-  impl_->workloads = std::make_unique<kube::Informer>(client, api::kWorkloadGvk, informerOptions);
-  impl_->priorityClasses = std::make_unique<kube::Informer>(
-      client, api::GroupVersionKind{"scheduling.k8s.io", "v1", "PriorityClass"}, informerOptions);
-  impl_->namespaces =
-      std::make_unique<kube::Informer>(client, api::GroupVersionKind{"", "v1", "Namespace"}, informerOptions);
+  if (impl_->options.informers == nullptr) impl_->ownInformers = std::make_unique<kube::InformerPool>(client);
+  auto& pool = impl_->options.informers != nullptr ? *impl_->options.informers : *impl_->ownInformers;
+  const kube::InformerOptions informerOptions{.withoutManagedFields = true};
+  impl_->workloads = &pool.informer(api::kWorkloadGvk, informerOptions);
+  impl_->priorityClasses =
+      &pool.informer(api::GroupVersionKind{"scheduling.k8s.io", "v1", "PriorityClass"}, informerOptions);
+  impl_->namespaces = &pool.informer(api::GroupVersionKind{"", "v1", "Namespace"}, informerOptions);
   for (const auto& kind : kinds) {
     if (kind.integration() == nullptr) continue;
     auto k = std::make_unique<Impl::Kind>(kind);
-    k->jobs = std::make_unique<kube::Informer>(client, kind.gvk(), informerOptions);
-    k->reconciler = std::make_unique<JobReconciler>(client, k->kind,
-                                                    JobCaches{k->jobs.get(), impl_->workloads.get(), &k->owners,
-                                                              impl_->priorityClasses.get(), impl_->namespaces.get()},
-                                                    impl_->events, clock, impl_->options.integrationObserver);
+    k->jobs = &pool.informer(kind.gvk(), informerOptions);
+    k->reconciler = std::make_unique<JobReconciler>(
+        client, k->kind, JobCaches{k->jobs, impl_->workloads, &k->owners, impl_->priorityClasses, impl_->namespaces},
+        impl_->events, clock, impl_->options.integrationObserver);
     multikueue::Controller::Options controllerOptions;
     controllerOptions.name = "job-" + strings::toLower(kind.gvk().kind);
     controllerOptions.workers = impl_->options.workersPerKind;
@@ -69,7 +78,8 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
       prebuilt->set(job);
       controller->enqueue(kube::Informer::keyOf(job));
     };
-    k->jobs->addHandlers(
+    impl_->handlers.add(
+        *k->jobs,
         {.onAdd = followJob, .onUpdateNew = followJob, .onDelete = [controller, prebuilt](const nlohmann::json& job) {
            prebuilt->remove(job);
            controller->enqueue(kube::Informer::keyOf(job));
@@ -91,7 +101,7 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
     wake(workload);
   };
   // A namespace's labels may bring its jobs into the namespace selector or out of it.
-  impl_->namespaces->addHandlers({.onUpdateNew = [self](const nlohmann::json& ns) {
+  impl_->handlers.add(*impl_->namespaces, {.onUpdateNew = [self](const nlohmann::json& ns) {
     const std::string name = ns.value(nlohmann::json::json_pointer("/metadata/name"), std::string());
     const std::string prefix = name + "/";
     for (auto& k : self->kinds) {
@@ -104,7 +114,8 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
                        });
     }
   }});
-  impl_->workloads->addHandlers(
+  impl_->handlers.add(
+      *impl_->workloads,
       {.onAdd = follow, .onUpdateNew = follow, .onDelete = [self, wake](const nlohmann::json& workload) {
          for (auto& k : self->kinds) k->owners.remove(workload);
          wake(workload);
@@ -139,10 +150,8 @@ void IntegrationController::stop() {
   if (!impl_->started) return;
   impl_->started = false;
   for (auto& k : impl_->kinds) k->controller->stop();
-  for (auto& k : impl_->kinds) k->jobs->stop();
-  impl_->workloads->stop();
-  impl_->priorityClasses->stop();
-  impl_->namespaces->stop();
+  // Shared informers go on for the dispatch loop; their owner stops them.
+  if (impl_->ownInformers) impl_->ownInformers->stop();
 }
 
 std::size_t IntegrationController::kinds() const { return impl_->kinds.size(); }

@@ -24,11 +24,35 @@ std::string Informer::keyOf(const json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-void Informer::addHandlers(InformerHandlers handlers) {
+Informer::HandlerId Informer::addHandlers(InformerHandlers handlers) {
+  std::lock_guard dispatch(dispatchMutex_);
+  const auto onAdd = handlers.onAdd;
+  HandlerId id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    id = nextHandlerId_++;
+    auto next = std::make_shared<Handlers>(*handlers_);
+    next->list.push_back(std::move(handlers));
+    next->ids.push_back(id);
+    next->oldRead = next->oldRead || static_cast<bool>(next->list.back().onUpdate);
+    handlers_ = std::move(next);
+  }
+  // What is cached already (nothing before the first list): the reflector waits on
+  // dispatchMutex_ meanwhile, so the new handler hears of later changes after this.
+  if (onAdd) forEach(onAdd);
+  return id;
+}
+
+void Informer::removeHandlers(HandlerId id) {
+  std::lock_guard dispatch(dispatchMutex_);
   std::lock_guard lock(mutex_);
-  auto next = std::make_shared<Handlers>(*handlers_);
-  next->list.push_back(std::move(handlers));
-  next->oldRead = next->oldRead || static_cast<bool>(next->list.back().onUpdate);
+  auto next = std::make_shared<Handlers>();
+  for (std::size_t i = 0; i < handlers_->list.size(); ++i) {
+    if (handlers_->ids[i] == id) continue;
+    next->list.push_back(handlers_->list[i]);
+    next->ids.push_back(handlers_->ids[i]);
+    next->oldRead = next->oldRead || static_cast<bool>(handlers_->list[i].onUpdate);
+  }
   handlers_ = std::move(next);
 }
 
@@ -288,6 +312,7 @@ void Informer::relist() {
   std::vector<std::pair<std::string_view, std::string_view>> updated;  // key (in the cache), blob before
   BlobMap previous;
   std::shared_ptr<const Handlers> handlers;
+  std::unique_lock dispatch(dispatchMutex_);
   {
     std::lock_guard lock(mutex_);
     cache_.forEach([&](std::string_view key, std::string_view blob) {
@@ -329,6 +354,7 @@ void Informer::relist() {
       }
     }
   }
+  dispatch.unlock();
   if (!synced_.exchange(true)) {
     spdlog::info("informer synced kind={} objects={} resourceVersion={}", gvk_.goString(), added.size(), rv);
   }
@@ -381,6 +407,7 @@ void Informer::apply(const std::string& type, json object) {
   if (options_.transform) options_.transform(object);
   const auto key = keyOf(object);
   const bool deleted = type == "DELETED";
+  std::lock_guard dispatch(dispatchMutex_);
   std::string blob = deleted ? std::string{} : encode(key, object);
   const auto resourceVersion = json_fields::metadataString(object, "resourceVersion");
   // The object as stored, decoded already: kept among the recent objects and handed to the

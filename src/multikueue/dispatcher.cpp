@@ -51,26 +51,27 @@ struct Dispatcher::Impl {
 
     // Every cache drops managedFields: nothing here reads them, and they are a large part of
     // each object kube-apiserver returns.
+    if (this->options.informers == nullptr) ownInformers = std::make_unique<kube::InformerPool>(manager);
+    auto& pool = this->options.informers != nullptr ? *this->options.informers : *ownInformers;
     const kube::InformerOptions lean{.withoutManagedFields = true};
-    workloadsInformer = std::make_unique<kube::Informer>(manager, kWorkloadGvk, lean);
+    workloadsInformer = &pool.informer(kWorkloadGvk, lean);
     // Configuration kinds change rarely: their reflectors keep no allocator thread cache.
     auto config = lean;
     config.threadCache = false;
-    checksInformer = std::make_unique<kube::Informer>(manager, kAdmissionCheckGvk, config);
-    configsInformer = std::make_unique<kube::Informer>(manager, kMultiKueueConfigGvk, config);
-    clustersInformer = std::make_unique<kube::Informer>(manager, kMultiKueueClusterGvk, config);
+    checksInformer = &pool.informer(kAdmissionCheckGvk, config);
+    configsInformer = &pool.informer(kMultiKueueConfigGvk, config);
+    clustersInformer = &pool.informer(kMultiKueueClusterGvk, config);
     auto secrets = config;
     secrets.namespace_ = cfg.namespace_;
-    secretsInformer = std::make_unique<kube::Informer>(manager, kSecretGvk, secrets);
-    ManagerCaches workloadCaches{workloadsInformer.get(), checksInformer.get(), configsInformer.get(), {}};
+    secretsInformer = &pool.informer(kSecretGvk, secrets);
+    ManagerCaches workloadCaches{workloadsInformer, checksInformer, configsInformer, {}};
     for (const auto& adapter : adapters.all()) {
-      jobInformers.push_back(std::make_unique<kube::Informer>(manager, adapter->gvk(), lean));
-      workloadCaches.jobs[adapter->gvk()] = jobInformers.back().get();
+      jobInformers.push_back(&pool.informer(adapter->gvk(), lean));
+      workloadCaches.jobs[adapter->gvk()] = jobInformers.back();
     }
 
     clusterEvents = std::make_unique<EventRecorder>(manager, clock, std::string(kClusterEventComponent));
-    for (const auto* informer :
-         {checksInformer.get(), configsInformer.get(), clustersInformer.get(), secretsInformer.get()})
+    for (const auto* informer : {checksInformer, configsInformer, clustersInformer, secretsInformer})
       caches.add(*informer);
     registry = std::make_unique<ClusterRegistry>(manager, caches, clock, registryOptions, clusterEvents.get());
     workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
@@ -138,20 +139,20 @@ struct Dispatcher::Impl {
                                   kube::WorkQueue::Priority priority = kube::WorkQueue::Priority::Normal) {
       workloadController->enqueue(kube::Informer::keyOf(wl), priority);
     };
-    workloadsInformer->addHandlers(
-        {// The initial list goes behind every event (controller-runtime's priority queue): on a
-         // backlog, Workloads already dispatched are finished before new ones are opened.
-         .onAdd =
-             [this, enqueueWorkload](const json& wl) {
-               enqueueWorkload(wl, workloadsInformer->hasSynced() ? kube::WorkQueue::Priority::Normal
-                                                                  : kube::WorkQueue::Priority::Low);
-             },
-         .onUpdateNew = [enqueueWorkload](const json& wl) { enqueueWorkload(wl); },
-         .onDelete =
-             [this, enqueueWorkload](const json& wl) {
-               workloadReconciler->rememberDeleted(wl);
-               enqueueWorkload(wl);
-             }});
+    handlers.add(*workloadsInformer,
+                 {// The initial list goes behind every event (controller-runtime's priority queue): on a
+                  // backlog, Workloads already dispatched are finished before new ones are opened.
+                  .onAdd =
+                      [this, enqueueWorkload](const json& wl) {
+                        enqueueWorkload(wl, workloadsInformer->hasSynced() ? kube::WorkQueue::Priority::Normal
+                                                                           : kube::WorkQueue::Priority::Low);
+                      },
+                  .onUpdateNew = [enqueueWorkload](const json& wl) { enqueueWorkload(wl); },
+                  .onDelete =
+                      [this, enqueueWorkload](const json& wl) {
+                        workloadReconciler->rememberDeleted(wl);
+                        enqueueWorkload(wl);
+                      }});
     // Status updates of a job do not matter; a job gone matters to its Workload only through
     // the Workload's own events (its owner reference), so job informers need no handlers.
 
@@ -161,24 +162,25 @@ struct Dispatcher::Impl {
       if (before == nullptr || multiKueueConfigOf(*before).name != multiKueueConfigOf(after).name)
         enqueueWorkloadsOfChecks({objectName(after)});
     };
-    checksInformer->addHandlers({.onAdd = [checkChanged](const json& ac) { checkChanged(nullptr, ac); },
-                                 .onUpdate = [checkChanged](const json& a, const json& b) { checkChanged(&a, b); },
-                                 .onDelete = [this](const json& ac) { checkController->enqueue(objectName(ac)); }});
+    handlers.add(*checksInformer, {.onAdd = [checkChanged](const json& ac) { checkChanged(nullptr, ac); },
+                                   .onUpdate = [checkChanged](const json& a, const json& b) { checkChanged(&a, b); },
+                                   .onDelete = [this](const json& ac) { checkController->enqueue(objectName(ac)); }});
 
     auto configChanged = [this](const json* before, const json& after) {
       const auto checks = ourChecksUsingConfig(objectName(after));
       for (const auto& check : checks) checkController->enqueue(check);
       if (before == nullptr || clustersOf(*before) != clustersOf(after)) enqueueWorkloadsOfChecks(checks);
     };
-    configsInformer->addHandlers({.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
-                                  .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
-                                  .onDelete = [configChanged](const json& c) { configChanged(nullptr, c); }});
+    handlers.add(*configsInformer, {.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
+                                    .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
+                                    .onDelete = [configChanged](const json& c) { configChanged(nullptr, c); }});
 
     auto clusterChanged = [this](const json& cluster) {
       clusterController->enqueue(objectName(cluster));
       for (const auto& check : ourChecksUsingCluster(objectName(cluster))) checkController->enqueue(check);
     };
-    clustersInformer->addHandlers(
+    handlers.add(
+        *clustersInformer,
         {.onAdd = clusterChanged,
          .onUpdate =
              [this, clusterChanged](const json& before, const json& after) {
@@ -195,7 +197,7 @@ struct Dispatcher::Impl {
     auto secretChanged = [this](const json& secret) {
       for (const auto& cluster : registry->clustersUsingSecret(objectName(secret))) clusterController->enqueue(cluster);
     };
-    secretsInformer->addHandlers({.onAdd = secretChanged, .onUpdateNew = secretChanged, .onDelete = secretChanged});
+    handlers.add(*secretsInformer, {.onAdd = secretChanged, .onUpdateNew = secretChanged, .onDelete = secretChanged});
 
     registry->onRemoteEvent([this](const std::string&, const std::string& workloadKey) {
       // Only Workloads the manager still has (or just deleted) have anything to do.
@@ -212,17 +214,19 @@ struct Dispatcher::Impl {
   }
 
   std::vector<kube::Informer*> informers() {
-    std::vector<kube::Informer*> all{workloadsInformer.get(), checksInformer.get(), configsInformer.get(),
-                                     clustersInformer.get(), secretsInformer.get()};
-    for (auto& i : jobInformers) all.push_back(i.get());
+    std::vector<kube::Informer*> all{workloadsInformer, checksInformer, configsInformer, clustersInformer,
+                                     secretsInformer};
+    for (auto* i : jobInformers) all.push_back(i);
     return all;
   }
 
   kube::Client& manager;
   const Clock& clock;
   Options options;
-  std::unique_ptr<kube::Informer> workloadsInformer, checksInformer, configsInformer, clustersInformer, secretsInformer;
-  std::vector<std::unique_ptr<kube::Informer>> jobInformers;
+  std::unique_ptr<kube::InformerPool> ownInformers;  // when options.informers is null
+  kube::Informer *workloadsInformer = nullptr, *checksInformer = nullptr, *configsInformer = nullptr,
+                 *clustersInformer = nullptr, *secretsInformer = nullptr;
+  std::vector<kube::Informer*> jobInformers;
   CacheReader caches;                            // what the check and cluster reconcilers read
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which uses it
   std::unique_ptr<ClusterRegistry> registry;
@@ -232,6 +236,8 @@ struct Dispatcher::Impl {
   std::unique_ptr<OrphanCollector> collector;
   std::unique_ptr<Controller> workloadController, clusterController, checkController;
   bool started = false;
+  // Last, so destroyed first: shared informers never call into a dispatcher being destroyed.
+  kube::HandlerRegistrations handlers;
 };
 
 Dispatcher::Dispatcher(kube::Client& manager, const Clock& clock, Options options)
@@ -273,7 +279,8 @@ void Dispatcher::stop() {
   impl_->checkController->stop();
   impl_->clusterController->stop();
   impl_->registry->stop();
-  for (auto* informer : impl_->informers()) informer->stop();
+  // Shared informers go on for the job integration; their owner stops them.
+  if (impl_->ownInformers) impl_->ownInformers->stop();
   spdlog::info("dispatcher stopped");
 }
 

@@ -6,6 +6,13 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 namespace mka::observability {
 
@@ -19,6 +26,63 @@ const prometheus::Histogram::BucketBoundaries kLatencyBuckets{
 // Label values come from requests; whoever can reach the port could mint series without end.
 constexpr std::size_t kMaxAdmissionSeries = 1000;
 constexpr std::string_view kOther = "other";
+
+prometheus::MetricFamily processFamily(std::string name, std::string help, prometheus::MetricType type, double value) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  prometheus::ClientMetric metric;
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+  return family;
+}
+
+// What the Go and Python client libraries' process collectors export, from /proc/self (Linux
+// only: elsewhere nothing, as those libraries do).
+std::vector<prometheus::MetricFamily> processFamilies() {
+  std::vector<prometheus::MetricFamily> out;
+  std::ifstream statFile("/proc/self/stat");
+  const std::string stat((std::istreambuf_iterator<char>(statFile)), {});
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return out;
+  std::istringstream fields(stat.substr(close + 2));  // from field 3 (state) on
+  std::vector<std::string> f;
+  for (std::string field; fields >> field;) f.push_back(field);
+  // Fields 14 utime, 15 stime, 22 starttime (clock ticks since boot), 23 vsize, 24 rss (pages).
+  if (f.size() < 22) return out;
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double pageSize = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const auto at = [&](int field) { return std::stod(f[static_cast<std::size_t>(field - 3)]); };
+  double bootTime = 0;
+  std::ifstream procStat("/proc/stat");
+  for (std::string line; std::getline(procStat, line);)
+    if (line.rfind("btime ", 0) == 0) bootTime = std::stod(line.substr(6));
+  std::size_t openFds = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++openFds;
+  rlimit limit{};
+  const double maxFds = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 ? static_cast<double>(limit.rlim_cur) : 0;
+  out.push_back(processFamily("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                              prometheus::MetricType::Counter, (at(14) + at(15)) / ticks));
+  out.push_back(processFamily("process_resident_memory_bytes", "Resident memory size in bytes.",
+                              prometheus::MetricType::Gauge, at(24) * pageSize));
+  out.push_back(processFamily("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                              prometheus::MetricType::Gauge, at(23)));
+  out.push_back(processFamily("process_open_fds", "Number of open file descriptors.", prometheus::MetricType::Gauge,
+                              static_cast<double>(openFds)));
+  out.push_back(processFamily("process_max_fds", "Maximum number of open file descriptors.",
+                              prometheus::MetricType::Gauge, maxFds));
+  out.push_back(processFamily("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+                              prometheus::MetricType::Gauge, bootTime + at(22) / ticks));
+  return out;
+}
 
 }  // namespace
 
@@ -97,14 +161,47 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Name("workqueue_depth")
                      .Help("Keys waiting in a controller's work queue.")
                      .Register(*registry_);
+  buildInfo_ = &prometheus::BuildGauge()
+                    .Name("multikueue_adapter_build_info")
+                    .Help("Always 1; the labels say which build of multikueue-adapter this is.")
+                    .Register(*registry_);
+  leaderStatus_ = &prometheus::BuildGauge()
+                       .Name("leader_election_master_status")
+                       .Help("1 while this replica holds the named Lease, else 0 (controller-runtime's gauge).")
+                       .Register(*registry_);
+}
+
+void Metrics::recordConfigLoaded() { configLastReloadOk_->Set(1); }
+
+void Metrics::setBuildInfo(std::string_view version) {
+#if defined(__clang__)
+  const std::string compiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+  const std::string compiler = "gcc " __VERSION__;
+#else
+  const std::string compiler = "unknown";
+#endif
+  buildInfo_->Add({{"version", std::string(version)}, {"compiler", compiler}}).Set(1);
+}
+
+void Metrics::setReplicaRole(std::string_view role, std::string_view leaseName) {
+  {
+    std::lock_guard lock(roleMutex_);
+    role_ = std::string(role);
+  }
+  if (!leaseName.empty()) leaderStatus_->Add({{"name", std::string(leaseName)}}).Set(role == "leader" ? 1 : 0);
 }
 
 Metrics::~Metrics() = default;
 
 void Metrics::recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster) {
+  std::string role;
+  {
+    std::lock_guard lock(roleMutex_);
+    role = role_;
+  }
   dispatched_
-      ->Add(
-          {{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
+      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", role}})
       .Increment();
 }
 
@@ -125,9 +222,13 @@ void Metrics::recordIntegrationWorkloadFinished(std::string_view kind, std::stri
 }
 
 void Metrics::recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster) {
+  std::string role;
+  {
+    std::lock_guard lock(roleMutex_);
+    role = role_;
+  }
   admitted_
-      ->Add(
-          {{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", "leader"}})
+      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", role}})
       .Increment();
 }
 
@@ -191,7 +292,9 @@ void Metrics::recordCertificateReload(bool success) {
 
 std::string Metrics::render() const {
   prometheus::TextSerializer serializer;
-  return serializer.Serialize(registry_->Collect());
+  auto families = registry_->Collect();
+  for (auto& family : processFamilies()) families.push_back(std::move(family));
+  return serializer.Serialize(families);
 }
 
 }  // namespace mka::observability

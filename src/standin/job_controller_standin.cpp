@@ -181,64 +181,178 @@ struct JobControllerStandIn::Impl {
     return status;
   }
 
-  void pass() {
-    const json list = api.list(ref(), {});
-    std::set<std::string> present;  // runs whose job still exists: a deleted job's pods are gone
-    for (const auto& job : list.value("items", json::array()))
-      if (!job["metadata"].contains("deletionTimestamp"))
-        present.insert(keyOf(job) + "/" + stringAt(job, json::json_pointer("/metadata/uid")));
-    {
-      std::lock_guard lock(mutex);
-      std::erase_if(runningSince, [&](const auto& entry) { return present.count(entry.first) == 0; });
-    }
-    for (const auto& job : list.value("items", json::array())) {
-      if (!ours(options.style, job) || finishedRun(options.style, job) || job["metadata"].contains("deletionTimestamp"))
-        continue;
-      const std::string key = keyOf(job);
-      const std::string stamp = toRfc3339(clock.now());
-      const Wanted want = wanted(options.style, job);
-      const std::string run = key + "/" + stringAt(job, json::json_pointer("/metadata/uid"));
-      std::unique_lock lock(mutex);
-      const auto since = runningSince.find(run);
-      const bool running = since != runningSince.end();
+  // ---- the thread's loop ----------------------------------------------------------------------
 
-      if (options.style == Style::Argo && stringAt(job, json::json_pointer("/status/phase")).empty()) {
-        lock.unlock();  // Argo's first pass, suspended or not
-        json status = job.value("status", json::object());
-        status["phase"] = "Running";
-        status["startedAt"] = stamp;
-        writeStatus(job, status);
-        continue;
+  // The thread's view of the kind's jobs, as a real controller's informer keeps it: filled from
+  // one watch, so a pass costs what changed, not every job there is.
+  std::unique_ptr<sandbox::ObjectStore::Watch> watch;  // thread only
+  std::map<std::string, sandbox::StoredObject> jobs;   // thread only; "ns/name" -> the job
+  std::set<std::string> dirty;                         // thread only; keys to look at again
+  // When each running run is due to end, so only those that are due are looked at.
+  std::set<std::pair<Clock::TimePoint, std::string>> dueAt;  // thread only; (time, "ns/name")
+
+  void run() {
+    std::chrono::milliseconds wait{0};
+    while (true) {
+      {
+        std::lock_guard lock(mutex);
+        if (stopping) return;
       }
-      if (want == Wanted::Stop) {  // Tekton: stopped or cancelled
-        if (running) runningSince.erase(since);
-        lock.unlock();
-        writeStatus(job, finalStatus(job, false, stamp, job["spec"].value("status", "")));
-        continue;
+      bool events = false;
+      try {
+        events = drainWatch(wait);
+      } catch (const std::exception& e) {
+        // The CRD may not exist yet; look again after a poll interval.
+        spdlog::debug("job controller stand-in watch failed kind={} error=\"{}\"", options.plural, e.what());
+        std::unique_lock lock(mutex);
+        if (!stopping) wake.wait_for(lock, options.pollInterval);
       }
-      if (want == Wanted::Wait) {
-        if (!running) continue;
-        if (options.style == Style::Argo) continue;  // pods of a suspended Workflow keep their progress
-        runningSince.erase(since);
-        lock.unlock();
-        json status = job.value("status", json::object());
-        status["activeReplicas"] = 0;  // InHouse: the replicas are deleted
-        writeStatus(job, status);
-        continue;
+      enqueueDueRuns();
+      const bool worked = !dirty.empty();
+      processDirty();
+      // After work, look again at once: what was written is already waiting in the watch.
+      wait = events || worked ? std::chrono::milliseconds{0} : options.pollInterval;
+    }
+  }
+
+  // Opens the watch when it is missing (a relist: "0" starts with an ADDED event for every job)
+  // and applies what arrived to `jobs`, waiting up to `wait` for the first event. Returns
+  // whether anything arrived.
+  bool drainWatch(std::chrono::milliseconds wait) {
+    bool relisting = false;
+    if (!watch || watch->closed()) {
+      watch.reset();
+      jobs.clear();
+      watch = api.watch(ref(), {}, "0");
+      relisting = true;
+      wait = std::chrono::milliseconds{0};
+    }
+    bool any = false;
+    while (auto event = watch->next(wait)) {
+      wait = std::chrono::milliseconds{0};
+      any = true;
+      if (event->type == sandbox::EventType::Error) {
+        watch.reset();  // 410: reopen (relist) next round
+        break;
       }
-      if (!running) {
-        runningSince[run] = clock.now();
-        ++starts[key];
-        lock.unlock();
-        writeStatus(job, runningStatus(job, stamp));
-        continue;
+      if (event->type == sandbox::EventType::Bookmark || !event->object) continue;
+      const std::string key = keyOf(*event->object);
+      if (event->type == sandbox::EventType::Deleted) {
+        jobs.erase(key);
+        forgetRuns(key, "");  // a deleted job's pods are gone
+      } else {
+        jobs[key] = event->object;
       }
-      if (clock.now() - since->second < options.runTime) continue;
+      dirty.insert(key);
+    }
+    if (relisting) {
+      // Jobs deleted while the watch was closed send no event: their runs end here.
+      std::lock_guard lock(mutex);
+      std::erase_if(runningSince,
+                    [&](const auto& entry) { return jobs.count(entry.first.substr(0, entry.first.rfind('/'))) == 0; });
+    }
+    return any;
+  }
+
+  // Drops the runs of job `key` other than the one of uid `keep` (all of them when empty): a job
+  // deleted, or deleted and created again under the same name, is a new run.
+  void forgetRuns(const std::string& key, const std::string& keep) {
+    const std::string prefix = key + "/";
+    std::lock_guard lock(mutex);
+    for (auto it = runningSince.lower_bound(prefix); it != runningSince.end() && it->first.starts_with(prefix);) {
+      if (!keep.empty() && it->first == prefix + keep) {
+        ++it;
+      } else {
+        it = runningSince.erase(it);
+      }
+    }
+  }
+
+  void enqueueDueRuns() {
+    const auto now = clock.now();
+    while (!dueAt.empty() && dueAt.begin()->first <= now) {
+      dirty.insert(dueAt.begin()->second);
+      dueAt.erase(dueAt.begin());
+    }
+  }
+
+  void processDirty() {
+    auto keys = std::move(dirty);
+    dirty.clear();
+    for (const auto& key : keys) {
+      const auto it = jobs.find(key);
+      if (it == jobs.end()) continue;
+      const sandbox::StoredObject job = it->second;
+      try {
+        step(*job);
+      } catch (const std::exception& e) {
+        spdlog::debug("job controller stand-in write failed kind={} job={} error=\"{}\"", options.plural, key,
+                      e.what());
+        dirty.insert(key);  // try again next round
+      }
+    }
+  }
+
+  // What the controller does with one job as it is now.
+  void step(const json& job) {
+    const std::string key = keyOf(job);
+    const std::string uid = stringAt(job, json::json_pointer("/metadata/uid"));
+    if (job["metadata"].contains("deletionTimestamp")) {
+      forgetRuns(key, "");
+      return;
+    }
+    forgetRuns(key, uid);
+    if (!ours(options.style, job) || finishedRun(options.style, job)) return;
+    const std::string stamp = toRfc3339(clock.now());
+    const Wanted want = wanted(options.style, job);
+    const std::string run = key + "/" + uid;
+    std::unique_lock lock(mutex);
+    const auto since = runningSince.find(run);
+    const bool running = since != runningSince.end();
+
+    if (options.style == Style::Argo && stringAt(job, json::json_pointer("/status/phase")).empty()) {
+      lock.unlock();  // Argo's first pass, suspended or not
+      json status = job.value("status", json::object());
+      status["phase"] = "Running";
+      status["startedAt"] = stamp;
+      writeStatus(job, status);
+      return;
+    }
+    if (want == Wanted::Stop) {  // Tekton: stopped or cancelled
+      if (running) runningSince.erase(since);
+      lock.unlock();
+      writeStatus(job, finalStatus(job, false, stamp, job["spec"].value("status", "")));
+      return;
+    }
+    if (want == Wanted::Wait) {
+      if (!running) return;
+      if (options.style == Style::Argo) return;  // pods of a suspended Workflow keep their progress
       runningSince.erase(since);
       lock.unlock();
-      const bool failed = options.runFails && options.runFails(job);
-      writeStatus(job, finalStatus(job, !failed, stamp));
+      json status = job.value("status", json::object());
+      status["activeReplicas"] = 0;  // InHouse: the replicas are deleted
+      writeStatus(job, status);
+      return;
     }
+    if (!running) {
+      const auto now = clock.now();
+      runningSince[run] = now;
+      ++starts[key];
+      lock.unlock();
+      dueAt.insert({now + std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime), key});
+      writeStatus(job, runningStatus(job, stamp));
+      return;
+    }
+    const auto endsAt = since->second + std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime);
+    if (clock.now() < endsAt) {
+      lock.unlock();
+      dueAt.insert({endsAt, key});
+      return;
+    }
+    runningSince.erase(since);
+    lock.unlock();
+    const bool failed = options.runFails && options.runFails(job);
+    writeStatus(job, finalStatus(job, !failed, stamp));
   }
 };
 
@@ -249,18 +363,7 @@ JobControllerStandIn::~JobControllerStandIn() { stop(); }
 
 void JobControllerStandIn::start() {
   if (impl_->thread.joinable()) return;
-  impl_->thread = std::thread([impl = impl_.get()] {
-    while (true) {
-      try {
-        impl->pass();
-      } catch (const std::exception& e) {
-        // The CRD may not exist yet; the next pass looks again.
-        spdlog::debug("job controller stand-in pass failed kind={} error=\"{}\"", impl->options.plural, e.what());
-      }
-      std::unique_lock lock(impl->mutex);
-      if (impl->wake.wait_for(lock, impl->options.pollInterval, [impl] { return impl->stopping; })) return;
-    }
-  });
+  impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
 void JobControllerStandIn::stop() {

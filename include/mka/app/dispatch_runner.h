@@ -75,6 +75,10 @@ class DispatchRunner {
   bool integrating_ = false;
 
   // Owned by the "dispatch" thread.
+  // The manager's informers, shared by the dispatch loop and the job integration (each kind
+  // listed, watched and cached once); made with the first of them, stopped after the last.
+  std::unique_ptr<kube::InformerPool> informers_;
+  std::string leaseName_;  // "" without leader election; set by start()
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
   std::unique_ptr<integration::IntegrationController> integration_;
   std::shared_ptr<const config::Configuration> running_;

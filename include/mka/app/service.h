@@ -46,6 +46,7 @@ struct ServeOptions {
   std::optional<std::string> metricsBindAddress;
   std::optional<std::string> certDir;
   std::optional<std::string> webhookBindAddress;  // host:port; overrides webhook.host/port
+  std::string version = "unknown";                // multikueue_adapter_build_info's version label
 };
 
 class Service {

@@ -10,8 +10,9 @@ namespace mka::app {
 // one-line summary to `out` when it is valid. With `kueueConfig` (Kueue's own Configuration
 // file), also says which of `file`'s integrated kinds (integrations.frameworks) Kueue's
 // integrations.externalFrameworks lacks: Kueue's pod integration would then manage their pods
-// itself. Returns 0 when valid, 1 otherwise.
+// itself. `file` "-" reads the configuration from `in` (standard input), named "<stdin>" in
+// what is printed. Returns 0 when valid, 1 otherwise.
 int validateConfigCommand(const std::filesystem::path& file, std::ostream& out, std::ostream& err,
-                          const std::filesystem::path& kueueConfig = {});
+                          const std::filesystem::path& kueueConfig = {}, std::istream* in = nullptr);
 
 }  // namespace mka::app

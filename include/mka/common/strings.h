@@ -25,6 +25,9 @@ std::optional<std::string> didYouMean(std::string_view word, const std::vector<s
 // `value` in double quotes for an error message, cut after `maxChars` bytes with "..." inside
 // the quotes, so that a long untrusted value cannot swamp the message.
 std::string quotedExcerpt(std::string_view value, std::size_t maxChars = 64);
+// `text` with its control bytes (0x00-0x1F, 0x7F) written as \n, \r, \t or \xNN, so that a
+// message echoing untrusted bytes cannot move a terminal's cursor or forge a log line.
+std::string escapeControlBytes(std::string_view text);
 
 // Escapes a JSON-pointer reference token (RFC 6901): '~' -> "~0", '/' -> "~1".
 std::string escapeJsonPointer(std::string_view token);

@@ -216,6 +216,8 @@ struct Integrations {
 // The built-in integration profiles (SPEC §7.1): Workflow.*.argoproj.io and
 // PipelineRun.*.tekton.dev (tekton-kueue compatible); nullopt for any other kind.
 std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKind& gvk);
+// The group and Kind of each built-in profile, for suggestions ("pipelinerun" -> "PipelineRun").
+const std::vector<std::pair<std::string, std::string>>& integrationProfileKinds();
 
 struct Configuration {
   enum class Source { Defaults, AdapterConfiguration, KueueConfiguration };

@@ -3,7 +3,9 @@
 // the first problem: every error is returned, each as "<field path>: <problem>: <how to fix>".
 
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "mka/common/errors.h"
@@ -29,5 +31,7 @@ FieldErrors validateConfiguration(const Configuration& config);
 
 // Reads and parses a file; an unreadable file is one error whose path is the file name.
 LoadResult loadConfigurationFile(const std::filesystem::path& file);
+// The same from an open stream (standard input), `name` standing for the file in errors.
+LoadResult loadConfigurationStream(std::istream& in, const std::string& name);
 
 }  // namespace mka::config

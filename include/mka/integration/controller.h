@@ -16,6 +16,7 @@
 #include "mka/integration/job_reconciler.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/client.h"
+#include "mka/kube/informer_pool.h"
 #include "mka/multikueue/controller.h"
 
 namespace mka::integration {
@@ -28,6 +29,9 @@ class IntegrationController {
     IntegrationObserver* integrationObserver = nullptr;            // borrowed, may be null
     // The Events' source component (kubectl describe shows it).
     std::string eventComponent = "multikueue-adapter-integration";
+    // The cluster's informers, shared with the dispatch loop on a manager (borrowed; its owner
+    // stops them). Null: the controller keeps its own, stopped by stop().
+    kube::InformerPool* informers = nullptr;
   };
 
   // `kinds`: those with integration rules are run; the others are skipped. `client` and `clock`

@@ -92,8 +92,15 @@ class Informer {
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
-  // Handlers added before start() see every object; added later, they see changes from then on.
-  void addHandlers(InformerHandlers handlers);
+  // Handlers added at any time see every object: added after objects are cached (a shared
+  // informer that runs already), they first get onAdd for each of them, as client-go's
+  // AddEventHandler does, before any later change. Returns an id for removeHandlers.
+  // Handlers run on the reflector thread and must not add or remove handlers of this informer.
+  using HandlerId = std::uint64_t;
+  HandlerId addHandlers(InformerHandlers handlers);
+  // Once it returns, the handlers are not running and are never called again: what they point
+  // to may go (a controller stopping while a shared informer keeps running).
+  void removeHandlers(HandlerId id);
   void start();
   void stop();  // ends the watch promptly and joins
 
@@ -164,8 +171,14 @@ class Informer {
   // std::function. `oldRead`: some handler has onUpdate, so update events decode the old object.
   struct Handlers {
     std::vector<InformerHandlers> list;
+    std::vector<HandlerId> ids;  // list[i]'s id
     bool oldRead = false;
   };
+  // Held by the reflector thread from a change of the cache until the handlers have heard of it,
+  // and by addHandlers and removeHandlers: a new handler's replay of the cache and the events
+  // after it reach it in order, and a removed one is not running. Taken before mutex_.
+  std::mutex dispatchMutex_;
+  HandlerId nextHandlerId_ = 1;  // under mutex_
   std::shared_ptr<const Handlers> handlers_ = std::make_shared<const Handlers>();
   std::string resourceVersion_;
   bool stopping_ = false;

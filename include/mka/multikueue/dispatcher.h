@@ -15,6 +15,7 @@
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
 #include "mka/kube/client.h"
+#include "mka/kube/informer_pool.h"
 #include "mka/multikueue/cluster_registry.h"
 #include "mka/multikueue/controller.h"
 #include "mka/multikueue/garbage_collector.h"
@@ -35,6 +36,9 @@ class Dispatcher {
     DispatchObserver* dispatchObserver = nullptr;                  // borrowed, may be null
     // Called when a worker's connection changes (the per-cluster gauge).
     std::function<void(const std::string& cluster, bool connected)> onClusterConnection;
+    // The manager's informers, shared with the job integration (borrowed; its owner stops
+    // them). Null: the dispatcher keeps its own, stopped by stop().
+    kube::InformerPool* informers = nullptr;
   };
 
   // `manager` and `clock` must outlive the dispatcher.

@@ -37,6 +37,16 @@ class Metrics {
   // multikueue_adapter_config_reloads_total{result=success|failure} and
   // multikueue_adapter_config_last_reload_successful (gauge 1/0).
   void recordConfigReload(bool success);
+  // The configuration the process started with loaded: the gauge reads 1 (a process whose
+  // configuration does not load never serves), and no reload is counted.
+  void recordConfigLoaded();
+  // multikueue_adapter_build_info{version,compiler} 1, as Prometheus client libraries and
+  // Kueue export build information.
+  void setBuildInfo(std::string_view version);
+  // What this replica is, as Kueue's replica_role label says it: "leader", "follower", or
+  // "standalone" without leader election; labels the dispatch series from then on. With leader
+  // election, also controller-runtime's leader_election_master_status{name=<lease>} (1 leading).
+  void setReplicaRole(std::string_view role, std::string_view leaseName = "");
   // multikueue_adapter_certificate_reloads_total{result}.
   void recordCertificateReload(bool success);
 
@@ -59,7 +69,9 @@ class Metrics {
   void observeReconcile(std::string_view controller, std::string_view result, double seconds);
   void setQueueDepth(std::string_view controller, std::size_t depth);
 
-  // Prometheus text exposition format 0.0.4.
+  // Prometheus text exposition format 0.0.4, with the process_* series Prometheus client
+  // libraries export (CPU seconds, resident and virtual memory, open and maximum file
+  // descriptors, start time), read from /proc/self when rendered.
   std::string render() const;
 
  private:
@@ -79,6 +91,10 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* reconciles_;
   prometheus::Family<prometheus::Histogram>* reconcileTime_;
   prometheus::Family<prometheus::Gauge>* queueDepth_;
+  prometheus::Family<prometheus::Gauge>* buildInfo_;
+  prometheus::Family<prometheus::Gauge>* leaderStatus_;
+  mutable std::mutex roleMutex_;
+  std::string role_ = "standalone";  // under roleMutex_
   struct Series;
   mutable std::mutex cacheMutex_;
   std::map<std::string, std::unique_ptr<Series>, std::less<>> cache_;  // label-set -> metrics

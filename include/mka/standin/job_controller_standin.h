@@ -18,8 +18,12 @@
 //   with phase Succeeded or Failed. Its status goes through the main resource (no subresource).
 // Writes carry the resourceVersion read; a conflict waits for the next pass.
 //
-// Threads: owns one thread that looks at the kind's jobs every Options::pollInterval; public
-// methods may be called from any thread.
+// Like the real controllers it is driven by a watch of its kind: each change is looked at once,
+// and a running job again when its run time is up.
+//
+// Threads: owns one thread that follows the watch and, when idle, looks at the clock every
+// Options::pollInterval (runs end by the Clock, which may be a FakeClock); public methods may be
+// called from any thread.
 
 #include <chrono>
 #include <functional>
@@ -48,6 +52,7 @@ class JobControllerStandIn {
     std::chrono::nanoseconds runTime{std::chrono::seconds{10}};
     // Whether a run fails; called with the job on the stand-in's thread. Null: every run succeeds.
     std::function<bool(const nlohmann::json& job)> runFails;
+    // How long the idle thread waits for the watch before it looks at the clock again.
     std::chrono::milliseconds pollInterval{5};
   };
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -63,10 +64,51 @@ multikueue: {}
   EXPECT_NE(missing.output.find("missing.yaml"), std::string::npos) << missing.output;
 }
 
+TEST(CliTest, ValidateConfigReadsStandardInputAndEscapesControlBytes) {
+  test::TempDir dir;
+  const auto good =
+      dir.write("good.yaml", "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n");
+  auto ok = run("validate-config - < " + good.string());
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;
+  EXPECT_NE(ok.output.find("<stdin>: valid AdapterConfiguration"), std::string::npos) << ok.output;
+
+  // A namespace holding a terminal escape sequence: echoed, but not as raw bytes.
+  const auto bad = dir.write("bad.yaml",
+                             "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                             "namespace: \"a\\e[31mb\"\n");
+  auto ko = run("validate-config - < " + bad.string());
+  EXPECT_EQ(ko.exitCode, 1) << ko.output;
+  EXPECT_EQ(ko.output.find('\x1b'), std::string::npos) << ko.output;
+  EXPECT_NE(ko.output.find("a\\x1b[31mb"), std::string::npos) << ko.output;
+  EXPECT_NE(ko.output.find("<stdin>: 1 error"), std::string::npos) << ko.output;
+}
+
+TEST(CliTest, VersionFlagPrintsTheVersion) {
+  for (const std::string args : {"--version", "serve --version"}) {
+    SCOPED_TRACE(args);
+    auto r = run(args);
+    EXPECT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_EQ(r.output, std::string("multikueue-adapter ") + MKA_VERSION + "\n");
+  }
+}
+
 TEST(CliTest, UsageErrorsExitNonZeroWithAMessage) {
-  auto r = run("validate-config");
-  EXPECT_NE(r.exitCode, 0);
-  EXPECT_NE(r.output.find("FILE"), std::string::npos) << r.output;
+  struct Case {
+    std::string args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"validate-config", "FILE"}, {"--no-such-flag", "--no-such-flag"},        {"serve --config", "--config"},
+      {"sandbox", "--dir"},        {"validate-config a.yaml b.yaml", "b.yaml"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    auto r = run(c.args);
+    EXPECT_EQ(r.exitCode, 2) << "usage errors exit 2: " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+  }
+  auto help = run("--help");
+  EXPECT_EQ(help.exitCode, 0) << help.output;
 
   auto badFormat = run("--log-format yaml version");
   EXPECT_EQ(badFormat.exitCode, 2) << badFormat.output;

@@ -11,6 +11,7 @@
 #include "mka/observability/health.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
+#include "support/ports.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
 
@@ -121,6 +122,10 @@ TEST(ServiceTest, ServesMutateOverTlsAndIsReadyOnceTheCertificateIsLoaded) {
   auto metrics = get(service.metricsPort(), "/metrics");
   EXPECT_NE(metrics.find("multikueue_adapter_webhook_requests_total{"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("result=\"patched\""), std::string::npos) << metrics;
+  // A healthy replica's alerts stay quiet: the configuration it started with counts as loaded.
+  EXPECT_NE(metrics.find("\nmultikueue_adapter_config_last_reload_successful 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("multikueue_adapter_build_info{"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nprocess_resident_memory_bytes "), std::string::npos) << metrics;
   service.stop();
 }
 
@@ -314,6 +319,9 @@ TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError) {
     test::TestCa ca;
     test::writeServingFiles(dir / "certs", ca, ca.issue());
     auto options = optionsFor(dir);
+    // A port taken by nobody: the refusal comes before any port is bound, so it stays free.
+    const int port = test::freeLoopbackPort();
+    options.webhookBindAddress = "127.0.0.1:" + std::to_string(port);
     setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
     Service service(options);
     try {
@@ -323,6 +331,7 @@ TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError) {
       for (const auto& piece : c.says) EXPECT_THAT(e.what(), ::testing::HasSubstr(piece));
     }
     unsetenv("KUBECONFIG");
+    EXPECT_TRUE(test::canBindLoopback(port)) << "the webhook port was bound before the prerequisites were checked";
     service.stop();
   }
 }

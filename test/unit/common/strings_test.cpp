@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace mka::strings {
 namespace {
 
@@ -119,6 +122,26 @@ TEST(Strings, QuotedExcerpt) {
   EXPECT_EQ(quotedExcerpt(std::string(64, 'x')), "\"" + std::string(64, 'x') + "\"");
   EXPECT_EQ(quotedExcerpt(std::string(65, 'x')), "\"" + std::string(64, 'x') + "...\"");
   EXPECT_EQ(quotedExcerpt("abcdef", 3), "\"abc...\"");
+}
+
+TEST(Strings, EscapeControlBytes) {
+  struct Case {
+    std::string name;
+    std::string in;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"printable text stays", "a-b c/d", "a-b c/d"},
+      {"a terminal escape", std::string("a\x1b[31mb"), "a\\x1b[31mb"},
+      {"line breaks and tabs", "a\nb\rc\td", "a\\nb\\rc\\td"},
+      {"NUL and DEL", std::string("a\0b\x7f", 4), "a\\x00b\\x7f"},
+      {"UTF-8 stays", "caf\xc3\xa9", "caf\xc3\xa9"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(escapeControlBytes(c.in), c.want);
+  }
+  EXPECT_EQ(quotedExcerpt("a\x1b"), "\"a\\x1b\"");
 }
 
 }  // namespace

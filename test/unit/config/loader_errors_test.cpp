@@ -116,9 +116,12 @@ TEST(LoaderErrors, UnknownKeys) {
        {"multiKueue.externalFrameworks[0].nam: unknown field: did you mean \"name\"?",
         "multiKueue.externalFrameworks[0].name: is required: write it as Kind.version.group, for example "
         "PipelineRun.v1.tekton.dev"}},
-      {"typo in managedBy, Kueue kind too",
+      {"managedBy in a Kueue kind, which Kueue refuses",
        kueueDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, managedBy: {paht: spec.managedBy}}]}\n"),
-       {"multiKueue.externalFrameworks[0].managedBy.paht: unknown field: did you mean \"path\"?"}},
+       {"multiKueue.externalFrameworks[0].managedBy: is a multikueue-adapter extension, which Kueue's "
+        "Configuration cannot hold: remove it (Kueue decodes its Configuration strictly and would not start with "
+        "it), or move the frameworks to an AdapterConfiguration (apiVersion: "
+        "config.multikueue-adapter.dev/v1alpha1, kind: AdapterConfiguration)"}},
       {"case-only difference",
        adapterDoc("MultiKueue: {}\nNamespace: x\n"),
        {"MultiKueue: unknown field: did you mean \"multiKueue\"?",

@@ -1,5 +1,6 @@
 #include "mka/config/loader.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "config_test_util.h"
@@ -172,7 +173,6 @@ multiKueue:
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
   - name: Workflow.v1alpha1.argoproj.io
-    managedBy: {label: workflows.argoproj.io/controller-instanceid, value: mk}
 )",
                                 version));
     EXPECT_EQ(c.source, Configuration::Source::KueueConfiguration);
@@ -185,7 +185,7 @@ multiKueue:
     EXPECT_EQ(c.multiKueue.workerLostTimeout, 5min);
     EXPECT_EQ(c.multiKueue.dispatcherName, "kueue.x-k8s.io/multikueue-dispatcher-incremental");
     ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 2u);
-    EXPECT_EQ(c.multiKueue.externalFrameworks[1].managedBy.value, "mk");
+    EXPECT_TRUE(c.multiKueue.externalFrameworks[1].managedByFromProfile);
     // Kueue's own webhook, leader election and probes are for Kueue's process, not ours.
     EXPECT_EQ(c.webhook.port, 9443);
     EXPECT_EQ(c.leaderElection.resourceName, "multikueue-adapter");
@@ -193,9 +193,25 @@ multiKueue:
   }
 }
 
-TEST(Loader, KueueConfigurationToleratesKeysFromNewerKueues) {
-  auto c = mustParse(kueueDoc("someFutureFeature: {enabled: true}\nmultiKueue: {brandNewKnob: 3}\n"));
-  EXPECT_EQ(c.source, Configuration::Source::KueueConfiguration);
+// Kueue decodes its Configuration strictly: what it would refuse (and so not start) is an error
+// naming the key, which points to AdapterConfiguration for the adapter's own settings.
+TEST(Loader, KueueConfigurationRefusesWhatKueuesStrictDecoderRefuses) {
+  auto result = parseConfiguration(kueueDoc(R"(someFutureFeature: {enabled: true}
+multiKueue:
+  brandNewKnob: 3
+  externalFrameworks:
+  - name: Workflow.v1alpha1.argoproj.io
+    managedBy: {label: workflows.argoproj.io/controller-instanceid, value: mk}
+)",
+                                            "v1beta2"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(test::paths(result.errors), (std::vector<std::string>{"someFutureFeature", "multiKueue.brandNewKnob",
+                                                                  "multiKueue.externalFrameworks[0].managedBy"}));
+  const auto text = rendered(result.errors);
+  EXPECT_THAT(text[0], ::testing::HasSubstr("unknown field of Kueue's Configuration"));
+  EXPECT_THAT(text[0], ::testing::HasSubstr("AdapterConfiguration"));
+  EXPECT_THAT(text[2], ::testing::HasSubstr("multikueue-adapter extension"));
+  EXPECT_THAT(text[2], ::testing::HasSubstr("kind: AdapterConfiguration"));
 }
 
 TEST(Loader, PathPrefixIsPutBeforeEveryPath) {

@@ -15,6 +15,7 @@
 
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
+#include "mka/kube/informer_pool.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/leader_election.h"
 #include "mka/net/pki.h"
@@ -465,6 +466,74 @@ TEST_F(InformerTest, ResumesAfterADroppedWatchWithoutMissingOrRepeating) {
   EXPECT_EQ(informer.lists(), 1u) << "a dropped stream resumes; it does not relist";
   EXPECT_GE(informer.watches(), 4u);
   informer.stop();
+}
+
+// A controller that joins an informer already running (shared with another) hears of every
+// cached object first, then of each later change, in order; one that leaves is not called again.
+TEST_F(InformerTest, ALateHandlerGetsTheCacheFirstAndARemovedOneNothingMore) {
+  auto client = newClient();
+  client->create(configMap("a"));
+  client->create(configMap("b"));
+  std::mutex mutex;
+  std::vector<std::string> late, early;
+  const auto record = [&](std::vector<std::string>& into, const std::string& what) {
+    return [&into, &mutex, what](const json& o) {
+      std::lock_guard lock(mutex);
+      into.push_back(what + " " + o["metadata"]["name"].get<std::string>());
+    };
+  };
+  Informer informer(*client, kConfigMap, {.namespace_ = "default"});
+  const auto earlyId = informer.addHandlers({.onAdd = record(early, "add"), .onUpdateNew = record(early, "update")});
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds{10}));
+
+  informer.addHandlers({.onAdd = record(late, "add"), .onUpdateNew = record(late, "update")});
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(late, (std::vector<std::string>{"add a", "add b"})) << "the cache, replayed before addHandlers returns";
+  }
+  informer.removeHandlers(earlyId);
+  auto a = client->get(kConfigMap, "default", "a");
+  a["data"]["k"] = "changed";
+  client->update(a);
+  client->create(configMap("c"));
+  ASSERT_TRUE(test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return late.size() == 4;
+  }));
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(late, (std::vector<std::string>{"add a", "add b", "update a", "add c"}));
+  EXPECT_EQ(early, (std::vector<std::string>{"add a", "add b"})) << "removed before the changes";
+  informer.stop();
+}
+
+TEST_F(InformerTest, APoolHasOneInformerPerKindNamespaceAndSelectorsForEveryController) {
+  auto client = newClient();
+  InformerPool pool(*client);
+  auto& first = pool.informer(kConfigMap, {.namespace_ = "default", .withoutManagedFields = true});
+  auto& again = pool.informer(kConfigMap, {.namespace_ = "default", .withoutManagedFields = true});
+  auto& other = pool.informer(kConfigMap, {.namespace_ = "kube-system", .withoutManagedFields = true});
+  EXPECT_EQ(&first, &again);
+  EXPECT_NE(&first, &other);
+  EXPECT_THROW(pool.informer(kConfigMap, {.namespace_ = "default"}), std::logic_error)
+      << "readers of one informer must see the same objects";
+  EXPECT_THROW(pool.informer(kConfigMap, {.namespace_ = "x", .transform = [](json&) {}}), std::logic_error);
+
+  // Two controllers following the kind share one list and one watch.
+  client->create(configMap("a"));
+  std::atomic<int> adds{0};
+  HandlerRegistrations one, two;
+  one.add(first, {.onAdd = [&](const json&) { ++adds; }});
+  first.start();
+  ASSERT_TRUE(first.waitForSync(std::chrono::seconds{10}));
+  two.add(again, {.onAdd = [&](const json&) { ++adds; }});
+  again.start();
+  EXPECT_EQ(adds.load(), 2);
+  EXPECT_EQ(first.lists(), 1u);
+  one.clear();
+  client->create(configMap("b"));
+  ASSERT_TRUE(test::eventually([&] { return adds.load() == 3; })) << "only the registration left hears of b";
+  pool.stop();
 }
 
 TEST_F(InformerTest, RelistsAfterGoneAndReportsTheDifferences) {

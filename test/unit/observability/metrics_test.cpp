@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <ctime>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -98,6 +101,81 @@ TEST(MetricsTest, ConfigReloadsCountAndTheGaugeFollowsTheLastOne) {
   EXPECT_TRUE(contains(text, "multikueue_adapter_config_last_reload_successful 0")) << text;
   EXPECT_TRUE(contains(text, R"(multikueue_adapter_config_reloads_total{result="success"} 1)")) << text;
   EXPECT_TRUE(contains(text, R"(multikueue_adapter_config_reloads_total{result="failure"} 1)")) << text;
+}
+
+TEST(MetricsTest, TheInitialLoadSetsTheGaugeWithoutCountingAReload) {
+  Metrics metrics;
+  metrics.recordConfigLoaded();
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, "multikueue_adapter_config_last_reload_successful 1")) << text;
+  EXPECT_FALSE(contains(text, "multikueue_adapter_config_reloads_total{")) << text;
+}
+
+TEST(MetricsTest, BuildInfoSaysTheVersion) {
+  Metrics metrics;
+  metrics.setBuildInfo("v1.2.3-4-gabcdef");
+  const std::string text = metrics.render();
+  EXPECT_TRUE(contains(text, R"(multikueue_adapter_build_info{compiler=")")) << text;
+  EXPECT_TRUE(contains(text, R"(version="v1.2.3-4-gabcdef"} 1)")) << text;
+}
+
+TEST(MetricsTest, TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsIt) {
+  struct Case {
+    std::string name;
+    std::string role;
+    std::string lease;
+    std::string wantSeries;
+    std::string wantGauge;  // "" = no leader_election_master_status series
+  };
+  const std::vector<Case> cases = {
+      {"without leader election", "standalone", "", R"(replica_role="standalone"} 1)", ""},
+      {"leading", "leader", "multikueue-adapter", R"(replica_role="leader"} 1)",
+       R"(leader_election_master_status{name="multikueue-adapter"} 1)"},
+      {"following", "follower", "multikueue-adapter", R"(replica_role="follower"} 1)",
+       R"(leader_election_master_status{name="multikueue-adapter"} 0)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Metrics metrics;
+    metrics.setReplicaRole(c.role, c.lease);
+    metrics.recordWorkloadDispatched("cq", "worker1");
+    metrics.recordWorkloadAdmitted("cq", "worker1");
+    const std::string text = metrics.render();
+    EXPECT_TRUE(contains(
+        text, "multikueue_workloads_dispatched_total{cluster=\"worker1\",cluster_queue=\"cq\"," + c.wantSeries))
+        << text;
+    EXPECT_TRUE(
+        contains(text, "multikueue_workloads_admitted_total{cluster=\"worker1\",cluster_queue=\"cq\"," + c.wantSeries))
+        << text;
+    if (c.wantGauge.empty()) {
+      EXPECT_FALSE(contains(text, "leader_election_master_status{")) << text;
+    } else {
+      EXPECT_TRUE(contains(text, c.wantGauge)) << text;
+    }
+  }
+}
+
+TEST(MetricsTest, ProcessSeriesAreThoseOfThisProcess) {
+  // Spend some CPU first, so that its counter has something to show whatever ran before.
+  volatile double sink = 0;
+  while (std::clock() < CLOCKS_PER_SEC / 20) sink = sink + 1;
+  Metrics metrics;
+  const std::string text = metrics.render();
+  const auto valueOf = [&](const std::string& name) {
+    const auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return -1.0;
+    return std::stod(text.substr(at + name.size() + 2));
+  };
+  EXPECT_GE(valueOf("process_cpu_seconds_total"), 0.02) << text;
+  EXPECT_GT(valueOf("process_resident_memory_bytes"), 1024.0 * 1024.0) << text;
+  EXPECT_GE(valueOf("process_virtual_memory_bytes"), valueOf("process_resident_memory_bytes"));
+  EXPECT_GE(valueOf("process_open_fds"), 3.0) << "stdin, stdout, stderr at least";
+  EXPECT_GE(valueOf("process_max_fds"), valueOf("process_open_fds"));
+  const double start = valueOf("process_start_time_seconds");
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(start, now - 24 * 3600.0) << "started within a day: the test process did";
+  EXPECT_LE(start, now + 1.0);
+  EXPECT_TRUE(contains(text, "# TYPE process_cpu_seconds_total counter")) << text;
 }
 
 TEST(MetricsTest, CertificateReloadsCount) {
