@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "mka/app/dispatch_runner.h"
@@ -97,6 +98,15 @@ void routeAdmission(net::HttpServer& server, const webhook::AdmissionHandler& ha
   });
 }
 
+// Every kind the webhooks and RBAC of a configuration name, dispatched or integrated.
+std::vector<std::string> configuredKindNames(const config::Configuration& cfg) {
+  std::vector<std::string> out;
+  for (const auto& f : cfg.multiKueue.externalFrameworks) out.push_back(f.gvk.dotted());
+  for (const auto& f : cfg.integrations.frameworks)
+    if (std::find(out.begin(), out.end(), f.gvk.dotted()) == out.end()) out.push_back(f.gvk.dotted());
+  return out;
+}
+
 std::unique_ptr<net::HttpServer> makePlainServer(const std::string& name, const std::string& address) {
   auto bind = net::parseBindAddress(address);
   if (bind.port < 0) return nullptr;
@@ -166,12 +176,15 @@ Service::Service(ServeOptions options)
   }
   if (metricsServer_) observability::installMetricsRoute(*metricsServer_, *metrics_);
 
+  for (const auto& kind : configuredKindNames(*cfg)) startupKinds_.insert(kind);
   if (options_.configFile) {
     reloader_ = std::make_unique<config::ConfigReloader>(
         *options_.configFile, *store_,
         [this](const FieldErrors& errors) {
           metrics_->recordConfigReload(errors.empty());
-          if (errors.empty() && dispatchRunner_) dispatchRunner_->configChanged();
+          if (!errors.empty()) return;
+          warnAboutAddedKinds();
+          if (dispatchRunner_) dispatchRunner_->configChanged();
         },
         FileWatcher::Options{},
         [this](config::Configuration& next) {
@@ -182,6 +195,25 @@ Service::Service(ServeOptions options)
 }
 
 Service::~Service() { stop(); }
+
+void Service::warnAboutAddedKinds() {
+  std::vector<std::string> added;
+  for (const auto& kind : configuredKindNames(*store_->get()))
+    if (startupKinds_.count(kind) == 0) added.push_back(kind);
+  for (const auto& kind : added)
+    spdlog::warn(
+        "config reload: {} was added after the process started; the webhook configurations and RBAC deployed for "
+        "the first configuration do not cover it: render them again (multikueue-adapter manifests --config FILE | "
+        "kubectl apply -f -)",
+        kind);
+  std::lock_guard lock(addedKindsMutex_);
+  addedKinds_ = std::move(added);
+}
+
+std::vector<std::string> Service::kindsAddedSinceStart() const {
+  std::lock_guard lock(addedKindsMutex_);
+  return addedKinds_;
+}
 
 void Service::start() {
   auto cfg = store_->get();

@@ -7,8 +7,11 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "mka/config/configuration.h"
 
@@ -71,13 +74,22 @@ class Service {
   observability::Metrics& metrics();
   // The dispatch loop's runner when dispatch.enabled (null otherwise).
   DispatchRunner* dispatchRunner();
+  // Kinds ("Kind.version.group") that hot reloads added since the process started: the webhook
+  // configurations and RBAC rendered for its first configuration do not cover them, which each
+  // reload says in a warning.
+  std::vector<std::string> kindsAddedSinceStart() const;
 
  private:
+  void warnAboutAddedKinds();  // on the reloader's thread
+
   ServeOptions options_;
   std::unique_ptr<observability::Metrics> metrics_;
   std::unique_ptr<observability::Health> health_;
   std::unique_ptr<config::ConfigStore> store_;
   std::unique_ptr<config::ConfigReloader> reloader_;
+  std::set<std::string> startupKinds_;  // set by the constructor, read-only after
+  mutable std::mutex addedKindsMutex_;
+  std::vector<std::string> addedKinds_;  // under addedKindsMutex_; the reloader's thread writes it
   std::unique_ptr<webhook::InMemoryQueueIndex> queues_;
   // The manager cluster, when the policy needs it (MultiKueueQueues) or --kubeconfig is given:
   // informers feed `queues_` from LocalQueues, ClusterQueues and AdmissionChecks.

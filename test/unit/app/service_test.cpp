@@ -214,6 +214,28 @@ multiKueue:
   EXPECT_EQ(probe(service.probePort(), "/readyz"), 200);
 }
 
+// The webhook configurations and RBAC were rendered for the kinds the process started with: a
+// reload that adds one says that they must be rendered again.
+TEST(ServiceTest, AReloadThatAddsAKindSaysTheManifestsDoNotCoverIt) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  Service service(optionsFor(dir));
+  service.start();
+  EXPECT_TRUE(service.kindsAddedSinceStart().empty());
+
+  test::writeFileAtomically(dir / "config.yaml",
+                            std::string(kQueueLabeledConfig) + "  - name: Workflow.v1alpha1.argoproj.io\n");
+  ASSERT_TRUE(eventually([&] {
+    return service.kindsAddedSinceStart() == std::vector<std::string>{"Workflow.v1alpha1.argoproj.io"};
+  })) << service.configuration()->multiKueue.externalFrameworks.size();
+
+  test::writeFileAtomically(dir / "config.yaml", kQueueLabeledConfig);  // back to what was deployed
+  EXPECT_TRUE(eventually([&] { return service.kindsAddedSinceStart().empty(); }));
+  service.stop();
+}
+
 TEST(ServiceTest, StopMarksTheProcessNotReady) {
   test::TempDir dir;
   dir.write("config.yaml", kQueueLabeledConfig);
