@@ -1,24 +1,20 @@
 #include "mka/sandbox/garbage_collector.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <variant>
 
 #include <spdlog/spdlog.h>
 
-#include "mka/common/thread_name.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
+#include "task_loop.h"
 
 namespace mka::sandbox {
 namespace {
 
 using nlohmann::json;
-using SteadyClock = std::chrono::steady_clock;
 
 // How soon a deletion waiting for dependents (foreground, namespace content) looks again.
 // The controller's own pace, as kube-controller-manager requeues; tests await idle().
@@ -50,67 +46,21 @@ ResourceRef refOf(const ObjectKey& key, const json& object) {
 }  // namespace
 
 struct GarbageCollector::Impl {
-  explicit Impl(ClusterApi& a) : api(a) {}
+  explicit Impl(ClusterApi& a)
+      : api(a),
+        loop(
+            "gc-" + a.clusterName(), kRecheck,
+            [this](const Task& task) {
+              const bool on = enabled.load();
+              return std::visit([&](const auto& t) { return handle(t, on); }, task);
+            },
+            [this](const std::exception& e) {
+              spdlog::warn("sandbox garbage collector retries cluster={} error=\"{}\"", api.clusterName(), e.what());
+            }) {}
 
   ClusterApi& api;
-  mutable std::mutex mutex;
-  std::condition_variable wake;
-  std::deque<Task> queue;
-  std::vector<std::pair<SteadyClock::time_point, Task>> later;
-  bool busy = false;
-  bool running = false;
-  bool stopping = false;
-  bool enabled = true;
-  std::thread worker;
-
-  void push(Task task) {
-    {
-      std::lock_guard lock(mutex);
-      if (!running) return;
-      queue.push_back(std::move(task));
-    }
-    wake.notify_one();
-  }
-
-  void run() {
-    std::unique_lock lock(mutex);
-    while (!stopping) {
-      const auto now = SteadyClock::now();
-      for (auto it = later.begin(); it != later.end();) {
-        if (it->first <= now) {
-          queue.push_back(std::move(it->second));
-          it = later.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if (queue.empty()) {
-        if (later.empty()) {
-          wake.wait(lock);
-        } else {
-          auto earliest = std::min_element(later.begin(), later.end(),
-                                           [](const auto& a, const auto& b) { return a.first < b.first; });
-          wake.wait_until(lock, earliest->first);
-        }
-        continue;
-      }
-      auto task = std::move(queue.front());
-      queue.pop_front();
-      busy = true;
-      const bool on = enabled;
-      lock.unlock();
-      bool again = false;
-      try {
-        again = std::visit([&](auto& t) { return handle(t, on); }, task);
-      } catch (const std::exception& e) {
-        spdlog::warn("sandbox garbage collector retries cluster={} error=\"{}\"", api.clusterName(), e.what());
-        again = true;
-      }
-      lock.lock();
-      busy = false;
-      if (again && !stopping) later.emplace_back(SteadyClock::now() + kRecheck, std::move(task));
-    }
-  }
+  std::atomic<bool> enabled{true};
+  detail::TaskLoop<Task> loop;  // last: its thread stops before the members it uses go
 
   std::vector<std::pair<ObjectKey, json>> dependentsOf(const std::string& uid) const {
     return api.store().dependentsOf(uid);
@@ -214,53 +164,24 @@ GarbageCollector::GarbageCollector(ClusterApi& api) : impl_(std::make_unique<Imp
 
 GarbageCollector::~GarbageCollector() { stop(); }
 
-void GarbageCollector::start() {
-  std::lock_guard lock(impl_->mutex);
-  if (impl_->running) return;
-  impl_->running = true;
-  impl_->stopping = false;
-  impl_->worker = std::thread([this] {
-    nameThisThread("gc-" + impl_->api.clusterName());
-    impl_->run();
-  });
-}
+void GarbageCollector::start() { impl_->loop.start(); }
 
-void GarbageCollector::stop() {
-  {
-    std::lock_guard lock(impl_->mutex);
-    if (!impl_->running) return;
-    impl_->stopping = true;
-    impl_->running = false;
-    impl_->queue.clear();
-    impl_->later.clear();
-  }
-  impl_->wake.notify_all();
-  if (impl_->worker.joinable()) impl_->worker.join();
-}
+void GarbageCollector::stop() { impl_->loop.stop(); }
 
-void GarbageCollector::setEnabled(bool enabled) {
-  std::lock_guard lock(impl_->mutex);
-  impl_->enabled = enabled;
-}
+void GarbageCollector::setEnabled(bool enabled) { impl_->enabled = enabled; }
 
-bool GarbageCollector::enabled() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->enabled;
-}
+bool GarbageCollector::enabled() const { return impl_->enabled; }
 
 void GarbageCollector::ownerDeleted(const std::string& uid, const std::string& propagationPolicy) {
-  impl_->push(OwnerGone{uid, propagationPolicy});
+  impl_->loop.push(OwnerGone{uid, propagationPolicy});
 }
 
 void GarbageCollector::ownerDeleting(const ObjectKey& owner, const std::string& uid) {
-  impl_->push(OwnerDeleting{owner, uid});
+  impl_->loop.push(OwnerDeleting{owner, uid});
 }
 
-void GarbageCollector::namespaceDeleted(const std::string& name) { impl_->push(NamespaceGone{name}); }
+void GarbageCollector::namespaceDeleted(const std::string& name) { impl_->loop.push(NamespaceGone{name}); }
 
-bool GarbageCollector::idle() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->queue.empty() && impl_->later.empty() && !impl_->busy;
-}
+bool GarbageCollector::idle() const { return impl_->loop.idle(); }
 
 }  // namespace mka::sandbox

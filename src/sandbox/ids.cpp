@@ -1,5 +1,7 @@
 #include "ids.h"
 
+#include "mka/common/errors.h"
+
 #include <openssl/rand.h>
 
 #include <array>
@@ -21,6 +23,18 @@ std::string newUid() {
   std::snprintf(text, sizeof text, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
                 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return text;
+}
+
+std::string newToken(const std::string& what) {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw Error("sandbox: cannot generate " + what + ": RAND_bytes failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 0xf];
+  }
+  return out;
 }
 
 }  // namespace mka::sandbox::detail

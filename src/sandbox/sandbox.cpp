@@ -1,7 +1,6 @@
 #include "mka/sandbox/sandbox.h"
 
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <set>
 
 #include "cluster_http.h"
+#include "ids.h"
 #include "log.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
@@ -33,18 +33,6 @@ const std::vector<std::string> kDefaultNamespaces = {"default", "kube-system", "
 
 const ResourceRef kCrdRef{"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""};
 const ResourceRef kNamespaceRef{"", "v1", "namespaces", "", "", ""};
-
-std::string randomToken() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw Error("sandbox: cannot generate a bearer token: RAND_bytes failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 0xf];
-  }
-  return out;
-}
 
 bool isIpAddress(const std::string& host) {
   return (!host.empty() && host.find_first_not_of("0123456789.") == std::string::npos) ||
@@ -113,7 +101,7 @@ struct Cluster::Impl {
         api(options.name, registry, store, clock),
         gc(api),
         ca("multikueue-adapter sandbox CA (" + options.name + ")"),
-        token(randomToken()),
+        token(detail::newToken("a bearer token")),
         tokens(api, ca.certPem()) {}
 
   ClusterOptions options;

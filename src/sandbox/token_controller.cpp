@@ -1,26 +1,22 @@
 #include "token_controller.h"
 
-#include <openssl/rand.h>
-
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <variant>
 
+#include "ids.h"
 #include "log.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
-#include "mka/common/thread_name.h"
+#include "mka/common/json_fields.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
+#include "task_loop.h"
 
 namespace mka::sandbox {
 namespace token_controller {
 
 using nlohmann::json;
-using SteadyClock = std::chrono::steady_clock;
 
 // How soon a task that met a conflict or an error is tried again (kube-controller-manager
 // requeues with a backoff; tests await idle()).
@@ -39,25 +35,7 @@ struct Issued {
   std::string namespace_, secret;
 };
 
-std::string newServiceAccountToken() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1)
-    throw Error("sandbox token controller: cannot generate a token: RAND_bytes failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 0xf];
-  }
-  return out;
-}
-
-std::string metadataString(const json& object, const char* field) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  const auto value = meta->find(field);
-  return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
-}
+using json_fields::metadataString;
 
 std::string annotation(const json& object, std::string_view key) {
   const auto* annotations = object.contains("metadata") ? &object["metadata"] : nullptr;
@@ -93,67 +71,21 @@ ResourceRef secretRef(const std::string& ns, const std::string& name) { return {
 // Everything TokenController does, in this namespace so that its helpers stay out of the other
 // files of a unity build.
 struct Controller {
-  Controller(ClusterApi& a, std::string ca) : api(a), caPem(std::move(ca)) {}
+  Controller(ClusterApi& a, std::string ca)
+      : api(a),
+        caPem(std::move(ca)),
+        loop(
+            "tokens-" + a.clusterName(), kRetry,
+            [this](const Task& task) { return std::visit([&](const auto& t) { return handle(t); }, task); },
+            [this](const std::exception& e) {
+              logger().warn("sandbox token controller retries cluster={} error=\"{}\"", api.clusterName(), e.what());
+            }) {}
 
   ClusterApi& api;
   const std::string caPem;
   mutable std::mutex mutex;
-  std::condition_variable wake;
-  std::deque<Task> queue;
-  std::vector<std::pair<SteadyClock::time_point, Task>> later;
-  std::map<std::string, Issued> issued;  // token -> its Secret
-  bool busy = false;
-  bool running = false;
-  bool stopping = false;
-  std::thread worker;
-
-  void push(Task task) {
-    {
-      std::lock_guard lock(mutex);
-      if (!running) return;
-      queue.push_back(std::move(task));
-    }
-    wake.notify_one();
-  }
-
-  void run() {
-    std::unique_lock lock(mutex);
-    while (!stopping) {
-      const auto now = SteadyClock::now();
-      for (auto it = later.begin(); it != later.end();) {
-        if (it->first <= now) {
-          queue.push_back(std::move(it->second));
-          it = later.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if (queue.empty()) {
-        if (later.empty()) {
-          wake.wait(lock);
-        } else {
-          const auto earliest = std::min_element(later.begin(), later.end(),
-                                                 [](const auto& a, const auto& b) { return a.first < b.first; });
-          wake.wait_until(lock, earliest->first);
-        }
-        continue;
-      }
-      auto task = std::move(queue.front());
-      queue.pop_front();
-      busy = true;
-      lock.unlock();
-      bool again = false;
-      try {
-        again = std::visit([&](const auto& t) { return handle(t); }, task);
-      } catch (const std::exception& e) {
-        logger().warn("sandbox token controller retries cluster={} error=\"{}\"", api.clusterName(), e.what());
-        again = true;
-      }
-      lock.lock();
-      busy = false;
-      if (again && !stopping) later.emplace_back(SteadyClock::now() + kRetry, std::move(task));
-    }
-  }
+  std::map<std::string, Issued> issued;  // under mutex; token -> its Secret
+  detail::TaskLoop<Task> loop;           // last: its thread stops before the members it uses go
 
   // kube-controller-manager's syncSecret: fills a token Secret of an existing ServiceAccount,
   // deletes one whose ServiceAccount is gone. Returns true to be tried again.
@@ -189,7 +121,7 @@ struct Controller {
       }
       return false;
     }
-    const auto token = newServiceAccountToken();
+    const auto token = detail::newToken("a ServiceAccount token");
     secret["metadata"]["annotations"][std::string(kServiceAccountUidAnnotation)] =
         metadataString(*serviceAccount, "uid");
     auto& data = secret["data"];
@@ -235,34 +167,14 @@ struct Controller {
   }
 
   void start() {
-    {
-      std::lock_guard lock(mutex);
-      if (running) return;
-      running = true;
-      stopping = false;
-      worker = std::thread([this] {
-        nameThisThread("tokens-" + api.clusterName());
-        run();
-      });
-    }
+    if (!loop.start()) return;
     // Secrets written while it was stopped.
     for (const auto& [key, object] : api.store().snapshot())
       if (key.group.empty() && key.plural == "secrets" && isTokenSecret(object) && dataValue(object, "token").empty())
-        push(FillSecret{key.namespace_, key.name});
+        loop.push(FillSecret{key.namespace_, key.name});
   }
 
-  void stop() {
-    {
-      std::lock_guard lock(mutex);
-      if (!running) return;
-      stopping = true;
-      running = false;
-      queue.clear();
-      later.clear();
-    }
-    wake.notify_all();
-    if (worker.joinable()) worker.join();
-  }
+  void stop() { loop.stop(); }
 
   void observe(const ResourceType& type, const json& object, bool removed) {
     if (!type.group.empty()) return;
@@ -273,11 +185,11 @@ struct Controller {
         std::lock_guard lock(mutex);
         issued.erase(token);
       } else if (dataValue(object, "token").empty()) {
-        push(FillSecret{metadataString(object, "namespace"), metadataString(object, "name")});
+        loop.push(FillSecret{metadataString(object, "namespace"), metadataString(object, "name")});
       }
     } else if (type.plural == "serviceaccounts" && removed) {
-      push(ServiceAccountGone{metadataString(object, "namespace"), metadataString(object, "name"),
-                              metadataString(object, "uid")});
+      loop.push(ServiceAccountGone{metadataString(object, "namespace"), metadataString(object, "name"),
+                                   metadataString(object, "uid")});
     }
   }
 
@@ -302,10 +214,7 @@ struct Controller {
     return "system:serviceaccount:" + where.namespace_ + ":" + account;
   }
 
-  bool idle() const {
-    std::lock_guard lock(mutex);
-    return queue.empty() && later.empty() && !busy;
-  }
+  bool idle() const { return loop.idle(); }
 };
 
 }  // namespace token_controller
