@@ -12,13 +12,9 @@ COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
 ARG VERSION=""
-# RelWithDebInfo (-O2), the project's default; the binary is stripped on install.
-RUN cmake -S . -B /build -G Ninja \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DMKA_VERSION="${VERSION}" \
-      -DMKA_BUILD_TESTS=OFF \
-      -DMKA_BUILD_BENCH=OFF \
- && cmake --build /build --target multikueue-adapter \
+# The same script scripts/test.sh builds with, so the tests check this very build; stripped on
+# install.
+RUN bash scripts/build-image-binary.sh /build "${VERSION}" \
  && install -D -m 0755 -s /build/multikueue-adapter /out/multikueue-adapter
 
 FROM debian:bookworm-slim

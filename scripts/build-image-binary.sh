@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds multikueue-adapter exactly as the container image ships it. The Dockerfile's build
+# stage runs this script, and so does scripts/test.sh, so that the binary the tests check (its
+# shared libraries against the image's runtime stage, `version`, `validate-config`) is the one
+# the image carries, built with the same options.
+# Usage: scripts/build-image-binary.sh BUILD_DIR [VERSION]
+#   VERSION: what `multikueue-adapter version` prints; empty: git describe, else the project's
+set -euo pipefail
+if [ $# -lt 1 ]; then
+  echo "usage: $0 BUILD_DIR [VERSION]" >&2
+  exit 2
+fi
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# RelWithDebInfo (-O2), the project's default; the Dockerfile strips the binary on install.
+cmake -S "$root" -B "$1" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMKA_VERSION="${2:-}" \
+  -DMKA_BUILD_TESTS=OFF \
+  -DMKA_BUILD_BENCH=OFF \
+  -DCMAKE_UNITY_BUILD=ON >/dev/null
+cmake --build "$1" --target multikueue-adapter
