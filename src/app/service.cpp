@@ -8,6 +8,7 @@
 #include "mka/app/dispatch_runner.h"
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
+#include "mka/deploy/manifests.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/net/certificate_reloader.h"
@@ -98,15 +99,6 @@ void routeAdmission(net::HttpServer& server, const webhook::AdmissionHandler& ha
   });
 }
 
-// Every kind the webhooks and RBAC of a configuration name, dispatched or integrated.
-std::vector<std::string> configuredKindNames(const config::Configuration& cfg) {
-  std::vector<std::string> out;
-  for (const auto& f : cfg.multiKueue.externalFrameworks) out.push_back(f.gvk.dotted());
-  for (const auto& f : cfg.integrations.frameworks)
-    if (std::find(out.begin(), out.end(), f.gvk.dotted()) == out.end()) out.push_back(f.gvk.dotted());
-  return out;
-}
-
 std::unique_ptr<net::HttpServer> makePlainServer(const std::string& name, const std::string& address) {
   auto bind = net::parseBindAddress(address);
   if (bind.port < 0) return nullptr;
@@ -176,7 +168,7 @@ Service::Service(ServeOptions options)
   }
   if (metricsServer_) observability::installMetricsRoute(*metricsServer_, *metrics_);
 
-  for (const auto& kind : configuredKindNames(*cfg)) startupKinds_.insert(kind);
+  for (const auto& kind : deploy::configuredKinds(*cfg)) startupKinds_.insert(kind.dotted());
   if (options_.configFile) {
     reloader_ = std::make_unique<config::ConfigReloader>(
         *options_.configFile, *store_,
@@ -198,8 +190,8 @@ Service::~Service() { stop(); }
 
 void Service::warnAboutAddedKinds() {
   std::vector<std::string> added;
-  for (const auto& kind : configuredKindNames(*store_->get()))
-    if (startupKinds_.count(kind) == 0) added.push_back(kind);
+  for (const auto& kind : deploy::configuredKinds(*store_->get()))
+    if (startupKinds_.count(kind.dotted()) == 0) added.push_back(kind.dotted());
   for (const auto& kind : added)
     spdlog::warn(
         "config reload: {} was added after the process started; the webhook configurations and RBAC deployed for "

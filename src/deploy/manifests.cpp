@@ -80,17 +80,6 @@ Json namespaceSelectorExcluding(const std::vector<std::string>& namespaces) {
                {"key", "kubernetes.io/metadata.name"}, {"operator", "NotIn"}, {"values", stringArray(namespaces)}}})}};
 }
 
-// Every configured kind once (dispatched first, then integrated), as the webhooks see them.
-std::vector<api::GroupVersionKind> configuredKinds(const config::Configuration& cfg) {
-  std::vector<api::GroupVersionKind> out;
-  const auto add = [&](const api::GroupVersionKind& gvk) {
-    if (std::find(out.begin(), out.end(), gvk) == out.end()) out.push_back(gvk);
-  };
-  for (const auto& f : cfg.multiKueue.externalFrameworks) add(f.gvk);
-  for (const auto& f : cfg.integrations.frameworks) add(f.gvk);
-  return out;
-}
-
 Json webhookClientConfig(std::string_view path) {
   return {{"service",
            {{"name", std::string(kWebhookService)},
@@ -355,24 +344,26 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
           {std::string(kInjectCaAnnotation), std::string(kNamespace) + "/" + std::string(kCertificate)}};
     return object(kWebhookApiVersion, kind, std::move(meta));
   };
+  const auto jobHook = [&](const std::string& name, std::string_view path,
+                           const std::vector<api::GroupVersionKind>& hookKinds,
+                           const std::vector<std::string>& operations, bool mutating, Json namespaces, Json selector) {
+    Json hook = {{"name", name + ".multikueue-adapter.dev"},
+                 {"admissionReviewVersions", stringArray({"v1"})},
+                 {"clientConfig", webhookClientConfig(path)},
+                 {"rules", jobRules(hookKinds, operations)}};
+    common(hook, kWebhookTimeoutSeconds);
+    if (mutating) hook["reinvocationPolicy"] = "Never";
+    hook["namespaceSelector"] = std::move(namespaces);
+    hook["objectSelector"] = std::move(selector);
+    return hook;
+  };
   // One webhook per label selector: an objectSelector's expressions all have to hold, so "the
   // queue-name or the prebuilt-workload label" takes two.
-  const auto jobHooks = [&](std::string_view prefix, std::string_view path, const std::vector<std::string>& operations,
-                            bool mutating) {
-    Json hooks = Json::array();
-    for (const auto& [suffix, selector] :
-         {std::pair{std::string(""), queuedJobs()}, std::pair{std::string("-prebuilt"), prebuiltOnlyJobs()}}) {
-      Json hook = {{"name", std::string(prefix) + suffix + ".multikueue-adapter.dev"},
-                   {"admissionReviewVersions", stringArray({"v1"})},
-                   {"clientConfig", webhookClientConfig(path)},
-                   {"rules", jobRules(kinds, operations)}};
-      common(hook, kWebhookTimeoutSeconds);
-      if (mutating) hook["reinvocationPolicy"] = "Never";
-      hook["namespaceSelector"] = jobNamespaces;
-      hook["objectSelector"] = selector;
-      hooks.push_back(std::move(hook));
-    }
-    return hooks;
+  const auto jobHooks = [&](const std::string& prefix, std::string_view path,
+                            const std::vector<std::string>& operations, bool mutating) {
+    return Json::array(
+        {jobHook(prefix, path, kinds, operations, mutating, jobNamespaces, queuedJobs()),
+         jobHook(prefix + "-prebuilt", path, kinds, operations, mutating, jobNamespaces, prebuiltOnlyJobs())});
   };
   std::vector<Manifest> out;
   if (!kinds.empty()) {
@@ -381,18 +372,11 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
     if (!integrated.empty()) {
       // Integrated jobs without a Kueue label, in the namespaces that opt in: queued in their
       // "default" LocalQueue.
-      Json hook = {{"name", "mutate-default-queue.multikueue-adapter.dev"},
-                   {"admissionReviewVersions", stringArray({"v1"})},
-                   {"clientConfig", webhookClientConfig("/mutate")},
-                   {"rules", jobRules(integrated, {"CREATE"})}};
-      common(hook, kWebhookTimeoutSeconds);
-      hook["reinvocationPolicy"] = "Never";
       Json namespaces = jobNamespaces;
       namespaces["matchExpressions"].push_back(
           {{"key", std::string(kDefaultQueueNamespaceLabel)}, {"operator", "In"}, {"values", stringArray({"true"})}});
-      hook["namespaceSelector"] = std::move(namespaces);
-      hook["objectSelector"] = unlabelledJobs();
-      m["webhooks"].push_back(std::move(hook));
+      m["webhooks"].push_back(jobHook("mutate-default-queue", "/mutate", integrated, {"CREATE"}, true,
+                                      std::move(namespaces), unlabelledJobs()));
     }
     out.push_back({std::move(m),
                    "/mutate on CREATE of the configured kinds that carry Kueue's queue-name or prebuilt-workload "
@@ -522,6 +506,16 @@ std::string readText(const std::filesystem::path& file) {
 }
 
 }  // namespace
+
+std::vector<api::GroupVersionKind> configuredKinds(const config::Configuration& cfg) {
+  std::vector<api::GroupVersionKind> out;
+  const auto add = [&](const api::GroupVersionKind& gvk) {
+    if (std::find(out.begin(), out.end(), gvk) == out.end()) out.push_back(gvk);
+  };
+  for (const auto& f : cfg.multiKueue.externalFrameworks) add(f.gvk);
+  for (const auto& f : cfg.integrations.frameworks) add(f.gvk);
+  return out;
+}
 
 std::vector<Manifest> renderManifests(const config::Configuration& cfg, std::string_view configText,
                                       const ManifestOptions& options) {

@@ -171,6 +171,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Register(*registry_);
 }
 
+std::string Metrics::replicaRole() const {
+  std::lock_guard lock(roleMutex_);
+  return role_;
+}
+
 void Metrics::recordConfigLoaded() { configLastReloadOk_->Set(1); }
 
 void Metrics::setBuildInfo(std::string_view version) {
@@ -195,13 +200,10 @@ void Metrics::setReplicaRole(std::string_view role, std::string_view leaseName) 
 Metrics::~Metrics() = default;
 
 void Metrics::recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster) {
-  std::string role;
-  {
-    std::lock_guard lock(roleMutex_);
-    role = role_;
-  }
   dispatched_
-      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", role}})
+      ->Add({{"cluster_queue", std::string(clusterQueue)},
+             {"cluster", std::string(cluster)},
+             {"replica_role", replicaRole()}})
       .Increment();
 }
 
@@ -222,13 +224,10 @@ void Metrics::recordIntegrationWorkloadFinished(std::string_view kind, std::stri
 }
 
 void Metrics::recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster) {
-  std::string role;
-  {
-    std::lock_guard lock(roleMutex_);
-    role = role_;
-  }
   admitted_
-      ->Add({{"cluster_queue", std::string(clusterQueue)}, {"cluster", std::string(cluster)}, {"replica_role", role}})
+      ->Add({{"cluster_queue", std::string(clusterQueue)},
+             {"cluster", std::string(cluster)},
+             {"replica_role", replicaRole()}})
       .Increment();
 }
 

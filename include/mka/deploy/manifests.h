@@ -51,6 +51,10 @@ struct ManifestOptions {
   std::string image = std::string(kDefaultImage);
 };
 
+// Every configured kind once (dispatched first, then integrated): what the webhook rules and
+// RBAC of a configuration name.
+std::vector<api::GroupVersionKind> configuredKinds(const config::Configuration& configuration);
+
 // One object and why it is there (written as a comment above it).
 struct Manifest {
   nlohmann::ordered_json object;

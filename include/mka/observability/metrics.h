@@ -93,6 +93,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* queueDepth_;
   prometheus::Family<prometheus::Gauge>* buildInfo_;
   prometheus::Family<prometheus::Gauge>* leaderStatus_;
+  std::string replicaRole() const;
   mutable std::mutex roleMutex_;
   std::string role_ = "standalone";  // under roleMutex_
   struct Series;

@@ -16,7 +16,8 @@
 //   startedAt even while spec.suspend is true (as Argo does: a queued Workflow reads Running with
 //   no nodes); runs pods only while not suspended (a suspended run makes no progress) and ends
 //   with phase Succeeded or Failed. Its status goes through the main resource (no subresource).
-// Writes carry the resourceVersion read; a conflict waits for the next pass.
+// Writes carry the resourceVersion read; after a conflict the job's newer version, which the
+// watch brings, is looked at again.
 //
 // Like the real controllers it is driven by a watch of its kind: each change is looked at once,
 // and a running job again when its run time is up.
