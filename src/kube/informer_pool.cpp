@@ -15,22 +15,23 @@ Informer& InformerPool::informer(const api::GroupVersionKind& gvk, const Informe
   std::lock_guard lock(mutex_);
   const auto it = informers_.find(key);
   if (it != informers_.end()) {
-    if (withoutManagedFields_.at(key) != options.withoutManagedFields) {
+    if (it->second.withoutManagedFields != options.withoutManagedFields) {
       throw std::logic_error("InformerPool: " + gvk.goString() +
                              ": asked for with and without withoutManagedFields; every reader must see the same "
                              "objects");
     }
-    return *it->second;
+    return *it->second.informer;
   }
-  withoutManagedFields_[key] = options.withoutManagedFields;
-  return *informers_.emplace(key, std::make_unique<Informer>(client_, gvk, options)).first->second;
+  auto& entry = informers_[key];
+  entry = {options.withoutManagedFields, std::make_unique<Informer>(client_, gvk, options)};
+  return *entry.informer;
 }
 
 void InformerPool::stop() {
   std::vector<Informer*> all;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [key, informer] : informers_) all.push_back(informer.get());
+    for (auto& [key, entry] : informers_) all.push_back(entry.informer.get());
   }
   for (auto* informer : all) informer->stop();
 }

@@ -38,10 +38,13 @@ class InformerPool {
 
  private:
   using Key = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>;
+  struct Entry {
+    bool withoutManagedFields;  // what the first call asked for, which later calls must match
+    std::unique_ptr<Informer> informer;
+  };
   Client& client_;
   std::mutex mutex_;
-  std::map<Key, std::unique_ptr<Informer>> informers_;
-  std::map<Key, bool> withoutManagedFields_;
+  std::map<Key, Entry> informers_;
 };
 
 // The handlers a controller added to informers it may share, removed together: a controller
