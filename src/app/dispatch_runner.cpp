@@ -1,7 +1,6 @@
 #include "mka/app/dispatch_runner.h"
 
-#include <spdlog/spdlog.h>
-
+#include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/rate_limiter.h"
@@ -68,7 +67,7 @@ void DispatchRunner::start() {
   });
   const auto cfg = store_.get();
   if (!cfg->leaderElection.leaderElect) {
-    spdlog::info("leader election disabled: this replica dispatches");
+    log::info("leader election disabled: this replica dispatches");
     metrics_.setReplicaRole("standalone");
     post(Message::Lead);
     return;
@@ -84,9 +83,9 @@ void DispatchRunner::start() {
   le.retryPeriod = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.retryPeriod);
   le.onStartedLeading = [this] { post(Message::Lead); };
   le.onStoppedLeading = [this] { post(Message::Follow); };
-  le.onNewLeader = [](const std::string& identity) { spdlog::info("leader observed identity={}", identity); };
+  le.onNewLeader = [](const std::string& identity) { log::info("leader observed", {{"identity", identity}}); };
   elector_ = std::make_unique<kube::LeaderElector>(manager_, le);
-  spdlog::info("leader election started lease={}/{} identity={}", le.namespace_, le.name, le.identity);
+  log::info("leader election started", {{"lease", le.namespace_ + "/" + le.name}, {"identity", le.identity}});
   elector_->start();
 }
 
@@ -149,12 +148,12 @@ void DispatchRunner::run() {
     switch (message) {
       case Message::Lead: startDispatcher(); break;
       case Message::Follow:
-        spdlog::info("leadership lost: dispatching stops");
+        log::info("leadership lost: dispatching stops");
         stopDispatcher();
         break;
       case Message::Reconfigure:
         if ((dispatcher_ || integration_) && running_ && !sameDispatchSettings(*running_, *store_.get())) {
-          spdlog::info("dispatch settings changed: restarting the dispatch loop with the new configuration");
+          log::info("dispatch settings changed: restarting the dispatch loop with the new configuration");
           stopDispatcher();
           startDispatcher();
         }
@@ -180,7 +179,7 @@ void DispatchRunner::startDispatcher() {
       std::lock_guard lock(mutex_);
       integrating_ = true;
     } catch (const std::exception& e) {
-      spdlog::error("job integration not started error=\"{}\"", e.what());
+      log::error("job integration not started", {{"error", e.what()}});
     }
   }
   if (dispatcher_ || !running_->dispatch.enabled) return;
@@ -198,7 +197,7 @@ void DispatchRunner::startDispatcher() {
   } catch (const std::exception& e) {
     // The caches cannot sync (CRDs missing, RBAC): stay up for the webhooks, say why, retry on
     // the next leadership change or config reload.
-    spdlog::error("dispatch loop not started error=\"{}\"", e.what());
+    log::error("dispatch loop not started", {{"error", e.what()}});
     return;
   }
   dispatcher_ = std::move(dispatcher);

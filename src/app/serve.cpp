@@ -1,9 +1,9 @@
 // serve(): runs the Service until SIGTERM/SIGINT.
-#include <spdlog/spdlog.h>
 
 #include "mka/app/service.h"
 #include "mka/app/signals.h"
 #include "mka/common/errors.h"
+#include "mka/common/log.h"
 
 namespace mka::app {
 
@@ -13,16 +13,18 @@ int serve(const ServeOptions& options) {
   try {
     Service service(options);
     service.start();
-    spdlog::info("received signal={}, stopping", waitForStopSignal());
+    log::info("received signal, stopping", {{"signal", waitForStopSignal()}});
     service.stop();
     return 0;
   } catch (const ValidationError& e) {
-    spdlog::error("configuration is invalid, refusing to start file={} errors={}",
-                  options.configFile ? options.configFile->string() : "", e.errors().size());
-    for (const auto& error : e.errors()) spdlog::error("{}", error.toString());
+    log::error("configuration is invalid, refusing to start",
+               {{"file", options.configFile ? options.configFile->string() : ""}, {"errors", e.errors().size()}});
+    for (const auto& error : e.errors())
+      log::error("configuration error",
+                 {{"file", options.configFile ? options.configFile->string() : ""}, {"error", error.toString()}});
     return 1;
   } catch (const std::exception& e) {
-    spdlog::error("cannot start: {}", e.what());
+    log::error("cannot start", {{"error", e.what()}});
     return 1;
   }
 }

@@ -1,11 +1,11 @@
 #include "mka/app/service.h"
 
 #include <httplib.h>
-#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "mka/app/dispatch_runner.h"
+#include "mka/common/log.h"
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
 #include "mka/deploy/manifests.h"
@@ -50,7 +50,8 @@ config::Configuration loadConfiguration(const ServeOptions& options) {
 void keepStartupSettings(const config::Configuration& running, config::Configuration& next) {
   auto keep = [](auto& field, const auto& value, std::string_view name) {
     if (field == value) return;
-    spdlog::warn("config reload: {} changed but only takes effect after a restart; keeping the running value", name);
+    log::warn("config reload: a setting changed that only takes effect after a restart; keeping the running value",
+              {{"setting", name}});
     field = value;
   };
   keep(next.webhook.host, running.webhook.host, "webhook.host");
@@ -92,7 +93,7 @@ void routeAdmission(net::HttpServer& server, const webhook::AdmissionHandler& ha
                               ? "request body is larger than " + std::to_string(webhook::kMaxRequestBytes) +
                                     " bytes: kube-apiserver never sends objects that large; check the caller"
                               : "request rejected with HTTP status " + std::to_string(res.status);
-    spdlog::warn("webhook request rejected path={} status={} reason=\"{}\"", req.path, res.status, message);
+    log::warn("webhook request rejected", {{"path", req.path}, {"status", res.status}, {"reason", message}});
     nlohmann::json status = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
                              {"status", "Failure"}, {"message", message}, {"code", res.status}};
     res.set_content(status.dump(), "application/json");
@@ -193,11 +194,11 @@ void Service::warnAboutAddedKinds() {
   for (const auto& kind : deploy::configuredKinds(*store_->get()))
     if (startupKinds_.count(kind.dotted()) == 0) added.push_back(kind.dotted());
   for (const auto& kind : added)
-    spdlog::warn(
-        "config reload: {} was added after the process started; the webhook configurations and RBAC deployed for "
+    log::warn(
+        "config reload: a kind was added after the process started; the webhook configurations and RBAC deployed for "
         "the first configuration do not cover it: render them again (multikueue-adapter manifests --config FILE | "
         "kubectl apply -f -)",
-        kind);
+        {{"kind", kind}});
   std::lock_guard lock(addedKindsMutex_);
   addedKinds_ = std::move(added);
 }
@@ -227,7 +228,7 @@ void Service::start() {
                   ", but " + e.what() +
                   "; or set dispatch.enabled: false for webhook-only mode (with no integrations.frameworks)");
     }
-    spdlog::info("manager cluster server={} context={}", rest.host, rest.context);
+    log::info("manager cluster", {{"server", rest.host}, {"context", rest.context}});
     kube::ClientOptions clientOptions;
     clientOptions.qps = cfg->clientConnection.qps;
     clientOptions.burst = cfg->clientConnection.burst;
@@ -235,8 +236,8 @@ void Service::start() {
   }
   certificates_->start();
   if (!certificates_->loaded()) {
-    spdlog::warn("serving certificate not loaded yet; /readyz stays false until it is error=\"{}\"",
-                 certificates_->lastError());
+    log::warn("serving certificate not loaded yet; /readyz stays false until it is",
+              {{"error", certificates_->lastError()}});
   }
   if (reloader_) reloader_->start();
   if (probeServer_) probeServer_->start();
@@ -250,15 +251,17 @@ void Service::start() {
     dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_);
     dispatchRunner_->start();
   }
-  spdlog::info(
-      "multikueue-adapter serving webhookPort={} probePort={} metricsPort={} frameworks={} integrated={} policy={}",
-      webhookPort(), probePort(), metricsPort(), cfg->multiKueue.externalFrameworks.size(),
-      cfg->integrations.frameworks.size(), config::toString(cfg->managedByDefaulting));
+  log::info("multikueue-adapter serving", {{"webhookPort", webhookPort()},
+                                           {"probePort", probePort()},
+                                           {"metricsPort", metricsPort()},
+                                           {"frameworks", cfg->multiKueue.externalFrameworks.size()},
+                                           {"integrated", cfg->integrations.frameworks.size()},
+                                           {"policy", config::toString(cfg->managedByDefaulting)}});
 }
 
 void Service::stop() {
   if (stopping_.exchange(true)) return;
-  spdlog::info("shutting down: draining in-flight webhook requests");
+  log::info("shutting down: draining in-flight webhook requests");
   if (webhookServer_) webhookServer_->stop();
   if (dispatchRunner_) dispatchRunner_->stop();
   if (queueInformers_) queueInformers_->stop();
@@ -266,7 +269,7 @@ void Service::stop() {
   if (certificates_) certificates_->stop();
   if (metricsServer_) metricsServer_->stop();
   if (probeServer_) probeServer_->stop();
-  spdlog::info("shutdown complete");
+  log::info("shutdown complete");
 }
 
 int Service::webhookPort() const { return webhookServer_->port(); }

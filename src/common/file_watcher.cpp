@@ -31,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
 
-std::shared_ptr<spdlog::logger> log() {
+std::shared_ptr<spdlog::logger> watcherLogger() {
   static const std::shared_ptr<spdlog::logger> instance = namedLogger("file-watcher");
   return instance;
 }
@@ -179,9 +179,9 @@ struct FileWatcher::Impl {
     try {
       onChange();
     } catch (const std::exception& e) {
-      log()->error("file change handler failed error=\"{}\"", e.what());
+      log::error(*watcherLogger(), "file change handler failed", {{"error", e.what()}});
     } catch (...) {
-      log()->error("file change handler failed error=\"unknown exception\"");
+      log::error(*watcherLogger(), "file change handler failed", {{"error", "unknown exception"}});
     }
   }
 
@@ -209,7 +209,7 @@ struct FileWatcher::Impl {
       const nfds_t count = inotifyFd.get() >= 0 ? 2 : 1;
       const int ready = ::poll(fds.data(), count, static_cast<int>(std::min<std::int64_t>(waitMs.count(), 1 << 30)));
       if (ready < 0 && errno != EINTR) {
-        log()->error("poll failed, file watching stopped error=\"{}\"", std::strerror(errno));
+        log::error(*watcherLogger(), "poll failed, file watching stopped", {{"error", std::strerror(errno)}});
         return;
       }
       if (fds[0].revents != 0) return;
@@ -254,8 +254,8 @@ void FileWatcher::start() {
   if (impl.options.useInotify) {
     impl.inotifyFd = Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     if (impl.inotifyFd.get() < 0) {
-      log()->warn("inotify unavailable, falling back to polling error=\"{}\" interval={}ms", std::strerror(errno),
-                  impl.options.pollInterval.count());
+      log::warn(*watcherLogger(), "inotify unavailable, falling back to polling",
+                {{"error", std::strerror(errno)}, {"intervalMs", impl.options.pollInterval.count()}});
     }
   }
   impl.watches.clear();

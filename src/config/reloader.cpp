@@ -1,5 +1,5 @@
-#include <spdlog/spdlog.h>
 
+#include "mka/common/log.h"
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
 
@@ -54,14 +54,16 @@ FieldErrors ConfigReloader::reloadNow() {
     const auto frameworks = result.config->multiKueue.externalFrameworks.size();
     const auto source = result.config->source;
     store_.set(std::move(*result.config));
-    spdlog::info("config reloaded file={} source={} frameworks={} generation={}", file_.string(), sourceName(source),
-                 frameworks, store_.generation());
+    log::info("config reloaded", {{"file", file_.string()},
+                                  {"source", sourceName(source)},
+                                  {"frameworks", frameworks},
+                                  {"generation", store_.generation()}});
   } else {
     // The last good configuration stays in force; each problem gets its own line to act on.
-    spdlog::error("config reload refused file={} errors={} keeping_generation={}", file_.string(), result.errors.size(),
-                  store_.generation());
-    for (const auto& e : result.errors)
-      spdlog::error("config error file={} error=\"{}\"", file_.string(), e.toString());
+    log::error(
+        "config reload refused",
+        {{"file", file_.string()}, {"errors", result.errors.size()}, {"keepingGeneration", store_.generation()}});
+    for (const auto& e : result.errors) log::error("config error", {{"file", file_.string()}, {"error", e.toString()}});
   }
   if (onResult_) onResult_(result.errors);
   return result.errors;

@@ -1,7 +1,5 @@
 #include "mka/demo/demo_command.h"
 
-#include <spdlog/spdlog.h>
-
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -16,6 +14,7 @@
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/config/loader.h"
 #include "mka/demo/environment.h"
 #include "mka/integration/workload_builder.h"
@@ -577,7 +576,7 @@ int demoCommand(const DemoOptions& options, std::ostream& out) {
     Demo demo(options, out);
     return demo.run();
   } catch (const std::exception& e) {
-    spdlog::error("demo failed: {}", e.what());
+    log::error("demo failed", {{"error", e.what()}});
     out << "demo failed: " << e.what() << '\n';
     return 1;
   }

@@ -5,10 +5,9 @@
 #include <ostream>
 #include <set>
 
-#include <spdlog/spdlog.h>
-
 #include "mka/app/signals.h"
 #include "mka/common/errors.h"
+#include "mka/common/log.h"
 #include "mka/sandbox/sandbox.h"
 
 namespace mka::demo {
@@ -60,9 +59,9 @@ int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
         if (auto dir = defaultCrdDirectory(fs::current_path())) {
           sources.push_back(*dir);
         } else {
-          spdlog::warn(
-              "no CRDs loaded: neither ../shared/crds nor test/fixtures/crds exists here; "
-              "pass --crds FILE_OR_DIR, or --no-crds to silence this");
+          log::warn(
+              "no CRDs loaded: neither ../shared/crds nor test/fixtures/crds exists here; pass --crds FILE_OR_DIR, or "
+              "--no-crds to silence this");
         }
       }
       crdFiles = crdFilesFrom(sources);
@@ -88,17 +87,19 @@ int sandboxCommand(const SandboxCommandOptions& options, std::ostream& out) {
     for (const auto& name : options.clusters) {
       const auto& cluster = sandbox.cluster(name);
       const fs::path file = fs::absolute(kubeconfigs.at(name));
-      spdlog::info("sandbox cluster ready cluster={} server={} kubeconfig={} crdFiles={}", name, cluster.server(),
-                   file.string(), crdFiles.size());
+      log::info("sandbox cluster ready", {{"cluster", name},
+                                          {"server", cluster.server()},
+                                          {"kubeconfig", file.string()},
+                                          {"crdFiles", crdFiles.size()}});
       out << name << ' ' << file.string() << ' ' << cluster.server() << '\n';
     }
     out.flush();
 
-    spdlog::info("received signal={}, stopping the sandbox", waitForStopSignal());
+    log::info("received signal, stopping the sandbox", {{"signal", waitForStopSignal()}});
     sandbox.stop();
     return 0;
   } catch (const std::exception& e) {
-    spdlog::error("sandbox cannot start: {}", e.what());
+    log::error("sandbox cannot start", {{"error", e.what()}});
     return 1;
   }
 }

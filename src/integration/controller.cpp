@@ -1,9 +1,8 @@
 #include "mka/integration/controller.h"
 
-#include <spdlog/spdlog.h>
-
 #include "mka/api/kueue.h"
 #include "mka/common/errors.h"
+#include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/informer_pool.h"
@@ -143,7 +142,7 @@ void IntegrationController::start(std::chrono::milliseconds syncTimeout) {
                 ": are the CRDs installed and may the adapter's ServiceAccount list and watch them?");
   }
   for (auto& k : impl_->kinds) k->controller->start();
-  spdlog::info("job integration started kinds={}", impl_->kinds.size());
+  log::info("job integration started", {{"kinds", impl_->kinds.size()}});
 }
 
 void IntegrationController::stop() {

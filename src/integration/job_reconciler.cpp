@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
-#include <spdlog/spdlog.h>
-
 #include "mka/api/kueue.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/integration/job_rules.h"
 #include "mka/integration/priority.h"
 #include "mka/integration/workload_builder.h"
@@ -322,8 +321,8 @@ Result JobReconciler::afterDeactivation(const json& job, const json& workload, c
   if (since && now < *since + *retention) return Result::after(*since + *retention - now);
   client_.remove(kind_.gvk(), metadataString(job, "namespace"), metadataString(job, "name"),
                  {.propagationPolicy = "Background"});
-  spdlog::info("job deleted kind={} job={} reason=\"deactivation retention period expired\"", kind_.gvk().kind,
-               keyOf(job));
+  log::info("job deleted",
+            {{"kind", kind_.gvk().kind}, {"job", keyOf(job)}, {"reason", "deactivation retention period expired"}});
   events_.record(job, "Normal", reason::kDeleted, std::string(message::kRetentionExpired));
   return Result::done();
 }
@@ -455,9 +454,11 @@ JobReconciler::Ensured JobReconciler::ensurePrebuilt(json& job, const std::strin
   const json* owner = controllerRef(*workload);
   const std::string uid = metadataString(job, "uid");
   if (owner != nullptr && stringMember(*owner, "uid") != uid) {
-    spdlog::warn(
-        "prebuilt workload controlled by another object, not adopted workload={}/{} owner_uid={} kind={} job={}",
-        metadataString(job, "namespace"), name, stringMember(*owner, "uid"), kind_.gvk().kind, keyOf(job));
+    log::warn("prebuilt workload controlled by another object, not adopted",
+              {{"workload", metadataString(job, "namespace") + "/" + name},
+               {"ownerUID", stringMember(*owner, "uid")},
+               {"kind", kind_.gvk().kind},
+               {"job", keyOf(job)}});
     return {};
   }
   if (owner == nullptr) {
@@ -542,7 +543,7 @@ bool JobReconciler::stop(json& job, const json* workload, const std::string& why
     job = stopped(job, rules_, podSets);
   }
   client_.update(job, {.answer = kube::WriteOptions::Answer::None});
-  spdlog::info("job stopped kind={} job={} reason={} message=\"{}\"", kind_.gvk().kind, keyOf(job), why, message);
+  log::info("job stopped", {{"kind", kind_.gvk().kind}, {"job", keyOf(job)}, {"reason", why}, {"message", message}});
   events_.record(job, "Normal", reason::kStopped, message);
   if (observer_) observer_->jobStopped(kind_.name());
   return true;

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include <spdlog/spdlog.h>
-
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
@@ -252,17 +251,17 @@ void Informer::run() {
       backoff = options_.initialBackoff;  // a watch that ran and ended: resume right away
     } catch (const ApiError& e) {
       if (e.reason() == Reason::Gone) {
-        spdlog::info("informer relists after 410 Gone kind={} resourceVersion={}", gvk_.goString(),
-                     lastResourceVersion());
+        log::info("informer relists after 410 Gone",
+                  {{"kind", gvk_.goString()}, {"resourceVersion", lastResourceVersion()}});
         needList = true;
         continue;
       }
-      spdlog::warn("informer retries kind={} backoff_ms={} error=\"{}\"", gvk_.goString(), backoff.count(), e.what());
+      log::warn("informer retries", {{"kind", gvk_.goString()}, {"backoffMs", backoff.count()}, {"error", e.what()}});
       if (options_.onError) options_.onError(e);
       if (!sleepFor(backoff)) return;
       backoff = std::min(backoff * 2, options_.maxBackoff);
     } catch (const std::exception& e) {
-      spdlog::error("informer retries kind={} backoff_ms={} error=\"{}\"", gvk_.goString(), backoff.count(), e.what());
+      log::error("informer retries", {{"kind", gvk_.goString()}, {"backoffMs", backoff.count()}, {"error", e.what()}});
       if (options_.onError) options_.onError(e);
       if (!sleepFor(backoff)) return;
       backoff = std::min(backoff * 2, options_.maxBackoff);
@@ -356,7 +355,7 @@ void Informer::relist() {
   }
   dispatch.unlock();
   if (!synced_.exchange(true)) {
-    spdlog::info("informer synced kind={} objects={} resourceVersion={}", gvk_.goString(), added.size(), rv);
+    log::info("informer synced", {{"kind", gvk_.goString()}, {"objects", added.size()}, {"resourceVersion", rv}});
   }
   changed_.notify_all();
   if (options_.onSynced) options_.onSynced();

@@ -1,11 +1,10 @@
 #include "mka/kube/leader_election.h"
+#include "mka/common/log.h"
 
 #include <unistd.h>
 
 #include <ctime>
 #include <random>
-
-#include <spdlog/spdlog.h>
 
 namespace mka::kube {
 namespace {
@@ -85,14 +84,14 @@ bool LeaderElector::waitFor(std::chrono::milliseconds delay) {
 }
 
 void LeaderElector::run() {
-  spdlog::info("leader election starts lease={}/{} identity={}", config_.namespace_, config_.name, config_.identity);
+  log::info("leader election starts", {{"lease", leaseKey()}, {"identity", config_.identity}});
   // Acquire: retry every retryPeriod until we hold the lease.
   while (true) {
     if (tryAcquireOrRenew()) break;
     if (!waitFor(config_.retryPeriod)) return;
   }
   leading_ = true;
-  spdlog::info("leader election acquired lease={}/{} identity={}", config_.namespace_, config_.name, config_.identity);
+  log::info("leader election acquired", {{"lease", leaseKey()}, {"identity", config_.identity}});
   if (config_.onStartedLeading) config_.onStartedLeading();
   // Renew: every retryPeriod; leadership ends when renewDeadline passes without a renewal.
   auto lastRenew = SteadyClock::now();
@@ -101,8 +100,8 @@ void LeaderElector::run() {
     if (tryAcquireOrRenew()) {
       lastRenew = SteadyClock::now();
     } else if (SteadyClock::now() - lastRenew >= config_.renewDeadline) {
-      spdlog::error("leader election lost lease={}/{} identity={}: no renewal within the renew deadline",
-                    config_.namespace_, config_.name, config_.identity);
+      log::error("leader election lost: no renewal within the renew deadline",
+                 {{"lease", leaseKey()}, {"identity", config_.identity}});
       leading_ = false;
       if (config_.onStoppedLeading) config_.onStoppedLeading();
       return;
@@ -119,7 +118,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     lease = client_.get(kLease, config_.namespace_, config_.name);
   } catch (const ApiError& e) {
     if (e.reason() != Reason::NotFound) {
-      spdlog::warn("leader election cannot read lease={}/{} error=\"{}\"", config_.namespace_, config_.name, e.what());
+      log::warn("leader election cannot read the lease", {{"lease", leaseKey()}, {"error", e.what()}});
       return false;
     }
     const auto t = microTimeNow();
@@ -135,8 +134,8 @@ bool LeaderElector::tryAcquireOrRenew() {
     try {
       client_.create(fresh);
     } catch (const ApiError& createError) {
-      spdlog::info("leader election lost the race to create lease={}/{} error=\"{}\"", config_.namespace_, config_.name,
-                   createError.what());
+      log::info("leader election lost the race to create the lease",
+                {{"lease", leaseKey()}, {"error", createError.what()}});
       return false;
     }
     std::lock_guard lock(mutex_);
@@ -188,8 +187,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     observedAt_ = now;
     return true;
   } catch (const ApiError& e) {
-    spdlog::info("leader election could not write lease={}/{} error=\"{}\"", config_.namespace_, config_.name,
-                 e.what());
+    log::info("leader election could not write the lease", {{"lease", leaseKey()}, {"error", e.what()}});
     return false;
   }
 }
@@ -204,11 +202,9 @@ void LeaderElector::release() {
     lease["spec"]["renewTime"] = t;
     lease["spec"]["acquireTime"] = t;
     client_.update(lease);
-    spdlog::info("leader election released lease={}/{} identity={}", config_.namespace_, config_.name,
-                 config_.identity);
+    log::info("leader election released", {{"lease", leaseKey()}, {"identity", config_.identity}});
   } catch (const std::exception& e) {
-    spdlog::warn("leader election could not release lease={}/{} error=\"{}\"", config_.namespace_, config_.name,
-                 e.what());
+    log::warn("leader election could not release the lease", {{"lease", leaseKey()}, {"error", e.what()}});
   }
 }
 

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include <httplib.h>
-#include <spdlog/spdlog.h>
 
+#include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/net/openssl.h"
@@ -182,8 +182,8 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
   token_ = config_.bearerToken;
   tokenReadAt_ = SteadyClock::now();
   if (config_.insecureSkipTlsVerify)
-    spdlog::warn("kube client does not verify the server's certificate cluster={} host={}", config_.cluster,
-                 config_.host);
+    log::warn("kube client does not verify the server's certificate",
+              {{"cluster", config_.cluster}, {"host", config_.host}});
 }
 
 RestClient::~RestClient() {
@@ -258,7 +258,7 @@ std::string RestClient::authorization() {
     try {
       token_ = readTokenFile(config_.bearerTokenFile);
     } catch (const ApiError& e) {
-      spdlog::warn("kube client keeps its previous token cluster={} error=\"{}\"", config_.cluster, e.what());
+      log::warn("kube client keeps its previous token", {{"cluster", config_.cluster}, {"error", e.what()}});
     }
     tokenReadAt_ = SteadyClock::now();
   }
@@ -332,8 +332,8 @@ Response RestClient::request(const std::string& method, const std::string& targe
     auto delay = failure->retryAfterSeconds() > 0
                      ? std::chrono::milliseconds{std::chrono::seconds{std::min(failure->retryAfterSeconds(), 30)}}
                      : backoff;
-    spdlog::debug("kube client retries request={} attempt={} delay_ms={} error=\"{}\"", what, attempt + 1,
-                  delay.count(), failure->what());
+    log::debug("kube client retries",
+               {{"request", what}, {"attempt", attempt + 1}, {"delayMs", delay.count()}, {"error", failure->what()}});
     std::this_thread::sleep_for(delay);
     backoff = std::min(backoff * 2, options_.retryBackoffCap);
   }

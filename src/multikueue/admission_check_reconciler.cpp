@@ -123,8 +123,11 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   }
 
   if (writeCondition(manager_, check, desired, clock_))
-    admissionCheckLogger()->info("admission check status written admissionCheck={} active={} reason={} message=\"{}\"",
-                                 admissionCheckName, desired.status, desired.reason, desired.message);
+    log::info(*admissionCheckLogger(), "admission check status written",
+              {{"admissionCheck", admissionCheckName},
+               {"active", desired.status},
+               {"reason", desired.reason},
+               {"message", desired.message}});
   return Result::done();
 }
 

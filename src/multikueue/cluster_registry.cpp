@@ -192,8 +192,11 @@ struct ClusterRegistry::Impl {
     ++e.failedAttempts;
     e.lastFailure = now;
     e.error = error;
-    registryLogger()->warn("cluster connection attempt failed cluster={} attempts={} next_attempt={} error=\"{}\"",
-                           name, e.failedAttempts, toRfc3339(now + reconnectBackoff(e.failedAttempts)), error);
+    log::warn(*registryLogger(), "cluster connection attempt failed",
+              {{"cluster", name},
+               {"attempts", e.failedAttempts},
+               {"nextAttempt", toRfc3339(now + reconnectBackoff(e.failedAttempts))},
+               {"error", error}});
   }
 
   std::optional<Condition> desiredStatus(const Entry& e) const {
@@ -231,8 +234,8 @@ struct ClusterRegistry::Impl {
       (*callback)(cluster, workloadKey);
     } catch (const std::exception& e) {
       // Not the worker's fault: the informer must not take it for a failed request.
-      registryLogger()->error("remote event callback failed cluster={} workload={} error=\"{}\"", cluster, workloadKey,
-                              e.what());
+      log::error(*registryLogger(), "remote event callback failed",
+                 {{"cluster", cluster}, {"workload", workloadKey}, {"error", e.what()}});
     }
   }
 
@@ -285,7 +288,7 @@ struct ClusterRegistry::Impl {
       entries.erase(it);
     }
     if (watcher) watcher->stop();
-    registryLogger()->info("cluster forgotten cluster={} why={}", name, why);
+    log::info(*registryLogger(), "cluster forgotten", {{"cluster", name}, {"why", why}});
     if (wasConnected) emitConnectionChange(name, false);
   }
 
@@ -303,7 +306,7 @@ struct ClusterRegistry::Impl {
       e.failedAttempts = 0;
       e.error.clear();
     }
-    registryLogger()->info("cluster connected cluster={}", name);
+    log::info(*registryLogger(), "cluster connected", {{"cluster", name}});
     emitConnectionChange(name, true);
   }
 
@@ -322,7 +325,7 @@ struct ClusterRegistry::Impl {
         markDisconnected(e, now);
         e.error = error;
         retire(e);
-        registryLogger()->warn("cluster disconnected cluster={} error=\"{}\"", name, error);
+        log::warn(*registryLogger(), "cluster disconnected", {{"cluster", name}, {"error", error}});
       } else {
         return;
       }
@@ -351,8 +354,8 @@ struct ClusterRegistry::Impl {
       auto onJob = [this, name, adapter](const json& object) {
         auto workload = adapter->workloadKeyFor(object);
         if (!workload) {
-          registryLogger()->debug("remote job without a prebuilt-workload link skipped cluster={} kind=\"{}\" job={}",
-                                  name, adapter->gvk().goString(), kube::Informer::keyOf(object));
+          log::debug(*registryLogger(), "remote job without a prebuilt-workload link skipped",
+                     {{"cluster", name}, {"kind", adapter->gvk().goString()}, {"job", kube::Informer::keyOf(object)}});
           return;
         }
         emitRemoteEvent(name, *workload);
@@ -373,7 +376,8 @@ struct ClusterRegistry::Impl {
       std::lock_guard lock(mutex);
       auto& e = entryFor(name);
       if (e.kubeconfig != kubeconfig) {
-        if (!e.kubeconfig.empty()) registryLogger()->info("cluster kubeconfig changed, reconnecting cluster={}", name);
+        if (!e.kubeconfig.empty())
+          log::info(*registryLogger(), "cluster kubeconfig changed, reconnecting", {{"cluster", name}});
         lost = markDisconnected(e, now);
         retire(e);
         e.kubeconfig = kubeconfig;
@@ -423,8 +427,8 @@ struct ClusterRegistry::Impl {
       e.attemptDeadline = now + timeout;
       wait = std::min<std::chrono::nanoseconds>(timeout, kConnectingRecheck);
     }
-    registryLogger()->info("cluster connecting cluster={} attempt={} server={}", name, attempt,
-                           remote->client().rest().config().host);
+    log::info(*registryLogger(), "cluster connecting",
+              {{"cluster", name}, {"attempt", attempt}, {"server", remote->client().rest().config().host}});
     remote->start();
     return Result::after(wait);
   }
@@ -434,8 +438,11 @@ struct ClusterRegistry::Impl {
   void publish(const std::string& name, const json& cluster, const Condition& condition) {
     if (options.writeClusterStatus) {
       if (writeCondition(manager, cluster, condition, clock))
-        registryLogger()->info("cluster status written cluster={} active={} reason={} message=\"{}\"", name,
-                               condition.status, condition.reason, condition.message);
+        log::info(*registryLogger(), "cluster status written",
+                  {{"cluster", name},
+                   {"active", condition.status},
+                   {"reason", condition.reason},
+                   {"message", condition.message}});
       return;
     }
     if (!events) return;
@@ -447,8 +454,11 @@ struct ClusterRegistry::Impl {
     }
     // Best effort: a failed write is logged by the recorder and never fails the reconcile.
     events->record(cluster, condition.status == "True" ? "Normal" : "Warning", condition.reason, condition.message);
-    registryLogger()->info("cluster event recorded cluster={} active={} reason={} message=\"{}\"", name,
-                           condition.status, condition.reason, condition.message);
+    log::info(*registryLogger(), "cluster event recorded",
+              {{"cluster", name},
+               {"active", condition.status},
+               {"reason", condition.reason},
+               {"message", condition.message}});
   }
 
   Result reconcile(const std::string& name) {
@@ -482,13 +492,13 @@ struct ClusterRegistry::Impl {
     if (watchers.second) {
       // The file may have changed between the read above and the watch's baseline: look again.
       watchers.second->start();
-      registryLogger()->info("watching kubeconfig file cluster={} path={}", name, source.path);
+      log::info(*registryLogger(), "watching kubeconfig file", {{"cluster", name}, {"path", source.path}});
       emitKubeconfigChange(name);
     }
     if (!source.ok()) {
       if (lost) emitConnectionChange(name, false);
-      registryLogger()->warn("cluster kubeconfig not loaded cluster={} reason={} error=\"{}\"", name, source.reason,
-                             source.error);
+      log::warn(*registryLogger(), "cluster kubeconfig not loaded",
+                {{"cluster", name}, {"reason", source.reason}, {"error", source.error}});
       publish(name, cluster,
               {std::string(condition::kActive), "False", source.reason,
                std::string(kLoadClientConfigFailedPrefix) + source.error});

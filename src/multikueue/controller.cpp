@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/api_error.h"
@@ -86,14 +87,15 @@ void Controller::work() {
     } catch (const kube::ApiError& e) {
       outcome = "error";
       // A conflict is a stale cache, not a fault: the retry reads the newer object.
-      spdlog::log(e.reason() == kube::Reason::Conflict ? spdlog::level::debug : spdlog::level::warn,
-                  "reconcile failed controller={} key={} retries={} error=\"{}\"", options_.name, *key,
-                  queue_->numRequeues(*key), e.what());
+      log::at(
+          e.reason() == kube::Reason::Conflict ? spdlog::level::debug : spdlog::level::warn, "reconcile failed",
+          {{"controller", options_.name}, {"key", *key}, {"retries", queue_->numRequeues(*key)}, {"error", e.what()}});
       queue_->addRateLimited(*key);
     } catch (const std::exception& e) {
       outcome = "error";
-      spdlog::warn("reconcile failed controller={} key={} retries={} error=\"{}\"", options_.name, *key,
-                   queue_->numRequeues(*key), e.what());
+      log::warn(
+          "reconcile failed",
+          {{"controller", options_.name}, {"key", *key}, {"retries", queue_->numRequeues(*key)}, {"error", e.what()}});
       queue_->addRateLimited(*key);
     }
     ++reconciles_;

@@ -1,11 +1,10 @@
 #include "mka/multikueue/dispatcher.h"
 
-#include <spdlog/spdlog.h>
-
 #include <set>
 
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/kube/informer.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
@@ -265,10 +264,10 @@ void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
   impl_->checkController->start();
   impl_->workloadController->start();
   impl_->collector->start();
-  spdlog::info("dispatcher started controller={} origin={} frameworks={} dispatcher={}",
-               impl_->options.config.dispatch.admissionCheckControllerName, impl_->options.config.multiKueue.origin,
-               impl_->options.config.multiKueue.externalFrameworks.size(),
-               impl_->options.config.multiKueue.dispatcherName);
+  log::info("dispatcher started", {{"controller", impl_->options.config.dispatch.admissionCheckControllerName},
+                                   {"origin", impl_->options.config.multiKueue.origin},
+                                   {"frameworks", impl_->options.config.multiKueue.externalFrameworks.size()},
+                                   {"dispatcher", impl_->options.config.multiKueue.dispatcherName}});
 }
 
 void Dispatcher::stop() {
@@ -281,7 +280,7 @@ void Dispatcher::stop() {
   impl_->registry->stop();
   // Shared informers go on for the job integration; their owner stops them.
   if (impl_->ownInformers) impl_->ownInformers->stop();
-  spdlog::info("dispatcher stopped");
+  log::info("dispatcher stopped");
 }
 
 bool Dispatcher::idle() const {

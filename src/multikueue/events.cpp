@@ -1,11 +1,10 @@
 #include "mka/multikueue/events.h"
 
-#include <spdlog/spdlog.h>
-
 #include <optional>
 #include <random>
 
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/workload_status.h"
@@ -48,12 +47,12 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
       return;
     } catch (const kube::ApiError& e) {
       if (e.reason() != kube::Reason::NotFound) {
-        spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
+        log::warn("event not recorded", {{"object", ns + "/" + name}, {"reason", reason}, {"error", e.what()}});
         return;
       }
       // Expired (events live an hour) or deleted: written afresh below.
     } catch (const std::exception& e) {
-      spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
+      log::warn("event not recorded", {{"object", ns + "/" + name}, {"reason", reason}, {"error", e.what()}});
       return;
     }
   }
@@ -82,7 +81,7 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
     if (written_.size() >= kMaxRemembered) written_.clear();
     written_[key] = Written{ns, event["metadata"]["name"].get<std::string>(), 1};
   } catch (const std::exception& e) {
-    spdlog::warn("event not recorded object={}/{} reason={} error=\"{}\"", ns, name, reason, e.what());
+    log::warn("event not recorded", {{"object", ns + "/" + name}, {"reason", reason}, {"error", e.what()}});
   }
 }
 

@@ -1,7 +1,6 @@
 #include "mka/multikueue/garbage_collector.h"
 
-#include <spdlog/spdlog.h>
-
+#include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/kube/api_error.h"
@@ -43,7 +42,8 @@ OrphanCollector::Stats OrphanCollector::collect() {
       if (!job || !ownedByOrigin(*job, options_.origin)) return;
       if (!adapter.deleteRemoteObject(remote->client(), ns, jobName)) return;
       ++stats.jobsDeleted;
-      spdlog::info("gc deleted orphan job cluster={} kind={} job={}/{}", name, adapter.gvk().kind, ns, jobName);
+      log::info("gc deleted orphan job",
+                {{"cluster", name}, {"kind", adapter.gvk().kind}, {"job", ns + "/" + jobName}});
     };
     remote->forEachWorkload([&](const json& wl) {
       const auto key = kube::Informer::keyOf(wl);
@@ -59,12 +59,12 @@ OrphanCollector::Stats OrphanCollector::collect() {
         try {
           remote->client().remove(kWorkloadGvk, meta.value("namespace", ""), meta.value("name", ""));
           ++stats.workloadsDeleted;
-          spdlog::info("gc deleted orphan workload cluster={} workload={}", name, key);
+          log::info("gc deleted orphan workload", {{"cluster", name}, {"workload", key}});
         } catch (const kube::ApiError& e) {
           if (e.reason() != kube::Reason::NotFound) throw;
         }
       } catch (const std::exception& e) {
-        spdlog::warn("gc skipped workload cluster={} workload={} error=\"{}\"", name, key, e.what());
+        log::warn("gc skipped workload", {{"cluster", name}, {"workload", key}, {"error", e.what()}});
       }
     });
     // Job copies whose Workload copy is gone and whose manager Workload is not live.
@@ -78,7 +78,7 @@ OrphanCollector::Stats OrphanCollector::collect() {
           if (remote->workload(*key) || liveLocally(*key)) return;
           removeJob(*adapter, ns, jobName);
         } catch (const std::exception& e) {
-          spdlog::warn("gc skipped job cluster={} job={}/{} error=\"{}\"", name, ns, jobName, e.what());
+          log::warn("gc skipped job", {{"cluster", name}, {"job", ns + "/" + jobName}, {"error", e.what()}});
         }
       });
     }
@@ -88,7 +88,7 @@ OrphanCollector::Stats OrphanCollector::collect() {
 
 void OrphanCollector::start() {
   if (options_.interval <= std::chrono::nanoseconds::zero()) {
-    spdlog::info("Garbage Collection is disabled");
+    log::info("Garbage Collection is disabled");
     return;
   }
   std::lock_guard lock(mutex_);
@@ -105,9 +105,9 @@ void OrphanCollector::start() {
       try {
         const auto stats = collect();
         if (stats.workloadsDeleted + stats.jobsDeleted > 0)
-          spdlog::info("gc pass done workloads_deleted={} jobs_deleted={}", stats.workloadsDeleted, stats.jobsDeleted);
+          log::info("gc pass done", {{"workloadsDeleted", stats.workloadsDeleted}, {"jobsDeleted", stats.jobsDeleted}});
       } catch (const std::exception& e) {
-        spdlog::warn("gc pass failed error=\"{}\"", e.what());
+        log::warn("gc pass failed", {{"error", e.what()}});
       }
     }
   });

@@ -1,13 +1,12 @@
 #include "mka/multikueue/workload_reconciler.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <set>
 
 #include "conditions.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
@@ -177,7 +176,8 @@ Result WorkloadReconciler::reject(const json& workload, const std::string& check
     if (old == check_state::kRejected) return false;
     return setCheckState(wl, check, check_state::kRejected, withPreviousState(message, old), clock_.now());
   });
-  spdlog::info("workload rejected workload={} check={} reason=\"{}\"", kube::Informer::keyOf(workload), check, message);
+  log::info("workload rejected",
+            {{"workload", kube::Informer::keyOf(workload)}, {"check", check}, {"reason", message}});
   return Result::done();
 }
 
@@ -314,7 +314,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
     if (job && ownedByOrigin(*job, options_.origin)) {
       group.adapter->deleteRemoteObject(remote.client(), group.ns, group.ownerName);
       forgetRemote(remote, gvk, *job);
-      spdlog::info("remote job deleted workload={} cluster={} kind={}", group.key, remote.name(), gvk.kind);
+      log::info("remote job deleted", {{"workload", group.key}, {"cluster", remote.name()}, {"kind", gvk.kind}});
     }
   }
   const auto copy = cachedRemote(remote, kWorkloadGvk, group.key);
@@ -333,7 +333,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
   }
   ignoring(kube::Reason::NotFound, [&] { remote.client().remove(kWorkloadGvk, group.ns, group.name); });
   forgetRemote(remote, kWorkloadGvk, *copy);
-  spdlog::info("remote workload deleted workload={} cluster={}", group.key, remote.name());
+  log::info("remote workload deleted", {{"workload", group.key}, {"cluster", remote.name()}});
 }
 
 void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool freshRead) {
@@ -354,8 +354,8 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
                                                .localJob = group.localJob ? &*group.localJob : nullptr,
                                                .remoteJob = copy ? &*copy : nullptr});
   if (outcome == SyncOutcome::Created)
-    spdlog::info("remote job created workload={} cluster={} kind={} job={}", group.key, remote.name(), gvk.kind,
-                 group.ownerName);
+    log::info("remote job created",
+              {{"workload", group.key}, {"cluster", remote.name()}, {"kind", gvk.kind}, {"job", group.ownerName}});
 }
 
 bool WorkloadReconciler::anyRemoteObject(const Group& group, const std::string& cluster, RemoteCluster& remote) {
@@ -434,8 +434,8 @@ std::optional<Result> WorkloadReconciler::finishFromRemote(const json& workload,
     if (isFinished(wl)) return false;
     return setCondition(wl, condition::kFinished, true, c->value("reason", ""), c->value("message", ""), clock_.now());
   });
-  spdlog::info("workload finished on worker workload={} cluster={} reason={}", group.key, cluster,
-               c->value("reason", ""));
+  log::info("workload finished on worker",
+            {{"workload", group.key}, {"cluster", cluster}, {"reason", c->value("reason", "")}});
   return Result::done();
 }
 
@@ -463,7 +463,7 @@ void WorkloadReconciler::removeOutOfSyncRemotes(const json& workload, Group& gro
       ++it;
       continue;
     }
-    spdlog::info("remote workload out of sync, deleting workload={} cluster={}", group.key, it->first);
+    log::info("remote workload out of sync, deleting", {{"workload", group.key}, {"cluster", it->first}});
     removeRemoteObjects(*group.available.at(it->first), group);
     it = group.remotes.erase(it);
   }
@@ -500,7 +500,7 @@ Result WorkloadReconciler::retryLostAdmission(const json& workload, const std::s
     message = std::string(message::kAdmittingRemoteGone);
   }
   setCheckFromReady(workload, check, std::string(check_state::kRetry), withPreviousState(message, check_state::kReady));
-  spdlog::info("workload sent to retry workload={} cluster={} reason=\"{}\"", group.key, cluster, message);
+  log::info("workload sent to retry", {{"workload", group.key}, {"cluster", cluster}, {"reason", message}});
   return Result::done();
 }
 
@@ -551,7 +551,7 @@ void WorkloadReconciler::markReady(const json& workload, const std::string& chec
   if (becameReady) {
     events_.record(workload, "Normal", kEventReason, message);
     if (observer_) observer_->workloadAdmitted(group.clusterQueue, cluster);
-    spdlog::info("workload admitted on worker workload={} cluster={}", group.key, cluster);
+    log::info("workload admitted on worker", {{"workload", group.key}, {"cluster", cluster}});
   }
 }
 
@@ -579,7 +579,7 @@ std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& w
     nominated.push_back(name);
     ++added;
   }
-  if (added == 0) spdlog::debug("{} workload={}", message::kNoMoreWorkers, group.key);
+  if (added == 0) log::debug(message::kNoMoreWorkers, {{"workload", group.key}});
   return nominated;
 }
 
@@ -626,7 +626,7 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
         }
         if (created) {
           if (observer_) observer_->workloadDispatched(group.clusterQueue, name);
-          spdlog::info("remote workload created workload={} cluster={}", group.key, name);
+          log::info("remote workload created", {{"workload", group.key}, {"cluster", name}});
         }
       } else if (!isNominated && group.remotes.contains(name)) {
         removeRemoteObjects(*remote, group);

@@ -151,15 +151,21 @@ std::string CertificateReloader::reload() {
     }
   }
   if (pair) {
-    logger().info("serving certificate loaded cert={} key={} subject=\"{}\" notAfter={} generation={}",
-                  certFile_.string(), keyFile_.string(), pair->subject, pair->notAfter, generation);
+    log::info(logger(), "serving certificate loaded",
+              {{"cert", certFile_.string()},
+               {"key", keyFile_.string()},
+               {"subject", pair->subject},
+               {"notAfter", pair->notAfter},
+               {"generation", generation}});
     if (X509_cmp_current_time(X509_get0_notAfter(pair->cert)) < 0) {
-      logger().warn("serving certificate has expired cert={} notAfter={}: clients will refuse it; renew it",
-                    certFile_.string(), pair->notAfter);
+      log::warn(logger(), "serving certificate has expired: clients will refuse it; renew it",
+                {{"cert", certFile_.string()}, {"notAfter", pair->notAfter}});
     }
   } else {
-    logger().error("serving certificate not loaded{} error=\"{}\"",
-                   hadPair ? ", still serving the previous one" : ", TLS handshakes fail until it is fixed", error);
+    log::error(logger(),
+               hadPair ? "serving certificate not loaded, still serving the previous one"
+                       : "serving certificate not loaded, TLS handshakes fail until it is fixed",
+               {{"error", error}});
   }
   if (listener_) listener_(pair != nullptr);
   return error;

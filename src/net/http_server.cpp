@@ -217,19 +217,20 @@ HttpServer::HttpServer(ServerOptions options, std::shared_ptr<CertificateReloade
   server_->set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.content_provider_ && tCurrentStream != nullptr) tCurrentStream->holdWrites(false);
   });
-  server_->set_exception_handler([name = options_.name](const httplib::Request& req, httplib::Response& res,
-                                                        std::exception_ptr error) {
-    std::string what = "unknown exception";
-    try {
-      if (error) std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    logger().error("request handler failed server={} method={} path={} error=\"{}\"", name, req.method, req.path, what);
-    res.status = 500;
-    res.set_content("internal server error\n", "text/plain; charset=utf-8");
-  });
+  server_->set_exception_handler(
+      [name = options_.name](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+        std::string what = "unknown exception";
+        try {
+          if (error) std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        log::error(logger(), "request handler failed",
+                   {{"server", name}, {"method", req.method}, {"path", req.path}, {"error", what}});
+        res.status = 500;
+        res.set_content("internal server error\n", "text/plain; charset=utf-8");
+      });
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -312,7 +313,8 @@ int HttpServer::start() {
     disableThreadCache();  // accepts and hands off; the workers do the allocating
     acceptLoop();
   });
-  logger().info("listening server={} address={} tls={}", options_.name, runtime_->address, certificates_ != nullptr);
+  log::info(logger(), "listening",
+            {{"server", options_.name}, {"address", runtime_->address}, {"tls", certificates_ != nullptr}});
   return port_;
 }
 
@@ -329,7 +331,7 @@ void HttpServer::acceptLoop() {
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        logger().warn("accept failed server={} error=\"{}\"", options_.name, std::strerror(errno));
+        log::warn(logger(), "accept failed", {{"server", options_.name}, {"error", std::strerror(errno)}});
         // Out of descriptors or memory: back off instead of spinning on a readable socket.
         waitFor(rt.wakeFd, POLLIN, std::chrono::milliseconds{100});
         break;
@@ -344,8 +346,8 @@ void HttpServer::acceptLoop() {
         try {
           serveConnection(fd, peer, peerPort);
         } catch (const std::exception& e) {  // e.g. bad_alloc inside httplib: lose the connection, not the process
-          logger().error("connection failed server={} peer={}:{} error=\"{}\"", options_.name, peer, peerPort,
-                         e.what());
+          log::error(logger(), "connection failed",
+                     {{"server", options_.name}, {"peer", peer + ":" + std::to_string(peerPort)}, {"error", e.what()}});
         }
         ERR_clear_error();
         ::close(fd);
@@ -365,7 +367,7 @@ void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) 
   if (rt.tls != nullptr) {
     ssl.reset(SSL_new(rt.tls));
     if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) {
-      logger().error("cannot create TLS session server={} error=\"{}\"", options_.name, opensslErrors());
+      log::error(logger(), "cannot create TLS session", {{"server", options_.name}, {"error", opensslErrors()}});
       return;
     }
     const auto deadline = std::chrono::steady_clock::now() + readTimeout;
@@ -381,10 +383,11 @@ void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) 
         const std::string reason = opensslErrors();
         // A TCP probe or port scan closes without a word: not worth more than debug.
         if (reason.empty()) {
-          logger().debug("TLS handshake aborted by peer server={} peer={}:{}", options_.name, peer, peerPort);
+          log::debug(logger(), "TLS handshake aborted by peer",
+                     {{"server", options_.name}, {"peer", peer + ":" + std::to_string(peerPort)}});
         } else {
-          logger().info("TLS handshake failed server={} peer={}:{} error=\"{}\"", options_.name, peer, peerPort,
-                        reason);
+          log::info(logger(), "TLS handshake failed",
+                    {{"server", options_.name}, {"peer", peer + ":" + std::to_string(peerPort)}, {"error", reason}});
         }
         return;
       }
@@ -434,7 +437,8 @@ void HttpServer::stop() {
   ::close(rt.listenFd);  // new connections are refused from here on
   rt.listenFd = -1;
   rt.pool->shutdown();  // in-flight requests finish; idle connections already woke and closed
-  logger().info("stopped server={} address={} connections={}", options_.name, rt.address, rt.accepted.load());
+  log::info(logger(), "stopped",
+            {{"server", options_.name}, {"address", rt.address}, {"connections", rt.accepted.load()}});
 }
 
 bool HttpServer::running() const { return thread_.joinable() && runtime_ && !runtime_->stopping; }

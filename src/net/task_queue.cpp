@@ -20,7 +20,7 @@ void ElasticTaskQueue::enqueue(std::function<void()> fn) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
-      logger().error("task dropped: queue is shut down queue={}", options_.name);
+      log::error(logger(), "task dropped: queue is shut down", {{"queue", options_.name}});
       return;
     }
     tasks_.push_back(std::move(fn));
@@ -33,8 +33,8 @@ void ElasticTaskQueue::enqueue(std::function<void()> fn) {
         ++idle_;  // counts as idle until it takes its first task
       } else if (!warnedFull_) {
         warnedFull_ = true;
-        logger().warn("all threads busy, tasks wait for a free one queue={} threads={} queued={}", options_.name,
-                      running_.size(), tasks_.size());
+        log::warn(logger(), "all threads busy, tasks wait for a free one",
+                  {{"queue", options_.name}, {"threads", running_.size()}, {"queued", tasks_.size()}});
       }
     }
     toJoin.swap(exited_);

@@ -1,16 +1,13 @@
 #include "mka/observability/logging.h"
 
-#include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
-#include <iterator>
-#include <nlohmann/json.hpp>
 
 #include "mka/common/errors.h"
+#include "mka/common/log.h"
 
 namespace mka::observability {
 
@@ -22,67 +19,6 @@ std::string lower(std::string_view text) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
-
-std::string_view levelName(spdlog::level::level_enum level) {
-  switch (level) {
-    case spdlog::level::trace: return "trace";
-    case spdlog::level::debug: return "debug";
-    case spdlog::level::info: return "info";
-    case spdlog::level::warn: return "warn";
-    case spdlog::level::err: return "error";
-    case spdlog::level::critical: return "critical";
-    default: return "off";
-  }
-}
-
-// RFC 3339 in UTC with milliseconds: sorts as text and reads the same in every time zone.
-void appendTimestamp(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
-  const auto since = msg.time.time_since_epoch();
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - seconds).count();
-  const std::time_t t = static_cast<std::time_t>(seconds.count());
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  fmt::format_to(std::back_inserter(dest), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-}
-
-void append(spdlog::memory_buf_t& dest, std::string_view text) { dest.append(text.data(), text.data() + text.size()); }
-
-class TextFormatter final : public spdlog::formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    appendTimestamp(msg, dest);
-    fmt::format_to(std::back_inserter(dest), " {:<5} [{}] ", levelName(msg.level),
-                   std::string_view(msg.logger_name.data(), msg.logger_name.size()));
-    append(dest, std::string_view(msg.payload.data(), msg.payload.size()));
-    dest.push_back('\n');
-  }
-  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<TextFormatter>(); }
-};
-
-class JsonFormatter final : public spdlog::formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    // Fixed key order (ts first) for people reading raw lines; values escaped by nlohmann,
-    // with invalid UTF-8 replaced so one bad byte cannot make the line unparsable.
-    append(dest, R"({"ts":")");
-    appendTimestamp(msg, dest);
-    append(dest, R"(","level":")");
-    append(dest, levelName(msg.level));
-    append(dest, R"(","logger":)");
-    append(dest, quote(std::string_view(msg.logger_name.data(), msg.logger_name.size())));
-    append(dest, R"(,"msg":)");
-    append(dest, quote(std::string_view(msg.payload.data(), msg.payload.size())));
-    append(dest, "}\n");
-  }
-  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
-
- private:
-  static std::string quote(std::string_view text) {
-    return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-};
 
 }  // namespace
 
@@ -112,10 +48,7 @@ spdlog::level::level_enum verbosityToLevel(int v) {
   return spdlog::level::info;
 }
 
-std::unique_ptr<spdlog::formatter> makeLogFormatter(LogFormat format) {
-  if (format == LogFormat::Json) return std::make_unique<JsonFormatter>();
-  return std::make_unique<TextFormatter>();
-}
+std::unique_ptr<spdlog::formatter> makeLogFormatter(LogFormat format) { return log::makeFormatter(format); }
 
 void setupLogging(const LogOptions& options) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();

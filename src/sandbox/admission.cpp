@@ -625,16 +625,12 @@ json invoke(Caller& caller, const Hook& hook, bool mutating, const std::string& 
     const std::string name = hook.name();
     const std::string message = "failed calling webhook " + goQuote(name) + ": " + failure.reason;
     if (stringMember(hook.spec, "failurePolicy", "Fail") == "Ignore") {
-      logger().warn(
-          "admission webhook failed, failing open (failurePolicy Ignore) webhook={} configuration={} "
-          "error=\"{}\"",
-          name, hook.configuration, message);
+      log::warn(logger(), "admission webhook failed, failing open (failurePolicy Ignore)",
+                {{"webhook", name}, {"configuration", hook.configuration}, {"error", message}});
       return object;
     }
-    logger().warn(
-        "admission webhook failed, failing closed (failurePolicy Fail) webhook={} configuration={} "
-        "error=\"{}\"",
-        name, hook.configuration, message);
+    log::warn(logger(), "admission webhook failed, failing closed (failurePolicy Fail)",
+              {{"webhook", name}, {"configuration", hook.configuration}, {"error", message}});
     throw ApiError::internal(message);
   }
 }

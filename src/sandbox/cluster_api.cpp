@@ -10,9 +10,8 @@
 #include <random>
 #include <set>
 
-#include <spdlog/spdlog.h>
-
 #include "builtin_types.h"
+#include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/sandbox/admission.h"
@@ -630,8 +629,11 @@ StoredObject ClusterApi::create(const ResourceRef& ref, json object, const Write
   auto stored = store_.create(t.key, std::move(object));
   if (definedType) registry_.applyCrd(definedType);
   if (observer_) observer_(*t.type, *stored, false);
-  spdlog::debug("sandbox created cluster={} resource={} namespace={} name={} rv={}", clusterName_,
-                t.type->qualifiedResource(), t.key.namespace_, name, stringAt(*stored, "metadata", "resourceVersion"));
+  log::debug("sandbox created", {{"cluster", clusterName_},
+                                 {"resource", t.type->qualifiedResource()},
+                                 {"namespace", t.key.namespace_},
+                                 {"name", name},
+                                 {"rv", stringAt(*stored, "metadata", "resourceVersion")}});
   return stored;
 }
 
@@ -1067,8 +1069,8 @@ void ClusterApi::afterRemoval(const ResourceType& type, const json& removed, con
       }
       registry_.removeCrd(defined->group, defined->plural);
     } catch (const ApiError& e) {
-      spdlog::warn("sandbox could not unregister a deleted CRD cluster={} name={} error=\"{}\"", clusterName_,
-                   stringAt(removed, "metadata", "name"), e.what());
+      log::warn("sandbox could not unregister a deleted CRD",
+                {{"cluster", clusterName_}, {"name", stringAt(removed, "metadata", "name")}, {"error", e.what()}});
     }
   }
   if (gc_ && !uid.empty()) gc_->ownerDeleted(uid, policy.empty() ? "Background" : policy);

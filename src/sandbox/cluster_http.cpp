@@ -320,15 +320,20 @@ int ClusterHttp::start() {
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
   server->handleEverything(handler);
   server->setLogger([name = options_.clusterName](const httplib::Request& req, const httplib::Response& res) {
-    logger().debug("request cluster={} method={} path={} query=\"{}\" status={} peer={}:{}", name, req.method, req.path,
-                   req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1),
-                   res.status, req.remote_addr, req.remote_port);
+    log::debug(logger(), "request",
+               {{"cluster", name},
+                {"method", req.method},
+                {"path", req.path},
+                {"query", req.target.find('?') == std::string::npos ? "" : req.target.substr(req.target.find('?') + 1)},
+                {"status", res.status},
+                {"peer", req.remote_addr + ":" + std::to_string(req.remote_port)}});
   });
   stopping_ = false;
   const int port = server->start();
   port_ = port;
   server_ = std::move(server);
-  logger().info("cluster serving cluster={} server=https://{}:{}", options_.clusterName, options_.host, port);
+  log::info(logger(), "cluster serving",
+            {{"cluster", options_.clusterName}, {"server", "https://" + options_.host + ":" + std::to_string(port)}});
   return port;
 }
 
@@ -349,7 +354,7 @@ void ClusterHttp::stop() {
   faults_.cancelDelays();
   server_->stop();
   server_.reset();
-  logger().info("cluster stopped cluster={} port={}", options_.clusterName, port_.load());
+  log::info(logger(), "cluster stopped", {{"cluster", options_.clusterName}, {"port", port_.load()}});
 }
 
 bool ClusterHttp::running() const { return server_ && server_->running(); }
@@ -504,9 +509,13 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
           otherToken ? options_.authenticateToken(authorization.substr(prefix.size())) : std::nullopt;
       const auto certificateUser = tokenOk || serviceAccountUser ? std::nullopt : verifiedClientCertificate(req);
       if (!tokenOk && !serviceAccountUser && !certificateUser) {
-        logger().debug("request unauthorized cluster={} method={} path={} peer={}:{} reason={}", options_.clusterName,
-                       req.method, req.path, req.remote_addr, req.remote_port,
-                       authorization.empty() ? "no Authorization header or client certificate" : "wrong bearer token");
+        log::debug(logger(), "request unauthorized",
+                   {{"cluster", options_.clusterName},
+                    {"method", req.method},
+                    {"path", req.path},
+                    {"peer", req.remote_addr + ":" + std::to_string(req.remote_port)},
+                    {"reason",
+                     authorization.empty() ? "no Authorization header or client certificate" : "wrong bearer token"}});
         throw ApiError::unauthorized();
       }
       if (recording_ && route.kind == Route::Kind::Resource) {
@@ -532,8 +541,12 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
       const int code = *decision.failWith;
       json details = json::object();
       if (code == 429) details["retryAfterSeconds"] = decision.retryAfterSeconds;
-      logger().info("injected fault cluster={} verb={} resource={} subresource={} code={}", options_.clusterName,
-                    route.verb, route.ref.plural, route.ref.subresource, code);
+      log::info(logger(), "injected fault",
+                {{"cluster", options_.clusterName},
+                 {"verb", route.verb},
+                 {"resource", route.ref.plural},
+                 {"subresource", route.ref.subresource},
+                 {"code", code}});
       throw ApiError(code, statusReasonFor(code),
                      "injected fault: the sandbox's fault injector answers " + std::to_string(code) + " to " +
                          route.verb + " " + route.ref.plural +
@@ -557,8 +570,8 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
     }
   } catch (const ApiError& e) {
     if (e.code() == 422) {
-      logger().info("write refused as invalid cluster={} method={} path={} message=\"{}\"", options_.clusterName,
-                    req.method, req.path, e.what());
+      log::info(logger(), "write refused as invalid",
+                {{"cluster", options_.clusterName}, {"method", req.method}, {"path", req.path}, {"message", e.what()}});
       constexpr std::size_t kKept = 100;
       std::lock_guard lock(invalidMutex_);
       if (invalidWrites_.size() == kKept) invalidWrites_.erase(invalidWrites_.begin());
@@ -566,8 +579,8 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
     }
     writeError(res, e);
   } catch (const std::exception& e) {
-    logger().error("request failed cluster={} method={} path={} error=\"{}\"", options_.clusterName, req.method,
-                   req.path, e.what());
+    log::error(logger(), "request failed",
+               {{"cluster", options_.clusterName}, {"method", req.method}, {"path", req.path}, {"error", e.what()}});
     writeError(res, ApiError::internal(e.what()));
   }
 }
@@ -725,7 +738,8 @@ void ClusterHttp::serveWatch(const Route& route, const httplib::Request& req, ht
   // kube-apiserver answers a watch it has accepted with 200 even when it cannot serve it: a
   // too-old resourceVersion arrives as an ERROR event carrying a 410 Expired Status.
   if (injectGone) {
-    logger().info("injected fault cluster={} verb=watch resource={} code=410", options_.clusterName, ref.plural);
+    log::info(logger(), "injected fault",
+              {{"cluster", options_.clusterName}, {"verb", "watch"}, {"resource", ref.plural}, {"code", 410}});
     stream->error =
         ApiError::gone("too old resource version: " + (resourceVersion.empty() ? "0" : resourceVersion) + " (" +
                        std::to_string(api_.store().resourceVersion()) + "): injected fault in cluster " +

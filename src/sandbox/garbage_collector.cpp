@@ -5,8 +5,7 @@
 #include <chrono>
 #include <variant>
 
-#include <spdlog/spdlog.h>
-
+#include "mka/common/log.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "task_loop.h"
@@ -55,7 +54,7 @@ struct GarbageCollector::Impl {
               return std::visit([&](const auto& t) { return handle(t, on); }, task);
             },
             [this](const std::exception& e) {
-              spdlog::warn("sandbox garbage collector retries cluster={} error=\"{}\"", api.clusterName(), e.what());
+              log::warn("sandbox garbage collector retries", {{"cluster", api.clusterName()}, {"error", e.what()}});
             }) {}
 
   ClusterApi& api;

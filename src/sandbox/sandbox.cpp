@@ -175,8 +175,8 @@ void Cluster::start() {
       for (auto& crd : loadCrdFile(file)) {
         const std::string name = crd.value(json::json_pointer("/metadata/name"), std::string());
         if (!created.insert(name).second) {
-          logger().warn("CRD skipped cluster={} crd={} file={}: an earlier file already defined it", d.options.name,
-                        name, file.string());
+          log::warn(logger(), "CRD skipped: an earlier file already defined it",
+                    {{"cluster", d.options.name}, {"crd", name}, {"file", file.string()}});
           continue;
         }
         try {
@@ -187,8 +187,8 @@ void Cluster::start() {
         }
       }
     }
-    logger().info("cluster seeded cluster={} namespaces={} crds={}", d.options.name, kDefaultNamespaces.size(),
-                  created.size());
+    log::info(logger(), "cluster seeded",
+              {{"cluster", d.options.name}, {"namespaces", kDefaultNamespaces.size()}, {"crds", created.size()}});
     d.seeded = true;
   }
   d.gc.start();
@@ -209,10 +209,10 @@ void Cluster::setUnreachable(bool unreachable) {
   d.unreachable = unreachable;
   if (unreachable) {
     d.http->stop();
-    logger().info("cluster unreachable cluster={} port={}", d.options.name, d.http->port());
+    log::info(logger(), "cluster unreachable", {{"cluster", d.options.name}, {"port", d.http->port()}});
   } else {
     d.http->start();
-    logger().info("cluster reachable again cluster={} port={}", d.options.name, d.http->port());
+    log::info(logger(), "cluster reachable again", {{"cluster", d.options.name}, {"port", d.http->port()}});
   }
 }
 

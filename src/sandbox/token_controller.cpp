@@ -78,7 +78,8 @@ struct Controller {
             "tokens-" + a.clusterName(), kRetry,
             [this](const Task& task) { return std::visit([&](const auto& t) { return handle(t); }, task); },
             [this](const std::exception& e) {
-              logger().warn("sandbox token controller retries cluster={} error=\"{}\"", api.clusterName(), e.what());
+              log::warn(logger(), "sandbox token controller retries",
+                        {{"cluster", api.clusterName()}, {"error", e.what()}});
             }) {}
 
   ClusterApi& api;
@@ -110,10 +111,9 @@ struct Controller {
       }
     }
     if (!serviceAccount || (!wantedUid.empty() && metadataString(*serviceAccount, "uid") != wantedUid)) {
-      logger().info(
-          "sandbox token controller deletes a token Secret without its ServiceAccount cluster={} secret={}/{} "
-          "serviceaccount={}",
-          api.clusterName(), task.namespace_, task.name, account);
+      log::info(
+          logger(), "sandbox token controller deletes a token Secret without its ServiceAccount",
+          {{"cluster", api.clusterName()}, {"secret", task.namespace_ + "/" + task.name}, {"serviceAccount", account}});
       try {
         api.remove(ref, DeleteOptions{.preconditionUid = metadataString(secret, "uid")});
       } catch (const ApiError& e) {
@@ -143,10 +143,9 @@ struct Controller {
       if (e.code() == 404) return false;
       throw;
     }
-    logger().info(
-        "sandbox token controller filled a ServiceAccount token Secret cluster={} secret={}/{} "
-        "serviceaccount={}",
-        api.clusterName(), task.namespace_, task.name, account);
+    log::info(
+        logger(), "sandbox token controller filled a ServiceAccount token Secret",
+        {{"cluster", api.clusterName()}, {"secret", task.namespace_ + "/" + task.name}, {"serviceAccount", account}});
     return false;
   }
 

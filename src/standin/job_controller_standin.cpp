@@ -1,13 +1,12 @@
 #include "mka/standin/job_controller_standin.h"
 
-#include <spdlog/spdlog.h>
-
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "mka/common/log.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 
@@ -203,7 +202,7 @@ struct JobControllerStandIn::Impl {
         events = drainWatch(wait);
       } catch (const std::exception& e) {
         // The CRD may not exist yet; look again after a poll interval.
-        spdlog::debug("job controller stand-in watch failed kind={} error=\"{}\"", options.plural, e.what());
+        log::debug("job controller stand-in watch failed", {{"kind", options.plural}, {"error", e.what()}});
         std::unique_lock lock(mutex);
         if (!stopping) wake.wait_for(lock, options.pollInterval);
       }
@@ -286,8 +285,8 @@ struct JobControllerStandIn::Impl {
       try {
         step(*job);
       } catch (const std::exception& e) {
-        spdlog::debug("job controller stand-in write failed kind={} job={} error=\"{}\"", options.plural, key,
-                      e.what());
+        log::debug("job controller stand-in write failed",
+                   {{"kind", options.plural}, {"job", key}, {"error", e.what()}});
         dirty.insert(key);  // try again next round
       }
     }

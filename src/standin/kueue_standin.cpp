@@ -245,8 +245,9 @@ struct KueueStandIn::Impl {
           slot.watch = api.watch(slot.ref, {}, "0");
         } catch (const ApiError& e) {
           if (e.code() != 404)
-            logger().warn("kueue-standin watch failed cluster={} resource={}.{} error=\"{}\"", cluster(),
-                          slot.ref.plural, slot.ref.group, e.what());
+            log::warn(
+                logger(), "kueue-standin watch failed",
+                {{"cluster", cluster()}, {"resource", slot.ref.plural + "." + slot.ref.group}, {"error", e.what()}});
           slot.watch.reset();
           continue;  // the CRD is not there yet: try again next round
         }
@@ -319,12 +320,12 @@ struct KueueStandIn::Impl {
         // write (the dispatcher deletes the copies that lost). Both are expected: the retry
         // rereads, and finds the newer object or nothing to do.
         if (e.code() != 409 && e.code() != 404)
-          logger().warn("kueue-standin reconcile failed, retrying cluster={} namespace={} name={} error=\"{}\"",
-                        cluster(), key.namespace_, key.name, e.what());
+          log::warn(logger(), "kueue-standin reconcile failed, retrying",
+                    {{"cluster", cluster()}, {"namespace", key.namespace_}, {"name", key.name}, {"error", e.what()}});
       } catch (const std::exception& e) {
         failed = true;
-        logger().warn("kueue-standin reconcile failed, retrying cluster={} namespace={} name={} error=\"{}\"",
-                      cluster(), key.namespace_, key.name, e.what());
+        log::warn(logger(), "kueue-standin reconcile failed, retrying",
+                  {{"cluster", cluster()}, {"namespace", key.namespace_}, {"name", key.name}, {"error", e.what()}});
       }
       std::lock_guard lock(mutex);
       busy = false;
@@ -495,8 +496,11 @@ struct KueueStandIn::Impl {
     auto cqName = clusterQueueOf(wl, &cq);
     if (cqName.empty()) {
       if (options.requireQueues) {
-        logger().debug("kueue-standin workload waits for its queues cluster={} namespace={} workload={} queue={}",
-                       cluster(), key.namespace_, key.name, stringAtPointer(wl, json::json_pointer("/spec/queueName")));
+        log::debug(logger(), "kueue-standin workload waits for its queues",
+                   {{"cluster", cluster()},
+                    {"namespace", key.namespace_},
+                    {"workload", key.name},
+                    {"queue", stringAtPointer(wl, json::json_pointer("/spec/queueName"))}});
         return;  // a LocalQueue/ClusterQueue event brings it back
       }
       cqName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
@@ -553,8 +557,12 @@ struct KueueStandIn::Impl {
     if (!checksPending)
       setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", stamp, generation);
     writeStatus(wl, status);
-    logger().info("kueue-standin reserved quota cluster={} namespace={} workload={} clusterQueue={} admitted={}",
-                  cluster(), key.namespace_, key.name, cqName, !checksPending);
+    log::info(logger(), "kueue-standin reserved quota",
+              {{"cluster", cluster()},
+               {"namespace", key.namespace_},
+               {"workload", key.name},
+               {"clusterQueue", cqName},
+               {"admitted", !checksPending}});
   }
 
   // Kueue's flavor assignment without quotas: each resource a pod of the set requests gets the
@@ -595,7 +603,8 @@ struct KueueStandIn::Impl {
     json status = wl.value("status", json::object());
     setCondition(status, kAdmitted, "True", "Admitted", "The workload is admitted", api.now(), generationOf(wl));
     writeStatus(wl, status);
-    logger().info("kueue-standin admitted cluster={} namespace={} workload={}", cluster(), nsOf(wl), nameOf(wl));
+    log::info(logger(), "kueue-standin admitted",
+              {{"cluster", cluster()}, {"namespace", nsOf(wl)}, {"workload", nameOf(wl)}});
   }
 
   // Kueue's eviction (evict.Evict): Evicted=True, MultiKueue's placement fields cleared and
@@ -605,8 +614,12 @@ struct KueueStandIn::Impl {
   void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true) {
     json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
     writeStatus(wl, status);
-    logger().info("kueue-standin evicted cluster={} namespace={} workload={} reason={} message=\"{}\"", cluster(),
-                  nsOf(wl), nameOf(wl), reason, message);
+    log::info(logger(), "kueue-standin evicted",
+              {{"cluster", cluster()},
+               {"namespace", nsOf(wl)},
+               {"workload", nameOf(wl)},
+               {"reason", reason},
+               {"message", message}});
   }
 
   static json evictedStatus(const json& wl, const std::string& reason, const std::string& message,
@@ -642,7 +655,8 @@ struct KueueStandIn::Impl {
     }
     current["spec"]["active"] = false;
     writeMain(current, workloadRef(nsOf(wl), nameOf(wl)));
-    logger().info("kueue-standin deactivated cluster={} namespace={} workload={}", cluster(), nsOf(wl), nameOf(wl));
+    log::info(logger(), "kueue-standin deactivated",
+              {{"cluster", cluster()}, {"namespace", nsOf(wl)}, {"workload", nameOf(wl)}});
   }
 };
 
@@ -660,7 +674,8 @@ void KueueStandIn::start() {
     nameThisThread("kueue-" + impl_->cluster());
     impl_->run();
   });
-  logger().info("kueue-standin started cluster={} role={}", impl_->cluster(), impl_->manager() ? "manager" : "worker");
+  log::info(logger(), "kueue-standin started",
+            {{"cluster", impl_->cluster()}, {"role", impl_->manager() ? "manager" : "worker"}});
 }
 
 void KueueStandIn::stop() {

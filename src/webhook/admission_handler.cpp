@@ -6,9 +6,9 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "mka/common/log.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_review.h"
-#include "mka/webhook/log_value.h"
 #include "mka/webhook/mutator.h"
 #include "mka/webhook/validator.h"
 
@@ -69,8 +69,8 @@ std::string statusBody(const Failure& failure) {
 }
 
 HttpResponse fail(std::string_view target, const Failure& failure) {
-  spdlog::warn("admission request failed path={} status={} reason={} message={}", logValue(target), failure.status,
-               failure.reason, logValue(failure.message));
+  log::warn("admission request failed",
+            {{"path", target}, {"status", failure.status}, {"reason", failure.reason}, {"message", failure.message}});
   return {failure.status, std::string(kJsonContentType), statusBody(failure)};
 }
 
@@ -141,12 +141,15 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
     const auto result = resultOf(response);
     observe(result);
     if (spdlog::should_log(spdlog::level::debug)) {
-      spdlog::debug(
-          "admission answered webhook={} uid={} kind={} object={} operation={} dryRun={} result={} patchOps={} "
-          "warnings={}",
-          webhookName(*webhook), logValue(request.uid), logValue(kind), logValue(request.objectKey()),
-          logValue(operation), request.dryRun, result, response.patch ? response.patch->size() : 0,
-          response.warnings.size());
+      log::debug("admission answered", {{"webhook", webhookName(*webhook)},
+                                        {"uid", request.uid},
+                                        {"kind", kind},
+                                        {"object", request.objectKey()},
+                                        {"operation", operation},
+                                        {"dryRun", request.dryRun},
+                                        {"result", result},
+                                        {"patchOps", response.patch ? response.patch->size() : 0},
+                                        {"warnings", response.warnings.size()}});
     }
     return {200, std::string(kJsonContentType), std::move(body)};
   } catch (const BadRequest& e) {

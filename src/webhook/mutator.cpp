@@ -4,9 +4,9 @@
 
 #include "mka/api/kueue.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/jobkind/job_kind.h"
-#include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
@@ -29,8 +29,8 @@ Marker withWarning(std::string warning) {
 
 void skipped(const AdmissionRequest& request, std::string_view why) {
   if (!spdlog::should_log(spdlog::level::debug)) return;
-  spdlog::debug("managedBy not defaulted uid={} object={} kind={} why={}", logValue(request.uid),
-                logValue(request.objectKey()), logValue(request.kind.kind), logValue(why));
+  log::debug("managedBy not defaulted",
+             {{"uid", request.uid}, {"object", request.objectKey()}, {"kind", request.kind.kind}, {"why", why}});
 }
 
 Marker defaultMarker(const AdmissionRequest& request, const config::Configuration& config, const QueueIndex& queues,

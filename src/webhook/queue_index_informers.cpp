@@ -1,6 +1,5 @@
 #include "mka/webhook/queue_index_informers.h"
-
-#include <spdlog/spdlog.h>
+#include "mka/common/log.h"
 
 namespace mka::webhook {
 namespace {
@@ -49,7 +48,7 @@ void QueueIndexInformers::start() {
         startInformers(version);
         return;
       } catch (const std::exception& e) {
-        spdlog::warn("queue index cannot start yet, retrying backoff_ms={} error=\"{}\"", backoff.count(), e.what());
+        log::warn("queue index cannot start yet, retrying", {{"backoffMs", backoff.count()}, {"error", e.what()}});
       }
       std::unique_lock lock(mutex_);
       if (wake_.wait_for(lock, backoff, [&] { return stopping_; })) return;
@@ -62,7 +61,7 @@ void QueueIndexInformers::startInformers(const std::string& version) {
   std::lock_guard lock(mutex_);
   if (stopping_) return;
   version_ = version;
-  spdlog::info("queue index watches Kueue version={}", version_);
+  log::info("queue index watches Kueue", {{"version", version_}});
   // Queues and checks change rarely: the reflectors keep no allocator thread cache.
   const kube::InformerOptions options{.threadCache = false};
   localQueues_ = std::make_unique<kube::Informer>(

@@ -3,16 +3,14 @@
 #include <charconv>
 #include <optional>
 
-#include <spdlog/spdlog.h>
-
 #include "mka/api/kueue.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
+#include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/config/loader.h"
 #include "mka/jobkind/job_kind.h"
-#include "mka/webhook/log_value.h"
 #include "mka/webhook/object_meta.h"
 
 namespace mka::webhook {
@@ -207,8 +205,7 @@ AdmissionResponse validateConfigMap(const AdmissionRequest& request) {
   // A webhook configuration that routes other kinds here is a deployment mistake; blocking
   // those objects would make it an outage.
   if (!request.kind.group.empty() || request.kind.kind != "ConfigMap") {
-    spdlog::debug("validate-config skipped a non-ConfigMap kind={} uid={}", logValue(request.kind.kind),
-                  logValue(request.uid));
+    log::debug("validate-config skipped a non-ConfigMap", {{"kind", request.kind.kind}, {"uid", request.uid}});
     return AdmissionResponse::allow();
   }
   if (labelOf(request.object, config::kConfigMapLabel) != std::optional<std::string_view>("true")) {

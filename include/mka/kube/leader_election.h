@@ -56,6 +56,7 @@ class LeaderElector {
   bool tryAcquireOrRenew();
   void release();
   bool waitFor(std::chrono::milliseconds delay);  // false when stopping
+  std::string leaseKey() const { return config_.namespace_ + "/" + config_.name; }
 
   Client& client_;
   LeaderElectionConfig config_;

@@ -1,6 +1,6 @@
 #pragma once
-// Process-wide structured logging on spdlog. Messages are written as "text key=value ..."; the
-// JSON format wraps each line in an object ({"ts","level","logger","msg"}) with proper escaping.
+// The process's log output: format (logfmt text or JSON, see mka/common/log.h), level and sink,
+// from the command line.
 
 #include <memory>
 #include <string>
@@ -9,9 +9,11 @@
 #include <spdlog/common.h>
 #include <spdlog/formatter.h>
 
+#include "mka/common/log.h"
+
 namespace mka::observability {
 
-enum class LogFormat { Text, Json };
+using LogFormat = log::Format;
 
 struct LogOptions {
   LogFormat format = LogFormat::Text;
@@ -30,10 +32,7 @@ spdlog::level::level_enum verbosityToLevel(int v);
 // startup, before other threads log.
 void setupLogging(const LogOptions& options);
 
-// The line format, for sinks of one's own (tests, a file). Text:
-//   2026-11-22T10:00:00.123Z info  [net] listening server=webhook address=:9443
-// JSON (one object per line, the message escaped):
-//   {"ts":"2026-11-22T10:00:00.123Z","level":"info","logger":"net","msg":"listening ..."}
+// The line format, for sinks of one's own (tests, a file).
 std::unique_ptr<spdlog::formatter> makeLogFormatter(LogFormat format);
 
 }  // namespace mka::observability

@@ -1,5 +1,6 @@
 #include "mka/multikueue/controller.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "support/eventually.h"
 
@@ -102,7 +104,7 @@ TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
 TEST(ControllerTest, AConflictIsLoggedAtDebugAndOtherFailuresWarn) {
   const auto previous = spdlog::default_logger();
   auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
-  sink->set_pattern("%l %v");
+  sink->set_formatter(log::makeFormatter(log::Format::Text));
   auto logger = std::make_shared<spdlog::logger>("controller-test", sink);
   logger->set_level(spdlog::level::debug);
   spdlog::set_default_logger(logger);
@@ -121,8 +123,10 @@ TEST(ControllerTest, AConflictIsLoggedAtDebugAndOtherFailuresWarn) {
   spdlog::set_default_logger(previous);
   const auto lines = sink->last_formatted();
   ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(lines);
-  EXPECT_EQ(lines[0].rfind("debug reconcile failed controller=test key=a retries=0", 0), 0u) << lines[0];
-  EXPECT_EQ(lines[1].rfind("warning reconcile failed controller=test key=a retries=1", 0), 0u) << lines[1];
+  EXPECT_THAT(lines[0], ::testing::HasSubstr(" level=debug "));
+  EXPECT_THAT(lines[0], ::testing::HasSubstr(R"(msg="reconcile failed" controller=test key=a retries=0 error=)"));
+  EXPECT_THAT(lines[1], ::testing::HasSubstr(" level=warn "));
+  EXPECT_THAT(lines[1], ::testing::HasSubstr(R"(msg="reconcile failed" controller=test key=a retries=1 error=)"));
 }
 
 TEST(ControllerTest, RequeueAfterBringsTheKeyBackWhenTheClockSaysSo) {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mka/common/base64.h"
+#include "mka/common/log.h"
 #include "mka/observability/metrics.h"
 #include "webhook_test_util.h"
 
@@ -49,7 +50,7 @@ class AdmissionHandlerTest : public ::testing::Test {
 
     previousLogger_ = spdlog::default_logger();
     logSink_ = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-    logSink_->set_pattern("%l %v");
+    logSink_->set_formatter(log::makeFormatter(log::Format::Text));
     auto logger = std::make_shared<spdlog::logger>("webhook-test", logSink_);
     logger->set_level(spdlog::level::debug);
     spdlog::set_default_logger(logger);
@@ -71,7 +72,7 @@ class AdmissionHandlerTest : public ::testing::Test {
 
   bool logged(std::string_view level, const std::vector<std::string>& pieces) const {
     for (const auto& line : logLines()) {
-      if (line.rfind(std::string(level) + " ", 0) != 0) continue;
+      if (line.find(" level=" + std::string(level) + " ") == std::string::npos) continue;
       bool all = true;
       for (const auto& piece : pieces) all = all && line.find(piece) != std::string::npos;
       if (all) return true;
@@ -207,7 +208,7 @@ TEST_F(AdmissionHandlerTest, AnswersEveryBadRequestWithAClear4xx) {
     EXPECT_EQ(body["code"], c.status);
     EXPECT_EQ(body["reason"], c.reason);
     EXPECT_EQ(body["message"].get<std::string>().rfind(c.message, 0), 0u) << body["message"];
-    EXPECT_TRUE(logged("warning", {"status=" + std::to_string(c.status), "reason=" + c.reason, "path="}))
+    EXPECT_TRUE(logged("warn", {"status=" + std::to_string(c.status), "reason=" + c.reason, "path="}))
         << "no warn line for " << c.name;
   }
 }
@@ -279,7 +280,7 @@ TEST_F(AdmissionHandlerTest, AnExceptionInADecisionIsA500NotACrash) {
   const json body = json::parse(response.body);
   EXPECT_EQ(body["reason"], "InternalError");
   EXPECT_EQ(body["message"], "internal error while deciding: queue cache is corrupt");
-  EXPECT_TRUE(logged("warning", {"path=/mutate", "status=500", "reason=InternalError"}));
+  EXPECT_TRUE(logged("warn", {"path=/mutate", "status=500", "reason=InternalError"}));
   EXPECT_EQ(series("multikueue_adapter_webhook_requests_total",
                    {R"(webhook="mutate")", R"(kind="PipelineRun")", R"(operation="CREATE")", R"(result="error")"}),
             1);
@@ -336,7 +337,7 @@ TEST_F(AdmissionHandlerTest, WorksWithoutMetrics) {
   EXPECT_EQ(handler.handle({"POST", "/mutate", "application/json", "{"}).status, 400);
 }
 
-TEST_F(AdmissionHandlerTest, LogsEachAnswerAtDebugInKeyValueForm) {
+TEST_F(AdmissionHandlerTest, LogsEachAnswerAtDebugWithItsValuesAsFields) {
   const auto response = post("/mutate", readFixture("pipelinerun-create-queued.json"));
   ASSERT_EQ(response.status, 200);
   EXPECT_TRUE(logged(
@@ -344,7 +345,7 @@ TEST_F(AdmissionHandlerTest, LogsEachAnswerAtDebugInKeyValueForm) {
                 "object=tekton-ci/build-42", "operation=CREATE", "dryRun=false", "result=patched", "patchOps=1"}));
 }
 
-TEST_F(AdmissionHandlerTest, QuotesUntrustedValuesInLogLines) {
+TEST_F(AdmissionHandlerTest, QuotesUntrustedValuesInLogRecords) {
   post("/mutate\nlevel=error fake=entry", "{}");
   bool found = false;
   for (const auto& line : logLines()) {
