@@ -204,7 +204,8 @@ struct Dispatcher::Impl {
     });
     registry->onKubeconfigChange([this](const std::string& cluster) { clusterController->enqueue(cluster); });
     registry->onConnectionChange([this](const std::string& cluster, bool connected) {
-      if (!connected) clusterController->enqueue(cluster);
+      // The reconcile publishes the new Active condition at once (and, when lost, backs off).
+      clusterController->enqueue(cluster);
       const auto checks = ourChecksUsingCluster(cluster);
       for (const auto& check : checks) checkController->enqueue(check);
       enqueueWorkloadsOfChecks(checks);
