@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "mka/app/dispatch_runner.h"
@@ -11,6 +12,7 @@
 #include "mka/deploy/manifests.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/events.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "mka/observability/health.h"
@@ -121,6 +123,9 @@ Service::Service(ServeOptions options)
       queues_(std::make_unique<webhook::InMemoryQueueIndex>()) {
   metrics_->recordConfigLoaded();
   metrics_->setBuildInfo(options_.version);
+  for (auto [name, value] :
+       {std::pair{"POD_NAME", &podName_}, std::pair{"POD_NAMESPACE", &podNamespace_}, std::pair{"POD_UID", &podUid_}})
+    if (const char* text = std::getenv(name)) *value = text;
   auto cfg = store_->get();
   handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get());
 
@@ -175,7 +180,10 @@ Service::Service(ServeOptions options)
         *options_.configFile, *store_,
         [this](const FieldErrors& errors) {
           metrics_->recordConfigReload(errors.empty());
-          if (!errors.empty()) return;
+          if (!errors.empty()) {
+            recordReloadRefused(errors);
+            return;
+          }
           warnAboutAddedKinds();
           if (dispatchRunner_) dispatchRunner_->configChanged();
         },
@@ -183,7 +191,8 @@ Service::Service(ServeOptions options)
         [this](config::Configuration& next) {
           applyFlags(options_, next);
           keepStartupSettings(*store_->get(), next);
-        });
+        },
+        [this](const config::Configuration& next) { return clusterProblems(next); });
   }
 }
 
@@ -206,6 +215,45 @@ void Service::warnAboutAddedKinds() {
 std::vector<std::string> Service::kindsAddedSinceStart() const {
   std::lock_guard lock(addedKindsMutex_);
   return addedKinds_;
+}
+
+void Service::recordReloadRefused(const FieldErrors& errors) {
+  if (!reloadEvents_ || errors.empty()) return;
+  nlohmann::json pod = {
+      {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", podName_}, {"namespace", podNamespace_}}}};
+  if (!podUid_.empty()) pod["metadata"]["uid"] = podUid_;
+  std::string message =
+      "the configuration file was not applied, the running configuration stays in force: " + errors.front().toString();
+  if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more errors in the log)";
+  reloadEvents_->record(pod, "Warning", "ConfigReloadFailed", message);
+}
+
+FieldErrors Service::clusterProblems(const config::Configuration& cfg) {
+  FieldErrors errors;
+  if (!kubeClient_ || cfg.dispatch.enabled) return errors;
+  for (std::size_t i = 0; i < cfg.multiKueue.externalFrameworks.size(); ++i) {
+    const auto& f = cfg.multiKueue.externalFrameworks[i];
+    kube::ResourceInfo resource;
+    try {
+      resource = kubeClient_->discovery().resourceFor(f.gvk);
+    } catch (const std::exception& e) {
+      // Not served yet (its CRD installed later) or not reachable now: Kueue's dispatching waits
+      // for it as well; nothing here to refuse.
+      log::warn("cannot check an external framework's status subresource", {{"kind", f.name}, {"error", e.what()}});
+      continue;
+    }
+    if (resource.hasStatus) continue;
+    errors.push_back(FieldError{
+        "multiKueue.externalFrameworks[" + std::to_string(i) + "].name",
+        "the cluster serves " + resource.plural + "." + f.gvk.group +
+            " without a status subresource, but with dispatch.enabled false Kueue's own MultiKueue dispatches " +
+            f.gvk.kind +
+            " and copies the workers' status through that subresource: the jobs' status would never "
+            "reach this cluster",
+        "set dispatch.enabled: true, so that the adapter dispatches the kind (it copies status without the "
+        "subresource), or add subresources: {status: {}} to the CRD's served version"});
+  }
+  return errors;
 }
 
 void Service::start() {
@@ -233,7 +281,10 @@ void Service::start() {
     clientOptions.qps = cfg->clientConnection.qps;
     clientOptions.burst = cfg->clientConnection.burst;
     kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest), clientOptions));
+    if (auto errors = clusterProblems(*cfg); !errors.empty()) throw ValidationError(std::move(errors));
   }
+  if (kubeClient_ && !podName_.empty() && !podNamespace_.empty())
+    reloadEvents_ = std::make_unique<multikueue::EventRecorder>(*kubeClient_, clock_, "multikueue-adapter");
   certificates_->start();
   if (!certificates_->loaded()) {
     log::warn("serving certificate not loaded yet; /readyz stays false until it is",

@@ -18,12 +18,13 @@ std::string_view sourceName(Configuration::Source source) {
 }  // namespace
 
 ConfigReloader::ConfigReloader(std::filesystem::path file, ConfigStore& store, ResultCallback onResult,
-                               FileWatcher::Options options, Adjust adjust)
+                               FileWatcher::Options options, Adjust adjust, Check check)
     : file_(std::move(file)),
       store_(store),
       onResult_(std::move(onResult)),
       options_(options),
-      adjust_(std::move(adjust)) {}
+      adjust_(std::move(adjust)),
+      check_(std::move(check)) {}
 
 ConfigReloader::~ConfigReloader() { stop(); }
 
@@ -43,6 +44,13 @@ void ConfigReloader::stop() {
 FieldErrors ConfigReloader::reloadNow() {
   std::lock_guard reloadLock(reloadMutex_);
   auto result = loadConfigurationFile(file_);
+  if (result.ok()) {
+    if (adjust_) adjust_(*result.config);
+    if (check_) {
+      result.errors = check_(*result.config);
+      if (!result.errors.empty()) result.config.reset();
+    }
+  }
   // Record the outcome before publishing, so whoever sees the new configuration also sees
   // lastReloadOk() == true.
   {
@@ -50,7 +58,6 @@ FieldErrors ConfigReloader::reloadNow() {
     lastOk_ = result.ok();
   }
   if (result.ok()) {
-    if (adjust_) adjust_(*result.config);
     const auto frameworks = result.config->multiKueue.externalFrameworks.size();
     const auto source = result.config->source;
     store_.set(std::move(*result.config));

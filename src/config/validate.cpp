@@ -116,6 +116,27 @@ class Validator {
     addAll(path, name, problems, fix);
   }
 
+  // With dispatch off, Kueue's own MultiKueue dispatches the external frameworks, through its
+  // generic adapter: that adapter reads the marker at spec.managedBy and nowhere else, so a
+  // job marked anywhere else would never be dispatched (Kueue would not take it for managed).
+  void webhookOnly(const Configuration& c) {
+    if (c.dispatch.enabled) return;
+    for (std::size_t i = 0; i < c.multiKueue.externalFrameworks.size(); ++i) {
+      const auto& f = c.multiKueue.externalFrameworks[i];
+      const auto& where = f.managedBy;
+      if (where.type == ManagedByLocation::Type::Path && where.path == "spec.managedBy") continue;
+      const std::string marker = where.type == ManagedByLocation::Type::Label ? "the label " + quote(where.labelKey)
+                                                                              : "the field " + quote(where.path);
+      const auto path = indexPath("multiKueue.externalFrameworks", i);
+      add(f.managedByFromProfile ? childPath(path, "name") : childPath(path, "managedBy"),
+          f.gvk.kind + "'s MultiKueue marker is " + marker + (f.managedByFromProfile ? " (its built-in profile)" : "") +
+              ", but with dispatch.enabled false Kueue's own MultiKueue dispatches it, and Kueue's adapter for "
+              "external frameworks reads spec.managedBy only: these jobs would never be dispatched",
+          "set dispatch.enabled: true, so that the adapter dispatches the kind (dispatcher or drop-in mode), or "
+          "remove it from multiKueue.externalFrameworks");
+    }
+  }
+
   void multiKueue(const MultiKueue& mk) {
     if (mk.gcInterval < Duration::zero())
       add("multiKueue.gcInterval", "must be greater than or equal to 0, not " + formatDuration(mk.gcInterval),
@@ -427,6 +448,7 @@ FieldErrors validateConfiguration(const Configuration& c) {
   v.clientConnection(c.clientConnection);
   v.dispatch(c.dispatch, c.source);
   v.multiKueue(c.multiKueue);
+  v.webhookOnly(c);
   IntegrationsValidator(v).check(c.integrations);
   return v.take();
 }

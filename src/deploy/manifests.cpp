@@ -181,24 +181,18 @@ void addRbac(std::vector<Manifest>& out, const config::Configuration& cfg, Role 
     out.push_back({std::move(clusterRole), comment(cluster)});
     out.push_back({binding("ClusterRoleBinding", "ClusterRole", kName, ""), ""});
   }
+  // One Role per namespace and scope, each with its own name, so that a namespace holding
+  // several scopes (the Lease beside the Pods, the kubeconfig Secrets beside Kueue's objects)
+  // keeps each purpose's rights apart.
   for (const auto& ns : namespaces) {
-    const auto rules = rulesFor(grants, ns);
-    // The kubeconfig Secrets' Role keeps its own name, so that it lives beside Kueue's objects
-    // even when the Lease shares that namespace.
-    const bool secrets = std::any_of(grants.begin(), grants.end(), [&](const Grant& g) {
-      return g.namespace_ == ns && g.access->scope == Scope::ConfiguredNamespace;
-    });
-    const bool lease = std::any_of(grants.begin(), grants.end(), [&](const Grant& g) {
-      return g.namespace_ == ns && g.access->scope == Scope::LeaseNamespace;
-    });
-    // One namespace can hold both scopes: then each Role keeps only its own rows.
-    for (const auto& [present, scope, name] : {std::tuple{secrets, Scope::ConfiguredNamespace, kKubeconfigsRole},
-                                               std::tuple{lease, Scope::LeaseNamespace, kName}}) {
-      if (!present) continue;
+    for (const auto& [scope, name] :
+         {std::pair{Scope::ConfiguredNamespace, kKubeconfigsRole}, std::pair{Scope::LeaseNamespace, kName},
+          std::pair{Scope::PodNamespace, kEventsRole}}) {
       std::vector<Grant> own;
       for (const auto& g : grants)
         if (g.namespace_ == ns && g.access->scope == scope) own.push_back(g);
-      const auto scoped = secrets && lease ? rulesFor(own, ns) : rules;
+      if (own.empty()) continue;
+      const auto scoped = rulesFor(own, ns);
       Json r = object(kRbacApiVersion, "Role", metadata(name, ns));
       r["rules"] = scoped.rules;
       out.push_back({std::move(r), comment(scoped)});
@@ -229,7 +223,8 @@ Json deployment(const config::Configuration& cfg, const ManifestOptions& options
                             "--metrics-bind-address=" + cfg.metricsBindAddress})},
       {"env", Json::array({Json{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
                            Json{{"name", "POD_NAMESPACE"},
-                                {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}}})},
+                                {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
+                           Json{{"name", "POD_UID"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.uid"}}}}}}})},
       {"ports", ports},
   };
   if (health) {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "mka/api/kueue.h"
+#include "mka/deploy/manifests.h"
 
 namespace mka::deploy {
 
@@ -119,6 +120,14 @@ const std::vector<ApiAccess> kTable = {
      .resources = {"events"},
      .verbs = {"create", "patch"},
      .reason = "Events on the jobs; a repeated one patches its count"},
+    // app/service.cpp.
+    {.component = Component::ReloadEvents,
+     .group = "",
+     .resources = {"events"},
+     .verbs = {"create", "patch"},
+     .scope = Scope::PodNamespace,
+     .reason = "a Warning ConfigReloadFailed Event on the replica's own Pod when a hot reload is refused; a repeated "
+               "one patches its count"},
 };
 
 bool applies(Condition condition, const config::Configuration& cfg) {
@@ -137,6 +146,7 @@ std::string namespaceOf(Scope scope, const config::Configuration& cfg) {
     case Scope::Cluster: return "";
     case Scope::ConfiguredNamespace: return cfg.namespace_;
     case Scope::LeaseNamespace: return cfg.leaderElection.resourceNamespace;
+    case Scope::PodNamespace: return std::string(kNamespace);
   }
   return "";
 }
@@ -193,6 +203,7 @@ std::string_view toString(Component component) {
     case Component::LeaderElection: return "leader election";
     case Component::DispatchLoop: return "dispatch loop";
     case Component::Integration: return "job integration";
+    case Component::ReloadEvents: return "reload events";
   }
   return "";
 }
@@ -208,6 +219,9 @@ bool runs(Component component, Role role, const config::Configuration& cfg) {
     case Component::LeaderElection: return cfg.leaderElection.leaderElect && (dispatch || integration);
     case Component::DispatchLoop: return dispatch;
     case Component::Integration: return integration;
+    // Only a process with a client can record an Event; without --kubeconfig the Deployment's
+    // process has one when something else needs the cluster.
+    case Component::ReloadEvents: return dispatch || integration || runs(Component::QueueIndex, role, cfg);
   }
   return false;
 }

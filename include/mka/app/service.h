@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "mka/common/clock.h"
+#include "mka/common/errors.h"
 #include "mka/config/configuration.h"
 
 namespace mka::config {
@@ -35,6 +37,9 @@ class QueueIndexInformers;
 namespace mka::kube {
 class Client;
 }  // namespace mka::kube
+namespace mka::multikueue {
+class EventRecorder;
+}  // namespace mka::multikueue
 
 namespace mka::app {
 
@@ -81,6 +86,13 @@ class Service {
 
  private:
   void warnAboutAddedKinds();  // on the reloader's thread
+  // What `cfg` needs of the cluster that the file cannot say: in webhook-only mode, Kueue's own
+  // MultiKueue copies each external framework's status through the status subresource, so a
+  // CRD without one is refused. Empty without cluster access (nothing to ask).
+  FieldErrors clusterProblems(const config::Configuration& cfg);
+  // A refused hot reload as a Warning Event (ConfigReloadFailed) on this replica's Pod, named by
+  // the downward API (POD_NAME, POD_NAMESPACE, POD_UID), so that `kubectl describe pod` shows it.
+  void recordReloadRefused(const FieldErrors& errors);  // on the reloader's thread
 
   ServeOptions options_;
   std::unique_ptr<observability::Metrics> metrics_;
@@ -94,6 +106,9 @@ class Service {
   // The manager cluster, when the policy needs it (MultiKueueQueues) or --kubeconfig is given:
   // informers feed `queues_` from LocalQueues, ClusterQueues and AdmissionChecks.
   std::unique_ptr<kube::Client> kubeClient_;
+  SystemClock clock_;
+  std::unique_ptr<multikueue::EventRecorder> reloadEvents_;  // with kubeClient_, when the Pod is known
+  std::string podName_, podNamespace_, podUid_;              // from the environment, set by the constructor
   std::unique_ptr<webhook::QueueIndexInformers> queueInformers_;
   std::unique_ptr<DispatchRunner> dispatchRunner_;  // dispatch.enabled: leader election + dispatch loop
   std::unique_ptr<webhook::AdmissionHandler> handler_;

@@ -40,9 +40,12 @@ class ConfigReloader {
   // Applied to every newly loaded configuration before it is published, e.g. to re-apply
   // command-line overrides and keep settings that only a restart can change.
   using Adjust = std::function<void(Configuration& next)>;
+  // Checks of the caller's that a file alone cannot answer (e.g. what the cluster serves), run on
+  // the adjusted configuration; any error refuses the reload like a file error.
+  using Check = std::function<FieldErrors(const Configuration& next)>;
 
   ConfigReloader(std::filesystem::path file, ConfigStore& store, ResultCallback onResult,
-                 FileWatcher::Options options = {}, Adjust adjust = {});
+                 FileWatcher::Options options = {}, Adjust adjust = {}, Check check = {});
   ~ConfigReloader();
   ConfigReloader(const ConfigReloader&) = delete;
   ConfigReloader& operator=(const ConfigReloader&) = delete;
@@ -60,6 +63,7 @@ class ConfigReloader {
   ResultCallback onResult_;
   FileWatcher::Options options_;
   Adjust adjust_;
+  Check check_;
   std::unique_ptr<FileWatcher> watcher_;
   std::mutex reloadMutex_;  // one reload at a time (watcher thread and direct callers)
   mutable std::mutex mutex_;

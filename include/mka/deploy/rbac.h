@@ -34,6 +34,7 @@ enum class Component {
   LeaderElection,  // the Lease of the replica running the controllers
   DispatchLoop,    // MultiKueue (the manager with dispatch.enabled)
   Integration,     // the job integration (integrations.frameworks)
+  ReloadEvents,    // the Warning Event of a refused hot reload, by a process with cluster access
 };
 std::string_view toString(Component component);
 
@@ -52,6 +53,7 @@ enum class Scope {
   Cluster,
   ConfiguredNamespace,  // the configuration's `namespace` (the workers' kubeconfig Secrets)
   LeaseNamespace,       // leaderElection.resourceNamespace
+  PodNamespace,         // the namespace the manifests deploy the adapter's Pods to (kNamespace)
 };
 
 // A row that applies to some configurations of its component only.

@@ -164,6 +164,8 @@ class RbacCoverage : public ::testing::Test {
     return dir_.write(cluster + ".kubeconfig", kubeconfig.dump());
   }
 
+  static std::string podName(const std::string& cluster) { return "multikueue-adapter-" + cluster + "-0"; }
+
   // The adapter of `role` on `cluster` with a shipped configuration file: its namespace created
   // from the rendered manifests, then `serve`, until it leads with its controllers running.
   Adapter& start(const std::string& cluster, deploy::Role role, const fs::path& configFile) {
@@ -182,13 +184,16 @@ class RbacCoverage : public ::testing::Test {
     // As in a pod: no --kubeconfig (which would start the queue index whatever the policy),
     // the cluster found the way the pod's service account is.
     ::setenv("KUBECONFIG", serviceAccountKubeconfig(cluster).c_str(), 1);
+    // The downward API's variables of the rendered Deployment.
+    ::setenv("POD_NAME", podName(cluster).c_str(), 1);
+    ::setenv("POD_NAMESPACE", std::string(deploy::kNamespace).c_str(), 1);
     so.certDir = (dir_ / "certs").string();
     so.webhookBindAddress = "127.0.0.1:0";
     so.healthProbeBindAddress = "127.0.0.1:0";
     so.metricsBindAddress = "127.0.0.1:0";
     a.service = std::make_unique<app::Service>(so);
     a.service->start();
-    ::unsetenv("KUBECONFIG");
+    for (const char* name : {"KUBECONFIG", "POD_NAME", "POD_NAMESPACE"}) ::unsetenv(name);
     const bool dispatch = loaded.config->dispatch.enabled;
     EXPECT_TRUE(eventually(
         [&] {
@@ -352,6 +357,25 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
       return r.user == kAdapterUser && r.verb == "patch" && r.resource == "events";
     });
   }));
+
+  // A hot reload refused twice: a Warning Event on the replica's Pod, then its count patched.
+  const auto refuseReload = [&](int count) {
+    std::ofstream(dir_ / kManager / "config.yaml") << "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: "
+                                                      "AdapterConfiguration\ndispatch: {enabled: maybe}\n";
+    return eventually([&] {
+      for (const auto& e : env_->client(kManager).listAll({"", "v1", "Event"}, std::string(deploy::kNamespace)))
+        if (e.value("reason", "") == "ConfigReloadFailed" && e.value("count", 0) == count) {
+          EXPECT_EQ(e.value("type", ""), "Warning");
+          EXPECT_EQ(e["involvedObject"].value("kind", ""), "Pod");
+          EXPECT_EQ(e["involvedObject"].value("name", ""), podName(kManager));
+          EXPECT_THAT(e.value("message", ""), ::testing::HasSubstr("dispatch.enabled"));
+          return true;
+        }
+      return false;
+    });
+  };
+  ASSERT_TRUE(refuseReload(1)) << "no ConfigReloadFailed Event";
+  ASSERT_TRUE(refuseReload(2)) << "the repeated Event's count was not patched";
 
   // Shut down as a rollout does: the Lease is released. The webhooks go first, as nothing
   // would answer them.

@@ -226,9 +226,9 @@ TEST(ServiceTest, AReloadThatAddsAKindSaysTheManifestsDoNotCoverIt) {
   EXPECT_TRUE(service.kindsAddedSinceStart().empty());
 
   test::writeFileAtomically(dir / "config.yaml",
-                            std::string(kQueueLabeledConfig) + "  - name: Workflow.v1alpha1.argoproj.io\n");
+                            std::string(kQueueLabeledConfig) + "  - name: MPIJob.v2beta1.kubeflow.org\n");
   ASSERT_TRUE(eventually([&] {
-    return service.kindsAddedSinceStart() == std::vector<std::string>{"Workflow.v1alpha1.argoproj.io"};
+    return service.kindsAddedSinceStart() == std::vector<std::string>{"MPIJob.v2beta1.kubeflow.org"};
   })) << service.configuration()->multiKueue.externalFrameworks.size();
 
   test::writeFileAtomically(dir / "config.yaml", kQueueLabeledConfig);  // back to what was deployed
@@ -356,6 +356,67 @@ TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError) {
     EXPECT_TRUE(test::canBindLoopback(port)) << "the webhook port was bound before the prerequisites were checked";
     service.stop();
   }
+}
+
+}  // namespace
+}  // namespace mka::app
+
+namespace mka::app {
+namespace {
+
+// Webhook-only mode: Kueue's own MultiKueue dispatches the external frameworks and copies the
+// workers' status through the status subresource, so a kind whose CRD has none is refused at
+// start (before any port is bound) and on a hot reload, naming the entry and the fix.
+TEST(ServiceTest, WebhookOnlyRefusesAKindWithoutAStatusSubresourceAtStartAndOnReload) {
+  const auto crd = [](const std::string& kind, const std::string& plural, bool status) {
+    return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: " + plural +
+           ".example.com}\nspec:\n  group: example.com\n  names: {kind: " + kind + ", plural: " + plural +
+           ", singular: " + plural.substr(0, plural.size() - 1) + ", listKind: " + kind +
+           "List}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n" +
+           (status ? "    subresources: {status: {}}\n" : "") +
+           "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n";
+  };
+  test::TempDir dir;
+  sandbox::Sandbox sandbox;
+  auto& manager = sandbox.addCluster({.name = "manager",
+                                      .crdFiles = {dir.write("runs.yaml", crd("Run", "runs", false)),
+                                                   dir.write("tasks.yaml", crd("Task", "tasks", true))}});
+  dir.write("manager.kubeconfig", manager.kubeconfig());
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  const std::string header = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: QueueLabeled
+dispatch: {enabled: false}
+multiKueue:
+  externalFrameworks:
+  - name: Task.v1.example.com
+)";
+  auto options = optionsFor(dir);
+  options.kubeconfig = (dir / "manager.kubeconfig").string();
+
+  dir.write("config.yaml", header + "  - name: Run.v1.example.com\n");
+  try {
+    Service service(options);
+    service.start();
+    FAIL() << "started with a kind Kueue cannot copy status for";
+  } catch (const ValidationError& e) {
+    ASSERT_EQ(e.errors().size(), 1u) << e.what();
+    EXPECT_EQ(e.errors()[0].path, "multiKueue.externalFrameworks[1].name");
+    EXPECT_THAT(e.errors()[0].problem, ::testing::HasSubstr("serves runs.example.com without a status"));
+    EXPECT_THAT(e.errors()[0].fix, ::testing::HasSubstr("set dispatch.enabled: true"));
+  }
+
+  dir.write("config.yaml", header);
+  Service service(options);
+  service.start();
+  test::writeFileAtomically(dir / "config.yaml", header + "  - name: Run.v1.example.com\n");
+  EXPECT_TRUE(eventually([&] {
+    return get(service.metricsPort(), "/metrics").find("multikueue_adapter_config_last_reload_successful 0") !=
+           std::string::npos;
+  })) << get(service.metricsPort(), "/metrics");
+  EXPECT_EQ(service.configuration()->multiKueue.externalFrameworks.size(), 1u) << "the refused file was applied";
+  service.stop();
 }
 
 }  // namespace

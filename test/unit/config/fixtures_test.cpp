@@ -74,7 +74,7 @@ TEST(Fixtures, EveryKeySet) {
   EXPECT_EQ(c.clientConnection.qps, 12.5);
   EXPECT_EQ(c.clientConnection.burst, 25);
   EXPECT_EQ(c.managedByDefaulting, ManagedByDefaulting::QueueLabeled);
-  EXPECT_FALSE(c.dispatch.enabled);
+  EXPECT_TRUE(c.dispatch.enabled);
   EXPECT_EQ(c.dispatch.admissionCheckControllerName, "kueue.x-k8s.io/multikueue");
   EXPECT_EQ(c.dispatch.workloadConcurrency, 12);
   ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 4u);

@@ -266,3 +266,36 @@ TEST(Validate, ManagedByPaths) {
 
 }  // namespace
 }  // namespace mka::config
+
+namespace mka::config {
+namespace {
+
+// With dispatch off Kueue's own MultiKueue dispatches the external frameworks, and its adapter
+// reads the marker at spec.managedBy only: any other marker is refused, naming the field.
+TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead) {
+  const std::string webhookOnly = "dispatch: {enabled: false}\n";
+  const std::string fix = "set dispatch.enabled: true, so that the adapter dispatches the kind";
+  runBadValueCases({
+      {"a built-in profile's label", webhookOnly + framework("Workflow.v1alpha1.argoproj.io"),
+       "multiKueue.externalFrameworks[0].name",
+       "Workflow's MultiKueue marker is the label \"workflows.argoproj.io/controller-instanceid\" (its built-in "
+       "profile)",
+       fix},
+      {"a label of one's own",
+       webhookOnly + framework("Job.v1.example.com") + "    managedBy: {label: example.com/managed-by, value: mk}\n",
+       "multiKueue.externalFrameworks[0].managedBy", "the label \"example.com/managed-by\"", fix},
+      {"a field other than spec.managedBy",
+       webhookOnly + framework("PyTorchJob.v1.kubeflow.org") + "    managedBy: {path: spec.runPolicy.managedBy}\n",
+       "multiKueue.externalFrameworks[0].managedBy",
+       "the field \"spec.runPolicy.managedBy\", but with dispatch.enabled false Kueue's own MultiKueue dispatches it",
+       fix},
+  });
+  for (const auto& ok : {webhookOnly + framework("PipelineRun.v1.tekton.dev"),
+                         webhookOnly + framework("Job.v1.example.com"), framework("Workflow.v1alpha1.argoproj.io")}) {
+    SCOPED_TRACE(ok);
+    EXPECT_TRUE(parseConfiguration(adapterDoc(ok)).ok()) << joinErrors(parseConfiguration(adapterDoc(ok)).errors);
+  }
+}
+
+}  // namespace
+}  // namespace mka::config
