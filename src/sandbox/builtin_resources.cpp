@@ -1,5 +1,9 @@
 #include "builtin_resources.h"
 
+#include <tuple>
+
+#include "mka/common/strings.h"
+
 namespace mka::sandbox::detail {
 namespace {
 
@@ -48,6 +52,14 @@ std::vector<ResourceType> builtinResources() {
       builtin("rbac.authorization.k8s.io", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false));
   types.push_back(builtin("rbac.authorization.k8s.io", "roles", "role", "Role", true));
   types.push_back(builtin("rbac.authorization.k8s.io", "rolebindings", "rolebinding", "RoleBinding", true));
+  // Answered, never stored (reviews.h): what delegating authentication and authorization ask.
+  for (auto [group, plural, kind] :
+       {std::tuple{"authentication.k8s.io", "tokenreviews", "TokenReview"},
+        std::tuple{"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview"}}) {
+    auto review = builtin(group, plural, strings::toLower(kind), kind, false);
+    review.verbs = {"create"};
+    types.push_back(std::move(review));
+  }
   types.push_back(builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
                           "CustomResourceDefinition", false, {"crd", "crds"}, {"api-extensions"}, true));
   types.push_back(builtin("admissionregistration.k8s.io", "mutatingwebhookconfigurations",

@@ -17,6 +17,8 @@ const std::string kCoordination = "io.k8s.api.coordination.v1.";
 const std::string kScheduling = "io.k8s.api.scheduling.v1.";
 const std::string kAdmission = "io.k8s.api.admissionregistration.v1.";
 const std::string kRbac = "io.k8s.api.rbac.v1.";
+const std::string kAuthentication = "io.k8s.api.authentication.v1.";
+const std::string kAuthorization = "io.k8s.api.authorization.v1.";
 const std::string kExtensions = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
 
 json typed(const char* type, const char* format = nullptr) {
@@ -311,6 +313,42 @@ void addRbac(json& s) {
   }
 }
 
+// TokenReview and SubjectAccessReview (reviews.h), as their Go types have them.
+void addReviews(json& s) {
+  s[kAuthentication + "UserInfo"] = object({{"extra", {{"type", "object"}, {"additionalProperties", strings()}}},
+                                            {"groups", strings()},
+                                            {"uid", str()},
+                                            {"username", str()}});
+  s[kAuthentication + "TokenReviewSpec"] = object({{"audiences", strings()}, {"token", str()}});
+  s[kAuthentication + "TokenReviewStatus"] = object({{"audiences", strings()},
+                                                     {"authenticated", boolean()},
+                                                     {"error", str()},
+                                                     {"user", schemaRef(kAuthentication + "UserInfo")}});
+  addKind(s, kAuthentication, "authentication.k8s.io", "TokenReview",
+          {{"spec", schemaRef(kAuthentication + "TokenReviewSpec")},
+           {"status", schemaRef(kAuthentication + "TokenReviewStatus")}});
+  s[kAuthorization + "NonResourceAttributes"] = object({{"path", str()}, {"verb", str()}});
+  s[kAuthorization + "ResourceAttributes"] = object({{"group", str()},
+                                                     {"name", str()},
+                                                     {"namespace", str()},
+                                                     {"resource", str()},
+                                                     {"subresource", str()},
+                                                     {"verb", str()},
+                                                     {"version", str()}});
+  s[kAuthorization + "SubjectAccessReviewSpec"] =
+      object({{"extra", {{"type", "object"}, {"additionalProperties", strings()}}},
+              {"groups", strings()},
+              {"nonResourceAttributes", schemaRef(kAuthorization + "NonResourceAttributes")},
+              {"resourceAttributes", schemaRef(kAuthorization + "ResourceAttributes")},
+              {"uid", str()},
+              {"user", str()}});
+  s[kAuthorization + "SubjectAccessReviewStatus"] = object(
+      {{"allowed", boolean()}, {"denied", boolean()}, {"evaluationError", str()}, {"reason", str()}}, {"allowed"});
+  addKind(s, kAuthorization, "authorization.k8s.io", "SubjectAccessReview",
+          {{"spec", schemaRef(kAuthorization + "SubjectAccessReviewSpec")},
+           {"status", schemaRef(kAuthorization + "SubjectAccessReviewStatus")}});
+}
+
 void addWebhooks(json& s) {
   s[kAdmission + "ServiceReference"] =
       object({{"name", str()}, {"namespace", str()}, {"path", str()}, {"port", int32()}}, {"namespace", "name"});
@@ -415,6 +453,7 @@ json makeSchemas() {
   addCore(s);
   addEventsAndLeases(s);
   addRbac(s);
+  addReviews(s);
   addWebhooks(s);
   addCustomResourceDefinitions(s);
   return s;

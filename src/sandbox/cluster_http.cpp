@@ -20,6 +20,7 @@
 #include "mka/sandbox/protobuf.h"
 #include "mka/yaml/json.h"
 #include "rendering.h"
+#include "reviews.h"
 #include "table.h"
 
 namespace mka::sandbox {
@@ -624,6 +625,17 @@ void ClusterHttp::serveNonResource(const Route& route, const httplib::Request& r
   throw notFoundPath();
 }
 
+std::optional<detail::UserInfo> ClusterHttp::userOf(const std::string& token) const {
+  if (token == options_.token) {
+    const RequestUser admin;
+    return detail::UserInfo{admin.name, admin.groups};
+  }
+  if (!options_.authenticateToken) return std::nullopt;
+  const auto name = options_.authenticateToken(token);
+  if (!name) return std::nullopt;
+  return detail::UserInfo{*name, detail::serviceAccountGroups(*name)};
+}
+
 void ClusterHttp::serveResource(const Route& route, const httplib::Request& req, httplib::Response& res) {
   const ResourceRef& ref = route.ref;
   const ResourceTypePtr type = api_.resolve(ref);  // 404 for what kube-apiserver does not serve
@@ -667,6 +679,11 @@ void ClusterHttp::serveResource(const Route& route, const httplib::Request& req,
     options.resourceVersion = param(req, "resourceVersion");
     options.resourceVersionMatch = param(req, "resourceVersionMatch");
     answer(200, api_.list(ref, options), true);
+  } else if (route.verb == "create" && ref.group == "authentication.k8s.io" && ref.plural == "tokenreviews") {
+    answer(201, detail::answerTokenReview(decodeBody(req), [this](const std::string& token) { return userOf(token); }),
+           false);
+  } else if (route.verb == "create" && ref.group == "authorization.k8s.io" && ref.plural == "subjectaccessreviews") {
+    answer(201, detail::answerSubjectAccessReview(api_, decodeBody(req)), false);
   } else if (route.verb == "create") {
     if (!ref.name.empty()) throw ApiError::methodNotSupported(type->qualifiedResource(), "create");
     answer(201, *api_.create(ref, decodeBody(req), writeOptions(req, warnings)), false);

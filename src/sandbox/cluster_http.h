@@ -24,6 +24,7 @@
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/faults.h"
 #include "mka/sandbox/sandbox.h"
+#include "reviews.h"
 
 namespace httplib {
 struct Request;
@@ -86,6 +87,9 @@ class ClusterHttp {
   void handle(const httplib::Request& req, httplib::Response& res);
   void serveNonResource(const Route& route, const httplib::Request& req, httplib::Response& res);
   void serveResource(const Route& route, const httplib::Request& req, httplib::Response& res);
+  // Who a bearer token is (TokenReview): the cluster's token an administrator, a ServiceAccount's
+  // token its account.
+  std::optional<detail::UserInfo> userOf(const std::string& token) const;
   void serveWatch(const Route& route, const httplib::Request& req, httplib::Response& res, bool injectGone);
   void registerWatch(const std::shared_ptr<WatchStream>& stream);
   void unregisterWatch(std::uint64_t id);

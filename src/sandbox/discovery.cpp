@@ -15,9 +15,14 @@ namespace {
 using nlohmann::json;
 
 // The order kube-apiserver lists its own groups in; groups from CRDs follow, by name.
-const std::vector<std::string> kBuiltinGroupOrder = {
-    "events.k8s.io",        "rbac.authorization.k8s.io", "admissionregistration.k8s.io",
-    "apiextensions.k8s.io", "scheduling.k8s.io",         "coordination.k8s.io"};
+const std::vector<std::string> kBuiltinGroupOrder = {"events.k8s.io",
+                                                     "authentication.k8s.io",
+                                                     "authorization.k8s.io",
+                                                     "rbac.authorization.k8s.io",
+                                                     "admissionregistration.k8s.io",
+                                                     "apiextensions.k8s.io",
+                                                     "scheduling.k8s.io",
+                                                     "coordination.k8s.io"};
 
 struct KubeVersion {
   int stability;  // 0 alpha, 1 beta, 2 GA

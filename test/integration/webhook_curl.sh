@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end over real TLS with curl, as kube-apiserver would call us: dev CA from certs/,
-# `serve` with the QueueLabeled policy, /mutate for a queued PipelineRun and Workflow,
+# `serve` with the QueueLabeled policy, /mutate for a queued PipelineRun, webhook-only mode
+# refusing a Workflow,
 # /validate denial, bad input, probes, metrics, validate-config, and SIGTERM drain.
 # Prints "webhook-curl: N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
@@ -36,14 +37,12 @@ check "mutate answers JSONPatch for a queued PipelineRun" jq -e '.response.patch
 check "the patch sets spec.managedBy" bash -c "jq -r .response.patch '$work/pr.json' | base64 -d | \
   jq -e '. == [{\"op\":\"add\",\"path\":\"/spec/managedBy\",\"value\":\"kueue.x-k8s.io/multikueue\"}]'"
 
-jq '.request.kind = {"group":"argoproj.io","version":"v1alpha1","kind":"Workflow"}
-    | .request.object = {"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow",
-        "metadata":{"name":"hello","namespace":"argo","labels":{"kueue.x-k8s.io/queue-name":"team-a"}},
-        "spec":{"entrypoint":"main","templates":[{"name":"main","container":{"image":"busybox"}}]}}' \
-  "$root/examples/pipelinerun-review.json" >"$work/wf-review.json"
-review /mutate "$work/wf-review.json" >"$work/wf.json"
-check "the patch sets the Argo instance-id label for a queued Workflow" bash -c "jq -r .response.patch '$work/wf.json' | \
-  base64 -d | jq -e '. == [{\"op\":\"add\",\"path\":\"/metadata/labels/workflows.argoproj.io~1controller-instanceid\",\"value\":\"multikueue\"}]'"
+# Webhook-only mode cannot serve Argo's Workflow: Kueue's own MultiKueue reads spec.managedBy only.
+cp "$root/examples/dev-config.yaml" "$work/with-workflow.yaml"
+printf '  - name: Workflow.v1alpha1.argoproj.io\n' >>"$work/with-workflow.yaml"
+check "validate-config refuses a Workflow in webhook-only mode, naming the entry and the fix" bash -c \
+  "! '$bin' validate-config '$work/with-workflow.yaml' >'$work/wf.out' 2>&1 &&
+   grep -q 'multiKueue.externalFrameworks\[1\].name' '$work/wf.out' && grep -q 'set dispatch.enabled: true' '$work/wf.out'"
 
 jq 'del(.request.object.metadata.labels)' "$root/examples/pipelinerun-review.json" >"$work/unqueued.json"
 review /mutate "$work/unqueued.json" >"$work/unq.json"

@@ -71,7 +71,8 @@ json groupEntry(const std::string& group, const std::vector<std::string>& versio
 TEST(Discovery, ListsBuiltinGroupsThenCrdGroupsWithTheirPreferredVersion) {
   ResourceRegistry registry;
   const json builtins =
-      json::array({groupEntry("events.k8s.io", {"v1"}), groupEntry("rbac.authorization.k8s.io", {"v1"}),
+      json::array({groupEntry("events.k8s.io", {"v1"}), groupEntry("authentication.k8s.io", {"v1"}),
+                   groupEntry("authorization.k8s.io", {"v1"}), groupEntry("rbac.authorization.k8s.io", {"v1"}),
                    groupEntry("admissionregistration.k8s.io", {"v1"}), groupEntry("apiextensions.k8s.io", {"v1"}),
                    groupEntry("scheduling.k8s.io", {"v1"}), groupEntry("coordination.k8s.io", {"v1"})});
   EXPECT_EQ(registry.apiGroupList(), (json{{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", builtins}}));

@@ -261,7 +261,7 @@ TEST(OpenApiV3, ResolvesEveryReferenceWithinTheDocument) {
       EXPECT_TRUE(doc->at("components").at("schemas").contains(r.substr(21))) << r;
     }
   }
-  EXPECT_EQ(documents, 7u + 5u);  // built-in group-versions + tekton (2), kueue (2), argo
+  EXPECT_EQ(documents, 9u + 5u);  // built-in group-versions + tekton (2), kueue (2), argo
 }
 
 TEST(OpenApiV3, PublishesTheCrdSchemaWithObjectMeta) {
@@ -437,8 +437,9 @@ TEST(OpenApiV3Root, ListsEveryServedGroupVersionWithAContentHash) {
   }
   EXPECT_EQ(paths, (std::set<std::string>{
                        "api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
-                       "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1", "apis/argoproj.io/v1alpha1",
-                       "apis/scheduling.k8s.io/v1", "apis/rbac.authorization.k8s.io/v1", "apis/kueue.x-k8s.io/v1beta1",
+                       "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1", "apis/authentication.k8s.io/v1",
+                       "apis/authorization.k8s.io/v1", "apis/argoproj.io/v1alpha1", "apis/scheduling.k8s.io/v1",
+                       "apis/rbac.authorization.k8s.io/v1", "apis/kueue.x-k8s.io/v1beta1",
                        "apis/kueue.x-k8s.io/v1beta2", "apis/tekton.dev/v1", "apis/tekton.dev/v1beta1"}));
 }
 

@@ -80,6 +80,15 @@ TEST(ResourceRegistry, ServesTheBuiltinKinds) {
        false,
        {},
        false},
+      {"token reviews", "authentication.k8s.io", "tokenreviews", "TokenReview", "tokenreview", false, {}, false},
+      {"access reviews",
+       "authorization.k8s.io",
+       "subjectaccessreviews",
+       "SubjectAccessReview",
+       "subjectaccessreview",
+       false,
+       {},
+       false},
   };
   const ResourceRegistry registry;
   EXPECT_EQ(registry.all().size(), cases.size());
@@ -161,7 +170,7 @@ TEST(ResourceRegistry, RegistersTheProjectsCrds) {
     SCOPED_TRACE(file);
     ASSERT_NO_THROW(registry.applyCrd(fixtureCrd(file)));
   }
-  EXPECT_EQ(registry.all().size(), 16u + 9u);
+  EXPECT_EQ(registry.all().size(), 18u + 9u);
 
   const auto workload = registry.byResource("kueue.x-k8s.io", "v1beta2", "workloads");
   ASSERT_TRUE(workload);
@@ -333,7 +342,7 @@ TEST(ResourceRegistry, UpdatingACrdReplacesItsResource) {
   EXPECT_EQ(v2->shortNames, std::vector<std::string>{"wd"});
   EXPECT_EQ(v2->storageVersion().name, "v2");
   EXPECT_TRUE(v2->storageVersion().hasStatus);
-  EXPECT_EQ(registry.all().size(), 17u);
+  EXPECT_EQ(registry.all().size(), 19u);
 
   updated["spec"]["versions"][0]["served"] = false;
   registry.applyCrd(updated);
@@ -385,7 +394,7 @@ TEST(ResourceRegistry, SharesImmutableEntriesWithoutCopying) {
   // Holders keep what they got; lookups see the update.
   EXPECT_TRUE(before->shortNames.empty());
   EXPECT_EQ(registry.find("example.com", "v1", "widgets")->shortNames, std::vector<std::string>{"wd"});
-  EXPECT_EQ(registry.snapshot().size(), 17u);
+  EXPECT_EQ(registry.snapshot().size(), 19u);
 }
 
 TEST(ResourceRegistry, RegistersTheFullArgoWorkflowCrd) {
@@ -490,7 +499,7 @@ TEST(ResourceRegistry, ServesReadersWhileCrdsChange) {
     registry.applyCrd(argoWorkflowCrd());
   });
   for (int i = 0; i < 200; ++i) {
-    EXPECT_GE(registry.snapshot().size(), 16u);
+    EXPECT_GE(registry.snapshot().size(), 18u);
     EXPECT_TRUE(registry.openApiV3Root().at("paths").contains("api/v1"));
     EXPECT_TRUE(registry.apiResourceList("", "v1"));
   }
