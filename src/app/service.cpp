@@ -1,11 +1,14 @@
 #include "mka/app/service.h"
 
 #include <httplib.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "mka/app/dispatch_runner.h"
+#include "mka/app/metrics_access.h"
 #include "mka/common/log.h"
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
@@ -15,6 +18,7 @@
 #include "mka/multikueue/events.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
+#include "mka/net/pki.h"
 #include "mka/observability/health.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_handler.h"
@@ -28,6 +32,8 @@ namespace {
 void applyFlags(const ServeOptions& options, config::Configuration& cfg) {
   if (options.healthProbeBindAddress) cfg.healthProbeBindAddress = *options.healthProbeBindAddress;
   if (options.metricsBindAddress) cfg.metricsBindAddress = *options.metricsBindAddress;
+  if (options.metricsSecure) cfg.metricsSecure = *options.metricsSecure;
+  if (options.metricsCertDir) cfg.metricsCertDir = *options.metricsCertDir;
   if (options.certDir) cfg.webhook.certDir = *options.certDir;
   if (options.webhookBindAddress) {
     auto bind = net::parseBindAddress(*options.webhookBindAddress);
@@ -44,6 +50,9 @@ config::Configuration loadConfiguration(const ServeOptions& options) {
     cfg = std::move(*result.config);
   }
   applyFlags(options, cfg);
+  // A flag can change how the metrics are served: the rules joining those settings hold for the
+  // result (the flags' addresses may use port 0, which a file may not).
+  if (auto errors = config::validateMetricsServing(cfg); !errors.empty()) throw ValidationError(std::move(errors));
   return cfg;
 }
 
@@ -63,6 +72,8 @@ void keepStartupSettings(const config::Configuration& running, config::Configura
   keep(next.webhook.keyName, running.webhook.keyName, "webhook.keyName");
   keep(next.healthProbeBindAddress, running.healthProbeBindAddress, "healthProbeBindAddress");
   keep(next.metricsBindAddress, running.metricsBindAddress, "metricsBindAddress");
+  keep(next.metricsSecure, running.metricsSecure, "metricsSecure");
+  keep(next.metricsCertDir, running.metricsCertDir, "metricsCertDir");
   keep(next.namespace_, running.namespace_, "namespace");
   keep(next.leaderElection.leaderElect, running.leaderElection.leaderElect, "leaderElection.leaderElect");
   keep(next.leaderElection.resourceName, running.leaderElection.resourceName, "leaderElection.resourceName");
@@ -142,7 +153,9 @@ Service::Service(ServeOptions options)
   routeAdmission(*webhookServer_, *handler_);
 
   probeServer_ = makePlainServer("probes", cfg->healthProbeBindAddress);
-  if (cfg->metricsBindAddress != cfg->healthProbeBindAddress) {
+  if (cfg->metricsSecure) {
+    metricsServer_ = makeSecureMetricsServer(*cfg);
+  } else if (cfg->metricsBindAddress != cfg->healthProbeBindAddress) {
     metricsServer_ = makePlainServer("metrics", cfg->metricsBindAddress);
   }
 
@@ -172,7 +185,16 @@ Service::Service(ServeOptions options)
     metricsOnProbeServer_ = !metricsServer_ && cfg->metricsBindAddress == cfg->healthProbeBindAddress;
     if (metricsOnProbeServer_) observability::installMetricsRoute(*probeServer_, *metrics_);
   }
-  if (metricsServer_) observability::installMetricsRoute(*metricsServer_, *metrics_);
+  if (metricsServer_ && cfg->metricsSecure) {
+    observability::installMetricsRoute(*metricsServer_, *metrics_,
+                                       [this](std::string_view authorization, const std::string& path) {
+                                         // Set by start(), before the server is.
+                                         const auto d = metricsAccess_->check(authorization, path);
+                                         return std::pair{d.status, d.message};
+                                       });
+  } else if (metricsServer_) {
+    observability::installMetricsRoute(*metricsServer_, *metrics_);
+  }
 
   for (const auto& kind : deploy::configuredKinds(*cfg)) startupKinds_.insert(kind.dotted());
   if (options_.configFile) {
@@ -196,7 +218,40 @@ Service::Service(ServeOptions options)
   }
 }
 
-Service::~Service() { stop(); }
+Service::~Service() {
+  stop();
+  if (!metricsCertTempDir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(metricsCertTempDir_, ignored);
+  }
+}
+
+std::unique_ptr<net::HttpServer> Service::makeSecureMetricsServer(const config::Configuration& cfg) {
+  auto bind = net::parseBindAddress(cfg.metricsBindAddress);
+  if (bind.port < 0) return nullptr;
+  std::filesystem::path dir = cfg.metricsCertDir;
+  if (dir.empty()) {
+    // As controller-runtime does without a certificate: a self-signed one, made at start. Its key
+    // goes to a directory only this process's user can read.
+    std::string pattern = (std::filesystem::temp_directory_path() / "multikueue-adapter-metrics-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw Error("cannot make a directory for the metrics certificate: " + pattern);
+    metricsCertTempDir_ = dir = pattern;
+    net::CertificateAuthority ca("multikueue-adapter metrics");
+    const auto pair = ca.issue({.validity = std::chrono::hours{24 * 365}});
+    for (const auto& [name, text] : {std::pair{"tls.crt", pair.certPem}, std::pair{"tls.key", pair.keyPem}}) {
+      std::ofstream out(dir / name);
+      out << text;
+      if (!out) throw Error("cannot write " + (dir / name).string());
+    }
+  }
+  metricsCertificates_ = std::make_shared<net::CertificateReloader>(dir / "tls.crt", dir / "tls.key");
+  net::ServerOptions o;
+  o.name = "metrics";
+  o.host = bind.host.empty() ? "0.0.0.0" : bind.host;
+  o.port = bind.port;
+  o.maxThreads = 16;
+  return std::make_unique<net::HttpServer>(o, metricsCertificates_);
+}
 
 void Service::warnAboutAddedKinds() {
   std::vector<std::string> added;
@@ -264,12 +319,16 @@ void Service::start() {
       options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
   // The dispatch loop and the job integration both run on the leader, against this cluster.
   const bool leaderControllers = cfg->dispatch.enabled || !cfg->integrations.frameworks.empty();
-  if (needQueues || leaderControllers) {
+  if (needQueues || leaderControllers || cfg->metricsSecure) {
     kube::RestConfig rest;
     try {
       rest = kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options_.kubeconfig.value_or("")));
     } catch (const std::exception& e) {
       if (needQueues) throw;
+      if (!leaderControllers)
+        throw Error(std::string("metricsSecure is true, so the adapter needs its cluster to review the scrapers' "
+                                "tokens, but ") +
+                    e.what() + "; or serve metrics over plain HTTP (metricsSecure: false)");
       throw Error(std::string(cfg->dispatch.enabled
                                   ? "dispatch.enabled is true (the default), so the adapter needs the manager cluster"
                                   : "integrations.frameworks lists kinds, so the adapter needs its cluster") +
@@ -282,6 +341,10 @@ void Service::start() {
     clientOptions.burst = cfg->clientConnection.burst;
     kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest), clientOptions));
     if (auto errors = clusterProblems(*cfg); !errors.empty()) throw ValidationError(std::move(errors));
+  }
+  if (cfg->metricsSecure) {
+    metricsAccess_ = std::make_unique<MetricsAccess>(*kubeClient_, clock_);
+    metricsCertificates_->start();
   }
   if (kubeClient_ && !podName_.empty() && !podNamespace_.empty())
     reloadEvents_ = std::make_unique<multikueue::EventRecorder>(*kubeClient_, clock_, "multikueue-adapter");

@@ -68,6 +68,15 @@ int run(int argc, char** argv) {
                        "Address of /healthz and /readyz (overrides healthProbeBindAddress; \"0\" disables)");
   serveCmd->add_option("--metrics-bind-address", metricsAddress,
                        "Address of /metrics (overrides metricsBindAddress; \"0\" disables)");
+  bool metricsSecure = false;
+  std::string metricsCertDir;
+  auto* metricsSecureFlag = serveCmd->add_flag(
+      "--metrics-secure", metricsSecure,
+      "Serve /metrics over HTTPS to bearer tokens allowed by TokenReview and SubjectAccessReview (overrides "
+      "metricsSecure; --metrics-secure=false turns it off)");
+  serveCmd->add_option("--metrics-cert-dir", metricsCertDir,
+                       "Directory holding tls.crt and tls.key for --metrics-secure (overrides metricsCertDir; default: "
+                       "a self-signed certificate)");
   serveCmd->add_option("--cert-dir", certDir, "Directory holding tls.crt and tls.key (overrides webhook.certDir)");
   serveCmd->add_option("--webhook-bind-address", webhookAddress,
                        "host:port of the TLS webhook server (overrides webhook.host and webhook.port)");
@@ -233,6 +242,8 @@ int run(int argc, char** argv) {
   if (!healthAddress.empty()) serveOptions.healthProbeBindAddress = healthAddress;
   if (!metricsAddress.empty()) serveOptions.metricsBindAddress = metricsAddress;
   if (!certDir.empty()) serveOptions.certDir = certDir;
+  if (metricsSecureFlag->count() > 0) serveOptions.metricsSecure = metricsSecure;
+  if (!metricsCertDir.empty()) serveOptions.metricsCertDir = metricsCertDir;
   if (!webhookAddress.empty()) serveOptions.webhookBindAddress = webhookAddress;
   serveOptions.version = MKA_VERSION;
   return app::serve(serveOptions);

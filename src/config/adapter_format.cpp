@@ -33,7 +33,8 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
   out.source = Configuration::Source::AdapterConfiguration;
   MapReader top(reader, &root, "");
   top.checkKeys({"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
-                 "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue", "integrations"},
+                 "metricsSecure", "metricsCertDir", "leaderElection", "clientConnection", "managedByDefaulting",
+                 "dispatch", "multiKueue", "integrations"},
                 UnknownKeys::Reject);
   top.read("namespace", out.namespace_);
 
@@ -47,6 +48,8 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
 
   top.read("healthProbeBindAddress", out.healthProbeBindAddress);
   top.read("metricsBindAddress", out.metricsBindAddress);
+  top.read("metricsSecure", out.metricsSecure);
+  top.read("metricsCertDir", out.metricsCertDir);
 
   auto election = top.child("leaderElection", "leaderElection: {leaderElect: true, resourceName: multikueue-adapter}");
   election.checkKeys(

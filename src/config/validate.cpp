@@ -116,6 +116,22 @@ class Validator {
     addAll(path, name, problems, fix);
   }
 
+  void metricsSecure(const Configuration& c) {
+    if (!c.metricsSecure) {
+      if (!c.metricsCertDir.empty())
+        add("metricsCertDir", "is set, but metricsSecure is false: metrics are served over plain HTTP",
+            "set metricsSecure: true, or remove metricsCertDir");
+      return;
+    }
+    if (c.metricsBindAddress == "0")
+      add("metricsSecure", "is true, but metricsBindAddress is \"0\": metrics are not served",
+          "set metricsBindAddress, such as :8443, or remove metricsSecure");
+    else if (c.metricsBindAddress == c.healthProbeBindAddress)
+      add("metricsSecure",
+          "is true, but metrics share their address with the health probes, which kubelet calls over plain HTTP",
+          "give metricsBindAddress its own port, such as :8443");
+  }
+
   // With dispatch off, Kueue's own MultiKueue dispatches the external frameworks, through its
   // generic adapter: that adapter reads the marker at spec.managedBy and nowhere else, so a
   // job marked anywhere else would never be dispatched (Kueue would not take it for managed).
@@ -438,12 +454,19 @@ class IntegrationsValidator {
 
 }  // namespace
 
+FieldErrors validateMetricsServing(const Configuration& c) {
+  Validator v;
+  v.metricsSecure(c);
+  return v.take();
+}
+
 FieldErrors validateConfiguration(const Configuration& c) {
   Validator v;
   v.namespaceName(c);
   v.webhook(c.webhook);
   v.bindAddress("healthProbeBindAddress", c.healthProbeBindAddress, ":8081");
   v.bindAddress("metricsBindAddress", c.metricsBindAddress, ":8080");
+  v.metricsSecure(c);
   v.leaderElection(c.leaderElection, c.namespace_);
   v.clientConnection(c.clientConnection);
   v.dispatch(c.dispatch, c.source);

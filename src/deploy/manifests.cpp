@@ -545,7 +545,19 @@ std::vector<Manifest> renderManifests(const config::Configuration& cfg, std::str
     s["metadata"]["annotations"] = {{"prometheus.io/scrape", "true"},
                                     {"prometheus.io/port", std::to_string(*metrics)},
                                     {"prometheus.io/path", "/metrics"}};
-    out.push_back({std::move(s), "Prometheus metrics (plain HTTP) of every replica."});
+    if (cfg.metricsSecure) s["metadata"]["annotations"]["prometheus.io/scheme"] = "https";
+    out.push_back({std::move(s), cfg.metricsSecure ? "Prometheus metrics of every replica, over HTTPS to bearer tokens "
+                                                     "allowed to get /metrics (TokenReview, SubjectAccessReview)."
+                                                   : "Prometheus metrics (plain HTTP) of every replica."});
+    if (cfg.metricsSecure) {
+      Json reader = object(kRbacApiVersion, "ClusterRole", metadata(kMetricsReaderRole));
+      reader["rules"] =
+          Json::array({Json{{"nonResourceURLs", Json::array({"/metrics"})}, {"verbs", Json::array({"get"})}}});
+      out.push_back({std::move(reader),
+                     "Bind your Prometheus's ServiceAccount to this ClusterRole, so that its scrapes are allowed "
+                     "(kubectl create clusterrolebinding ... --clusterrole=" +
+                         std::string(kMetricsReaderRole) + " --serviceaccount=NAMESPACE:NAME)."});
+    }
   }
   if (options.certManager)
     for (auto& m : certManager()) out.push_back(std::move(m));

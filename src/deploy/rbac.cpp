@@ -128,6 +128,21 @@ const std::vector<ApiAccess> kTable = {
      .scope = Scope::PodNamespace,
      .reason = "a Warning ConfigReloadFailed Event on the replica's own Pod when a hot reload is refused; a repeated "
                "one patches its count"},
+    // app/metrics_access.cpp.
+    {.component = Component::MetricsAuth,
+     .group = "authentication.k8s.io",
+     .resources = {"tokenreviews"},
+     .verbs = {"create"},
+     .reason = "metricsSecure: a scraper's bearer token reviewed",
+     .untested = "the test deploys manifests/base, which serves metrics over plain HTTP; "
+                 "ServiceTest.SecureMetricsAnswerOnlyTokensAllowedToGetThem makes these calls"},
+    {.component = Component::MetricsAuth,
+     .group = "authorization.k8s.io",
+     .resources = {"subjectaccessreviews"},
+     .verbs = {"create"},
+     .reason = "metricsSecure: whether the scraper may get /metrics",
+     .untested = "the test deploys manifests/base, which serves metrics over plain HTTP; "
+                 "ServiceTest.SecureMetricsAnswerOnlyTokensAllowedToGetThem makes these calls"},
 };
 
 bool applies(Condition condition, const config::Configuration& cfg) {
@@ -204,6 +219,7 @@ std::string_view toString(Component component) {
     case Component::DispatchLoop: return "dispatch loop";
     case Component::Integration: return "job integration";
     case Component::ReloadEvents: return "reload events";
+    case Component::MetricsAuth: return "secure metrics";
   }
   return "";
 }
@@ -221,7 +237,9 @@ bool runs(Component component, Role role, const config::Configuration& cfg) {
     case Component::Integration: return integration;
     // Only a process with a client can record an Event; without --kubeconfig the Deployment's
     // process has one when something else needs the cluster.
-    case Component::ReloadEvents: return dispatch || integration || runs(Component::QueueIndex, role, cfg);
+    case Component::ReloadEvents:
+      return dispatch || integration || cfg.metricsSecure || runs(Component::QueueIndex, role, cfg);
+    case Component::MetricsAuth: return cfg.metricsSecure;
   }
   return false;
 }

@@ -74,8 +74,16 @@ void installProbeRoutes(net::HttpServer& server, const Health& health) {
   server.route("GET", "/readyz", route(true));
 }
 
-void installMetricsRoute(net::HttpServer& server, const Metrics& metrics) {
-  server.route("GET", "/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+void installMetricsRoute(net::HttpServer& server, const Metrics& metrics, MetricsGuard allow) {
+  server.route("GET", "/metrics", [&metrics, allow](const httplib::Request& req, httplib::Response& res) {
+    if (allow) {
+      auto [status, message] = allow(req.get_header_value("Authorization"), req.path);
+      if (status != 200) {
+        res.status = status;
+        res.set_content(message + "\n", "text/plain; charset=utf-8");
+        return;
+      }
+    }
     res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
 }

@@ -42,6 +42,7 @@ class EventRecorder;
 }  // namespace mka::multikueue
 
 namespace mka::app {
+class MetricsAccess;
 
 class DispatchRunner;
 
@@ -52,6 +53,8 @@ struct ServeOptions {
   std::optional<std::string> kubeconfig;
   std::optional<std::string> healthProbeBindAddress;
   std::optional<std::string> metricsBindAddress;
+  std::optional<bool> metricsSecure;          // --metrics-secure
+  std::optional<std::string> metricsCertDir;  // --metrics-cert-dir
   std::optional<std::string> certDir;
   std::optional<std::string> webhookBindAddress;  // host:port; overrides webhook.host/port
   std::string version = "unknown";                // multikueue_adapter_build_info's version label
@@ -90,6 +93,8 @@ class Service {
   // MultiKueue copies each external framework's status through the status subresource, so a
   // CRD without one is refused. Empty without cluster access (nothing to ask).
   FieldErrors clusterProblems(const config::Configuration& cfg);
+  // The HTTPS metrics server of metricsSecure (its certificate from metricsCertDir, or made).
+  std::unique_ptr<net::HttpServer> makeSecureMetricsServer(const config::Configuration& cfg);
   // A refused hot reload as a Warning Event (ConfigReloadFailed) on this replica's Pod, named by
   // the downward API (POD_NAME, POD_NAMESPACE, POD_UID), so that `kubectl describe pod` shows it.
   void recordReloadRefused(const FieldErrors& errors);  // on the reloader's thread
@@ -116,7 +121,10 @@ class Service {
   std::unique_ptr<net::HttpServer> webhookServer_;
   std::unique_ptr<net::HttpServer> probeServer_;
   std::unique_ptr<net::HttpServer> metricsServer_;
-  bool metricsOnProbeServer_ = false;  // metrics and probes share one bind address
+  bool metricsOnProbeServer_ = false;                              // metrics and probes share one bind address
+  std::shared_ptr<net::CertificateReloader> metricsCertificates_;  // metricsSecure
+  std::filesystem::path metricsCertTempDir_;                       // the self-signed pair's, removed at the end
+  std::unique_ptr<MetricsAccess> metricsAccess_;                   // metricsSecure; set by start()
   std::atomic<bool> stopping_{false};
 };
 

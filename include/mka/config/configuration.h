@@ -227,6 +227,11 @@ struct Configuration {
   WebhookSettings webhook;
   std::string healthProbeBindAddress = ":8081";
   std::string metricsBindAddress = ":8080";
+  // /metrics over HTTPS, each request's bearer token checked by TokenReview and its access to
+  // /metrics by SubjectAccessReview, as controller-runtime's secure metrics serving does.
+  bool metricsSecure = false;
+  // tls.crt and tls.key for secure metrics; "" = a self-signed certificate made at start.
+  std::string metricsCertDir;
   LeaderElection leaderElection;
   ClientConnection clientConnection;
   ManagedByDefaulting managedByDefaulting = ManagedByDefaulting::MultiKueueQueues;

@@ -28,6 +28,9 @@ LoadResult parseConfiguration(std::string_view text, std::string_view pathPrefix
 // already-built configuration, e.g. one assembled in code. parseConfiguration runs them too.
 // Paths carry no prefix.
 FieldErrors validateConfiguration(const Configuration& config);
+// The part of validateConfiguration that joins metricsSecure, metricsCertDir, metricsBindAddress
+// and healthProbeBindAddress (for settings that flags override).
+FieldErrors validateMetricsServing(const Configuration& config);
 
 // Reads and parses a file; an unreadable file is one error whose path is the file name.
 LoadResult loadConfigurationFile(const std::filesystem::path& file);

@@ -33,6 +33,8 @@ inline constexpr std::string_view kMetricsService = "multikueue-adapter-metrics"
 inline constexpr std::string_view kCertSecret = "multikueue-adapter-webhook-cert";
 inline constexpr std::string_view kKubeconfigsRole = "multikueue-adapter-kubeconfigs";
 inline constexpr std::string_view kEventsRole = "multikueue-adapter-events";
+// With metricsSecure: what a scraper's ServiceAccount is bound to (get on /metrics).
+inline constexpr std::string_view kMetricsReaderRole = "multikueue-adapter-metrics-reader";
 inline constexpr std::string_view kCertificate = "multikueue-adapter-serving-cert";
 inline constexpr std::string_view kIssuer = "multikueue-adapter-selfsigned";
 inline constexpr std::string_view kInjectCaAnnotation = "cert-manager.io/inject-ca-from";

@@ -35,6 +35,7 @@ enum class Component {
   DispatchLoop,    // MultiKueue (the manager with dispatch.enabled)
   Integration,     // the job integration (integrations.frameworks)
   ReloadEvents,    // the Warning Event of a refused hot reload, by a process with cluster access
+  MetricsAuth,     // metricsSecure: the scrapers' tokens and access reviewed
 };
 std::string_view toString(Component component);
 

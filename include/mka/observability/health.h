@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mka::net {
@@ -41,6 +43,11 @@ class Health {
 // GET /healthz and /readyz (200 or 500, text/plain).
 void installProbeRoutes(net::HttpServer& server, const Health& health);
 // GET /metrics (text/plain; version=0.0.4).
-void installMetricsRoute(net::HttpServer& server, const Metrics& metrics);
+// `allow` (when given) decides each request first: {200, ""} serves it, any other status is
+// answered with that status and message (secure metrics: 401 without a valid token, 403 without
+// access).
+using MetricsGuard =
+    std::function<std::pair<int, std::string>(std::string_view authorization, const std::string& path)>;
+void installMetricsRoute(net::HttpServer& server, const Metrics& metrics, MetricsGuard allow = {});
 
 }  // namespace mka::observability

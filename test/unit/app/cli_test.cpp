@@ -127,6 +127,28 @@ TEST(CliTest, ServeRefusesAnInvalidConfigurationWithExitCode1) {
   EXPECT_NE(r.output.find("managedByDefaulting"), std::string::npos) << r.output;
 }
 
+// --metrics-secure overrides the file; it needs the cluster (to review tokens), and says so
+// before binding a port; --metrics-secure=false turns it back off.
+TEST(CliTest, MetricsSecureNeedsTheClusterAndFalseTurnsItOff) {
+  test::TempDir dir;
+  auto config = dir.write("webhook-only.yaml",
+                          "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                          "managedByDefaulting: QueueLabeled\ndispatch: {enabled: false}\nmetricsSecure: true\n");
+  const std::string common = " --config " + config.string() +
+                             " --webhook-bind-address 127.0.0.1:0 --health-probe-bind-address 0 "
+                             "--metrics-bind-address 127.0.0.1:0 --cert-dir " +
+                             (dir / "none").string();
+  ::setenv("KUBECONFIG", (dir / "missing.kubeconfig").c_str(), 1);  // no cluster to be found
+  auto r = run("serve --metrics-secure" + common);
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("metricsSecure is true, so the adapter needs its cluster"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("listening"), std::string::npos) << "bound a port first: " << r.output;
+  auto off = run("serve --metrics-secure=false --metrics-cert-dir /certs" + common);
+  ::unsetenv("KUBECONFIG");
+  EXPECT_EQ(off.exitCode, 1) << off.output;
+  EXPECT_NE(off.output.find("metricsCertDir"), std::string::npos) << "the flag turned it off: " << off.output;
+}
+
 TEST(CliTest, ValidateConfigCommandWritesErrorsToErr) {
   test::TempDir dir;
   auto bad = dir.write("bad.yaml",

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "mka/common/base64.h"
 #include "mka/common/errors.h"
 #include "mka/observability/health.h"
 #include "mka/sandbox/sandbox.h"
@@ -416,6 +417,87 @@ multiKueue:
            std::string::npos;
   })) << get(service.metricsPort(), "/metrics");
   EXPECT_EQ(service.configuration()->multiKueue.externalFrameworks.size(), 1u) << "the refused file was applied";
+  service.stop();
+}
+
+}  // namespace
+}  // namespace mka::app
+
+namespace mka::app {
+namespace {
+
+// metricsSecure: /metrics over HTTPS (a self-signed certificate), each bearer token reviewed by
+// the cluster (TokenReview) and its access to GET /metrics (SubjectAccessReview); the answers are
+// kept, so a scraper does not cost two reviews per scrape.
+TEST(ServiceTest, SecureMetricsAnswerOnlyTokensAllowedToGetThem) {
+  sandbox::Sandbox sandbox;
+  auto& manager = sandbox.addCluster({.name = "manager"});
+  test::TempDir dir;
+  dir.write("manager.kubeconfig", manager.kubeconfig());
+  dir.write("config.yaml", std::string(kQueueLabeledConfig) + "metricsSecure: true\n");
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsFor(dir);
+  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  options.healthProbeBindAddress = "0";  // its own address: probes stay plain HTTP
+
+  auto& api = manager.api();
+  api.create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "monitoring"}}}});
+  const auto tokenOf = [&](const std::string& account) {
+    api.create({"", "v1", "serviceaccounts", "monitoring", "", ""}, {{"metadata", {{"name", account}}}});
+    api.create({"", "v1", "secrets", "monitoring", "", ""},
+               {{"metadata",
+                 {{"name", account + "-token"}, {"annotations", {{"kubernetes.io/service-account.name", account}}}}},
+                {"type", "kubernetes.io/service-account-token"}});
+    std::string token;
+    EXPECT_TRUE(eventually([&] {
+      const auto secret = api.get({"", "v1", "secrets", "monitoring", account + "-token", ""});
+      if (!secret.contains("data") || !secret["data"].contains("token")) return false;
+      token = base64Decode(secret["data"]["token"].get<std::string>()).value_or("");
+      return true;
+    }));
+    return token;
+  };
+  const auto prometheus = tokenOf("prometheus"), nobody = tokenOf("nobody");
+  api.create({"rbac.authorization.k8s.io", "v1", "clusterroles", "", "", ""},
+             {{"metadata", {{"name", "multikueue-adapter-metrics-reader"}}},
+              {"rules", json::array({{{"nonResourceURLs", {"/metrics"}}, {"verbs", {"get"}}}})}});
+  api.create(
+      {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "", "", ""},
+      {{"metadata", {{"name", "prometheus-metrics"}}},
+       {"roleRef",
+        {{"apiGroup", "rbac.authorization.k8s.io"},
+         {"kind", "ClusterRole"},
+         {"name", "multikueue-adapter-metrics-reader"}}},
+       {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "prometheus"}, {"namespace", "monitoring"}}})}});
+
+  Service service(options);
+  service.start();
+  const auto scrape = [&](const std::string& token) {
+    httplib::SSLClient client("127.0.0.1", service.metricsPort());
+    client.enable_server_certificate_verification(false);  // self-signed, as controller-runtime's
+    if (!token.empty()) client.set_bearer_token_auth(token);
+    auto res = client.Get("/metrics");
+    return res ? std::pair{res->status, res->body} : std::pair{-1, std::string(httplib::to_string(res.error()))};
+  };
+  EXPECT_EQ(scrape("").first, 401);
+  EXPECT_EQ(scrape("not-a-token").first, 401);
+  const auto forbidden = scrape(nobody);
+  EXPECT_EQ(forbidden.first, 403);
+  EXPECT_THAT(forbidden.second, ::testing::HasSubstr("system:serviceaccount:monitoring:nobody"));
+  manager.recordRequests(true);
+  const auto allowed = scrape(prometheus);
+  EXPECT_EQ(allowed.first, 200) << allowed.second;
+  EXPECT_THAT(allowed.second, ::testing::HasSubstr("multikueue_adapter_build_info"));
+  EXPECT_EQ(scrape(prometheus).first, 200);
+  std::size_t reviews = 0;
+  for (const auto& r : manager.recordedRequests())
+    if (r.resource == "tokenreviews" || r.resource == "subjectaccessreviews") ++reviews;
+  EXPECT_EQ(reviews, 2u) << "one TokenReview and one SubjectAccessReview, then the kept answer";
+
+  httplib::Client plain("127.0.0.1", service.metricsPort());
+  const auto res = plain.Get("/metrics");
+  EXPECT_FALSE(res && res->status == 200) << "served over plain HTTP";
   service.stop();
 }
 

@@ -102,7 +102,8 @@ TEST(LoaderErrors, UnknownKeys) {
       {"not close to anything",
        adapterDoc("colour: blue\n"),
        {"colour: unknown field: remove it; the fields accepted at the top level are apiVersion, kind, namespace, "
-        "webhook, healthProbeBindAddress, metricsBindAddress, leaderElection, clientConnection, "
+        "webhook, healthProbeBindAddress, metricsBindAddress, metricsSecure, metricsCertDir, leaderElection, "
+        "clientConnection, "
         "managedByDefaulting, dispatch, multiKueue, integrations"}},
       {"not close, nested",
        adapterDoc("clientConnection: {timeout: 5s}\n"),

@@ -299,3 +299,21 @@ TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead) {
 
 }  // namespace
 }  // namespace mka::config
+
+namespace mka::config {
+namespace {
+
+TEST(Validate, SecureMetricsNeedTheirOwnServer) {
+  runBadValueCases({
+      {"metrics off", "metricsSecure: true\nmetricsBindAddress: \"0\"\n", "metricsSecure",
+       "metricsBindAddress is \"0\"", "set metricsBindAddress, such as :8443"},
+      {"shared with the probes", "metricsSecure: true\nmetricsBindAddress: \":8081\"\n", "metricsSecure",
+       "share their address with the health probes", "give metricsBindAddress its own port"},
+      {"a certificate for plain HTTP", "metricsCertDir: /certs\n", "metricsCertDir", "metricsSecure is false",
+       "set metricsSecure: true"},
+  });
+  EXPECT_TRUE(parseConfiguration(adapterDoc("metricsSecure: true\nmetricsCertDir: /certs\n")).ok());
+}
+
+}  // namespace
+}  // namespace mka::config

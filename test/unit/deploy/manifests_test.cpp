@@ -297,3 +297,33 @@ TEST(ManifestsCommand, AWorkerConfigurationMustNotDispatch) {
 
 }  // namespace
 }  // namespace mka::deploy
+
+namespace mka::deploy {
+namespace {
+
+// metricsSecure: the reviews granted, a reader role to bind scrapers to, the Service marked https.
+TEST(ManifestMetrics, SecureMetricsBringTheReviewsAndAReaderRole) {
+  const auto cfg = parse(
+      "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\nmetricsSecure: true\n"
+      "metricsBindAddress: \":8443\"\n");
+  const auto objects = byKey(renderManifests(cfg, "", {}));
+  const auto rules = objects.at("rbac.authorization.k8s.io/v1 ClusterRole multikueue-adapter").at("rules").dump();
+  EXPECT_NE(rules.find("tokenreviews"), std::string::npos) << rules;
+  EXPECT_NE(rules.find("subjectaccessreviews"), std::string::npos) << rules;
+  EXPECT_EQ(objects.at("rbac.authorization.k8s.io/v1 ClusterRole multikueue-adapter-metrics-reader").at("rules"),
+            json::parse(R"([{"nonResourceURLs":["/metrics"],"verbs":["get"]}])"));
+  EXPECT_EQ(
+      objects.at("v1 Service multikueue-adapter-system/multikueue-adapter-metrics")["metadata"]["annotations"].value(
+          "prometheus.io/scheme", ""),
+      "https");
+
+  const auto plain = byKey(renderManifests(
+      parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"), "", {}));
+  EXPECT_FALSE(plain.contains("rbac.authorization.k8s.io/v1 ClusterRole multikueue-adapter-metrics-reader"));
+  EXPECT_EQ(
+      plain.at("rbac.authorization.k8s.io/v1 ClusterRole multikueue-adapter").at("rules").dump().find("tokenreviews"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace mka::deploy

@@ -140,8 +140,9 @@ TEST(RbacTable, EveryRowSaysWhyAndUsesRbacVerbs) {
       EXPECT_NE(std::find(verbOrder().begin(), verbOrder().end(), verb), verbOrder().end()) << verb;
     if (!row.untested.empty()) ++untested;
   }
-  // Rows the coverage test cannot reach stay the exception.
-  EXPECT_LE(untested, 2u);
+  // Rows the coverage test cannot reach stay the exception (drop-in status, job retention, and
+  // the two reviews of secure metrics, which ServiceTest makes against the sandbox instead).
+  EXPECT_LE(untested, 4u);
 }
 
 }  // namespace
