@@ -11,6 +11,7 @@
 #include "mka/deploy/manifests.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/kube/leader_election.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "mka/observability/health.h"
@@ -117,7 +118,8 @@ Service::Service(ServeOptions options)
       metrics_(std::make_unique<observability::Metrics>()),
       health_(std::make_unique<observability::Health>()),
       store_(std::make_unique<config::ConfigStore>(loadConfiguration(options_))),
-      queues_(std::make_unique<webhook::InMemoryQueueIndex>()) {
+      queues_(std::make_unique<webhook::InMemoryQueueIndex>()),
+      identity_(kube::defaultLeaderIdentity()) {
   metrics_->recordConfigLoaded();
   metrics_->setBuildInfo(options_.version);
   auto cfg = store_->get();
@@ -231,8 +233,12 @@ void Service::start() {
     kube::ClientOptions clientOptions;
     clientOptions.qps = cfg->clientConnection.qps;
     clientOptions.burst = cfg->clientConnection.burst;
+    clientOptions.userAgent = kube::userAgentFor(options_.version, identity_);
     kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest), clientOptions));
   }
+  // Before any server starts: /readyz reads the index's informers from the probe server's
+  // threads, and until they exist it would answer from the empty index, which counts as synced.
+  if (needQueues) queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
   certificates_->start();
   if (!certificates_->loaded()) {
     spdlog::warn("serving certificate not loaded yet; /readyz stays false until it is error=\"{}\"",
@@ -242,12 +248,9 @@ void Service::start() {
   if (probeServer_) probeServer_->start();
   if (metricsServer_) metricsServer_->start();
   webhookServer_->start();
-  if (needQueues) {
-    queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
-    queueInformers_->start();
-  }
+  if (queueInformers_) queueInformers_->start();
   if (leaderControllers) {
-    dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_);
+    dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_, identity_);
     dispatchRunner_->start();
   }
   spdlog::info(
