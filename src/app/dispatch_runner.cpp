@@ -53,8 +53,13 @@ class DispatchRunner::Observer : public multikueue::ControllerObserver,
   observability::Metrics& metrics_;
 };
 
-DispatchRunner::DispatchRunner(kube::Client& manager, const config::ConfigStore& store, observability::Metrics& metrics)
-    : manager_(manager), store_(store), metrics_(metrics), observer_(std::make_unique<Observer>(metrics)) {}
+DispatchRunner::DispatchRunner(kube::Client& manager, const config::ConfigStore& store, observability::Metrics& metrics,
+                               std::string identity)
+    : manager_(manager),
+      store_(store),
+      metrics_(metrics),
+      identity_(std::move(identity)),
+      observer_(std::make_unique<Observer>(metrics)) {}
 
 DispatchRunner::~DispatchRunner() { stop(); }
 
@@ -77,7 +82,7 @@ void DispatchRunner::start() {
   kube::LeaderElectionConfig le;
   le.namespace_ = cfg->leaderElection.resourceNamespace;
   le.name = cfg->leaderElection.resourceName;
-  le.identity = kube::defaultLeaderIdentity();
+  le.identity = identity_;
   le.leaseDuration = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.leaseDuration);
   le.renewDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.renewDeadline);
   le.retryPeriod = std::chrono::duration_cast<std::chrono::milliseconds>(cfg->leaderElection.retryPeriod);
@@ -185,6 +190,8 @@ void DispatchRunner::startDispatcher() {
   if (dispatcher_ || !running_->dispatch.enabled) return;
   multikueue::Dispatcher::Options options;
   options.config = *running_;
+  // Each worker's audit log names the replica that wrote there, as the manager's does.
+  options.registry.clientOptions.userAgent = manager_.rest().options().userAgent;
   options.informers = informers_.get();
   options.controllerObserver = observer_.get();
   options.dispatchObserver = observer_.get();

@@ -15,6 +15,7 @@
 #include "mka/deploy/manifests.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/kube/leader_election.h"
 #include "mka/multikueue/events.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
@@ -131,7 +132,8 @@ Service::Service(ServeOptions options)
       metrics_(std::make_unique<observability::Metrics>()),
       health_(std::make_unique<observability::Health>()),
       store_(std::make_unique<config::ConfigStore>(loadConfiguration(options_))),
-      queues_(std::make_unique<webhook::InMemoryQueueIndex>()) {
+      queues_(std::make_unique<webhook::InMemoryQueueIndex>()),
+      identity_(kube::defaultLeaderIdentity()) {
   metrics_->recordConfigLoaded();
   metrics_->setBuildInfo(options_.version);
   for (auto [name, value] :
@@ -339,6 +341,7 @@ void Service::start() {
     kube::ClientOptions clientOptions;
     clientOptions.qps = cfg->clientConnection.qps;
     clientOptions.burst = cfg->clientConnection.burst;
+    clientOptions.userAgent = kube::userAgentFor(options_.version, identity_);
     kubeClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(std::move(rest), clientOptions));
     if (auto errors = clusterProblems(*cfg); !errors.empty()) throw ValidationError(std::move(errors));
   }
@@ -348,6 +351,9 @@ void Service::start() {
   }
   if (kubeClient_ && !podName_.empty() && !podNamespace_.empty())
     reloadEvents_ = std::make_unique<multikueue::EventRecorder>(*kubeClient_, clock_, "multikueue-adapter");
+  // Before any server starts: /readyz reads the index's informers from the probe server's
+  // threads, and until they exist it would answer from the empty index, which counts as synced.
+  if (needQueues) queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
   certificates_->start();
   if (!certificates_->loaded()) {
     log::warn("serving certificate not loaded yet; /readyz stays false until it is",
@@ -357,12 +363,9 @@ void Service::start() {
   if (probeServer_) probeServer_->start();
   if (metricsServer_) metricsServer_->start();
   webhookServer_->start();
-  if (needQueues) {
-    queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
-    queueInformers_->start();
-  }
+  if (queueInformers_) queueInformers_->start();
   if (leaderControllers) {
-    dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_);
+    dispatchRunner_ = std::make_unique<DispatchRunner>(*kubeClient_, *store_, *metrics_, identity_);
     dispatchRunner_->start();
   }
   log::info("multikueue-adapter serving", {{"webhookPort", webhookPort()},

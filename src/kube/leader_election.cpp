@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <random>
 
@@ -31,20 +32,40 @@ int wholeSeconds(std::chrono::milliseconds d) {
   return static_cast<int>(std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(d).count()));
 }
 
+// The elector's own connection: no client-side rate limit (a busy controller sharing the
+// process's limiter must not hold a renewal back), no retries inside one attempt (the elector
+// tries again every retryPeriod itself; a 503 retried with backoff would outlast the renew
+// deadline) and no request outlasting the renew deadline.
+ClientOptions electionClientOptions(const ClientOptions& shared, const LeaderElectionConfig& config) {
+  auto options = shared;
+  options.qps = 0;
+  options.maxRetries = 0;
+  options.timeout = std::min(shared.timeout, config.renewDeadline);
+  return options;
+}
+
 }  // namespace
 
 std::string defaultLeaderIdentity() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
+  std::string name;
+  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != '\0') {
+    name = pod;
+  } else {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    name = host;
+  }
   std::mt19937_64 rng{std::random_device{}()};
   static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
   std::string suffix;
   for (int i = 0; i < 8; ++i) suffix += kAlphabet[rng() % kAlphabet.size()];
-  return std::string(host) + "_" + suffix;
+  return name + "_" + suffix;
 }
 
 LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config)
-    : client_(client), config_(std::move(config)) {
+    : client_(
+          std::make_shared<RestClient>(client.rest().config(), electionClientOptions(client.rest().options(), config))),
+      config_(std::move(config)) {
   if (config_.name.empty() || config_.namespace_.empty())
     throw Error(
         "leader election: the Lease needs a namespace and a name (leaderElection.resourceNamespace/resourceName)");
@@ -85,31 +106,38 @@ bool LeaderElector::waitFor(std::chrono::milliseconds delay) {
 
 void LeaderElector::run() {
   log::info("leader election starts", {{"lease", leaseKey()}, {"identity", config_.identity}});
-  // Acquire: retry every retryPeriod until we hold the lease.
+  // A leader that could not renew stands again: the API server may answer again before anyone
+  // else takes over, and a lone replica would otherwise never lead again.
   while (true) {
-    if (tryAcquireOrRenew()) break;
-    if (!waitFor(config_.retryPeriod)) return;
-  }
-  leading_ = true;
-  log::info("leader election acquired", {{"lease", leaseKey()}, {"identity", config_.identity}});
-  if (config_.onStartedLeading) config_.onStartedLeading();
-  // Renew: every retryPeriod; leadership ends when renewDeadline passes without a renewal.
-  auto lastRenew = SteadyClock::now();
-  while (true) {
-    if (!waitFor(config_.retryPeriod)) break;
-    if (tryAcquireOrRenew()) {
+    // Each renewal counts from before its request: the write came after it, so no other
+    // candidate, counting from when it saw the write, ever counts from an earlier time.
+    auto lastRenew = SteadyClock::now();
+    // Acquire: retry every retryPeriod until we hold the lease.
+    while (!tryAcquireOrRenew()) {
+      if (!waitFor(config_.retryPeriod)) return;
       lastRenew = SteadyClock::now();
-    } else if (SteadyClock::now() - lastRenew >= config_.renewDeadline) {
-      log::error("leader election lost: no renewal within the renew deadline",
-                 {{"lease", leaseKey()}, {"identity", config_.identity}});
-      leading_ = false;
-      if (config_.onStoppedLeading) config_.onStoppedLeading();
-      return;
     }
+    leading_ = true;
+    log::info("leader election acquired", {{"lease", leaseKey()}, {"identity", config_.identity}});
+    if (config_.onStartedLeading) config_.onStartedLeading();
+    // Renew: every retryPeriod; leadership ends when renewDeadline passes without a renewal.
+    bool lost = false;
+    while (!lost) {
+      if (!waitFor(config_.retryPeriod)) break;
+      const auto attempt = SteadyClock::now();
+      if (tryAcquireOrRenew()) {
+        lastRenew = attempt;
+      } else if (SteadyClock::now() - lastRenew >= config_.renewDeadline) {
+        log::error("leader election lost: no renewal within the renew deadline",
+                   {{"lease", leaseKey()}, {"identity", config_.identity}});
+        lost = true;
+      }
+    }
+    if (!lost && config_.releaseOnCancel) release();
+    leading_ = false;
+    if (config_.onStoppedLeading) config_.onStoppedLeading();
+    if (!lost || !waitFor(config_.retryPeriod)) return;
   }
-  if (config_.releaseOnCancel) release();
-  leading_ = false;
-  if (config_.onStoppedLeading) config_.onStoppedLeading();
 }
 
 bool LeaderElector::tryAcquireOrRenew() {

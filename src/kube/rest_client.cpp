@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -110,7 +111,28 @@ class TlsClient final : public httplib::SSLClient {
   }
 };
 
+// RFC 9110 tchar: what a product name, version or comment word may hold without quoting.
+std::string asToken(std::string_view text) {
+  std::string out(text.empty() ? "unknown" : text);
+  for (auto& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      c = '-';
+  return out;
+}
+
 }  // namespace
+
+std::string userAgentFor(std::string_view version, std::string_view identity) {
+#if defined(__x86_64__)
+  constexpr std::string_view arch = "amd64";
+#elif defined(__aarch64__)
+  constexpr std::string_view arch = "arm64";
+#else
+  constexpr std::string_view arch = "unknown";
+#endif
+  return "multikueue-adapter/" + asToken(version) + " (linux/" + std::string(arch) + ") " + asToken(identity);
+}
 
 struct RestClient::Connection {
   std::unique_ptr<TlsClient> client;

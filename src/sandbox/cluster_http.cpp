@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "mka/common/errors.h"
+#include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
@@ -521,17 +522,27 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
       }
       if (recording_ && route.kind == Route::Kind::Resource) {
         const auto& ref = route.ref;
+        std::string createdName;
+        if (route.verb == "create") {
+          try {
+            createdName = json_fields::metadataString(decodeBody(req), "name");
+          } catch (const std::exception&) {
+            // a body the create refuses below: recorded without a name
+          }
+        }
         std::lock_guard lock(recordedMutex_);
         recorded_.insert({serviceAccountUser.value_or(certificateUser.value_or("")), req.get_header_value("User-Agent"),
-                          route.verb, ref.group, ref.plural, ref.subresource, ref.namespace_, ref.name});
+                          route.verb, ref.group, ref.plural, ref.subresource, ref.namespace_, ref.name,
+                          std::move(createdName)});
       }
     }
     if (route.error) throw *route.error;
 
     // Faults: decided on arrival, then the latency, then the injected answer.
     const bool resourceRequest = route.kind == Route::Kind::Resource;
-    const auto decision = faults_.onRequest(resourceRequest ? route.verb : "get",
-                                            resourceRequest ? route.ref.plural : "", route.ref.subresource);
+    const auto decision =
+        faults_.onRequest(resourceRequest ? route.verb : "get", resourceRequest ? route.ref.plural : "",
+                          route.ref.subresource, req.get_header_value("User-Agent"));
     faults_.delay(arrived);
     if (stopping_) {
       res.set_header("Connection", "close");

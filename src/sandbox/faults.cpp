@@ -6,9 +6,10 @@ namespace mka::sandbox {
 namespace {
 
 bool matches(const FaultMatch& match, const std::string& verb, const std::string& resource,
-             const std::string& subresource) {
+             const std::string& subresource, const std::string& userAgent) {
   return (match.verb.empty() || match.verb == verb) && (match.resource.empty() || match.resource == resource) &&
-         (match.subresource.empty() || match.subresource == subresource);
+         (match.subresource.empty() || match.subresource == subresource) &&
+         (match.userAgent.empty() || userAgent.find(match.userAgent) != std::string::npos);
 }
 
 }  // namespace
@@ -54,13 +55,13 @@ void FaultInjector::clear() {
 }
 
 FaultInjector::Decision FaultInjector::onRequest(const std::string& verb, const std::string& resource,
-                                                 const std::string& subresource) {
+                                                 const std::string& subresource, const std::string& userAgent) {
   std::lock_guard lock(mutex_);
   Decision decision;
   decision.latency = latency_;
   if (resource.empty()) return decision;  // discovery, /version, health: latency only
   for (auto it = rules_.begin(); it != rules_.end(); ++it) {
-    if (!matches(it->match, verb, resource, subresource)) continue;
+    if (!matches(it->match, verb, resource, subresource, userAgent)) continue;
     decision.failWith = it->code;
     decision.retryAfterSeconds = it->code == 429 ? it->retryAfterSeconds : 0;
     if (--it->remaining <= 0) rules_.erase(it);

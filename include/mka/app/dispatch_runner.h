@@ -36,8 +36,11 @@ bool sameDispatchSettings(const config::Configuration& running, const config::Co
 
 class DispatchRunner {
  public:
-  // All borrowed; must outlive the runner.
-  DispatchRunner(kube::Client& manager, const config::ConfigStore& store, observability::Metrics& metrics);
+  // All borrowed; must outlive the runner. `identity` is this replica's in the Lease
+  // (kube::defaultLeaderIdentity(), also in `manager`'s user agent); the worker clients
+  // introduce themselves with `manager`'s user agent too.
+  DispatchRunner(kube::Client& manager, const config::ConfigStore& store, observability::Metrics& metrics,
+                 std::string identity);
   ~DispatchRunner();  // stop()
   DispatchRunner(const DispatchRunner&) = delete;
   DispatchRunner& operator=(const DispatchRunner&) = delete;
@@ -64,6 +67,7 @@ class DispatchRunner {
   kube::Client& manager_;
   const config::ConfigStore& store_;
   observability::Metrics& metrics_;
+  const std::string identity_;
   std::unique_ptr<Observer> observer_;
   std::unique_ptr<kube::LeaderElector> elector_;
 

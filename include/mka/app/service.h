@@ -108,6 +108,9 @@ class Service {
   mutable std::mutex addedKindsMutex_;
   std::vector<std::string> addedKinds_;  // under addedKindsMutex_; the reloader's thread writes it
   std::unique_ptr<webhook::InMemoryQueueIndex> queues_;
+  // This replica's name in the Lease and in the user agent of every call it makes, so that a
+  // cluster's audit log tells the replicas apart.
+  const std::string identity_;
   // The manager cluster, when the policy needs it (MultiKueueQueues) or --kubeconfig is given:
   // informers feed `queues_` from LocalQueues, ClusterQueues and AdmissionChecks.
   std::unique_ptr<kube::Client> kubeClient_;

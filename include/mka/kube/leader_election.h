@@ -3,8 +3,10 @@
 // does it: try to acquire or renew every `retryPeriod`; a lease held by someone else counts as
 // expired only after `leaseDuration` has passed on *our* clock since we last saw it change
 // (never by comparing the holder's renewTime with our clock, so clock skew cannot steal a
-// lease); a leader that cannot renew within `renewDeadline` stops leading; on stop() the
-// leader releases the lease (empty holder) so a successor takes over at once.
+// lease); a leader that cannot renew within `renewDeadline` stops leading and stands again as
+// a candidate; on stop() the leader releases the lease (empty holder) so a successor takes over
+// at once. The elector talks to the API server on a connection of its own (made from the
+// client's configuration and user agent), so that nothing else the process does delays a renewal.
 //
 // Threads: owns one thread, which also runs the callbacks; isLeader()/leader() from any thread.
 
@@ -25,7 +27,7 @@ namespace mka::kube {
 struct LeaderElectionConfig {
   std::string namespace_;
   std::string name;
-  std::string identity;  // unique per process: hostname + "_" + a random suffix
+  std::string identity;  // unique per process: defaultLeaderIdentity()
   // client-go's defaults (and controller-runtime's).
   std::chrono::milliseconds leaseDuration{std::chrono::seconds{15}};
   std::chrono::milliseconds renewDeadline{std::chrono::seconds{10}};
@@ -58,7 +60,7 @@ class LeaderElector {
   bool waitFor(std::chrono::milliseconds delay);  // false when stopping
   std::string leaseKey() const { return config_.namespace_ + "/" + config_.name; }
 
-  Client& client_;
+  Client client_;
   LeaderElectionConfig config_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -70,7 +72,10 @@ class LeaderElector {
   std::thread thread_;
 };
 
-// A process identity as client-go's examples build it: "<hostname>_<random>".
+// A process identity as client-go's examples build it, "<name>_<random>", where the name is the
+// pod's (POD_NAME, which the Deployment sets from metadata.name) else the hostname: with
+// hostNetwork the hostname is the node's, and the pod name is what an operator looks for in the
+// Lease and the audit log.
 std::string defaultLeaderIdentity();
 
 }  // namespace mka::kube

@@ -33,8 +33,14 @@ struct ClientOptions {
   int maxRetries = 5;
   std::chrono::milliseconds retryBackoff{200};  // doubles per retry, up to retryBackoffCap
   std::chrono::milliseconds retryBackoffCap{std::chrono::seconds{5}};
-  std::string userAgent = "multikueue-adapter";
+  std::string userAgent = "multikueue-adapter";  // serve sends userAgentFor(version, identity)
 };
+
+// client-go's "<binary>/<version> (<os>/<arch>) <comment>" with the replica's leader-election
+// identity as the comment: replicas of one Deployment share a ServiceAccount, so kube-apiserver's
+// audit log (and the sandbox's recorded requests) can tell their calls apart only by this.
+// Characters an HTTP token does not allow become '-'.
+std::string userAgentFor(std::string_view version, std::string_view identity);
 
 struct Response {
   int status = 0;
@@ -75,6 +81,7 @@ class RestClient {
               std::chrono::seconds readTimeout);
 
   const RestConfig& config() const { return config_; }
+  const ClientOptions& options() const { return options_; }
   std::uint64_t requestsSent() const { return sent_.load(); }
 
  private:

@@ -22,6 +22,9 @@ struct FaultMatch {
   std::string verb;         // "" = any; get|list|watch|create|update|patch|delete|deletecollection
   std::string resource;     // "" = any; plural, e.g. "workloads"
   std::string subresource;  // "" = any (use "status" to hit only status writes)
+  // "" = any; else a part of the request's User-Agent: one client among several that share a
+  // token, e.g. one replica of the adapter by its leader-election identity.
+  std::string userAgent;
 };
 
 class FaultInjector {
@@ -46,7 +49,8 @@ class FaultInjector {
   };
   // Decides the fate of one request and consumes what it triggers (a failure count, the armed
   // 410). `resource` "" marks a non-resource request (discovery, /version, ...).
-  Decision onRequest(const std::string& verb, const std::string& resource, const std::string& subresource);
+  Decision onRequest(const std::string& verb, const std::string& resource, const std::string& subresource,
+                     const std::string& userAgent = "");
 
   // Blocks the calling request thread until `arrived` + the current latency, re-evaluated
   // whenever the latency changes, or until cancelDelays(). Returns at once without latency.

@@ -54,7 +54,10 @@ struct RecordedRequest {
   std::string resource;  // plural
   std::string subresource;
   std::string namespace_;
-  std::string name;
+  std::string name;  // "" for a create, as RBAC sees it
+  // A create's object name (the body's metadata.name), as kube-apiserver's audit log fills in
+  // objectRef.name: which object a client created, when several clients create. "" otherwise.
+  std::string createdName;
   auto operator<=>(const RecordedRequest&) const = default;
 };
 

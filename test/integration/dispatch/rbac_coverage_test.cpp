@@ -389,7 +389,7 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
   for (const auto& a : adapters_) {
     for (const auto& r : env_->cluster(a.cluster).recordedRequests()) {
       if (r.user != kAdapterUser) continue;
-      EXPECT_EQ(r.userAgent, "multikueue-adapter") << describe(r);
+      EXPECT_THAT(r.userAgent, ::testing::StartsWith("multikueue-adapter/")) << describe(r);  // kube::userAgentFor
       EXPECT_TRUE(allowedBy(a.manifests, r))
           << a.cluster << " (" << deploy::toString(a.role) << "): " << describe(r)
           << " is not granted by the rendered rules: add it to include/mka/deploy/rbac.h";

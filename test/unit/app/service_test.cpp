@@ -3,6 +3,10 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <set>
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -306,6 +310,92 @@ multiKueue:
   };
   EXPECT_TRUE(eventually([&] { return patchType("q") == "JSONPatch"; })) << "a MultiKueue-backed queue is defaulted";
   EXPECT_EQ(patchType("local"), "") << "a queue without a MultiKueue check is left alone";
+  service.stop();
+}
+
+// The Kueue CRDs the queue index follows, in a sandbox manager.
+sandbox::ClusterOptions managerWithQueueCrds() {
+  const std::filesystem::path crds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
+  return {.name = "manager",
+          .crdFiles = {crds / "kueue.x-k8s.io_localqueues.yaml", crds / "kueue.x-k8s.io_clusterqueues.yaml",
+                       crds / "kueue.x-k8s.io_admissionchecks.yaml"}};
+}
+
+constexpr const char* kMultiKueueQueuesConfig = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+managedByDefaulting: MultiKueueQueues
+dispatch: {enabled: false}
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)";
+
+// A replica the Service names ready gets webhook traffic: it must never say so before its queue
+// caches synced, not even while it starts its servers. /readyz is polled from before start().
+TEST(ServiceTest, NeverReadyBeforeTheQueueCachesSynced) {
+  sandbox::Sandbox sandbox;
+  auto& manager = sandbox.addCluster(managerWithQueueCrds());
+  test::TempDir dir;
+  dir.write("config.yaml", kMultiKueueQueuesConfig);
+  dir.write("manager.kubeconfig", manager.kubeconfig());
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsFor(dir);
+  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  const int port = test::freeLoopbackPort();
+  options.healthProbeBindAddress = "127.0.0.1:" + std::to_string(port);
+
+  manager.setUnreachable(true);  // the caches cannot sync
+  std::atomic<bool> polling{true};
+  std::atomic<int> answers{0}, ready{0};
+  std::thread poller([&] {
+    httplib::Client client("127.0.0.1", port);
+    client.set_keep_alive(true);
+    while (polling) {
+      if (auto res = client.Get("/readyz")) {
+        ++answers;
+        if (res->status == 200) ++ready;
+      }
+    }
+  });
+  Service service(options);
+  service.start();
+  EXPECT_TRUE(eventually(
+      [&] { return answers.load() > 10 && get(port, "/readyz?verbose").find("[+]certificate") != std::string::npos; }));
+  polling = false;
+  poller.join();
+  EXPECT_EQ(ready.load(), 0) << "ready before the LocalQueue, ClusterQueue and AdmissionCheck caches synced";
+  manager.setUnreachable(false);
+  EXPECT_TRUE(eventually([&] { return probe(port, "/readyz") == 200; }));
+  service.stop();
+}
+
+// Replicas share a ServiceAccount: the user agent of their calls is what tells them apart in an
+// audit log. It names the build and the replica's identity in the Lease (the pod's name first).
+TEST(ServiceTest, ItsCallsNameTheReplicaInTheirUserAgent) {
+  sandbox::Sandbox sandbox;
+  auto& manager = sandbox.addCluster(managerWithQueueCrds());
+  test::TempDir dir;
+  dir.write("config.yaml", kMultiKueueQueuesConfig);
+  dir.write("manager.kubeconfig", manager.kubeconfig());
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsFor(dir);
+  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  options.version = "v9.9.9";
+
+  manager.recordRequests(true);
+  ::setenv("POD_NAME", "adapter-7d9f5-x2k4q", 1);
+  Service service(options);
+  ::unsetenv("POD_NAME");
+  service.start();
+  ASSERT_TRUE(eventually([&] { return probe(service.probePort(), "/readyz") == 200; }));
+  std::set<std::string> agents;
+  for (const auto& r : manager.recordedRequests()) agents.insert(r.userAgent);
+  ASSERT_EQ(agents.size(), 1u) << "one replica, one identity";
+  EXPECT_THAT(
+      *agents.begin(),
+      ::testing::MatchesRegex(R"(multikueue-adapter/v9\.9\.9 \(linux/[a-z0-9]+\) adapter-7d9f5-x2k4q_[a-z0-9]{8})"));
   service.stop();
 }
 

@@ -12,6 +12,7 @@
 
 #include <httplib.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
@@ -1058,6 +1059,72 @@ TEST_F(ClientTest, ACrashedLeadersLeaseIsTakenOverOnlyOnceItExpires) {
   // last renewal (at most one retryPeriod before the crash). A takeover by release would come
   // within about one retryPeriod; expiry takes about 2 s. The bound sits well between the two.
   EXPECT_GE(std::chrono::steady_clock::now() - stopped, base.leaseDuration - 5 * base.retryPeriod);
+}
+
+// The safety of leader election rests on this order: a leader that cannot renew stops leading
+// before anyone else may take the lease over (renewDeadline < leaseDuration). A 503 is what an
+// overloaded API server answers; retried inside the attempt, it would outlast the deadline.
+TEST_F(ClientTest, ALeaderThatCannotRenewStepsDownBeforeTheLeaseIsTakenOverAndStandsAgain) {
+  auto optionsA = fastOptions(), optionsB = fastOptions();
+  optionsA.retryBackoff = ClientOptions{}.retryBackoff;  // a's client would retry a 503 for 6 s
+  optionsA.userAgent = "test/1 (linux/amd64) replica-a_x7k2";
+  optionsB.userAgent = "test/1 (linux/amd64) replica-b_q9z4";
+  auto clientA = newClient(optionsA);
+  auto clientB = newClient(optionsB);
+  std::atomic<int> events{0}, aStopped{0}, bStarted{0}, aStarted{0};
+  LeaderElectionConfig base{.namespace_ = "default",
+                            .name = "renew",
+                            .leaseDuration = std::chrono::milliseconds{2000},
+                            .renewDeadline = std::chrono::milliseconds{1500},
+                            .retryPeriod = std::chrono::milliseconds{100}};
+  auto configA = base;
+  configA.identity = "a";
+  configA.onStartedLeading = [&] { aStarted = ++events; };
+  configA.onStoppedLeading = [&] { aStopped = ++events; };
+  auto configB = base;
+  configB.identity = "b";
+  configB.onStartedLeading = [&] { bStarted = ++events; };
+  LeaderElector a(*clientA, configA);
+  a.start();
+  ASSERT_TRUE(test::eventually([&] { return a.isLeader(); }));
+  LeaderElector b(*clientB, configB);
+  b.start();
+  ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
+
+  cluster.faults().failNext(1'000'000, 503, {.resource = "leases", .userAgent = "replica-a_"});
+  ASSERT_TRUE(test::eventually([&] { return b.isLeader(); }, std::chrono::seconds{30}));
+  EXPECT_FALSE(a.isLeader());
+  EXPECT_GT(aStopped.load(), 0) << "a never stopped leading";
+  EXPECT_LT(aStopped.load(), bStarted.load()) << "b led while a still did";
+
+  // a stands again: once its requests are answered and b lets go, it leads.
+  cluster.faults().clear();
+  const int before = events.load();
+  b.stop();
+  EXPECT_TRUE(test::eventually([&] { return aStarted.load() > before; }, std::chrono::seconds{30}));
+  EXPECT_TRUE(a.isLeader());
+}
+
+TEST(LeaderIdentityTest, NamesThePodWhenPodNameIsSet) {
+  ::setenv("POD_NAME", "multikueue-adapter-7d9f5-x2k4q", 1);
+  const auto identity = defaultLeaderIdentity();
+  ::unsetenv("POD_NAME");
+  EXPECT_THAT(identity, ::testing::MatchesRegex("multikueue-adapter-7d9f5-x2k4q_[a-z0-9]{8}"));
+  EXPECT_NE(defaultLeaderIdentity(), defaultLeaderIdentity()) << "two processes of one pod differ";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_EQ(defaultLeaderIdentity().rfind(std::string(host) + "_", 0), 0u) << "without POD_NAME: the hostname";
+}
+
+TEST(UserAgentTest, NamesBinaryVersionPlatformAndIdentityAsClientGoDoes) {
+  EXPECT_THAT(userAgentFor("v0.3.0-4-gabc", "adapter-7d9f5-x2k4q_bc4d2fgh"),
+              ::testing::MatchesRegex(
+                  R"(multikueue-adapter/v0\.3\.0-4-gabc \(linux/[a-z0-9]+\) adapter-7d9f5-x2k4q_bc4d2fgh)"));
+  // Whatever a hostname or version holds, the header stays one line of tokens.
+  const auto odd = userAgentFor("1.0 dirty", "host name\r\nX-Injected: 1");
+  EXPECT_EQ(odd.find_first_of("\r\n"), std::string::npos) << odd;
+  EXPECT_THAT(odd, ::testing::StartsWith("multikueue-adapter/1.0-dirty ("));
+  EXPECT_THAT(odd, ::testing::EndsWith(") host-name--X-Injected--1")) << "':' is not a token character either";
 }
 
 TEST_F(ClientTest, LeaderElectionRefusesBadDurations) {

@@ -65,6 +65,17 @@ TEST_F(FaultHttpTest, FailNextHitsOnlyMatchingRequests) {
   EXPECT_EQ(createConfigMap(*client_, "first"), 201) << "the failed create stored nothing";
 }
 
+TEST_F(FaultHttpTest, FailNextHitsOnlyTheClientWhoseUserAgentMatches) {
+  cluster_->faults().failNext(1, 503, FaultMatch{.userAgent = "replica-a_"});
+  const char* path = "/api/v1/namespaces/default/configmaps";
+  auto other = test::clientFor(*cluster_);
+  EXPECT_EQ(test::statusOf(other->Get(path, {{"User-Agent", "multikueue-adapter/v1 (linux/amd64) replica-b_q9z4"}})),
+            200);
+  EXPECT_EQ(test::statusOf(client_->Get(path, {{"User-Agent", "multikueue-adapter/v1 (linux/amd64) replica-a_x7k2"}})),
+            503);
+  EXPECT_EQ(cluster_->faults().injectedFailures(), 1u);
+}
+
 TEST_F(FaultHttpTest, StatusWritesCanBeTargeted) {
   json crd = json::parse(R"({
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

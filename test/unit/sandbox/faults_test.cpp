@@ -49,6 +49,19 @@ TEST(FaultInjectorTest, FailNextOnlyHitsMatchingRequests) {
   EXPECT_FALSE(faults.onRequest("update", "workloads", "status").failWith) << "count used up";
 }
 
+TEST(FaultInjectorTest, FailNextCanHitOneClientByItsUserAgent) {
+  FaultInjector faults;
+  faults.failNext(2, 500, FaultMatch{.resource = "leases", .userAgent = "replica-a_"});
+  const std::string a = "multikueue-adapter/v1 (linux/amd64) replica-a_x7k2",
+                    b = "multikueue-adapter/v1 (linux/amd64) replica-b_q9z4";
+  EXPECT_FALSE(faults.onRequest("get", "leases", "", b).failWith) << "another replica";
+  EXPECT_FALSE(faults.onRequest("get", "leases", "").failWith) << "no User-Agent";
+  EXPECT_FALSE(faults.onRequest("get", "workloads", "", a).failWith) << "another resource";
+  EXPECT_EQ(faults.onRequest("get", "leases", "", a).failWith, 500);
+  EXPECT_EQ(faults.onRequest("update", "leases", "", a).failWith, 500);
+  EXPECT_FALSE(faults.onRequest("update", "leases", "", a).failWith) << "count used up";
+}
+
 TEST(FaultInjectorTest, NonResourceRequestsAreNeverFailed) {
   FaultInjector faults;
   faults.failNext(1, 500);

@@ -91,6 +91,36 @@ TEST(SandboxTest, WritesRefusedAsInvalidAreRecorded) {
                                                 "metadata.name: Invalid value: \"Not_A_Label\""));
 }
 
+// Two clients sharing a token are told apart by their user agent; a create names the object it
+// made (as the audit log's objectRef does), though RBAC sees no name for it.
+TEST(SandboxTest, RecordedRequestsNameTheClientAndTheObjectCreated) {
+  Sandbox sandbox;
+  Cluster& c = sandbox.addCluster(named("a"));
+  auto client = test::clientFor(c);
+  c.recordRequests(true);
+  const httplib::Headers replicaA = {{"User-Agent", "multikueue-adapter/v1 (linux/amd64) replica-a_x7k2"}};
+  for (const char* name : {"first", "second"}) {
+    json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}}}};
+    ASSERT_EQ(
+        test::statusOf(client->Post("/api/v1/namespaces/default/configmaps", replicaA, cm.dump(), "application/json")),
+        201);
+  }
+  ASSERT_EQ(test::statusOf(client->Get("/api/v1/namespaces/default/configmaps/first", replicaA)), 200);
+  ASSERT_EQ(
+      test::statusOf(client->Post("/api/v1/namespaces/default/configmaps", replicaA, "not json", "application/json")),
+      400);
+  const RecordedRequest create{"", replicaA.begin()->second, "create", "", "configmaps", "", "default", "", ""};
+  auto with = [](RecordedRequest r, std::string name, std::string createdName) {
+    r.name = std::move(name);
+    r.createdName = std::move(createdName);
+    return r;
+  };
+  auto get = with(create, "first", "");
+  get.verb = "get";
+  EXPECT_THAT(c.recordedRequests(),
+              ::testing::ElementsAre(create, with(create, "", "first"), with(create, "", "second"), get));
+}
+
 TEST(SandboxTest, RejectsDuplicateAndMalformedNames) {
   Sandbox sandbox;
   sandbox.addCluster(named("manager"));
