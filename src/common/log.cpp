@@ -111,12 +111,11 @@ bool RecordReader::next(RecordField& field) {
 
 }  // namespace detail
 
-void write(spdlog::logger& logger, spdlog::level::level_enum level, std::string_view msg, Fields fields,
-           const std::source_location& where) {
+void write(spdlog::logger& logger, spdlog::level::level_enum level, std::string_view msg, Fields fields, Where where) {
   if (!logger.should_log(level)) return;
   spdlog::memory_buf_t payload;
   detail::encode(payload, msg, fields);
-  logger.log(spdlog::source_loc{where.file_name(), static_cast<int>(where.line()), where.function_name()}, level,
+  logger.log(spdlog::source_loc{where.file, where.line, where.function}, level,
              spdlog::string_view_t(payload.data(), payload.size()));
 }
 

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <random>
@@ -45,6 +46,12 @@ ClientOptions electionClientOptions(const ClientOptions& shared, const LeaderEle
 }
 
 }  // namespace
+
+ClientOptions LeaderElector::renewalOptions(std::chrono::milliseconds timeout) {
+  auto options = client_.rest().options();
+  options.timeout = std::max(timeout, std::chrono::milliseconds{1});
+  return options;
+}
 
 std::string defaultLeaderIdentity() {
   std::string name;
@@ -113,7 +120,7 @@ void LeaderElector::run() {
     // candidate, counting from when it saw the write, ever counts from an earlier time.
     auto lastRenew = SteadyClock::now();
     // Acquire: retry every retryPeriod until we hold the lease.
-    while (!tryAcquireOrRenew()) {
+    while (!tryAcquireOrRenew(client_)) {
       if (!waitFor(config_.retryPeriod)) return;
       lastRenew = SteadyClock::now();
     }
@@ -123,11 +130,22 @@ void LeaderElector::run() {
     // Renew: every retryPeriod; leadership ends when renewDeadline passes without a renewal.
     bool lost = false;
     while (!lost) {
-      if (!waitFor(config_.retryPeriod)) break;
+      // Leadership ends at the renew deadline whatever the API server does: the wait stops at
+      // it, and an attempt (a read and a write) gets half of what is left per request, so a
+      // leader whose requests hang steps down on time, as client-go's renew context makes it.
+      const auto deadline = lastRenew + config_.renewDeadline;
+      const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+      if (!waitFor(std::clamp(untilDeadline, std::chrono::milliseconds::zero(), config_.retryPeriod))) break;
       const auto attempt = SteadyClock::now();
-      if (tryAcquireOrRenew()) {
-        lastRenew = attempt;
-      } else if (SteadyClock::now() - lastRenew >= config_.renewDeadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - attempt);
+      if (left > std::chrono::milliseconds::zero()) {
+        Client renewal(std::make_shared<RestClient>(client_.rest().config(), renewalOptions(left / 2)));
+        if (tryAcquireOrRenew(renewal)) {
+          lastRenew = attempt;
+          continue;
+        }
+      }
+      if (SteadyClock::now() >= deadline) {
         log::error("leader election lost: no renewal within the renew deadline",
                    {{"lease", leaseKey()}, {"identity", config_.identity}});
         lost = true;
@@ -140,10 +158,10 @@ void LeaderElector::run() {
   }
 }
 
-bool LeaderElector::tryAcquireOrRenew() {
+bool LeaderElector::tryAcquireOrRenew(Client& client) {
   json lease;
   try {
-    lease = client_.get(kLease, config_.namespace_, config_.name);
+    lease = client.get(kLease, config_.namespace_, config_.name);
   } catch (const ApiError& e) {
     if (e.reason() != Reason::NotFound) {
       log::warn("leader election cannot read the lease", {{"lease", leaseKey()}, {"error", e.what()}});
@@ -160,7 +178,7 @@ bool LeaderElector::tryAcquireOrRenew() {
                     {"renewTime", t},
                     {"leaseTransitions", 0}}}};
     try {
-      client_.create(fresh);
+      client.create(fresh);
     } catch (const ApiError& createError) {
       log::info("leader election lost the race to create the lease",
                 {{"lease", leaseKey()}, {"error", createError.what()}});
@@ -208,7 +226,7 @@ bool LeaderElector::tryAcquireOrRenew() {
   s["leaseDurationSeconds"] = wholeSeconds(config_.leaseDuration);
   s["renewTime"] = t;
   try {
-    auto stored = client_.update(next);  // conditioned on the resourceVersion we read
+    auto stored = client.update(next);  // conditioned on the resourceVersion we read
     std::lock_guard lock(mutex_);
     observedSpec_ = stored.value("spec", json::object());
     observedHolder_ = config_.identity;

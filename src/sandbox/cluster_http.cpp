@@ -544,6 +544,7 @@ void ClusterHttp::handle(const httplib::Request& req, httplib::Response& res) {
         faults_.onRequest(resourceRequest ? route.verb : "get", resourceRequest ? route.ref.plural : "",
                           route.ref.subresource, req.get_header_value("User-Agent"));
     faults_.delay(arrived);
+    if (decision.hang) faults_.hold();
     if (stopping_) {
       res.set_header("Connection", "close");
       throw ApiError(503, "ServiceUnavailable",

@@ -39,6 +39,19 @@ void FaultInjector::setLatency(std::chrono::milliseconds latency) {
   changed_.notify_all();
 }
 
+void FaultInjector::hang(FaultMatch match) {
+  std::lock_guard lock(mutex_);
+  hangs_.push_back(std::move(match));
+}
+
+void FaultInjector::hold() {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t epoch = cancelEpoch_;
+  ++delayed_;
+  changed_.wait(lock, [&] { return hangs_.empty() || cancelEpoch_ != epoch; });
+  --delayed_;
+}
+
 void FaultInjector::goneOnNextWatch() {
   std::lock_guard lock(mutex_);
   goneOnNextWatch_ = true;
@@ -48,6 +61,7 @@ void FaultInjector::clear() {
   {
     std::lock_guard lock(mutex_);
     rules_.clear();
+    hangs_.clear();
     latency_ = std::chrono::milliseconds{0};
     goneOnNextWatch_ = false;
   }
@@ -60,6 +74,8 @@ FaultInjector::Decision FaultInjector::onRequest(const std::string& verb, const 
   Decision decision;
   decision.latency = latency_;
   if (resource.empty()) return decision;  // discovery, /version, health: latency only
+  for (const auto& match : hangs_)
+    if (matches(match, verb, resource, subresource, userAgent)) decision.hang = true;
   for (auto it = rules_.begin(); it != rules_.end(); ++it) {
     if (!matches(it->match, verb, resource, subresource, userAgent)) continue;
     decision.failWith = it->code;

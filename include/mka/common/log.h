@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -63,6 +62,19 @@ class Field {
 
 using Fields = std::initializer_list<Field>;
 
+// Where a record was written. Made by default arguments at the call site (the builtins GCC and
+// Clang evaluate there), as std::source_location::current() would be; libstdc++'s
+// source_location needs a Clang newer than the one the fuzz build uses.
+struct Where {
+  static constexpr Where here(const char* file = __builtin_FILE(), int line = __builtin_LINE(),
+                              const char* function = __builtin_FUNCTION()) {
+    return {file, line, function};
+  }
+  const char* file;
+  int line;
+  const char* function;
+};
+
 enum class Format { Text, Json };
 
 // The record format. Text is logfmt:
@@ -75,17 +87,14 @@ enum class Format { Text, Json };
 std::unique_ptr<spdlog::formatter> makeFormatter(Format format);
 
 // Writes `msg` with `fields` at `level`, with `where` as the record's caller.
-void write(spdlog::logger& logger, spdlog::level::level_enum level, std::string_view msg, Fields fields,
-           const std::source_location& where);
+void write(spdlog::logger& logger, spdlog::level::level_enum level, std::string_view msg, Fields fields, Where where);
 
-#define MKA_LOG_LEVEL_FUNCTIONS(name, level)                                              \
-  inline void name(spdlog::logger& logger, std::string_view msg, Fields fields = {},      \
-                   const std::source_location& where = std::source_location::current()) { \
-    write(logger, level, msg, fields, where);                                             \
-  }                                                                                       \
-  inline void name(std::string_view msg, Fields fields = {},                              \
-                   const std::source_location& where = std::source_location::current()) { \
-    write(*spdlog::default_logger_raw(), level, msg, fields, where);                      \
+#define MKA_LOG_LEVEL_FUNCTIONS(name, level)                                                                        \
+  inline void name(spdlog::logger& logger, std::string_view msg, Fields fields = {}, Where where = Where::here()) { \
+    write(logger, level, msg, fields, where);                                                                       \
+  }                                                                                                                 \
+  inline void name(std::string_view msg, Fields fields = {}, Where where = Where::here()) {                         \
+    write(*spdlog::default_logger_raw(), level, msg, fields, where);                                                \
   }
 
 MKA_LOG_LEVEL_FUNCTIONS(trace, spdlog::level::trace)
@@ -97,8 +106,7 @@ MKA_LOG_LEVEL_FUNCTIONS(error, spdlog::level::err)
 #undef MKA_LOG_LEVEL_FUNCTIONS
 
 // For a level chosen at run time, on the default logger.
-inline void at(spdlog::level::level_enum level, std::string_view msg, Fields fields = {},
-               const std::source_location& where = std::source_location::current()) {
+inline void at(spdlog::level::level_enum level, std::string_view msg, Fields fields = {}, Where where = Where::here()) {
   write(*spdlog::default_logger_raw(), level, msg, fields, where);
 }
 

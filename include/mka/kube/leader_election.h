@@ -55,7 +55,9 @@ class LeaderElector {
 
  private:
   void run();
-  bool tryAcquireOrRenew();
+  bool tryAcquireOrRenew(Client& client);
+  // The elector connection's options with each request bounded by `timeout`.
+  ClientOptions renewalOptions(std::chrono::milliseconds timeout);
   void release();
   bool waitFor(std::chrono::milliseconds delay);  // false when stopping
   std::string leaseKey() const { return config_.namespace_ + "/" + config_.name; }

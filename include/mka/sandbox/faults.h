@@ -38,6 +38,9 @@ class FaultInjector {
   // Added to every request (health checks included) before it is served. Changing it
   // re-times the requests waiting now: setLatency(0) releases them at once.
   void setLatency(std::chrono::milliseconds latency);
+  // Every request matching `match` from now on hangs (no answer) until clear() or
+  // cancelDelays(): an API server that accepts the connection and never answers.
+  void hang(FaultMatch match);
   void goneOnNextWatch();  // the next watch request gets 410 Expired (an ERROR event)
   void clear();            // disarms everything and releases delayed requests
 
@@ -46,6 +49,7 @@ class FaultInjector {
     int retryAfterSeconds = 0;
     std::chrono::milliseconds latency{0};
     bool gone = false;  // a watch request: answer 410 Expired
+    bool hang = false;  // hold it in hold() before serving
   };
   // Decides the fate of one request and consumes what it triggers (a failure count, the armed
   // 410). `resource` "" marks a non-resource request (discovery, /version, ...).
@@ -55,6 +59,8 @@ class FaultInjector {
   // Blocks the calling request thread until `arrived` + the current latency, re-evaluated
   // whenever the latency changes, or until cancelDelays(). Returns at once without latency.
   void delay(std::chrono::steady_clock::time_point arrived);
+  // Blocks the calling request thread while a hang() rule stands, or until cancelDelays().
+  void hold();
   // Releases every request blocked in delay() now (server stop, cluster unreachable).
   void cancelDelays();
 
@@ -71,6 +77,7 @@ class FaultInjector {
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // latency changed or delays cancelled
   std::vector<Rule> rules_;
+  std::vector<FaultMatch> hangs_;
   std::chrono::milliseconds latency_{0};
   bool goneOnNextWatch_ = false;
   std::uint64_t injected_ = 0;

@@ -63,6 +63,18 @@ ServeOptions optionsFor(const test::TempDir& dir) {
   return o;
 }
 
+// optionsFor(dir) for a Service that talks to `cluster`: its kubeconfig and a serving
+// certificate of `ca` written into `dir` (and into `*files` when given).
+ServeOptions optionsWithCluster(const test::TempDir& dir, const sandbox::Cluster& cluster, const test::TestCa& ca,
+                                test::ServingFiles* files = nullptr) {
+  dir.write("manager.kubeconfig", cluster.kubeconfig());
+  const auto written = test::writeServingFiles(dir / "certs", ca, ca.issue());
+  if (files) *files = written;
+  auto options = optionsFor(dir);
+  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  return options;
+}
+
 std::unique_ptr<httplib::SSLClient> webhookClient(const Service& service, const std::filesystem::path& caFile) {
   auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", service.webhookPort());
   client->set_ca_cert_path(caFile.string().c_str());
@@ -271,11 +283,9 @@ multiKueue:
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
 )");
-  dir.write("manager.kubeconfig", manager.kubeconfig());
   test::TestCa ca;
-  auto files = test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  test::ServingFiles files;
+  auto options = optionsWithCluster(dir, manager, ca, &files);
 
   manager.setUnreachable(true);  // the caches cannot sync yet
   Service service(options);
@@ -337,11 +347,8 @@ TEST(ServiceTest, NeverReadyBeforeTheQueueCachesSynced) {
   auto& manager = sandbox.addCluster(managerWithQueueCrds());
   test::TempDir dir;
   dir.write("config.yaml", kMultiKueueQueuesConfig);
-  dir.write("manager.kubeconfig", manager.kubeconfig());
   test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  auto options = optionsWithCluster(dir, manager, ca);
   const int port = test::freeLoopbackPort();
   options.healthProbeBindAddress = "127.0.0.1:" + std::to_string(port);
 
@@ -377,11 +384,8 @@ TEST(ServiceTest, ItsCallsNameTheReplicaInTheirUserAgent) {
   auto& manager = sandbox.addCluster(managerWithQueueCrds());
   test::TempDir dir;
   dir.write("config.yaml", kMultiKueueQueuesConfig);
-  dir.write("manager.kubeconfig", manager.kubeconfig());
   test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  auto options = optionsWithCluster(dir, manager, ca);
   options.version = "v9.9.9";
 
   manager.recordRequests(true);
@@ -472,9 +476,8 @@ TEST(ServiceTest, WebhookOnlyRefusesAKindWithoutAStatusSubresourceAtStartAndOnRe
   auto& manager = sandbox.addCluster({.name = "manager",
                                       .crdFiles = {dir.write("runs.yaml", crd("Run", "runs", false)),
                                                    dir.write("tasks.yaml", crd("Task", "tasks", true))}});
-  dir.write("manager.kubeconfig", manager.kubeconfig());
   test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsWithCluster(dir, manager, ca);
   const std::string header = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
 kind: AdapterConfiguration
 managedByDefaulting: QueueLabeled
@@ -483,8 +486,6 @@ multiKueue:
   externalFrameworks:
   - name: Task.v1.example.com
 )";
-  auto options = optionsFor(dir);
-  options.kubeconfig = (dir / "manager.kubeconfig").string();
 
   dir.write("config.yaml", header + "  - name: Run.v1.example.com\n");
   try {
@@ -523,12 +524,9 @@ TEST(ServiceTest, SecureMetricsAnswerOnlyTokensAllowedToGetThem) {
   sandbox::Sandbox sandbox;
   auto& manager = sandbox.addCluster({.name = "manager"});
   test::TempDir dir;
-  dir.write("manager.kubeconfig", manager.kubeconfig());
   dir.write("config.yaml", std::string(kQueueLabeledConfig) + "metricsSecure: true\n");
   test::TestCa ca;
-  test::writeServingFiles(dir / "certs", ca, ca.issue());
-  auto options = optionsFor(dir);
-  options.kubeconfig = (dir / "manager.kubeconfig").string();
+  auto options = optionsWithCluster(dir, manager, ca);
   options.healthProbeBindAddress = "0";  // its own address: probes stay plain HTTP
 
   auto& api = manager.api();

@@ -1105,6 +1105,44 @@ TEST_F(ClientTest, ALeaderThatCannotRenewStepsDownBeforeTheLeaseIsTakenOverAndSt
   EXPECT_TRUE(a.isLeader());
 }
 
+// The same order when the API server hangs instead of failing: each renewal attempt gets what
+// is left of the renew deadline, so a leader whose requests never come back still steps down
+// before the lease can be taken over (a request waiting its full timeout, twice, would not).
+TEST_F(ClientTest, ALeaderWhoseRenewalsHangStepsDownBeforeTheLeaseIsTakenOver) {
+  auto optionsA = fastOptions(), optionsB = fastOptions();
+  optionsA.userAgent = "test/1 (linux/amd64) replica-a_h3n8";
+  optionsB.userAgent = "test/1 (linux/amd64) replica-b_p5w2";
+  auto clientA = newClient(optionsA);
+  auto clientB = newClient(optionsB);
+  std::atomic<int> events{0}, aStopped{0}, bStarted{0};
+  // a renews rarely, b looks often: a request of a's waiting its whole timeout after a's last
+  // wait would end past the lease's expiry on b's clock (1.5 s + 1.9 s > 2.4 s).
+  LeaderElectionConfig base{.namespace_ = "default",
+                            .name = "hang",
+                            .leaseDuration = std::chrono::milliseconds{2400},
+                            .renewDeadline = std::chrono::milliseconds{1900},
+                            .retryPeriod = std::chrono::milliseconds{1500}};
+  auto configA = base;
+  configA.identity = "a";
+  configA.onStoppedLeading = [&] { aStopped = ++events; };
+  auto configB = base;
+  configB.identity = "b";
+  configB.retryPeriod = std::chrono::milliseconds{100};
+  configB.onStartedLeading = [&] { bStarted = ++events; };
+  LeaderElector a(*clientA, configA);
+  a.start();
+  ASSERT_TRUE(test::eventually([&] { return a.isLeader(); }));
+  LeaderElector b(*clientB, configB);
+  b.start();
+  ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
+
+  cluster.faults().hang({.resource = "leases", .userAgent = "replica-a_"});
+  ASSERT_TRUE(test::eventually([&] { return b.isLeader(); }, std::chrono::seconds{30}));
+  EXPECT_GT(aStopped.load(), 0) << "a never stopped leading";
+  EXPECT_LT(aStopped.load(), bStarted.load()) << "b led while a still did";
+  cluster.faults().clear();  // the held requests end
+}
+
 TEST(LeaderIdentityTest, NamesThePodWhenPodNameIsSet) {
   ::setenv("POD_NAME", "multikueue-adapter-7d9f5-x2k4q", 1);
   const auto identity = defaultLeaderIdentity();

@@ -9,7 +9,6 @@
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <source_location>
 #include <sstream>
 #include <string_view>
 
@@ -38,7 +37,7 @@ std::string logLine(LogFormat format, const std::string& name, spdlog::level::le
   sink->set_formatter(makeLogFormatter(format));
   spdlog::logger logger(name, sink);
   logger.set_level(spdlog::level::trace);
-  log::write(logger, level, msg, fields, std::source_location::current());
+  log::write(logger, level, msg, fields, log::Where::here());
   return out.str();
 }
 

@@ -62,6 +62,23 @@ TEST(FaultInjectorTest, FailNextCanHitOneClientByItsUserAgent) {
   EXPECT_FALSE(faults.onRequest("update", "leases", "", a).failWith) << "count used up";
 }
 
+// An API server that accepts a request and never answers: the matching requests are held until
+// the hang is cleared; the others, and non-resource requests, are not.
+TEST(FaultInjectorTest, AHangHoldsMatchingRequestsUntilCleared) {
+  FaultInjector f;
+  f.hang({.resource = "leases", .userAgent = "replica-a"});
+  EXPECT_TRUE(f.onRequest("update", "leases", "", "x replica-a_1").hang);
+  EXPECT_FALSE(f.onRequest("update", "leases", "", "x replica-b_1").hang);
+  EXPECT_FALSE(f.onRequest("get", "workloads", "", "x replica-a_1").hang);
+  EXPECT_FALSE(f.onRequest("get", "", "", "x replica-a_1").hang);
+  auto held = std::async(std::launch::async, [&] { f.hold(); });
+  ASSERT_TRUE(mka::test::eventually([&] { return f.delayedRequests() == 1; }));
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds{50}), std::future_status::timeout);
+  f.clear();
+  EXPECT_EQ(held.wait_for(std::chrono::seconds{10}), std::future_status::ready);
+  EXPECT_FALSE(f.onRequest("update", "leases", "", "x replica-a_1").hang);
+}
+
 TEST(FaultInjectorTest, NonResourceRequestsAreNeverFailed) {
   FaultInjector faults;
   faults.failNext(1, 500);
