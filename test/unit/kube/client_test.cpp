@@ -1092,7 +1092,8 @@ TEST_F(ClientTest, ALeaderThatCannotRenewStepsDownBeforeTheLeaseIsTakenOverAndSt
   ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
 
   cluster.faults().failNext(1'000'000, 503, {.resource = "leases", .userAgent = "replica-a_"});
-  ASSERT_TRUE(test::eventually([&] { return b.isLeader(); }, std::chrono::seconds{30}));
+  // isLeader() turns true just before onStartedLeading runs: await the callback itself.
+  ASSERT_TRUE(test::eventually([&] { return bStarted.load() > 0; }, std::chrono::seconds{30}));
   EXPECT_FALSE(a.isLeader());
   EXPECT_GT(aStopped.load(), 0) << "a never stopped leading";
   EXPECT_LT(aStopped.load(), bStarted.load()) << "b led while a still did";
@@ -1137,7 +1138,8 @@ TEST_F(ClientTest, ALeaderWhoseRenewalsHangStepsDownBeforeTheLeaseIsTakenOver) {
   ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
 
   cluster.faults().hang({.resource = "leases", .userAgent = "replica-a_"});
-  ASSERT_TRUE(test::eventually([&] { return b.isLeader(); }, std::chrono::seconds{30}));
+  // isLeader() turns true just before onStartedLeading runs: await the callback itself.
+  ASSERT_TRUE(test::eventually([&] { return bStarted.load() > 0; }, std::chrono::seconds{30}));
   EXPECT_GT(aStopped.load(), 0) << "a never stopped leading";
   EXPECT_LT(aStopped.load(), bStarted.load()) << "b led while a still did";
   cluster.faults().clear();  // the held requests end
