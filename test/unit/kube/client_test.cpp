@@ -38,7 +38,7 @@ const api::GroupVersionKind kConfigMap{"", "v1", "ConfigMap"};
 const api::GroupVersionKind kWorkload{"kueue.x-k8s.io", "v1beta1", "Workload"};
 
 class ClientTest : public ::testing::Test {
- protected:
+ public:  // the sandbox and its clients, for the fixture's helpers below the class too
   ClientTest()
       : cluster(sandbox.addCluster(
             {.name = "manager",
@@ -1061,87 +1061,88 @@ TEST_F(ClientTest, ACrashedLeadersLeaseIsTakenOverOnlyOnceItExpires) {
   EXPECT_GE(std::chrono::steady_clock::now() - stopped, base.leaseDuration - 5 * base.retryPeriod);
 }
 
+// Two electors told apart by their user agents (replica-a_, replica-b_): a leads and b has
+// seen it. The callbacks number their events, so a test reads the order they came in.
+struct ElectorPair {
+  std::atomic<int> events{0}, aStarted{0}, aStopped{0}, bStarted{0};
+  std::unique_ptr<Client> clientA, clientB;
+  std::unique_ptr<LeaderElector> a, b;
+};
+
+std::unique_ptr<ElectorPair> leadingPair(ClientTest& t, ClientOptions optionsA, LeaderElectionConfig configA,
+                                         LeaderElectionConfig configB) {
+  auto p = std::make_unique<ElectorPair>();
+  auto optionsB = optionsA;
+  optionsA.userAgent = "test/1 (linux/amd64) replica-a_x7k2";
+  optionsB.userAgent = "test/1 (linux/amd64) replica-b_q9z4";
+  optionsB.retryBackoff = ClientTest::fastOptions().retryBackoff;
+  p->clientA = t.newClient(optionsA);
+  p->clientB = t.newClient(optionsB);
+  auto* pair = p.get();
+  configA.identity = "a";
+  configA.onStartedLeading = [pair] { pair->aStarted = ++pair->events; };
+  configA.onStoppedLeading = [pair] { pair->aStopped = ++pair->events; };
+  configB.identity = "b";
+  configB.onStartedLeading = [pair] { pair->bStarted = ++pair->events; };
+  p->a = std::make_unique<LeaderElector>(*p->clientA, configA);
+  p->a->start();
+  EXPECT_TRUE(test::eventually([&] { return p->a->isLeader(); }));
+  p->b = std::make_unique<LeaderElector>(*p->clientB, configB);
+  p->b->start();
+  EXPECT_TRUE(test::eventually([&] { return p->b->leader() == "a"; }));
+  return p;
+}
+
 // The safety of leader election rests on this order: a leader that cannot renew stops leading
 // before anyone else may take the lease over (renewDeadline < leaseDuration). A 503 is what an
 // overloaded API server answers; retried inside the attempt, it would outlast the deadline.
 TEST_F(ClientTest, ALeaderThatCannotRenewStepsDownBeforeTheLeaseIsTakenOverAndStandsAgain) {
-  auto optionsA = fastOptions(), optionsB = fastOptions();
+  auto optionsA = fastOptions();
   optionsA.retryBackoff = ClientOptions{}.retryBackoff;  // a's client would retry a 503 for 6 s
-  optionsA.userAgent = "test/1 (linux/amd64) replica-a_x7k2";
-  optionsB.userAgent = "test/1 (linux/amd64) replica-b_q9z4";
-  auto clientA = newClient(optionsA);
-  auto clientB = newClient(optionsB);
-  std::atomic<int> events{0}, aStopped{0}, bStarted{0}, aStarted{0};
-  LeaderElectionConfig base{.namespace_ = "default",
-                            .name = "renew",
-                            .leaseDuration = std::chrono::milliseconds{2000},
-                            .renewDeadline = std::chrono::milliseconds{1500},
-                            .retryPeriod = std::chrono::milliseconds{100}};
-  auto configA = base;
-  configA.identity = "a";
-  configA.onStartedLeading = [&] { aStarted = ++events; };
-  configA.onStoppedLeading = [&] { aStopped = ++events; };
-  auto configB = base;
-  configB.identity = "b";
-  configB.onStartedLeading = [&] { bStarted = ++events; };
-  LeaderElector a(*clientA, configA);
-  a.start();
-  ASSERT_TRUE(test::eventually([&] { return a.isLeader(); }));
-  LeaderElector b(*clientB, configB);
-  b.start();
-  ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
+  const LeaderElectionConfig base{.namespace_ = "default",
+                                  .name = "renew",
+                                  .leaseDuration = std::chrono::milliseconds{2000},
+                                  .renewDeadline = std::chrono::milliseconds{1500},
+                                  .retryPeriod = std::chrono::milliseconds{100}};
+  auto p = leadingPair(*this, optionsA, base, base);
+  ASSERT_FALSE(HasFailure());
 
   cluster.faults().failNext(1'000'000, 503, {.resource = "leases", .userAgent = "replica-a_"});
   // isLeader() turns true just before onStartedLeading runs: await the callback itself.
-  ASSERT_TRUE(test::eventually([&] { return bStarted.load() > 0; }, std::chrono::seconds{30}));
-  EXPECT_FALSE(a.isLeader());
-  EXPECT_GT(aStopped.load(), 0) << "a never stopped leading";
-  EXPECT_LT(aStopped.load(), bStarted.load()) << "b led while a still did";
+  ASSERT_TRUE(test::eventually([&] { return p->bStarted.load() > 0; }, std::chrono::seconds{30}));
+  EXPECT_FALSE(p->a->isLeader());
+  EXPECT_GT(p->aStopped.load(), 0) << "a never stopped leading";
+  EXPECT_LT(p->aStopped.load(), p->bStarted.load()) << "b led while a still did";
 
   // a stands again: once its requests are answered and b lets go, it leads.
   cluster.faults().clear();
-  const int before = events.load();
-  b.stop();
-  EXPECT_TRUE(test::eventually([&] { return aStarted.load() > before; }, std::chrono::seconds{30}));
-  EXPECT_TRUE(a.isLeader());
+  const int before = p->events.load();
+  p->b->stop();
+  EXPECT_TRUE(test::eventually([&] { return p->aStarted.load() > before; }, std::chrono::seconds{30}));
+  EXPECT_TRUE(p->a->isLeader());
 }
 
 // The same order when the API server hangs instead of failing: each renewal attempt gets what
 // is left of the renew deadline, so a leader whose requests never come back still steps down
 // before the lease can be taken over (a request waiting its full timeout, twice, would not).
 TEST_F(ClientTest, ALeaderWhoseRenewalsHangStepsDownBeforeTheLeaseIsTakenOver) {
-  auto optionsA = fastOptions(), optionsB = fastOptions();
-  optionsA.userAgent = "test/1 (linux/amd64) replica-a_h3n8";
-  optionsB.userAgent = "test/1 (linux/amd64) replica-b_p5w2";
-  auto clientA = newClient(optionsA);
-  auto clientB = newClient(optionsB);
-  std::atomic<int> events{0}, aStopped{0}, bStarted{0};
   // a renews rarely, b looks often: a request of a's waiting its whole timeout after a's last
   // wait would end past the lease's expiry on b's clock (1.5 s + 1.9 s > 2.4 s).
-  LeaderElectionConfig base{.namespace_ = "default",
-                            .name = "hang",
-                            .leaseDuration = std::chrono::milliseconds{2400},
-                            .renewDeadline = std::chrono::milliseconds{1900},
-                            .retryPeriod = std::chrono::milliseconds{1500}};
-  auto configA = base;
-  configA.identity = "a";
-  configA.onStoppedLeading = [&] { aStopped = ++events; };
+  const LeaderElectionConfig base{.namespace_ = "default",
+                                  .name = "hang",
+                                  .leaseDuration = std::chrono::milliseconds{2400},
+                                  .renewDeadline = std::chrono::milliseconds{1900},
+                                  .retryPeriod = std::chrono::milliseconds{1500}};
   auto configB = base;
-  configB.identity = "b";
   configB.retryPeriod = std::chrono::milliseconds{100};
-  configB.onStartedLeading = [&] { bStarted = ++events; };
-  LeaderElector a(*clientA, configA);
-  a.start();
-  ASSERT_TRUE(test::eventually([&] { return a.isLeader(); }));
-  LeaderElector b(*clientB, configB);
-  b.start();
-  ASSERT_TRUE(test::eventually([&] { return b.leader() == "a"; }));
+  auto p = leadingPair(*this, fastOptions(), base, configB);
+  ASSERT_FALSE(HasFailure());
 
   cluster.faults().hang({.resource = "leases", .userAgent = "replica-a_"});
   // isLeader() turns true just before onStartedLeading runs: await the callback itself.
-  ASSERT_TRUE(test::eventually([&] { return bStarted.load() > 0; }, std::chrono::seconds{30}));
-  EXPECT_GT(aStopped.load(), 0) << "a never stopped leading";
-  EXPECT_LT(aStopped.load(), bStarted.load()) << "b led while a still did";
+  ASSERT_TRUE(test::eventually([&] { return p->bStarted.load() > 0; }, std::chrono::seconds{30}));
+  EXPECT_GT(p->aStopped.load(), 0) << "a never stopped leading";
+  EXPECT_LT(p->aStopped.load(), p->bStarted.load()) << "b led while a still did";
   cluster.faults().clear();  // the held requests end
 }
 
