@@ -76,15 +76,16 @@ if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test standin_test kube_test multikueue_test dispatch_test multikueue-adapter
   # The sandbox's request handling is covered by WatchHttp and FaultHttp (threads per watch and
   # per connection) and by every dispatch test; ClusterHttp's rendering tests and the hundred-
-  # watch load test add minutes under TSan and no thread the others do not already run. Of the
+  # watch load test add minutes under TSan and no thread the others do not already run (nor does
+  # EventServer's thousand-connection test: its loops are the other EventServer tests'). Of the
   # end-to-end tests, DispatchE2E runs every thread the adapter and the integrations have
   # (restarts, lost workers, two managers); GenericAdapterE2E and the rejections repeat those
   # threads on other data, and run under ASan, as do the nomination, concurrency, orphan and
   # shared-worker variants of DispatchE2E. TwoReplicas runs the TSan binary as two processes
   # (leader election, hand-over, a leader that cannot renew).
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-    -R '^(FileWatcher|HttpServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|TokenController|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|TwoReplicas)' \
-    -E 'AHundredOpenWatchesDoNotStarveOrdinaryRequests|DispatchE2E\.(Rejected|Incremental|ExternalDispatcher|WorkloadConcurrency|GarbageCollector|ObjectsOfAnotherOrigin)'
+    -R '^(FileWatcher|HttpServer|EventServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|TokenController|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|TwoReplicas)' \
+    -E 'AHundredOpenWatchesDoNotStarveOrdinaryRequests|AThousandKeepAliveConnections|DispatchE2E\.(Rejected|Incremental|ExternalDispatcher|WorkloadConcurrency|GarbageCollector|ObjectsOfAnotherOrigin)'
 fi
 
 # Every fuzz target for a short while, built with clang: the code keeps building with both

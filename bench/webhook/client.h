@@ -80,6 +80,7 @@ struct PhaseSpec {
   double rate = 0;  // OpenLoop: requests per second over all connections
   std::string request;
   bool expectPatch = false;  // /mutate: the body must carry "patch"
+  int serverPid = 0;         // a server in another process (the Go peer): its CPU is measured too
 };
 
 struct PhaseResult {
@@ -93,17 +94,27 @@ struct PhaseResult {
   std::vector<std::int64_t> latenciesNs;  // of successful requests, sorted
   double processCpuSeconds = 0;           // whole process (server + client) during the phase
   double clientCpuSeconds = 0;            // the load-generator threads only
+  double peerCpuSeconds = 0;              // the server process of spec.serverPid, when set
   double machineBusySeconds = 0;          // all CPUs, every process (/proc/stat), to see other load
   std::vector<std::int64_t> sendLateNs;   // OpenLoop: wake-up time - scheduled time, when the sender slept; sorted
 
   double requestsPerSecond() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
   // Nearest-rank percentile in milliseconds (p in [0, 1]); 0 when there are no samples.
   double percentileMs(double p) const;
+  // CPU seconds of the server under test: its own process, or this one minus the load generator.
+  double serverCpuSeconds() const {
+    if (spec.serverPid != 0) return peerCpuSeconds;
+    return processCpuSeconds > clientCpuSeconds ? processCpuSeconds - clientCpuSeconds : 0;
+  }
   // CPU seconds used by other processes on the machine during the phase.
   double otherCpuSeconds() const {
-    return machineBusySeconds > processCpuSeconds ? machineBusySeconds - processCpuSeconds : 0;
+    const double ours = processCpuSeconds + peerCpuSeconds;
+    return machineBusySeconds > ours ? machineBusySeconds - ours : 0;
   }
 };
+
+// User + system CPU seconds of process `pid` so far (/proc/<pid>/stat); 0 when unreadable.
+double processCpuSecondsOf(int pid);
 
 // Nearest-rank percentile of sorted nanosecond samples, in milliseconds.
 double percentileMs(const std::vector<std::int64_t>& sortedNs, double p);

@@ -1,14 +1,24 @@
 // webhook_bench: throughput and latency of the admission webhook over TLS keep-alive, against
 // the ceiling of the same server answering a constant AdmissionReview. See bench/README.md.
 //
-// Everything runs in one process: a throwaway CA and serving certificate, an mka::net::HttpServer
-// in TLS mode with POST /mutate (the real AdmissionHandler with its config store, queue index and
-// metrics) and POST /constant (a precomputed answer: same TLS and HTTP path, no JSON work), and a
-// load generator with one persistent TLS connection per thread. Prints figures; never fails on
-// speed (the exit code is 1 only when requests failed or the setup did not work).
+// In one process: a throwaway CA and serving certificate, the webhook's server in TLS mode
+// (mka::net::EventServer as `serve` runs it, or with --server httplib the thread-per-connection
+// mka::net::HttpServer) with POST /mutate (the real AdmissionHandler with its config store, queue
+// index and metrics) and POST /constant (a precomputed answer: same TLS and HTTP path, no JSON
+// work), and a load generator with one persistent TLS connection per thread. In a process of its
+// own, when `go` is installed: the Go peer (../shared/peers/go-webhook, net/http + encoding/json)
+// with the same certificate, loaded by the same generator as a third endpoint, so the ratios
+// come from one run. Prints figures; never fails on speed (the exit code is 1 only when requests
+// failed or the setup did not work).
 
+#include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -18,7 +28,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -34,6 +46,7 @@
 #include "mka/config/configuration.h"
 #include "mka/config/store.h"
 #include "mka/net/certificate_reloader.h"
+#include "mka/net/event_server.h"
 #include "mka/net/http_server.h"
 #include "mka/net/pki.h"
 #include "mka/observability/metrics.h"
@@ -45,6 +58,9 @@
 #endif
 #ifndef MKA_BENCH_FIXTURE
 #define MKA_BENCH_FIXTURE ""
+#endif
+#ifndef MKA_BENCH_GO_PEER
+#define MKA_BENCH_GO_PEER ""
 #endif
 
 namespace {
@@ -63,7 +79,11 @@ struct Flags {
   double duration = 5;
   double rate = 5000;
   double warmup = 1;
-  std::string endpoint = "both";
+  std::string endpoint = "all";
+  std::string server = "event";
+  std::size_t serverThreads = 2;
+  std::string goPeer = MKA_BENCH_GO_PEER;
+  int rounds = 1;
   std::string modes = "both";
   std::string body;
   std::string policy = "QueueLabeled";
@@ -137,18 +157,114 @@ void printRow(const mka::bench::PhaseResult& r, int cpus) {
                                ? "max"
                                : "rate=" + std::to_string(static_cast<long long>(r.spec.rate));
   const double ok = r.ok > 0 ? static_cast<double>(r.ok) : 1;
-  const double serverCpu = std::max(0.0, r.processCpuSeconds - r.clientCpuSeconds);
+  const double serverCpu = r.serverCpuSeconds();
   const double share = r.seconds > 0 ? 100.0 / (r.seconds * cpus) : 0.0;
   std::printf("%-9s %-10s %5zu %9.0f %8.3f %8.3f %8.3f %8.3f %7llu %8.1f %8.1f %5.0f%% %5.0f%%\n",
               r.spec.endpoint.c_str(), mode.c_str(), r.connections, r.requestsPerSecond(), r.percentileMs(0.50),
               r.percentileMs(0.90), r.percentileMs(0.99), r.percentileMs(1.0),
               static_cast<unsigned long long>(r.errors), serverCpu / ok * 1e6, r.clientCpuSeconds / ok * 1e6,
-              r.processCpuSeconds * share, r.otherCpuSeconds() * share);
+              (r.processCpuSeconds + r.peerCpuSeconds) * share, r.otherCpuSeconds() * share);
+}
+
+// Our /mutate against the Go peer and against our own ceiling, per round and median: only a
+// ratio measured in one run means anything on a shared machine.
+void printRatios(const std::vector<mka::bench::PhaseResult>& results) {
+  for (auto mode : {mka::bench::Mode::ClosedLoop}) {
+    std::map<std::string, std::vector<double>> rps;
+    std::map<std::string, std::vector<double>> cpu;
+    for (const auto& r : results) {
+      if (r.spec.mode != mode || r.ok == 0) continue;
+      rps[r.spec.endpoint].push_back(r.requestsPerSecond());
+      cpu[r.spec.endpoint].push_back(r.serverCpuSeconds() / static_cast<double>(r.ok) * 1e6);
+    }
+    auto ratios = [&](const std::string& a, const std::string& b, const std::map<std::string, std::vector<double>>& of,
+                      const char* what) {
+      if (!of.count(a) || !of.count(b)) return;
+      std::vector<double> each;
+      for (std::size_t i = 0; i < std::min(of.at(a).size(), of.at(b).size()); ++i)
+        each.push_back(of.at(a)[i] / of.at(b)[i]);
+      std::string list;
+      for (double x : each) list += (list.empty() ? "" : ", ") + std::to_string(x).substr(0, 4);
+      std::sort(each.begin(), each.end());
+      std::printf("ratio %-18s %s/%s per round: %s; median %.2f\n", what, a.c_str(), b.c_str(), list.c_str(),
+                  each[each.size() / 2]);
+    };
+    ratios("mutate", "go", rps, "req/s (max)");
+    ratios("mutate", "constant", rps, "req/s (max)");
+    ratios("mutate", "go", cpu, "server CPU/req");
+  }
 }
 
 void printHeader() {
   std::printf("%-9s %-10s %5s %9s %8s %8s %8s %8s %7s %8s %8s %6s %6s\n", "endpoint", "mode", "conns", "req/s",
               "p50(ms)", "p90(ms)", "p99(ms)", "max(ms)", "errors", "srv_us/r", "cli_us/r", "cpu", "other");
+}
+
+// A free loopback port, for a server in another process to listen on.
+int freePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The Go peer, built from its source and run with the bench's certificate; stopped at exit.
+struct GoPeer {
+  pid_t pid = 0;
+  int port = 0;
+  ~GoPeer() {
+    if (pid == 0) return;
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+std::unique_ptr<GoPeer> startGoPeer(const std::string& source, const std::filesystem::path& workDir,
+                                    const std::filesystem::path& cert, const std::filesystem::path& key) {
+  if (source.empty() || !std::filesystem::exists(std::filesystem::path(source) / "main.go")) {
+    std::printf("go peer: skipped: no Go peer source at \"%s\" (--go-peer)\n", source.c_str());
+    return nullptr;
+  }
+  if (std::system("command -v go >/dev/null 2>&1") != 0) {
+    std::printf("go peer: skipped: `go` is not installed (apt-get install golang-go)\n");
+    return nullptr;
+  }
+  const auto binary = workDir / "go-webhook";
+  const std::string build =
+      "cd '" + source + "' && GOFLAGS=-mod=mod GOPROXY=off go build -o '" + binary.string() + "' . 2>&1";
+  if (std::system(build.c_str()) != 0) {
+    std::printf("go peer: skipped: `%s` failed\n", build.c_str());
+    return nullptr;
+  }
+  auto peer = std::make_unique<GoPeer>();
+  peer->port = freePort();
+  const std::string address = "127.0.0.1:" + std::to_string(peer->port);
+  std::vector<std::string> args = {binary.string(), "-addr", address, "-cert", cert.string(), "-key", key.string()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (posix_spawn(&peer->pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+    peer->pid = 0;
+    throw std::runtime_error("cannot start the Go peer " + binary.string());
+  }
+  // Ready once it accepts connections.
+  for (int attempt = 0; attempt < 250; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(peer->port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (up) return peer;
+    std::this_thread::sleep_for(20ms);
+  }
+  throw std::runtime_error("the Go peer did not listen on " + address + " within 5 s");
 }
 
 int run(const Flags& flags) {
@@ -235,45 +351,96 @@ int run(const Flags& flags) {
   certificates->start();
   if (!certificates->loaded()) throw std::runtime_error("certificate not loaded: " + certificates->lastError());
 
-  net::ServerOptions options;
-  options.name = "server";  // pool threads are "server-N" in profiles
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.payloadMaxLength = webhook::kMaxRequestBytes;
-  net::HttpServer server(options, certificates);
-  server.route("POST", "/mutate", [&handler](const httplib::Request& req, httplib::Response& res) {
-    // The same adaptation as the adapter's own route (src/app/service.cpp).
-    auto out = handler.handle({req.method, req.path, req.get_header_value("Content-Type"), req.body});
-    res.status = out.status;
-    res.set_content(std::move(out.body), out.contentType.c_str());
-  });
-  server.route("POST", "/constant", [&constantBody](const httplib::Request&, httplib::Response& res) {
-    res.set_content(constantBody, "application/json");
-  });
-  const int port = server.start();
-  std::printf("server: TLS on 127.0.0.1:%d, certificate %s, policy %s%s\n", port, pki.keyType.c_str(),
-              flags.policy.c_str(), flags.acceptGzip ? ", client sends Accept-Encoding: gzip" : "");
+  // Server threads are "server-…" in profiles.
+  std::unique_ptr<net::EventServer> eventServer;
+  std::unique_ptr<net::HttpServer> threadServer;
+  int port = 0;
+  if (flags.server == "event") {
+    net::EventServerOptions options;
+    options.name = "server";
+    options.host = "127.0.0.1";
+    options.threads = flags.serverThreads;
+    options.maxBodyBytes = webhook::kMaxRequestBytes;
+    eventServer = std::make_unique<net::EventServer>(
+        options, certificates, [&handler, &constantBody](const net::ServerRequest& req, net::ServerResponse& res) {
+          if (req.path == "/constant") {
+            res.contentType = "application/json";
+            res.body = constantBody;
+            return;
+          }
+          // The same adaptation as the adapter's own route (src/app/service.cpp).
+          auto out = handler.handle({req.method, req.path, req.contentType, req.body});
+          res.status = out.status;
+          res.contentType = std::move(out.contentType);
+          res.body = std::move(out.body);
+        });
+    port = eventServer->start();
+  } else {
+    net::ServerOptions options;
+    options.name = "server";
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.payloadMaxLength = webhook::kMaxRequestBytes;
+    threadServer = std::make_unique<net::HttpServer>(options, certificates);
+    threadServer->route("POST", "/mutate", [&handler](const httplib::Request& req, httplib::Response& res) {
+      auto out = handler.handle({req.method, req.path, req.get_header_value("Content-Type"), req.body});
+      res.status = out.status;
+      res.set_content(std::move(out.body), out.contentType.c_str());
+    });
+    threadServer->route("POST", "/constant", [&constantBody](const httplib::Request&, httplib::Response& res) {
+      res.set_content(constantBody, "application/json");
+    });
+    port = threadServer->start();
+  }
+  std::printf("server: %s, TLS on 127.0.0.1:%d, certificate %s, policy %s%s\n",
+              flags.server == "event" ? ("EventServer, " + std::to_string(flags.serverThreads) + " loops").c_str()
+                                      : "HttpServer (a thread per connection)",
+              port, pki.keyType.c_str(), flags.policy.c_str(),
+              flags.acceptGzip ? ", client sends Accept-Encoding: gzip" : "");
+
+  std::vector<std::string> endpoints;
+  const bool all = flags.endpoint == "all";
+  if (all || flags.endpoint == "mutate" || flags.endpoint == "both") endpoints.push_back("mutate");
+  if (all || flags.endpoint == "constant" || flags.endpoint == "both") endpoints.push_back("constant");
+  std::unique_ptr<GoPeer> goPeer;
+  if (all || flags.endpoint == "go") {
+    goPeer = startGoPeer(flags.goPeer, pki.dir, pki.tlsCert, pki.tlsKey);
+    if (goPeer) {
+      endpoints.push_back("go");
+      std::printf("go peer: %s on 127.0.0.1:%d, pid %d, its own process (GOMAXPROCS = CPUs)\n", flags.goPeer.c_str(),
+                  goPeer->port, static_cast<int>(goPeer->pid));
+    }
+  }
+  if (endpoints.empty()) throw std::runtime_error("no endpoint to load");
 
   // ---- connections ----
   mka::bench::ClientTls tls(pki.caCert.string(), "localhost");
-  std::vector<std::unique_ptr<mka::bench::Connection>> connections;
-  const auto connectStart = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < flags.connections; ++i) {
-    connections.push_back(std::make_unique<mka::bench::Connection>(tls, "127.0.0.1", port));
-    std::string error;
-    if (!connections.back()->open(error)) throw std::runtime_error("connection " + std::to_string(i) + ": " + error);
+  // Per server: the Go peer has its own port and connections.
+  std::map<std::string, std::vector<std::unique_ptr<mka::bench::Connection>>> connectionsOf;
+  for (const auto& endpoint : endpoints) {
+    const int target = endpoint == "go" ? goPeer->port : port;
+    const std::string key = endpoint == "go" ? "go" : "ours";
+    auto& connections = connectionsOf[key];
+    if (!connections.empty()) continue;
+    const auto connectStart = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < flags.connections; ++i) {
+      connections.push_back(std::make_unique<mka::bench::Connection>(tls, "127.0.0.1", target));
+      std::string error;
+      if (!connections.back()->open(error)) throw std::runtime_error("connection " + std::to_string(i) + ": " + error);
+    }
+    const double connectMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - connectStart).count();
+    std::printf("client: %zu keep-alive connections to %s opened in %.1f ms (%s), one thread each\n", flags.connections,
+                key == "go" ? "the Go peer" : "our server", connectMs, connections.front()->protocol().c_str());
   }
-  const double connectMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - connectStart).count();
-  std::printf("client: %zu keep-alive connections opened in %.1f ms (%s), one thread each\n", flags.connections,
-              connectMs, connections.front()->protocol().c_str());
+  auto connectionsFor = [&](const std::string& endpoint) -> auto& {
+    return connectionsOf[endpoint == "go" ? "go" : "ours"];
+  };
+  auto pathOf = [](const std::string& endpoint) { return endpoint == "go" ? std::string("/mutate") : "/" + endpoint; };
   std::printf("phases: warmup %.1fs, closed-loop max %.1fs, open-loop %.0f req/s %.1fs (latency from scheduled time)\n",
               flags.warmup, flags.duration, flags.rate, flags.duration);
 
   // ---- phases ----
-  std::vector<std::string> endpoints;
-  if (flags.endpoint == "mutate" || flags.endpoint == "both") endpoints.push_back("mutate");
-  if (flags.endpoint == "constant" || flags.endpoint == "both") endpoints.push_back("constant");
   const std::string hostHeader = "localhost:" + std::to_string(port);
   const auto duration =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.duration));
@@ -282,8 +449,9 @@ int run(const Flags& flags) {
   for (const auto& endpoint : endpoints) {
     mka::bench::HttpResult r;
     std::string error;
-    const auto request = mka::bench::buildRequest("/" + endpoint, hostHeader, body, flags.acceptGzip);
-    if (!connections.front()->roundTrip(request, r, error)) throw std::runtime_error("/" + endpoint + ": " + error);
+    const auto request = mka::bench::buildRequest(pathOf(endpoint), hostHeader, body, flags.acceptGzip);
+    if (!connectionsFor(endpoint).front()->roundTrip(request, r, error))
+      throw std::runtime_error(endpoint + ": " + error);
     std::printf("/%s over TLS: HTTP %d, %zu body bytes on the wire%s%s, %s\n", endpoint.c_str(), r.status,
                 r.wireBodyBytes, r.contentEncoding.empty() ? "" : " (Content-Encoding: ",
                 r.contentEncoding.empty() ? "" : (r.contentEncoding + ")").c_str(),
@@ -293,39 +461,46 @@ int run(const Flags& flags) {
 
   std::vector<mka::bench::PhaseResult> results;
   printHeader();
-  for (const auto& endpoint : endpoints) {
-    mka::bench::PhaseSpec spec;
-    spec.endpoint = endpoint;
-    spec.request = mka::bench::buildRequest("/" + endpoint, hostHeader, body, flags.acceptGzip);
-    spec.expectPatch = true;  // both answer the same patched review
-    if (flags.warmup > 0) {
-      auto warm = spec;
-      warm.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.warmup));
-      const auto w = mka::bench::runPhase(warm, connections);
-      if (w.errors > 0)
-        std::printf("!!! warmup on /%s: %llu errors, first: %s\n", endpoint.c_str(),
-                    static_cast<unsigned long long>(w.errors), w.firstError.c_str());
+  for (int round = 0; round < flags.rounds; ++round)
+    for (const auto& endpoint : endpoints) {
+      auto& connections = connectionsFor(endpoint);
+      mka::bench::PhaseSpec spec;
+      spec.endpoint = endpoint;
+      spec.request = mka::bench::buildRequest(pathOf(endpoint), hostHeader, body, flags.acceptGzip);
+      spec.expectPatch = true;  // all answer the same patched review
+      if (endpoint == "go") spec.serverPid = goPeer->pid;
+      if (flags.warmup > 0) {
+        auto warm = spec;
+        warm.duration =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(flags.warmup));
+        const auto w = mka::bench::runPhase(warm, connections);
+        if (w.errors > 0)
+          std::printf("!!! warmup on /%s: %llu errors, first: %s\n", endpoint.c_str(),
+                      static_cast<unsigned long long>(w.errors), w.firstError.c_str());
+      }
+      if (flags.modes == "max" || flags.modes == "both") {
+        spec.mode = mka::bench::Mode::ClosedLoop;
+        spec.duration = duration;
+        results.push_back(mka::bench::runPhase(spec, connections));
+        printRow(results.back(), cpus);
+        std::fflush(stdout);
+        std::this_thread::sleep_for(200ms);
+      }
+      if (flags.modes == "rate" || flags.modes == "both") {
+        spec.mode = mka::bench::Mode::OpenLoop;
+        spec.duration = duration;
+        spec.rate = flags.rate;
+        results.push_back(mka::bench::runPhase(spec, connections));
+        printRow(results.back(), cpus);
+        std::fflush(stdout);
+        std::this_thread::sleep_for(200ms);
+      }
     }
-    if (flags.modes == "max" || flags.modes == "both") {
-      spec.mode = mka::bench::Mode::ClosedLoop;
-      spec.duration = duration;
-      results.push_back(mka::bench::runPhase(spec, connections));
-      printRow(results.back(), cpus);
-      std::fflush(stdout);
-      std::this_thread::sleep_for(200ms);
-    }
-    if (flags.modes == "rate" || flags.modes == "both") {
-      spec.mode = mka::bench::Mode::OpenLoop;
-      spec.duration = duration;
-      spec.rate = flags.rate;
-      results.push_back(mka::bench::runPhase(spec, connections));
-      printRow(results.back(), cpus);
-      std::fflush(stdout);
-      std::this_thread::sleep_for(200ms);
-    }
-  }
-  for (auto& c : connections) c->close();
-  server.stop();
+  for (auto& [key, connections] : connectionsOf)
+    for (auto& c : connections) c->close();
+  if (eventServer) eventServer->stop();
+  if (threadServer) threadServer->stop();
+  goPeer.reset();
   certificates->stop();
 
   // ---- summary ----
@@ -360,12 +535,13 @@ int run(const Flags& flags) {
   }
   for (const auto& r : results) {
     if (r.spec.mode != mka::bench::Mode::ClosedLoop || r.ok == 0) continue;
-    const double serverUs = std::max(0.0, r.processCpuSeconds - r.clientCpuSeconds) / static_cast<double>(r.ok) * 1e6;
+    const double serverUs = r.serverCpuSeconds() / static_cast<double>(r.ok) * 1e6;
     if (serverUs > 0) {
       std::printf("%-9s server CPU %.1f us/request -> about %.0f req/s if the server had all %d CPUs to itself\n",
                   r.spec.endpoint.c_str(), serverUs, 1e6 * cpus / serverUs, cpus);
     }
   }
+  printRatios(results);
   // The handler's own metrics must agree with what the load generator counted.
   std::istringstream rendered(metrics.render());
   for (std::string line; std::getline(rendered, line);) {
@@ -405,7 +581,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--endpoint", flags.endpoint, "which endpoint(s) to load")
-      ->check(CLI::IsMember({"mutate", "constant", "both"}))
+      ->check(CLI::IsMember({"mutate", "constant", "go", "both", "all"}))
       ->capture_default_str();
   app.add_option("--modes", flags.modes, "max = closed loop, rate = open loop at --rate")
       ->check(CLI::IsMember({"max", "rate", "both"}))
@@ -414,6 +590,18 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--policy", flags.policy, "managedByDefaulting policy of the served configuration")
       ->check(CLI::IsMember({"QueueLabeled", "MultiKueueQueues"}))
+      ->capture_default_str();
+  app.add_option("--server", flags.server,
+                 "event = EventServer as `serve` runs it; httplib = the thread-per-connection HttpServer")
+      ->check(CLI::IsMember({"event", "httplib"}))
+      ->capture_default_str();
+  app.add_option("--server-threads", flags.serverThreads, "EventServer loops")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--go-peer", flags.goPeer, "directory of the Go peer's source (built with `go build`); empty: no peer")
+      ->capture_default_str();
+  app.add_option("--rounds", flags.rounds, "rounds over the endpoints, alternating (ratios per round)")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   app.add_flag("--accept-gzip", flags.acceptGzip, "send Accept-Encoding: gzip (as Go's HTTP client does by default)");
   CLI11_PARSE(app, argc, argv);

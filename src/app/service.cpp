@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "mka/app/dispatch_runner.h"
 #include "mka/app/metrics_access.h"
@@ -18,6 +19,7 @@
 #include "mka/kube/leader_election.h"
 #include "mka/multikueue/events.h"
 #include "mka/net/certificate_reloader.h"
+#include "mka/net/event_server.h"
 #include "mka/net/http_server.h"
 #include "mka/net/pki.h"
 #include "mka/observability/health.h"
@@ -86,32 +88,28 @@ void keepStartupSettings(const config::Configuration& running, config::Configura
     keep(next.integrations.frameworks, running.integrations.frameworks, "integrations.frameworks");
 }
 
-// Routes every method and path to the admission handler, which owns routing decisions
-// (404/405 included) so that they are unit-tested without a socket.
-void routeAdmission(net::HttpServer& server, const webhook::AdmissionHandler& handler) {
-  auto serve = [&handler](const httplib::Request& req, httplib::Response& res) {
-    const std::string contentType = req.get_header_value("Content-Type");  // HttpRequest only borrows it
-    webhook::HttpRequest in{req.method, req.path, contentType, req.body};
-    auto out = handler.handle(in);
+// Every method and path goes to the admission handler, which owns routing decisions (404/405
+// included) so that they are unit-tested without a socket.
+net::EventServer::Handler admissionRoute(const webhook::AdmissionHandler& handler) {
+  return [&handler](const net::ServerRequest& req, net::ServerResponse& res) {
+    auto out = handler.handle({req.method, req.path, req.contentType, req.body});
     res.status = out.status;
-    if (out.status == 405) res.set_header("Allow", "POST");
-    res.set_content(std::move(out.body), out.contentType.c_str());
+    if (out.status == 405) res.headers.emplace_back("Allow", "POST");
+    res.contentType = std::move(out.contentType);
+    res.body = std::move(out.body);
   };
-  const std::string any = ".*";
-  for (const char* method : {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}) server.route(method, any, serve);
-  // httplib answers some errors itself (413 for oversized bodies, 400 for unparsable
-  // requests); give those a metav1.Status body and a log line like ours.
-  server.setErrorHandler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    std::string message = res.status == 413
-                              ? "request body is larger than " + std::to_string(webhook::kMaxRequestBytes) +
-                                    " bytes: kube-apiserver never sends objects that large; check the caller"
-                              : "request rejected with HTTP status " + std::to_string(res.status);
-    log::warn("webhook request rejected", {{"path", req.path}, {"status", res.status}, {"reason", message}});
-    nlohmann::json status = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
-                             {"status", "Failure"}, {"message", message}, {"code", res.status}};
-    res.set_content(status.dump(), "application/json");
-  });
+}
+
+// The server's own refusals (413 oversized, 411 framing, 400 malformed, ...) as the
+// metav1.Status kube-apiserver shows when a webhook call fails, with a log line like ours.
+void renderAdmissionRefusal(int status, std::string_view message, net::ServerResponse& res) {
+  std::string text = status == 413 ? "request body is larger than " + std::to_string(webhook::kMaxRequestBytes) +
+                                         " bytes: kube-apiserver never sends objects that large; check the caller"
+                                   : std::string(message);
+  nlohmann::json body = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
+                         {"status", "Failure"}, {"message", text},    {"code", status}};
+  res.contentType = "application/json";
+  res.body = body.dump();
 }
 
 std::unique_ptr<net::HttpServer> makePlainServer(const std::string& name, const std::string& address) {
@@ -146,13 +144,16 @@ Service::Service(ServeOptions options)
   certificates_ =
       std::make_shared<net::CertificateReloader>(certDir / cfg->webhook.certName, certDir / cfg->webhook.keyName);
   certificates_->setReloadListener([this](bool success) { metrics_->recordCertificateReload(success); });
-  net::ServerOptions wo;
+  net::EventServerOptions wo;
   wo.name = "webhook";
   wo.host = cfg->webhook.host.empty() ? "0.0.0.0" : cfg->webhook.host;
   wo.port = cfg->webhook.port;
-  wo.payloadMaxLength = webhook::kMaxRequestBytes;
-  webhookServer_ = std::make_unique<net::HttpServer>(wo, certificates_);
-  routeAdmission(*webhookServer_, *handler_);
+  wo.maxBodyBytes = webhook::kMaxRequestBytes;
+  // A loop per core, up to four: the handler answers from memory, so more loops than cores
+  // only take turns.
+  wo.threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
+  webhookServer_ = std::make_unique<net::EventServer>(wo, certificates_, admissionRoute(*handler_));
+  webhookServer_->setErrorRenderer(renderAdmissionRefusal);
 
   probeServer_ = makePlainServer("probes", cfg->healthProbeBindAddress);
   if (cfg->metricsSecure) {

@@ -23,6 +23,7 @@ class ConfigReloader;
 }  // namespace mka::config
 namespace mka::net {
 class CertificateReloader;
+class EventServer;
 class HttpServer;
 }  // namespace mka::net
 namespace mka::observability {
@@ -121,7 +122,7 @@ class Service {
   std::unique_ptr<DispatchRunner> dispatchRunner_;  // dispatch.enabled: leader election + dispatch loop
   std::unique_ptr<webhook::AdmissionHandler> handler_;
   std::shared_ptr<net::CertificateReloader> certificates_;
-  std::unique_ptr<net::HttpServer> webhookServer_;
+  std::unique_ptr<net::EventServer> webhookServer_;
   std::unique_ptr<net::HttpServer> probeServer_;
   std::unique_ptr<net::HttpServer> metricsServer_;
   bool metricsOnProbeServer_ = false;                              // metrics and probes share one bind address

@@ -1,0 +1,447 @@
+// The webhook port's event-driven server end to end over real TLS sockets on 127.0.0.1.
+#include "mka/net/event_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <latch>
+#include <stdexcept>
+#include <thread>
+
+#include "mka/common/errors.h"
+#include "mka/net/certificate_reloader.h"
+#include "support/eventually.h"
+#include "support/secret_volume.h"
+#include "support/temp_dir.h"
+#include "support/tls.h"
+#include "support/tls_record_proxy.h"
+
+namespace mka::net {
+namespace {
+
+using namespace std::chrono_literals;
+using test::eventually;
+
+// A TLS client that speaks HTTP/1.1 by hand, for what httplib's client hides: pipelining,
+// idle connections, half-sent requests, interim answers.
+class RawTls {
+ public:
+  explicit RawTls(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("connect failed");
+    }
+    timeval tv{10, 0};  // a server that never answers fails the test instead of hanging it
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    ssl_ = SSL_new(ctx_);
+    SSL_set_fd(ssl_, fd_);
+    if (SSL_connect(ssl_) != 1) {
+      ERR_clear_error();
+      throw std::runtime_error("TLS handshake failed");
+    }
+  }
+  ~RawTls() {
+    SSL_free(ssl_);
+    SSL_CTX_free(ctx_);
+    ::close(fd_);
+  }
+  RawTls(const RawTls&) = delete;
+  RawTls& operator=(const RawTls&) = delete;
+
+  bool send(std::string_view data) {
+    return SSL_write(ssl_, data.data(), static_cast<int>(data.size())) == static_cast<int>(data.size());
+  }
+
+  // One answer with a Content-Length body; "" when the server closed instead.
+  std::string readResponse() {
+    for (;;) {
+      const auto headerEnd = pending_.find("\r\n\r\n");
+      if (headerEnd != std::string::npos) {
+        std::size_t length = 0;
+        const auto cl = pending_.find("Content-Length: ");
+        if (cl != std::string::npos && cl < headerEnd) length = std::stoul(pending_.substr(cl + 16));
+        if (pending_.compare(0, 12, "HTTP/1.1 100") == 0) length = 0;  // an interim answer has no body
+        const std::size_t total = headerEnd + 4 + length;
+        if (pending_.size() >= total) {
+          std::string response = pending_.substr(0, total);
+          pending_.erase(0, total);
+          return response;
+        }
+      }
+      if (!readSome()) return "";
+    }
+  }
+
+  // The status line and header fields of one answer, without reading a body.
+  std::string readHead() {
+    for (;;) {
+      const auto headerEnd = pending_.find("\r\n\r\n");
+      if (headerEnd != std::string::npos) {
+        std::string head = pending_.substr(0, headerEnd + 4);
+        pending_.erase(0, headerEnd + 4);
+        return head;
+      }
+      if (!readSome()) return "";
+    }
+  }
+
+  // True once the server has closed the connection (after whatever it sent before closing).
+  bool closedByServer() {
+    while (readSome()) {
+    }
+    return closed_;
+  }
+
+ private:
+  bool readSome() {
+    char buf[4096];
+    const int n = SSL_read(ssl_, buf, sizeof buf);
+    if (n > 0) {
+      pending_.append(buf, static_cast<std::size_t>(n));
+      return true;
+    }
+    const int error = SSL_get_error(ssl_, n);
+    // A close_notify, an EOF without one, or a reset: closed. A receive timeout: not.
+    closed_ = error == SSL_ERROR_ZERO_RETURN || (error == SSL_ERROR_SYSCALL && errno != EAGAIN);
+    if (error == SSL_ERROR_SSL) closed_ = true;
+    ERR_clear_error();
+    return false;
+  }
+
+  int fd_ = -1;
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  std::string pending_;
+  bool closed_ = false;
+};
+
+std::string post(std::string_view path, std::string_view body, std::string_view extra = "") {
+  return std::string("POST ") + std::string(path) +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n" + std::string(extra) + "\r\n" + std::string(body);
+}
+
+std::string bodyOf(const std::string& response) {
+  const auto end = response.find("\r\n\r\n");
+  return end == std::string::npos ? "" : response.substr(end + 4);
+}
+
+class EventServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    volume_.update({{"tls.crt", leaf1_.certPem}, {"tls.key", leaf1_.keyPem}});
+    test::writeFile(ca1File_, ca1_.certPem());
+    test::writeFile(ca2File_, ca2_.certPem());
+    FileWatcher::Options watch;
+    watch.pollInterval = 50ms;
+    watch.debounce = 10ms;
+    certificates_ = std::make_shared<CertificateReloader>(volume_ / "tls.crt", volume_ / "tls.key", watch);
+    certificates_->start();
+    options_.host = "127.0.0.1";
+    options_.maxBodyBytes = 64 * 1024;
+    options_.maxHeaderBytes = 4 * 1024;
+  }
+
+  void TearDown() override {
+    if (server_) server_->stop();
+    certificates_->stop();
+  }
+
+  // The handler echoes what it was given: "<method> <path> <content type> <body>".
+  void start(EventServer::Handler handler = {}) {
+    if (!handler) {
+      handler = [](const ServerRequest& req, ServerResponse& res) {
+        res.contentType = "text/plain";
+        res.body = std::string(req.method) + " " + std::string(req.path) + " " + std::string(req.contentType) + " " +
+                   std::string(req.body);
+      };
+    }
+    server_ = std::make_unique<EventServer>(options_, certificates_, std::move(handler));
+    port_ = server_->start();
+  }
+
+  std::unique_ptr<httplib::SSLClient> client(const std::filesystem::path& caFile) {
+    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port_);
+    c->set_ca_cert_path(caFile.string());
+    c->enable_server_certificate_verification(true);
+    c->set_keep_alive(true);
+    c->set_read_timeout(10, 0);
+    return c;
+  }
+
+  test::TempDir dir_;
+  test::SecretVolume volume_{dir_ / "secret"};
+  test::TestCa ca1_{"ca-one"};
+  test::TestCa ca2_{"ca-two"};
+  test::CertificateAndKey leaf1_ = ca1_.issue({.commonName = "serving-one"});
+  std::filesystem::path ca1File_ = dir_ / "ca1.crt";
+  std::filesystem::path ca2File_ = dir_ / "ca2.crt";
+  std::shared_ptr<CertificateReloader> certificates_;
+  EventServerOptions options_;
+  std::unique_ptr<EventServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(EventServerTest, AnswersOverVerifiedTlsAndKeepsTheConnection) {
+  start();
+  auto c = client(ca1File_);
+  for (int i = 0; i < 3; ++i) {
+    auto res = c->Post("/mutate?timeout=10s", "{\"n\":" + std::to_string(i) + "}", "application/json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    // The query string is not part of the path (kube-apiserver appends ?timeout=...).
+    EXPECT_EQ(res->body, "POST /mutate application/json {\"n\":" + std::to_string(i) + "}");
+    EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain");
+  }
+  EXPECT_EQ(server_->connectionsAccepted(), 1u);
+
+  auto stranger = client(ca2File_)->Get("/");
+  EXPECT_FALSE(stranger);
+}
+
+TEST_F(EventServerTest, AnAnswerLeavesAsOneTlsRecord) {
+  start();
+  test::TlsRecordProxy proxy(port_);
+  httplib::SSLClient c("127.0.0.1", proxy.port());
+  c.enable_server_certificate_verification(false);
+  c.set_keep_alive(true);
+  c.set_read_timeout(10, 0);
+  ASSERT_TRUE(c.Post("/x", "{}", "application/json"));  // the handshake and the session tickets
+  for (int i = 0; i < 3; ++i) {
+    const auto before = proxy.recordsToClient();
+    auto res = c.Post("/x", std::string(2000, 'a'), "application/json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(proxy.recordsToClient() - before, 1u);
+  }
+}
+
+TEST_F(EventServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  start();
+  RawTls raw(port_);
+  ASSERT_TRUE(raw.send(post("/a", "1") + post("/b", "22") + "GET /c?x=y HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(bodyOf(raw.readResponse()), "POST /a application/json 1");
+  EXPECT_EQ(bodyOf(raw.readResponse()), "POST /b application/json 22");
+  EXPECT_EQ(bodyOf(raw.readResponse()), "GET /c  ");
+  // A request split across writes is put together.
+  const std::string split = post("/d", std::string(3000, 'z'));
+  ASSERT_TRUE(raw.send(split.substr(0, 40)));
+  ASSERT_TRUE(raw.send(split.substr(40, 100)));
+  ASSERT_TRUE(raw.send(split.substr(140)));
+  EXPECT_EQ(bodyOf(raw.readResponse()), "POST /d application/json " + std::string(3000, 'z'));
+}
+
+// kube-apiserver holds a keep-alive connection per concurrent call; a fleet's worth of them,
+// each with requests in flight back to back, all get their own answers.
+TEST_F(EventServerTest, AThousandKeepAliveConnectionsWithPipelinedRequestsEachGetTheirAnswers) {
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < 2100 && files.rlim_max >= 2100) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
+  ASSERT_GE(files.rlim_cur, 2100u) << "the test needs 2 descriptors per connection";
+  start();
+  constexpr int kConnections = 1000;
+  constexpr int kClients = 4;
+  constexpr int kRounds = 2;
+  std::atomic<int> wrong{0};
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&, t] {
+      std::vector<std::unique_ptr<RawTls>> connections;
+      for (int i = t; i < kConnections; i += kClients) connections.push_back(std::make_unique<RawTls>(port_));
+      for (int round = 0; round < kRounds; ++round) {
+        // Every connection gets two requests in one write before any answer is read.
+        for (std::size_t i = 0; i < connections.size(); ++i) {
+          const std::string id = std::to_string(t) + "-" + std::to_string(i) + "-" + std::to_string(round);
+          if (!connections[i]->send(post("/p", id + "a") + post("/q", id + "b"))) ++wrong;
+        }
+        for (std::size_t i = 0; i < connections.size(); ++i) {
+          const std::string id = std::to_string(t) + "-" + std::to_string(i) + "-" + std::to_string(round);
+          for (const auto& [path, suffix] : {std::pair{"/p", "a"}, std::pair{"/q", "b"}}) {
+            const auto response = connections[i]->readResponse();
+            if (bodyOf(response) == std::string("POST ") + path + " application/json " + id + suffix) {
+              ++answered;
+            } else {
+              ++wrong;
+            }
+          }
+        }
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(answered.load(), kConnections * kRounds * 2);
+  EXPECT_EQ(server_->connectionsAccepted(), static_cast<std::uint64_t>(kConnections));
+}
+
+TEST_F(EventServerTest, RefusesWhatItWillNotReadAndClosesTheConnection) {
+  start();
+  struct Case {
+    std::string name;
+    std::string request;
+    std::string status;
+  };
+  const std::vector<Case> cases = {
+      {"body over the limit", post("/x", std::string(64 * 1024 + 1, 'a')), "413"},
+      {"chunked body", "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", "411"},
+      {"POST without Content-Length", "POST /x HTTP/1.1\r\nHost: x\r\n\r\n", "411"},
+      {"content-encoded body", post("/x", "{}", "Content-Encoding: gzip\r\n"), "415"},
+      {"headers over the limit", post("/x", "{}", "X-Big: " + std::string(5000, 'h') + "\r\n"), "431"},
+      {"not HTTP", "HELLO\r\n\r\n", "400"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    RawTls raw(port_);
+    ASSERT_TRUE(raw.send(c.request));
+    const auto response = raw.readResponse();
+    EXPECT_EQ(response.substr(0, 12), "HTTP/1.1 " + c.status) << response;
+    EXPECT_NE(response.find("Connection: close\r\n"), std::string::npos) << response;
+    EXPECT_TRUE(raw.closedByServer());
+  }
+}
+
+TEST_F(EventServerTest, TheErrorRendererWritesTheServersOwnRefusals) {
+  server_ = std::make_unique<EventServer>(options_, certificates_, [](const ServerRequest&, ServerResponse&) {});
+  server_->setErrorRenderer([](int status, std::string_view message, ServerResponse& res) {
+    res.contentType = "application/json";
+    res.body = "{\"code\":" + std::to_string(status) + ",\"message\":\"" + std::string(message) + "\"}";
+  });
+  port_ = server_->start();
+  RawTls raw(port_);
+  ASSERT_TRUE(raw.send("POST /x HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const auto response = raw.readResponse();
+  EXPECT_NE(response.find("Content-Type: application/json\r\n"), std::string::npos) << response;
+  EXPECT_EQ(bodyOf(response),
+            "{\"code\":411,\"message\":\"request has no Content-Length header: send the body with its length\"}");
+}
+
+TEST_F(EventServerTest, AHandlerThatThrowsGets500AndTheConnectionGoesOn) {
+  start([](const ServerRequest& req, ServerResponse& res) {
+    if (req.path == "/throw") throw std::runtime_error("boom");
+    res.body = "fine";
+  });
+  RawTls raw(port_);
+  ASSERT_TRUE(raw.send(post("/throw", "{}")));
+  EXPECT_EQ(raw.readResponse().substr(0, 12), "HTTP/1.1 500");
+  ASSERT_TRUE(raw.send(post("/ok", "{}")));
+  EXPECT_EQ(bodyOf(raw.readResponse()), "fine");
+}
+
+TEST_F(EventServerTest, HeadAnswersCarryNoBodyAndExpectContinueGetsTheInterimAnswer) {
+  start();
+  RawTls raw(port_);
+  ASSERT_TRUE(raw.send("HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const auto head = raw.readHead();
+  EXPECT_NE(head.find("Content-Length: 9\r\n"), std::string::npos) << head;  // what GET would carry
+  // The next answer starts right after the head: no body came between them.
+  ASSERT_TRUE(raw.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"));
+  const auto interim = raw.readResponse();
+  EXPECT_EQ(interim.substr(0, 12), "HTTP/1.1 100") << interim;
+  ASSERT_TRUE(raw.send("{}"));
+  EXPECT_EQ(bodyOf(raw.readResponse()), "POST /e  {}");
+}
+
+TEST_F(EventServerTest, IdleAndStalledConnectionsAreClosedAtTheirTimeouts) {
+  options_.keepAliveTimeout = 300ms;
+  options_.readTimeout = 300ms;
+  start();
+  RawTls idle(port_);
+  ASSERT_TRUE(idle.send(post("/x", "{}")));
+  ASSERT_FALSE(idle.readResponse().empty());
+  RawTls stalled(port_);
+  ASSERT_TRUE(stalled.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{"));
+  EXPECT_TRUE(idle.closedByServer());
+  EXPECT_TRUE(stalled.closedByServer());
+  EXPECT_TRUE(eventually([&] { return server_->openConnections() == 0; }));
+}
+
+TEST_F(EventServerTest, StopAnswersTheRequestInFlightClosesIdleConnectionsAndRefusesNewOnes) {
+  options_.threads = 1;
+  std::promise<void> entered;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  start([&](const ServerRequest& req, ServerResponse& res) {
+    if (req.path == "/slow") {
+      entered.set_value();
+      released.wait();
+    }
+    res.body = "done";
+  });
+  RawTls idle(port_);
+  ASSERT_TRUE(idle.send(post("/x", "{}")));
+  ASSERT_FALSE(idle.readResponse().empty());
+  RawTls busy(port_);
+  ASSERT_TRUE(busy.send(post("/slow", "{}")));
+  entered.get_future().wait();
+
+  auto stopped = std::async(std::launch::async, [&] { server_->stop(); });
+  EXPECT_EQ(stopped.wait_for(200ms), std::future_status::timeout);  // waits for the request in flight
+  release.set_value();
+  const auto answer = busy.readResponse();
+  EXPECT_EQ(bodyOf(answer), "done");
+  EXPECT_NE(answer.find("Connection: close\r\n"), std::string::npos) << answer;
+  EXPECT_TRUE(busy.closedByServer());
+  EXPECT_TRUE(idle.closedByServer());
+  stopped.get();
+  EXPECT_THROW(RawTls{port_}, std::runtime_error);
+  server_.reset();
+}
+
+TEST_F(EventServerTest, RotationKeepsOpenConnectionsAndServesTheNewCertificateToNewOnes) {
+  start();
+  auto c = client(ca1File_);
+  ASSERT_TRUE(c->Post("/x", "{}", "application/json"));
+
+  const auto before = certificates_->generation();
+  const auto leaf2 = ca2_.issue({.commonName = "serving-two"});
+  volume_.update({{"tls.crt", leaf2.certPem}, {"tls.key", leaf2.keyPem}});
+  ASSERT_TRUE(eventually([&] { return certificates_->generation() > before; }));
+
+  auto again = c->Post("/x", "{}", "application/json");
+  ASSERT_TRUE(again) << httplib::to_string(again.error());
+  EXPECT_EQ(server_->connectionsAccepted(), 1u);
+  const auto seen = test::probeTls("127.0.0.1", port_, {.caPem = ca2_.certPem()});
+  ASSERT_TRUE(seen.ok) << seen.error;
+  EXPECT_EQ(seen.peerCommonName, "serving-two");
+}
+
+TEST_F(EventServerTest, RefusesTlsBelow12) {
+  start();
+  const auto old = test::probeTls("127.0.0.1", port_, {.caPem = ca1_.certPem(), .maxVersion = TLS1_1_VERSION});
+  EXPECT_FALSE(old.ok);
+  const auto current = test::probeTls("127.0.0.1", port_, {.caPem = ca1_.certPem()});
+  EXPECT_TRUE(current.ok) << current.error;
+}
+
+TEST_F(EventServerTest, APortInUseIsAnErrorNamingTheAddress) {
+  start();
+  options_.port = port_;
+  EventServer second(options_, certificates_, [](const ServerRequest&, ServerResponse&) {});
+  try {
+    second.start();
+    FAIL() << "a second server listened on a port in use";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port_)), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mka::net
