@@ -18,7 +18,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
@@ -144,7 +143,12 @@ class Session;
 struct Loop {
   std::unordered_set<Session*> sessions;  // destroyed after `context`, whose handlers hold sessions
   asio::io_context context{1};
+  // Closes the sessions whose deadline passed. A timer per session and operation would cost a
+  // timer-queue update per read and write, and a timerfd_settime call for every few requests.
+  std::optional<asio::steady_timer> sweep;
   std::thread thread;
+
+  void sweepEvery(std::chrono::milliseconds period);
 };
 
 }  // namespace
@@ -184,6 +188,11 @@ class Session final : public std::enable_shared_from_this<Session> {
   Session(EventServer::Runtime& runtime, Loop& loop, tcp::socket socket)
       : rt_(runtime), loop_(loop), stream_(std::move(socket), runtime.tls) {}
 
+  // The loop's sweep: a session past its deadline (the phase's timeout) is closed.
+  void closeIfExpired(std::chrono::steady_clock::time_point now) {
+    if (now >= deadline_) closeSocket();
+  }
+
   ~Session() {
     loop_.sessions.erase(this);
     rt_.connectionClosed();
@@ -193,7 +202,7 @@ class Session final : public std::enable_shared_from_this<Session> {
     if (rt_.stopping) return;
     loop_.sessions.insert(this);
     state_ = State::Handshake;
-    stream_.next_layer().expires_after(rt_.options.readTimeout);
+    expireAfter(rt_.options.readTimeout);
     stream_.async_handshake(asio::ssl::stream_base::server,
                             [self = shared_from_this()](beast::error_code ec) { self->onHandshake(ec); });
   }
@@ -213,8 +222,7 @@ class Session final : public std::enable_shared_from_this<Session> {
     if (ec) {
       // A TCP probe or a port scan closes without a word: not worth more than debug.
       const bool aborted = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
-                           ec == asio::error::connection_reset || ec == beast::error::timeout ||
-                           ec == asio::error::operation_aborted;
+                           ec == asio::error::connection_reset || ec == asio::error::operation_aborted;
       if (aborted) {
         log::debug(logger(), "TLS handshake aborted by peer",
                    {{"server", rt_.options.name}, {"peer", peerOf(socket())}, {"error", ec.message()}});
@@ -260,12 +268,12 @@ class Session final : public std::enable_shared_from_this<Session> {
     if (idle) {
       state_ = State::Idle;
       // A new connection's client sends its request right away; later ones may idle.
-      stream_.next_layer().expires_after(served_ == 0 ? rt_.options.readTimeout : rt_.options.keepAliveTimeout);
+      expireAfter(served_ == 0 ? rt_.options.readTimeout : rt_.options.keepAliveTimeout);
     } else if (!requestStarted_) {
       // The request's whole reading, from its first byte, has the read timeout.
       requestStarted_ = true;
       state_ = State::Reading;
-      stream_.next_layer().expires_after(rt_.options.readTimeout);
+      expireAfter(rt_.options.readTimeout);
     }
     if (buffer_.capacity() > kKeptCapacity && buffer_.size() == 0) buffer_.shrink_to_fit();
     stream_.async_read_some(buffer_.prepare(kReadChunk),
@@ -379,7 +387,7 @@ class Session final : public std::enable_shared_from_this<Session> {
 
   void write(Then then) {
     state_ = State::Writing;
-    stream_.next_layer().expires_after(rt_.options.writeTimeout);
+    expireAfter(rt_.options.writeTimeout);
     asio::async_write(stream_, asio::buffer(out_),
                       [self = shared_from_this(), then](beast::error_code ec, std::size_t) {
                         if (ec) return;
@@ -391,7 +399,7 @@ class Session final : public std::enable_shared_from_this<Session> {
     switch (then) {
       case Then::Continue:
         state_ = State::Reading;
-        stream_.next_layer().expires_after(rt_.options.readTimeout);
+        expireAfter(rt_.options.readTimeout);
         return parse();
       case Then::NextRequest:
         if (closeAfter_) return shutdown();  // stop() began while the answer was on its way
@@ -402,10 +410,13 @@ class Session final : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // close_notify, then the client's own or the wait's end, then the socket closes.
+  // close_notify, then the client's own or the wait's end, then the socket closes. While the
+  // server stops, it closes at once: the answer said "Connection: close" and carried its
+  // length, so the client has all of it, and stop() need not wait on clients.
   void shutdown() {
+    if (rt_.stopping) return closeSocket();
     state_ = State::Closing;
-    stream_.next_layer().expires_after(kShutdownWait);
+    expireAfter(kShutdownWait);
     stream_.async_shutdown([self = shared_from_this()](beast::error_code) { self->closeSocket(); });
   }
 
@@ -416,7 +427,7 @@ class Session final : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return closeSocket();
-    stream_.next_layer().expires_after(kLinger);
+    expireAfter(kLinger);
     drainRaw();
   }
 
@@ -434,11 +445,14 @@ class Session final : public std::enable_shared_from_this<Session> {
     socket().close(ec);  // pending operations end with operation_aborted, releasing the session
   }
 
-  tcp::socket& socket() { return stream_.next_layer().socket(); }
+  tcp::socket& socket() { return stream_.next_layer(); }
+
+  void expireAfter(std::chrono::milliseconds timeout) { deadline_ = std::chrono::steady_clock::now() + timeout; }
 
   EventServer::Runtime& rt_;
   Loop& loop_;
-  asio::ssl::stream<beast::tcp_stream> stream_;
+  asio::ssl::stream<tcp::socket> stream_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   beast::flat_buffer buffer_;
   RequestHead head_;
   std::optional<RequestParser> parser_;
@@ -453,6 +467,17 @@ class Session final : public std::enable_shared_from_this<Session> {
 };
 
 }  // namespace
+
+void Loop::sweepEvery(std::chrono::milliseconds period) {
+  sweep->expires_after(period);
+  sweep->async_wait([this, period](beast::error_code ec) {
+    if (ec) return;  // the loop is stopping
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<Session*> open(sessions.begin(), sessions.end());  // closing one ends it outside this walk
+    for (Session* session : open) session->closeIfExpired(now);
+    sweepEvery(period);
+  });
+}
 
 void EventServer::Runtime::accept() {
   Loop& target = *loops[nextLoop++ % loops.size()];
@@ -511,8 +536,13 @@ int EventServer::start() {
   rt->acceptRetry.emplace(rt->loops[0]->context);
   rt->accept();
 
+  // Timeouts are enforced to within a quarter of the shortest.
+  const auto period = std::clamp(std::min({options_.readTimeout, options_.writeTimeout, options_.keepAliveTimeout}) / 4,
+                                 std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
   for (std::size_t i = 0; i < rt->loops.size(); ++i) {
     Loop& loop = *rt->loops[i];
+    loop.sweep.emplace(loop.context);
+    loop.sweepEvery(period);
     loop.thread = std::thread([&loop, name = options_.name, i] {
       nameThisThread(name.substr(0, 8) + "-loop" + std::to_string(i));
       auto work = asio::make_work_guard(loop.context);
