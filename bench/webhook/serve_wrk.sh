@@ -70,9 +70,9 @@ run() {
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
   requests=$(awk '/requests in/ {print $1}' <<<"$out")
-  if grep -q "Non-2xx\|Socket errors" <<<"$out"; then echo "!! $1: $(grep 'Non-2xx\|Socket errors' <<<"$out")"; fi
   awk -v n="$1" -v r="$rps" -v p="$p99" -v c="$((after - before))" -v q="$requests" -v hz="$hz" \
     'BEGIN { printf "%-6s %10.0f req/s  p99 %8s  server CPU %6.1f us/request\n", n, r, p, c / hz / q * 1e6 }'
+  if grep -q "Non-2xx\|Socket errors" <<<"$out"; then echo "  !! $1: $(grep 'Non-2xx\|Socket errors' <<<"$out")"; fi
 }
 
 echo "serve_wrk $(date -u +%Y-%m-%dT%H:%MZ): wrk -t$threads -c$connections -d${duration}s, $(wc -c <"$work/body.json")-byte review, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -86,7 +86,7 @@ for round in $(seq 1 "$rounds"); do
   theirs=$(run go "$go_pid" "$go_port")
   echo "round $round: $ours"
   echo "round $round: $theirs"
-  awk -v a="$(awk '{print $2}' <<<"$ours")" -v b="$(awk '{print $2}' <<<"$theirs")" \
+  awk -v a="$(awk 'NR == 1 {print $2}' <<<"$ours")" -v b="$(awk 'NR == 1 {print $2}' <<<"$theirs")" \
     'BEGIN { printf "round %s: serve/go %.2f\n", "'"$round"'", a / b }'
 done
 echo "serve peak RSS (VmHWM): $(awk '/VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$serve_pid/status"); go peer: $(awk '/VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$go_pid/status")"

@@ -3,7 +3,10 @@
 // Beast's string_view is std::string_view in this file, the only one that includes Beast.
 #define BOOST_BEAST_USE_STD_STRING_VIEW 1
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,11 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
@@ -36,6 +35,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/thread_name.h"
 #include "mka/net/certificate_reloader.h"
+#include "mka/net/openssl.h"
 
 namespace mka::net {
 
@@ -54,8 +54,6 @@ constexpr std::size_t kKeptCapacity = 64 * 1024;
 // How long a refused request's unread body is drained before the socket closes: closing with
 // unread data sends a reset, which can destroy the answer before the client reads it.
 constexpr std::chrono::milliseconds kLinger{500};
-// How long a closing connection waits for the client's close_notify after sending its own.
-constexpr std::chrono::milliseconds kShutdownWait{1000};
 
 // What the server reads of a request head; the strings keep their capacity across requests.
 struct RequestHead {
@@ -163,7 +161,7 @@ struct EventServer::Runtime {
   std::atomic<std::size_t> open{0};
   std::mutex closedMutex;  // with `closed`: stop() waits for the last connection
   std::condition_variable closed;
-  asio::ssl::context tls{asio::ssl::context::tls_server};
+  OpensslPtr<SSL_CTX> tls;
   std::vector<std::unique_ptr<Loop>> loops;
   // Declared after the loops, destroyed before them: both belong to loops[0]'s context.
   std::optional<tcp::acceptor> acceptor;
@@ -183,15 +181,13 @@ struct EventServer::Runtime {
 namespace {
 
 // One connection, from handshake to close; owned by the handlers of its loop that are pending.
+// OpenSSL reads and writes the socket itself; the loop only says when the socket is ready. So a
+// connection holds no buffers of its own beyond OpenSSL's record buffers (given back while
+// idle) and the parse and answer strings, and the bytes are not copied between layers.
 class Session final : public std::enable_shared_from_this<Session> {
  public:
   Session(EventServer::Runtime& runtime, Loop& loop, tcp::socket socket)
-      : rt_(runtime), loop_(loop), stream_(std::move(socket), runtime.tls) {}
-
-  // The loop's sweep: a session past its deadline (the phase's timeout) is closed.
-  void closeIfExpired(std::chrono::steady_clock::time_point now) {
-    if (now >= deadline_) closeSocket();
-  }
+      : rt_(runtime), loop_(loop), socket_(std::move(socket)) {}
 
   ~Session() {
     loop_.sessions.erase(this);
@@ -201,10 +197,23 @@ class Session final : public std::enable_shared_from_this<Session> {
   void start() {
     if (rt_.stopping) return;
     loop_.sessions.insert(this);
+    beast::error_code ec;
+    socket_.non_blocking(true, ec);
+    ssl_.reset(SSL_new(rt_.tls.get()));
+    if (ec || !ssl_ || SSL_set_fd(ssl_.get(), socket_.native_handle()) != 1) {
+      log::error(logger(), "cannot create TLS session",
+                 {{"server", rt_.options.name}, {"error", ec ? ec.message() : opensslErrors()}});
+      return closeSocket();
+    }
+    SSL_set_accept_state(ssl_.get());
     state_ = State::Handshake;
     expireAfter(rt_.options.readTimeout);
-    stream_.async_handshake(asio::ssl::stream_base::server,
-                            [self = shared_from_this()](beast::error_code ec) { self->onHandshake(ec); });
+    drive();
+  }
+
+  // The loop's sweep: a session past its deadline (the phase's timeout) is closed.
+  void closeIfExpired(std::chrono::steady_clock::time_point now) {
+    if (now >= deadline_) closeSocket();
   }
 
   // stop() asks: a connection waiting for its next request (or still shaking hands) closes
@@ -215,25 +224,57 @@ class Session final : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  enum class State { Handshake, Idle, Reading, Writing, Closing };
+  enum class State { Handshake, Idle, Reading, Writing, Closed };
   enum class Then { NextRequest, Close, Linger, Continue };
 
-  void onHandshake(beast::error_code ec) {
-    if (ec) {
-      // A TCP probe or a port scan closes without a word: not worth more than debug.
-      const bool aborted = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
-                           ec == asio::error::connection_reset || ec == asio::error::operation_aborted;
-      if (aborted) {
-        log::debug(logger(), "TLS handshake aborted by peer",
-                   {{"server", rt_.options.name}, {"peer", peerOf(socket())}, {"error", ec.message()}});
-      } else {
-        log::info(logger(), "TLS handshake failed",
-                  {{"server", rt_.options.name}, {"peer", peerOf(socket())}, {"error", ec.message()}});
+  // Moves the connection on until it must wait for the socket, or closes it: handshake, then
+  // parse what is buffered, answer, write, read more. One loop, so that pipelined requests are
+  // answered without recursion.
+  void drive() {
+    if (state_ == State::Handshake && !handshake()) return;
+    for (;;) {
+      if (state_ == State::Closed) return;
+      if (state_ == State::Writing) {
+        if (!flush() || !afterWrite()) return;
+        continue;
       }
-      return;
+      if (parseBuffered()) continue;  // an answer (or a refusal) is ready to write
+      if (!readSome()) return;
     }
-    beginRequest();
-    parse();
+  }
+
+  bool handshake() {
+    ERR_clear_error();
+    const int result = SSL_do_handshake(ssl_.get());
+    if (result == 1) {
+      beginRequest();
+      return true;
+    }
+    const int error = SSL_get_error(ssl_.get(), result);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      waitFor(error);
+      return false;
+    }
+    // A TCP probe or a port scan closes without a word: not worth more than debug.
+    const std::string reason = opensslErrors();
+    if (reason.empty()) {
+      log::debug(logger(), "TLS handshake aborted by peer", {{"server", rt_.options.name}, {"peer", peerOf(socket_)}});
+    } else {
+      log::info(logger(), "TLS handshake failed",
+                {{"server", rt_.options.name}, {"peer", peerOf(socket_)}, {"error", reason}});
+    }
+    closeSocket();
+    return false;
+  }
+
+  // Resumes drive() once the socket can be read (or written, as OpenSSL asks). Only ever
+  // called after OpenSSL met EAGAIN, so the readiness edge that ends the wait is still to come.
+  void waitFor(int sslError) {
+    const auto what = sslError == SSL_ERROR_WANT_WRITE ? tcp::socket::wait_write : tcp::socket::wait_read;
+    socket_.async_wait(what, [self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->state_ == State::Closed) return;  // closed by the sweep, drain() or stop()
+      self->drive();
+    });
   }
 
   void beginRequest() {
@@ -243,32 +284,45 @@ class Session final : public std::enable_shared_from_this<Session> {
     parser_->body_limit(static_cast<std::uint64_t>(rt_.options.maxBodyBytes));
     headChecked_ = false;
     requestStarted_ = false;
+    state_ = State::Reading;
   }
 
-  // Parses what the buffer holds; reads more, refuses, or answers.
-  void parse() {
-    for (;;) {
-      if (buffer_.size() == 0) return readMore();
+  // Parses what the buffer holds. True when an answer is ready to write (state_ Writing).
+  bool parseBuffered() {
+    while (buffer_.size() > 0) {
       beast::error_code ec;
       const std::size_t used = parser_->put(buffer_.data(), ec);
       buffer_.consume(used);
-      if (ec == http::error::need_more) return readMore();
-      if (ec) return refuseMalformed(ec);
+      if (ec == http::error::need_more) return false;
+      if (ec) {
+        refuseMalformed(ec);
+        return true;
+      }
       if (parser_->is_header_done() && !headChecked_) {
         headChecked_ = true;
-        if (!checkHead()) return;
+        if (!checkHead()) return true;
       }
-      if (parser_->is_done()) return answer();
+      if (parser_->is_done()) {
+        answer();
+        return true;
+      }
     }
+    return false;
   }
 
-  void readMore() {
+  // Reads what the socket holds into the buffer. False when it must wait (or closed).
+  bool readSome() {
     const bool idle = !parser_->got_some() && buffer_.size() == 0;
-    if (idle && closeAfter_) return closeSocket();
+    if (idle && closeAfter_) {
+      closeSocket();
+      return false;
+    }
     if (idle) {
-      state_ = State::Idle;
-      // A new connection's client sends its request right away; later ones may idle.
-      expireAfter(served_ == 0 ? rt_.options.readTimeout : rt_.options.keepAliveTimeout);
+      if (state_ != State::Idle) {
+        state_ = State::Idle;
+        // A new connection's client sends its request right away; later ones may idle.
+        expireAfter(served_ == 0 ? rt_.options.readTimeout : rt_.options.keepAliveTimeout);
+      }
     } else if (!requestStarted_) {
       // The request's whole reading, from its first byte, has the read timeout.
       requestStarted_ = true;
@@ -276,17 +330,27 @@ class Session final : public std::enable_shared_from_this<Session> {
       expireAfter(rt_.options.readTimeout);
     }
     if (buffer_.capacity() > kKeptCapacity && buffer_.size() == 0) buffer_.shrink_to_fit();
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              // An error ends the connection: a timeout, the client gone, a TLS alert; an unfinished
-                              // request has no one to answer it.
-                              if (ec) return;
-                              self->buffer_.commit(n);
-                              self->parse();
-                            });
+    const auto space = buffer_.prepare(kReadChunk);
+    std::size_t n = 0;
+    ERR_clear_error();
+    if (SSL_read_ex(ssl_.get(), space.data(), space.size(), &n) == 1) {
+      buffer_.commit(n);
+      return true;
+    }
+    const int error = SSL_get_error(ssl_.get(), 0);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      waitFor(error);
+    } else {
+      // The client closed (with or without close_notify), reset, or sent what TLS refuses: an
+      // unfinished request has no one to answer it.
+      ERR_clear_error();
+      closeSocket();
+    }
+    return false;
   }
 
-  // The server's own refusals of a head, before its body is read. False when refused.
+  // The server's own refusals of a head, before its body is read. False when an answer (a
+  // refusal, or the interim 100 Continue) is to be written instead of reading on.
   bool checkHead() {
     if (head_.transferEncoding) {
       refuse(411, "request bodies must be sent with a Content-Length header; Transfer-Encoding is not supported");
@@ -303,7 +367,7 @@ class Session final : public std::enable_shared_from_this<Session> {
     if (head_.expectContinue && !parser_->is_done() && buffer_.size() == 0) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       out_.assign(kContinue);
-      write(Then::Continue);
+      startWrite(Then::Continue);
       return false;
     }
     return true;
@@ -343,10 +407,10 @@ class Session final : public std::enable_shared_from_this<Session> {
   // unread, so the connection cannot carry another request.
   void refuse(int status, std::string_view message) {
     log::info(logger(), "request refused",
-              {{"server", rt_.options.name}, {"peer", peerOf(socket())}, {"status", status}, {"reason", message}});
+              {{"server", rt_.options.name}, {"peer", peerOf(socket_)}, {"status", status}, {"reason", message}});
     render(status, message);
     serialize(true, false);
-    write(Then::Linger);
+    startWrite(Then::Linger);
   }
 
   void answer() {
@@ -363,7 +427,7 @@ class Session final : public std::enable_shared_from_this<Session> {
     ++served_;
     const bool close = closeAfter_ || rt_.stopping || !parser_->keep_alive();
     serialize(close, head_.method == "HEAD");
-    write(close ? Then::Close : Then::NextRequest);
+    startWrite(close ? Then::Close : Then::NextRequest);
   }
 
   // The status line, the header fields and the body, into one buffer: one write, one TLS record.
@@ -385,79 +449,108 @@ class Session final : public std::enable_shared_from_this<Session> {
     if (!headOnly) out_.append(response_.body);
   }
 
-  void write(Then then) {
+  void startWrite(Then then) {
     state_ = State::Writing;
+    then_ = then;
+    written_ = 0;
     expireAfter(rt_.options.writeTimeout);
-    asio::async_write(stream_, asio::buffer(out_),
-                      [self = shared_from_this(), then](beast::error_code ec, std::size_t) {
-                        if (ec) return;
-                        self->afterWrite(then);
-                      });
   }
 
-  void afterWrite(Then then) {
-    switch (then) {
+  // Writes what is left of out_. False when it must wait (or closed).
+  bool flush() {
+    while (written_ < out_.size()) {
+      std::size_t n = 0;
+      ERR_clear_error();
+      // Retried with the same buffer after a wait, as OpenSSL requires; out_ does not move.
+      if (SSL_write_ex(ssl_.get(), out_.data() + written_, out_.size() - written_, &n) == 1) {
+        written_ += n;
+        continue;
+      }
+      const int error = SSL_get_error(ssl_.get(), 0);
+      if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+        waitFor(error);
+      } else {
+        ERR_clear_error();
+        closeSocket();
+      }
+      return false;
+    }
+    return true;
+  }
+
+  // What follows a written answer. False when the connection closes.
+  bool afterWrite() {
+    switch (then_) {
       case Then::Continue:
         state_ = State::Reading;
         expireAfter(rt_.options.readTimeout);
-        return parse();
+        return true;
       case Then::NextRequest:
-        if (closeAfter_) return shutdown();  // stop() began while the answer was on its way
+        if (closeAfter_) break;  // stop() began while the answer was on its way
         beginRequest();
-        return parse();
-      case Then::Close: return shutdown();
-      case Then::Linger: return linger();
+        return true;
+      case Then::Close: break;
+      case Then::Linger: linger(); return false;
     }
+    sendCloseNotify();
+    closeSocket();
+    return false;
   }
 
-  // close_notify, then the client's own or the wait's end, then the socket closes. While the
-  // server stops, it closes at once: the answer said "Connection: close" and carried its
-  // length, so the client has all of it, and stop() need not wait on clients.
-  void shutdown() {
-    if (rt_.stopping) return closeSocket();
-    state_ = State::Closing;
-    expireAfter(kShutdownWait);
-    stream_.async_shutdown([self = shared_from_this()](beast::error_code) { self->closeSocket(); });
+  // Best effort, without waiting for the client's own: the answer carried its length (and said
+  // "Connection: close"), so the client already has all of it.
+  void sendCloseNotify() {
+    ERR_clear_error();
+    SSL_shutdown(ssl_.get());
+    ERR_clear_error();
   }
 
   // Stops sending and reads whatever the client still sends, briefly, so that closing does not
   // reset the connection under the answer.
   void linger() {
-    state_ = State::Closing;
+    sendCloseNotify();
     beast::error_code ec;
-    socket().shutdown(tcp::socket::shutdown_send, ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return closeSocket();
+    state_ = State::Reading;  // not Idle: drain() leaves it to its deadline
     expireAfter(kLinger);
-    drainRaw();
+    discardInput();
   }
 
-  void drainRaw() {
-    stream_.next_layer().async_read_some(asio::buffer(scratch_),
-                                         [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                           if (ec) return self->closeSocket();
-                                           self->drainRaw();
-                                         });
+  void discardInput() {
+    for (;;) {
+      const ssize_t n = ::recv(socket_.native_handle(), scratch_, sizeof scratch_, 0);
+      if (n > 0) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      return closeSocket();  // the client closed, or the connection broke
+    }
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->state_ == State::Closed) return;
+      self->discardInput();
+    });
   }
 
   void closeSocket() {
-    state_ = State::Closing;
+    state_ = State::Closed;
+    deadline_ = std::chrono::steady_clock::time_point::max();
     beast::error_code ec;
-    socket().close(ec);  // pending operations end with operation_aborted, releasing the session
+    socket_.close(ec);  // pending waits end with operation_aborted, releasing the session
   }
-
-  tcp::socket& socket() { return stream_.next_layer(); }
 
   void expireAfter(std::chrono::milliseconds timeout) { deadline_ = std::chrono::steady_clock::now() + timeout; }
 
   EventServer::Runtime& rt_;
   Loop& loop_;
-  asio::ssl::stream<tcp::socket> stream_;
+  tcp::socket socket_;
+  OpensslPtr<SSL> ssl_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   beast::flat_buffer buffer_;
   RequestHead head_;
   std::optional<RequestParser> parser_;
   ServerResponse response_;
   std::string out_;
+  std::size_t written_ = 0;
+  Then then_ = Then::NextRequest;
   char scratch_[4096];
   State state_ = State::Handshake;
   std::uint64_t served_ = 0;
@@ -515,8 +608,15 @@ void EventServer::setErrorRenderer(ErrorRenderer renderer) { errorRenderer_ = st
 int EventServer::start() {
   if (runtime_) throw Error(options_.name + " server: start() called twice");
   auto rt = std::make_unique<Runtime>(options_, handler_, errorRenderer_);
-  SSL_CTX* ctx = rt->tls.native_handle();
+  rt->tls.reset(SSL_CTX_new(TLS_server_method()));
+  if (!rt->tls) throw Error(options_.name + " server: cannot create a TLS context: " + opensslErrors());
+  SSL_CTX* ctx = rt->tls.get();
   SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // An idle keep-alive connection gives its 33 KB of TLS record buffers back; kube-apiserver
+  // keeps one connection per concurrent call open.
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // A request's records come in one read() rather than a header read and a record read each.
+  SSL_CTX_set_read_ahead(ctx, 1);
   certificates_->configure(ctx);
   for (std::size_t i = 0; i < options_.threads; ++i) rt->loops.push_back(std::make_unique<Loop>());
 
@@ -545,6 +645,12 @@ int EventServer::start() {
     loop.sweepEvery(period);
     loop.thread = std::thread([&loop, name = options_.name, i] {
       nameThisThread(name.substr(0, 8) + "-loop" + std::to_string(i));
+      // OpenSSL writes the socket with write(2), which raises SIGPIPE when the client has
+      // gone; blocked on this thread, the signal stays pending and write(2) returns EPIPE.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
       auto work = asio::make_work_guard(loop.context);
       for (;;) {
         try {
@@ -581,7 +687,7 @@ void EventServer::stop() {
   {
     // A request already begun may take its read and write timeouts to finish.
     std::unique_lock lock(rt.closedMutex);
-    rt.closed.wait_for(lock, options_.readTimeout + options_.writeTimeout + kShutdownWait,
+    rt.closed.wait_for(lock, options_.readTimeout + options_.writeTimeout + kLinger,
                        [&rt] { return rt.open.load(std::memory_order_relaxed) == 0; });
   }
   for (auto& loop : rt.loops) loop->context.stop();
