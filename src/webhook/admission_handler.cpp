@@ -9,6 +9,7 @@
 #include "mka/common/log.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_review.h"
+#include "mka/webhook/lean_admission_review.h"
 #include "mka/webhook/mutator.h"
 #include "mka/webhook/validator.h"
 
@@ -79,11 +80,20 @@ std::string_view resultOf(const AdmissionResponse& response) {
   return response.patch && !response.patch->empty() ? "patched" : "allowed";
 }
 
+AdmissionRequest decodeRequest(Decoding decoding, Webhook webhook, std::string_view body,
+                               const config::Configuration& config) {
+  // /validate-config reads the whole ConfigMap: the lean object would not carry its data.
+  if (decoding == Decoding::LeanFirst && webhook != Webhook::ValidateConfig) {
+    if (auto lean = decodeLeanAdmissionReview(body, config)) return std::move(*lean);
+  }
+  return decodeAdmissionReview(body);
+}
+
 }  // namespace
 
 AdmissionHandler::AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues,
-                                   observability::Metrics* metrics)
-    : config_(config), queues_(queues), metrics_(metrics) {}
+                                   observability::Metrics* metrics, Decoding decoding)
+    : config_(config), queues_(queues), metrics_(metrics), decoding_(decoding) {}
 
 HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   const auto started = std::chrono::steady_clock::now();
@@ -124,11 +134,11 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   }
 
   try {
-    const AdmissionRequest request = decodeAdmissionReview(http.body);
-    kind = request.kind.kind;
-    operation = request.operation;
     // One snapshot per request: a reload in the middle must not mix two configurations.
     const auto config = config_.get();
+    const AdmissionRequest request = decodeRequest(decoding_, *webhook, http.body, *config);
+    kind = request.kind.kind;
+    operation = request.operation;
 
     AdmissionResponse response;
     switch (*webhook) {
