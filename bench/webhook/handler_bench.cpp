@@ -17,6 +17,8 @@
 #include "mka/config/store.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_handler.h"
+#include "mka/webhook/admission_review.h"
+#include "mka/webhook/lean_admission_review.h"
 #include "mka/webhook/queue_index.h"
 
 namespace {
@@ -77,8 +79,29 @@ void handle(benchmark::State& state, std::string_view path, bool update) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
 
+// The decoding alone: the lean decoder, and the DOM decoder it replaces for such requests.
+void decodeLean(benchmark::State& state) {
+  const std::string body = requestBody(false);
+  const auto config = benchConfiguration();
+  if (!webhook::decodeLeanAdmissionReview(body, config)) throw std::runtime_error("the lean decoder declined");
+  for (auto _ : state) {
+    auto request = webhook::decodeLeanAdmissionReview(body, config);
+    benchmark::DoNotOptimize(request->uid.data());
+  }
+}
+
+void decodeDom(benchmark::State& state) {
+  const std::string body = requestBody(false);
+  for (auto _ : state) {
+    auto request = webhook::decodeAdmissionReview(body);
+    benchmark::DoNotOptimize(request.uid.data());
+  }
+}
+
 }  // namespace
 
+BENCHMARK(decodeLean);
+BENCHMARK(decodeDom);
 BENCHMARK_CAPTURE(handle, mutate_create, "/mutate?timeout=10s", false);
 BENCHMARK_CAPTURE(handle, mutate_update, "/mutate?timeout=10s", true);
 BENCHMARK_CAPTURE(handle, validate_create, "/validate?timeout=10s", false);
