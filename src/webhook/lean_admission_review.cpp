@@ -230,7 +230,7 @@ bool projectObject(Reader& reader, dom::element value, const Paths& paths, json&
   return true;
 }
 
-bool decodeKind(Reader& reader, dom::object request, api::GroupVersionKind& gvk) {
+bool readKind(Reader& reader, dom::object request, api::GroupVersionKind& gvk) {
   const auto kind = reader.nonNull(request, "kind");
   if (!kind) return false;
   const auto fields = reader.object(*kind);
@@ -249,7 +249,7 @@ bool knownOperation(std::string_view operation) {
 
 bool decodeRequestFields(Reader& reader, dom::object in, AdmissionRequest& request) {
   request.uid = reader.requiredString(in, "uid");
-  if (reader.failed() || !decodeKind(reader, in, request.kind)) return false;
+  if (reader.failed() || !readKind(reader, in, request.kind)) return false;
   if (const auto resource = reader.nonNull(in, "resource")) {
     const auto fields = reader.object(*resource);
     if (!fields) return false;
