@@ -81,8 +81,6 @@ class Reader {
     return object;
   }
 
-  void fail() { failed_ = true; }
-
  private:
   bool failed_ = false;
 };

@@ -273,8 +273,9 @@ std::vector<std::string> textEdits() {
   bodies.push_back(base + std::string(1, '\0'));
   bodies.push_back(" " + base);
   bodies.push_back(base.substr(0, base.size() - 1));
-  // Nesting at the limit and one beyond, in the spec (kept) and in managedFields (cut).
-  for (const std::size_t depth : {509, 510, 511, 512}) {
+  // Nesting up to the limit and beyond, in the spec (4 levels down: 510 to 513 in all) and in
+  // managedFields (5 levels down, cut by the DOM decoder: 511 to 514).
+  for (const std::size_t depth : {506, 507, 508, 509}) {
     std::string nested = std::string(depth, '[') + std::string(depth, ']');
     std::string body = base;
     replaceFirst(body, "\"spec\":{", "\"spec\":{\"deep\":" + nested + ",");
@@ -344,6 +345,28 @@ TEST_F(LeanAdmissionReviewTest, LeavesDuplicateKeysItReadsToTheDomDecoder) {
   std::string body = fixture("pipelinerun-create-2.5k.json").dump();
   replaceFirst(body, "\"request\":{", "\"request\":{\"uid\":\"first\",");
   EXPECT_FALSE(decodeLeanAdmissionReview(body, testing::testConfig()));
+}
+
+// kMaxJsonDepth in all (the spec is 4 levels down), in a thread's kept buffers and in a big
+// body's own.
+TEST_F(LeanAdmissionReviewTest, DeclinesWhatIsNestedBeyondTheDomDecodersLimit) {
+  const auto config = testing::testConfig();
+  for (const std::size_t padding : {std::size_t{0}, 2 * kLeanReusedBufferBytes}) {
+    SCOPED_TRACE(padding);
+    for (const std::size_t depth : {kMaxJsonDepth - 4, kMaxJsonDepth - 3}) {
+      std::string body = fixture("pipelinerun-create-2.5k.json").dump();
+      replaceFirst(body, "\"spec\":{",
+                   "\"spec\":{\"pad\":\"" + std::string(padding, 'p') + "\",\"deep\":" + std::string(depth, '[') +
+                       std::string(depth, ']') + ",");
+      const bool withinLimit = depth + 4 <= kMaxJsonDepth;
+      EXPECT_EQ(decodeLeanAdmissionReview(body, config).has_value(), withinLimit) << depth;
+      if (withinLimit) {
+        EXPECT_NO_THROW(decodeAdmissionReview(body));
+      } else {
+        EXPECT_THROW(decodeAdmissionReview(body), BadRequest);
+      }
+    }
+  }
 }
 
 TEST_F(LeanAdmissionReviewTest, AnswersTheFixturesAsTheDomDecoderDoes) {
