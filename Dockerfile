@@ -21,7 +21,8 @@ FROM debian:bookworm-slim
 # Runtime libraries of the -dev packages used at build time (bookworm names):
 #   libssl-dev -> libssl3, libcpp-httplib-dev -> libcpp-httplib0.11 (pulls libbrotli1, zlib1g),
 #   libspdlog-dev -> libspdlog1.10, libfmt-dev -> libfmt9, libyaml-dev -> libyaml-0-2,
-#   prometheus-cpp-dev -> libprometheus-cpp-core1.0, libjemalloc-dev -> libjemalloc2.
+#   prometheus-cpp-dev -> libprometheus-cpp-core1.0, libjemalloc-dev -> libjemalloc2,
+#   libsimdjson-dev -> libsimdjson14.
 #   nlohmann-json and CLI11 are header-only. scripts/check-image-libraries.sh (run by the
 #   tests) fails when the binary needs a library this list does not bring.
 RUN apt-get update \
@@ -34,6 +35,7 @@ RUN apt-get update \
       libyaml-0-2 \
       libprometheus-cpp-core1.0 \
       libjemalloc2 \
+      libsimdjson14 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot

@@ -44,10 +44,13 @@ def category(frames):
     leaf_malloc = any(leaf[0].startswith(m) for m in MALLOC)
     if has(frames, lambda s, d: "EVP_PKEY_generate" in s or "ASN1" in s or "ECDSA" in s.upper()):
         return "TLS handshake (once per connection)"
-    for key, name in (("decodeAdmissionReview", "handler: JSON parse + decode (decodeAdmissionReview)"),
+    for key, name in (("decodeLeanAdmissionReview", "handler: simdjson parse + lean decode (decodeLeanAdmissionReview)"),
+                      ("decodeAdmissionReview", "handler: JSON parse + decode (decodeAdmissionReview)"),
                       ("encodeAdmissionReview", "handler: JSON encode + base64 patch (encodeAdmissionReview)"),
                       ("mutateJob", "handler: mutate decision (mutateJob)"),
-                      ("observeAdmission", "handler: metrics (Metrics::observeAdmission)"),
+                      ("validateJob", "handler: validate decision (validateJob)"),
+                      ("Metrics::observe", "handler: metrics (Metrics::observe)"),
+                      ("Metrics::admissionSeries", "handler: metrics (Metrics::observe)"),
                       ("AdmissionHandler::handle", "handler: rest (routing, config snapshot, strings)")):
         if has(frames, lambda s, d, key=key: key in s):
             return name + (" [malloc/free]" if leaf_malloc else "")

@@ -53,7 +53,10 @@ config::Configuration admissionConfig() {
 }
 
 struct AdmissionHarness {
-  AdmissionHarness() : store(admissionConfig()), handler(store, queues, nullptr) {
+  AdmissionHarness()
+      : store(admissionConfig()),
+        handler(store, queues, nullptr),
+        reference(store, queues, nullptr, webhook::Decoding::DomOnly) {
     queues.upsertLocalQueue("tekton-ci", "team-a", "team-a-cq");
     queues.upsertClusterQueue("team-a-cq", {"multikueue-ac"});
     queues.upsertAdmissionCheck("multikueue-ac", "kueue.x-k8s.io/multikueue");
@@ -62,6 +65,7 @@ struct AdmissionHarness {
   config::ConfigStore store;
   webhook::InMemoryQueueIndex queues;
   webhook::AdmissionHandler handler;
+  webhook::AdmissionHandler reference;  // reads every body through the DOM
 };
 
 constexpr std::string_view kPaths[] = {"/mutate", "/validate", "/validate-config", "/mutate?timeout=10s"};
@@ -128,7 +132,12 @@ void checkAdmissionReview(std::string_view input) {
   const auto selector = static_cast<unsigned char>(input[0]);
   const std::string_view path = kPaths[selector % std::size(kPaths)];
   const std::string_view contentType = kContentTypes[(selector >> 2) % std::size(kContentTypes)];
-  const auto response = harness.handler.handle({"POST", path, contentType, input.substr(1)});
+  const webhook::HttpRequest request{"POST", path, contentType, input.substr(1)};
+  const auto response = harness.handler.handle(request);
+  // The lean decoder answers exactly what the DOM decoder answers, or leaves the body to it.
+  const auto expected = harness.reference.handle(request);
+  require(response.status == expected.status && response.body == expected.body,
+          "an answer that differs from the DOM decoder's");
   require(response.status >= 200 && response.status <= 599, "an HTTP status out of range");
   // Whatever the answer, it is JSON the API server can read.
   const auto answer = json::parse(response.body, nullptr, /*allow_exceptions=*/false);

@@ -26,7 +26,7 @@ void checkKubeconfig(std::string_view input);
 // toYaml writes back to the same JSON, or refused with mka::Error.
 void checkYaml(std::string_view input);
 // The first byte picks a webhook path and content type, the rest is the body: a JSON answer,
-// never a 500.
+// never a 500, and the same answer whether the lean decoder or the DOM decoder reads the body.
 void checkAdmissionReview(std::string_view input);
 // Any bytes as a protobuf request body to the sandbox: a JSON object with a kind, or 400/415.
 void checkKubeProtobuf(std::string_view input);

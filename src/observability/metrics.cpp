@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,12 +87,19 @@ std::vector<prometheus::MetricFamily> processFamilies() {
 
 }  // namespace
 
-struct Metrics::Series {
+struct Metrics::AdmissionSeries {
   prometheus::Counter* requests;
   prometheus::Histogram* latency;
 };
 
-Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+namespace {
+std::uint64_t nextMetricsId() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()), id_(nextMetricsId()) {
   admissionRequests_ = &prometheus::BuildCounter()
                             .Name("multikueue_adapter_webhook_requests_total")
                             .Help(
@@ -246,7 +254,12 @@ void Metrics::setQueueDepth(std::string_view controller, std::size_t depth) {
 
 void Metrics::observeAdmission(std::string_view webhook, std::string_view kind, std::string_view operation,
                                std::string_view result, double seconds) {
-  // Hot path: one map lookup keyed by the label values, no allocation once the key buffer grew.
+  observe(admissionSeries(webhook, kind, operation, result), seconds);
+}
+
+Metrics::AdmissionSeries& Metrics::admissionSeries(std::string_view webhook, std::string_view kind,
+                                                   std::string_view operation, std::string_view result) {
+  // One map lookup keyed by the label values, no allocation once the key buffer grew.
   thread_local std::string key;
   const auto makeKey = [&](std::string_view k, std::string_view op) {
     key.clear();
@@ -256,28 +269,28 @@ void Metrics::observeAdmission(std::string_view webhook, std::string_view kind, 
     key.append(result);
   };
   makeKey(kind, operation);
-  Series* series = nullptr;
-  {
-    std::lock_guard lock(cacheMutex_);
-    auto it = cache_.find(key);
-    if (it == cache_.end() && cache_.size() >= kMaxAdmissionSeries) {
-      makeKey(kOther, kOther);
-      it = cache_.find(key);
-    }
-    if (it == cache_.end()) {
-      const bool folded = cache_.size() >= kMaxAdmissionSeries;
-      const prometheus::Labels labels{{"webhook", std::string(webhook)},
-                                      {"kind", std::string(folded ? kOther : kind)},
-                                      {"operation", std::string(folded ? kOther : operation)},
-                                      {"result", std::string(result)}};
-      auto created = std::make_unique<Series>(
-          Series{&admissionRequests_->Add(labels), &admissionLatency_->Add(labels, kLatencyBuckets)});
-      it = cache_.emplace(key, std::move(created)).first;
-    }
-    series = it->second.get();
+  std::lock_guard lock(cacheMutex_);
+  auto it = cache_.find(key);
+  if (it == cache_.end() && cache_.size() >= kMaxAdmissionSeries) {
+    makeKey(kOther, kOther);
+    it = cache_.find(key);
   }
-  series->requests->Increment();
-  series->latency->Observe(seconds);
+  if (it == cache_.end()) {
+    const bool folded = cache_.size() >= kMaxAdmissionSeries;
+    const prometheus::Labels labels{{"webhook", std::string(webhook)},
+                                    {"kind", std::string(folded ? kOther : kind)},
+                                    {"operation", std::string(folded ? kOther : operation)},
+                                    {"result", std::string(result)}};
+    auto created = std::make_unique<AdmissionSeries>(
+        AdmissionSeries{&admissionRequests_->Add(labels), &admissionLatency_->Add(labels, kLatencyBuckets)});
+    it = cache_.emplace(key, std::move(created)).first;
+  }
+  return *it->second;
+}
+
+void Metrics::observe(AdmissionSeries& series, double seconds) {
+  series.requests->Increment();
+  series.latency->Observe(seconds);
 }
 
 void Metrics::recordConfigReload(bool success) {

@@ -1,6 +1,8 @@
 #include "mka/webhook/admission_handler.h"
 
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include <spdlog/spdlog.h>
@@ -9,6 +11,7 @@
 #include "mka/common/log.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_review.h"
+#include "mka/webhook/lean_admission_review.h"
 #include "mka/webhook/mutator.h"
 #include "mka/webhook/validator.h"
 
@@ -74,16 +77,61 @@ HttpResponse fail(std::string_view target, const Failure& failure) {
   return {failure.status, std::string(kJsonContentType), statusBody(failure)};
 }
 
+constexpr std::array<std::string_view, 5> kOperationLabels = {"", "CREATE", "UPDATE", "DELETE", "CONNECT"};
+constexpr std::array<std::string_view, 4> kResults = {"allowed", "patched", "denied", "error"};
+
+template <std::size_t N>
+std::optional<std::size_t> indexOf(const std::array<std::string_view, N>& values, std::string_view value) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (values[i] == value) return i;
+  }
+  return std::nullopt;
+}
+
+// The series of a label set, from the ones this thread used last: one slot per (webhook,
+// operation, result), holding the kind it was for, so a request records its metrics without a
+// label lookup or a lock while its kind is the slot's (a thread serves few kinds).
+observability::Metrics::AdmissionSeries& seriesFor(observability::Metrics& metrics, Webhook webhook,
+                                                   std::string_view kind, std::string_view operation,
+                                                   std::string_view result) {
+  struct Slot {
+    std::uint64_t metrics = 0;  // Metrics::id(): a later Metrics at the same address is another
+    std::string kind;
+    observability::Metrics::AdmissionSeries* series = nullptr;
+  };
+  thread_local std::array<Slot, 3 * kOperationLabels.size() * kResults.size()> slots;
+  const auto operationIndex = indexOf(kOperationLabels, operation);
+  const auto resultIndex = indexOf(kResults, result);
+  if (!operationIndex || !resultIndex) return metrics.admissionSeries(webhookName(webhook), kind, operation, result);
+  Slot& slot = slots[(static_cast<std::size_t>(webhook) * kOperationLabels.size() + *operationIndex) * kResults.size() +
+                     *resultIndex];
+  if (slot.series == nullptr || slot.metrics != metrics.id() || slot.kind != kind) {
+    slot.series = &metrics.admissionSeries(webhookName(webhook), kind, operation, result);
+    slot.metrics = metrics.id();
+    slot.kind = kind;
+  }
+  return *slot.series;
+}
+
 std::string_view resultOf(const AdmissionResponse& response) {
   if (!response.allowed) return "denied";
   return response.patch && !response.patch->empty() ? "patched" : "allowed";
 }
 
+AdmissionRequest decodeRequest(Decoding decoding, Webhook webhook, std::string_view body,
+                               const config::Configuration& config) {
+  // /validate-config reads the whole ConfigMap: the lean object would not carry its data.
+  if (decoding == Decoding::LeanFirst && webhook != Webhook::ValidateConfig) {
+    if (auto lean = decodeLeanAdmissionReview(body, config)) return std::move(*lean);
+  }
+  return decodeAdmissionReview(body);
+}
+
 }  // namespace
 
 AdmissionHandler::AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues,
-                                   observability::Metrics* metrics)
-    : config_(config), queues_(queues), metrics_(metrics) {}
+                                   observability::Metrics* metrics, Decoding decoding)
+    : config_(config), queues_(queues), metrics_(metrics), decoding_(decoding) {}
 
 HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   const auto started = std::chrono::steady_clock::now();
@@ -100,7 +148,7 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   auto observe = [&](std::string_view result) {
     if (!metrics_) return;
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
-    metrics_->observeAdmission(webhookName(*webhook), kind, operation, result, elapsed.count());
+    observability::Metrics::observe(seriesFor(*metrics_, *webhook, kind, operation, result), elapsed.count());
   };
   auto failed = [&](const Failure& failure) {
     observe("error");
@@ -124,11 +172,11 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   }
 
   try {
-    const AdmissionRequest request = decodeAdmissionReview(http.body);
-    kind = request.kind.kind;
-    operation = request.operation;
     // One snapshot per request: a reload in the middle must not mix two configurations.
     const auto config = config_.get();
+    const AdmissionRequest request = decodeRequest(decoding_, *webhook, http.body, *config);
+    kind = request.kind.kind;
+    operation = request.operation;
 
     AdmissionResponse response;
     switch (*webhook) {

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include <simdjson.h>
+
 #include "mka/common/base64.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
@@ -177,6 +179,104 @@ json takeObject(json& request, std::string_view key, bool required, const std::s
   return std::move(*it);
 }
 
+// The answer through a DOM, whose serializer replaces bytes that are not UTF-8: messages may
+// quote cut input, and a stray byte must never turn an answer into an exception.
+std::string encodeWithDom(const AdmissionRequest& request, const AdmissionResponse& response) {
+  json out = {{"uid", request.uid}, {"allowed", response.allowed}};
+  if (!response.allowed) {
+    const AdmissionStatus status = response.status.value_or(AdmissionStatus{});
+    out["status"] = {{"metadata", json::object()},
+                     {"status", "Failure"},
+                     {"code", status.code},
+                     {"reason", status.reason},
+                     {"message", status.message}};
+  } else if (response.patch && !response.patch->empty()) {
+    out["patchType"] = "JSONPatch";
+    out["patch"] = base64Encode(response.patch->dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  if (!response.warnings.empty()) out["warnings"] = response.warnings;
+  const json review = {{"apiVersion", request.apiVersion.empty() ? std::string(kAdmissionV1) : request.apiVersion},
+                       {"kind", "AdmissionReview"},
+                       {"response", std::move(out)}};
+  return review.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+bool validUtf8(std::string_view text) { return simdjson::validate_utf8(text.data(), text.size()); }
+
+bool allValidUtf8(const AdmissionRequest& request, const AdmissionResponse& response) {
+  if (!validUtf8(request.apiVersion) || !validUtf8(request.uid)) return false;
+  if (response.status && (!validUtf8(response.status->reason) || !validUtf8(response.status->message))) return false;
+  for (const auto& warning : response.warnings) {
+    if (!validUtf8(warning)) return false;
+  }
+  return true;
+}
+
+// A JSON string as nlohmann's serializer writes valid UTF-8 (no ASCII escaping): the short
+// escapes, other control characters as lower-case \u00xx.
+void appendString(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[(c >> 4) & 0xf]);
+          out.push_back(kHex[c & 0xf]);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+// The bytes encodeWithDom writes for the same answer (its objects' keys in sorted order),
+// written straight into one buffer. Every string must be valid UTF-8.
+std::string writeReview(const AdmissionRequest& request, const AdmissionResponse& response) {
+  std::string out;
+  out.reserve(256 + request.uid.size());
+  out += "{\"apiVersion\":";
+  appendString(out, request.apiVersion.empty() ? kAdmissionV1 : std::string_view(request.apiVersion));
+  out += ",\"kind\":\"AdmissionReview\",\"response\":{\"allowed\":";
+  out += response.allowed ? "true" : "false";
+  if (response.allowed && response.patch && !response.patch->empty()) {
+    out += ",\"patch\":\"";
+    out += base64Encode(response.patch->dump(-1, ' ', false, json::error_handler_t::replace));
+    out += "\",\"patchType\":\"JSONPatch\"";
+  }
+  if (!response.allowed) {
+    const AdmissionStatus status = response.status.value_or(AdmissionStatus{});
+    out += ",\"status\":{\"code\":";
+    out += std::to_string(status.code);
+    out += ",\"message\":";
+    appendString(out, status.message);
+    out += ",\"metadata\":{},\"reason\":";
+    appendString(out, status.reason);
+    out += ",\"status\":\"Failure\"}";
+  }
+  out += ",\"uid\":";
+  appendString(out, request.uid);
+  if (!response.warnings.empty()) {
+    out += ",\"warnings\":[";
+    for (std::size_t i = 0; i < response.warnings.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      appendString(out, response.warnings[i]);
+    }
+    out.push_back(']');
+  }
+  out += "}}";
+  return out;
+}
+
 }  // namespace
 
 std::string AdmissionRequest::objectNamespace() const {
@@ -264,24 +364,8 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
 }
 
 std::string encodeAdmissionReview(const AdmissionRequest& request, const AdmissionResponse& response) {
-  json out = {{"uid", request.uid}, {"allowed", response.allowed}};
-  if (!response.allowed) {
-    const AdmissionStatus status = response.status.value_or(AdmissionStatus{});
-    out["status"] = {{"metadata", json::object()},
-                     {"status", "Failure"},
-                     {"code", status.code},
-                     {"reason", status.reason},
-                     {"message", status.message}};
-  } else if (response.patch && !response.patch->empty()) {
-    out["patchType"] = "JSONPatch";
-    out["patch"] = base64Encode(response.patch->dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-  if (!response.warnings.empty()) out["warnings"] = response.warnings;
-  const json review = {{"apiVersion", request.apiVersion.empty() ? std::string(kAdmissionV1) : request.apiVersion},
-                       {"kind", "AdmissionReview"},
-                       {"response", std::move(out)}};
-  // Messages may quote cut input; never let a stray byte turn an answer into an exception.
-  return review.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (allValidUtf8(request, response)) return writeReview(request, response);
+  return encodeWithDom(request, response);
 }
 
 }  // namespace mka::webhook

@@ -136,9 +136,14 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
   const AdmissionRequest& queued = defaulted ? *defaulted : request;
   const auto queue = labelOf(queued.object, kQueueNameLabel);
   Marker marker = defaultMarker(queued, config, queues, *kind, queue);
-  const nlohmann::json marked = marker.patch.empty() ? queued.object : queued.object.patch(marker.patch);
+  nlohmann::json suspend = nlohmann::json::array();
+  if (const auto* rules = kind->integration(); rules != nullptr && rules->suspend) {
+    // Read on the object as the marker leaves it: a copy, so made only for a kind that reads it.
+    suspend = marker.patch.empty() ? defaultSuspend(queued.object, *kind, queue)
+                                   : defaultSuspend(queued.object.patch(marker.patch), *kind, queue);
+  }
   for (auto& op : marker.patch) patch.push_back(std::move(op));
-  for (auto& op : defaultSuspend(marked, *kind, queue)) patch.push_back(std::move(op));
+  for (auto& op : suspend) patch.push_back(std::move(op));
 
   AdmissionResponse response;
   response.warnings = std::move(marker.warnings);

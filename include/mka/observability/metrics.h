@@ -3,6 +3,7 @@
 //
 // Threads: every method is safe to call from any thread.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,14 @@ class Metrics {
   // multikueue_adapter_webhook_request_duration_seconds{webhook,kind,operation,result}.
   void observeAdmission(std::string_view webhook, std::string_view kind, std::string_view operation,
                         std::string_view result, double seconds);
+  // observeAdmission in two steps, for a caller that keeps the series of the label sets it
+  // meets: the lookup (under a lock), then a record that looks nothing up. A series lives as
+  // long as this Metrics; id() tells one Metrics from a later one at the same address.
+  struct AdmissionSeries;
+  AdmissionSeries& admissionSeries(std::string_view webhook, std::string_view kind, std::string_view operation,
+                                   std::string_view result);
+  static void observe(AdmissionSeries& series, double seconds);
+  std::uint64_t id() const { return id_; }
   // multikueue_adapter_config_reloads_total{result=success|failure} and
   // multikueue_adapter_config_last_reload_successful (gauge 1/0).
   void recordConfigReload(bool success);
@@ -96,9 +105,9 @@ class Metrics {
   std::string replicaRole() const;
   mutable std::mutex roleMutex_;
   std::string role_ = "standalone";  // under roleMutex_
-  struct Series;
+  const std::uint64_t id_;
   mutable std::mutex cacheMutex_;
-  std::map<std::string, std::unique_ptr<Series>, std::less<>> cache_;  // label-set -> metrics
+  std::map<std::string, std::unique_ptr<AdmissionSeries>, std::less<>> cache_;  // label-set -> metrics
 };
 
 }  // namespace mka::observability

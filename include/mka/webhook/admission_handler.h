@@ -37,16 +37,23 @@ struct HttpResponse {
   std::string body;
 };
 
+// How /mutate and /validate read a body. LeanFirst: the common well-formed review without a
+// DOM of the whole object (lean_admission_review.h), anything else through the DOM decoder.
+// DomOnly: always the DOM decoder, the reference LeanFirst's answers are tested against.
+enum class Decoding { LeanFirst, DomOnly };
+
 class AdmissionHandler {
  public:
   // `metrics` may be null (no metrics recorded).
-  AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues, observability::Metrics* metrics);
+  AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues, observability::Metrics* metrics,
+                   Decoding decoding = Decoding::LeanFirst);
   HttpResponse handle(const HttpRequest& request) const;
 
  private:
   const config::ConfigStore& config_;
   const QueueIndex& queues_;
   observability::Metrics* metrics_;
+  Decoding decoding_;
 };
 
 }  // namespace mka::webhook

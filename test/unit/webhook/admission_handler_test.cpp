@@ -286,6 +286,32 @@ TEST_F(AdmissionHandlerTest, AnExceptionInADecisionIsA500NotACrash) {
             1);
 }
 
+// The handler keeps the series it used last per thread: each Metrics still counts its own
+// requests, and a kind after another in the same slot gets its own series.
+TEST_F(AdmissionHandlerTest, RecordsIntoTheMetricsOfEachHandlerAndKind) {
+  observability::Metrics other;
+  AdmissionHandler second(store_, queues_, &other);
+  json workflow = {{"apiVersion", "argoproj.io/v1alpha1"},
+                   {"kind", "Workflow"},
+                   {"metadata", {{"name", "w"}, {"namespace", "argo-ci"}}}};
+  const std::string pipelineRun = reviewBody(kPipelineRun, "CREATE", queuedPipelineRun());
+  const std::string workflowRun = reviewBody(testing::kWorkflow, "CREATE", workflow);
+  for (int i = 0; i < 3; ++i) {
+    post("/mutate", pipelineRun);
+    second.handle({"POST", "/mutate", "application/json", pipelineRun});
+    post("/validate", workflowRun);
+    post("/validate", pipelineRun);
+  }
+  EXPECT_EQ(series("multikueue_adapter_webhook_requests_total", {R"(webhook="mutate")", R"(kind="PipelineRun")"}), 3);
+  EXPECT_EQ(series("multikueue_adapter_webhook_requests_total", {R"(webhook="validate")", R"(kind="Workflow")"}), 3);
+  EXPECT_EQ(series("multikueue_adapter_webhook_requests_total", {R"(webhook="validate")", R"(kind="PipelineRun")"}), 3);
+  EXPECT_NE(
+      other.render().find(
+          R"(multikueue_adapter_webhook_requests_total{kind="PipelineRun",operation="CREATE",result="patched",webhook="mutate"} 3)"),
+      std::string::npos)
+      << other.render();
+}
+
 TEST_F(AdmissionHandlerTest, TakesTheConfigurationInForceForEachRequest) {
   const std::string body = reviewBody(kPipelineRun, "CREATE", queuedPipelineRun());
   EXPECT_EQ(json::parse(post("/mutate", body).body)["response"].value("patchType", ""), "JSONPatch");

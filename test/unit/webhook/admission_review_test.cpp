@@ -409,6 +409,61 @@ TEST(EncodeAdmissionReview, SurvivesInvalidUtf8InAMessage) {
   EXPECT_FALSE(json::parse(encodedText)["response"]["allowed"].get<bool>());
 }
 
+// What the encoder wrote when it built a DOM and serialized it: the reference for the bytes.
+std::string domEncoding(const AdmissionRequest& request, const AdmissionResponse& response) {
+  json out = {{"uid", request.uid}, {"allowed", response.allowed}};
+  if (!response.allowed) {
+    const AdmissionStatus status = response.status.value_or(AdmissionStatus{});
+    out["status"] = {{"metadata", json::object()},
+                     {"status", "Failure"},
+                     {"code", status.code},
+                     {"reason", status.reason},
+                     {"message", status.message}};
+  } else if (response.patch && !response.patch->empty()) {
+    out["patchType"] = "JSONPatch";
+    out["patch"] = base64Encode(response.patch->dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  if (!response.warnings.empty()) out["warnings"] = response.warnings;
+  const json review = {{"apiVersion", request.apiVersion.empty() ? std::string(kAdmissionV1) : request.apiVersion},
+                       {"kind", "AdmissionReview"},
+                       {"response", std::move(out)}};
+  return review.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TEST(EncodeAdmissionReview, WritesTheBytesADomSerializerWrites) {
+  // Every escape class, multi-byte UTF-8, DEL, and bytes that are not UTF-8 (replaced).
+  const std::vector<std::string> texts = {"",
+                                          "3f1b6a2c-8d4e-4f5a-9b0c-1d2e3f4a5b6c",
+                                          "quote \" backslash \\ slash /",
+                                          std::string("\x00\x01\x1f\b\f\n\r\t\x7f", 10),
+                                          "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+                                          "cut \xe2\x82 in half",
+                                          "\xff\xfe",
+                                          "\xc0\xaf overlong",
+                                          "\xed\xa0\x80 surrogate"};
+  const json patch = json::parse(R"([{"op":"add","path":"/spec/managedBy","value":"kueue.x-k8s.io/multikueue"}])");
+  for (const auto& text : texts) {
+    SCOPED_TRACE(json(text).dump(-1, ' ', true, json::error_handler_t::replace));
+    for (const std::string& apiVersion : std::vector<std::string>{"admission.k8s.io/v1", "", text}) {
+      AdmissionRequest request = requestFor(apiVersion);
+      request.uid = text;
+      AdmissionResponse patched;
+      patched.patch = patch;
+      patched.warnings = {text, "second"};
+      AdmissionResponse emptyPatch;
+      emptyPatch.patch = json::array();
+      AdmissionResponse denied = AdmissionResponse::deny(text, 422, text);
+      denied.warnings = {text};
+      denied.patch = patch;
+      AdmissionResponse deniedWithoutStatus;
+      deniedWithoutStatus.allowed = false;
+      for (const auto& response : {AdmissionResponse::allow(), patched, emptyPatch, denied, deniedWithoutStatus}) {
+        EXPECT_EQ(encodeAdmissionReview(request, response), domEncoding(request, response));
+      }
+    }
+  }
+}
+
 TEST(Base64, Rfc4648Vectors) {
   const std::vector<std::pair<std::string, std::string>> vectors = {
       {"", ""},
