@@ -2,7 +2,7 @@
 # Installs what is missing, builds with AddressSanitizer + UndefinedBehaviorSanitizer, and runs
 # every test: the unit tests (ctest) and the integration scripts in test/integration/.
 # Concurrency-heavy tests are built and run once more under ThreadSanitizer, and every fuzz
-# target runs for 10 s.
+# target runs for 5 s (with its regression corpus: a parser change a fuzzer breaks in seconds).
 # Usage: scripts/test.sh            (MKA_SKIP_TSAN=1 to skip the TSan pass, MKA_SKIP_FUZZ=1 the fuzz pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,8 +91,8 @@ fi
 # Every fuzz target for a short while, built with clang: the code keeps building with both
 # compilers, and a parser change that a fuzzer breaks in seconds is caught here.
 if [ "${MKA_SKIP_FUZZ:-0}" != 1 ]; then
-  stage "fuzz targets (clang, libFuzzer, 10 s each)"
-  MKA_FUZZ_BUILD_TYPE=Debug ./scripts/fuzz.sh 10 || failed=$((failed + 1))
+  stage "fuzz targets (clang, libFuzzer, 5 s each)"
+  MKA_FUZZ_BUILD_TYPE=Debug ./scripts/fuzz.sh 5 || failed=$((failed + 1))
 fi
 
 if [ "$failed" -ne 0 ]; then

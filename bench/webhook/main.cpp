@@ -186,8 +186,9 @@ void printRatios(const std::vector<mka::bench::PhaseResult>& results) {
       std::string list;
       for (double x : each) list += (list.empty() ? "" : ", ") + std::to_string(x).substr(0, 4);
       std::sort(each.begin(), each.end());
-      std::printf("ratio %-18s %s/%s per round: %s; median %.2f\n", what, a.c_str(), b.c_str(), list.c_str(),
-                  each[each.size() / 2]);
+      const std::size_t mid = each.size() / 2;
+      const double median = each.size() % 2 == 1 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
+      std::printf("ratio %-18s %s/%s per round: %s; median %.2f\n", what, a.c_str(), b.c_str(), list.c_str(), median);
     };
     ratios("mutate", "go", rps, "req/s (max)");
     ratios("mutate", "constant", rps, "req/s (max)");

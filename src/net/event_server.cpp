@@ -337,16 +337,17 @@ class Session final : public std::enable_shared_from_this<Session> {
       buffer_.commit(n);
       return true;
     }
-    const int error = SSL_get_error(ssl_.get(), 0);
-    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-      waitFor(error);
-    } else {
-      // The client closed (with or without close_notify), reset, or sent what TLS refuses: an
-      // unfinished request has no one to answer it.
-      ERR_clear_error();
-      closeSocket();
-    }
+    waitOrClose(SSL_get_error(ssl_.get(), 0));
     return false;
+  }
+
+  // After a read or write OpenSSL could not complete: wait for the socket, or close when the
+  // client closed (with or without close_notify), reset, or sent what TLS refuses; an
+  // unfinished request or answer has no one left to receive it.
+  void waitOrClose(int sslError) {
+    if (sslError == SSL_ERROR_WANT_READ || sslError == SSL_ERROR_WANT_WRITE) return waitFor(sslError);
+    ERR_clear_error();
+    closeSocket();
   }
 
   // The server's own refusals of a head, before its body is read. False when an answer (a
@@ -466,13 +467,7 @@ class Session final : public std::enable_shared_from_this<Session> {
         written_ += n;
         continue;
       }
-      const int error = SSL_get_error(ssl_.get(), 0);
-      if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-        waitFor(error);
-      } else {
-        ERR_clear_error();
-        closeSocket();
-      }
+      waitOrClose(SSL_get_error(ssl_.get(), 0));
       return false;
     }
     return true;

@@ -179,28 +179,6 @@ json takeObject(json& request, std::string_view key, bool required, const std::s
   return std::move(*it);
 }
 
-// The answer through a DOM, whose serializer replaces bytes that are not UTF-8: messages may
-// quote cut input, and a stray byte must never turn an answer into an exception.
-std::string encodeWithDom(const AdmissionRequest& request, const AdmissionResponse& response) {
-  json out = {{"uid", request.uid}, {"allowed", response.allowed}};
-  if (!response.allowed) {
-    const AdmissionStatus status = response.status.value_or(AdmissionStatus{});
-    out["status"] = {{"metadata", json::object()},
-                     {"status", "Failure"},
-                     {"code", status.code},
-                     {"reason", status.reason},
-                     {"message", status.message}};
-  } else if (response.patch && !response.patch->empty()) {
-    out["patchType"] = "JSONPatch";
-    out["patch"] = base64Encode(response.patch->dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-  if (!response.warnings.empty()) out["warnings"] = response.warnings;
-  const json review = {{"apiVersion", request.apiVersion.empty() ? std::string(kAdmissionV1) : request.apiVersion},
-                       {"kind", "AdmissionReview"},
-                       {"response", std::move(out)}};
-  return review.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 bool validUtf8(std::string_view text) { return simdjson::validate_utf8(text.data(), text.size()); }
 
 bool allValidUtf8(const AdmissionRequest& request, const AdmissionResponse& response) {
@@ -239,7 +217,7 @@ void appendString(std::string& out, std::string_view text) {
   out.push_back('"');
 }
 
-// The bytes encodeWithDom writes for the same answer (its objects' keys in sorted order),
+// The bytes encodeAdmissionReviewThroughDom writes for the same answer (its objects' keys in sorted order),
 // written straight into one buffer. Every string must be valid UTF-8.
 std::string writeReview(const AdmissionRequest& request, const AdmissionResponse& response) {
   std::string out;
@@ -363,9 +341,31 @@ AdmissionRequest decodeAdmissionReview(std::string_view body) {
   return request;
 }
 
+// The answer through a DOM, whose serializer replaces bytes that are not UTF-8: messages may
+// quote cut input, and a stray byte must never turn an answer into an exception.
+std::string encodeAdmissionReviewThroughDom(const AdmissionRequest& request, const AdmissionResponse& response) {
+  json out = {{"uid", request.uid}, {"allowed", response.allowed}};
+  if (!response.allowed) {
+    const AdmissionStatus status = response.status.value_or(AdmissionStatus{});
+    out["status"] = {{"metadata", json::object()},
+                     {"status", "Failure"},
+                     {"code", status.code},
+                     {"reason", status.reason},
+                     {"message", status.message}};
+  } else if (response.patch && !response.patch->empty()) {
+    out["patchType"] = "JSONPatch";
+    out["patch"] = base64Encode(response.patch->dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  if (!response.warnings.empty()) out["warnings"] = response.warnings;
+  const json review = {{"apiVersion", request.apiVersion.empty() ? std::string(kAdmissionV1) : request.apiVersion},
+                       {"kind", "AdmissionReview"},
+                       {"response", std::move(out)}};
+  return review.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string encodeAdmissionReview(const AdmissionRequest& request, const AdmissionResponse& response) {
   if (allValidUtf8(request, response)) return writeReview(request, response);
-  return encodeWithDom(request, response);
+  return encodeAdmissionReviewThroughDom(request, response);
 }
 
 }  // namespace mka::webhook

@@ -67,5 +67,8 @@ struct AdmissionResponse {
 AdmissionRequest decodeAdmissionReview(std::string_view body);
 // Returns the AdmissionReview JSON text answering `request`.
 std::string encodeAdmissionReview(const AdmissionRequest& request, const AdmissionResponse& response);
+// The same answer built as a DOM and serialized, bytes that are not UTF-8 replaced: what
+// encodeAdmissionReview falls back to for such bytes, and the reference its tests compare with.
+std::string encodeAdmissionReviewThroughDom(const AdmissionRequest& request, const AdmissionResponse& response);
 
 }  // namespace mka::webhook
