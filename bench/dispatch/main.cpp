@@ -32,6 +32,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/process_stats.h"
 #include "mka/common/thread_name.h"
 #include "mka/demo/environment.h"
 #include "mka/multikueue/workload_status.h"
@@ -118,49 +119,6 @@ double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const auto index = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
   return values[std::min(index, values.size() - 1)];
-}
-
-struct ProcessStats {
-  double cpuSeconds = 0;
-  double peakRssMiB = 0;
-};
-
-ProcessStats statsOf(pid_t pid) {
-  ProcessStats stats;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), {});
-  const auto close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream rest(text.substr(close + 2));
-    std::string field;
-    unsigned long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14) utime = std::stoul(field);
-      if (i == 15) stime = std::stoul(field);
-    }
-    stats.cpuSeconds = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) stats.peakRssMiB = std::stod(line.substr(6)) / 1024.0;
-  return stats;
-}
-
-// A loopback port free right now, for the adapter's /metrics.
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("cannot find a free loopback port for the adapter's metrics");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 // controller_runtime_reconcile_total of one controller, summed over its results; -1 when the
@@ -296,7 +254,7 @@ multiKueue:
     std::printf("backlog: %d suspended jobs submitted in %.1f s, no Workload yet\n", jobs,
                 std::chrono::duration<double>(Steady::now() - submitStart).count());
 
-    const int metricsPort = freePort();
+    const int metricsPort = mka::bench::freeLoopbackPort();
     std::vector<std::string> args{adapter,
                                   "serve",
                                   "--config=" + (dir / "config.yaml").string(),
@@ -309,7 +267,7 @@ multiKueue:
     std::vector<char*> argvChild;
     for (auto& a : args) argvChild.push_back(a.data());
     argvChild.push_back(nullptr);
-    const double sandboxBefore = statsOf(::getpid()).cpuSeconds;
+    const double sandboxBefore = mka::bench::statsOf(::getpid()).cpuSeconds;
     const auto spawned = Steady::now();
     if (posix_spawn(&child, adapter.c_str(), nullptr, nullptr, argvChild.data(), environ) != 0)
       throw std::runtime_error("cannot start " + adapter);
@@ -331,17 +289,17 @@ multiKueue:
     for (auto& [name, t] : managerStatus.snapshot()) lastStatus = std::max(lastStatus, t);
     const double flowSeconds = std::chrono::duration<double>(lastStatus - spawned).count();
     const double backlogSeconds = std::chrono::duration<double>(lastCreated - spawned).count();
-    const auto afterBacklog = statsOf(child);
-    const double sandboxBacklog = statsOf(::getpid()).cpuSeconds - sandboxBefore;
+    const auto afterBacklog = mka::bench::statsOf(child);
+    const double sandboxBacklog = mka::bench::statsOf(::getpid()).cpuSeconds - sandboxBefore;
     const double backlogReconciles = reconcilesOf(metricsPort, "mk-workload");
 
     // The backlog leaves work behind once every copy exists (the manager's admissions, loser
     // copies deleted, status writes): phase 2 starts once the adapter has gone quiet (under 10 %
     // of a CPU for a second), so its latencies are those of a steady state, not of that tail.
     const auto settleStart = Steady::now();
-    for (double last = statsOf(child).cpuSeconds;;) {
+    for (double last = mka::bench::statsOf(child).cpuSeconds;;) {
       std::this_thread::sleep_for(std::chrono::seconds{1});
-      const double now = statsOf(child).cpuSeconds;
+      const double now = mka::bench::statsOf(child).cpuSeconds;
       if (now - last < 0.1 || Steady::now() - settleStart > std::chrono::seconds{120}) break;
       last = now;
     }
@@ -352,7 +310,7 @@ multiKueue:
     const auto steadyStart = Steady::now();
     submit(jobs, jobs + steady, std::chrono::milliseconds{10});
     waitFor([&] { return managerStatus.count() >= static_cast<std::size_t>(jobs + steady); }, "the steady jobs");
-    const auto after = statsOf(child);
+    const auto after = mka::bench::statsOf(child);
 
     std::map<std::string, Steady::time_point> created, workerStatus;
     for (auto& r : remote) {

@@ -1,5 +1,7 @@
 #include "client.h"
 
+#include "../common/process_stats.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -101,26 +103,6 @@ double processCpuSeconds() {
   auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
   return secs(ru.ru_utime) + secs(ru.ru_stime);
 }
-
-}  // namespace
-
-double processCpuSecondsOf(int pid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return 0;
-  char line[1024];
-  const bool read = std::fgets(line, sizeof line, f) != nullptr;
-  std::fclose(f);
-  if (!read) return 0;
-  // Fields after the command name, which may hold spaces, ends with ')': state is field 3,
-  // utime and stime fields 14 and 15.
-  const char* rest = std::strrchr(line, ')');
-  if (rest == nullptr) return 0;
-  unsigned long long utime = 0, stime = 0;
-  if (std::sscanf(rest + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return 0;
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-namespace {
 
 bool validate(const PhaseSpec& spec, const HttpResult& r, std::string& error) {
   if (r.status != 200) {
@@ -409,14 +391,14 @@ PhaseResult runPhase(const PhaseSpec& spec, std::vector<std::unique_ptr<Connecti
 
   const double machine0 = machineBusySeconds();
   const double process0 = processCpuSeconds();
-  const double peer0 = spec.serverPid != 0 ? processCpuSecondsOf(spec.serverPid) : 0;
+  const double peer0 = spec.serverPid != 0 ? statsOf(spec.serverPid).cpuSeconds : 0;
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (std::size_t i = 0; i < n; ++i) threads.emplace_back(work, i);
   for (auto& t : threads) t.join();
   const auto finished = Clock::now();
   const double process1 = processCpuSeconds();
-  const double peer1 = spec.serverPid != 0 ? processCpuSecondsOf(spec.serverPid) : 0;
+  const double peer1 = spec.serverPid != 0 ? statsOf(spec.serverPid).cpuSeconds : 0;
   const double machine1 = machineBusySeconds();
 
   PhaseResult out;

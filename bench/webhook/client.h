@@ -113,9 +113,6 @@ struct PhaseResult {
   }
 };
 
-// User + system CPU seconds of process `pid` so far (/proc/<pid>/stat); 0 when unreadable.
-double processCpuSecondsOf(int pid);
-
 // Nearest-rank percentile of sorted nanosecond samples, in milliseconds.
 double percentileMs(const std::vector<std::int64_t>& sortedNs, double p);
 

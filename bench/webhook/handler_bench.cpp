@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_configuration.h"
 #include "mka/api/gvk.h"
 #include "mka/config/configuration.h"
 #include "mka/config/store.h"
@@ -24,22 +25,6 @@
 namespace {
 
 using namespace mka;
-
-config::Configuration benchConfiguration() {
-  config::Configuration cfg;
-  cfg.source = config::Configuration::Source::AdapterConfiguration;
-  cfg.managedByDefaulting = config::ManagedByDefaulting::QueueLabeled;
-  cfg.dispatch.enabled = false;
-  config::ExternalFramework fw;
-  fw.name = "PipelineRun.v1.tekton.dev";
-  fw.gvk = *api::GroupVersionKind::parseDotted(fw.name);
-  if (auto profile = config::builtinProfile(fw.gvk)) {
-    fw.managedBy = *profile;
-    fw.managedByFromProfile = true;
-  }
-  cfg.multiKueue.externalFrameworks.push_back(fw);
-  return cfg;
-}
 
 // The fixture as compact JSON, the way kube-apiserver sends it; `update` turns it into the
 // UPDATE of the same object.
@@ -57,7 +42,7 @@ std::string requestBody(bool update) {
 }
 
 struct Harness {
-  Harness() : store(benchConfiguration()), handler(store, queues, &metrics) {
+  Harness() : store(mka::bench::webhookBenchConfiguration()), handler(store, queues, &metrics) {
     spdlog::set_level(spdlog::level::warn);  // as webhook_bench runs the server
   }
   config::ConfigStore store;
@@ -82,7 +67,7 @@ void handle(benchmark::State& state, std::string_view path, bool update) {
 // The decoding alone: the lean decoder, and the DOM decoder it replaces for such requests.
 void decodeLean(benchmark::State& state) {
   const std::string body = requestBody(false);
-  const auto config = benchConfiguration();
+  const auto config = mka::bench::webhookBenchConfiguration();
   if (!webhook::decodeLeanAdmissionReview(body, config)) throw std::runtime_error("the lean decoder declined");
   for (auto _ : state) {
     auto request = webhook::decodeLeanAdmissionReview(body, config);

@@ -42,6 +42,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "../common/process_stats.h"
+#include "bench_configuration.h"
 #include "client.h"
 #include "mka/config/configuration.h"
 #include "mka/config/store.h"
@@ -136,22 +138,6 @@ std::string today() {
   return buf;
 }
 
-config::Configuration benchConfiguration(config::ManagedByDefaulting policy) {
-  config::Configuration cfg;
-  cfg.source = config::Configuration::Source::AdapterConfiguration;
-  cfg.managedByDefaulting = policy;
-  cfg.dispatch.enabled = false;
-  config::ExternalFramework fw;
-  fw.name = "PipelineRun.v1.tekton.dev";
-  fw.gvk = *api::GroupVersionKind::parseDotted(fw.name);
-  if (auto profile = config::builtinProfile(fw.gvk)) {
-    fw.managedBy = *profile;
-    fw.managedByFromProfile = true;
-  }
-  cfg.multiKueue.externalFrameworks.push_back(fw);
-  return cfg;
-}
-
 void printRow(const mka::bench::PhaseResult& r, int cpus) {
   const std::string mode = r.spec.mode == mka::bench::Mode::ClosedLoop
                                ? "max"
@@ -201,19 +187,6 @@ void printHeader() {
               "p50(ms)", "p90(ms)", "p99(ms)", "max(ms)", "errors", "srv_us/r", "cli_us/r", "cpu", "other");
 }
 
-// A free loopback port, for a server in another process to listen on.
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // The Go peer, built from its source and run with the bench's certificate; stopped at exit.
 struct GoPeer {
   pid_t pid = 0;
@@ -243,7 +216,7 @@ std::unique_ptr<GoPeer> startGoPeer(const std::string& source, const std::filesy
     return nullptr;
   }
   auto peer = std::make_unique<GoPeer>();
-  peer->port = freePort();
+  peer->port = mka::bench::freeLoopbackPort();
   const std::string address = "127.0.0.1:" + std::to_string(peer->port);
   std::vector<std::string> args = {binary.string(), "-addr", address, "-cert", cert.string(), "-key", key.string()};
   std::vector<char*> argv;
@@ -302,7 +275,7 @@ int run(const Flags& flags) {
   // ---- server ----
   const auto policy = config::parseManagedByDefaulting(flags.policy);
   if (!policy) throw std::runtime_error("--policy: expected QueueLabeled, MultiKueueQueues or Never");
-  config::ConfigStore store(benchConfiguration(*policy));
+  config::ConfigStore store(mka::bench::webhookBenchConfiguration(*policy));
   webhook::InMemoryQueueIndex queues;
   // Used by --policy MultiKueueQueues: the request's LocalQueue -> a ClusterQueue with a MultiKueue check.
   queues.upsertAdmissionCheck("multikueue", std::string(api::kMultiKueueControllerName));

@@ -20,9 +20,8 @@
 #include "mka/common/errors.h"
 #include "mka/net/certificate_reloader.h"
 #include "support/eventually.h"
-#include "support/secret_volume.h"
-#include "support/temp_dir.h"
-#include "support/tls.h"
+#include "support/raw_http.h"
+#include "support/serving_certificates.h"
 #include "support/tls_record_proxy.h"
 
 namespace mka::net {
@@ -70,19 +69,7 @@ class RawTls {
   // One answer with a Content-Length body; "" when the server closed instead.
   std::string readResponse() {
     for (;;) {
-      const auto headerEnd = pending_.find("\r\n\r\n");
-      if (headerEnd != std::string::npos) {
-        std::size_t length = 0;
-        const auto cl = pending_.find("Content-Length: ");
-        if (cl != std::string::npos && cl < headerEnd) length = std::stoul(pending_.substr(cl + 16));
-        if (pending_.compare(0, 12, "HTTP/1.1 100") == 0) length = 0;  // an interim answer has no body
-        const std::size_t total = headerEnd + 4 + length;
-        if (pending_.size() >= total) {
-          std::string response = pending_.substr(0, total);
-          pending_.erase(0, total);
-          return response;
-        }
-      }
+      if (auto response = test::takeHttpResponse(pending_)) return *response;
       if (!readSome()) return "";
     }
   }
@@ -144,14 +131,6 @@ std::string bodyOf(const std::string& response) {
 class EventServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    volume_.update({{"tls.crt", leaf1_.certPem}, {"tls.key", leaf1_.keyPem}});
-    test::writeFile(ca1File_, ca1_.certPem());
-    test::writeFile(ca2File_, ca2_.certPem());
-    FileWatcher::Options watch;
-    watch.pollInterval = 50ms;
-    watch.debounce = 10ms;
-    certificates_ = std::make_shared<CertificateReloader>(volume_ / "tls.crt", volume_ / "tls.key", watch);
-    certificates_->start();
     options_.host = "127.0.0.1";
     options_.maxBodyBytes = 64 * 1024;
     options_.maxHeaderBytes = 4 * 1024;
@@ -159,7 +138,6 @@ class EventServerTest : public ::testing::Test {
 
   void TearDown() override {
     if (server_) server_->stop();
-    certificates_->stop();
   }
 
   // The handler echoes what it was given: "<method> <path> <content type> <body>".
@@ -171,27 +149,15 @@ class EventServerTest : public ::testing::Test {
                    std::string(req.body);
       };
     }
-    server_ = std::make_unique<EventServer>(options_, certificates_, std::move(handler));
+    server_ = std::make_unique<EventServer>(options_, certs_.reloader, std::move(handler));
     port_ = server_->start();
   }
 
   std::unique_ptr<httplib::SSLClient> client(const std::filesystem::path& caFile) {
-    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port_);
-    c->set_ca_cert_path(caFile.string());
-    c->enable_server_certificate_verification(true);
-    c->set_keep_alive(true);
-    c->set_read_timeout(10, 0);
-    return c;
+    return certs_.client(port_, caFile);
   }
 
-  test::TempDir dir_;
-  test::SecretVolume volume_{dir_ / "secret"};
-  test::TestCa ca1_{"ca-one"};
-  test::TestCa ca2_{"ca-two"};
-  test::CertificateAndKey leaf1_ = ca1_.issue({.commonName = "serving-one"});
-  std::filesystem::path ca1File_ = dir_ / "ca1.crt";
-  std::filesystem::path ca2File_ = dir_ / "ca2.crt";
-  std::shared_ptr<CertificateReloader> certificates_;
+  test::ServingCertificates certs_;
   EventServerOptions options_;
   std::unique_ptr<EventServer> server_;
   int port_ = 0;
@@ -199,7 +165,7 @@ class EventServerTest : public ::testing::Test {
 
 TEST_F(EventServerTest, AnswersOverVerifiedTlsAndKeepsTheConnection) {
   start();
-  auto c = client(ca1File_);
+  auto c = client(certs_.ca1File);
   for (int i = 0; i < 3; ++i) {
     auto res = c->Post("/mutate?timeout=10s", "{\"n\":" + std::to_string(i) + "}", "application/json");
     ASSERT_TRUE(res) << httplib::to_string(res.error());
@@ -210,7 +176,7 @@ TEST_F(EventServerTest, AnswersOverVerifiedTlsAndKeepsTheConnection) {
   }
   EXPECT_EQ(server_->connectionsAccepted(), 1u);
 
-  auto stranger = client(ca2File_)->Get("/");
+  auto stranger = client(certs_.ca2File)->Get("/");
   EXPECT_FALSE(stranger);
 }
 
@@ -319,7 +285,7 @@ TEST_F(EventServerTest, RefusesWhatItWillNotReadAndClosesTheConnection) {
 }
 
 TEST_F(EventServerTest, TheErrorRendererWritesTheServersOwnRefusals) {
-  server_ = std::make_unique<EventServer>(options_, certificates_, [](const ServerRequest&, ServerResponse&) {});
+  server_ = std::make_unique<EventServer>(options_, certs_.reloader, [](const ServerRequest&, ServerResponse&) {});
   server_->setErrorRenderer([](int status, std::string_view message, ServerResponse& res) {
     res.contentType = "application/json";
     res.body = "{\"code\":" + std::to_string(status) + ",\"message\":\"" + std::string(message) + "\"}";
@@ -407,34 +373,31 @@ TEST_F(EventServerTest, StopAnswersTheRequestInFlightClosesIdleConnectionsAndRef
 
 TEST_F(EventServerTest, RotationKeepsOpenConnectionsAndServesTheNewCertificateToNewOnes) {
   start();
-  auto c = client(ca1File_);
+  auto c = client(certs_.ca1File);
   ASSERT_TRUE(c->Post("/x", "{}", "application/json"));
 
-  const auto before = certificates_->generation();
-  const auto leaf2 = ca2_.issue({.commonName = "serving-two"});
-  volume_.update({{"tls.crt", leaf2.certPem}, {"tls.key", leaf2.keyPem}});
-  ASSERT_TRUE(eventually([&] { return certificates_->generation() > before; }));
+  ASSERT_TRUE(certs_.rotate(certs_.ca2.issue({.commonName = "serving-two"})));
 
   auto again = c->Post("/x", "{}", "application/json");
   ASSERT_TRUE(again) << httplib::to_string(again.error());
   EXPECT_EQ(server_->connectionsAccepted(), 1u);
-  const auto seen = test::probeTls("127.0.0.1", port_, {.caPem = ca2_.certPem()});
+  const auto seen = test::probeTls("127.0.0.1", port_, {.caPem = certs_.ca2.certPem()});
   ASSERT_TRUE(seen.ok) << seen.error;
   EXPECT_EQ(seen.peerCommonName, "serving-two");
 }
 
 TEST_F(EventServerTest, RefusesTlsBelow12) {
   start();
-  const auto old = test::probeTls("127.0.0.1", port_, {.caPem = ca1_.certPem(), .maxVersion = TLS1_1_VERSION});
+  const auto old = test::probeTls("127.0.0.1", port_, {.caPem = certs_.ca1.certPem(), .maxVersion = TLS1_1_VERSION});
   EXPECT_FALSE(old.ok);
-  const auto current = test::probeTls("127.0.0.1", port_, {.caPem = ca1_.certPem()});
+  const auto current = test::probeTls("127.0.0.1", port_, {.caPem = certs_.ca1.certPem()});
   EXPECT_TRUE(current.ok) << current.error;
 }
 
 TEST_F(EventServerTest, APortInUseIsAnErrorNamingTheAddress) {
   start();
   options_.port = port_;
-  EventServer second(options_, certificates_, [](const ServerRequest&, ServerResponse&) {});
+  EventServer second(options_, certs_.reloader, [](const ServerRequest&, ServerResponse&) {});
   try {
     second.start();
     FAIL() << "a second server listened on a port in use";

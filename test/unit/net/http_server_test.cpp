@@ -14,6 +14,7 @@
 
 #include "mka/common/errors.h"
 #include "support/eventually.h"
+#include "support/raw_http.h"
 
 namespace mka::net {
 namespace {
@@ -50,18 +51,7 @@ class RawConnection {
   // Reads one response with a Content-Length body; "" when the server closed instead.
   std::string readResponse() {
     for (;;) {
-      const auto headerEnd = pending_.find("\r\n\r\n");
-      if (headerEnd != std::string::npos) {
-        std::size_t length = 0;
-        const auto cl = pending_.find("Content-Length: ");
-        if (cl != std::string::npos && cl < headerEnd) length = std::stoul(pending_.substr(cl + 16));
-        const std::size_t total = headerEnd + 4 + length;
-        if (pending_.size() >= total) {
-          std::string response = pending_.substr(0, total);
-          pending_.erase(0, total);
-          return response;
-        }
-      }
+      if (auto response = test::takeHttpResponse(pending_)) return *response;
       char buf[4096];
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) return "";

@@ -11,7 +11,7 @@
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "support/eventually.h"
-#include "support/secret_volume.h"
+#include "support/serving_certificates.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
 #include "support/tls_record_proxy.h"
@@ -25,20 +25,11 @@ using test::eventually;
 class TlsServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    volume_.update({{"tls.crt", leaf1_.certPem}, {"tls.key", leaf1_.keyPem}});
-    test::writeFile(ca1File_, ca1_.certPem());
-    test::writeFile(ca2File_, ca2_.certPem());
-    FileWatcher::Options watch;
-    watch.pollInterval = 50ms;
-    watch.debounce = 10ms;
-    certificates_ = std::make_shared<CertificateReloader>(volume_ / "tls.crt", volume_ / "tls.key", watch);
-    certificates_->start();
-
     ServerOptions options;
     options.name = "webhook";
     options.host = "127.0.0.1";
     options.port = 0;
-    server_ = std::make_unique<HttpServer>(options, certificates_);
+    server_ = std::make_unique<HttpServer>(options, certs_.reloader);
     server_->route("GET", "/conn", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(std::to_string(req.remote_port), "text/plain");
     });
@@ -51,18 +42,10 @@ class TlsServerTest : public ::testing::Test {
     port_ = server_->start();
   }
 
-  void TearDown() override {
-    server_->stop();
-    certificates_->stop();
-  }
+  void TearDown() override { server_->stop(); }
 
   std::unique_ptr<httplib::SSLClient> client(const std::filesystem::path& caFile) {
-    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port_);
-    c->set_ca_cert_path(caFile.string());
-    c->enable_server_certificate_verification(true);
-    c->set_keep_alive(true);
-    c->set_read_timeout(10, 0);
-    return c;
+    return certs_.client(port_, caFile);
   }
 
   test::TlsProbeResult probe(const test::TestCa& ca, test::TlsProbeOptions options = {}) {
@@ -71,31 +54,20 @@ class TlsServerTest : public ::testing::Test {
   }
 
   // Publishes a new pair the way kubelet updates a Secret volume and waits until it is served.
-  void rotate(const test::CertificateAndKey& leaf) {
-    const auto before = certificates_->generation();
-    volume_.update({{"tls.crt", leaf.certPem}, {"tls.key", leaf.keyPem}});
-    ASSERT_TRUE(eventually([&] { return certificates_->generation() > before; }));
-  }
+  void rotate(const test::CertificateAndKey& leaf) { ASSERT_TRUE(certs_.rotate(leaf)); }
 
-  test::TempDir dir_;
-  test::SecretVolume volume_{dir_ / "secret"};
-  test::TestCa ca1_{"ca-one"};
-  test::TestCa ca2_{"ca-two"};
-  test::CertificateAndKey leaf1_ = ca1_.issue({.commonName = "serving-one"});
-  std::filesystem::path ca1File_ = dir_ / "ca1.crt";
-  std::filesystem::path ca2File_ = dir_ / "ca2.crt";
-  std::shared_ptr<CertificateReloader> certificates_;
+  test::ServingCertificates certs_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
 };
 
 TEST_F(TlsServerTest, ServesHttpsVerifiedAgainstTheCa) {
-  auto c = client(ca1File_);
+  auto c = client(certs_.ca1File);
   auto res = c->Get("/conn");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);
 
-  auto stranger = client(ca2File_);
+  auto stranger = client(certs_.ca2File);
   auto refused = stranger->Get("/conn");
   EXPECT_FALSE(refused);
   EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
@@ -120,12 +92,12 @@ TEST_F(TlsServerTest, AnAnswerLeavesAsOneTlsRecord) {
 }
 
 TEST_F(TlsServerTest, RotationKeepsOpenConnectionsAndServesTheNewCertificateToNewOnes) {
-  auto c = client(ca1File_);
+  auto c = client(certs_.ca1File);
   auto first = c->Get("/conn");
   ASSERT_TRUE(first) << httplib::to_string(first.error());
   ASSERT_EQ(server_->connectionsAccepted(), 1u);
 
-  rotate(ca2_.issue({.commonName = "serving-two"}));
+  rotate(certs_.ca2.issue({.commonName = "serving-two"}));
 
   // The open connection goes on, unaware: same client port, no new accept, no new handshake.
   auto second = c->Get("/conn");
@@ -134,32 +106,32 @@ TEST_F(TlsServerTest, RotationKeepsOpenConnectionsAndServesTheNewCertificateToNe
   EXPECT_EQ(server_->connectionsAccepted(), 1u);
 
   // New connections get the new certificate...
-  const auto seen = probe(ca2_);
+  const auto seen = probe(certs_.ca2);
   ASSERT_TRUE(seen.ok) << seen.error;
   EXPECT_EQ(seen.peerCommonName, "serving-two");
-  auto fresh = client(ca2File_)->Get("/conn");
+  auto fresh = client(certs_.ca2File)->Get("/conn");
   ASSERT_TRUE(fresh) << httplib::to_string(fresh.error());
   EXPECT_EQ(fresh->status, 200);
   // ...which a client that trusts only the old CA refuses.
-  auto stale = client(ca1File_)->Get("/conn");
+  auto stale = client(certs_.ca1File)->Get("/conn");
   EXPECT_FALSE(stale);
   EXPECT_EQ(stale.error(), httplib::Error::SSLServerVerification);
 }
 
 TEST_F(TlsServerTest, ABadNewKeyKeepsServingThePreviousPair) {
-  const auto next = ca2_.issue({.commonName = "serving-two"});
-  volume_.update({{"tls.crt", next.certPem}, {"tls.key", test::generateKeyPem()}});
-  ASSERT_TRUE(eventually([&] { return !certificates_->lastError().empty(); }));
-  EXPECT_NE(certificates_->lastError().find("does not match"), std::string::npos) << certificates_->lastError();
-  EXPECT_EQ(certificates_->generation(), 1u);
+  const auto next = certs_.ca2.issue({.commonName = "serving-two"});
+  certs_.volume.update({{"tls.crt", next.certPem}, {"tls.key", test::generateKeyPem()}});
+  ASSERT_TRUE(eventually([&] { return !certs_.reloader->lastError().empty(); }));
+  EXPECT_NE(certs_.reloader->lastError().find("does not match"), std::string::npos) << certs_.reloader->lastError();
+  EXPECT_EQ(certs_.reloader->generation(), 1u);
 
-  const auto seen = probe(ca1_);
+  const auto seen = probe(certs_.ca1);
   ASSERT_TRUE(seen.ok) << seen.error;
   EXPECT_EQ(seen.peerCommonName, "serving-one");
 
   // Fixing the Secret takes effect without a restart.
   rotate(next);
-  const auto fixed = probe(ca2_);
+  const auto fixed = probe(certs_.ca2);
   ASSERT_TRUE(fixed.ok) << fixed.error;
   EXPECT_EQ(fixed.peerCommonName, "serving-two");
 }
@@ -179,7 +151,7 @@ TEST_P(TlsVersionTest, AcceptsTls12AndNewerOnly) {
   test::TlsProbeOptions options;
   options.minVersion = TLS1_VERSION;
   options.maxVersion = v.maxVersion;
-  const auto result = probe(ca1_, options);
+  const auto result = probe(certs_.ca1, options);
   EXPECT_EQ(result.ok, v.accepted) << result.error;
   if (v.accepted) {
     EXPECT_EQ(result.version, v.negotiated);
@@ -205,7 +177,7 @@ class TlsAlpnTest : public TlsServerTest, public ::testing::WithParamInterface<A
 TEST_P(TlsAlpnTest, SpeaksHttp11Only) {
   test::TlsProbeOptions options;
   options.alpn = GetParam().offered;
-  const auto result = probe(ca1_, options);
+  const auto result = probe(certs_.ca1, options);
   ASSERT_TRUE(result.ok) << result.error;
   EXPECT_EQ(result.alpn, GetParam().selected);
 }
@@ -217,13 +189,13 @@ INSTANTIATE_TEST_SUITE_P(Alpn, TlsAlpnTest,
                          [](const auto& info) { return info.param.name; });
 
 TEST_F(TlsServerTest, TurnsOffNagleOnAcceptedConnections) {
-  auto res = client(ca1File_)->Get("/nodelay");
+  auto res = client(certs_.ca1File)->Get("/nodelay");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->body, "on");
 }
 
 TEST_F(TlsServerTest, StopClosesAnIdleTlsKeepAliveConnectionPromptly) {
-  auto c = client(ca1File_);
+  auto c = client(certs_.ca1File);
   ASSERT_TRUE(c->Get("/conn"));
   ASSERT_EQ(server_->openConnections(), 1u);
   auto stopped = std::async(std::launch::async, [&] { server_->stop(); });
