@@ -6,12 +6,15 @@
 namespace mka::config::detail {
 namespace {
 
-const std::vector<std::string> kOurKeys = {"externalFrameworks", "gcInterval", "origin", "workerLostTimeout",
-                                           "dispatcherName"};
+const std::vector<std::string> kOurKeys = {"externalFrameworks", "gcInterval",     "origin",
+                                           "workerLostTimeout",  "dispatcherName", "clusterProfile"};
 // Kueue's multiKueue keys that configure its own controller; we accept and ignore them.
-const std::vector<std::string> kKueueOnlyKeys = {"clusterProfile", "incrementalDispatcherConfig"};
+const std::vector<std::string> kKueueOnlyKeys = {"incrementalDispatcherConfig"};
 
 constexpr std::string_view kFrameworkExample = "- name: PipelineRun.v1.tekton.dev";
+constexpr std::string_view kProviderExample =
+    "- {name: token-provider, execConfig: {command: /usr/local/bin/cp-creds, apiVersion: "
+    "client.authentication.k8s.io/v1, interactiveMode: Never}}";
 constexpr std::string_view kManagedByExample = "{path: spec.managedBy}, or {label: KEY, value: VALUE}";
 
 // An explicit managedBy: exactly one of path or label; value goes with label only.
@@ -71,6 +74,85 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
   }
 }
 
+std::vector<std::string> readStringList(MapReader& m, std::string_view key, std::string_view example) {
+  std::vector<std::string> out;
+  const auto* list = m.get(key);
+  if (!list) return out;
+  if (!list->isSequence()) {
+    m.reader().error(m.pathOf(key), "must be a list, not " + describe(*list), "write it as " + std::string(example));
+    return out;
+  }
+  std::size_t i = 0;
+  for (const auto& item : list->items()) {
+    const auto path = indexPath(m.pathOf(key), i++);
+    if (!item->isScalar() || item->isNull()) {
+      m.reader().error(path, "must be a string, not " + describe(*item), "write it as " + std::string(example));
+      continue;
+    }
+    out.push_back(item->scalar());
+  }
+  return out;
+}
+
+// client-go's ExecConfig keys, as Kueue decodes them (strictly).
+api::ExecConfig readExecConfig(MapReader m, UnknownKeys policy) {
+  m.checkKeys({"command", "args", "env", "apiVersion", "installHint", "provideClusterInfo", "interactiveMode"}, policy);
+  api::ExecConfig out;
+  m.read("command", out.command);
+  out.args = readStringList(m, "args", "[--cluster-name, prod]");
+  m.read("apiVersion", out.apiVersion);
+  m.read("installHint", out.installHint);
+  m.read("provideClusterInfo", out.provideClusterInfo);
+  m.read("interactiveMode", out.interactiveMode);
+  const auto* env = m.get("env");
+  if (env && !env->isSequence()) {
+    m.reader().error(m.pathOf("env"), "must be a list, not " + describe(*env),
+                     "write it as - {name: AWS_REGION, value: eu-west-1}");
+  } else if (env) {
+    std::size_t i = 0;
+    for (const auto& item : env->items()) {
+      MapReader var(m.reader(), item.get(), indexPath(m.pathOf("env"), i++), "{name: AWS_REGION, value: eu-west-1}");
+      var.checkKeys({"name", "value"}, policy);
+      api::ExecEnvVar v;
+      var.read("name", v.name);
+      var.read("value", v.value);
+      out.env.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+std::vector<ClusterProfileAccessProvider> readProviders(MapReader& section, std::string_view key, UnknownKeys policy) {
+  std::vector<ClusterProfileAccessProvider> out;
+  const auto* list = section.get(key);
+  if (!list) return out;
+  if (!list->isSequence()) {
+    section.reader().error(section.pathOf(key), "must be a list, not " + describe(*list),
+                           "write one provider per entry, such as " + std::string(kProviderExample));
+    return out;
+  }
+  std::size_t i = 0;
+  for (const auto& item : list->items()) {
+    const auto path = indexPath(section.pathOf(key), i++);
+    section.reader().noteLine(path, *item);
+    MapReader p(section.reader(), item.get(), path, kProviderExample);
+    p.checkKeys({"name", "execConfig"}, policy);
+    ClusterProfileAccessProvider provider;
+    p.read("name", provider.name);
+    provider.execConfig = readExecConfig(p.child("execConfig", kProviderExample), policy);
+    out.push_back(std::move(provider));
+  }
+  return out;
+}
+
+void readClusterProfile(MapReader m, UnknownKeys policy, MultiKueue& out) {
+  m.checkKeys({"accessProviders", "credentialsProviders"}, policy);
+  ClusterProfileAccess access;
+  access.accessProviders = readProviders(m, "accessProviders", policy);
+  access.credentialsProviders = readProviders(m, "credentialsProviders", policy);
+  out.clusterProfile = std::move(access);
+}
+
 }  // namespace
 
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
@@ -84,6 +166,8 @@ void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
   if (out.origin.empty()) out.origin = "multikueue";  // Kueue defaults an empty origin too
   section.read("dispatcherName", out.dispatcherName);
   if (out.dispatcherName.empty()) out.dispatcherName = std::string(kDispatcherAllAtOnce);
+  if (section.hasKey("clusterProfile"))
+    readClusterProfile(section.child("clusterProfile", "clusterProfile: {accessProviders: [...]}"), policy, out);
 
   const auto* list = section.get("externalFrameworks");
   if (!list) return;

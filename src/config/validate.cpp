@@ -179,6 +179,54 @@ class Validator {
       }
       if (!f.managedByFromProfile) managedBy(childPath(path, "managedBy"), f.managedBy);
     }
+    if (mk.clusterProfile) clusterProfile(*mk.clusterProfile);
+  }
+
+  // Kueue's rules (validateClusterProfileAccessProviders, after client-go's), plus the
+  // apiVersion, which client-go would refuse only when a cluster first connects.
+  void clusterProfile(const ClusterProfileAccess& cp) {
+    const std::string base = "multiKueue.clusterProfile";
+    if (!cp.accessProviders.empty() && !cp.credentialsProviders.empty())
+      add(childPath(base, "credentialsProviders"), "must not be specified when accessProviders is specified",
+          "move its providers to accessProviders (credentialsProviders is the deprecated name of the same list)");
+    const bool access = !cp.accessProviders.empty();
+    const auto listPath = childPath(base, access ? "accessProviders" : "credentialsProviders");
+    const auto& providers = cp.providers();
+    for (std::size_t i = 0; i < providers.size(); ++i) {
+      const auto& p = providers[i];
+      const auto path = indexPath(listPath, i);
+      if (p.name.empty())
+        add(childPath(path, "name"), "must be specified",
+            "write the access provider name the ClusterProfiles' status.accessProviders use, such as "
+            "open-cluster-management");
+      const auto exec = childPath(path, "execConfig");
+      if (p.execConfig.command.empty())
+        add(childPath(exec, "command"), "must be specified",
+            "write the credential plugin's path, such as /usr/local/bin/cp-creds");
+      if (p.execConfig.apiVersion.empty()) {
+        add(childPath(exec, "apiVersion"), "must be specified", "write client.authentication.k8s.io/v1");
+      } else if (p.execConfig.apiVersion != "client.authentication.k8s.io/v1" &&
+                 p.execConfig.apiVersion != "client.authentication.k8s.io/v1beta1") {
+        add(childPath(exec, "apiVersion"),
+            "unsupported value " + quote(p.execConfig.apiVersion) +
+                ": client-go runs exec plugins of "
+                "client.authentication.k8s.io/v1 and v1beta1 only",
+            "write client.authentication.k8s.io/v1 (or v1beta1 for an older plugin)");
+      }
+      for (std::size_t e = 0; e < p.execConfig.env.size(); ++e)
+        if (p.execConfig.env[e].name.empty())
+          add(childPath(indexPath(childPath(exec, "env"), e), "name"), "must be specified",
+              "name the environment variable, or remove the entry");
+      const auto& mode = p.execConfig.interactiveMode;
+      if (mode.empty()) {
+        add(childPath(exec, "interactiveMode"), "must be specified",
+            "write Never: the adapter has no terminal to give the plugin");
+      } else if (mode != "Never" && mode != "IfAvailable" && mode != "Always") {
+        add(childPath(exec, "interactiveMode"),
+            "unsupported value " + quote(mode) + ": supported values: \"Never\", \"IfAvailable\", \"Always\"",
+            "write Never: the adapter has no terminal to give the plugin");
+      }
+    }
   }
 
  private:

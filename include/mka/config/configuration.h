@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/exec_config.h"
 #include "mka/api/gvk.h"
 #include "mka/api/kueue.h"
 #include "mka/common/duration.h"
@@ -99,8 +100,30 @@ struct Dispatch {
   int workloadConcurrency = 8;
 };
 
+// multiKueue.clusterProfile (Kueue's MultiKueueClusterProfile): how a MultiKueueCluster that
+// references a ClusterProfile gets its credentials. The profile's status names the access
+// providers its cluster offers; the first provider of this list it offers supplies the exec
+// plugin. The command always comes from here, never from the profile.
+struct ClusterProfileAccessProvider {
+  std::string name;
+  api::ExecConfig execConfig;
+  bool operator==(const ClusterProfileAccessProvider&) const = default;
+};
+struct ClusterProfileAccess {
+  std::vector<ClusterProfileAccessProvider> accessProviders;
+  // The deprecated key, used when accessProviders is empty (Kueue refuses both together).
+  std::vector<ClusterProfileAccessProvider> credentialsProviders;
+  const std::vector<ClusterProfileAccessProvider>& providers() const {
+    return accessProviders.empty() ? credentialsProviders : accessProviders;
+  }
+  bool operator==(const ClusterProfileAccess&) const = default;
+};
+
 struct MultiKueue {
   std::vector<ExternalFramework> externalFrameworks;
+  // Unset: a MultiKueueCluster with a clusterProfileRef stays inactive ("no access provider
+  // configured"), as in Kueue without the section.
+  std::optional<ClusterProfileAccess> clusterProfile;
   Duration gcInterval = std::chrono::minutes{1};
   std::string origin = "multikueue";
   Duration workerLostTimeout = std::chrono::minutes{15};

@@ -109,9 +109,13 @@ TEST(LoaderErrors, UnknownKeys) {
        adapterDoc("clientConnection: {timeout: 5s}\n"),
        {"clientConnection.timeout: unknown field: remove it; the fields accepted in clientConnection are qps, burst"}},
       {"Kueue-only multiKueue keys are not ours",
-       adapterDoc("multiKueue: {clusterProfile: {}}\n"),
-       {"multiKueue.clusterProfile: unknown field: remove it; the fields accepted in multiKueue are "
-        "externalFrameworks, gcInterval, origin, workerLostTimeout, dispatcherName"}},
+       adapterDoc("multiKueue: {incrementalDispatcherConfig: {stepSize: 2}}\n"),
+       {"multiKueue.incrementalDispatcherConfig: unknown field: remove it; the fields accepted in multiKueue are "
+        "externalFrameworks, gcInterval, origin, workerLostTimeout, dispatcherName, clusterProfile"}},
+      {"a typo in an exec plugin's settings",
+       adapterDoc("multiKueue: {clusterProfile: {accessProviders: [{name: p, execConfig: {command: c, apiVersion: "
+                  "client.authentication.k8s.io/v1, interactiveMode: Never, argz: [x]}}]}}\n"),
+       {"multiKueue.clusterProfile.accessProviders[0].execConfig.argz: unknown field: did you mean \"args\"?"}},
       {"typo in a framework entry",
        adapterDoc("multiKueue: {externalFrameworks: [{nam: X.v1.a.b}]}\n"),
        {"multiKueue.externalFrameworks[0].nam: unknown field: did you mean \"name\"?",

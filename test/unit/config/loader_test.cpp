@@ -169,7 +169,11 @@ multiKueue:
   workerLostTimeout: 5m
   dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental
   incrementalDispatcherConfig: {stepSize: 2}
-  clusterProfile: {credentialsProviders: [{name: x, execConfig: {command: y}}]}
+  clusterProfile:
+    credentialsProviders:
+    - name: x
+      execConfig: {command: /bin/y, args: [-v], env: [{name: A, value: b}], apiVersion: client.authentication.k8s.io/v1beta1,
+                   provideClusterInfo: true, interactiveMode: Never, installHint: get y}
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
   - name: Workflow.v1alpha1.argoproj.io
@@ -186,6 +190,14 @@ multiKueue:
     EXPECT_EQ(c.multiKueue.dispatcherName, "kueue.x-k8s.io/multikueue-dispatcher-incremental");
     ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 2u);
     EXPECT_TRUE(c.multiKueue.externalFrameworks[1].managedByFromProfile);
+    // The deprecated list is the one used when accessProviders is empty, as in Kueue.
+    ASSERT_TRUE(c.multiKueue.clusterProfile);
+    ASSERT_EQ(c.multiKueue.clusterProfile->providers().size(), 1u);
+    const auto& provider = c.multiKueue.clusterProfile->providers()[0];
+    EXPECT_EQ(provider.name, "x");
+    const api::ExecConfig exec{"/bin/y", {"-v"}, {{"A", "b"}}, "client.authentication.k8s.io/v1beta1",
+                               "get y",  true,   "Never"};
+    EXPECT_EQ(provider.execConfig, exec);
     // Kueue's own webhook, leader election and probes are for Kueue's process, not ours.
     EXPECT_EQ(c.webhook.port, 9443);
     EXPECT_EQ(c.leaderElection.resourceName, "multikueue-adapter");

@@ -102,6 +102,53 @@ TEST(Validate, MultiKueueValues) {
   });
 }
 
+std::string provider(const std::string& fields, const std::string& list = "accessProviders") {
+  return "multiKueue:\n  clusterProfile:\n    " + list + ":\n    - {" + fields + "}\n";
+}
+const std::string kExec = "command: /bin/cp-creds, apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never";
+
+// Kueue's rules for multiKueue.clusterProfile, with the entry's index in the path.
+TEST(Validate, ClusterProfileAccessProviders) {
+  const std::string p0 = "multiKueue.clusterProfile.accessProviders[0]";
+  runBadValueCases({
+      {"no name", provider("execConfig: {" + kExec + "}"), p0 + ".name", "must be specified", "status.accessProviders"},
+      {"no command",
+       provider("name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: "
+                "Never}"),
+       p0 + ".execConfig.command", "must be specified", "credential plugin's path"},
+      {"no apiVersion", provider("name: p, execConfig: {command: c, interactiveMode: Never}"),
+       p0 + ".execConfig.apiVersion", "must be specified", "client.authentication.k8s.io/v1"},
+      {"an apiVersion client-go does not run",
+       provider("name: p, execConfig: {command: c, apiVersion: client.authentication.k8s.io/v1alpha1, "
+                "interactiveMode: Never}"),
+       p0 + ".execConfig.apiVersion", "unsupported value \"client.authentication.k8s.io/v1alpha1\"",
+       "client.authentication.k8s.io/v1"},
+      {"no interactiveMode", provider("name: p, execConfig: {command: c, apiVersion: client.authentication.k8s.io/v1}"),
+       p0 + ".execConfig.interactiveMode", "must be specified", "Never"},
+      {"a mode client-go does not know",
+       provider("name: p, execConfig: {command: c, apiVersion: client.authentication.k8s.io/v1, interactiveMode: "
+                "Sometimes}"),
+       p0 + ".execConfig.interactiveMode", "unsupported value \"Sometimes\"", "Never"},
+      {"an env var without a name", provider("name: p, execConfig: {" + kExec + ", env: [{value: x}]}"),
+       p0 + ".execConfig.env[0].name", "must be specified", "name the environment variable"},
+      {"the deprecated list is checked the same way",
+       provider("name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}",
+                "credentialsProviders"),
+       "multiKueue.clusterProfile.credentialsProviders[0].execConfig.command", "must be specified", "plugin"},
+  });
+  // Both lists: Kueue forbids the deprecated one, and checks accessProviders only.
+  auto both =
+      parseConfiguration(adapterDoc("multiKueue:\n  clusterProfile:\n    accessProviders: [{name: a, "
+                                    "execConfig: {" +
+                                    kExec + "}}]\n    credentialsProviders: [{name: b}]\n"));
+  ASSERT_EQ(both.errors.size(), 1u) << joinErrors(both.errors);
+  EXPECT_EQ(both.errors[0].path, "multiKueue.clusterProfile.credentialsProviders");
+  EXPECT_EQ(both.errors[0].problem, "must not be specified when accessProviders is specified");
+
+  auto good = parseConfiguration(adapterDoc(provider("name: p, execConfig: {" + kExec + "}")));
+  EXPECT_TRUE(good.errors.empty()) << joinErrors(good.errors);
+}
+
 TEST(Validate, ZeroDurationsAreAllowedWhereKueueAllowsThem) {
   auto result = parseConfiguration(adapterDoc("multiKueue: {gcInterval: 0s, workerLostTimeout: 0s}\n"));
   EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
