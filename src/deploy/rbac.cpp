@@ -64,6 +64,14 @@ const std::vector<ApiAccess> kTable = {
      .scope = Scope::ConfiguredNamespace,
      .reason = "the workers' kubeconfigs, Secrets named by MultiKueueClusters (an informer on that namespace only)"},
     {.component = Component::DispatchLoop,
+     .group = "multicluster.x-k8s.io",
+     .resources = {"clusterprofiles"},
+     .verbs = {"list", "watch"},
+     .scope = Scope::ConfiguredNamespace,
+     .condition = Condition::ClusterProfiles,
+     .reason = "the workers' ClusterProfiles, named by MultiKueueClusters' clusterProfileRef (an informer on that "
+               "namespace only)"},
+    {.component = Component::DispatchLoop,
      .kinds = Kinds::Dispatched,
      .verbs = {"get", "list", "watch"},
      .reason = "the manager's jobs (an informer), and a Workload's owner the cache lacks (workload_reconciler.cpp)"},
@@ -149,6 +157,7 @@ bool applies(Condition condition, const config::Configuration& cfg) {
   switch (condition) {
     case Condition::Always: return true;
     case Condition::DropInMode: return cfg.dispatch.admissionCheckControllerName == api::kMultiKueueControllerName;
+    case Condition::ClusterProfiles: return cfg.multiKueue.clusterProfile.has_value();
     case Condition::JobRetention:
       return std::any_of(cfg.integrations.frameworks.begin(), cfg.integrations.frameworks.end(),
                          [](const auto& f) { return f.deleteAfterDeactivatedByKueue.has_value(); });

@@ -347,13 +347,16 @@ std::optional<std::string> validateKubeconfigSecurity(std::string_view kubeconfi
   // reasoning as for certificate-authority paths.
   if (user && (!user->clientCertificate.empty() || !user->clientKey.empty()))
     return "client certificate file paths are not allowed, use client-certificate-data and client-key-data";
-  auto host = urlHost(cluster->server);
-  if (!host || host->empty() || (!validation::isIpLiteral(*host) && !validation::dns1123Subdomain(*host).empty()))
-    return "untrusted server endpoint";
+  if (!trustedServerEndpoint(cluster->server)) return "untrusted server endpoint";
   if (user && (!user->username.empty() || !user->password.empty())) return "basic auth is not allowed";
   if (user && user->exec) return "exec plugins are not allowed";
   if (user && user->authProvider) return "auth providers are not allowed";
   return std::nullopt;
+}
+
+bool trustedServerEndpoint(const std::string& server) {
+  auto host = urlHost(server);
+  return host && !host->empty() && (validation::isIpLiteral(*host) || validation::dns1123Subdomain(*host).empty());
 }
 
 std::string kubeconfigFromSecret(const nlohmann::json& secret) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <httplib.h>
 
@@ -28,6 +29,18 @@ net::OpensslPtr<X509_STORE> caStore(const std::string& pem, const std::string& w
   if (!store)
     throw Error(where + ": certificate-authority-data holds no PEM certificate: put the API server's CA there");
   return store;
+}
+
+std::pair<net::OpensslPtr<X509>, net::OpensslPtr<EVP_PKEY>> parseIdentity(const std::string& certificatePem,
+                                                                          const std::string& keyPem,
+                                                                          const std::string& where,
+                                                                          const std::string& what) {
+  net::OpensslPtr<BIO> certBio(BIO_new_mem_buf(certificatePem.data(), static_cast<int>(certificatePem.size())));
+  net::OpensslPtr<X509> certificate(PEM_read_bio_X509(certBio.get(), nullptr, nullptr, nullptr));
+  net::OpensslPtr<BIO> keyBio(BIO_new_mem_buf(keyPem.data(), static_cast<int>(keyPem.size())));
+  net::OpensslPtr<EVP_PKEY> key(PEM_read_bio_PrivateKey(keyBio.get(), nullptr, nullptr, nullptr));
+  if (!certificate || !key) throw Error(where + ": " + what + " is not PEM: " + net::opensslErrors());
+  return {std::move(certificate), std::move(key)};
 }
 
 std::string readTokenFile(const std::string& path) {
@@ -191,16 +204,9 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
   if (!config_.caPem.empty()) caStore_ = caStore(config_.caPem, where);
   if (config_.clientCertificatePem.empty() != config_.clientKeyPem.empty())
     throw Error(where + ": a client certificate needs its key");
-  if (!config_.clientCertificatePem.empty()) {
-    net::OpensslPtr<BIO> certBio(
-        BIO_new_mem_buf(config_.clientCertificatePem.data(), static_cast<int>(config_.clientCertificatePem.size())));
-    clientCertificate_.reset(PEM_read_bio_X509(certBio.get(), nullptr, nullptr, nullptr));
-    net::OpensslPtr<BIO> keyBio(
-        BIO_new_mem_buf(config_.clientKeyPem.data(), static_cast<int>(config_.clientKeyPem.size())));
-    clientKey_.reset(PEM_read_bio_PrivateKey(keyBio.get(), nullptr, nullptr, nullptr));
-    if (!clientCertificate_ || !clientKey_)
-      throw Error(where + ": client-certificate-data or client-key-data is not PEM: " + net::opensslErrors());
-  }
+  if (!config_.clientCertificatePem.empty())
+    std::tie(clientCertificate_, clientKey_) = parseIdentity(config_.clientCertificatePem, config_.clientKeyPem, where,
+                                                             "client-certificate-data or client-key-data");
   token_ = config_.bearerToken;
   tokenReadAt_ = SteadyClock::now();
   if (config_.insecureSkipTlsVerify)
@@ -212,14 +218,34 @@ RestClient::~RestClient() {
   if (limiter_) limiter_->stop();
 }
 
-std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) const {
+std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) {
   const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
   // With tls-server-name the certificate is checked for that name while the socket goes to
   // the server's host: httplib verifies (and sends SNI for) the name it was built with, and
   // its address map sends that name to the real host.
   const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
   auto connection = std::make_unique<Connection>();
-  if (clientCertificate_) {
+  std::optional<ExecCredential> credential;
+  if (config_.credentials) credential = execCredential();
+  if (credential && !credential->clientCertificatePem.empty()) {
+    bool rotated = false;
+    {
+      std::lock_guard lock(execIdentityMutex_);
+      if (credential->clientCertificatePem != execCertificatePem_) {
+        std::tie(execCertificate_, execKey_) =
+            parseIdentity(credential->clientCertificatePem, credential->clientKeyPem, where,
+                          "the exec plugin's clientCertificateData or clientKeyData");
+        rotated = !execCertificatePem_.empty();
+        execCertificatePem_ = credential->clientCertificatePem;
+      }
+      connection->client = std::make_unique<TlsClient>(name, port_, execCertificate_.get(), execKey_.get());
+    }
+    if (rotated) {
+      // client-go closes the connections of a rotated certificate, so none keeps the old one.
+      std::lock_guard lock(poolMutex_);
+      idle_.clear();
+    }
+  } else if (clientCertificate_) {
     connection->client = std::make_unique<TlsClient>(name, port_, clientCertificate_.get(), clientKey_.get());
   } else {
     connection->client = std::make_unique<TlsClient>(name, port_);
@@ -274,7 +300,16 @@ void RestClient::release(std::unique_ptr<Connection> connection) {
   if (idle_.size() < 16) idle_.push_back(std::move(connection));
 }
 
-std::string RestClient::authorization() {
+ExecCredential RestClient::execCredential() {
+  try {
+    return config_.credentials->current();
+  } catch (const Error& e) {
+    throw ApiError(Reason::Unauthorized, 0, "getting credentials: " + std::string(e.what()));
+  }
+}
+
+std::string RestClient::authorization(const std::optional<ExecCredential>& credential) {
+  if (credential) return credential->token.empty() ? std::string{} : "Bearer " + credential->token;
   std::lock_guard lock(tokenMutex_);
   if (!config_.bearerTokenFile.empty() && SteadyClock::now() - tokenReadAt_ >= kTokenFileRefresh) {
     try {
@@ -298,10 +333,13 @@ Response RestClient::request(const std::string& method, const std::string& targe
                              const std::string& contentType, const std::string& accept) {
   const std::string what = method + " " + config_.host + target;
   auto backoff = options_.retryBackoff;
+  bool refusedOnce = false;
   for (int attempt = 0;; ++attempt) {
     throttle();
     httplib::Headers headers = {{"Accept", accept}, {"User-Agent", options_.userAgent}};
-    if (auto auth = authorization(); !auth.empty()) headers.emplace("Authorization", auth);
+    std::optional<ExecCredential> credential;
+    if (config_.credentials) credential = execCredential();
+    if (auto auth = authorization(credential); !auth.empty()) headers.emplace("Authorization", auth);
     auto connection = acquire();
     auto& c = *connection->client;
     ++sent_;
@@ -347,6 +385,16 @@ Response RestClient::request(const std::string& method, const std::string& targe
       const bool serverSaysRetry = error.retryAfterSeconds() > 0;
       retryable =
           res.status == 429 || ((res.status == 503 || res.status == 504) && (isRead(method) || serverSaysRetry));
+      if (res.status == 401 && credential) {
+        // The plugin's credential was refused (revoked, or expired early): the next one comes
+        // from a new run. The server did nothing with the request, so it is sent once more.
+        config_.credentials->refused(*credential);
+        if (!refusedOnce) {
+          refusedOnce = true;
+          release(std::move(connection));
+          continue;
+        }
+      }
       failure = error;
       release(std::move(connection));
     }
@@ -373,7 +421,9 @@ void RestClient::stream(const std::string& target, const std::function<bool(std:
     handle.stop_ = [&c] { c.stop(); };
   }
   httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.userAgent}};
-  if (auto auth = authorization(); !auth.empty()) headers.emplace("Authorization", auth);
+  std::optional<ExecCredential> credential;
+  if (config_.credentials) credential = execCredential();
+  if (auto auth = authorization(credential); !auth.empty()) headers.emplace("Authorization", auth);
   ++sent_;
   int status = 0;
   std::string errorBody, pending;
@@ -407,6 +457,7 @@ void RestClient::stream(const std::string& target, const std::function<bool(std:
     handle.stop_ = nullptr;
   }
   if (handle.cancelled_ || stoppedByCallback) return;
+  if (status == 401 && credential) config_.credentials->refused(*credential);
   if (status != 0 && status != 200) throw ApiError::fromResponse(status, errorBody, what);
   if (!result && status == 0) throw ApiError::transport(what, connection->describeFailure(result.error()));
   // Ended by the server, a timeout or a broken connection after the 200: the caller resumes.

@@ -15,6 +15,7 @@
 #include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
+#include "mka/kube/exec_credential.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
 
@@ -113,9 +114,10 @@ struct ClusterRegistry::Impl {
 
   struct Entry {
     std::string secretName;                    // spec location when the kubeconfig is a Secret
+    std::string profileName;                   // spec clusterProfileRef.name when the source is a ClusterProfile
     std::string path;                          // spec location when the kubeconfig is a file
     std::shared_ptr<FileWatcher> pathWatcher;  // watches `path`; started and stopped outside `mutex`
-    std::string kubeconfig;                    // what the current client is built from ("" none yet)
+    std::string identity;                      // what the current client is built from ("" none yet)
     std::shared_ptr<Remote> remote;            // the attempt in flight or the connection; null otherwise
     std::uint64_t attempt = 0;                 // `remote`'s attempt id (0: none); hooks of others are stale
     bool connecting = false;
@@ -333,9 +335,33 @@ struct ClusterRegistry::Impl {
     emitConnectionChange(name, false);
   }
 
-  std::shared_ptr<Remote> buildRemote(const std::string& name, const std::string& kubeconfig, std::uint64_t attempt) {
-    auto config = kube::restConfigFor(kube::Kubeconfig::parse(kubeconfig, "MultiKueueCluster " + name));
-    auto rest = std::make_shared<kube::RestClient>(std::move(config), options.clientOptions);
+  // The connection settings of `source`: its kubeconfig's current context, or the
+  // ClusterProfile's server and CA with the exec plugin's credentials, fetched here once so
+  // that a failing plugin fails the attempt before any informer starts.
+  kube::RestConfig restConfigOf(const std::string& name, const ClusterSource& source) const {
+    if (!source.profile)
+      return kube::restConfigFor(kube::Kubeconfig::parse(source.kubeconfig, "MultiKueueCluster " + name));
+    const auto& p = *source.profile;
+    kube::RestConfig config;
+    config.host = p.server;
+    config.caPem = p.caPem;
+    config.tlsServerName = p.tlsServerName;
+    config.exec = true;
+    config.cluster = name;
+    auto credentials = std::make_shared<kube::ExecCredentialSource>(
+        p.exec, kube::ExecClusterInfo{p.server, p.tlsServerName, p.caPem, p.proxyUrl, p.execExtension}, clock);
+    try {
+      credentials->current();
+    } catch (const Error& e) {
+      throw Error("getting credentials from access provider " + p.provider + " of ClusterProfile " +
+                  source.profileName + ": " + e.what());
+    }
+    config.credentials = std::move(credentials);
+    return config;
+  }
+
+  std::shared_ptr<Remote> buildRemote(const std::string& name, const ClusterSource& source, std::uint64_t attempt) {
+    auto rest = std::make_shared<kube::RestClient>(restConfigOf(name, source), options.clientOptions);
     auto remote = std::make_shared<Remote>(name, std::make_unique<kube::Client>(std::move(rest)));
 
     kube::InformerOptions base;
@@ -367,7 +393,8 @@ struct ClusterRegistry::Impl {
 
   // §3.3 step 4: (re)connects when the config changed or the worker is disconnected and
   // outside its backoff window.
-  Result connect(const std::string& name, const std::string& kubeconfig) {
+  Result connect(const std::string& name, const ClusterSource& source) {
+    const auto identity = source.identity();
     const auto now = clock.now();
     bool lost = false;
     std::uint64_t attempt = 0;
@@ -375,12 +402,15 @@ struct ClusterRegistry::Impl {
     {
       std::lock_guard lock(mutex);
       auto& e = entryFor(name);
-      if (e.kubeconfig != kubeconfig) {
-        if (!e.kubeconfig.empty())
-          log::info(*registryLogger(), "cluster kubeconfig changed, reconnecting", {{"cluster", name}});
+      if (e.identity != identity) {
+        if (!e.identity.empty())
+          log::info(
+              *registryLogger(),
+              source.profile ? "cluster profile changed, reconnecting" : "cluster kubeconfig changed, reconnecting",
+              {{"cluster", name}});
         lost = markDisconnected(e, now);
         retire(e);
-        e.kubeconfig = kubeconfig;
+        e.identity = identity;
         e.failedAttempts = 0;
         e.error.clear();
       }
@@ -407,7 +437,7 @@ struct ClusterRegistry::Impl {
     std::shared_ptr<Remote> remote;
     std::string buildError;
     try {
-      remote = buildRemote(name, kubeconfig, attempt);
+      remote = buildRemote(name, source, attempt);
     } catch (const std::exception& e) {
       buildError = e.what();
     }
@@ -474,13 +504,15 @@ struct ClusterRegistry::Impl {
       return Result::done();
     }
 
-    const auto source = loadClusterSource(objects, cluster, options.namespace_, options.pathPrefix);
+    const auto source = loadClusterSource(objects, cluster, options.namespace_, options.pathPrefix,
+                                          options.clusterProfiles ? &*options.clusterProfiles : nullptr);
     bool lost = false;
     std::pair<std::shared_ptr<FileWatcher>, std::shared_ptr<FileWatcher>> watchers;  // {stop, start}
     {
       std::lock_guard lock(mutex);
       auto& e = entryFor(name);
       e.secretName = source.secretName;
+      e.profileName = source.profileName;
       watchers = watchPath(name, e, source.path);
       if (!source.ok()) {
         // §3.3 step 2: disconnected and its informers stopped, but kept.
@@ -506,7 +538,7 @@ struct ClusterRegistry::Impl {
       throw Error("failed to load client config, reason: " + source.reason + ", error: " + source.error);
     }
 
-    const auto result = connect(name, source.kubeconfig);
+    const auto result = connect(name, source);
     std::optional<Condition> status;
     {
       std::lock_guard lock(mutex);
@@ -586,6 +618,14 @@ std::vector<std::string> ClusterRegistry::clustersUsingSecret(const std::string&
   std::vector<std::string> names;
   for (const auto& [cluster, e] : impl_->entries)
     if (!e.secretName.empty() && e.secretName == name) names.push_back(cluster);
+  return names;
+}
+
+std::vector<std::string> ClusterRegistry::clustersUsingProfile(const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> names;
+  for (const auto& [cluster, e] : impl_->entries)
+    if (!e.profileName.empty() && e.profileName == name) names.push_back(cluster);
   return names;
 }
 

@@ -2,10 +2,12 @@
 
 #include <cerrno>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <system_error>
 
 #include "conditions.h"
+#include "mka/common/base64.h"
 #include "mka/kube/api_error.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/api.h"
@@ -16,6 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// client-go's reserved extension: per-cluster data handed to the exec plugin as spec.cluster.config.
+constexpr std::string_view kExecExtension = "client.authentication.k8s.io/exec";
 constexpr std::string_view kNotUnderPrefix = "kubeconfig path is not under the allowed prefix: ";
 
 ClusterSource failure(std::string_view reason, std::string error, std::string secretName = "") {
@@ -102,22 +106,139 @@ bool watchable(const ClusterSource& loaded, const std::string& path, const fs::p
   return !checkKubeconfigPath(path, prefix, /*missingAllowed=*/true);
 }
 
+std::string names(const std::vector<std::string>& list) {
+  std::string out = "[";
+  for (const auto& n : list) out += (out.size() > 1 ? ", " : "") + n;
+  return out + "]";
+}
+
+// cluster-inventory-api's BuildConfigFromCP, with the adapter's words where it has none.
+ClusterSource fromClusterProfile(const ObjectReader& objects, const std::string& name, const std::string& namespace_,
+                                 const config::ClusterProfileAccess* profiles) {
+  auto fail = [&](std::string_view reason, std::string error) {
+    auto f = failure(reason, std::move(error));
+    f.profileName = name;
+    return f;
+  };
+  if (profiles == nullptr || profiles->providers().empty())
+    return fail(cluster_reason::kBadClusterProfile,
+                "no access provider configured (list the providers the ClusterProfiles offer, with their exec "
+                "plugins, in the adapter's multiKueue.clusterProfile.accessProviders)");
+  std::optional<json> profile;
+  try {
+    profile = objects.get(kClusterProfileGvk, namespace_, name);
+  } catch (const kube::ApiError& e) {
+    return fail(cluster_reason::kBadClusterProfile, apiErrorMessage(e));
+  }
+  if (!profile) {
+    auto f = fail(cluster_reason::kBadClusterProfile,
+                  "clusterprofiles.multicluster.x-k8s.io " + quoted(name) + " not found in namespace " + namespace_);
+    f.notFound = true;
+    return f;
+  }
+  // The deprecated list first, so that an access provider of the same name wins.
+  std::map<std::string, json> offered;
+  std::vector<std::string> offeredNames;
+  const auto status = profile->value("status", json::object());
+  for (const auto* key : {"credentialProviders", "accessProviders"}) {
+    const auto list = status.is_object() ? status.value(key, json::array()) : json::array();
+    if (!list.is_array()) continue;
+    for (const auto& p : list) {
+      if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
+      const auto providerName = p["name"].get<std::string>();
+      if (offered.emplace(providerName, p).second) offeredNames.push_back(providerName);
+      offered[providerName] = p;
+    }
+  }
+  const config::ClusterProfileAccessProvider* chosen = nullptr;
+  std::vector<std::string> configured;
+  for (const auto& p : profiles->providers()) {
+    configured.push_back(p.name);
+    if (!chosen && offered.contains(p.name)) chosen = &p;
+  }
+  if (!chosen)
+    return fail(cluster_reason::kBadClusterProfile,
+                "no matching cluster accessor found for cluster profile " + quoted(name) + ": it offers " +
+                    names(offeredNames) + " (status.accessProviders) and the adapter is configured for " +
+                    names(configured) +
+                    " (multiKueue.clusterProfile.accessProviders); add one of the profile's providers to the "
+                    "configuration, or have the cluster manager publish one of the configured ones");
+  const auto cluster = offered[chosen->name].value("cluster", json::object());
+  ProfileAccess access;
+  access.provider = chosen->name;
+  access.exec = chosen->execConfig;
+  const auto text = [&](const char* key) {
+    const auto it = cluster.find(key);
+    return it != cluster.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  access.server = text("server");
+  access.tlsServerName = text("tls-server-name");
+  access.proxyUrl = text("proxy-url");
+  if (const auto ca = text("certificate-authority-data"); !ca.empty()) {
+    // The CRD's `format: byte` makes kube-apiserver refuse anything else; still, what does not
+    // decode must not pass for a CA.
+    auto pem = base64Decode(ca);
+    if (!pem)
+      return fail(cluster_reason::kBadClusterProfile, "status.accessProviders[" + quoted(chosen->name) +
+                                                          "].cluster.certificate-authority-data is not base64");
+    access.caPem = std::move(*pem);
+  }
+  for (const auto& ext : cluster.value("extensions", json::array()))
+    if (ext.is_object() && ext.value("name", "") == kExecExtension)
+      access.execExtension = ext.value("extension", json());
+  // Kueue's rest config validation, exec allowed (§3.2).
+  if (access.server.empty() || !kube::trustedServerEndpoint(access.server))
+    return fail(cluster_reason::kBadRestConfig, "untrusted server endpoint");
+  if (!access.proxyUrl.empty())
+    return fail(cluster_reason::kBadRestConfig,
+                "proxy-url " + json(access.proxyUrl).dump() +
+                    " is not supported: the adapter connects to workers directly; publish a server the manager "
+                    "reaches without a proxy");
+  ClusterSource s;
+  s.profileName = name;
+  s.profile = std::move(access);
+  return s;
+}
+
 }  // namespace
+
+std::string ClusterSource::identity() const {
+  if (!profile) return kubeconfig;
+  return json{{"provider", profile->provider},
+              {"server", profile->server},
+              {"ca", profile->caPem},
+              {"tlsServerName", profile->tlsServerName},
+              {"command", profile->exec.command},
+              {"args", profile->exec.args},
+              {"env",
+               [&] {
+                 json env = json::array();
+                 for (const auto& e : profile->exec.env) env.push_back({e.name, e.value});
+                 return env;
+               }()},
+              {"apiVersion", profile->exec.apiVersion},
+              {"provideClusterInfo", profile->exec.provideClusterInfo},
+              {"extension", profile->execExtension}}
+      .dump();
+}
 
 std::optional<std::string> validateKubeconfigPath(const std::string& path, const fs::path& prefix) {
   return checkKubeconfigPath(path, prefix, /*missingAllowed=*/false);
 }
 
 ClusterSource loadClusterSource(const ObjectReader& objects, const json& cluster, const std::string& namespace_,
-                                const fs::path& pathPrefix) {
+                                const fs::path& pathPrefix, const config::ClusterProfileAccess* profiles) {
   const auto spec = cluster.value("spec", json::object());
   const auto source = spec.is_object() ? spec.value("clusterSource", json::object()) : json::object();
-  if (source.contains("clusterProfileRef") && !source.contains("kubeConfig"))
-    return failure(cluster_reason::kClusterProfileFeatureDisabled, std::string(kClusterProfileDisabledMessage));
+  if (source.contains("clusterProfileRef") && !source.contains("kubeConfig")) {
+    const auto ref = source["clusterProfileRef"];
+    const auto name = ref.is_object() ? ref.value("name", "") : "";
+    return fromClusterProfile(objects, name, namespace_, profiles);
+  }
   const auto kubeConfig = source.value("kubeConfig", json::object());
   if (!kubeConfig.is_object() || !source.contains("kubeConfig"))
     return failure(cluster_reason::kBadKubeConfig,
-                   "spec.clusterSource: set kubeConfig {location, locationType} (clusterProfileRef is not supported)");
+                   "spec.clusterSource: set kubeConfig {location, locationType} or clusterProfileRef {name}");
   const auto location = kubeConfig.value("location", "");
   const auto type = kubeConfig.value("locationType", std::string(kLocationTypeSecret));
   if (type == kLocationTypeSecret) return fromSecret(objects, location, namespace_);

@@ -1,7 +1,10 @@
 #pragma once
-// Where a MultiKueueCluster's kubeconfig comes from (KUEUE-MULTIKUEUE.md §3.1, §3.2): the
-// Secret `<namespace>/<location>` (key `kubeconfig`) or a file that must resolve under the
-// allowed prefix, then Kueue's security validation. Failures carry Kueue's reason for the
+// Where a MultiKueueCluster's connection comes from (KUEUE-MULTIKUEUE.md §3.1, §3.2): a
+// kubeconfig in the Secret `<namespace>/<location>` (key `kubeconfig`) or in a file that must
+// resolve under the allowed prefix, then Kueue's security validation; or the ClusterProfile
+// `<namespace>/<clusterProfileRef.name>`, whose status names the server, its CA and the access
+// providers it offers, the first of them the configuration lists supplying the exec plugin (as
+// cluster-inventory-api's access.Config does it). Failures carry Kueue's reason for the
 // `Active` condition and its message (without the `load client config failed: ` prefix).
 //
 // Threads: the caller's (one reconcile); reads the manager and the filesystem.
@@ -12,12 +15,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/exec_config.h"
+#include "mka/config/configuration.h"
 #include "mka/multikueue/object_reader.h"
 
 namespace mka::multikueue {
 
+// A worker reached through a ClusterProfile: no kubeconfig, the plugin's credentials.
+struct ProfileAccess {
+  std::string provider;  // the access provider chosen
+  std::string server;
+  std::string caPem;
+  std::string tlsServerName;
+  std::string proxyUrl;
+  api::ExecConfig exec;                    // from the adapter's configuration, never the profile
+  nlohmann::json execExtension = nullptr;  // the cluster's client.authentication.k8s.io/exec data
+  bool operator==(const ProfileAccess&) const = default;
+};
+
 struct ClusterSource {
-  std::string secretName;  // the Secret's name when locationType is Secret, else ""
+  std::string profileName;               // the ClusterProfile's name when the source is clusterProfileRef, else ""
+  std::optional<ProfileAccess> profile;  // set when the profile loaded (kubeconfig stays "")
+  std::string secretName;                // the Secret's name when locationType is Secret, else ""
   // The file to watch when locationType is Path: it loaded, or it is missing under the prefix.
   // "" otherwise (Secret, or a path the adapter may not read).
   std::string path;
@@ -25,13 +44,17 @@ struct ClusterSource {
   // When it did not load: Kueue's reason (BadKubeConfig, InsecureKubeConfig, ...) and error.
   std::string reason;
   std::string error;
-  bool notFound = false;  // the Secret is missing: its own event brings the cluster back
+  bool notFound = false;  // the Secret or ClusterProfile is missing: its own event brings the cluster back
   bool ok() const { return reason.empty(); }
+  // What a connection is built from, as one string: when it changes, the worker reconnects.
+  std::string identity() const;
 };
 
-// Reads spec.clusterSource of `cluster` and loads its kubeconfig.
+// Reads spec.clusterSource of `cluster` and loads its kubeconfig or ClusterProfile.
+// `profiles`: multiKueue.clusterProfile (null: not configured).
 ClusterSource loadClusterSource(const ObjectReader& objects, const nlohmann::json& cluster,
-                                const std::string& namespace_, const std::filesystem::path& pathPrefix);
+                                const std::string& namespace_, const std::filesystem::path& pathPrefix,
+                                const config::ClusterProfileAccess* profiles = nullptr);
 
 // MultiKueueKubeConfigPathValidation: nullopt when `path` resolves (symlinks included) to a
 // file under `prefix`, else Kueue's message.

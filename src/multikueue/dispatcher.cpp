@@ -42,6 +42,7 @@ struct Dispatcher::Impl {
     auto registryOptions = this->options.registry;
     registryOptions.namespace_ = cfg.namespace_;
     registryOptions.origin = cfg.multiKueue.origin;
+    registryOptions.clusterProfiles = cfg.multiKueue.clusterProfile;
     const auto adapters = genericAdapters(cfg, this->options.prebuiltLink);
     registryOptions.adapters = adapters;
     registryOptions.clientOptions.qps = cfg.clientConnection.qps;
@@ -63,6 +64,9 @@ struct Dispatcher::Impl {
     auto secrets = config;
     secrets.namespace_ = cfg.namespace_;
     secretsInformer = &pool.informer(kSecretGvk, secrets);
+    // ClusterProfiles are read only with multiKueue.clusterProfile configured, as Kueue reads
+    // them only with its MultiKueueClusterProfile gate: without it the CRD need not exist.
+    if (cfg.multiKueue.clusterProfile) profilesInformer = &pool.informer(kClusterProfileGvk, secrets);
     ManagerCaches workloadCaches{workloadsInformer, checksInformer, configsInformer, {}};
     for (const auto& adapter : adapters.all()) {
       jobInformers.push_back(&pool.informer(adapter->gvk(), lean));
@@ -72,6 +76,7 @@ struct Dispatcher::Impl {
     clusterEvents = std::make_unique<EventRecorder>(manager, clock, std::string(kClusterEventComponent));
     for (const auto* informer : {checksInformer, configsInformer, clustersInformer, secretsInformer})
       caches.add(*informer);
+    if (profilesInformer) caches.add(*profilesInformer);
     registry = std::make_unique<ClusterRegistry>(manager, caches, clock, registryOptions, clusterEvents.get());
     workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
     WorkloadReconciler::Options wo;
@@ -197,6 +202,14 @@ struct Dispatcher::Impl {
       for (const auto& cluster : registry->clustersUsingSecret(objectName(secret))) clusterController->enqueue(cluster);
     };
     handlers.add(*secretsInformer, {.onAdd = secretChanged, .onUpdateNew = secretChanged, .onDelete = secretChanged});
+    if (profilesInformer) {
+      auto profileChanged = [this](const json& profile) {
+        for (const auto& cluster : registry->clustersUsingProfile(objectName(profile)))
+          clusterController->enqueue(cluster);
+      };
+      handlers.add(*profilesInformer,
+                   {.onAdd = profileChanged, .onUpdateNew = profileChanged, .onDelete = profileChanged});
+    }
 
     registry->onRemoteEvent([this](const std::string&, const std::string& workloadKey) {
       // Only Workloads the manager still has (or just deleted) have anything to do.
@@ -216,6 +229,7 @@ struct Dispatcher::Impl {
   std::vector<kube::Informer*> informers() {
     std::vector<kube::Informer*> all{workloadsInformer, checksInformer, configsInformer, clustersInformer,
                                      secretsInformer};
+    if (profilesInformer) all.push_back(profilesInformer);
     for (auto* i : jobInformers) all.push_back(i);
     return all;
   }
@@ -226,6 +240,7 @@ struct Dispatcher::Impl {
   std::unique_ptr<kube::InformerPool> ownInformers;  // when options.informers is null
   kube::Informer *workloadsInformer = nullptr, *checksInformer = nullptr, *configsInformer = nullptr,
                  *clustersInformer = nullptr, *secretsInformer = nullptr;
+  kube::Informer* profilesInformer = nullptr;  // null without multiKueue.clusterProfile
   std::vector<kube::Informer*> jobInformers;
   CacheReader caches;                            // what the check and cluster reconcilers read
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which uses it

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 namespace mka::kube {
+
+class CredentialSource;  // exec_credential.h
 
 struct KubeconfigCluster {
   std::string name;
@@ -84,6 +87,9 @@ struct RestConfig {
   std::string clientCertificatePem, clientKeyPem;
   std::string username, password;
   bool exec = false, authProvider = false;
+  // Credentials from an exec plugin (a ClusterProfile's access provider), asked for each
+  // request and connection; null: the fields above. Shared by the copies of this config.
+  std::shared_ptr<CredentialSource> credentials;
   std::string namespace_ = "default";  // the context's namespace
   std::string context, cluster;        // names, for logs
 };
@@ -114,6 +120,10 @@ RestConfig loadRestConfig(const LoadingRules& rules);
 // when the kubeconfig is acceptable, else Kueue's message (reason InsecureKubeConfig), e.g.
 // "tokenFile is not allowed" or "insecure TLS verification is not allowed for cluster w1".
 std::optional<std::string> validateKubeconfigSecurity(std::string_view kubeconfigYaml);
+
+// Kueue's endpoint rule: the server URL's host (port stripped, lower-cased) is an IP literal
+// or a DNS-1123 subdomain. False means "untrusted server endpoint".
+bool trustedServerEndpoint(const std::string& server);
 
 // The kubeconfig of a MultiKueueCluster's Secret: data.kubeconfig (base64). Throws mka::Error
 // `key "kubeconfig" not found in secret "<name>"` and the like.

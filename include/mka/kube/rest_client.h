@@ -14,11 +14,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "mka/kube/api_error.h"
+#include "mka/kube/exec_credential.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/rate_limiter.h"
 #include "mka/net/openssl.h"
@@ -86,10 +88,13 @@ class RestClient {
 
  private:
   struct Connection;
-  std::unique_ptr<Connection> connect(std::chrono::milliseconds readTimeout) const;
+  std::unique_ptr<Connection> connect(std::chrono::milliseconds readTimeout);
   std::unique_ptr<Connection> acquire();
   void release(std::unique_ptr<Connection> connection);
-  std::string authorization();
+  // The exec plugin's credential (config_.credentials); throws ApiError Unauthorized when the
+  // plugin fails, as client-go's "getting credentials: ..." does.
+  ExecCredential execCredential();
+  std::string authorization(const std::optional<ExecCredential>& credential);
   void throttle();
 
   RestConfig config_;
@@ -101,6 +106,11 @@ class RestClient {
   net::OpensslPtr<X509_STORE> caStore_;  // null without certificate-authority-data
   net::OpensslPtr<X509> clientCertificate_;
   net::OpensslPtr<EVP_PKEY> clientKey_;
+  // The exec plugin's client certificate, parsed once per certificate it hands out.
+  std::mutex execIdentityMutex_;
+  std::string execCertificatePem_;
+  net::OpensslPtr<X509> execCertificate_;
+  net::OpensslPtr<EVP_PKEY> execKey_;
   std::mutex poolMutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::mutex tokenMutex_;

@@ -43,6 +43,8 @@ inline constexpr std::string_view kAdmissionFieldManager = "kueue-admission";
 inline const api::GroupVersionKind kEventGvk{"", "v1", "Event"};
 // Kubeconfig Secrets of MultiKueueClusters (§3.1), on the manager.
 inline const api::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
+// sigs.k8s.io/cluster-inventory-api, read from the adapter's namespace.
+inline const api::GroupVersionKind kClusterProfileGvk{"multicluster.x-k8s.io", "v1alpha1", "ClusterProfile"};
 
 // Remote Workload condition reasons.
 inline constexpr std::string_view kReasonOutOfSync = "OutOfSync";
@@ -86,12 +88,10 @@ inline constexpr std::string_view kBadKubeConfig = "BadKubeConfig";
 inline constexpr std::string_view kInsecureKubeConfig = "InsecureKubeConfig";
 inline constexpr std::string_view kBadClusterProfile = "BadClusterProfile";
 inline constexpr std::string_view kBadRestConfig = "BadRestConfig";
-inline constexpr std::string_view kClusterProfileFeatureDisabled = "MultiKueueClusterProfileFeatureDisabled";
 inline constexpr std::string_view kClientConnectionFailed = "ClientConnectionFailed";
 }  // namespace cluster_reason
 inline constexpr std::string_view kClusterConnectedMessage = "Connected";
 inline constexpr std::string_view kLoadClientConfigFailedPrefix = "load client config failed: ";
-inline constexpr std::string_view kClusterProfileDisabledMessage = "MultiKueueClusterProfile feature gate is disabled";
 inline constexpr std::string_view kWatchEstablishmentTimedOut = "watch establishment timed out";
 // The source (component) of Events about MultiKueueClusters, as Kueue names its recorder.
 inline constexpr std::string_view kClusterEventComponent = "multikueue-cluster";

@@ -53,6 +53,7 @@
 
 #include "mka/api/gvk.h"
 #include "mka/common/clock.h"
+#include "mka/config/configuration.h"
 #include "mka/kube/client.h"
 #include "mka/kube/rest_client.h"
 #include "mka/multikueue/adapter.h"
@@ -84,6 +85,9 @@ class RemoteCluster {
 struct ClusterRegistryOptions {
   std::string namespace_ = "kueue-system";  // where kubeconfig Secrets live
   std::string origin = "multikueue";        // the origin label value the informers select
+  // multiKueue.clusterProfile: the exec plugins for clusters that reference a ClusterProfile
+  // (unset: such clusters stay inactive, "no access provider configured").
+  std::optional<config::ClusterProfileAccess> clusterProfiles;
   Adapters adapters;  // the job kinds watched on every worker, and how their jobs map to Workloads
   // `Path` kubeconfigs must resolve under this directory (MultiKueueKubeConfigPathValidation).
   std::filesystem::path pathPrefix = std::string(kKubeconfigPathPrefix);
@@ -139,6 +143,8 @@ class ClusterRegistry {
   std::vector<std::string> clusterNames() const;
   // The MultiKueueClusters whose kubeconfig is the Secret `name` in Options::namespace_.
   std::vector<std::string> clustersUsingSecret(const std::string& name) const;
+  // The MultiKueueClusters that reference the ClusterProfile `name` in Options::namespace_.
+  std::vector<std::string> clustersUsingProfile(const std::string& name) const;
   // Failed connection attempts since the last success or config change (status messages, tests).
   int failedAttempts(const std::string& name) const;
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -168,8 +169,9 @@ class RbacCoverage : public ::testing::Test {
 
   // The adapter of `role` on `cluster` with a shipped configuration file: its namespace created
   // from the rendered manifests, then `serve`, until it leads with its controllers running.
-  Adapter& start(const std::string& cluster, deploy::Role role, const fs::path& configFile) {
-    const auto text = readText(configFile);
+  Adapter& start(const std::string& cluster, deploy::Role role, const fs::path& configFile,
+                 const std::function<std::string(std::string)>& edit = {}) {
+    const auto text = edit ? edit(readText(configFile)) : readText(configFile);
     auto loaded = config::parseConfiguration(text);
     if (!loaded.ok()) throw ValidationError(loaded.errors);
     Adapter& a = adapters_.emplace_back();
@@ -281,7 +283,17 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
   // The first write of an AdmissionCheck's Active condition meets a conflict and re-reads it.
   env_->cluster(kManager).faults().failNext(1, 409, {"update", "admissionchecks", "status"});
   start(kWorker, deploy::Role::Worker, manifests / "overlays" / "worker" / "config.yaml");
-  auto& manager = start(kManager, deploy::Role::Manager, manifests / "base" / "config.yaml");
+  // The manager also reaches workers through ClusterProfiles (multiKueue.clusterProfile), so
+  // it reads them too.
+  auto& manager = start(kManager, deploy::Role::Manager, manifests / "base" / "config.yaml", [](std::string text) {
+    const std::string section = "multiKueue:\n";
+    const auto at = text.find(section);
+    EXPECT_NE(at, std::string::npos) << "the shipped configuration has no multiKueue section";
+    return text.insert(at + section.size(),
+                       "  clusterProfile:\n    accessProviders:\n    - name: token-provider\n      execConfig: "
+                       "{command: /usr/local/bin/cp-creds, apiVersion: client.authentication.k8s.io/v1, "
+                       "interactiveMode: Never}\n");
+  });
   ASSERT_FALSE(::testing::Test::HasFailure());
   registerWebhooks(manager);
   env_->create(kManager, manager.object("ConfigMap"));  // through /validate-config

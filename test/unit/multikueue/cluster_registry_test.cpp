@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <sstream>
+
+#include <sys/stat.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -606,17 +609,209 @@ TEST_F(ClusterRegistryTest, AMissingSecretWaitsForItsEventAndAMissingKeyIsAnErro
   EXPECT_TRUE(connect("worker1"));
 }
 
-TEST_F(ClusterRegistryTest, ClusterProfilesAreNotSupported) {
-  createCluster("profiled", {{"clusterProfileRef", {{"name", "worker1"}}}});
-  auto& r = startRegistry(registryOptions());
-  EXPECT_EQ(reconcileError("profiled"),
-            "failed to load client config, reason: MultiKueueClusterProfileFeatureDisabled, error: "
-            "MultiKueueClusterProfile feature gate is disabled");
-  const auto active = clusterActive("profiled");
+// --- ClusterProfile credentials (multiKueue.clusterProfile) ----------------------------------
+
+class ClusterProfileTest : public ClusterRegistryTest {
+ protected:
+  // A plugin that records each run's KUBERNETES_EXEC_INFO and prints the file `credential`
+  // (a failing plugin when it holds "fail").
+  std::string plugin() {
+    const auto path = dir.write("cp-creds", R"sh(#!/bin/sh
+printf '%s\n' "$KUBERNETES_EXEC_INFO" >> "$OUT/runs"
+if [ "$(cat "$OUT/credential")" = fail ]; then
+  echo 'token service unreachable' >&2; exit 3
+fi
+cat "$OUT/credential"
+)sh");
+    ::chmod(path.c_str(), 0755);
+    return path.string();
+  }
+  void pluginPrints(const std::string& token, std::optional<Clock::TimePoint> expiry = std::nullopt) {
+    json status = {{"token", token}};
+    if (expiry) status["expirationTimestamp"] = toRfc3339(*expiry);
+    test::writeFile(
+        dir / "credential",
+        json{{"apiVersion", "client.authentication.k8s.io/v1"}, {"kind", "ExecCredential"}, {"status", status}}.dump());
+  }
+  void pluginFails() { test::writeFile(dir / "credential", "fail"); }
+  // The KUBERNETES_EXEC_INFO of every run so far.
+  std::vector<json> runs() {
+    std::vector<json> out;
+    if (!fs::exists(dir / "runs")) return out;
+    std::istringstream lines(test::readFile(dir / "runs"));
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) out.push_back(json::parse(line));
+    return out;
+  }
+  ClusterRegistryOptions withProviders(std::vector<std::string> names = {"token-provider"}) {
+    auto o = registryOptions();
+    config::ClusterProfileAccess access;
+    for (auto& name : names) {
+      api::ExecConfig exec;
+      exec.command = plugin();
+      exec.apiVersion = "client.authentication.k8s.io/v1";
+      exec.interactiveMode = "Never";
+      exec.provideClusterInfo = true;
+      exec.env = {{"OUT", dir.path().string()}};
+      access.accessProviders.push_back({std::move(name), std::move(exec)});
+    }
+    o.clusterProfiles = std::move(access);
+    return o;
+  }
+  // worker1 as an access provider `name` offers it.
+  json provider(const std::string& name = "token-provider", const json& extra = json::object()) {
+    json cluster = {{"server", worker1.server()}, {"certificate-authority-data", base64Encode(worker1.caPem())}};
+    cluster.update(extra);
+    return {{"name", name}, {"cluster", cluster}};
+  }
+  void createProfileCluster(const std::string& name, const std::string& profile) {
+    createCluster(name, {{"clusterProfileRef", {{"name", profile}}}});
+  }
+};
+
+TEST_F(ClusterProfileTest, ConnectsWithTheExecPluginOfTheFirstConfiguredProviderTheProfileOffers) {
+  pluginPrints(worker1.token());
+  putProfile("w1", json::array({provider("other-provider"),
+                                provider("token-provider", {{"extensions",
+                                                             {{{"name", "client.authentication.k8s.io/exec"},
+                                                               {"extension", {{"clusterName", "w1"}}}}}}})}));
+  createProfileCluster("worker1", "w1");
+  auto& r = startRegistry(withProviders({"token-provider", "other-provider"}));
+  ASSERT_TRUE(connect("worker1"));
+  EXPECT_EQ(clusterActive("worker1")["status"], "True");
+  EXPECT_EQ(r.clustersUsingProfile("w1"), std::vector<std::string>{"worker1"});
+  EXPECT_TRUE(r.clustersUsingSecret("w1").empty());
+
+  // Requests to the worker carry the plugin's token; the plugin was told which cluster.
+  ASSERT_EQ(runs().size(), 1u) << "one run for the connection, its informers and requests";
+  const auto info = runs()[0];
+  EXPECT_EQ(info["spec"]["interactive"], false);
+  EXPECT_EQ(info["spec"]["cluster"]["server"], worker1.server());
+  EXPECT_EQ(info["spec"]["cluster"]["certificate-authority-data"], base64Encode(worker1.caPem()));
+  EXPECT_EQ(info["spec"]["cluster"]["config"], (json{{"clusterName", "w1"}}));
+}
+
+TEST_F(ClusterProfileTest, TheTokenIsRefreshedBeforeItExpires) {
+  pluginPrints(worker1.token(), clock.now() + minutes{10});
+  putProfile("w1", json::array({provider()}));
+  createProfileCluster("worker1", "w1");
+  auto& r = startRegistry(withProviders());
+  ASSERT_TRUE(connect("worker1"));
+  auto remote = r.connected("worker1");
+  ASSERT_NE(remote, nullptr);
+  const auto list = [&] { return remote->client().rest().request("GET", "/api/v1/namespaces").status; };
+  EXPECT_EQ(list(), 200);
+  EXPECT_EQ(runs().size(), 1u);
+
+  clock.advance(minutes{8} + seconds{59});  // more than a minute left: the token is kept
+  EXPECT_EQ(list(), 200);
+  EXPECT_EQ(runs().size(), 1u);
+  clock.advance(seconds{1});  // a minute left: refreshed before the request goes out
+  pluginPrints(worker1.token(), clock.now() + minutes{10});
+  EXPECT_EQ(list(), 200);
+  EXPECT_EQ(runs().size(), 2u);
+  EXPECT_NE(r.connected("worker1"), nullptr) << "a refresh is not a reconnection";
+}
+
+TEST_F(ClusterProfileTest, APluginFailureLeavesTheClusterInactiveSayingWhatFailed) {
+  pluginFails();
+  putProfile("w1", json::array({provider()}));
+  createProfileCluster("worker1", "w1");
+  auto& r = startRegistry(withProviders());
+  r.reconcile("worker1");
+  EXPECT_EQ(r.failedAttempts("worker1"), 1) << "the plugin runs before any informer starts";
+  const auto active = clusterActive("worker1");
   EXPECT_EQ(active["status"], "False");
-  EXPECT_EQ(active["reason"], "MultiKueueClusterProfileFeatureDisabled");
-  EXPECT_EQ(active["message"], "load client config failed: MultiKueueClusterProfile feature gate is disabled");
-  EXPECT_EQ(r.connected("profiled"), nullptr);
+  EXPECT_EQ(active["reason"], "ClientConnectionFailed");
+  EXPECT_THAT(active["message"].get<std::string>(),
+              StartsWith("getting credentials from access provider token-provider of ClusterProfile w1: exec: "
+                         "executable " +
+                         (dir / "cp-creds").string() + " failed with exit code 3: token service unreachable"));
+  EXPECT_EQ(r.connected("worker1"), nullptr);
+
+  // Mended: the next attempt, after the backoff, connects.
+  pluginPrints(worker1.token());
+  clock.advance(reconnectBackoff(1));
+  EXPECT_TRUE(connect("worker1"));
+}
+
+TEST_F(ClusterProfileTest, ProfilesThatCannotBeUsedAreRefusedWithKueuesReasons) {
+  struct Case {
+    std::string name;
+    std::optional<std::vector<std::string>> configured;  // nullopt: no multiKueue.clusterProfile
+    json providers;                                      // the profile's; null: no profile
+    std::string reason;
+    std::string message;  // after "load client config failed: "
+    bool thrown = true;   // false: a missing profile waits for its own event
+  };
+  const std::vector<Case> cases = {
+      {"no providers configured", std::nullopt, json::array({provider()}), "BadClusterProfile",
+       "no access provider configured (list the providers the ClusterProfiles offer, with their exec plugins, in the "
+       "adapter's multiKueue.clusterProfile.accessProviders)"},
+      {"no such profile", std::vector<std::string>{"token-provider"}, nullptr, "BadClusterProfile",
+       "clusterprofiles.multicluster.x-k8s.io \"w1\" not found in namespace kueue-system", false},
+      {"none of the profile's providers is configured", std::vector<std::string>{"token-provider", "vault"},
+       json::array({provider("ocm"), provider("gke")}), "BadClusterProfile",
+       "no matching cluster accessor found for cluster profile \"w1\": it offers [ocm, gke] (status.accessProviders) "
+       "and the adapter is configured for [token-provider, vault] (multiKueue.clusterProfile.accessProviders); add one "
+       "of the profile's providers to the configuration, or have the cluster manager publish one of the configured "
+       "ones"},
+      {"an untrusted server", std::vector<std::string>{"token-provider"},
+       json::array({provider("token-provider", {{"server", "https://bad_host:6443"}})}), "BadRestConfig",
+       "untrusted server endpoint"},
+      {"a proxy", std::vector<std::string>{"token-provider"},
+       json::array({provider("token-provider", {{"proxy-url", "http://proxy:3128"}})}), "BadRestConfig",
+       "proxy-url \"http://proxy:3128\" is not supported: the adapter connects to workers directly; publish a server "
+       "the manager reaches without a proxy"},
+  };
+  pluginPrints(worker1.token());
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto cluster = "c" + std::to_string(&c - cases.data());
+    if (!c.providers.is_null()) putProfile("w1", c.providers);
+    createProfileCluster(cluster, "w1");
+    auto options = c.configured ? withProviders(*c.configured) : registryOptions();
+    auto& r = startRegistry(std::move(options));
+    const auto error = reconcileError(cluster);
+    if (c.thrown) {
+      EXPECT_EQ(error, "failed to load client config, reason: " + c.reason + ", error: " + c.message);
+    } else {
+      EXPECT_EQ(error, "") << "no error: the profile's event brings the cluster back";
+    }
+    const auto active = clusterActive(cluster);
+    EXPECT_EQ(active["status"], "False");
+    EXPECT_EQ(active["reason"], c.reason);
+    EXPECT_EQ(active["message"], "load client config failed: " + c.message);
+    EXPECT_EQ(r.connected(cluster), nullptr);
+    EXPECT_EQ(r.clustersUsingProfile("w1"), std::vector<std::string>{cluster});
+    EXPECT_TRUE(runs().empty()) << "no plugin runs for a profile that cannot be used";
+    registry->stop();
+    if (!c.providers.is_null()) manager.api().remove(fixture::named(fixture::kProfiles, "w1"));
+  }
+}
+
+TEST_F(ClusterProfileTest, AChangedProfileReconnects) {
+  pluginPrints(worker1.token());
+  putProfile("w1", json::array({provider()}));
+  createProfileCluster("worker1", "w1");
+  auto& r = startRegistry(withProviders());
+  ASSERT_TRUE(connect("worker1"));
+  // The same profile written again: nothing to do.
+  putProfile("w1", json::array({provider()}));
+  EXPECT_EQ(r.reconcile("worker1"), Result::done());
+  EXPECT_EQ(runs().size(), 1u);
+
+  // New data for the plugin: a new connection, whose plugin run gets it.
+  putProfile(
+      "w1",
+      json::array({provider(
+          "token-provider",
+          {{"extensions", {{{"name", "client.authentication.k8s.io/exec"}, {"extension", {{"region", "eu"}}}}}}})}));
+  EXPECT_TRUE(connect("worker1"));
+  EXPECT_EQ(recorder.connections(),
+            (std::vector<std::pair<std::string, bool>>{{"worker1", true}, {"worker1", false}, {"worker1", true}}));
+  ASSERT_EQ(runs().size(), 2u);
+  EXPECT_EQ(runs()[1]["spec"]["cluster"]["config"], (json{{"region", "eu"}}));
 }
 
 // Scenario 81.

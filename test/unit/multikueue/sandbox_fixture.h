@@ -43,6 +43,8 @@ inline const sandbox::ResourceRef kClusters{"kueue.x-k8s.io", "v1beta2", "multik
 inline const sandbox::ResourceRef kConfigs{"kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "", "", ""};
 inline const sandbox::ResourceRef kChecks{"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", "", ""};
 inline const sandbox::ResourceRef kEvents{"", "v1", "events", "default", "", ""};
+inline const sandbox::ResourceRef kProfiles{"multicluster.x-k8s.io", "v1alpha1", "clusterprofiles",
+                                            "kueue-system",          "",         ""};
 
 inline sandbox::ResourceRef named(sandbox::ResourceRef ref, const std::string& name) {
   ref.name = name;
@@ -51,7 +53,7 @@ inline sandbox::ResourceRef named(sandbox::ResourceRef ref, const std::string& n
 
 inline std::vector<std::filesystem::path> managerCrds() {
   return {kCrds / "kueue.x-k8s.io_multikueueclusters.yaml", kCrds / "kueue.x-k8s.io_multikueueconfigs.yaml",
-          kCrds / "kueue.x-k8s.io_admissionchecks.yaml"};
+          kCrds / "kueue.x-k8s.io_admissionchecks.yaml", kCrds / "multicluster.x-k8s.io_clusterprofiles.yaml"};
 }
 inline std::vector<std::filesystem::path> workerCrds() {
   return {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "tekton.dev_pipelineruns.yaml"};
@@ -169,6 +171,22 @@ class MultiKueueSandbox : public ::testing::Test {
   void createSecretCluster(const std::string& name, const std::string& kubeconfig) {
     putSecret(name, kubeconfig);
     createCluster(name, {{"kubeConfig", {{"location", name}}}});
+  }
+  // The ClusterProfile `name` with `accessProviders` in its status (created, or replaced).
+  void putProfile(const std::string& name, const json& accessProviders) {
+    json profile = {{"apiVersion", "multicluster.x-k8s.io/v1alpha1"},
+                    {"kind", "ClusterProfile"},
+                    {"metadata", {{"name", name}, {"namespace", "kueue-system"}}},
+                    {"spec", {{"clusterManager", {{"name", "test"}}}}}};
+    try {
+      profile = *manager.api().create(kProfiles, profile);
+    } catch (const std::exception&) {
+      profile = manager.api().get(named(kProfiles, name));
+    }
+    profile["status"] = {{"accessProviders", accessProviders}};
+    auto status = named(kProfiles, name);
+    status.subresource = "status";
+    manager.api().update(status, profile);
   }
   json clusterObject(const std::string& name) { return manager.api().get(named(kClusters, name)); }
   // The Events about the MultiKueueCluster `name` on the manager, in no particular order.
