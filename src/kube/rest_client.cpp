@@ -149,6 +149,7 @@ std::string userAgentFor(std::string_view version, std::string_view identity) {
 
 struct RestClient::Connection {
   std::unique_ptr<TlsClient> client;
+  std::uint64_t identity = 0;  // the exec plugin's certificate it presents (RestClient::execIdentity_)
   // Why OpenSSL refused the server's certificate in the last handshake (X509_V_OK if it did
   // not); set by the verify callback on the thread that connects.
   std::atomic<long> verifyError{X509_V_OK};
@@ -225,31 +226,17 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
   // its address map sends that name to the real host.
   const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
   auto connection = std::make_unique<Connection>();
-  std::optional<ExecCredential> credential;
-  if (config_.credentials) credential = execCredential();
-  if (credential && !credential->clientCertificatePem.empty()) {
-    bool rotated = false;
-    {
-      std::lock_guard lock(execIdentityMutex_);
-      if (credential->clientCertificatePem != execCertificatePem_) {
-        std::tie(execCertificate_, execKey_) =
-            parseIdentity(credential->clientCertificatePem, credential->clientKeyPem, where,
-                          "the exec plugin's clientCertificateData or clientKeyData");
-        rotated = !execCertificatePem_.empty();
-        execCertificatePem_ = credential->clientCertificatePem;
-      }
-      connection->client = std::make_unique<TlsClient>(name, port_, execCertificate_.get(), execKey_.get());
-    }
-    if (rotated) {
-      // client-go closes the connections of a rotated certificate, so none keeps the old one.
-      std::lock_guard lock(poolMutex_);
-      idle_.clear();
-    }
+  std::unique_lock identity(execIdentityMutex_, std::defer_lock);
+  if (config_.credentials) identity.lock();
+  if (execCertificate_) {
+    connection->client = std::make_unique<TlsClient>(name, port_, execCertificate_.get(), execKey_.get());
+    connection->identity = execIdentity_;
   } else if (clientCertificate_) {
     connection->client = std::make_unique<TlsClient>(name, port_, clientCertificate_.get(), clientKey_.get());
   } else {
     connection->client = std::make_unique<TlsClient>(name, port_);
   }
+  if (identity.owns_lock()) identity.unlock();
   auto& c = *connection->client;
   // OpenSSL keeps a ~17 KB read and a ~17 KB write buffer per connection for as long as it
   // lives; pooled and watch connections are idle most of the time, so they give them back
@@ -296,16 +283,42 @@ std::unique_ptr<RestClient::Connection> RestClient::acquire() {
 }
 
 void RestClient::release(std::unique_ptr<Connection> connection) {
+  if (config_.credentials) {
+    // A connection that presents a certificate the plugin has since replaced is closed.
+    std::lock_guard lock(execIdentityMutex_);
+    if (connection->identity != execIdentity_) return;
+  }
   std::lock_guard lock(poolMutex_);
   if (idle_.size() < 16) idle_.push_back(std::move(connection));
 }
 
 ExecCredential RestClient::execCredential() {
+  ExecCredential credential;
   try {
-    return config_.credentials->current();
+    credential = config_.credentials->current();
   } catch (const Error& e) {
     throw ApiError(Reason::Unauthorized, 0, "getting credentials: " + std::string(e.what()));
   }
+  if (credential.clientCertificatePem.empty()) return credential;
+  bool rotated = false;
+  {
+    std::lock_guard lock(execIdentityMutex_);
+    if (credential.clientCertificatePem != execCertificatePem_) {
+      const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
+      std::tie(execCertificate_, execKey_) =
+          parseIdentity(credential.clientCertificatePem, credential.clientKeyPem, where,
+                        "the exec plugin's clientCertificateData or clientKeyData");
+      rotated = !execCertificatePem_.empty();
+      execCertificatePem_ = credential.clientCertificatePem;
+      ++execIdentity_;
+    }
+  }
+  if (rotated) {
+    // client-go closes the connections of a rotated certificate, so none keeps the old one.
+    std::lock_guard lock(poolMutex_);
+    idle_.clear();
+  }
+  return credential;
 }
 
 std::string RestClient::authorization(const std::optional<ExecCredential>& credential) {
@@ -413,6 +426,8 @@ void RestClient::stream(const std::string& target, const std::function<bool(std:
                         StreamHandle& handle, std::chrono::seconds readTimeout) {
   const std::string what = "GET " + config_.host + target;
   throttle();
+  std::optional<ExecCredential> credential;
+  if (config_.credentials) credential = execCredential();
   auto connection = connect(readTimeout);
   auto& c = *connection->client;
   {
@@ -421,8 +436,6 @@ void RestClient::stream(const std::string& target, const std::function<bool(std:
     handle.stop_ = [&c] { c.stop(); };
   }
   httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.userAgent}};
-  std::optional<ExecCredential> credential;
-  if (config_.credentials) credential = execCredential();
   if (auto auth = authorization(credential); !auth.empty()) headers.emplace("Authorization", auth);
   ++sent_;
   int status = 0;

@@ -92,7 +92,8 @@ class RestClient {
   std::unique_ptr<Connection> acquire();
   void release(std::unique_ptr<Connection> connection);
   // The exec plugin's credential (config_.credentials); throws ApiError Unauthorized when the
-  // plugin fails, as client-go's "getting credentials: ..." does.
+  // plugin fails, as client-go's "getting credentials: ..." does. A new client certificate
+  // becomes the one new connections present, and the idle ones (the old one's) are closed.
   ExecCredential execCredential();
   std::string authorization(const std::optional<ExecCredential>& credential);
   void throttle();
@@ -106,11 +107,13 @@ class RestClient {
   net::OpensslPtr<X509_STORE> caStore_;  // null without certificate-authority-data
   net::OpensslPtr<X509> clientCertificate_;
   net::OpensslPtr<EVP_PKEY> clientKey_;
-  // The exec plugin's client certificate, parsed once per certificate it hands out.
+  // The exec plugin's client certificate, parsed once per certificate it hands out; connect()
+  // presents it.
   std::mutex execIdentityMutex_;
   std::string execCertificatePem_;
   net::OpensslPtr<X509> execCertificate_;
   net::OpensslPtr<EVP_PKEY> execKey_;
+  std::uint64_t execIdentity_ = 0;  // counts the certificates; a connection of an older one is not pooled
   std::mutex poolMutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::mutex tokenMutex_;

@@ -9,6 +9,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/kube/client.h"
+#include "mka/net/pki.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/temp_dir.h"
 #include "support/thrown.h"
@@ -248,6 +249,36 @@ TEST(ExecCredentialClient, ARefusedTokenIsReplacedAndTheRequestSentAgain) {
   // A plugin that fails is the request's error.
   EXPECT_THAT(mka::test::messageOf<ApiError>([&] { client.request("GET", "/api/v1/namespaces/default"); }),
               HasSubstr("getting credentials: exec: executable cp-creds failed with exit code 1"));
+}
+
+// A plugin that hands out client certificates: a refused one is replaced, and no connection
+// keeps the old one (client-go closes them on rotation).
+TEST(ExecCredentialClient, ARotatedClientCertificateReplacesTheOldOneOnEveryConnection) {
+  sandbox::Sandbox sandbox;
+  auto& cluster = sandbox.addCluster({.name = "w1"});
+  auto config = restConfigFor(Kubeconfig::parse(cluster.kubeconfig()));
+  config.bearerToken.clear();
+  net::CertificateAuthority strangerCa;
+  const auto stranger = strangerCa.issue({.commonName = "intruder", .clientAuth = true});
+  const auto good = cluster.clientCertificate("adapter");
+  FakeClock clock;
+  std::vector<net::CertificateAndKey> certificates = {stranger, good};
+  std::size_t next = 0;
+  auto source = std::make_shared<ExecCredentialSource>(
+      [&] {
+        const auto& c = certificates.at(std::min(next++, certificates.size() - 1));
+        return ExecCredential{"", c.certPem, c.keyPem, std::nullopt};
+      },
+      clock);
+  config.credentials = source;
+  ClientOptions options;
+  options.maxRetries = 0;
+  RestClient client(config, options);
+  // The stranger's connection is refused; the retry connects with the new certificate.
+  EXPECT_EQ(client.request("GET", "/api/v1/namespaces/default").status, 200);
+  EXPECT_EQ(source->runs(), 2);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(client.request("GET", "/api/v1/namespaces/default").status, 200);
+  EXPECT_EQ(source->runs(), 2);
 }
 
 }  // namespace
