@@ -73,6 +73,9 @@ struct WorkloadReconciler::Group {
   std::map<std::string, std::shared_ptr<RemoteCluster>> available;
   std::vector<std::string> unavailable;
   std::map<std::string, json> remotes;  // cluster -> remote Workload (available clusters only)
+  // Connected workers the MultiKueueConfig no longer lists, holding copies of this Workload
+  // that did not win: left from dispatching to the old set (docs/worker-sets.md).
+  std::map<std::string, std::shared_ptr<RemoteCluster>> outside;
   std::string clusterQueue;
 };
 
@@ -200,8 +203,9 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
   if (auto rejected = resolveAdapter(workload, *check, deleted, group)) return *rejected;
   if (!deleted)
     if (auto rejected = requireManagedOwner(workload, *check, group)) return *rejected;
-  readGroup(*check, group);
+  readGroup(*check, workload, group);
   if (deleted) return cleanupDeleted(group);
+  removeOutsideCopies(group);
   return reconcileGroup(workload, *check, group);
 }
 
@@ -277,7 +281,7 @@ std::optional<Result> WorkloadReconciler::requireManagedOwner(const json& worklo
   return std::nullopt;
 }
 
-void WorkloadReconciler::readGroup(const std::string& check, Group& group) {
+void WorkloadReconciler::readGroup(const std::string& check, const json& workload, Group& group) {
   // (§2.1 step 5) The configured workers, split by availability, and their copies.
   const auto ac = caches_.admissionChecks->get(check);
   const auto reference = ac ? multiKueueConfigOf(*ac) : ConfigReference{"", "admission check not found"};
@@ -288,6 +292,12 @@ void WorkloadReconciler::readGroup(const std::string& check, Group& group) {
     throw Error(group.key + ": admission check " + check + ": MultiKueueConfig \"" + reference.name +
                 "\" not found; create it or fix spec.parameters.name of the AdmissionCheck");
   group.clusters = clustersOf(*config);
+  // The worker that admitted it stays in the group when the config drops it: the job runs to
+  // its end there, its status still copied back, its copies removed at the end.
+  const auto admittedOn = clusterName(workload);
+  if (!admittedOn.empty() &&
+      std::find(group.clusters.begin(), group.clusters.end(), admittedOn) == group.clusters.end())
+    group.clusters.push_back(admittedOn);
   for (const auto& name : group.clusters) {
     auto remote = clusters_.connected(name);
     if (!remote) {
@@ -297,11 +307,28 @@ void WorkloadReconciler::readGroup(const std::string& check, Group& group) {
     if (auto copy = cachedRemote(*remote, kWorkloadGvk, group.key)) group.remotes[name] = std::move(*copy);
     group.available[name] = std::move(remote);
   }
+  for (const auto& name : clusters_.clusterNames()) {
+    if (std::find(group.clusters.begin(), group.clusters.end(), name) != group.clusters.end()) continue;
+    auto remote = clusters_.connected(name);
+    if (!remote) continue;  // its copies trigger this reconcile again when it connects
+    const bool job = group.adapter != nullptr && !group.ownerName.empty() &&
+                     cachedRemote(*remote, group.adapter->gvk(), jobKey(group)).has_value();
+    if (job || cachedRemote(*remote, kWorkloadGvk, group.key)) group.outside[name] = std::move(remote);
+  }
+}
+
+void WorkloadReconciler::removeOutsideCopies(Group& group) {
+  for (auto& [name, remote] : group.outside) {
+    log::info("remote copy on a worker no longer in the MultiKueueConfig is removed",
+              {{"workload", group.key}, {"cluster", name}});
+    removeRemoteObjects(*remote, group);
+  }
 }
 
 Result WorkloadReconciler::cleanupDeleted(Group& group) {
   // (§2.1 step 6) Deleted: clean every reachable worker; the GC takes the others.
   for (auto& [name, remote] : group.available) removeRemoteObjects(*remote, group);
+  for (auto& [name, remote] : group.outside) removeRemoteObjects(*remote, group);
   forgetWorkload(group.key);
   return Result::done();
 }

@@ -99,9 +99,10 @@ class WorkloadReconciler {
   std::optional<Result> resolveAdapter(const nlohmann::json& workload, const std::string& check, bool deleted,
                                        Group& group);  // step 3, §2.2
   std::optional<Result> requireManagedOwner(const nlohmann::json& workload, const std::string& check,
-                                            Group& group);  // step 4
-  void readGroup(const std::string& check, Group& group);   // step 5
-  Result cleanupDeleted(Group& group);                      // step 6
+                                            Group& group);                                 // step 4
+  void readGroup(const std::string& check, const nlohmann::json& workload, Group& group);  // step 5
+  void removeOutsideCopies(Group& group);  // copies on workers the config dropped
+  Result cleanupDeleted(Group& group);     // step 6
   Result reject(const nlohmann::json& workload, const std::string& check, const std::string& message);
   void forgetWorkload(const std::string& key);
 

@@ -1,8 +1,9 @@
-// The dispatch loop and the job integration under faults (issues 5 and 21): 300 jobs
+// The dispatch loop and the job integration under faults (issues 5, 21 and 24): 300 jobs
 // (PipelineRuns and Workflows), 3 workers, as deployed (our integration on the manager and on
 // every worker, the Kueue stand-ins playing Kueue's core, Tekton and Argo controller stand-ins
 // running the jobs), random 5xx answers, latency, dropped watches, 410 Gone on watches, a worker
-// unreachable for a while, two adapter restarts. Seeded (MKA_CHAOS_SEED, default 20261122) and
+// unreachable for a while, two adapter restarts, and the MultiKueueConfig's worker set changed
+// three times with jobs in flight. Seeded (MKA_CHAOS_SEED, default 20261122) and
 // bounded. Afterwards every job finished on exactly one worker, ran there once and never on the
 // manager, with its final status on the manager, and no remote object with our origin is left;
 // at every quiet point, every job running on a worker had an admitted Workload. The counts are
@@ -135,6 +136,19 @@ class ChaosTest : public ::testing::Test {
           env_->cluster(name).faults().setLatency(0ms);
         return "latency lifted";
     }
+  }
+
+  // The MultiKueueConfigs list `clusters` from now on (OCM rewrites them when a
+  // PlacementDecision changes); jobs in flight keep running where they were admitted.
+  void setWorkerSet(const std::vector<std::string>& clusters) {
+    const sandbox::ResourceRef configs{"kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "", "", ""};
+    for (auto config : items(env_->cluster("manager"), configs)) {
+      config["spec"]["clusters"] = clusters;
+      auto ref = configs;
+      ref.name = config.at("metadata").value("name", "");
+      env_->cluster("manager").api().update(ref, config);
+    }
+    ++counts_["worker set changes"];
   }
 
   void createJob(int i) {
@@ -271,6 +285,10 @@ TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
     } else if (workerDown && round == 6) {
       env_->cluster("worker2").setUnreachable(false);
     }
+    // The worker set changes with jobs in flight: a worker leaves, another, then all are back.
+    if (round == 4) setWorkerSet({"worker1", "worker3"});
+    if (round == 7) setWorkerSet({"worker2", "worker3"});
+    if (round == 9) setWorkerSet(kWorkers);
     for (const int at : restartAt) {
       if (created - batch < at && created >= at) {
         stopAdapter();

@@ -811,6 +811,89 @@ TEST(WorkloadReconcilerTest, OutOfSyncCopiesAndTheWinner) {
   run(cases);
 }
 
+// ---- the MultiKueueConfig's workers change (docs/worker-sets.md) ----------------------------
+
+TEST(WorkloadReconcilerTest, WorkersTheConfigDropped) {
+  std::vector<Case> cases;
+  const auto readyOn2 =
+      withClusterName(withCheck(managerWorkload(), "Ready", "The workload was admitted on \"worker2\""), "worker2");
+  {
+    Case c{"pending: the copy on a dropped worker goes, only the current set is nominated", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker1", "worker2"});
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy()}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"a dropped worker admitted before anyone recorded it: not the winner, removed with its job", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy(admittedAt(kEarlier))}};
+    c.given.remoteJobs = {{"worker2", remoteJobCopy()}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.remoteJobs = {{"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the winner's worker dropped: the job runs on there, its status still copied back", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.workload = readyOn2;
+    c.given.remoteWorkloads = {{"worker2", remoteCopy(admittedAt(kWhen))}};
+    c.given.remoteJobs = {{"worker2", remoteJobCopy(tektonStatus("Unknown", "Running"))}};
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = "The workload was admitted on \"worker2\"";
+    c.expected.clusterName = "worker2";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.remoteJobs = {{"worker2", true}};
+    c.expected.localJobStatus = tektonStatus("Unknown", "Running");
+    cases.push_back(c);
+  }
+  {
+    Case c{"the winner's worker dropped and the job finished there: Finished, then its copies go", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.workload = readyOn2;
+    c.given.remoteWorkloads = {
+        {"worker2", remoteCopy(json::array({condition("QuotaReserved", true, "QuotaReserved", kWhen),
+                                            condition("Admitted", true, "Admitted", kWhen),
+                                            condition("Finished", true, "Succeeded", kWhen, "done")}))}};
+    c.given.remoteJobs = {{"worker2", remoteJobCopy(tektonStatus("True", "Succeeded"))}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = "The workload was admitted on \"worker2\"";
+    c.expected.clusterName = "worker2";
+    c.expected.finishedReason = "Succeeded";
+    c.expected.localJobStatus = tektonStatus("True", "Succeeded");
+    cases.push_back(c);
+  }
+  {
+    Case c{"finished: copies on the dropped winner's worker are removed", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.workload = withCondition(readyOn2, condition("Finished", true, "Succeeded"));
+    c.given.remoteWorkloads = {{"worker2", remoteCopy(admittedAt(kWhen))}};
+    c.given.remoteJobs = {{"worker2", remoteJobCopy()}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = "The workload was admitted on \"worker2\"";
+    c.expected.clusterName = "worker2";
+    c.expected.finishedReason = "Succeeded";
+    c.expected.remoteWorkloads = {{"worker2", false}};
+    c.expected.remoteJobs = {{"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"deleted: copies on a dropped worker are removed too", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.deletedBeforeReconcile = true;
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy()}};
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  run(cases);
+}
+
 // ---- §2.3 (8), (9) and §2.14: nomination and copies ----------------------------------------
 
 TEST(WorkloadReconcilerTest, NominationAndDispatch) {
