@@ -24,6 +24,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
+#include "mka/common/unique_fd.h"
 
 namespace mka {
 namespace {
@@ -89,30 +90,6 @@ std::set<std::string> directoriesOf(const fs::path& file) {
   return dirs;
 }
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 constexpr std::uint32_t kWatchMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY |
                                      IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
@@ -123,8 +100,8 @@ struct FileWatcher::Impl {
   std::function<void()> onChange;
   Options options;
 
-  Fd stopFd;
-  Fd inotifyFd;
+  UniqueFd stopFd;
+  UniqueFd inotifyFd;
   std::map<std::string, int> watches;  // directory -> inotify watch descriptor
   std::vector<Fingerprint> baseline;   // what the last callback (or start) saw
   std::atomic<std::uint64_t> checks{0};
@@ -249,10 +226,10 @@ FileWatcher::~FileWatcher() { stop(); }
 void FileWatcher::start() {
   Impl& impl = *impl_;
   if (impl.thread.joinable()) return;
-  impl.stopFd = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  impl.stopFd = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (impl.stopFd.get() < 0) throw Error(std::string("file watcher: eventfd failed: ") + std::strerror(errno));
   if (impl.options.useInotify) {
-    impl.inotifyFd = Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    impl.inotifyFd = UniqueFd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     if (impl.inotifyFd.get() < 0) {
       log::warn(*watcherLogger(), "inotify unavailable, falling back to polling",
                 {{"error", std::strerror(errno)}, {"intervalMs", impl.options.pollInterval.count()}});

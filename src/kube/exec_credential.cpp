@@ -18,6 +18,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/log.h"
 #include "mka/common/strings.h"
+#include "mka/common/unique_fd.h"
 
 extern char** environ;
 
@@ -41,32 +42,11 @@ struct Finished {
   std::string out, err;
 };
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset();
-    fd_ = std::exchange(other.fd_, -1);
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-std::pair<Fd, Fd> makePipe() {
+std::pair<UniqueFd, UniqueFd> makePipe() {
   int fds[2];
   // O_CLOEXEC: a plugin started by another thread at the same time must not inherit this end.
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
-  return {Fd(fds[0]), Fd(fds[1])};
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 // The adapter's environment with `extra` set over it (client-go appends the configured

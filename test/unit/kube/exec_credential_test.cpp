@@ -211,14 +211,29 @@ TEST(ExecCredentialSource, AFailedRefreshKeepsAnUnexpiredCredentialThenFails) {
   EXPECT_EQ(source.current().token, "t1");
 }
 
-// A REST client with exec credentials: a refused token is replaced once and the request
-// sent again; a plugin that fails is the request's error.
-TEST(ExecCredentialClient, ARefusedTokenIsReplacedAndTheRequestSentAgain) {
+// A REST client of a sandbox cluster whose credentials come from `source`.
+class ExecCredentialClient : public ::testing::Test {
+ protected:
+  RestClient& clientUsing(std::shared_ptr<CredentialSource> source) {
+    auto config = restConfigFor(Kubeconfig::parse(cluster.kubeconfig()));
+    config.bearerToken.clear();
+    config.credentials = std::move(source);
+    ClientOptions options;
+    options.maxRetries = 0;
+    client = std::make_unique<RestClient>(config, options);
+    return *client;
+  }
+  int get() { return client->request("GET", "/api/v1/namespaces/default").status; }
+
   sandbox::Sandbox sandbox;
-  auto& cluster = sandbox.addCluster({.name = "w1"});
-  auto config = restConfigFor(Kubeconfig::parse(cluster.kubeconfig()));
-  config.bearerToken.clear();
+  sandbox::Cluster& cluster = sandbox.addCluster({.name = "w1"});
   FakeClock clock;
+  std::unique_ptr<RestClient> client;
+};
+
+// A refused token is replaced once and the request sent again; a plugin that fails is the
+// request's error.
+TEST_F(ExecCredentialClient, ARefusedTokenIsReplacedAndTheRequestSentAgain) {
   std::vector<std::string> tokens = {"revoked", cluster.token()};
   std::size_t next = 0;
   auto source = std::make_shared<ExecCredentialSource>(
@@ -227,42 +242,33 @@ TEST(ExecCredentialClient, ARefusedTokenIsReplacedAndTheRequestSentAgain) {
         return tokenUntil(tokens[next++], std::nullopt);
       },
       clock);
-  config.credentials = source;
-  ClientOptions options;
-  options.maxRetries = 0;
-  RestClient client(config, options);
-  EXPECT_EQ(client.request("GET", "/api/v1/namespaces/default").status, 200);
+  auto& client = clientUsing(source);
+  EXPECT_EQ(get(), 200);
   EXPECT_EQ(source->runs(), 2);
   EXPECT_EQ(client.requestsSent(), 2u);
-  EXPECT_EQ(client.request("GET", "/api/v1/namespaces/default").status, 200) << "the new token is kept";
+  EXPECT_EQ(get(), 200) << "the new token is kept";
   EXPECT_EQ(source->runs(), 2);
 
   // Refused twice in a row: the second 401 is the caller's error.
   tokens.insert(tokens.end(), {"revoked-too", "revoked-again"});
   source->refused(source->current());
   try {
-    client.request("GET", "/api/v1/namespaces/default");
+    get();
     ADD_FAILURE() << "no error";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.code(), 401) << e.what();
   }
   // A plugin that fails is the request's error.
-  EXPECT_THAT(mka::test::messageOf<ApiError>([&] { client.request("GET", "/api/v1/namespaces/default"); }),
+  EXPECT_THAT(mka::test::messageOf<ApiError>([&] { get(); }),
               HasSubstr("getting credentials: exec: executable cp-creds failed with exit code 1"));
 }
 
 // A plugin that hands out client certificates: a refused one is replaced, and no connection
 // keeps the old one (client-go closes them on rotation).
-TEST(ExecCredentialClient, ARotatedClientCertificateReplacesTheOldOneOnEveryConnection) {
-  sandbox::Sandbox sandbox;
-  auto& cluster = sandbox.addCluster({.name = "w1"});
-  auto config = restConfigFor(Kubeconfig::parse(cluster.kubeconfig()));
-  config.bearerToken.clear();
+TEST_F(ExecCredentialClient, ARotatedClientCertificateReplacesTheOldOneOnEveryConnection) {
   net::CertificateAuthority strangerCa;
-  const auto stranger = strangerCa.issue({.commonName = "intruder", .clientAuth = true});
-  const auto good = cluster.clientCertificate("adapter");
-  FakeClock clock;
-  std::vector<net::CertificateAndKey> certificates = {stranger, good};
+  const std::vector<net::CertificateAndKey> certificates = {
+      strangerCa.issue({.commonName = "intruder", .clientAuth = true}), cluster.clientCertificate("adapter")};
   std::size_t next = 0;
   auto source = std::make_shared<ExecCredentialSource>(
       [&] {
@@ -270,14 +276,11 @@ TEST(ExecCredentialClient, ARotatedClientCertificateReplacesTheOldOneOnEveryConn
         return ExecCredential{"", c.certPem, c.keyPem, std::nullopt};
       },
       clock);
-  config.credentials = source;
-  ClientOptions options;
-  options.maxRetries = 0;
-  RestClient client(config, options);
+  clientUsing(source);
   // The stranger's connection is refused; the retry connects with the new certificate.
-  EXPECT_EQ(client.request("GET", "/api/v1/namespaces/default").status, 200);
+  EXPECT_EQ(get(), 200);
   EXPECT_EQ(source->runs(), 2);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(client.request("GET", "/api/v1/namespaces/default").status, 200);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(), 200);
   EXPECT_EQ(source->runs(), 2);
 }
 
