@@ -548,6 +548,15 @@ struct ClusterRegistry::Impl {
     return result;
   }
 
+  // The clusters whose `field` (a Secret's or a ClusterProfile's name) is `name`.
+  std::vector<std::string> clustersWhere(std::string Entry::*field, const std::string& name) const {
+    std::lock_guard lock(mutex);
+    std::vector<std::string> names;
+    for (const auto& [cluster, e] : entries)
+      if (!(e.*field).empty() && e.*field == name) names.push_back(cluster);
+    return names;
+  }
+
   void stop() {
     std::vector<std::shared_ptr<FileWatcher>> watchers;
     {
@@ -614,19 +623,11 @@ std::vector<std::string> ClusterRegistry::clusterNames() const {
 }
 
 std::vector<std::string> ClusterRegistry::clustersUsingSecret(const std::string& name) const {
-  std::lock_guard lock(impl_->mutex);
-  std::vector<std::string> names;
-  for (const auto& [cluster, e] : impl_->entries)
-    if (!e.secretName.empty() && e.secretName == name) names.push_back(cluster);
-  return names;
+  return impl_->clustersWhere(&Impl::Entry::secretName, name);
 }
 
 std::vector<std::string> ClusterRegistry::clustersUsingProfile(const std::string& name) const {
-  std::lock_guard lock(impl_->mutex);
-  std::vector<std::string> names;
-  for (const auto& [cluster, e] : impl_->entries)
-    if (!e.profileName.empty() && e.profileName == name) names.push_back(cluster);
-  return names;
+  return impl_->clustersWhere(&Impl::Entry::profileName, name);
 }
 
 int ClusterRegistry::failedAttempts(const std::string& name) const {
