@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "cluster_source.h"
-#include "conditions.h"
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"
@@ -17,6 +16,7 @@
 #include "mka/common/thread_name.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
 
