@@ -21,7 +21,8 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
          a.multiKueue.origin == b.multiKueue.origin &&
          a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
          a.multiKueue.dispatcherName == b.multiKueue.dispatcherName &&
-         a.integrations.frameworks == b.integrations.frameworks;
+         a.integrations.frameworks == b.integrations.frameworks && a.placement == b.placement &&
+         a.multiKueue.clusterProfile.has_value() == b.multiKueue.clusterProfile.has_value();
 }
 
 // Forwards the dispatch loop's and the integration's observations to the Prometheus registry.
@@ -134,7 +135,8 @@ void DispatchRunner::run() {
       // A controller that could not start (caches not synced: CRDs or RBAC missing) is retried.
       const bool retry = leading_ && running_ &&
                          ((running_->dispatch.enabled && !dispatcher_) ||
-                          (!running_->integrations.frameworks.empty() && !integration_));
+                          (!running_->integrations.frameworks.empty() && !integration_) ||
+                          (running_->placement.enabled && !placement_));
       if (!wake_.wait_for(lock, retry ? std::chrono::seconds{30} : std::chrono::hours{24},
                           [&] { return !messages_.empty(); })) {
         if (retry) {
@@ -187,6 +189,17 @@ void DispatchRunner::startDispatcher() {
       log::error("job integration not started", {{"error", e.what()}});
     }
   }
+  if (!placement_ && running_->placement.enabled) {
+    auto options = placement::PlacementController::Options::from(*running_);
+    options.informers = informers_.get();
+    auto controller = std::make_unique<placement::PlacementController>(manager_, kube::systemClock(), options);
+    try {
+      controller->start();
+      placement_ = std::move(controller);
+    } catch (const std::exception& e) {
+      log::error("placement controller not started", {{"error", e.what()}});
+    }
+  }
   if (dispatcher_ || !running_->dispatch.enabled) return;
   multikueue::Dispatcher::Options options;
   options.config = *running_;
@@ -213,6 +226,10 @@ void DispatchRunner::startDispatcher() {
 }
 
 void DispatchRunner::stopDispatcher() {
+  if (placement_) {
+    placement_->stop();
+    placement_.reset();
+  }
   if (integration_) {
     integration_->stop();
     integration_.reset();

@@ -84,8 +84,10 @@ void keepStartupSettings(const config::Configuration& running, config::Configura
        "leaderElection.resourceNamespace");
   keep(next.dispatch.enabled, running.dispatch.enabled, "dispatch.enabled");
   // The leader's controllers run only in a process started with dispatch or the integration on.
-  if (!running.dispatch.enabled && running.integrations.frameworks.empty())
+  if (!running.dispatch.enabled && running.integrations.frameworks.empty() && !running.placement.enabled) {
     keep(next.integrations.frameworks, running.integrations.frameworks, "integrations.frameworks");
+    keep(next.placement.enabled, running.placement.enabled, "placement.enabled");
+  }
 }
 
 // Every method and path goes to the admission handler, which owns routing decisions (404/405
@@ -321,7 +323,8 @@ void Service::start() {
   const bool needQueues =
       options_.kubeconfig || cfg->managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
   // The dispatch loop and the job integration both run on the leader, against this cluster.
-  const bool leaderControllers = cfg->dispatch.enabled || !cfg->integrations.frameworks.empty();
+  const bool leaderControllers =
+      cfg->dispatch.enabled || !cfg->integrations.frameworks.empty() || cfg->placement.enabled;
   if (needQueues || leaderControllers || cfg->metricsSecure) {
     kube::RestConfig rest;
     try {

@@ -34,7 +34,7 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
   MapReader top(reader, &root, "");
   top.checkKeys({"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
                  "metricsSecure", "metricsCertDir", "leaderElection", "clientConnection", "managedByDefaulting",
-                 "dispatch", "multiKueue", "integrations"},
+                 "dispatch", "multiKueue", "integrations", "placement"},
                 UnknownKeys::Reject);
   top.read("namespace", out.namespace_);
 
@@ -80,6 +80,10 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
 
   readMultiKueue(top.child("multiKueue", "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}"),
                  UnknownKeys::Reject, out.multiKueue);
+  auto placement = top.child("placement", "placement: {enabled: true}");
+  placement.checkKeys({"enabled"}, UnknownKeys::Reject);
+  placement.read("enabled", out.placement.enabled);
+
   readIntegrations(top.child("integrations", "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}"),
                    out.namespace_, out.integrations);
 }

@@ -11,6 +11,9 @@ namespace mka::deploy {
 namespace {
 
 constexpr std::string_view kKueue = "kueue.x-k8s.io";
+constexpr std::string_view kPlacementUntested =
+    "the test runs manifests/base/config.yaml, where placement is off; test/unit/placement and "
+    "test/integration/dispatch/placement_e2e_test.cpp make these calls";
 
 // Checked against src/ by the RBAC coverage test; each reason names the call sites.
 const std::vector<ApiAccess> kTable = {
@@ -84,6 +87,46 @@ const std::vector<ApiAccess> kTable = {
      .resources = {"events"},
      .verbs = {"create", "patch"},
      .reason = "Events on Workloads and MultiKueueClusters; a repeated one patches its count (events.cpp)"},
+    // placement/placement_controller.cpp informers; placement_check_reconciler.cpp and
+    // workload_check_reconciler.cpp writes (conditions.cpp re-reads after a 409).
+    {.component = Component::Placement,
+     .group = "cluster.open-cluster-management.io",
+     .resources = {"placements", "placementdecisions"},
+     .verbs = {"list", "watch"},
+     .scope = Scope::ConfiguredNamespace,
+     .reason = "the placement controller's caches of OCM Placements and PlacementDecisions (informers)",
+     .untested = kPlacementUntested},
+    {.component = Component::Placement,
+     .group = kKueue,
+     .resources = {"workloads", "admissionchecks", "multikueueconfigs", "multikueueclusters"},
+     .verbs = {"list", "watch"},
+     .reason = "the placement controller's caches of Workloads, AdmissionChecks and the MultiKueue objects it "
+               "generates (informers)",
+     .untested = kPlacementUntested},
+    {.component = Component::Placement,
+     .group = kKueue,
+     .resources = {"workloads", "admissionchecks"},
+     .verbs = {"get"},
+     .reason = "a status write answered 409 Conflict re-reads the object (conditions.cpp)",
+     .untested = kPlacementUntested},
+    {.component = Component::Placement,
+     .group = kKueue,
+     .resources = {"admissionchecks"},
+     .verbs = {"update"},
+     .reason = "the placement checks' cleanup finalizer, added and removed",
+     .untested = kPlacementUntested},
+    {.component = Component::Placement,
+     .group = kKueue,
+     .resources = {"workloads/status", "admissionchecks/status"},
+     .verbs = {"update"},
+     .reason = "the placement check's Active condition, and its state Ready on Workloads",
+     .untested = kPlacementUntested},
+    {.component = Component::Placement,
+     .group = kKueue,
+     .resources = {"multikueueconfigs", "multikueueclusters"},
+     .verbs = {"create", "update", "delete"},
+     .reason = "the MultiKueueConfig and MultiKueueClusters generated from a Placement's decisions",
+     .untested = kPlacementUntested},
     // integration/controller.cpp informers; job_reconciler.cpp writes.
     {.component = Component::Integration,
      .group = kKueue,
@@ -229,6 +272,7 @@ std::string_view toString(Component component) {
     case Component::Integration: return "job integration";
     case Component::ReloadEvents: return "reload events";
     case Component::MetricsAuth: return "secure metrics";
+    case Component::Placement: return "placement";
   }
   return "";
 }
@@ -241,7 +285,8 @@ bool runs(Component component, Role role, const config::Configuration& cfg) {
   switch (component) {
     case Component::QueueIndex: return cfg.managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
     // app::DispatchRunner elects a leader only when it has controllers to run.
-    case Component::LeaderElection: return cfg.leaderElection.leaderElect && (dispatch || integration);
+    case Component::LeaderElection:
+      return cfg.leaderElection.leaderElect && (dispatch || integration || runs(Component::Placement, role, cfg));
     case Component::DispatchLoop: return dispatch;
     case Component::Integration: return integration;
     // Only a process with a client can record an Event; without --kubeconfig the Deployment's
@@ -249,6 +294,7 @@ bool runs(Component component, Role role, const config::Configuration& cfg) {
     case Component::ReloadEvents:
       return dispatch || integration || cfg.metricsSecure || runs(Component::QueueIndex, role, cfg);
     case Component::MetricsAuth: return cfg.metricsSecure;
+    case Component::Placement: return role == Role::Manager && cfg.placement.enabled;
   }
   return false;
 }

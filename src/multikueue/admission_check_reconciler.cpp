@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <set>
 
-#include "conditions.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
 

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "cluster_source.h"
-#include "conditions.h"
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"
@@ -18,6 +17,7 @@
 #include "mka/kube/exec_credential.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
 

@@ -6,11 +6,11 @@
 #include <sstream>
 #include <system_error>
 
-#include "conditions.h"
 #include "mka/common/base64.h"
 #include "mka/kube/api_error.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
 namespace {

@@ -1,4 +1,4 @@
-#include "conditions.h"
+#include "mka/multikueue/conditions.h"
 
 #include "mka/common/clock.h"
 #include "mka/common/json_fields.h"

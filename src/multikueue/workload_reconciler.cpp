@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <set>
 
-#include "conditions.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/conditions.h"
 #include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_status.h"
 

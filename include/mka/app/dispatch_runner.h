@@ -24,6 +24,7 @@
 #include "mka/kube/leader_election.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/observability/metrics.h"
+#include "mka/placement/placement_controller.h"
 
 namespace mka::app {
 
@@ -85,6 +86,8 @@ class DispatchRunner {
   std::string leaseName_;  // "" without leader election; set by start()
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;
   std::unique_ptr<integration::IntegrationController> integration_;
+  // The built-in placement admission check controller (placement.enabled), beside the dispatch loop.
+  std::unique_ptr<placement::PlacementController> placement_;
   std::shared_ptr<const config::Configuration> running_;
   std::thread thread_;
 };

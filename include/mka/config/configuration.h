@@ -242,6 +242,13 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
 // The group and Kind of each built-in profile, for suggestions ("pipelinerun" -> "PipelineRun").
 const std::vector<std::pair<std::string, std::string>>& integrationProfileKinds();
 
+// placement (AdapterConfiguration only; Kueue's Configuration has no such key): the built-in
+// OCM placement admission check controller (docs/placement.md), off unless enabled.
+struct Placement {
+  bool enabled = false;
+  bool operator==(const Placement&) const = default;
+};
+
 struct Configuration {
   enum class Source { Defaults, AdapterConfiguration, KueueConfiguration };
   Source source = Source::Defaults;
@@ -261,6 +268,7 @@ struct Configuration {
   Dispatch dispatch;
   MultiKueue multiKueue;
   Integrations integrations;  // AdapterConfiguration only
+  Placement placement;        // AdapterConfiguration only
 
   // The configured framework for an object's kind, or nullptr.
   const ExternalFramework* findFramework(const api::GroupVersionKind& gvk) const;

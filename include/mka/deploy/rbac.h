@@ -36,6 +36,7 @@ enum class Component {
   Integration,     // the job integration (integrations.frameworks)
   ReloadEvents,    // the Warning Event of a refused hot reload, by a process with cluster access
   MetricsAuth,     // metricsSecure: the scrapers' tokens and access reviewed
+  Placement,       // the built-in OCM placement admission check controller (placement.enabled, manager)
 };
 std::string_view toString(Component component);
 

@@ -252,5 +252,39 @@ TEST(Loader, ResultHoldsNoConfigWhenThereAreErrors) {
   EXPECT_FALSE(result.config.has_value());
 }
 
+// placement: the built-in OCM placement admission check controller, off unless enabled; an
+// AdapterConfiguration section only (Kueue's Configuration has no such key).
+TEST(Loader, PlacementSection) {
+  struct Case {
+    std::string name;
+    std::string doc;
+    bool ok;
+    bool enabled;
+    std::vector<std::string> errorPaths;
+  };
+  const std::vector<Case> cases = {
+      {"absent: off", adapterDoc(""), true, false, {}},
+      {"enabled", adapterDoc("placement: {enabled: true}\n"), true, true, {}},
+      {"disabled", adapterDoc("placement: {enabled: false}\n"), true, false, {}},
+      {"unknown key refused",
+       adapterDoc("placement: {enabled: true, namespace: x}\n"),
+       false,
+       false,
+       {"placement.namespace"}},
+      {"not a boolean", adapterDoc("placement: {enabled: maybe}\n"), false, false, {"placement.enabled"}},
+      {"not in Kueue's Configuration", kueueDoc("placement: {enabled: true}\n"), false, false, {"placement"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto result = parseConfiguration(c.doc);
+    ASSERT_EQ(result.ok(), c.ok) << joinErrors(result.errors);
+    if (c.ok) {
+      EXPECT_EQ(result.config->placement.enabled, c.enabled);
+    } else {
+      EXPECT_EQ(test::paths(result.errors), c.errorPaths);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mka::config

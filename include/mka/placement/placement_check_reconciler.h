@@ -1,0 +1,78 @@
+#pragma once
+// The built-in placement admission check controller (docs/placement.md), OCM kueue-addon's
+// AdmissionCheck controller in the version that also generated MultiKueueClusters: for each
+// AdmissionCheck whose spec.controllerName is open-cluster-management.io/placement, the
+// Placement its spec.parameters names (in the adapter's namespace) and that Placement's
+// PlacementDecisions (label cluster.open-cluster-management.io/placement=<name>) give the
+// decided clusters; it keeps
+// - one MultiKueueCluster `<placement>-<cluster>` per decided cluster (a ClusterProfile
+//   reference when ClusterProfiles are configured, else the kubeconfig Secret
+//   multikueue-<cluster>), deleting the ones it generated that are no longer decided;
+// - the MultiKueueConfig `<placement>` listing them (deleted while nothing is decided);
+// - the check's `Active` condition with OCM's reasons and messages;
+// - OCM's cleanup finalizer, removed once the generated objects are gone.
+// Generated objects carry the label multikueue-adapter.dev/placement=<placement>; an object of
+// the same name without it is a user's and is never changed or deleted (the check says so).
+// Level-triggered: every reconcile reads the world and writes only differences, so a second
+// instance on the same state writes nothing.
+//
+// Threads: reconcile() on the placement controller's worker (one key at a time).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/common/clock.h"
+#include "mka/kube/client.h"
+#include "mka/multikueue/controller.h"
+#include "mka/multikueue/object_reader.h"
+
+namespace mka::placement {
+
+// The Placement an AdmissionCheck's spec.parameters names, or why it names none.
+struct PlacementReference {
+  std::string name;   // set when valid
+  std::string error;  // set when invalid: names the field and the fix
+};
+PlacementReference placementOf(const nlohmann::json& admissionCheck);
+
+bool isPlacementCheck(const nlohmann::json& admissionCheck);
+
+// metadata.labels[key], "" when absent.
+std::string labelValue(const nlohmann::json& object, std::string_view key);
+
+// The decided clusters of a set of PlacementDecisions: every status.decisions[].clusterName,
+// sorted, without duplicates (OCM's decision tracker takes the union of every decision group).
+std::vector<std::string> decidedClusters(const std::vector<nlohmann::json>& decisions);
+
+// The MultiKueueCluster generated for `cluster` of `placement` (name, label, cluster source).
+nlohmann::json generatedCluster(const std::string& placement, const std::string& cluster, bool clusterProfiles);
+
+class PlacementCheckReconciler {
+ public:
+  struct Options {
+    std::string namespace_ = "kueue-system";  // where Placements and PlacementDecisions are read
+    bool clusterProfiles = false;             // multiKueue.clusterProfile has providers
+  };
+  // Borrowed; must outlive the reconciler. `objects` reads AdmissionChecks, Placements,
+  // PlacementDecisions, MultiKueueConfigs and MultiKueueClusters; `manager` writes.
+  PlacementCheckReconciler(kube::Client& manager, const multikueue::ObjectReader& objects, const Clock& clock,
+                           Options options);
+
+  multikueue::Result reconcile(const std::string& admissionCheckName);
+
+ private:
+  struct Outcome;
+  Outcome converge(const std::string& placement);
+  void cleanup(const nlohmann::json& check);
+  std::vector<nlohmann::json> generatedClusters(const std::string& placement) const;
+
+  kube::Client& manager_;
+  const multikueue::ObjectReader& objects_;
+  const Clock& clock_;
+  Options options_;
+};
+
+}  // namespace mka::placement

@@ -1,0 +1,263 @@
+#include "mka/placement/placement_check_reconciler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "mka/common/json_fields.h"
+#include "mka/common/log.h"
+#include "mka/kube/api_error.h"
+#include "mka/multikueue/api.h"
+#include "mka/multikueue/conditions.h"
+#include "mka/multikueue/workload_status.h"
+#include "mka/placement/api.h"
+
+namespace mka::placement {
+
+using multikueue::Condition;
+using multikueue::Result;
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> checkLogger() {
+  static const auto log = namedLogger("placement-admissioncheck");
+  return log;
+}
+
+std::string nameOf(const json& object) { return json_fields::metadataString(object, "name"); }
+
+bool hasFinalizer(const json& object) {
+  for (const auto& f : json_fields::arrayMember(json_fields::objectMember(object, "metadata"), "finalizers"))
+    if (f.is_string() && f.get<std::string>() == kFinalizer) return true;
+  return false;
+}
+
+Condition active(bool ok, std::string_view reason, std::string message) {
+  return {std::string(multikueue::condition::kActive), ok ? "True" : "False", std::string(reason), std::move(message)};
+}
+
+std::string errorText(const std::exception& e) {
+  if (const auto* api = dynamic_cast<const kube::ApiError*>(&e)) return multikueue::apiErrorMessage(*api);
+  return e.what();
+}
+
+json generatedConfig(const std::string& placement, const std::vector<std::string>& clusters) {
+  return {{"apiVersion", multikueue::kMultiKueueConfigGvk.apiVersion()},
+          {"kind", multikueue::kMultiKueueConfigGvk.kind},
+          {"metadata", {{"name", placement}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
+          {"spec", {{"clusters", clusters}}}};
+}
+
+// Creates `desired` or brings the stored object's labels and spec to it; an object of that name
+// this controller did not generate is refused (never taken over).
+void createOrUpdate(kube::Client& client, const multikueue::ObjectReader& objects, const json& desired,
+                    const std::string& placement) {
+  const auto& gvk = desired.at("kind") == multikueue::kMultiKueueConfigGvk.kind ? multikueue::kMultiKueueConfigGvk
+                                                                                : multikueue::kMultiKueueClusterGvk;
+  const auto name = nameOf(desired);
+  const auto stored = objects.get(gvk, "", name);
+  if (!stored) {
+    client.create(desired);
+    return;
+  }
+  if (labelValue(*stored, kGeneratedForLabel) != placement)
+    throw Error(gvk.kind + " " + name + " exists and was not generated for Placement " + placement + " (label " +
+                std::string(kGeneratedForLabel) + " is not \"" + placement +
+                "\"): rename or delete it, or rename the Placement");
+  if (stored->value("spec", json::object()) == desired.at("spec")) return;
+  json updated = *stored;
+  updated["spec"] = desired.at("spec");
+  client.update(updated);
+}
+
+void removeIfExists(kube::Client& client, const api::GroupVersionKind& gvk, const std::string& name) {
+  try {
+    client.remove(gvk, "", name);
+  } catch (const std::exception& e) {
+    if (!kube::isNotFound(e)) throw;
+  }
+}
+
+}  // namespace
+
+std::string labelValue(const json& object, std::string_view key) {
+  const auto& labels = json_fields::objectMember(json_fields::objectMember(object, "metadata"), "labels");
+  auto it = labels.find(std::string(key));
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool isPlacementCheck(const json& admissionCheck) {
+  return json_fields::objectMember(admissionCheck, "spec").value("controllerName", "") == kControllerName;
+}
+
+PlacementReference placementOf(const json& admissionCheck) {
+  const auto& parameters = json_fields::objectMember(json_fields::objectMember(admissionCheck, "spec"), "parameters");
+  const auto name = parameters.value("name", "");
+  const auto group = parameters.value("apiGroup", "");
+  const auto kind = parameters.value("kind", "");
+  if (name.empty() || group != kClusterGroup || kind != kPlacementKind)
+    return {"", "AdmissionCheck " + nameOf(admissionCheck) +
+                    ": spec.parameters must name a Placement (apiGroup: " + std::string(kClusterGroup) +
+                    ", kind: " + std::string(kPlacementKind) + ", name: <placement>), found apiGroup \"" + group +
+                    "\", kind \"" + kind + "\", name \"" + name + "\""};
+  return {name, ""};
+}
+
+std::vector<std::string> decidedClusters(const std::vector<json>& decisions) {
+  std::set<std::string> names;
+  for (const auto& d : decisions)
+    for (const auto& entry : json_fields::arrayMember(json_fields::objectMember(d, "status"), "decisions"))
+      if (auto n = entry.value("clusterName", ""); !n.empty()) names.insert(n);
+  return {names.begin(), names.end()};
+}
+
+json generatedCluster(const std::string& placement, const std::string& cluster, bool clusterProfiles) {
+  const json source = clusterProfiles ? json{{"clusterProfileRef", {{"name", cluster}}}}
+                                      : json{{"kubeConfig",
+                                              {{"locationType", std::string(multikueue::kLocationTypeSecret)},
+                                               {"location", std::string(kSecretPrefix) + cluster}}}};
+  return {
+      {"apiVersion", multikueue::kMultiKueueClusterGvk.apiVersion()},
+      {"kind", multikueue::kMultiKueueClusterGvk.kind},
+      {"metadata", {{"name", placement + "-" + cluster}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
+      {"spec", {{"clusterSource", source}}}};
+}
+
+PlacementCheckReconciler::PlacementCheckReconciler(kube::Client& manager, const multikueue::ObjectReader& objects,
+                                                   const Clock& clock, Options options)
+    : manager_(manager), objects_(objects), clock_(clock), options_(std::move(options)) {}
+
+struct PlacementCheckReconciler::Outcome {
+  Condition condition;
+  bool retry = false;  // an error the informers' events may not bring back: try again with backoff
+};
+
+std::vector<json> PlacementCheckReconciler::generatedClusters(const std::string& placement) const {
+  std::vector<json> out;
+  for (auto& c : objects_.list(multikueue::kMultiKueueClusterGvk, ""))
+    if (labelValue(c, kGeneratedForLabel) == placement) out.push_back(std::move(c));
+  return out;
+}
+
+Result PlacementCheckReconciler::reconcile(const std::string& admissionCheckName) {
+  const auto found = objects_.get(multikueue::kAdmissionCheckGvk, "", admissionCheckName);
+  if (!found || !isPlacementCheck(*found)) return Result::done();
+  const json& check = *found;
+
+  if (multikueue::isTerminating(check)) {
+    cleanup(check);
+    return Result::done();
+  }
+  if (!hasFinalizer(check)) {
+    // OCM adds its finalizer first and converges on the update that follows.
+    json updated = check;
+    updated["metadata"]["finalizers"].push_back(std::string(kFinalizer));
+    manager_.update(updated);
+    log::info(*checkLogger(), "finalizer added", {{"admissionCheck", admissionCheckName}});
+    return Result::done();
+  }
+
+  const auto ref = placementOf(check);
+  Outcome outcome =
+      ref.error.empty() ? converge(ref.name) : Outcome{active(false, reason::kPlacementError, ref.error), false};
+  if (multikueue::writeCondition(manager_, check, outcome.condition, clock_))
+    log::info(*checkLogger(), "admission check status written",
+              {{"admissionCheck", admissionCheckName},
+               {"active", outcome.condition.status},
+               {"reason", outcome.condition.reason},
+               {"message", outcome.condition.message}});
+  if (outcome.retry) throw Error("AdmissionCheck " + admissionCheckName + ": " + outcome.condition.message);
+  return Result::done();
+}
+
+PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::string& placement) {
+  std::optional<json> found;
+  try {
+    found = objects_.get(kPlacementGvk, options_.namespace_, placement);
+  } catch (const std::exception& e) {
+    return {active(false, reason::kPlacementError, "Failed to get placement " + placement + ": " + errorText(e)), true};
+  }
+  // The Placement's own events bring the check back when it is created.
+  if (!found) return {active(false, reason::kPlacementNotFound, "Placement " + placement + " not found"), false};
+
+  std::vector<std::string> clusters;
+  try {
+    std::vector<json> decisions;
+    for (auto& d : objects_.list(kPlacementDecisionGvk, options_.namespace_))
+      if (labelValue(d, kPlacementLabel) == placement) decisions.push_back(std::move(d));
+    clusters = decidedClusters(decisions);
+  } catch (const std::exception& e) {
+    return {
+        active(false, reason::kPlacementDecisionError, "Failed to refresh placement decision tracker: " + errorText(e)),
+        true};
+  }
+
+  std::vector<std::string> wanted;
+  for (const auto& cluster : clusters) {
+    const auto desired = generatedCluster(placement, cluster, options_.clusterProfiles);
+    try {
+      createOrUpdate(manager_, objects_, desired, placement);
+    } catch (const std::exception& e) {
+      return {active(false, reason::kMultiKueueClusterError,
+                     "Failed to create/update multi kueue cluster " + nameOf(desired) + ": " + errorText(e)),
+              true};
+    }
+    wanted.push_back(nameOf(desired));
+  }
+
+  try {
+    for (const auto& stale : generatedClusters(placement)) {
+      const auto name = nameOf(stale);
+      if (std::find(wanted.begin(), wanted.end(), name) != wanted.end()) continue;
+      removeIfExists(manager_, multikueue::kMultiKueueClusterGvk, name);
+      log::info(*checkLogger(), "MultiKueueCluster no longer decided: deleted",
+                {{"placement", placement}, {"cluster", name}});
+    }
+  } catch (const std::exception& e) {
+    return {active(false, reason::kCleanupError, "Failed to cleanup MultiKueueClusters: " + errorText(e)), true};
+  }
+
+  if (wanted.empty()) {
+    try {
+      const auto config = objects_.get(multikueue::kMultiKueueConfigGvk, "", placement);
+      if (config && labelValue(*config, kGeneratedForLabel) == placement)
+        removeIfExists(manager_, multikueue::kMultiKueueConfigGvk, placement);
+    } catch (const std::exception& e) {
+      return {active(false, reason::kMultiKueueConfigDeleteError,
+                     "Failed to delete multi kueue config " + placement + ": " + errorText(e)),
+              true};
+    }
+    return {active(false, reason::kNoClustersAvailable, "No clusters available for placement " + placement), false};
+  }
+  try {
+    createOrUpdate(manager_, objects_, generatedConfig(placement, wanted), placement);
+  } catch (const std::exception& e) {
+    return {active(false, reason::kMultiKueueConfigError,
+                   "Failed to create/update multi kueue config " + placement + ": " + errorText(e)),
+            true};
+  }
+  return {active(true, reason::kActive,
+                 "MultiKueueConfig " + placement + " and MultiKueueClusters are generated successfully"),
+          false};
+}
+
+void PlacementCheckReconciler::cleanup(const json& check) {
+  if (!hasFinalizer(check)) return;  // not ours to clean, or already clean
+  const auto placement = placementOf(check).name;
+  if (!placement.empty()) {
+    // Only what this controller generated for the Placement: a user's objects stay.
+    for (const auto& c : generatedClusters(placement))
+      removeIfExists(manager_, multikueue::kMultiKueueClusterGvk, nameOf(c));
+    const auto config = objects_.get(multikueue::kMultiKueueConfigGvk, "", placement);
+    if (config && labelValue(*config, kGeneratedForLabel) == placement)
+      removeIfExists(manager_, multikueue::kMultiKueueConfigGvk, placement);
+  }
+  json updated = check;
+  auto& finalizers = updated["metadata"]["finalizers"];
+  finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), json(std::string(kFinalizer))), finalizers.end());
+  manager_.update(updated);
+  log::info(*checkLogger(), "generated objects deleted, finalizer removed",
+            {{"admissionCheck", nameOf(check)}, {"placement", placement}});
+}
+
+}  // namespace mka::placement

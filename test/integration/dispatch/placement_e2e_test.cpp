@@ -1,0 +1,211 @@
+// The seed "Set up MultiKueue with OCM Kueue Admission Check Controller", stories 1 and 2, with
+// the built-in placement controller in place of OCM's kueue-addon: our dispatch, the Kueue
+// stand-ins and the OCM scheduler stand-in. The Placement decides the workers; the controller
+// writes the MultiKueueConfig and MultiKueueClusters; jobs go only to decided workers, and a
+// relabelled worker moves new jobs to the new set. A ClusterQueue holding both checks
+// dispatches nothing until the placement check is Ready.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "dispatch_fixture.h"
+#include "mka/placement/api.h"
+#include "mka/placement/placement_controller.h"
+#include "mka/standin/ocm_standin.h"
+
+namespace mka::e2e {
+namespace {
+
+using nlohmann::json;
+using test::eventually;
+
+const std::vector<std::string> kWorkers = {"worker1", "worker2", "worker3"};
+const api::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
+
+// The seed's inventory: cluster2 and cluster3 carry the accelerator label.
+std::vector<standin::ManagedClusterInput> seedClusters() {
+  return {{"worker1", {}},
+          {"worker2", {{"accelerator", "nvidia-tesla-t4"}}},
+          {"worker3", {{"accelerator", "nvidia-tesla-t4"}}}};
+}
+
+class PlacementE2E : public ::testing::Test, protected DispatchFixture {
+ protected:
+  void SetUp() override {
+    setUpEnvironment({.workers = kWorkers});
+    auto& manager = env_->client("manager");
+    // The kubeconfig Secrets OCM's addon would have made, multikueue-<cluster>.
+    for (const auto& w : kWorkers) {
+      auto secret = manager.get(kSecretGvk, "kueue-system", w + "-secret");
+      manager.create({{"apiVersion", "v1"},
+                      {"kind", "Secret"},
+                      {"metadata", {{"name", "multikueue-" + w}, {"namespace", "kueue-system"}}},
+                      {"data", secret["data"]}});
+    }
+    ocm_ = std::make_unique<standin::OcmStandIn>(env_->cluster("manager").api(), seedClusters(),
+                                                 standin::OcmStandIn::Options{});
+    ocm_->start();
+    placement_ = std::make_unique<placement::PlacementController>(
+        manager, clock_, placement::PlacementController::Options::from(config_));
+    placement_->start();
+    startAdapter();
+  }
+  void TearDown() override {
+    if (placement_) placement_->stop();
+    if (ocm_) ocm_->stop();
+    tearDownEnvironment();
+  }
+
+  void createPlacement(const std::string& name, const json& spec) {
+    env_->create("manager", {{"apiVersion", "cluster.open-cluster-management.io/v1beta1"},
+                             {"kind", "Placement"},
+                             {"metadata", {{"name", name}, {"namespace", "kueue-system"}}},
+                             {"spec", spec}});
+  }
+  void createPlacementCheck(const std::string& name, const std::string& placementName) {
+    env_->create(
+        "manager",
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "AdmissionCheck"},
+         {"metadata", {{"name", name}}},
+         {"spec",
+          {{"controllerName", std::string(placement::kControllerName)},
+           {"parameters",
+            {{"apiGroup", "cluster.open-cluster-management.io"}, {"kind", "Placement"}, {"name", placementName}}}}}});
+  }
+  // Our MultiKueue check (the sample's) reads the MultiKueueConfig named after the Placement.
+  void pointDispatchCheckAt(const std::string& config) {
+    env_->client("manager").patch(api::kAdmissionCheckGvk, "", checkName_, kube::PatchType::Merge,
+                                  {{"spec", {{"parameters", {{"name", config}}}}}});
+  }
+  void clusterQueueChecks(const std::vector<std::string>& checks) {
+    json list = json::array();
+    for (const auto& c : checks) list.push_back({{"name", c}});
+    env_->client("manager").patch({"kueue.x-k8s.io", "v1beta2", "ClusterQueue"}, "", "cluster-queue",
+                                  kube::PatchType::Merge,
+                                  {{"spec", {{"admissionChecksStrategy", {{"admissionChecks", list}}}}}});
+  }
+  std::vector<std::string> configClusters(const std::string& name) {
+    const auto config = get("manager", api::kMultiKueueConfigGvk, name, "");
+    return config ? (*config)["spec"]["clusters"].get<std::vector<std::string>>() : std::vector<std::string>{};
+  }
+  json active(const std::string& check) {
+    const auto ac = get("manager", api::kAdmissionCheckGvk, check, "");
+    const auto* c = ac ? multikueue::findCondition(*ac, "Active") : nullptr;
+    return c ? *c : json(nullptr);
+  }
+  bool activeIs(const std::string& check, const std::string& status, const std::string& reason) {
+    const auto c = active(check);
+    return c.is_object() && c.value("status", "") == status && c.value("reason", "") == reason;
+  }
+  // Runs a PipelineRun; returns the sandbox worker it ran on ("" after a failed assertion).
+  // Every copy went to a decided worker only: none appears on the others.
+  std::string runOnDecided(const std::string& job, const std::string& placementName,
+                           const std::vector<std::string>& decided) {
+    createJob(kPipelineRun, job);
+    const auto wl = awaitWorkload(kPipelineRun, job);
+    EXPECT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
+    const auto cluster = multikueue::clusterName(*workload("manager", wl));
+    const auto prefix = placementName + "-";
+    EXPECT_EQ(cluster.rfind(prefix, 0), 0u) << cluster;
+    const auto worker = cluster.substr(std::min(prefix.size(), cluster.size()));
+    EXPECT_THAT(decided, ::testing::Contains(worker));
+    EXPECT_TRUE(eventually([&] { return startsOn(worker, kPipelineRun, job) == 1; })) << "not started on " << worker;
+    for (const auto& w : kWorkers) {
+      if (std::find(decided.begin(), decided.end(), w) != decided.end()) continue;
+      EXPECT_FALSE(workload(w, wl).has_value()) << "a copy on " << w << ", which is not decided";
+    }
+    return worker;
+  }
+
+  std::unique_ptr<standin::OcmStandIn> ocm_;
+  std::unique_ptr<placement::PlacementController> placement_;
+};
+
+// Story 1: the default Placement selects every cluster; our check reads the generated config.
+TEST_F(PlacementE2E, Story1DefaultPlacementUsesEveryWorker) {
+  createPlacement("default", json::object());
+  createPlacementCheck("multikueue-config-demo1", "default");
+  pointDispatchCheckAt("default");
+  ASSERT_TRUE(eventually([&] {
+    return configClusters("default") ==
+           std::vector<std::string>{"default-worker1", "default-worker2", "default-worker3"};
+  })) << get("manager", api::kMultiKueueConfigGvk, "default", "").value_or(json()).dump();
+  ASSERT_TRUE(eventually([&] { return activeIs("multikueue-config-demo1", "True", "Active"); }))
+      << active("multikueue-config-demo1").dump();
+  EXPECT_EQ(active("multikueue-config-demo1")["message"],
+            "MultiKueueConfig default and MultiKueueClusters are generated successfully");
+  ASSERT_TRUE(eventually([&] { return activeIs(checkName_, "True", "Active"); })) << active(checkName_).dump();
+  const auto cluster = get("manager", api::kMultiKueueClusterGvk, "default-worker2", "");
+  ASSERT_TRUE(cluster);
+  EXPECT_EQ((*cluster)["spec"]["clusterSource"],
+            (json{{"kubeConfig", {{"locationType", "Secret"}, {"location", "multikueue-worker2"}}}}));
+  runOnDecided("story1-job", "default", kWorkers);
+}
+
+// Story 2: the Placement selects the labelled workers, the ClusterQueue holds both checks; a
+// relabelled worker changes the decision and new jobs go to the new set.
+TEST_F(PlacementE2E, Story2LabelSelectedWorkersAndADecisionChangeMovesNewJobs) {
+  const std::string name = "multikueue-config-demo2";
+  createPlacement(name,
+                  {{"clusterSets", {"global"}},
+                   {"predicates",
+                    json::array({{{"requiredClusterSelector",
+                                   {{"labelSelector", {{"matchLabels", {{"accelerator", "nvidia-tesla-t4"}}}}}}}}})}});
+  createPlacementCheck(name, name);
+  pointDispatchCheckAt(name);
+  clusterQueueChecks({checkName_, name});
+  ASSERT_TRUE(eventually([&] {
+    return configClusters(name) == std::vector<std::string>{name + "-worker2", name + "-worker3"};
+  }));
+  ASSERT_TRUE(eventually([&] { return activeIs(name, "True", "Active"); })) << active(name).dump();
+  ASSERT_TRUE(eventually([&] { return activeIs(checkName_, "True", "Active"); })) << active(checkName_).dump();
+  EXPECT_FALSE(get("manager", api::kMultiKueueClusterGvk, name + "-worker1", "").has_value());
+  runOnDecided("story2-before", name, {"worker2", "worker3"});
+
+  // worker1 gains the label, worker3 loses it.
+  auto relabelled = seedClusters();
+  relabelled[0].labels["accelerator"] = "nvidia-tesla-t4";
+  relabelled[2].labels.clear();
+  ocm_->setClusters(relabelled);
+  ASSERT_TRUE(eventually([&] {
+    return configClusters(name) == std::vector<std::string>{name + "-worker1", name + "-worker2"};
+  }));
+  ASSERT_TRUE(eventually([&] {
+    return !get("manager", api::kMultiKueueClusterGvk, name + "-worker3", "").has_value();
+  })) << "the MultiKueueCluster of the undecided worker is deleted";
+  ASSERT_TRUE(eventually([&] { return activeIs(checkName_, "True", "Active"); })) << active(checkName_).dump();
+  for (int i = 0; i < 2; ++i) runOnDecided("story2-after-" + std::to_string(i), name, {"worker1", "worker2"});
+}
+
+TEST_F(PlacementE2E, BothChecksDispatchNothingUntilThePlacementCheckIsReady) {
+  const std::string name = "gate";
+  createPlacementCheck(name, name);  // its Placement does not exist yet
+  pointDispatchCheckAt(name);
+  clusterQueueChecks({checkName_, name});
+  ASSERT_TRUE(eventually([&] { return activeIs(name, "False", "PlacementNotFound"); })) << active(name).dump();
+  createJob(kPipelineRun, "gated");
+  const auto wl = awaitWorkload(kPipelineRun, "gated");
+  const auto placementState = [&]() -> std::string {
+    const auto w = workload("manager", wl);
+    const auto* s = w ? multikueue::findCheckState(*w, name) : nullptr;
+    return s ? s->value("state", "") : "";
+  };
+  ASSERT_TRUE(eventually([&] { return placementState() == "Pending"; }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(placementState(), "Pending");
+  EXPECT_TRUE(multikueue::nominatedClusters(*workload("manager", wl)).empty());
+  for (const auto& w : kWorkers) {
+    EXPECT_FALSE(workload(w, wl).has_value()) << "dispatched to " << w;
+  }
+
+  createPlacement(name, json::object());
+  ASSERT_TRUE(eventually([&] { return placementState() == "Ready"; }));
+  ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
+  EXPECT_TRUE(eventually([&] {
+    const auto w = workload("manager", wl);
+    return w && multikueue::isAdmitted(*w);
+  })) << "both checks Ready: Kueue admits";
+}
+
+}  // namespace
+}  // namespace mka::e2e

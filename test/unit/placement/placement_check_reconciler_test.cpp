@@ -1,0 +1,394 @@
+#include "mka/placement/placement_check_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mka/kube/client.h"
+#include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/object_reader.h"
+#include "mka/placement/api.h"
+#include "mka/placement/workload_check_reconciler.h"
+#include "mka/sandbox/sandbox.h"
+
+namespace mka::placement {
+namespace {
+
+using nlohmann::json;
+
+const std::filesystem::path kCrds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
+const sandbox::ResourceRef kNamespaces{"", "v1", "namespaces", "", "", ""};
+const sandbox::ResourceRef kChecks{"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", "", ""};
+const sandbox::ResourceRef kConfigs{"kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "", "", ""};
+const sandbox::ResourceRef kClusters{"kueue.x-k8s.io", "v1beta2", "multikueueclusters", "", "", ""};
+const sandbox::ResourceRef kPlacements{
+    "cluster.open-cluster-management.io", "v1beta1", "placements", "kueue-system", "", ""};
+const sandbox::ResourceRef kDecisions{
+    "cluster.open-cluster-management.io", "v1beta1", "placementdecisions", "kueue-system", "", ""};
+const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "default", "", ""};
+
+sandbox::ResourceRef named(sandbox::ResourceRef ref, const std::string& name) {
+  ref.name = name;
+  return ref;
+}
+
+json placementCheck(const std::string& name, const std::string& placement) {
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "AdmissionCheck"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"controllerName", std::string(kControllerName)},
+            {"parameters",
+             {{"apiGroup", "cluster.open-cluster-management.io"}, {"kind", "Placement"}, {"name", placement}}}}}};
+}
+
+class PlacementSandbox : public ::testing::Test {
+ protected:
+  PlacementSandbox()
+      : manager(sandbox.addCluster(
+            {.name = "manager",
+             .crdFiles = {kCrds / "kueue.x-k8s.io_multikueueclusters.yaml",
+                          kCrds / "kueue.x-k8s.io_multikueueconfigs.yaml",
+                          kCrds / "kueue.x-k8s.io_admissionchecks.yaml", kCrds / "kueue.x-k8s.io_workloads.yaml",
+                          kCrds / "cluster.open-cluster-management.io_placements.yaml",
+                          kCrds / "cluster.open-cluster-management.io_placementdecisions.yaml"}})) {
+    manager.api().create(kNamespaces, {{"metadata", {{"name", "kueue-system"}}}});
+    kube::ClientOptions fast;
+    fast.qps = 0;
+    fast.maxRetries = 0;
+    client = std::make_unique<kube::Client>(
+        std::make_shared<kube::RestClient>(kube::restConfigFor(kube::Kubeconfig::parse(manager.kubeconfig())), fast));
+    reader = std::make_unique<multikueue::ClientReader>(*client);
+  }
+
+  PlacementCheckReconciler reconciler(bool profiles = false) {
+    return PlacementCheckReconciler(*client, *reader, clock, {"kueue-system", profiles});
+  }
+  // Reconciles until a pass writes nothing (the first adds the finalizer), at most 5 passes.
+  void converge(PlacementCheckReconciler& r, const std::string& check) {
+    for (int i = 0; i < 5; ++i) {
+      const auto before = manager.api().list(kChecks, {})["metadata"].value("resourceVersion", "");
+      r.reconcile(check);
+      if (manager.api().list(kChecks, {})["metadata"].value("resourceVersion", "") == before) return;
+    }
+  }
+  void placement(const std::string& name) {
+    manager.api().create(kPlacements, {{"apiVersion", "cluster.open-cluster-management.io/v1beta1"},
+                                       {"kind", "Placement"},
+                                       {"metadata", {{"name", name}, {"namespace", "kueue-system"}}},
+                                       {"spec", json::object()}});
+  }
+  void decision(const std::string& placement, int index, const std::vector<std::string>& clusters) {
+    json decisions = json::array();
+    for (const auto& c : clusters) decisions.push_back({{"clusterName", c}, {"reason", ""}});
+    const auto name = placement + "-decision-" + std::to_string(index);
+    json object = {
+        {"apiVersion", "cluster.open-cluster-management.io/v1beta1"},
+        {"kind", "PlacementDecision"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", "kueue-system"},
+          {"labels", {{std::string(kPlacementLabel), placement}, {std::string(kDecisionGroupIndexLabel), "0"}}}}}};
+    try {
+      object = manager.api().get(named(kDecisions, name));
+    } catch (const std::exception&) {
+      object = *manager.api().create(kDecisions, object);
+    }
+    object["status"] = {{"decisions", decisions}};
+    auto ref = named(kDecisions, name);
+    ref.subresource = "status";
+    manager.api().update(ref, object);
+  }
+  json active(const std::string& check) {
+    const auto object = manager.api().get(named(kChecks, check));
+    for (const auto& c : object.value("status", json::object()).value("conditions", json::array()))
+      if (c.value("type", "") == "Active") return c;
+    return nullptr;
+  }
+  std::vector<std::string> clusterNames() {
+    std::vector<std::string> out;
+    const auto list = manager.api().list(kClusters, {});
+    for (const auto& c : list["items"]) out.push_back(c["metadata"]["name"]);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::vector<std::string> configClusters(const std::string& name) {
+    return manager.api().get(named(kConfigs, name))["spec"]["clusters"].get<std::vector<std::string>>();
+  }
+  bool exists(const sandbox::ResourceRef& ref) {
+    try {
+      manager.api().get(ref);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  FakeClock clock;
+  sandbox::Sandbox sandbox;
+  sandbox::Cluster& manager;
+  std::unique_ptr<kube::Client> client;
+  std::unique_ptr<multikueue::ClientReader> reader;
+};
+
+// Every Active reason OCM's controller writes that the sandbox can bring about, one case each.
+TEST_F(PlacementSandbox, ActiveConditionReasons) {
+  struct Case {
+    std::string name;
+    std::function<void()> setup;
+    std::string status, reason, message;
+  };
+  const std::vector<Case> cases = {
+      {"no Placement", [] {}, "False", "PlacementNotFound", "Placement p1 not found"},
+      {"Placement without decisions", [&] { placement("p1"); }, "False", "NoClustersAvailable",
+       "No clusters available for placement p1"},
+      {"decided clusters",
+       [&] {
+         decision("p1", 1, {"cluster2", "cluster1"});
+       },
+       "True", "Active", "MultiKueueConfig p1 and MultiKueueClusters are generated successfully"},
+      {"a user's MultiKueueConfig of the same name",
+       [&] {
+         manager.api().remove(named(kConfigs, "p1"));
+         manager.api().create(kConfigs, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                         {"kind", "MultiKueueConfig"},
+                                         {"metadata", {{"name", "p1"}}},
+                                         {"spec", {{"clusters", {"mine"}}}}});
+       },
+       "False", "MultiKueueConfigError",
+       "Failed to create/update multi kueue config p1: MultiKueueConfig p1 exists and was not generated for Placement "
+       "p1 (label multikueue-adapter.dev/placement is not \"p1\"): rename or delete it, or rename the Placement"},
+      {"a user's MultiKueueCluster of a generated name",
+       [&] {
+         manager.api().remove(named(kConfigs, "p1"));
+         manager.api().remove(named(kClusters, "p1-cluster1"));
+         manager.api().create(kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                          {"kind", "MultiKueueCluster"},
+                                          {"metadata", {{"name", "p1-cluster1"}}},
+                                          {"spec", {{"clusterSource", {{"kubeConfig", {{"location", "mine"}}}}}}}});
+       },
+       "False", "MultiKueueClusterError",
+       "Failed to create/update multi kueue cluster p1-cluster1: MultiKueueCluster p1-cluster1 exists and was not "
+       "generated for Placement p1 (label multikueue-adapter.dev/placement is not \"p1\"): rename or delete it, or "
+       "rename the Placement"},
+  };
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  auto r = reconciler();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    c.setup();
+    try {
+      converge(r, "ac1");
+    } catch (const std::exception&) {  // the errors that retry also throw, after the condition
+    }
+    const auto cond = active("ac1");
+    ASSERT_FALSE(cond.is_null());
+    EXPECT_EQ(cond["status"], c.status);
+    EXPECT_EQ(cond["reason"], c.reason);
+    EXPECT_EQ(cond["message"], c.message);
+  }
+  // The user's objects are untouched.
+  EXPECT_EQ(manager.api().get(named(kClusters, "p1-cluster1"))["spec"]["clusterSource"]["kubeConfig"]["location"],
+            "mine");
+}
+
+TEST_F(PlacementSandbox, ParametersThatNameNoPlacementArePlacementError) {
+  auto check = placementCheck("ac1", "p1");
+  check["spec"]["parameters"]["kind"] = "MultiKueueConfig";
+  manager.api().create(kChecks, check);
+  auto r = reconciler();
+  converge(r, "ac1");
+  const auto cond = active("ac1");
+  EXPECT_EQ(cond["reason"], "PlacementError");
+  EXPECT_EQ(cond["message"],
+            "AdmissionCheck ac1: spec.parameters must name a Placement (apiGroup: cluster.open-cluster-management.io, "
+            "kind: Placement, name: <placement>), found apiGroup \"cluster.open-cluster-management.io\", kind "
+            "\"MultiKueueConfig\", name \"p1\"");
+}
+
+TEST_F(PlacementSandbox, GeneratedObjectsFollowTheDecisions) {
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  placement("p1");
+  // A MultiKueueCluster a user wrote, whatever its name, is never deleted.
+  manager.api().create(kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                   {"kind", "MultiKueueCluster"},
+                                   {"metadata", {{"name", "user-cluster"}}},
+                                   {"spec", {{"clusterSource", {{"kubeConfig", {{"location", "mine"}}}}}}}});
+  auto r = reconciler();
+  struct Step {
+    std::string name;
+    std::vector<std::vector<std::string>> decisions;  // one PlacementDecision per entry
+    std::vector<std::string> config;                  // empty: no MultiKueueConfig
+    std::vector<std::string> clusters;                // every MultiKueueCluster on the manager
+  };
+  const std::vector<Step> steps = {
+      {"two decided",
+       {{"cluster1", "cluster2"}},
+       {"p1-cluster1", "p1-cluster2"},
+       {"p1-cluster1", "p1-cluster2", "user-cluster"}},
+      {"decision changes",
+       {{"cluster2", "cluster3"}},
+       {"p1-cluster2", "p1-cluster3"},
+       {"p1-cluster2", "p1-cluster3", "user-cluster"}},
+      {"two decision objects are one set",
+       {{"cluster2"}, {"cluster4"}},
+       {"p1-cluster2", "p1-cluster4"},
+       {"p1-cluster2", "p1-cluster4", "user-cluster"}},
+      {"nothing decided", {{}, {}}, {}, {"user-cluster"}},
+  };
+  for (const auto& s : steps) {
+    SCOPED_TRACE(s.name);
+    for (std::size_t i = 0; i < s.decisions.size(); ++i) decision("p1", static_cast<int>(i + 1), s.decisions[i]);
+    converge(r, "ac1");
+    EXPECT_EQ(clusterNames(), s.clusters);
+    if (s.config.empty()) {
+      EXPECT_FALSE(exists(named(kConfigs, "p1")));
+    } else {
+      EXPECT_EQ(configClusters("p1"), s.config);
+    }
+  }
+}
+
+TEST_F(PlacementSandbox, ClusterSourceIsASecretOrAClusterProfile) {
+  struct Case {
+    std::string name;
+    bool profiles;
+    json source;
+  };
+  const std::vector<Case> cases = {
+      {"profiles off: the kubeconfig Secret multikueue-<cluster>",
+       false,
+       {{"kubeConfig", {{"locationType", "Secret"}, {"location", "multikueue-cluster1"}}}}},
+      {"profiles on: the ClusterProfile <cluster>", true, {{"clusterProfileRef", {{"name", "cluster1"}}}}},
+  };
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  placement("p1");
+  decision("p1", 1, {"cluster1"});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = reconciler(c.profiles);
+    converge(r, "ac1");
+    const auto cluster = manager.api().get(named(kClusters, "p1-cluster1"));
+    EXPECT_EQ(cluster["spec"]["clusterSource"], c.source);
+    EXPECT_EQ(cluster["metadata"]["labels"][std::string(kGeneratedForLabel)], "p1");
+  }
+}
+
+TEST_F(PlacementSandbox, FinalizerFirstThenCleanupOnDeletion) {
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  placement("p1");
+  decision("p1", 1, {"cluster1"});
+  manager.api().create(kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                   {"kind", "MultiKueueCluster"},
+                                   {"metadata", {{"name", "user-cluster"}}},
+                                   {"spec", {{"clusterSource", {{"kubeConfig", {{"location", "mine"}}}}}}}});
+  auto r = reconciler();
+  r.reconcile("ac1");
+  const auto check = manager.api().get(named(kChecks, "ac1"));
+  EXPECT_EQ(check["metadata"]["finalizers"], json::array({std::string(kFinalizer)}));
+  EXPECT_FALSE(check.contains("status") && check["status"].contains("conditions")) << "the finalizer comes alone";
+  EXPECT_EQ(clusterNames(), (std::vector<std::string>{"user-cluster"}));
+
+  converge(r, "ac1");
+  EXPECT_EQ(clusterNames(), (std::vector<std::string>{"p1-cluster1", "user-cluster"}));
+  manager.api().remove(named(kChecks, "ac1"));
+  ASSERT_TRUE(exists(named(kChecks, "ac1"))) << "held by the finalizer";
+  r.reconcile("ac1");
+  EXPECT_FALSE(exists(named(kChecks, "ac1")));
+  EXPECT_FALSE(exists(named(kConfigs, "p1")));
+  EXPECT_EQ(clusterNames(), (std::vector<std::string>{"user-cluster"}));
+}
+
+// Restart-safety: a second instance on the state the first converged to writes nothing.
+TEST_F(PlacementSandbox, ASecondInstanceOnConvergedStateWritesNothing) {
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  placement("p1");
+  decision("p1", 1, {"cluster1", "cluster2"});
+  auto first = reconciler();
+  converge(first, "ac1");
+  const auto versions = [&] {
+    std::vector<std::string> out;
+    for (const auto& ref : {kChecks, kConfigs, kClusters}) {
+      const auto list = manager.api().list(ref, {});
+      for (const auto& o : list["items"]) out.push_back(o["metadata"]["resourceVersion"]);
+    }
+    return out;
+  };
+  const auto before = versions();
+  auto second = reconciler();
+  second.reconcile("ac1");
+  EXPECT_EQ(versions(), before);
+}
+
+TEST_F(PlacementSandbox, WorkloadCheckTurnsReadyOnlyWhenActiveAndReserved) {
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  auto workload = json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                       {"kind", "Workload"},
+                       {"metadata", {{"name", "wl1"}, {"namespace", "default"}}},
+                       {"spec",
+                        {{"queueName", "q"},
+                         {"podSets",
+                          {{{"name", "main"},
+                            {"count", 1},
+                            {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}}}}}}}}};
+  workload = *manager.api().create(kWorkloads, workload);
+  auto statusRef = named(kWorkloads, "wl1");
+  statusRef.subresource = "status";
+  workload["status"] = {
+      {"conditions",
+       {{{"type", "QuotaReserved"},
+         {"status", "True"},
+         {"reason", "QuotaReserved"},
+         {"message", "reserved"},
+         {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}},
+      {"admissionChecks",
+       {{{"name", "ac1"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
+        {{"name", "mk"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
+  manager.api().update(statusRef, workload);
+  WorkloadCheckReconciler wr(*client, *reader, clock);
+  auto states = [&] {
+    std::vector<std::string> out;
+    const auto wl = manager.api().get(named(kWorkloads, "wl1"));
+    for (const auto& s : wl["status"]["admissionChecks"])
+      out.push_back(s["name"].get<std::string>() + "=" + s["state"].get<std::string>());
+    return out;
+  };
+  struct Step {
+    std::string name;
+    std::function<void()> change;
+    std::vector<std::string> states;
+  };
+  auto r = reconciler();
+  const std::vector<Step> steps = {
+      {"check not Active: stays Pending", [] {}, {"ac1=Pending", "mk=Pending"}},
+      {"check Active: Ready, the other check untouched",
+       [&] {
+         placement("p1");
+         decision("p1", 1, {"cluster1"});
+         converge(r, "ac1");
+       },
+       {"ac1=Ready", "mk=Pending"}},
+      {"decisions gone: a Ready check stays Ready",
+       [&] {
+         decision("p1", 1, {});
+         converge(r, "ac1");
+       },
+       {"ac1=Ready", "mk=Pending"}},
+  };
+  for (const auto& s : steps) {
+    SCOPED_TRACE(s.name);
+    s.change();
+    wr.reconcile("default/wl1");
+    EXPECT_EQ(states(), s.states);
+  }
+  EXPECT_EQ(manager.api().get(named(kWorkloads, "wl1"))["status"]["admissionChecks"][0]["message"],
+            std::string(kWorkloadReadyPrefix) + "p1");
+}
+
+}  // namespace
+}  // namespace mka::placement
