@@ -118,6 +118,7 @@ struct ClusterRegistry::Impl {
     std::string path;                          // spec location when the kubeconfig is a file
     std::shared_ptr<FileWatcher> pathWatcher;  // watches `path`; started and stopped outside `mutex`
     std::string identity;                      // what the current client is built from ("" none yet)
+    std::string server;                        // the API server of the last client built ("" none yet)
     std::shared_ptr<Remote> remote;            // the attempt in flight or the connection; null otherwise
     std::uint64_t attempt = 0;                 // `remote`'s attempt id (0: none); hooks of others are stale
     bool connecting = false;
@@ -451,6 +452,7 @@ struct ClusterRegistry::Impl {
       }
       if (stopped) return Result::done();  // `remote` was never started: nothing to join
       e.remote = remote;
+      e.server = remote->client().rest().config().host;
       e.attempt = attempt;
       e.connecting = true;
       const auto timeout = establishTimeout(options.establishTimeout, e.failedAttempts);
@@ -620,6 +622,12 @@ std::vector<std::string> ClusterRegistry::clusterNames() const {
   std::vector<std::string> names;
   for (const auto& [name, e] : impl_->entries) names.push_back(name);
   return names;
+}
+
+std::string ClusterRegistry::serverOf(const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->entries.find(name);
+  return it == impl_->entries.end() ? std::string() : it->second.server;
 }
 
 std::vector<std::string> ClusterRegistry::clustersUsingSecret(const std::string& name) const {

@@ -307,8 +307,14 @@ void WorkloadReconciler::readGroup(const std::string& check, const json& workloa
     if (auto copy = cachedRemote(*remote, kWorkloadGvk, group.key)) group.remotes[name] = std::move(*copy);
     group.available[name] = std::move(remote);
   }
+  // A worker the config lists under another name (two MultiKueueClusters, one server) is not
+  // outside: its copies are the group's own.
+  std::set<std::string> groupServers;
+  for (const auto& name : group.clusters)
+    if (auto server = clusters_.serverOf(name); !server.empty()) groupServers.insert(std::move(server));
   for (const auto& name : clusters_.clusterNames()) {
     if (std::find(group.clusters.begin(), group.clusters.end(), name) != group.clusters.end()) continue;
+    if (groupServers.contains(clusters_.serverOf(name))) continue;
     auto remote = clusters_.connected(name);
     if (!remote) continue;  // its copies trigger this reconcile again when it connects
     const bool job = group.adapter != nullptr && !group.ownerName.empty() &&

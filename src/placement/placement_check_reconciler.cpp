@@ -130,7 +130,38 @@ PlacementCheckReconciler::PlacementCheckReconciler(kube::Client& manager, const 
 struct PlacementCheckReconciler::Outcome {
   Condition condition;
   bool retry = false;  // an error the informers' events may not bring back: try again with backoff
+  std::optional<std::chrono::nanoseconds> recheck;  // a kept MultiKueueCluster's grace ends then
 };
+
+PlacementCheckReconciler::Need PlacementCheckReconciler::stillNeeded(const std::string& name) const {
+  Need need;
+  const auto now = clock_.now();
+  for (const auto& wl : objects_.list(multikueue::kWorkloadGvk, "")) {
+    const auto nominated = multikueue::nominatedClusters(wl);
+    if (multikueue::clusterName(wl) != name && std::find(nominated.begin(), nominated.end(), name) == nominated.end())
+      continue;
+    if (!multikueue::isFinished(wl)) return {true, std::nullopt};
+    const auto* finished = multikueue::findCondition(wl, multikueue::condition::kFinished);
+    const auto since = parseRfc3339(finished->value("lastTransitionTime", ""));
+    if (!since || now - *since >= kFinishedGrace) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(kFinishedGrace - (now - *since));
+    need.needed = true;
+    need.recheck = need.recheck ? std::min(*need.recheck, left) : left;
+  }
+  return need;
+}
+
+std::vector<std::string> PlacementCheckReconciler::placementsKeepingFor(const json& workload) const {
+  std::vector<std::string> names = multikueue::nominatedClusters(workload);
+  if (auto admitted = multikueue::clusterName(workload); !admitted.empty()) names.push_back(std::move(admitted));
+  std::vector<std::string> out;
+  if (names.empty()) return out;
+  std::lock_guard lock(keptMutex_);
+  for (const auto& [placement, clusters] : kept_)
+    if (std::any_of(names.begin(), names.end(), [&](const auto& n) { return clusters.contains(n); }))
+      out.push_back(placement);
+  return out;
+}
 
 std::vector<json> PlacementCheckReconciler::generatedClusters(const std::string& placement) const {
   std::vector<json> out;
@@ -167,7 +198,7 @@ Result PlacementCheckReconciler::reconcile(const std::string& admissionCheckName
                {"reason", outcome.condition.reason},
                {"message", outcome.condition.message}});
   if (outcome.retry) throw Error("AdmissionCheck " + admissionCheckName + ": " + outcome.condition.message);
-  return Result::done();
+  return outcome.recheck ? Result::after(*outcome.recheck) : Result::done();
 }
 
 PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::string& placement) {
@@ -205,16 +236,37 @@ PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::
     wanted.push_back(nameOf(desired));
   }
 
+  std::set<std::string> kept;
+  std::optional<std::chrono::nanoseconds> recheck;
   try {
     for (const auto& stale : generatedClusters(placement)) {
       const auto name = nameOf(stale);
       if (std::find(wanted.begin(), wanted.end(), name) != wanted.end()) continue;
+      // Out of the MultiKueueConfig already (no new work goes there), but connected until the
+      // Workloads admitted or waiting there are done.
+      if (const auto need = stillNeeded(name); need.needed) {
+        kept.insert(name);
+        if (need.recheck) recheck = recheck ? std::min(*recheck, *need.recheck) : *need.recheck;
+        continue;
+      }
       removeIfExists(manager_, multikueue::kMultiKueueClusterGvk, name);
       log::info(*checkLogger(), "MultiKueueCluster no longer decided: deleted",
                 {{"placement", placement}, {"cluster", name}});
     }
   } catch (const std::exception& e) {
     return {active(false, reason::kCleanupError, "Failed to cleanup MultiKueueClusters: " + errorText(e)), true};
+  }
+  std::string keptNote;
+  for (const auto& name : kept) keptNote += (keptNote.empty() ? "" : ", ") + name;
+  if (!keptNote.empty())
+    keptNote = "; no longer decided, kept until the Workloads admitted or waiting there are done: " + keptNote;
+  {
+    std::lock_guard lock(keptMutex_);
+    if (kept.empty()) {
+      kept_.erase(placement);
+    } else {
+      kept_[placement] = kept;
+    }
   }
 
   if (wanted.empty()) {
@@ -227,7 +279,8 @@ PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::
                      "Failed to delete multi kueue config " + placement + ": " + errorText(e)),
               true};
     }
-    return {active(false, reason::kNoClustersAvailable, "No clusters available for placement " + placement), false};
+    return {active(false, reason::kNoClustersAvailable, "No clusters available for placement " + placement + keptNote),
+            false, recheck};
   }
   try {
     createOrUpdate(manager_, objects_, generatedConfig(placement, wanted), placement);
@@ -237,8 +290,8 @@ PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::
             true};
   }
   return {active(true, reason::kActive,
-                 "MultiKueueConfig " + placement + " and MultiKueueClusters are generated successfully"),
-          false};
+                 "MultiKueueConfig " + placement + " and MultiKueueClusters are generated successfully" + keptNote),
+          false, recheck};
 }
 
 void PlacementCheckReconciler::cleanup(const json& check) {

@@ -92,8 +92,13 @@ struct PlacementController::Impl {
   void wire() {
     auto workloadChanged = [this](const json& wl) {
       if (usesPlacementCheck(wl)) workloadController->enqueue(kube::Informer::keyOf(wl));
+      // A Workload that keeps an undecided worker's MultiKueueCluster finished or went.
+      for (const auto& placement : checkReconciler->placementsKeepingFor(wl)) enqueueChecksOf(placement);
     };
-    handlers.add(*workloads, {.onAdd = workloadChanged, .onUpdateNew = workloadChanged});
+    auto workloadGone = [this](const json& wl) {
+      for (const auto& placement : checkReconciler->placementsKeepingFor(wl)) enqueueChecksOf(placement);
+    };
+    handlers.add(*workloads, {.onAdd = workloadChanged, .onUpdateNew = workloadChanged, .onDelete = workloadGone});
     auto checkChanged = [this](const json& ac) {
       if (!isPlacementCheck(ac)) return;
       checkController->enqueue(checkName(ac));
@@ -161,6 +166,11 @@ void PlacementController::stop() {
   impl_->checkController->stop();
   if (impl_->ownInformers) impl_->ownInformers->stop();
   log::info("placement controller stopped");
+}
+
+void PlacementController::recheckClock() {
+  impl_->checkController->recheckClock();
+  impl_->workloadController->recheckClock();
 }
 
 bool PlacementController::idle() const { return impl_->checkController->idle() && impl_->workloadController->idle(); }

@@ -7,7 +7,8 @@
 // decided clusters; it keeps
 // - one MultiKueueCluster `<placement>-<cluster>` per decided cluster (a ClusterProfile
 //   reference when ClusterProfiles are configured, else the kubeconfig Secret
-//   multikueue-<cluster>), deleting the ones it generated that are no longer decided;
+//   multikueue-<cluster>), deleting the ones it generated that are no longer decided once no
+//   Workload needs them (see stillNeeded());
 // - the MultiKueueConfig `<placement>` listing them (deleted while nothing is decided);
 // - the check's `Active` condition with OCM's reasons and messages;
 // - OCM's cleanup finalizer, removed once the generated objects are gone.
@@ -18,6 +19,11 @@
 //
 // Threads: reconcile() on the placement controller's worker (one key at a time).
 
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,16 +69,36 @@ class PlacementCheckReconciler {
 
   multikueue::Result reconcile(const std::string& admissionCheckName);
 
+  // The Placements whose undecided MultiKueueClusters are kept for `workload` (admitted on one of
+  // them, or with copies sent there): when it changes, their checks are looked at again.
+  // Any thread.
+  std::vector<std::string> placementsKeepingFor(const nlohmann::json& workload) const;
+
+  // How long a finished Workload keeps its worker's MultiKueueCluster: the dispatch loop removes
+  // the remote copies in the reconciles right after the finish, which need the connection.
+  static constexpr std::chrono::minutes kFinishedGrace{1};
+
  private:
   struct Outcome;
+  struct Need {
+    bool needed = false;
+    std::optional<std::chrono::nanoseconds> recheck;  // a finished Workload's grace ends then
+  };
   Outcome converge(const std::string& placement);
   void cleanup(const nlohmann::json& check);
   std::vector<nlohmann::json> generatedClusters(const std::string& placement) const;
+  // Whether a Workload still needs the worker of MultiKueueCluster `name`: admitted there or
+  // with copies sent there, and not finished (or finished less than kFinishedGrace ago). Deleting
+  // it earlier would disconnect a worker that runs a job, or that holds copies the dispatch loop
+  // must remove: the job would be dispatched again while it still runs, or its copies left behind.
+  Need stillNeeded(const std::string& name) const;
 
   kube::Client& manager_;
   const multikueue::ObjectReader& objects_;
   const Clock& clock_;
   Options options_;
+  mutable std::mutex keptMutex_;
+  std::map<std::string, std::set<std::string>> kept_;  // placement -> MultiKueueClusters kept for Workloads
 };
 
 }  // namespace mka::placement

@@ -43,6 +43,8 @@ class PlacementController {
   void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60});
   void stop();
   bool idle() const;
+  // After a test's FakeClock moved: requeues whose time has come run now.
+  void recheckClock();
 
  private:
   struct Impl;

@@ -191,6 +191,7 @@ struct Given {
   json clusters = json::array({"worker1", "worker2"});  // the MultiKueueConfig's spec.clusters
   bool config = true;                                   // whether the MultiKueueConfig exists
   std::vector<std::string> connected = kWorkers;
+  std::map<std::string, std::string> aliases;   // another MultiKueueCluster name -> the worker it reaches
   std::map<std::string, json> remoteWorkloads;  // worker -> Workload copy
   std::map<std::string, json> remoteJobs;       // worker -> job copy
   std::string dispatcher = std::string(config::kDispatcherAllAtOnce);
@@ -247,7 +248,7 @@ class World {
     for (const auto& [w, object] : given.remoteJobs) put(*workers_.at(w), kPipelineRuns, object);
 
     startCaches();
-    startRegistry(given.connected);
+    startRegistry(given.connected, given.aliases);
     clock_.advance(given.advance);
 
     WorkloadReconciler::Options options;
@@ -322,7 +323,7 @@ class World {
     for (auto& informer : informers_) EXPECT_TRUE(informer->waitForSync(std::chrono::seconds{30}));
   }
 
-  void startRegistry(const std::vector<std::string>& connected) {
+  void startRegistry(const std::vector<std::string>& connected, const std::map<std::string, std::string>& aliases) {
     ClusterRegistryOptions options;
     options.adapters = adapters();
     options.clientOptions = fastClient();
@@ -330,11 +331,14 @@ class World {
     options.informerMaxBackoff = std::chrono::milliseconds{50};
     objects_ = std::make_unique<ClientReader>(*managerClient_);
     registry_ = std::make_unique<ClusterRegistry>(*managerClient_, *objects_, clock_, options);
-    for (const auto& w : connected) {
+    std::vector<std::pair<std::string, std::string>> names;  // MultiKueueCluster -> worker
+    for (const auto& w : connected) names.emplace_back(w, w);
+    for (const auto& [alias, w] : aliases) names.emplace_back(alias, w);
+    for (const auto& [w, worker] : names) {
       const json secret = {{"apiVersion", "v1"},
                            {"kind", "Secret"},
                            {"metadata", {{"name", w}, {"namespace", "kueue-system"}}},
-                           {"data", {{"kubeconfig", base64Encode(workers_.at(w)->kubeconfig())}}}};
+                           {"data", {{"kubeconfig", base64Encode(workers_.at(worker)->kubeconfig())}}}};
       manager_->api().create(fixture::kSecrets, secret);
       manager_->api().create(fixture::kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                                                   {"kind", "MultiKueueCluster"},
@@ -881,6 +885,16 @@ TEST(WorkloadReconcilerTest, WorkersTheConfigDropped) {
     c.expected.finishedReason = "Succeeded";
     c.expected.remoteWorkloads = {{"worker2", false}};
     c.expected.remoteJobs = {{"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"a worker the config lists under another name: its copy is the group's, kept", {}, {}};
+    c.given.clusters = json::array({"alias1", "worker2"});
+    c.given.aliases = {{"alias1", "worker1"}};
+    c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy()}};
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"alias1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
     cases.push_back(c);
   }
   {

@@ -254,6 +254,101 @@ TEST_F(PlacementSandbox, GeneratedObjectsFollowTheDecisions) {
   }
 }
 
+// An undecided worker's MultiKueueCluster stays (out of the MultiKueueConfig) while a Workload
+// runs there or has copies there, and for kFinishedGrace after it finished: the dispatch loop
+// needs the connection to follow the job and remove its copies.
+TEST_F(PlacementSandbox, AnUndecidedWorkersClusterIsKeptWhileWorkloadsNeedIt) {
+  manager.api().create(kChecks, placementCheck("ac1", "p1"));
+  placement("p1");
+  auto r = reconciler();
+  decision("p1", 1, {"cluster1", "cluster2", "cluster3"});
+  converge(r, "ac1");
+
+  // wl1 runs on cluster1; wl2 waits with copies on cluster2 and cluster3.
+  auto workload = [&](const std::string& name, const json& status) {
+    json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+               {"kind", "Workload"},
+               {"metadata", {{"name", name}, {"namespace", "default"}}},
+               {"spec",
+                {{"queueName", "q"},
+                 {"podSets",
+                  {{{"name", "main"},
+                    {"count", 1},
+                    {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}}}}}}}}};
+    try {
+      wl = *manager.api().create(kWorkloads, wl);
+    } catch (const std::exception&) {
+      wl = manager.api().get(named(kWorkloads, name));
+    }
+    wl["status"] = status;
+    auto ref = named(kWorkloads, name);
+    ref.subresource = "status";
+    manager.api().update(ref, wl);
+  };
+  const json reserved = {{"type", "QuotaReserved"},
+                         {"status", "True"},
+                         {"reason", "QuotaReserved"},
+                         {"message", "reserved"},
+                         {"lastTransitionTime", toRfc3339(clock.now())}};
+  workload("wl1", {{"conditions", {reserved}}, {"clusterName", "p1-cluster1"}});
+  workload("wl2", {{"conditions", {reserved}}, {"nominatedClusterNames", {"p1-cluster2", "p1-cluster3"}}});
+
+  struct Step {
+    std::string name;
+    std::function<void()> change;
+    std::vector<std::string> clusters;  // every MultiKueueCluster after the reconcile
+    std::vector<std::string> config;
+    std::string keptNote;  // the end of the Active message ("" = nothing kept)
+    bool recheck = false;  // the reconcile asks to come back (a finished Workload's grace)
+  };
+  const std::string note = "; no longer decided, kept until the Workloads admitted or waiting there are done: ";
+  const std::vector<Step> steps = {
+      {"cluster1 and cluster2 undecided: kept for wl1 and wl2",
+       [&] {
+         decision("p1", 1, {"cluster3", "cluster4"});
+       },
+       {"p1-cluster1", "p1-cluster2", "p1-cluster3", "p1-cluster4"},
+       {"p1-cluster3", "p1-cluster4"},
+       note + "p1-cluster1, p1-cluster2"},
+      {"wl2's copies moved to the decided workers: cluster2 goes",
+       [&] {
+         workload("wl2", {{"conditions", {reserved}}, {"nominatedClusterNames", {"p1-cluster3", "p1-cluster4"}}});
+       },
+       {"p1-cluster1", "p1-cluster3", "p1-cluster4"},
+       {"p1-cluster3", "p1-cluster4"},
+       note + "p1-cluster1"},
+      {"wl1 finished: kept for the grace period",
+       [&] {
+         json finished = {{"type", "Finished"},
+                          {"status", "True"},
+                          {"reason", "Succeeded"},
+                          {"message", "done"},
+                          {"lastTransitionTime", toRfc3339(clock.now())}};
+         workload("wl1", {{"conditions", {reserved, finished}}, {"clusterName", "p1-cluster1"}});
+       },
+       {"p1-cluster1", "p1-cluster3", "p1-cluster4"},
+       {"p1-cluster3", "p1-cluster4"},
+       note + "p1-cluster1",
+       true},
+      {"the grace period over: deleted",
+       [&] { clock.advance(PlacementCheckReconciler::kFinishedGrace); },
+       {"p1-cluster3", "p1-cluster4"},
+       {"p1-cluster3", "p1-cluster4"},
+       ""},
+  };
+  for (const auto& step : steps) {
+    SCOPED_TRACE(step.name);
+    step.change();
+    const auto result = r.reconcile("ac1");
+    EXPECT_EQ(result.requeueAfter > std::chrono::nanoseconds::zero(), step.recheck);
+    EXPECT_EQ(clusterNames(), step.clusters);
+    EXPECT_EQ(configClusters("p1"), step.config);
+    EXPECT_EQ(active("ac1")["message"],
+              "MultiKueueConfig p1 and MultiKueueClusters are generated successfully" + step.keptNote);
+  }
+  EXPECT_TRUE(r.placementsKeepingFor(manager.api().get(named(kWorkloads, "wl1"))).empty());
+}
+
 TEST_F(PlacementSandbox, ClusterSourceIsASecretOrAClusterProfile) {
   struct Case {
     std::string name;
