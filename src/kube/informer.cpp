@@ -457,4 +457,17 @@ void Informer::setResourceVersion(const json& object) {
   resourceVersion_ = rv;
 }
 
+std::string startAndWaitForSync(const std::vector<Informer*>& informers, std::chrono::milliseconds timeout) {
+  for (auto* informer : informers) informer->start();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string missing;
+  for (auto* informer : informers) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (!informer->waitForSync(std::max(left, std::chrono::milliseconds{0})))
+      missing += (missing.empty() ? "" : ", ") + informer->gvk().goString();
+  }
+  return missing;
+}
+
 }  // namespace mka::kube

@@ -139,15 +139,7 @@ PlacementController::~PlacementController() { stop(); }
 void PlacementController::start(std::chrono::milliseconds syncTimeout) {
   if (impl_->started) return;
   impl_->started = true;
-  for (auto* informer : impl_->informers()) informer->start();
-  const auto deadline = std::chrono::steady_clock::now() + syncTimeout;
-  std::string missing;
-  for (auto* informer : impl_->informers()) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (!informer->waitForSync(std::max(left, std::chrono::milliseconds{0})))
-      missing += (missing.empty() ? "" : ", ") + informer->gvk().goString();
-  }
+  const auto missing = kube::startAndWaitForSync(impl_->informers(), syncTimeout);
   if (!missing.empty())
     throw Error("placement controller: the manager's caches did not sync within " +
                 std::to_string(syncTimeout.count()) + " ms for: " + missing +

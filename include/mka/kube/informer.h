@@ -189,4 +189,8 @@ class Informer {
   std::thread thread_;
 };
 
+// Starts `informers` (those already started go on) and waits, all within `timeout`, for their
+// caches; returns the kinds that did not sync, comma-separated ("" when all did).
+std::string startAndWaitForSync(const std::vector<Informer*>& informers, std::chrono::milliseconds timeout);
+
 }  // namespace mka::kube

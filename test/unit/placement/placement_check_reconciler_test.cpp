@@ -104,6 +104,27 @@ class PlacementSandbox : public ::testing::Test {
     ref.subresource = "status";
     manager.api().update(ref, object);
   }
+  // The Workload `name` in namespace default with `status` (created, or its status replaced).
+  void putWorkload(const std::string& name, const json& status) {
+    json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+               {"kind", "Workload"},
+               {"metadata", {{"name", name}, {"namespace", "default"}}},
+               {"spec",
+                {{"queueName", "q"},
+                 {"podSets",
+                  {{{"name", "main"},
+                    {"count", 1},
+                    {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}}}}}}}}};
+    try {
+      wl = *manager.api().create(kWorkloads, wl);
+    } catch (const std::exception&) {
+      wl = manager.api().get(named(kWorkloads, name));
+    }
+    wl["status"] = status;
+    auto ref = named(kWorkloads, name);
+    ref.subresource = "status";
+    manager.api().update(ref, wl);
+  }
   json active(const std::string& check) {
     const auto object = manager.api().get(named(kChecks, check));
     for (const auto& c : object.value("status", json::object()).value("conditions", json::array()))
@@ -265,26 +286,8 @@ TEST_F(PlacementSandbox, AnUndecidedWorkersClusterIsKeptWhileWorkloadsNeedIt) {
   converge(r, "ac1");
 
   // wl1 runs on cluster1; wl2 waits with copies on cluster2 and cluster3.
-  auto workload = [&](const std::string& name, const json& status) {
-    json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-               {"kind", "Workload"},
-               {"metadata", {{"name", name}, {"namespace", "default"}}},
-               {"spec",
-                {{"queueName", "q"},
-                 {"podSets",
-                  {{{"name", "main"},
-                    {"count", 1},
-                    {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}}}}}}}}};
-    try {
-      wl = *manager.api().create(kWorkloads, wl);
-    } catch (const std::exception&) {
-      wl = manager.api().get(named(kWorkloads, name));
-    }
-    wl["status"] = status;
-    auto ref = named(kWorkloads, name);
-    ref.subresource = "status";
-    manager.api().update(ref, wl);
-  };
+  const auto workload = [&](const std::string& name, const json& status) { putWorkload(name, status); };
+
   const json reserved = {{"type", "QuotaReserved"},
                          {"status", "True"},
                          {"reason", "QuotaReserved"},
@@ -422,29 +425,17 @@ TEST_F(PlacementSandbox, ASecondInstanceOnConvergedStateWritesNothing) {
 
 TEST_F(PlacementSandbox, WorkloadCheckTurnsReadyOnlyWhenActiveAndReserved) {
   manager.api().create(kChecks, placementCheck("ac1", "p1"));
-  auto workload = json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                       {"kind", "Workload"},
-                       {"metadata", {{"name", "wl1"}, {"namespace", "default"}}},
-                       {"spec",
-                        {{"queueName", "q"},
-                         {"podSets",
-                          {{{"name", "main"},
-                            {"count", 1},
-                            {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}}}}}}}}};
-  workload = *manager.api().create(kWorkloads, workload);
-  auto statusRef = named(kWorkloads, "wl1");
-  statusRef.subresource = "status";
-  workload["status"] = {
-      {"conditions",
-       {{{"type", "QuotaReserved"},
-         {"status", "True"},
-         {"reason", "QuotaReserved"},
-         {"message", "reserved"},
-         {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}},
-      {"admissionChecks",
-       {{{"name", "ac1"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
-        {{"name", "mk"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
-  manager.api().update(statusRef, workload);
+  putWorkload(
+      "wl1",
+      {{"conditions",
+        {{{"type", "QuotaReserved"},
+          {"status", "True"},
+          {"reason", "QuotaReserved"},
+          {"message", "reserved"},
+          {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}},
+       {"admissionChecks",
+        {{{"name", "ac1"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
+         {{"name", "mk"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}});
   WorkloadCheckReconciler wr(*client, *reader, clock);
   auto states = [&] {
     std::vector<std::string> out;
