@@ -11,10 +11,6 @@ namespace mka::deploy {
 namespace {
 
 constexpr std::string_view kKueue = "kueue.x-k8s.io";
-constexpr std::string_view kPlacementUntested =
-    "the test runs manifests/base/config.yaml, where placement is off; test/unit/placement and "
-    "test/integration/dispatch/placement_e2e_test.cpp make these calls";
-
 // Checked against src/ by the RBAC coverage test; each reason names the call sites.
 const std::vector<ApiAccess> kTable = {
     // webhook/queue_index_informers.cpp: the /mutate webhook answers from memory.
@@ -94,39 +90,33 @@ const std::vector<ApiAccess> kTable = {
      .resources = {"placements", "placementdecisions"},
      .verbs = {"list", "watch"},
      .scope = Scope::ConfiguredNamespace,
-     .reason = "the placement controller's caches of OCM Placements and PlacementDecisions (informers)",
-     .untested = kPlacementUntested},
+     .reason = "the placement controller's caches of OCM Placements and PlacementDecisions (informers)"},
     {.component = Component::Placement,
      .group = kKueue,
      .resources = {"workloads", "admissionchecks", "multikueueconfigs", "multikueueclusters"},
      .verbs = {"list", "watch"},
      .reason = "the placement controller's caches of Workloads, AdmissionChecks and the MultiKueue objects it "
-               "generates (informers)",
-     .untested = kPlacementUntested},
+               "generates (informers)"},
     {.component = Component::Placement,
      .group = kKueue,
      .resources = {"workloads", "admissionchecks"},
      .verbs = {"get"},
-     .reason = "a status write answered 409 Conflict re-reads the object (conditions.cpp)",
-     .untested = kPlacementUntested},
+     .reason = "a status write answered 409 Conflict re-reads the object (conditions.cpp)"},
     {.component = Component::Placement,
      .group = kKueue,
      .resources = {"admissionchecks"},
      .verbs = {"update"},
-     .reason = "the placement checks' cleanup finalizer, added and removed",
-     .untested = kPlacementUntested},
+     .reason = "the placement checks' cleanup finalizer, added and removed"},
     {.component = Component::Placement,
      .group = kKueue,
      .resources = {"workloads/status", "admissionchecks/status"},
      .verbs = {"update"},
-     .reason = "the placement check's Active condition, and its state Ready on Workloads",
-     .untested = kPlacementUntested},
+     .reason = "the placement check's Active condition, and its state Ready on Workloads"},
     {.component = Component::Placement,
      .group = kKueue,
      .resources = {"multikueueconfigs", "multikueueclusters"},
      .verbs = {"create", "update", "delete"},
-     .reason = "the MultiKueueConfig and MultiKueueClusters generated from a Placement's decisions",
-     .untested = kPlacementUntested},
+     .reason = "the MultiKueueConfig and MultiKueueClusters generated from a Placement's decisions"},
     // integration/controller.cpp informers; job_reconciler.cpp writes.
     {.component = Component::Integration,
      .group = kKueue,

@@ -289,10 +289,11 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
     const std::string section = "multiKueue:\n";
     const auto at = text.find(section);
     EXPECT_NE(at, std::string::npos) << "the shipped configuration has no multiKueue section";
-    return text.insert(at + section.size(),
-                       "  clusterProfile:\n    accessProviders:\n    - name: token-provider\n      execConfig: "
-                       "{command: /usr/local/bin/cp-creds, apiVersion: client.authentication.k8s.io/v1, "
-                       "interactiveMode: Never}\n");
+    text.insert(at + section.size(),
+                "  clusterProfile:\n    accessProviders:\n    - name: token-provider\n      execConfig: "
+                "{command: /usr/local/bin/cp-creds, apiVersion: client.authentication.k8s.io/v1, "
+                "interactiveMode: Never}\n");
+    return text + "placement: {enabled: true}\n";  // and runs the built-in placement controller
   });
   ASSERT_FALSE(::testing::Test::HasFailure());
   registerWebhooks(manager);
@@ -388,6 +389,73 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
   };
   ASSERT_TRUE(refuseReload(1)) << "no ConfigReloadFailed Event";
   ASSERT_TRUE(refuseReload(2)) << "the repeated Event's count was not patched";
+
+  // The placement controller (the test plays OCM's scheduler): a Placement decides cluster a,
+  // then b, then nothing; the generated MultiKueueCluster edited by hand is put back.
+  const api::GroupVersionKind placementGvk{"cluster.open-cluster-management.io", "v1beta1", "Placement"};
+  const api::GroupVersionKind mkcGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
+  const api::GroupVersionKind mkConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
+  env_->create(kManager, {{"apiVersion", placementGvk.apiVersion()},
+                          {"kind", "Placement"},
+                          {"metadata", {{"name", "fleet"}, {"namespace", "kueue-system"}}},
+                          {"spec", json::object()}});
+  const sandbox::ResourceRef decisions{
+      "cluster.open-cluster-management.io", "v1beta1", "placementdecisions", "kueue-system", "", ""};
+  auto decision = *env_->cluster(kManager).api().create(
+      decisions, {{"apiVersion", placementGvk.apiVersion()},
+                  {"kind", "PlacementDecision"},
+                  {"metadata",
+                   {{"name", "fleet-decision-1"},
+                    {"namespace", "kueue-system"},
+                    {"labels", {{"cluster.open-cluster-management.io/placement", "fleet"}}}}}});
+  auto decide = [&](const std::string& cluster) {
+    decision = env_->cluster(kManager).api().get(
+        {decisions.group, decisions.version, decisions.plural, decisions.namespace_, "fleet-decision-1", ""});
+    decision["status"] = {
+        {"decisions", cluster.empty() ? json::array() : json::array({{{"clusterName", cluster}, {"reason", ""}}})}};
+    env_->cluster(kManager).api().update(
+        {decisions.group, decisions.version, decisions.plural, decisions.namespace_, "fleet-decision-1", "status"},
+        decision);
+  };
+  decide("a");
+  env_->create(kManager,
+               {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                {"kind", "AdmissionCheck"},
+                {"metadata", {{"name", "fleet"}}},
+                {"spec",
+                 {{"controllerName", "open-cluster-management.io/placement"},
+                  {"parameters",
+                   {{"apiGroup", "cluster.open-cluster-management.io"}, {"kind", "Placement"}, {"name", "fleet"}}}}}});
+  const auto clusterGet = [&](const api::GroupVersionKind& gvk, const std::string& name) -> std::optional<json> {
+    try {
+      return env_->client(kManager).get(gvk, "", name);
+    } catch (const kube::ApiError& e) {
+      if (e.reason() == kube::Reason::NotFound) return std::nullopt;
+      throw;
+    }
+  };
+  ASSERT_TRUE(eventually([&] { return clusterGet(mkcGvk, "fleet-a").has_value(); }, kFlowTimeout));
+  decide("b");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto config = clusterGet(mkConfigGvk, "fleet");
+        return config && config->at("spec").at("clusters") == json::array({"fleet-b"}) &&
+               !clusterGet(mkcGvk, "fleet-a").has_value();
+      },
+      kFlowTimeout));
+  env_->client(kManager).patch(
+      mkcGvk, "", "fleet-b", kube::PatchType::Merge,
+      {{"spec", {{"clusterSource", {{"clusterProfileRef", nullptr}, {"kubeConfig", {{"location", "hand-edited"}}}}}}}});
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto mkc = clusterGet(mkcGvk, "fleet-b");
+        return mkc &&
+               mkc->at("spec").at("clusterSource").value("clusterProfileRef", json::object()).value("name", "") == "b";
+      },
+      kFlowTimeout))
+      << "the generated MultiKueueCluster was not put back";
+  decide("");  // nothing decided: the generated config goes
+  ASSERT_TRUE(eventually([&] { return !clusterGet(mkConfigGvk, "fleet").has_value(); }, kFlowTimeout));
 
   // Shut down as a rollout does: the Lease is released. The webhooks go first, as nothing
   // would answer them.
