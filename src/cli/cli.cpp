@@ -176,11 +176,18 @@ int run(int argc, char** argv) {
                       "Directory for kubeconfigs, certificates and the adapter's config (default: a temp directory)");
   auto* workersOption =
       demoCmd->add_option("--workers", demoWorkers, "Comma-separated worker cluster names")->capture_default_str();
+  auto* singleFlag =
+      demoCmd
+          ->add_flag("--single-cluster", demoOptions.singleCluster,
+                     "One cluster, no MultiKueue: Kueue queueing for an Argo Workflow and an in-house TrainingRun CRD "
+                     "(manifests/samples/single-cluster), the adapter with dispatch off")
+          ->excludes(workersOption);
   demoCmd
-      ->add_flag("--single-cluster", demoOptions.singleCluster,
-                 "One cluster, no MultiKueue: Kueue queueing for an Argo Workflow and an in-house TrainingRun CRD "
-                 "(manifests/samples/single-cluster), the adapter with dispatch off")
-      ->excludes(workersOption);
+      ->add_flag("--ocm", demoOptions.ocm,
+                 "An Open Cluster Management fleet: three workers, an OCM Placement choosing two by label, the "
+                 "adapter's built-in placement controller; a worker relabelled moves new jobs to the new set")
+      ->excludes(workersOption)
+      ->excludes(singleFlag);
   demoCmd->add_option("--run-seconds", demoRunSeconds, "How long each job runs on its worker")->capture_default_str();
   demoCmd->add_option("--samples", demoOptions.samples, "The manifests/samples directory (default: found from here)");
   demoCmd->add_option("--crds", demoOptions.crds, "CRD directory (default: test/fixtures/crds found from here)");
@@ -229,6 +236,7 @@ int run(int argc, char** argv) {
 
   if (demoCmd->parsed()) {
     demoOptions.workers.clear();
+    if (demoOptions.ocm) demoWorkers = "worker1,worker2,worker3";
     for (const auto& name : strings::split(demoWorkers, ',')) {
       const auto trimmed = strings::trim(name);
       if (!trimmed.empty()) demoOptions.workers.emplace_back(trimmed);

@@ -15,6 +15,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/common/strings.h"
 #include "mka/config/loader.h"
 #include "mka/demo/environment.h"
 #include "mka/integration/workload_builder.h"
@@ -24,6 +25,7 @@
 #include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/observability/health.h"
+#include "mka/standin/ocm_standin.h"
 
 namespace mka::demo {
 
@@ -39,6 +41,11 @@ namespace {
 
 const char* kManager = "manager";
 const char* kSingleCluster = "cluster";  // --single-cluster's one cluster
+// --ocm: the Placement (and its placement AdmissionCheck and generated MultiKueueConfig), and
+// the label it selects workers by.
+const char* kPlacement = "gpu";
+const char* kAcceleratorLabel = "accelerator";
+const char* kAccelerator = "nvidia-tesla-t4";
 
 // The adapter's configuration on the manager, as a user would write it.
 constexpr std::string_view kAdapterConfiguration = R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
@@ -205,6 +212,8 @@ class Demo {
       say("Starting a sandbox: a manager and " + std::to_string(options_.workers.size()) +
           " workers (emulated Kubernetes API servers on loopback), Kueue stand-ins, Kueue's sample objects");
       eo.workers = options_.workers;
+      if (ocm() && options_.workers.size() != 3)
+        throw Error("--ocm needs three workers (two chosen by the Placement, one relabelled into it)");
     }
     env_ = std::make_unique<Environment>(eo);
     kubeconfigs_ = env_->sandbox().writeKubeconfigs(dir_ / "kubeconfigs");
@@ -214,17 +223,23 @@ class Demo {
     } else {
       startAdapter();
     }
-    submitSamples();
-    const bool finished = follow();
+    bool finished = false;
+    if (ocm()) {
+      finished = runFleet();
+    } else {
+      submitSamples();
+      finished = follow();
+    }
     // Writes the sandbox refused as kube-apiserver would (422): a demo that passes only because
     // nothing checked them would hide a product that fails on a real cluster.
     const auto refused = env_->invalidWrites();
-    const bool ok = finished && refused.empty();
+    const bool ok = finished && refused.empty() && fleetFollowedThePlacement();
     summary(finished, refused);
     if (options_.keep) keepRunning();
     service_->stop();
     service_.reset();
     if (operator_) operator_->stop();
+    if (ocm_) ocm_->stop();
     env_.reset();
     if (options_.dir.empty() && !options_.keep) {
       std::error_code ec;
@@ -236,10 +251,18 @@ class Demo {
   ~Demo() {
     if (service_) service_->stop();
     if (operator_) operator_->stop();
+    if (ocm_) ocm_->stop();
   }
 
  private:
   bool single() const { return options_.singleCluster; }
+  bool ocm() const { return options_.ocm; }
+  // The sandbox worker behind a MultiKueueCluster: with --ocm the placement controller names
+  // them <placement>-<cluster>.
+  std::string workerOf(const std::string& multiKueueCluster) const {
+    const std::string prefix = std::string(kPlacement) + "-";
+    return ocm() && multiKueueCluster.starts_with(prefix) ? multiKueueCluster.substr(prefix.size()) : multiKueueCluster;
+  }
   const std::string& home() const {  // the cluster users submit to
     static const std::string manager = kManager, cluster = kSingleCluster;
     return single() ? cluster : manager;
@@ -292,8 +315,9 @@ class Demo {
   }
 
   void startAdapter() {
-    const auto configFile = writeFile(dir_ / "config.yaml", std::string(kAdapterConfiguration));
-    startService(kManager, std::string(kAdapterConfiguration), configFile, true);
+    const auto text = std::string(kAdapterConfiguration) + (ocm() ? "placement: {enabled: true}\n" : "");
+    const auto configFile = writeFile(dir_ / "config.yaml", text);
+    startService(kManager, text, configFile, true);
     say("multikueue-adapter running on the manager: webhook https://127.0.0.1:" +
         std::to_string(service_->webhookPort()) +
         " registered there, dispatch loop and job integration leading, metrics http://127.0.0.1:" +
@@ -335,29 +359,171 @@ class Demo {
     for (const auto& entry : fs::directory_iterator(jobsDir))
       if (entry.path().extension() == ".yaml") files.push_back(entry.path());
     std::sort(files.begin(), files.end());
-    for (const auto& file : files) {
-      for (const auto& job : env_->createFromFile(home(), file)) {
-        Tracked t;
-        t.gvk = api::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
-        t.kind = trackedKind(t.gvk);
-        t.name = job.at("metadata").value("name", "");
-        // The name the manager's integration gives the job's Workload (newWorkload).
-        t.workload = integration::workloadName(t.gvk, t.name, job.at("metadata").value("uid", ""));
-        t.submitted = Steady::now();
-        const std::string suspension =
-            suspended(job) ? "suspended it until its Workload is admitted" : "did not suspend it (!)";
-        if (single()) {
-          say(label(t) + " submitted from " + file.filename().string() +
-              " without a suspend field; multikueue-adapter's webhook " + suspension);
-        } else {
-          const auto marker = markerOf(kinds_, t.gvk, job);
-          say(label(t) + " submitted from " + file.filename().string() +
-              " without a managedBy marker; multikueue-adapter's webhook set " +
-              (marker.empty() ? std::string("nothing (!)") : marker) + " and " + suspension);
-        }
-        jobs_.push_back(std::move(t));
-      }
+    for (const auto& file : files)
+      for (const auto& job : env_->createFromFile(home(), file)) track(job, "from " + file.filename().string());
+  }
+
+  // Follows `job`, just created (`from` says where it came from).
+  void track(const json& job, const std::string& from) {
+    Tracked t;
+    t.gvk = api::GroupVersionKind::fromApiVersion(job.value("apiVersion", ""), job.value("kind", ""));
+    t.kind = trackedKind(t.gvk);
+    t.name = job.at("metadata").value("name", "");
+    // The name the manager's integration gives the job's Workload (newWorkload).
+    t.workload = integration::workloadName(t.gvk, t.name, job.at("metadata").value("uid", ""));
+    t.submitted = Steady::now();
+    const std::string suspension =
+        suspended(job) ? "suspended it until its Workload is admitted" : "did not suspend it (!)";
+    if (single()) {
+      say(label(t) + " submitted " + from + " without a suspend field; multikueue-adapter's webhook " + suspension);
+    } else {
+      const auto marker = markerOf(kinds_, t.gvk, job);
+      say(label(t) + " submitted " + from + " without a managedBy marker; multikueue-adapter's webhook set " +
+          (marker.empty() ? std::string("nothing (!)") : marker) + " and " + suspension);
     }
+    jobs_.push_back(std::move(t));
+  }
+
+  // --- --ocm ------------------------------------------------------------------------------
+
+  // The managed clusters as OCM's inventory has them: worker2 and worker3 carry the accelerator
+  // label, then (relabelled) worker1 and worker2.
+  std::vector<standin::ManagedClusterInput> inventory(bool relabelled) const {
+    std::vector<standin::ManagedClusterInput> out;
+    for (std::size_t i = 0; i < options_.workers.size(); ++i) {
+      standin::ManagedClusterInput c{options_.workers[i], {}};
+      if (relabelled ? i < 2 : i > 0) c.labels[kAcceleratorLabel] = kAccelerator;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::vector<std::string> decidedWorkers() {
+    std::vector<std::string> out;
+    for (const auto& d : env_->client(kManager).listAll(
+             {"cluster.open-cluster-management.io", "v1beta1", "PlacementDecision"}, "kueue-system"))
+      if (d.value("metadata", json::object())
+              .value("labels", json::object())
+              .value("cluster.open-cluster-management.io/placement", "") == kPlacement)
+        for (const auto& entry : d.value("status", json::object()).value("decisions", json::array()))
+          out.push_back(entry.value("clusterName", ""));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  std::vector<std::string> configClusters() {
+    const auto config = getIfExists(env_->client(kManager), multikueue::kMultiKueueConfigGvk, "", kPlacement);
+    if (!config) return {};
+    return config->value("spec", json::object()).value("clusters", std::vector<std::string>{});
+  }
+
+  // Waits until OCM decided `workers` and the placement controller wrote them into the
+  // MultiKueueConfig, and says so.
+  bool awaitFleet(const std::vector<std::string>& workers) {
+    std::vector<std::string> generated;
+    for (const auto& w : workers) generated.push_back(std::string(kPlacement) + "-" + w);
+    const auto deadline = Steady::now() + std::chrono::seconds{30};
+    bool decided = false;
+    while (Steady::now() < deadline) {
+      if (!decided && decidedWorkers() == workers) {
+        decided = true;
+        say("OCM's scheduler (stand-in) decided " + strings::join(workers, ", ") + " for Placement kueue-system/" +
+            kPlacement + " (PlacementDecision " + kPlacement + "-decision-1)");
+      }
+      if (decided && configClusters() == generated) {
+        const auto check = getIfExists(env_->client(kManager), api::kAdmissionCheckGvk, "", kPlacement);
+        const auto* active = check ? multikueue::findCondition(*check, multikueue::condition::kActive) : nullptr;
+        say("multikueue-adapter's placement controller wrote MultiKueueConfig " + std::string(kPlacement) + ": " +
+            strings::join(generated, ", ") +
+            " (one MultiKueueCluster per decided cluster, kubeconfig Secret "
+            "multikueue-<cluster>); AdmissionCheck " +
+            kPlacement + ": " +
+            (active ? active->value("reason", "") + ", " + active->value("message", "") : std::string("no condition")));
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    say("the fleet did not follow the Placement within 30 s: decided " + strings::join(decidedWorkers(), ", ") +
+        ", MultiKueueConfig " + strings::join(configClusters(), ", "));
+    return false;
+  }
+
+  void submitFleetJobs(const std::vector<std::string>& names, const std::string& when) {
+    for (const auto& name : names) {
+      const auto job = env_->create(
+          kManager,
+          {{"apiVersion", "tekton.dev/v1"},
+           {"kind", "PipelineRun"},
+           {"metadata",
+            {{"name", name}, {"namespace", "default"}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
+           {"spec", {{"pipelineRef", {{"name", "build"}}}}}});
+      track(job, when);
+      fleetPhase_[name] = when;
+    }
+  }
+
+  // The fleet of `demo --ocm`: OCM decides, the placement controller writes the MultiKueue
+  // objects, jobs run on the decided workers; a worker relabelled moves the next jobs.
+  bool runFleet() {
+    auto& manager = env_->client(kManager);
+    // The fleet comes from the Placement: the sample's hand-written MultiKueueConfig and
+    // MultiKueueClusters go, and each worker's kubeconfig Secret gets the name OCM's addon gives it.
+    manager.remove(multikueue::kMultiKueueConfigGvk, "", "multikueue-config");
+    for (const auto& w : options_.workers) {
+      manager.remove(multikueue::kMultiKueueClusterGvk, "", w);
+      auto secret = manager.get({"", "v1", "Secret"}, "kueue-system", w + "-secret");
+      manager.create({{"apiVersion", "v1"},
+                      {"kind", "Secret"},
+                      {"metadata", {{"name", "multikueue-" + w}, {"namespace", "kueue-system"}}},
+                      {"data", secret["data"]}});
+    }
+    say("Played by the demo, not shipped: the kubeconfig Secrets multikueue-<cluster> OCM's kueue-addon writes for "
+        "each managed cluster");
+    ocm_ = std::make_unique<standin::OcmStandIn>(env_->cluster(kManager).api(), inventory(false),
+                                                 standin::OcmStandIn::Options{});
+    ocm_->start();
+    say("Played by a stand-in, not shipped: OCM's placement scheduler, deciding from the managed clusters' labels (" +
+        options_.workers[1] + " and " + options_.workers[2] + " carry " + kAcceleratorLabel + "=" + kAccelerator + ")");
+    env_->create(
+        kManager,
+        {{"apiVersion", "cluster.open-cluster-management.io/v1beta1"},
+         {"kind", "Placement"},
+         {"metadata", {{"name", kPlacement}, {"namespace", "kueue-system"}}},
+         {"spec",
+          {{"predicates",
+            json::array({{{"requiredClusterSelector",
+                           {{"labelSelector", {{"matchLabels", {{kAcceleratorLabel, kAccelerator}}}}}}}}})}}}});
+    env_->create(
+        kManager,
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "AdmissionCheck"},
+         {"metadata", {{"name", kPlacement}}},
+         {"spec",
+          {{"controllerName", "open-cluster-management.io/placement"},
+           {"parameters",
+            {{"apiGroup", "cluster.open-cluster-management.io"}, {"kind", "Placement"}, {"name", kPlacement}}}}}});
+    manager.patch(api::kAdmissionCheckGvk, "", "multikueue-adapter", kube::PatchType::Merge,
+                  {{"spec", {{"parameters", {{"name", kPlacement}}}}}});
+    manager.patch(
+        {"kueue.x-k8s.io", "v1beta2", "ClusterQueue"}, "", "cluster-queue", kube::PatchType::Merge,
+        {{"spec",
+          {{"admissionChecksStrategy",
+            {{"admissionChecks", json::array({{{"name", "multikueue-adapter"}}, {{"name", kPlacement}}})}}}}}});
+    say(std::string("Placement kueue-system/") + kPlacement + " selects " + kAcceleratorLabel + "=" + kAccelerator +
+        "; AdmissionCheck " + kPlacement +
+        " (open-cluster-management.io/placement) names it; ClusterQueue "
+        "cluster-queue requires it and the multikueue-adapter check, which reads MultiKueueConfig " +
+        kPlacement);
+    if (!awaitFleet({options_.workers[1], options_.workers[2]})) return false;
+    submitFleetJobs({"gpu-job-1", "gpu-job-2"}, "before the relabel");
+    if (!follow()) return false;
+
+    ocm_->setClusters(inventory(true));
+    say(options_.workers[0] + " labelled " + kAcceleratorLabel + "=" + kAccelerator + ", the label removed from " +
+        options_.workers[2] + " (as `kubectl label managedcluster` would)");
+    if (!awaitFleet({options_.workers[0], options_.workers[1]})) return false;
+    submitFleetJobs({"gpu-job-3", "gpu-job-4"}, "after the relabel");
+    return follow();
   }
 
   fs::path samplesDir() const {
@@ -406,11 +572,19 @@ class Demo {
       // Nominations are short-lived (cleared once a worker admits): a poll may only see the
       // admission, which implies them.
       auto nominated = multikueue::nominatedClusters(*wl);
-      const auto worker = multikueue::clusterName(*wl);
-      if (nominated.empty() && !worker.empty()) nominated = options_.workers;
+      const auto worker = workerOf(multikueue::clusterName(*wl));
+      // A poll that missed the nomination: every worker of the config then was nominated.
+      if (nominated.empty() && !worker.empty()) nominated = ocm() ? configClusters() : options_.workers;
+      if (ocm()) {
+        const auto* placementCheck = multikueue::findCheckState(*wl, kPlacement);
+        if (placementCheck != nullptr && placementCheck->value("state", "") == multikueue::check_state::kReady)
+          step(t, "placement",
+               std::string("multikueue-adapter's placement controller set its check ") + kPlacement +
+                   " Ready (the Placement has decided clusters); the dispatch loop waits for it");
+      }
       if (!nominated.empty()) {
         std::string list;
-        for (const auto& n : nominated) list += (list.empty() ? "" : ", ") + n;
+        for (const auto& n : nominated) list += (list.empty() ? "" : ", ") + workerOf(n);
         step(t, "dispatched", "Workload copies sent to " + list + " (first to admit wins)");
       }
       if (!worker.empty()) {
@@ -511,6 +685,20 @@ class Demo {
     }
   }
 
+  // --ocm: every job ran on a worker the Placement decided when it was submitted.
+  bool fleetFollowedThePlacement() {
+    bool ok = true;
+    for (const auto& t : jobs_) {
+      const auto phase = fleetPhase_.find(t.name);
+      if (phase == fleetPhase_.end()) continue;
+      const auto& w = options_.workers;
+      const bool before = phase->second == "before the relabel";
+      const bool decided = before ? (t.worker == w[1] || t.worker == w[2]) : (t.worker == w[0] || t.worker == w[1]);
+      ok = ok && decided;
+    }
+    return ok;
+  }
+
   void summary(bool ok, const std::vector<std::string>& refused) {
     out_ << "\nSummary\n";
     out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER" << std::setw(12)
@@ -529,6 +717,11 @@ class Demo {
       out_ << "\nSome jobs did not finish within the timeout (see the log lines above).\n";
     } else if (single()) {
       out_ << "\nEvery job waited suspended for Kueue, ran once after admission, and its Workload is Finished.\n";
+    } else if (ocm()) {
+      const auto& w = options_.workers;
+      out_ << "\nEvery job ran on exactly one worker the Placement decided when it was submitted (before the relabel "
+           << w[1] << " or " << w[2] << ", after it " << w[0] << " or " << w[1]
+           << "), its final status is on the manager, and no remote copy is left.\n";
     } else {
       out_ << "\nEvery job ran on exactly one worker, its final status is on the manager, and no remote copy is "
               "left.\n";
@@ -545,7 +738,10 @@ class Demo {
         out_ << "  kubectl --kubeconfig " << path.string() << " get "
              << (single() ? "trainingruns,workflows,workloads" : "pipelineruns,workflows,workloads") << " -A\n";
     } else {
-      out_ << "\nRun `multikueue-adapter demo" << (single() ? " --single-cluster" : "")
+      out_ << "\nRun `multikueue-adapter demo"
+           << (single() ? " --single-cluster"
+               : ocm()  ? " --ocm"
+                        : "")
            << " --keep` to look around with kubectl afterwards.\n";
     }
     out_.flush();
@@ -564,6 +760,8 @@ class Demo {
   std::map<std::string, fs::path> kubeconfigs_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<standin::JobControllerStandIn> operator_;  // --single-cluster: the TrainingRun operator
+  std::unique_ptr<standin::OcmStandIn> ocm_;                 // --ocm: OCM's placement scheduler
+  std::map<std::string, std::string> fleetPhase_;            // --ocm: job -> before or after the relabel
   std::vector<jobkind::JobKind> kinds_;                      // the configured kinds, as the adapter reads them
   std::vector<Tracked> jobs_;
 };

@@ -10,6 +10,10 @@
 // with dispatch off queues the Argo Workflow and in-house TrainingRun of
 // manifests/samples/single-cluster through Kueue (suspended, Workload created, admitted on a
 // flavor, resumed with its node labels, finished).
+// --ocm: the workers chosen by an OCM Placement (the OCM scheduler played by a stand-in), the
+// adapter's built-in placement controller writing the MultiKueueConfig and MultiKueueClusters;
+// two jobs run, a worker is relabelled, the decision and the config follow, two more jobs run
+// on the new set.
 //
 // Threads: demoCommand() runs on the main thread and polls the clusters to report progress;
 // everything else runs on the threads of the pieces it starts.
@@ -31,6 +35,10 @@ struct DemoOptions {
   std::filesystem::path samples;  // manifests/samples; "" = found from the current directory
   std::filesystem::path crds;     // CRD directory; "" = found from the current directory
   bool singleCluster = false;     // one cluster, no MultiKueue; `workers` unused
+  // An OCM fleet (README "Open Cluster Management fleets"): `workers` (three) as managed
+  // clusters, a Placement choosing the labelled ones, the built-in placement controller; jobs
+  // before and after a worker is relabelled.
+  bool ocm = false;
 };
 
 // Returns the exit code: 0 when every sample job finished on exactly one worker with its

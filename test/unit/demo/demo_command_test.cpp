@@ -75,5 +75,35 @@ TEST(DemoCommandTest, SingleClusterQueuesAWorkflowAndAnInHouseJobThroughKueue) {
   EXPECT_THAT(text, HasSubstr("demo --single-cluster --keep"));
 }
 
+// `demo --ocm`: an OCM Placement chooses the workers through the built-in placement
+// controller; a relabelled worker moves the next jobs.
+TEST(DemoCommandTest, OcmPlacementChoosesTheWorkersAndARelabelMovesNewJobs) {
+  test::TempDir dir;
+  DemoOptions options = fromTheCheckout(dir);
+  options.ocm = true;
+  options.workers = {"worker1", "worker2", "worker3"};
+  std::ostringstream out;
+  ASSERT_EQ(demoCommand(options, out), 0) << out.str();
+  const auto text = out.str();
+  EXPECT_THAT(text, HasSubstr("Played by a stand-in, not shipped: OCM's placement scheduler"));
+  EXPECT_THAT(text, HasSubstr("Played by the demo, not shipped: the kubeconfig Secrets multikueue-<cluster>"));
+  EXPECT_THAT(text, HasSubstr("OCM's scheduler (stand-in) decided worker2, worker3 for Placement kueue-system/gpu"));
+  EXPECT_THAT(text, HasSubstr("multikueue-adapter's placement controller wrote MultiKueueConfig gpu: gpu-worker2, "
+                              "gpu-worker3"));
+  EXPECT_THAT(text, HasSubstr("AdmissionCheck gpu: Active, MultiKueueConfig gpu and MultiKueueClusters are generated "
+                              "successfully"));
+  EXPECT_THAT(text, HasSubstr("multikueue-adapter's placement controller set its check gpu Ready"));
+  EXPECT_THAT(text, HasSubstr("worker1 labelled accelerator=nvidia-tesla-t4, the label removed from worker3"));
+  EXPECT_THAT(text, HasSubstr("OCM's scheduler (stand-in) decided worker1, worker2 for Placement kueue-system/gpu"));
+  EXPECT_THAT(text, HasSubstr("MultiKueueConfig gpu: gpu-worker1, gpu-worker2"));
+  for (const auto* job : {"gpu-job-1", "gpu-job-2", "gpu-job-3", "gpu-job-4"})
+    EXPECT_THAT(text, HasSubstr(std::string("PipelineRun default/") + job + ": remote copies removed"));
+  EXPECT_THAT(text, HasSubstr("gpu-job-1: Workload copies sent to worker2, worker3 (first to admit wins)"));
+  EXPECT_THAT(text, HasSubstr("gpu-job-3: Workload copies sent to worker1, worker2 (first to admit wins)"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("sent to worker1, worker2, worker3"))) << "only decided workers";
+  EXPECT_THAT(text, HasSubstr("Every job ran on exactly one worker the Placement decided when it was submitted"));
+  EXPECT_THAT(text, HasSubstr("demo --ocm --keep"));
+}
+
 }  // namespace
 }  // namespace mka::demo
