@@ -24,6 +24,11 @@ using SteadyClock = std::chrono::steady_clock;
 // client-go re-reads a token file at most once a minute (transport/token_source.go).
 constexpr std::chrono::seconds kTokenFileRefresh{60};
 
+// "cluster <name>" (its server when unnamed), how the client's errors name it.
+std::string clusterLabel(const RestConfig& config) {
+  return "cluster " + (config.cluster.empty() ? config.host : config.cluster);
+}
+
 net::OpensslPtr<X509_STORE> caStore(const std::string& pem, const std::string& where) {
   auto store = net::certificateStore(pem);
   if (!store)
@@ -183,7 +188,7 @@ void RestClient::StreamHandle::cancel() {
 RestClient::RestClient(RestConfig config, ClientOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
   if (options_.qps > 0) limiter_ = std::make_unique<TokenBucket>(options_.qps, std::max(1, options_.burst));
-  const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
+  const std::string where = clusterLabel(config_);
   std::string_view rest = config_.host;
   if (!rest.starts_with("https://"))
     throw Error(where + ": server \"" + config_.host +
@@ -220,7 +225,6 @@ RestClient::~RestClient() {
 }
 
 std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) {
-  const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
   // With tls-server-name the certificate is checked for that name while the socket goes to
   // the server's host: httplib verifies (and sends SNI for) the name it was built with, and
   // its address map sends that name to the real host.
@@ -257,7 +261,8 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
     X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
     const int named = validation::isIpLiteral(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
                                                     : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
-    if (named != 1) throw Error(where + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
+    if (named != 1)
+      throw Error(clusterLabel(config_) + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
     SSL_CTX_set_app_data(ctx, connection.get());
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &Connection::recordVerdict);
   }
@@ -304,9 +309,8 @@ ExecCredential RestClient::execCredential() {
   {
     std::lock_guard lock(execIdentityMutex_);
     if (credential.clientCertificatePem != execCertificatePem_) {
-      const std::string where = "cluster " + (config_.cluster.empty() ? config_.host : config_.cluster);
       std::tie(execCertificate_, execKey_) =
-          parseIdentity(credential.clientCertificatePem, credential.clientKeyPem, where,
+          parseIdentity(credential.clientCertificatePem, credential.clientKeyPem, clusterLabel(config_),
                         "the exec plugin's clientCertificateData or clientKeyData");
       rotated = !execCertificatePem_.empty();
       execCertificatePem_ = credential.clientCertificatePem;

@@ -434,7 +434,8 @@ struct ClusterRegistry::Impl {
     if (lost) emitConnectionChange(name, false);
     if (decided) return *decided;
 
-    // Parsing and TLS setup only, no request: outside the lock.
+    // Parsing, TLS setup and, for a ClusterProfile, one run of its exec plugin; no request:
+    // outside the lock.
     std::shared_ptr<Remote> remote;
     std::string buildError;
     try {
@@ -624,10 +625,11 @@ std::vector<std::string> ClusterRegistry::clusterNames() const {
   return names;
 }
 
-std::string ClusterRegistry::serverOf(const std::string& name) const {
+std::map<std::string, std::string> ClusterRegistry::servers() const {
   std::lock_guard lock(impl_->mutex);
-  auto it = impl_->entries.find(name);
-  return it == impl_->entries.end() ? std::string() : it->second.server;
+  std::map<std::string, std::string> out;
+  for (const auto& [name, e] : impl_->entries) out.emplace(name, e.server);
+  return out;
 }
 
 std::vector<std::string> ClusterRegistry::clustersUsingSecret(const std::string& name) const {

@@ -73,8 +73,8 @@ struct WorkloadReconciler::Group {
   std::map<std::string, std::shared_ptr<RemoteCluster>> available;
   std::vector<std::string> unavailable;
   std::map<std::string, json> remotes;  // cluster -> remote Workload (available clusters only)
-  // Connected workers the MultiKueueConfig no longer lists, holding copies of this Workload
-  // that did not win: left from dispatching to the old set (docs/worker-sets.md).
+  // Connected workers outside the MultiKueueConfig's list that hold copies of this Workload
+  // which did not win (the list changed after they were sent; docs/worker-sets.md).
   std::map<std::string, std::shared_ptr<RemoteCluster>> outside;
   std::string clusterQueue;
 };
@@ -309,12 +309,13 @@ void WorkloadReconciler::readGroup(const std::string& check, const json& workloa
   }
   // A worker the config lists under another name (two MultiKueueClusters, one server) is not
   // outside: its copies are the group's own.
+  const auto servers = clusters_.servers();
   std::set<std::string> groupServers;
   for (const auto& name : group.clusters)
-    if (auto server = clusters_.serverOf(name); !server.empty()) groupServers.insert(std::move(server));
-  for (const auto& name : clusters_.clusterNames()) {
+    if (auto it = servers.find(name); it != servers.end() && !it->second.empty()) groupServers.insert(it->second);
+  for (const auto& [name, server] : servers) {
     if (std::find(group.clusters.begin(), group.clusters.end(), name) != group.clusters.end()) continue;
-    if (groupServers.contains(clusters_.serverOf(name))) continue;
+    if (groupServers.contains(server)) continue;
     auto remote = clusters_.connected(name);
     if (!remote) continue;  // its copies trigger this reconcile again when it connects
     const bool job = group.adapter != nullptr && !group.ownerName.empty() &&

@@ -44,6 +44,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -139,9 +140,10 @@ class ClusterRegistry {
   // When the worker was first lost (nullopt when connected). A cluster never seen counts as
   // lost since the registry was created.
   std::optional<Clock::TimePoint> disconnectedSince(const std::string& name) const;
-  // The API server of the last client built for `name` ("" before the first): two
-  // MultiKueueClusters with one server are one worker under two names.
-  std::string serverOf(const std::string& name) const;
+  // Every cluster the registry knows, with the API server of the last client built for it (""
+  // before the first), in one look: two MultiKueueClusters with one server are one worker
+  // under two names.
+  std::map<std::string, std::string> servers() const;
   // Every cluster the registry knows (connected or not), sorted.
   std::vector<std::string> clusterNames() const;
   // The MultiKueueClusters whose kubeconfig is the Secret `name` in Options::namespace_.

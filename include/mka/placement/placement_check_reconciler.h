@@ -7,8 +7,8 @@
 // decided clusters; it keeps
 // - one MultiKueueCluster `<placement>-<cluster>` per decided cluster (a ClusterProfile
 //   reference when ClusterProfiles are configured, else the kubeconfig Secret
-//   multikueue-<cluster>), deleting the ones it generated that are no longer decided once no
-//   Workload needs them (see stillNeeded());
+//   multikueue-<cluster>); a generated one whose cluster is not decided now is deleted once
+//   no Workload needs it (see stillNeeded());
 // - the MultiKueueConfig `<placement>` listing them (deleted while nothing is decided);
 // - the check's `Active` condition with OCM's reasons and messages;
 // - OCM's cleanup finalizer, removed once the generated objects are gone.
