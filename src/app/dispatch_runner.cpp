@@ -22,7 +22,7 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
          a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
          a.multiKueue.dispatcherName == b.multiKueue.dispatcherName &&
          a.integrations.frameworks == b.integrations.frameworks && a.placement == b.placement &&
-         a.multiKueue.clusterProfile.has_value() == b.multiKueue.clusterProfile.has_value();
+         a.multiKueue.clusterProfile == b.multiKueue.clusterProfile;
 }
 
 // Forwards the dispatch loop's and the integration's observations to the Prometheus registry.

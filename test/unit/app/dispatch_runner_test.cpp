@@ -48,9 +48,18 @@ TEST(SameDispatchSettings, EverySettingTheDispatcherIsBuiltFromRestartsIt) {
        [](auto& c) {
          c.integrations.frameworks.push_back(*config::integrationProfile({"argoproj.io", "v1alpha1", "Workflow"}));
        }},
+      {"multiKueue.clusterProfile set", [](auto& c) { c.multiKueue.clusterProfile = config::ClusterProfileAccess{}; }},
+      {"placement.enabled", [](auto& c) { c.placement.enabled = true; }},
   };
   const auto running = configWithOneFramework();
   EXPECT_TRUE(sameDispatchSettings(running, configWithOneFramework()));
+  // The registry keeps the exec plugins it was given: a provider changed by a reload restarts it.
+  auto withProvider = configWithOneFramework();
+  withProvider.multiKueue.clusterProfile = config::ClusterProfileAccess{};
+  withProvider.multiKueue.clusterProfile->accessProviders.push_back({"ocm", {"/bin/cp-creds"}});
+  auto otherCommand = withProvider;
+  otherCommand.multiKueue.clusterProfile->accessProviders[0].execConfig.command = "/usr/local/bin/cp-creds";
+  EXPECT_FALSE(sameDispatchSettings(withProvider, otherCommand)) << "a provider's command changed";
   for (const auto& change : changes) {
     auto next = configWithOneFramework();
     change.apply(next);
