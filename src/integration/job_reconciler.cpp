@@ -154,39 +154,6 @@ std::vector<std::string> PrebuiltNames::jobsNaming(const std::string& workloadKe
   return names_.keysTo(workloadKey);
 }
 
-// ---- KeyLinks -------------------------------------------------------------------------------
-
-void KeyLinks::link(const std::string& key, const std::string& target) {
-  std::lock_guard lock(mutex_);
-  if (auto it = targetOf_.find(key); it != targetOf_.end() && it->second == target) return;
-  unlinkLocked(key);
-  if (target.empty()) return;
-  targetOf_[key] = target;
-  keysTo_[target].insert(key);
-}
-
-void KeyLinks::unlink(const std::string& key) {
-  std::lock_guard lock(mutex_);
-  unlinkLocked(key);
-}
-
-void KeyLinks::unlinkLocked(const std::string& key) {
-  auto it = targetOf_.find(key);
-  if (it == targetOf_.end()) return;
-  if (auto keys = keysTo_.find(it->second); keys != keysTo_.end()) {
-    keys->second.erase(key);
-    if (keys->second.empty()) keysTo_.erase(keys);
-  }
-  targetOf_.erase(it);
-}
-
-std::vector<std::string> KeyLinks::keysTo(const std::string& target) const {
-  std::lock_guard lock(mutex_);
-  auto it = keysTo_.find(target);
-  return it == keysTo_.end() ? std::vector<std::string>{}
-                             : std::vector<std::string>(it->second.begin(), it->second.end());
-}
-
 // ---- JobReconciler --------------------------------------------------------------------------
 
 struct JobReconciler::Ensured {

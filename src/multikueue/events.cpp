@@ -1,7 +1,10 @@
 #include "mka/multikueue/events.h"
 
+#include <cstring>
 #include <optional>
 #include <random>
+
+#include <openssl/evp.h>
 
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
@@ -12,6 +15,22 @@
 namespace mka::multikueue {
 
 using nlohmann::json;
+
+std::size_t EventRecorder::DigestHash::operator()(const Digest& digest) const noexcept {
+  std::size_t hash;
+  std::memcpy(&hash, digest.data(), sizeof hash);  // a digest's bytes are uniform already
+  return hash;
+}
+
+EventRecorder::Digest EventRecorder::digestOf(std::string_view identity) {
+  unsigned char full[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(identity.data(), identity.size(), full, &length, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("SHA-256 digest failed (OpenSSL EVP_Digest): is OpenSSL's default provider available?");
+  Digest digest;
+  std::memcpy(digest.data(), full, digest.size());
+  return digest;
+}
 
 EventRecorder::EventRecorder(kube::Client& client, const Clock& clock, std::string component)
     : client_(client), clock_(clock), component_(std::move(component)) {}
@@ -25,24 +44,35 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
   // client-go names events "<object>.<hex of the time>"; a random suffix keeps names unique
   // when several events about one object land in the same nanosecond.
   thread_local std::mt19937_64 random{std::random_device{}()};
-  char suffix[17];
-  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
+  const auto eventName = [&name](std::uint64_t suffix) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(suffix));
+    return name + "." + hex;
+  };
+  const std::uint64_t suffix = random();
   const auto now = toRfc3339(clock_.now());
   const std::string truncated = truncateMessage(message, 1024);
   std::string key = json_fields::stringMember(meta, "uid");
   if (key.empty()) key = ns + "/" + name;
   key.append(1, '\0').append(type).append(1, '\0').append(reason).append(1, '\0').append(truncated);
+  Digest digest;
+  try {
+    digest = digestOf(key);
+  } catch (const std::exception& e) {
+    log::warn("event not recorded", {{"object", ns + "/" + name}, {"reason", reason}, {"error", e.what()}});
+    return;
+  }
   std::optional<Written> repeat;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = written_.find(key); it != written_.end()) {
+    if (auto it = written_.find(digest); it != written_.end()) {
       ++it->second.count;
       repeat = it->second;
     }
   }
   if (repeat) {
     try {
-      client_.patch({"", "v1", "Event"}, repeat->ns, repeat->name, kube::PatchType::Merge,
+      client_.patch({"", "v1", "Event"}, ns, eventName(repeat->suffix), kube::PatchType::Merge,
                     {{"count", repeat->count}, {"lastTimestamp", now}}, {.answer = kube::WriteOptions::Answer::None});
       return;
     } catch (const kube::ApiError& e) {
@@ -58,7 +88,7 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
   }
   json event = {{"apiVersion", "v1"},
                 {"kind", "Event"},
-                {"metadata", {{"name", name + "." + suffix}, {"namespace", ns}}},
+                {"metadata", {{"name", eventName(suffix)}, {"namespace", ns}}},
                 {"involvedObject",
                  {{"apiVersion", object.value("apiVersion", "")},
                   {"kind", object.value("kind", "")},
@@ -79,7 +109,7 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
     client_.create(event, {.answer = kube::WriteOptions::Answer::None});
     std::lock_guard lock(mutex_);
     if (written_.size() >= kMaxRemembered) written_.clear();
-    written_[key] = Written{ns, event["metadata"]["name"].get<std::string>(), 1};
+    written_[digest] = Written{suffix, 1};
   } catch (const std::exception& e) {
     log::warn("event not recorded", {{"object", ns + "/" + name}, {"reason", reason}, {"error", e.what()}});
   }

@@ -17,16 +17,14 @@
 // Threads: reconcile() on the integration controller's workers, one key at a time per key;
 // WorkloadOwners' handlers on the Workload informer's thread.
 
-#include <map>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "mka/common/clock.h"
+#include "mka/integration/key_links.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/client.h"
@@ -37,23 +35,6 @@
 namespace mka::integration {
 
 using multikueue::Result;
-
-// Each key linked to at most one target, and each target to the keys that link to it: the two
-// directions of an informer index. Threads: any; one lock.
-class KeyLinks {
- public:
-  // Links `key` to `target`, replacing its earlier link; an empty `target` unlinks it.
-  void link(const std::string& key, const std::string& target);
-  void unlink(const std::string& key);
-  std::vector<std::string> keysTo(const std::string& target) const;
-
- private:
-  void unlinkLocked(const std::string& key);
-
-  mutable std::mutex mutex_;
-  std::map<std::string, std::string> targetOf_;
-  std::map<std::string, std::set<std::string>> keysTo_;
-};
 
 // Which Workloads each job controls (Kueue's owner index): kept from the Workload informer's
 // events, read by the reconciler. Keys are "ns/name" on both sides.

@@ -291,49 +291,6 @@ json tolerating() {
   return trainingRun(spec);
 }
 
-// The two directions of the informer indexes (WorkloadOwners, PrebuiltNames).
-TEST(KeyLinksTest, EachKeyHasOneTargetAndEachTargetItsKeys) {
-  struct Case {
-    std::string name;
-    std::function<void(KeyLinks&)> steps;
-    std::map<std::string, std::vector<std::string>> keysTo;  // target -> keys expected
-  };
-  const std::vector<Case> cases = {
-      {"two keys to one target",
-       [](KeyLinks& l) {
-         l.link("a", "t");
-         l.link("b", "t");
-       },
-       {{"t", {"a", "b"}}}},
-      {"a new target replaces the old",
-       [](KeyLinks& l) {
-         l.link("a", "t");
-         l.link("a", "u");
-       },
-       {{"t", {}}, {"u", {"a"}}}},
-      {"an empty target unlinks",
-       [](KeyLinks& l) {
-         l.link("a", "t");
-         l.link("a", "");
-       },
-       {{"t", {}}, {"", {}}}},
-      {"unlink",
-       [](KeyLinks& l) {
-         l.link("a", "t");
-         l.link("b", "t");
-         l.unlink("a");
-         l.unlink("nothing");
-       },
-       {{"t", {"b"}}}},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    KeyLinks links;
-    c.steps(links);
-    for (const auto& [target, keys] : c.keysTo) EXPECT_EQ(links.keysTo(target), keys) << target;
-  }
-}
-
 // ---- §3.2, §3.6, §4.2 steps 9, 11, 12, 14, 15: the job's one Workload ----------------------
 
 TEST(JobReconcilerTest, TheJobsOneWorkload) {
