@@ -1,6 +1,7 @@
 #include "mka/kube/rest_client.h"
 
 #include <fcntl.h>
+#include <poll.h>
 
 #include <cctype>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <tuple>
 
 #include <httplib.h>
+#include <openssl/err.h>
 
 #include "mka/common/log.h"
 #include "mka/common/strings.h"
@@ -79,38 +81,84 @@ std::chrono::milliseconds toMillis(time_t seconds, time_t microseconds) {
          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::microseconds{microseconds});
 }
 
-// httplib's SSLClient, with each request and its answer going through net::SocketStream:
-// the request leaves as one TLS record and one send (httplib's own stream sends the headers and
-// the body apart), and the answer is read through a buffer (httplib's own stream reads the
-// status line and headers with one SSL_read per byte, and polls before every read that finds
-// OpenSSL's buffer empty). httplib's process_socket hook hands a subclass the established
-// connection for each request; connecting, TLS, keep-alive and the HTTP itself stay httplib's.
+// An HTTPS client on httplib's ClientImpl: httplib connects the socket, keeps it alive and
+// speaks HTTP; this class adds TLS with an SSL_CTX the RestClient shares among its connections.
+// httplib's SSLClient makes an SSL_CTX of its own for every connection, some 40 KB each and a
+// costly call, and the adapter keeps dozens of connections to its clusters. Each request and
+// its answer go through net::SocketStream: the request leaves as one TLS record and one send
+// (httplib's own stream sends the headers and the body apart), and the answer is read through a
+// buffer (httplib's own stream reads the status line and headers with one SSL_read per byte).
+// httplib treats the client as plain HTTP (is_ssl() stays false: its TLS steps are
+// SSLClient's); the Host header therefore names the port, which the API server accepts.
 //
 // Threads: like httplib's client, one request at a time; stop() may come from another thread.
-class TlsClient final : public httplib::SSLClient {
+class TlsClient final : public httplib::ClientImpl {
  public:
-  using httplib::SSLClient::SSLClient;
+  // `context`: the connection's TLS settings (verification, client certificate), shared with
+  // the client's other connections; `verdictSink`: the SSL's app data, for the context's verify
+  // callback.
+  TlsClient(const std::string& host, int port, SSL_CTX* context, void* verdictSink)
+      : httplib::ClientImpl(host, port), context_(context), verdictSink_(verdictSink) {
+    SSL_CTX_up_ref(context);
+  }
+
+  // ClientImpl's destructor closes the socket and knows nothing of TLS.
+  ~TlsClient() override {
+    std::lock_guard lock(socket_mutex_);
+    shutdown_ssl(socket_, true);
+  }
 
  private:
   // Answers are a few KB; what OpenSSL decrypted beyond waits in its record buffer.
   static constexpr std::size_t kReadAhead = 4 * 1024;
 
-  // Marks the connections whose socket was made non-blocking (a new one comes blocking).
-  static int nonBlockingIndex() {
-    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
-    return index;
+  // Called by httplib with socket_mutex_ held, for every new connection.
+  bool create_and_connect_socket(Socket& socket, httplib::Error& error) override {
+    if (!httplib::ClientImpl::create_and_connect_socket(socket, error)) return false;
+    if (handshake(socket)) return true;
+    error = httplib::Error::SSLConnection;
+    shutdown_ssl(socket, false);
+    shutdown_socket(socket);
+    close_socket(socket);
+    return false;
+  }
+
+  // TLS on the connected socket, which stays non-blocking (the stream waits with poll()),
+  // within the connection timeout. The certificate is checked during the handshake, by the
+  // context's settings.
+  bool handshake(Socket& socket) {
+    const int flags = ::fcntl(socket.sock, F_GETFL);
+    if (flags < 0 || ::fcntl(socket.sock, F_SETFL, flags | O_NONBLOCK) < 0) return false;
+    socket.ssl = SSL_new(context_.get());
+    if (socket.ssl == nullptr || SSL_set_fd(socket.ssl, socket.sock) != 1) return false;
+    SSL_set_app_data(socket.ssl, verdictSink_);
+    // SNI names a host, never an address (RFC 6066 section 3).
+    if (!validation::isIpLiteral(host_) && SSL_set_tlsext_host_name(socket.ssl, host_.c_str()) != 1) return false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{connection_timeout_sec_} +
+                          std::chrono::microseconds{connection_timeout_usec_};
+    for (;;) {
+      ERR_clear_error();
+      const int done = SSL_connect(socket.ssl);
+      if (done == 1) return true;
+      const int reason = SSL_get_error(socket.ssl, done);
+      if (reason != SSL_ERROR_WANT_READ && reason != SSL_ERROR_WANT_WRITE) return false;
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd wait{socket.sock, static_cast<short>(reason == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      if (::poll(&wait, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return false;
+    }
+  }
+
+  void shutdown_ssl(Socket& socket, bool gracefully) override {
+    if (socket.ssl == nullptr) return;
+    if (gracefully && SSL_is_init_finished(socket.ssl)) SSL_shutdown(socket.ssl);  // close_notify, best effort
+    SSL_free(socket.ssl);
+    socket.ssl = nullptr;
   }
 
   bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
     SSL* ssl = socket.ssl;
     if (ssl == nullptr) return false;
-    // httplib leaves the socket blocking after its handshake; the stream waits with poll(),
-    // against the read and write timeouts, only when the socket has nothing for it.
-    if (SSL_get_ex_data(ssl, nonBlockingIndex()) == nullptr) {
-      const int flags = ::fcntl(socket.sock, F_GETFL);
-      if (flags < 0 || ::fcntl(socket.sock, F_SETFL, flags | O_NONBLOCK) < 0) return false;
-      SSL_set_ex_data(ssl, nonBlockingIndex(), ssl);
-    }
     net::SocketStream stream(socket.sock, ssl, host_, port_, toMillis(read_timeout_sec_, read_timeout_usec_),
                              toMillis(write_timeout_sec_, write_timeout_usec_), kReadAhead);
     stream.holdWrites(true);
@@ -127,6 +175,9 @@ class TlsClient final : public httplib::SSLClient {
     }
     return ok && sent;
   }
+
+  const net::OpensslPtr<SSL_CTX> context_;
+  void* const verdictSink_;
 };
 
 // RFC 9110 tchar: what a product name, version or comment word may hold without quoting.
@@ -163,7 +214,7 @@ struct RestClient::Connection {
   static int recordVerdict(int preverifyOk, X509_STORE_CTX* store) {
     if (preverifyOk == 0) {
       auto* ssl = static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
-      auto* self = ssl ? static_cast<Connection*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl))) : nullptr;
+      auto* self = ssl ? static_cast<Connection*>(SSL_get_app_data(ssl)) : nullptr;
       if (self) self->verifyError = X509_STORE_CTX_get_error(store);
     }
     return preverifyOk;
@@ -213,6 +264,7 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
   if (!config_.clientCertificatePem.empty())
     std::tie(clientCertificate_, clientKey_) = parseIdentity(config_.clientCertificatePem, config_.clientKeyPem, where,
                                                              "client-certificate-data or client-key-data");
+  tlsContext_ = tlsContext(clientCertificate_.get(), clientKey_.get());
   token_ = config_.bearerToken;
   tokenReadAt_ = SteadyClock::now();
   if (config_.insecureSkipTlsVerify)
@@ -224,48 +276,53 @@ RestClient::~RestClient() {
   if (limiter_) limiter_->stop();
 }
 
-std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) {
-  // With tls-server-name the certificate is checked for that name while the socket goes to
-  // the server's host: httplib verifies (and sends SNI for) the name it was built with, and
-  // its address map sends that name to the real host.
-  const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
-  auto connection = std::make_unique<Connection>();
-  std::unique_lock identity(execIdentityMutex_, std::defer_lock);
-  if (config_.credentials) identity.lock();
-  if (execCertificate_) {
-    connection->client = std::make_unique<TlsClient>(name, port_, execCertificate_.get(), execKey_.get());
-    connection->identity = execIdentity_;
-  } else if (clientCertificate_) {
-    connection->client = std::make_unique<TlsClient>(name, port_, clientCertificate_.get(), clientKey_.get());
-  } else {
-    connection->client = std::make_unique<TlsClient>(name, port_);
-  }
-  if (identity.owns_lock()) identity.unlock();
-  auto& c = *connection->client;
+net::OpensslPtr<SSL_CTX> RestClient::tlsContext(X509* certificate, EVP_PKEY* key) const {
+  const std::string where = clusterLabel(config_);
+  net::OpensslPtr<SSL_CTX> context(SSL_CTX_new(TLS_client_method()));
+  if (!context) throw Error(where + ": cannot make a TLS context: " + net::opensslErrors());
+  SSL_CTX* ctx = context.get();
   // OpenSSL keeps a ~17 KB read and a ~17 KB write buffer per connection for as long as it
   // lives; pooled and watch connections are idle most of the time, so they give them back
-  // between records (the adapter keeps dozens of connections to its clusters).
-  SSL_CTX_set_mode(c.ssl_context(), SSL_MODE_RELEASE_BUFFERS);
-  if (name != host_) c.set_hostname_addr_map({{name, host_}});
+  // between records.
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  if (certificate != nullptr &&
+      (SSL_CTX_use_certificate(ctx, certificate) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1))
+    throw Error(where + ": cannot present the client certificate: " + net::opensslErrors());
   if (config_.insecureSkipTlsVerify) {
-    c.enable_server_certificate_verification(false);
-  } else if (!config_.caPem.empty()) {
-    // With the kubeconfig's CA, client-go trusts that CA alone. httplib, when it verifies, also
-    // adds the system's default CA paths to the store (so public CAs would vouch for the
-    // cluster) and parses the whole system bundle for every new client, a costly step. So
-    // OpenSSL checks the chain and the name during the handshake itself, against this CA only,
-    // and httplib's own check stays off.
-    c.enable_server_certificate_verification(false);
-    SSL_CTX* ctx = c.ssl_context();
-    SSL_CTX_set1_cert_store(ctx, caStore_.get());  // shared: the SSL_CTX takes a reference
-    X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-    const int named = validation::isIpLiteral(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
-                                                    : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
-    if (named != 1)
-      throw Error(clusterLabel(config_) + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
-    SSL_CTX_set_app_data(ctx, connection.get());
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &Connection::recordVerdict);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+    return context;
   }
+  // With the kubeconfig's CA, client-go trusts that CA alone; without one, the system's CAs.
+  // Either way OpenSSL checks the chain and the name during the handshake.
+  if (caStore_) {
+    SSL_CTX_set1_cert_store(ctx, caStore_.get());  // shared: the SSL_CTX takes a reference
+  } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+    throw Error(where + ": cannot load the system's CA certificates: " + net::opensslErrors());
+  }
+  const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+  const int named = validation::isIpLiteral(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
+                                                  : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
+  if (named != 1) throw Error(where + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &Connection::recordVerdict);
+  return context;
+}
+
+std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::milliseconds readTimeout) {
+  // With tls-server-name the certificate is checked for that name while the socket goes to
+  // the server's host: the client verifies (and sends SNI for) the name it was built with, and
+  // httplib's address map sends that name to the real host.
+  const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
+  auto connection = std::make_unique<Connection>();
+  {
+    std::unique_lock identity(execIdentityMutex_, std::defer_lock);
+    if (config_.credentials) identity.lock();
+    SSL_CTX* context = execContext_ ? execContext_.get() : tlsContext_.get();
+    if (execContext_) connection->identity = execIdentity_;
+    connection->client = std::make_unique<TlsClient>(name, port_, context, connection.get());
+  }
+  auto& c = *connection->client;
+  if (name != host_) c.set_hostname_addr_map({{name, host_}});
   c.set_keep_alive(true);
   c.set_tcp_nodelay(true);
   c.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -312,6 +369,7 @@ ExecCredential RestClient::execCredential() {
       std::tie(execCertificate_, execKey_) =
           parseIdentity(credential.clientCertificatePem, credential.clientKeyPem, clusterLabel(config_),
                         "the exec plugin's clientCertificateData or clientKeyData");
+      execContext_ = tlsContext(execCertificate_.get(), execKey_.get());
       rotated = !execCertificatePem_.empty();
       execCertificatePem_ = credential.clientCertificatePem;
       ++execIdentity_;

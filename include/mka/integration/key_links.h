@@ -45,7 +45,7 @@ class KeyLinks {
   void unlinkLocked(std::string_view key);
 
   mutable std::mutex mutex_;
-  FlatPointerSet<Link, &KeyLinks::keyOf> links_;        // owns the Link blocks
+  FlatPointerSet<Link, &KeyLinks::keyOf> links_;       // owns the Link blocks
   FlatPointerSet<Target, &KeyLinks::nameOf> targets_;  // owns the Target blocks
 };
 

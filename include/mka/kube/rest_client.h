@@ -89,6 +89,9 @@ class RestClient {
  private:
   struct Connection;
   std::unique_ptr<Connection> connect(std::chrono::milliseconds readTimeout);
+  // The TLS settings connections share: verification as configured, and `certificate` (with
+  // `key`) presented when not null. Throws Error naming the cluster.
+  net::OpensslPtr<SSL_CTX> tlsContext(X509* certificate, EVP_PKEY* key) const;
   std::unique_ptr<Connection> acquire();
   void release(std::unique_ptr<Connection> connection);
   // The exec plugin's credential (config_.credentials); throws ApiError Unauthorized when the
@@ -102,18 +105,21 @@ class RestClient {
   ClientOptions options_;
   std::string host_;
   int port_ = 443;
-  // Parsed once and shared by every connection's SSL_CTX (OpenSSL counts the references): a
-  // connection costs no PEM parsing and no copy of the CA.
+  // Parsed once and shared by the client's SSL_CTXs (OpenSSL counts the references), which its
+  // connections share in turn: a connection costs no PEM parsing, no copy of the CA and no
+  // SSL_CTX of its own.
   net::OpensslPtr<X509_STORE> caStore_;  // null without certificate-authority-data
   net::OpensslPtr<X509> clientCertificate_;
   net::OpensslPtr<EVP_PKEY> clientKey_;
+  net::OpensslPtr<SSL_CTX> tlsContext_;  // with clientCertificate_ when there is one
   // The exec plugin's client certificate, parsed once per certificate it hands out; connect()
   // presents it.
   std::mutex execIdentityMutex_;
   std::string execCertificatePem_;
   net::OpensslPtr<X509> execCertificate_;
   net::OpensslPtr<EVP_PKEY> execKey_;
-  std::uint64_t execIdentity_ = 0;  // counts the certificates; a connection of an older one is not pooled
+  net::OpensslPtr<SSL_CTX> execContext_;  // with execCertificate_; connections hold their own reference
+  std::uint64_t execIdentity_ = 0;        // counts the certificates; a connection of an older one is not pooled
   std::mutex poolMutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::mutex tokenMutex_;

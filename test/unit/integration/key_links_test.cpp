@@ -18,7 +18,7 @@ TEST(KeyLinksTest, EachKeyHasOneTargetAndEachTargetItsKeys) {
     std::string name;
     std::function<void(KeyLinks&)> steps;
     std::map<std::string, std::vector<std::string>> keysTo;  // target -> keys expected
-    std::size_t links = 0, targets = 0;                       // held afterwards
+    std::size_t links = 0, targets = 0;                      // held afterwards
   };
   const std::vector<Case> cases = {
       {"two keys to one target, listed sorted",
@@ -124,9 +124,7 @@ TEST(KeyLinksTest, AgreesWithAMapUnderRandomChanges) {
         links.link(k, "");
         targetOf.erase(k);
         break;
-      default:
-        links.unlink(k);
-        targetOf.erase(k);
+      default: links.unlink(k); targetOf.erase(k);
     }
   }
   std::map<std::string, std::vector<std::string>> keysTo;

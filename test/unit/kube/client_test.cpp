@@ -316,6 +316,20 @@ TEST_F(ClientTest, TlsServerNameIsVerifiedInsteadOfTheHost) {
   EXPECT_THAT(refused.what(), HasSubstr("hostname mismatch"));
 }
 
+// Without certificate-authority-data the system's CAs vouch for the server, as in client-go:
+// the sandbox's private CA is not one of them. insecure-skip-tls-verify checks nothing.
+TEST_F(ClientTest, WithoutACaTheSystemsCasDecideAndInsecureSkipsTheCheck) {
+  auto config = restConfig();
+  config.caPem.clear();
+  Client systemCas(std::make_shared<RestClient>(config, fastOptions()));
+  auto refused = errorOf([&] { systemCas.list(kConfigMap, "default"); });
+  EXPECT_EQ(refused.reason(), Reason::Unavailable);
+  EXPECT_THAT(refused.what(), HasSubstr("unable to get local issuer certificate"));
+  config.insecureSkipTlsVerify = true;
+  Client insecure(std::make_shared<RestClient>(config, fastOptions()));
+  EXPECT_EQ(insecure.list(kConfigMap, "default")["kind"], "ConfigMapList");
+}
+
 TEST_F(ClientTest, DiscoveryRefreshesOnAMissForANewlyInstalledCrd) {
   auto client = newClient();
   const api::GroupVersionKind pipelineRun{"tekton.dev", "v1", "PipelineRun"};
