@@ -192,6 +192,7 @@ void DispatchRunner::startDispatcher() {
   if (!placement_ && running_->placement.enabled) {
     auto options = placement::PlacementController::Options::from(*running_);
     options.informers = informers_.get();
+    options.controllerObserver = observer_.get();
     auto controller = std::make_unique<placement::PlacementController>(manager_, kube::systemClock(), options);
     try {
       controller->start();

@@ -53,10 +53,10 @@ struct PlacementController::Impl {
         PlacementCheckReconciler::Options{this->options.namespace_, this->options.clusterProfiles});
     workloadReconciler = std::make_unique<WorkloadCheckReconciler>(manager, caches, clock);
     checkController = std::make_unique<Controller>(
-        Controller::Options{"placement-check", 1, nullptr, {}, false},
+        Controller::Options{"placement-check", 1, this->options.controllerObserver, {}, false},
         [this](const std::string& key) { return checkReconciler->reconcile(key); }, clock);
     workloadController = std::make_unique<Controller>(
-        Controller::Options{"placement-wl", 1, nullptr, {}, false},
+        Controller::Options{"placement-wl", 1, this->options.controllerObserver, {}, false},
         [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
     wire();
   }

@@ -15,6 +15,7 @@
 #include "mka/config/configuration.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer_pool.h"
+#include "mka/multikueue/controller.h"
 
 namespace mka::placement {
 
@@ -26,6 +27,9 @@ class PlacementController {
     // The manager's informers, shared with the dispatch loop (borrowed; its owner stops them).
     // Null: the controller keeps its own, stopped by stop().
     kube::InformerPool* informers = nullptr;
+    // Reconciles and queue depths of its two controllers ("placement-check", "placement-wl"),
+    // for the controller_runtime_* and workqueue_* series (borrowed, may be null).
+    multikueue::ControllerObserver* controllerObserver = nullptr;
 
     // From the adapter's configuration: its namespace, and ClusterProfiles on when
     // multiKueue.clusterProfile names at least one provider.
