@@ -1,5 +1,6 @@
 #include "mka/demo/demo_command.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -448,7 +449,9 @@ class Demo {
     return false;
   }
 
-  void submitFleetJobs(const std::vector<std::string>& names, const std::string& when) {
+  // Submits `names`, each to run on one of `decided`, the workers the Placement decided then.
+  void submitFleetJobs(const std::vector<std::string>& names, const std::string& when,
+                       const std::vector<std::string>& decided) {
     for (const auto& name : names) {
       const auto job = env_->create(
           kManager,
@@ -458,7 +461,7 @@ class Demo {
             {{"name", name}, {"namespace", "default"}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
            {"spec", {{"pipelineRef", {{"name", "build"}}}}}});
       track(job, when);
-      fleetPhase_[name] = when;
+      fleetDecided_[name] = decided;
     }
   }
 
@@ -514,15 +517,17 @@ class Demo {
         " (open-cluster-management.io/placement) names it; ClusterQueue "
         "cluster-queue requires it and the multikueue-adapter check, which reads MultiKueueConfig " +
         kPlacement);
-    if (!awaitFleet({options_.workers[1], options_.workers[2]})) return false;
-    submitFleetJobs({"gpu-job-1", "gpu-job-2"}, "before the relabel");
+    const std::vector<std::string> before = {options_.workers[1], options_.workers[2]};
+    if (!awaitFleet(before)) return false;
+    submitFleetJobs({"gpu-job-1", "gpu-job-2"}, "before the relabel", before);
     if (!follow()) return false;
 
     ocm_->setClusters(inventory(true));
     say(options_.workers[0] + " labelled " + kAcceleratorLabel + "=" + kAccelerator + ", the label removed from " +
         options_.workers[2] + " (as `kubectl label managedcluster` would)");
-    if (!awaitFleet({options_.workers[0], options_.workers[1]})) return false;
-    submitFleetJobs({"gpu-job-3", "gpu-job-4"}, "after the relabel");
+    const std::vector<std::string> after = {options_.workers[0], options_.workers[1]};
+    if (!awaitFleet(after)) return false;
+    submitFleetJobs({"gpu-job-3", "gpu-job-4"}, "after the relabel", after);
     return follow();
   }
 
@@ -689,12 +694,9 @@ class Demo {
   bool fleetFollowedThePlacement() {
     bool ok = true;
     for (const auto& t : jobs_) {
-      const auto phase = fleetPhase_.find(t.name);
-      if (phase == fleetPhase_.end()) continue;
-      const auto& w = options_.workers;
-      const bool before = phase->second == "before the relabel";
-      const bool decided = before ? (t.worker == w[1] || t.worker == w[2]) : (t.worker == w[0] || t.worker == w[1]);
-      ok = ok && decided;
+      const auto decided = fleetDecided_.find(t.name);
+      if (decided == fleetDecided_.end()) continue;
+      ok = ok && std::find(decided->second.begin(), decided->second.end(), t.worker) != decided->second.end();
     }
     return ok;
   }
@@ -759,10 +761,10 @@ class Demo {
   std::unique_ptr<Environment> env_;
   std::map<std::string, fs::path> kubeconfigs_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<standin::JobControllerStandIn> operator_;  // --single-cluster: the TrainingRun operator
-  std::unique_ptr<standin::OcmStandIn> ocm_;                 // --ocm: OCM's placement scheduler
-  std::map<std::string, std::string> fleetPhase_;            // --ocm: job -> before or after the relabel
-  std::vector<jobkind::JobKind> kinds_;                      // the configured kinds, as the adapter reads them
+  std::unique_ptr<standin::JobControllerStandIn> operator_;       // --single-cluster: the TrainingRun operator
+  std::unique_ptr<standin::OcmStandIn> ocm_;                      // --ocm: OCM's placement scheduler
+  std::map<std::string, std::vector<std::string>> fleetDecided_;  // --ocm: job -> the workers decided at submission
+  std::vector<jobkind::JobKind> kinds_;                           // the configured kinds, as the adapter reads them
   std::vector<Tracked> jobs_;
 };
 
