@@ -26,6 +26,7 @@
 #include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/observability/health.h"
+#include "mka/placement/api.h"
 #include "mka/standin/ocm_standin.h"
 
 namespace mka::demo {
@@ -401,11 +402,10 @@ class Demo {
 
   std::vector<std::string> decidedWorkers() {
     std::vector<std::string> out;
-    for (const auto& d : env_->client(kManager).listAll(
-             {"cluster.open-cluster-management.io", "v1beta1", "PlacementDecision"}, "kueue-system"))
+    for (const auto& d : env_->client(kManager).listAll(placement::kPlacementDecisionGvk, "kueue-system"))
       if (d.value("metadata", json::object())
               .value("labels", json::object())
-              .value("cluster.open-cluster-management.io/placement", "") == kPlacement)
+              .value(std::string(placement::kPlacementLabel), "") == kPlacement)
         for (const auto& entry : d.value("status", json::object()).value("decisions", json::array()))
           out.push_back(entry.value("clusterName", ""));
     std::sort(out.begin(), out.end());
@@ -496,15 +496,15 @@ class Demo {
           {{"predicates",
             json::array({{{"requiredClusterSelector",
                            {{"labelSelector", {{"matchLabels", {{kAcceleratorLabel, kAccelerator}}}}}}}}})}}}});
-    env_->create(
-        kManager,
-        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-         {"kind", "AdmissionCheck"},
-         {"metadata", {{"name", kPlacement}}},
-         {"spec",
-          {{"controllerName", "open-cluster-management.io/placement"},
-           {"parameters",
-            {{"apiGroup", "cluster.open-cluster-management.io"}, {"kind", "Placement"}, {"name", kPlacement}}}}}});
+    env_->create(kManager, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                            {"kind", "AdmissionCheck"},
+                            {"metadata", {{"name", kPlacement}}},
+                            {"spec",
+                             {{"controllerName", std::string(placement::kControllerName)},
+                              {"parameters",
+                               {{"apiGroup", std::string(placement::kClusterGroup)},
+                                {"kind", std::string(placement::kPlacementKind)},
+                                {"name", kPlacement}}}}}});
     manager.patch(api::kAdmissionCheckGvk, "", "multikueue-adapter", kube::PatchType::Merge,
                   {{"spec", {{"parameters", {{"name", kPlacement}}}}}});
     manager.patch(

@@ -258,6 +258,7 @@ RestClient::RestClient(RestConfig config, ClientOptions options)
     rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon);
   }
   if (rest.starts_with(":")) port_ = std::stoi(std::string(rest.substr(1)));
+  serverName_ = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
   if (!config_.caPem.empty()) caStore_ = caStore(config_.caPem, where);
   if (config_.clientCertificatePem.empty() != config_.clientKeyPem.empty())
     throw Error(where + ": a client certificate needs its key");
@@ -299,11 +300,10 @@ net::OpensslPtr<SSL_CTX> RestClient::tlsContext(X509* certificate, EVP_PKEY* key
   } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
     throw Error(where + ": cannot load the system's CA certificates: " + net::opensslErrors());
   }
-  const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
   X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-  const int named = validation::isIpLiteral(name) ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
-                                                  : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
-  if (named != 1) throw Error(where + ": cannot verify the server as \"" + name + "\": " + net::opensslErrors());
+  const int named = validation::isIpLiteral(serverName_) ? X509_VERIFY_PARAM_set1_ip_asc(param, serverName_.c_str())
+                                                         : X509_VERIFY_PARAM_set1_host(param, serverName_.c_str(), 0);
+  if (named != 1) throw Error(where + ": cannot verify the server as \"" + serverName_ + "\": " + net::opensslErrors());
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, &Connection::recordVerdict);
   return context;
 }
@@ -312,17 +312,16 @@ std::unique_ptr<RestClient::Connection> RestClient::connect(std::chrono::millise
   // With tls-server-name the certificate is checked for that name while the socket goes to
   // the server's host: the client verifies (and sends SNI for) the name it was built with, and
   // httplib's address map sends that name to the real host.
-  const std::string name = config_.tlsServerName.empty() ? host_ : config_.tlsServerName;
   auto connection = std::make_unique<Connection>();
   {
     std::unique_lock identity(execIdentityMutex_, std::defer_lock);
     if (config_.credentials) identity.lock();
     SSL_CTX* context = execContext_ ? execContext_.get() : tlsContext_.get();
     if (execContext_) connection->identity = execIdentity_;
-    connection->client = std::make_unique<TlsClient>(name, port_, context, connection.get());
+    connection->client = std::make_unique<TlsClient>(serverName_, port_, context, connection.get());
   }
   auto& c = *connection->client;
-  if (name != host_) c.set_hostname_addr_map({{name, host_}});
+  if (serverName_ != host_) c.set_hostname_addr_map({{serverName_, host_}});
   c.set_keep_alive(true);
   c.set_tcp_nodelay(true);
   c.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(

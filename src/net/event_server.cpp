@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -137,9 +138,14 @@ bool methodHasBody(std::string_view method) { return method == "POST" || method 
 class Session;
 
 // One event loop: its thread is the only one that runs its handlers, so what it owns (the
-// sessions' state, `sessions`) needs no lock.
+// sessions' state, `sessions`, the buffers) needs no lock.
 struct Loop {
   std::unordered_set<Session*> sessions;  // destroyed after `context`, whose handlers hold sessions
+  // What the connection being driven has read and not yet parsed. The loop drives one
+  // connection at a time, and a connection that must wait takes its few unparsed bytes with
+  // it, so one 16 KB buffer serves all of them instead of one per connection.
+  beast::flat_buffer input;
+  char scratch[4096];  // a refused request's unread body is read into this and dropped
   asio::io_context context{1};
   // Closes the sessions whose deadline passed. A timer per session and operation would cost a
   // timer-queue update per read and write, and a timerfd_settime call for every few requests.
@@ -181,9 +187,9 @@ struct EventServer::Runtime {
 namespace {
 
 // One connection, from handshake to close; owned by the handlers of its loop that are pending.
-// OpenSSL reads and writes the socket itself; the loop only says when the socket is ready. So a
-// connection holds no buffers of its own beyond OpenSSL's record buffers (given back while
-// idle) and the parse and answer strings, and the bytes are not copied between layers.
+// OpenSSL reads and writes the socket itself; the loop only says when the socket is ready. An
+// idle connection holds only its SSL (whose record buffers OpenSSL gives back while it waits)
+// and its parse and answer strings: it reads into its loop's buffer.
 class Session final : public std::enable_shared_from_this<Session> {
  public:
   Session(EventServer::Runtime& runtime, Loop& loop, tcp::socket socket)
@@ -231,6 +237,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   // parse what is buffered, answer, write, read more. One loop, so that pipelined requests are
   // answered without recursion.
   void drive() {
+    const Input input(*this);
     if (state_ == State::Handshake && !handshake()) return;
     for (;;) {
       if (state_ == State::Closed) return;
@@ -242,6 +249,33 @@ class Session final : public std::enable_shared_from_this<Session> {
       if (!readSome()) return;
     }
   }
+
+  // Puts the connection's unparsed bytes into the loop's buffer for drive(), and takes back
+  // what is left when drive() returns.
+  class Input {
+   public:
+    explicit Input(Session& session) : session_(session) {
+      std::string& spill = session_.spill_;
+      if (spill.empty()) return;
+      auto space = session_.loop_.input.prepare(spill.size());
+      std::memcpy(space.data(), spill.data(), spill.size());
+      session_.loop_.input.commit(spill.size());
+      spill.clear();
+      spill.shrink_to_fit();
+    }
+    ~Input() {
+      beast::flat_buffer& input = session_.loop_.input;
+      if (input.size() > 0 && session_.state_ != State::Closed)
+        session_.spill_.assign(static_cast<const char*>(input.data().data()), input.size());
+      input.consume(input.size());
+      if (input.capacity() > kKeptCapacity) input.shrink_to_fit();
+    }
+    Input(const Input&) = delete;
+    Input& operator=(const Input&) = delete;
+
+   private:
+    Session& session_;
+  };
 
   bool handshake() {
     ERR_clear_error();
@@ -329,7 +363,6 @@ class Session final : public std::enable_shared_from_this<Session> {
       state_ = State::Reading;
       expireAfter(rt_.options.readTimeout);
     }
-    if (buffer_.capacity() > kKeptCapacity && buffer_.size() == 0) buffer_.shrink_to_fit();
     const auto space = buffer_.prepare(kReadChunk);
     std::size_t n = 0;
     ERR_clear_error();
@@ -514,7 +547,7 @@ class Session final : public std::enable_shared_from_this<Session> {
 
   void discardInput() {
     for (;;) {
-      const ssize_t n = ::recv(socket_.native_handle(), scratch_, sizeof scratch_, 0);
+      const ssize_t n = ::recv(socket_.native_handle(), loop_.scratch, sizeof loop_.scratch, 0);
       if (n > 0) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       return closeSocket();  // the client closed, or the connection broke
@@ -539,14 +572,14 @@ class Session final : public std::enable_shared_from_this<Session> {
   tcp::socket socket_;
   OpensslPtr<SSL> ssl_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
-  beast::flat_buffer buffer_;
+  beast::flat_buffer& buffer_ = loop_.input;  // this connection's while drive() runs
+  std::string spill_;                         // unparsed bytes kept while it waits
   RequestHead head_;
   std::optional<RequestParser> parser_;
   ServerResponse response_;
   std::string out_;
   std::size_t written_ = 0;
   Then then_ = Then::NextRequest;
-  char scratch_[4096];
   State state_ = State::Handshake;
   std::uint64_t served_ = 0;
   bool headChecked_ = false;

@@ -105,6 +105,8 @@ class RestClient {
   ClientOptions options_;
   std::string host_;
   int port_ = 443;
+  // The name the server's certificate is checked for, and sent as SNI: tls-server-name, or the host.
+  std::string serverName_;
   // Parsed once and shared by the client's SSL_CTXs (OpenSSL counts the references), which its
   // connections share in turn: a connection costs no PEM parsing, no copy of the CA and no
   // SSL_CTX of its own.

@@ -211,6 +211,30 @@ TEST_F(EventServerTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(bodyOf(raw.readResponse()), "POST /d application/json " + std::string(3000, 'z'));
 }
 
+// A loop reads every connection into one buffer; a connection that must wait for the rest of
+// its request keeps what it has, while the loop serves the others in between.
+TEST_F(EventServerTest, HalfSentRequestsKeepTheirBytesWhileTheLoopServesOtherConnections) {
+  options_.threads = 1;
+  start();
+  RawTls a(port_);
+  RawTls b(port_);
+  RawTls c(port_);
+  const std::string requestA = post("/a", std::string(3000, 'a'));
+  const std::string requestB = post("/b", std::string(200, 'b'));
+  ASSERT_TRUE(a.send(requestA.substr(0, 30)));                                // within the head
+  ASSERT_TRUE(b.send(requestB.substr(0, 100)));                               // past the head, within the body
+  ASSERT_TRUE(c.send(post("/c", "sea") + post("/c2", "two").substr(0, 20)));  // one whole, one begun
+  EXPECT_EQ(bodyOf(c.readResponse()), "POST /c application/json sea");
+  ASSERT_TRUE(a.send(requestA.substr(30, 1000)));
+  ASSERT_TRUE(b.send(requestB.substr(100)));
+  EXPECT_EQ(bodyOf(b.readResponse()), "POST /b application/json " + std::string(200, 'b'));
+  ASSERT_TRUE(c.send(post("/c2", "two").substr(20)));
+  EXPECT_EQ(bodyOf(c.readResponse()), "POST /c2 application/json two");
+  ASSERT_TRUE(a.send(requestA.substr(1030)));
+  EXPECT_EQ(bodyOf(a.readResponse()), "POST /a application/json " + std::string(3000, 'a'));
+  EXPECT_EQ(server_->connectionsAccepted(), 3u);
+}
+
 // kube-apiserver holds a keep-alive connection per concurrent call; a fleet's worth of them,
 // each with requests in flight back to back, all get their own answers.
 TEST_F(EventServerTest, AThousandKeepAliveConnectionsWithPipelinedRequestsEachGetTheirAnswers) {
