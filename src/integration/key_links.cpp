@@ -2,55 +2,34 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <limits>
-#include <new>
-#include <stdexcept>
+
+#include "mka/common/keyed_block.h"
 
 namespace mka::integration {
 
+// Keyed blocks (common/keyed_block.h): the key's characters follow each.
 struct KeyLinks::Link {
   Target* target = nullptr;
   Link* next = nullptr;  // the next key linked to the same target
-  std::uint32_t size = 0;
-  // then `size` characters of the key
+  std::uint32_t keySize = 0;
 };
 
 struct KeyLinks::Target {
   Link* first = nullptr;
-  std::uint32_t size = 0;
-  // then `size` characters of the target
+  std::uint32_t keySize = 0;  // of the target's name
 };
 
 namespace {
-
-template <class Block>
-Block* makeBlock(std::string_view chars) {
-  if (chars.size() > std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("key index: a key of " + std::to_string(chars.size()) + " bytes");
-  auto* block = new (::operator new(sizeof(Block) + chars.size())) Block{};
-  block->size = static_cast<std::uint32_t>(chars.size());
-  std::memcpy(block + 1, chars.data(), chars.size());
-  return block;
-}
-
-template <class Block>
-void freeBlock(Block* block) {
-  block->~Block();
-  ::operator delete(block);
-}
-
+constexpr std::string_view kOwner = "key index";
 }  // namespace
 
-std::string_view KeyLinks::keyOf(const Link* link) { return {reinterpret_cast<const char*>(link + 1), link->size}; }
+std::string_view KeyLinks::keyOf(const Link* link) { return keyOfBlock(link); }
 
-std::string_view KeyLinks::nameOf(const Target* target) {
-  return {reinterpret_cast<const char*>(target + 1), target->size};
-}
+std::string_view KeyLinks::nameOf(const Target* target) { return keyOfBlock(target); }
 
 KeyLinks::~KeyLinks() {
-  links_.forEach([](Link* link) { freeBlock(link); });
-  targets_.forEach([](Target* target) { freeBlock(target); });
+  links_.forEach([](Link* link) { deleteKeyedBlock(link); });
+  targets_.forEach([](Target* target) { deleteKeyedBlock(target); });
 }
 
 void KeyLinks::link(std::string_view key, std::string_view target) {
@@ -58,11 +37,19 @@ void KeyLinks::link(std::string_view key, std::string_view target) {
   if (const Link* found = links_.find(key); found != nullptr && nameOf(found->target) == target) return;
   unlinkLocked(key);
   if (target.empty()) return;
-  Link* link = makeBlock<Link>(key);
   Target* to = targets_.find(target);
+  Link* link = nullptr;
   if (to == nullptr) {
-    to = makeBlock<Target>(target);
+    to = newKeyedBlock<Target>(target, kOwner);
+    try {
+      link = newKeyedBlock<Link>(key, kOwner);
+    } catch (...) {
+      deleteKeyedBlock(to);
+      throw;
+    }
     targets_.put(to);
+  } else {
+    link = newKeyedBlock<Link>(key, kOwner);
   }
   link->target = to;
   link->next = to->first;
@@ -87,9 +74,9 @@ void KeyLinks::unlinkLocked(std::string_view key) {
   }
   if (target->first == nullptr) {
     targets_.take(nameOf(target));
-    freeBlock(target);
+    deleteKeyedBlock(target);
   }
-  freeBlock(link);
+  deleteKeyedBlock(link);
 }
 
 std::vector<std::string> KeyLinks::keysTo(std::string_view target) const {

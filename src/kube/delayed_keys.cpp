@@ -1,26 +1,21 @@
 #include "mka/kube/delayed_keys.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
-#include <new>
 #include <stdexcept>
 #include <tuple>
 
+#include "mka/common/keyed_block.h"
+
 namespace mka::kube {
 
-std::string_view DelayedKeys::keyOf(const Waiting* waiting) {
-  return {reinterpret_cast<const char*>(waiting + 1), waiting->keySize};
-}
+std::string_view DelayedKeys::keyOf(const Waiting* waiting) { return keyOfBlock(waiting); }
 
 bool DelayedKeys::before(const Waiting* a, const Waiting* b) {
   return std::tie(a->readyAt, a->order) < std::tie(b->readyAt, b->order);
 }
 
-void DelayedKeys::destroy(Waiting* waiting) {
-  waiting->~Waiting();
-  ::operator delete(waiting);
-}
+void DelayedKeys::destroy(Waiting* waiting) { deleteKeyedBlock(waiting); }
 
 DelayedKeys::~DelayedKeys() { clear(); }
 
@@ -62,14 +57,13 @@ bool DelayedKeys::schedule(std::string_view key, TimePoint readyAt) {
     siftUp(waiting->heapIndex);
     return waiting->heapIndex == 0;
   }
-  if (heap_.size() >= std::numeric_limits<std::uint32_t>::max() ||
-      key.size() > std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("work queue: too many delayed keys, or a key over 4 GiB");
+  if (heap_.size() >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("work queue: too many delayed keys (4 billion)");
   // Room first (doubling, as push_back would), so a throw once the block exists leaks nothing.
   if (heap_.size() == heap_.capacity()) heap_.reserve(std::max<std::size_t>(16, 2 * heap_.size()));
-  void* memory = ::operator new(sizeof(Waiting) + key.size());
-  auto* waiting = new (memory) Waiting{readyAt, nextOrder_++, 0, static_cast<std::uint32_t>(key.size())};
-  std::memcpy(waiting + 1, key.data(), key.size());
+  auto* waiting = newKeyedBlock<Waiting>(key, "work queue: delayed keys");
+  waiting->readyAt = readyAt;
+  waiting->order = nextOrder_++;
   try {
     byKey_.put(waiting);
   } catch (...) {

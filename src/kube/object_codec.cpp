@@ -183,19 +183,11 @@ std::vector<std::uint8_t> unpackUuids(const std::uint8_t* data, std::size_t size
   return out;
 }
 
-// One inflate stream per thread, reset for every blob.
-struct Inflater {
-  z_stream stream{};
-  Inflater() {
-    if (int rc = inflateInit2(&stream, kRawWindowBits); rc != Z_OK) fail("inflateInit2", rc);
-  }
-  ~Inflater() { inflateEnd(&stream); }
-};
-
-// Deflate streams, shared by every codec in the process. Each is ~70 KiB; a process has a
-// codec per informer (about 20 in the adapter), but an informer holds a stream only while it
-// encodes one object, so a few streams serve them all. Streams are reset before each use,
-// so which one an encode gets does not change its blob.
+// zlib streams for one encode or decode at a time, shared by every codec in the process. A
+// process has a codec per informer (about 20 in the adapter) and decodes on some 30 threads,
+// but a stream is held only while it works on one blob, so a few serve them all: a deflate
+// stream is ~70 KiB, an inflate stream ~15 KiB with its window. Streams are reset before each
+// use, so which one a blob gets does not change the result.
 struct Deflater {
   z_stream stream{};
   Deflater() {
@@ -207,46 +199,56 @@ struct Deflater {
   Deflater& operator=(const Deflater&) = delete;
 };
 
-class DeflaterPool {
+struct Inflater {
+  z_stream stream{};
+  Inflater() {
+    if (int rc = inflateInit2(&stream, kRawWindowBits); rc != Z_OK) fail("inflateInit2", rc);
+  }
+  ~Inflater() { inflateEnd(&stream); }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+};
+
+template <typename Stream>
+class StreamPool {
  public:
-  // A stream for one encode, back in the pool when the lease ends.
+  // A stream for one blob, back in the pool when the lease ends.
   class Lease {
    public:
-    explicit Lease(DeflaterPool& pool) : pool_(pool), deflater_(pool.take()) {}
-    ~Lease() { pool_.give(std::move(deflater_)); }
+    Lease() : stream_(pool().take()) {}
+    ~Lease() { pool().give(std::move(stream_)); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    z_stream& stream() { return deflater_->stream; }
+    z_stream& stream() { return stream_->stream; }
 
    private:
-    DeflaterPool& pool_;
-    std::unique_ptr<Deflater> deflater_;
+    std::unique_ptr<Stream> stream_;
   };
 
-  static DeflaterPool& instance() {
-    static DeflaterPool pool;
-    return pool;
+ private:
+  static StreamPool& pool() {
+    static StreamPool instance;
+    return instance;
   }
 
- private:
-  std::unique_ptr<Deflater> take() {
+  std::unique_ptr<Stream> take() {
     {
       std::lock_guard lock(mutex_);
       if (!idle_.empty()) {
-        auto deflater = std::move(idle_.back());
+        auto stream = std::move(idle_.back());
         idle_.pop_back();
-        return deflater;
+        return stream;
       }
     }
-    return std::make_unique<Deflater>();
+    return std::make_unique<Stream>();
   }
-  void give(std::unique_ptr<Deflater> deflater) {
+  void give(std::unique_ptr<Stream> stream) {
     std::lock_guard lock(mutex_);
-    idle_.push_back(std::move(deflater));
+    idle_.push_back(std::move(stream));
   }
 
   std::mutex mutex_;
-  std::vector<std::unique_ptr<Deflater>> idle_;
+  std::vector<std::unique_ptr<Stream>> idle_;
 };
 
 }  // namespace
@@ -283,7 +285,7 @@ std::string ObjectCodec::encode(const nlohmann::json& object) {
     if (encodes_ == kRetrainAt || (encodes_ > kRetrainAt && 2 * cbor.size() > 3 * trainedOn_)) retrain(cbor);
   }
   const std::string& dictionary = dictionaries_[generation_];
-  DeflaterPool::Lease deflater(DeflaterPool::instance());
+  StreamPool<Deflater>::Lease deflater;
   z_stream& z = deflater.stream();
   if (int rc = deflateReset(&z); rc != Z_OK) fail("deflateReset", rc);
   if (int rc = deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
@@ -311,8 +313,8 @@ nlohmann::json ObjectCodec::decode(std::string_view blob) const {
   const std::uint32_t generation = header >> kGenerationShift;
   if (generation >= dictionaries_.size()) fail("inflate (unknown dictionary)", Z_DATA_ERROR);
   const std::string& dictionary = dictionaries_[generation];
-  thread_local Inflater inflater;
-  z_stream& z = inflater.stream;
+  StreamPool<Inflater>::Lease inflater;
+  z_stream& z = inflater.stream();
   if (int rc = inflateReset(&z); rc != Z_OK) fail("inflateReset", rc);
   if (int rc = inflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
                                     static_cast<uInt>(dictionary.size()));

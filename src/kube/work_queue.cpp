@@ -1,11 +1,9 @@
 #include "mka/kube/work_queue.h"
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
-#include <new>
 #include <stdexcept>
 
+#include "mka/common/keyed_block.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 
@@ -26,24 +24,17 @@ struct WorkQueue::KeyState {
   TimePoint addedAt{};           // metrics: when it became pending
   TimePoint processingSince{};   // metrics: when a worker took it
   std::uint32_t lowEntries = 0;  // lowQueue_ entries naming it, stale ones included
-  std::uint32_t size = 0;        // of the key, whose characters follow the struct
+  std::uint32_t keySize = 0;     // a keyed block (common/keyed_block.h): the key follows
   bool dirty = false;
   bool low = false;
   bool processing = false;
 };
 
-std::string_view WorkQueue::keyOf(const KeyState* state) {
-  return {reinterpret_cast<const char*>(state + 1), state->size};
-}
+std::string_view WorkQueue::keyOf(const KeyState* state) { return keyOfBlock(state); }
 
 WorkQueue::KeyState* WorkQueue::stateLocked(std::string_view key) {
   if (auto* found = keys_.find(key)) return found;
-  if (key.size() > std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("work queue " + name_ + ": a key of " + std::to_string(key.size()) +
-                            " bytes is longer than a queue key may be (4 GiB)");
-  auto* state = new (::operator new(sizeof(KeyState) + key.size())) KeyState{};
-  state->size = static_cast<std::uint32_t>(key.size());
-  std::memcpy(state + 1, key.data(), key.size());
+  auto* state = newKeyedBlock<KeyState>(key, "work queue " + name_);
   keys_.put(state);
   return state;
 }
@@ -54,10 +45,7 @@ void WorkQueue::releaseLocked(KeyState* state) {
   destroy(state);
 }
 
-void WorkQueue::destroy(KeyState* state) {
-  state->~KeyState();
-  ::operator delete(state);
-}
+void WorkQueue::destroy(KeyState* state) { deleteKeyedBlock(state); }
 
 WorkQueue::WorkQueue(Options options, const Clock& clock)
     : name_(std::move(options.name)),

@@ -45,12 +45,12 @@ class DelayedKeys {
   void clear();
 
  private:
-  // A block: this header, then the key's characters.
+  // A keyed block (common/keyed_block.h): this header, then the key's characters.
   struct Waiting {
-    TimePoint readyAt;
-    std::uint64_t order;  // FIFO among equal times
-    std::uint32_t heapIndex;
-    std::uint32_t keySize;
+    TimePoint readyAt{};
+    std::uint64_t order = 0;  // FIFO among equal times
+    std::uint32_t heapIndex = 0;
+    std::uint32_t keySize = 0;
   };
   static std::string_view keyOf(const Waiting* waiting);
   static bool before(const Waiting* a, const Waiting* b);
