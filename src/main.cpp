@@ -1,5 +1,17 @@
 // The command line only; every subcommand lives in src/cli/ (and the modules it calls).
 #include "mka/cli/cli.h"
+#include "mka/net/record_buffers.h"
+
+namespace {
+
+// OpenSSL allocates through net/record_buffers, so that the webhook's event loops can reuse its
+// record buffers. It must be told before its first allocation, which Debian's httplib library
+// makes in its own initializer: .preinit_array runs before any shared library's.
+void installOpensslAllocator(int, char**, char**) { mka::net::installOpensslAllocator(); }
+[[gnu::section(".preinit_array"), gnu::used]] void (*const kInstallOpensslAllocator)(int, char**,
+                                                                                     char**) = installOpensslAllocator;
+
+}  // namespace
 
 #ifdef MKA_JEMALLOC
 // jemalloc's settings (read at its start, before main): one arena and memory handed back to the

@@ -37,6 +37,7 @@
 #include "mka/common/thread_name.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/openssl.h"
+#include "mka/net/record_buffers.h"
 
 namespace mka::net {
 
@@ -55,6 +56,9 @@ constexpr std::size_t kKeptCapacity = 64 * 1024;
 // How long a refused request's unread body is drained before the socket closes: closing with
 // unread data sends a reset, which can destroy the answer before the client reads it.
 constexpr std::chrono::milliseconds kLinger{500};
+// Record buffers a loop keeps for reuse: a read and a write buffer for the connection it is
+// driving, and room for one more connection's.
+constexpr std::size_t kRecordBuffersPerLoop = 4;
 
 // What the server reads of a request head; the strings keep their capacity across requests.
 struct RequestHead {
@@ -679,6 +683,9 @@ int EventServer::start() {
       sigemptyset(&pipe);
       sigaddset(&pipe, SIGPIPE);
       pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+      // A loop reads and writes a record or two per request, each in a buffer OpenSSL takes
+      // and gives back; a few kept here serve them all (see record_buffers.h).
+      RecordBufferCache recordBuffers(kRecordBuffersPerLoop);
       auto work = asio::make_work_guard(loop.context);
       for (;;) {
         try {
@@ -692,7 +699,11 @@ int EventServer::start() {
   }
   runtime_ = std::move(rt);
   log::info(logger(), "listening",
-            {{"server", options_.name}, {"address", runtime_->address}, {"tls", true}, {"threads", options_.threads}});
+            {{"server", options_.name},
+             {"address", runtime_->address},
+             {"tls", true},
+             {"threads", options_.threads},
+             {"recordBufferReuse", opensslAllocatorInstalled()}});
   return port_;
 }
 
