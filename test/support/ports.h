@@ -4,10 +4,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 namespace mka::test {
 
@@ -37,5 +39,23 @@ inline int freeLoopbackPort() {
 
 // Whether nothing listens on `port` of 127.0.0.1 (it can be bound).
 inline bool canBindLoopback(int port) { return bindLoopbackOnce(port) == port; }
+
+// A TCP connection to 127.0.0.1:`port`, for tests that speak to a server by hand. Reads wait at
+// most 10 s, so a server that never answers fails the test instead of hanging it.
+inline int connectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
+  }
+  timeval timeout{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return fd;
+}
 
 }  // namespace mka::test

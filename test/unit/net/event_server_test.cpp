@@ -20,6 +20,7 @@
 #include "mka/common/errors.h"
 #include "mka/net/certificate_reloader.h"
 #include "support/eventually.h"
+#include "support/ports.h"
 #include "support/raw_http.h"
 #include "support/serving_certificates.h"
 #include "support/tls_record_proxy.h"
@@ -34,18 +35,7 @@ using test::eventually;
 // idle connections, half-sent requests, interim answers.
 class RawTls {
  public:
-  explicit RawTls(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd_);
-      throw std::runtime_error("connect failed");
-    }
-    timeval tv{10, 0};  // a server that never answers fails the test instead of hanging it
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  explicit RawTls(int port) : fd_(test::connectLoopback(port)) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd_);

@@ -14,6 +14,7 @@
 
 #include "mka/common/errors.h"
 #include "support/eventually.h"
+#include "support/ports.h"
 #include "support/raw_http.h"
 
 namespace mka::net {
@@ -26,19 +27,7 @@ using test::eventually;
 // idle connections, half-sent requests.
 class RawConnection {
  public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd_);
-      throw std::runtime_error("connect failed");
-    }
-    timeval tv{10, 0};  // a server that never answers fails the test instead of hanging it
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
+  explicit RawConnection(int port) : fd_(test::connectLoopback(port)) {}
   ~RawConnection() { ::close(fd_); }
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;

@@ -23,6 +23,7 @@
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/event_server.h"
 #include "support/eventually.h"
+#include "support/ports.h"
 #include "support/raw_http.h"
 #include "support/serving_certificates.h"
 
@@ -90,24 +91,11 @@ SslCtxPtr clientContext() {
   return ctx;
 }
 
-int connectTo(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    throw std::runtime_error("connect failed");
-  }
-  return fd;
-}
-
 // The client side of one keep-alive connection, which gives its own buffers back once an
 // answer is read, so that what is counted is the server's.
 class Client {
  public:
-  Client(SSL_CTX* ctx, int port) : fd_(connectTo(port)), ssl_(SSL_new(ctx), SSL_free) {
+  Client(SSL_CTX* ctx, int port) : fd_(test::connectLoopback(port)), ssl_(SSL_new(ctx), SSL_free) {
     SSL_set_fd(ssl_.get(), fd_);
     if (SSL_connect(ssl_.get()) != 1) {
       ERR_clear_error();
