@@ -4,10 +4,6 @@
 // writes the MultiKueueConfig and MultiKueueClusters; jobs go only to decided workers, and a
 // relabelled worker moves new jobs to the new set. A ClusterQueue holding both checks
 // dispatches nothing until the placement check is Ready.
-#include <map>
-#include <mutex>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +11,7 @@
 #include "mka/placement/api.h"
 #include "mka/placement/placement_controller.h"
 #include "mka/standin/ocm_standin.h"
+#include "support/reconcile_counts.h"
 
 namespace mka::e2e {
 namespace {
@@ -31,25 +28,6 @@ std::vector<standin::ManagedClusterInput> seedClusters() {
           {"worker2", {{"accelerator", "nvidia-tesla-t4"}}},
           {"worker3", {{"accelerator", "nvidia-tesla-t4"}}}};
 }
-
-// The reconciles each controller reports, as the metrics see them.
-class ReconcileCounts : public multikueue::ControllerObserver {
- public:
-  void reconciled(const std::string& controller, const std::string& result, double) override {
-    std::lock_guard lock(mutex_);
-    ++counts_[controller + " " + result];
-  }
-  void queueDepth(const std::string&, std::size_t) override {}
-  int count(const std::string& controllerAndResult) const {
-    std::lock_guard lock(mutex_);
-    auto it = counts_.find(controllerAndResult);
-    return it == counts_.end() ? 0 : it->second;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::string, int> counts_;
-};
 
 class PlacementE2E : public ::testing::Test, protected DispatchFixture {
  protected:
@@ -141,7 +119,7 @@ class PlacementE2E : public ::testing::Test, protected DispatchFixture {
     return worker;
   }
 
-  ReconcileCounts reconciles_;  // before placement_, which reports to it until it stops
+  test::ReconcileCounts reconciles_;  // before placement_, which reports to it until it stops
   std::unique_ptr<standin::OcmStandIn> ocm_;
   std::unique_ptr<placement::PlacementController> placement_;
 };
@@ -166,7 +144,7 @@ TEST_F(PlacementE2E, Story1DefaultPlacementUsesEveryWorker) {
             (json{{"kubeConfig", {{"locationType", "Secret"}, {"location", "multikueue-worker2"}}}}));
   runOnDecided("story1-job", "default", kWorkers);
   // The check controller reports its reconciles (the controller_runtime_* series on /metrics).
-  EXPECT_GT(reconciles_.count("placement-check success"), 0);
+  EXPECT_GT(reconciles_.count("placement-check", "success"), 0);
 }
 
 // Story 2: the Placement selects the labelled workers, the ClusterQueue holds both checks; a
@@ -261,7 +239,7 @@ TEST_F(PlacementE2E, BothChecksDispatchNothingUntilThePlacementCheckIsReady) {
     return w && multikueue::isAdmitted(*w);
   })) << "both checks Ready: Kueue admits";
   // The Workload controller, which set the check Ready, reports its reconciles too.
-  EXPECT_GT(reconciles_.count("placement-wl success"), 0);
+  EXPECT_GT(reconciles_.count("placement-wl", "success"), 0);
 }
 
 }  // namespace

@@ -14,29 +14,13 @@
 #include "mka/common/log.h"
 #include "mka/kube/api_error.h"
 #include "support/eventually.h"
+#include "support/reconcile_counts.h"
 
 namespace mka::multikueue {
 namespace {
 
 using namespace std::chrono_literals;
 using test::eventually;
-
-class RecordingObserver : public ControllerObserver {
- public:
-  void reconciled(const std::string& controller, const std::string& result, double) override {
-    std::lock_guard lock(mutex_);
-    ++results_[controller + "/" + result];
-  }
-  void queueDepth(const std::string&, std::size_t) override {}
-  int count(const std::string& key) {
-    std::lock_guard lock(mutex_);
-    return results_[key];
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, int> results_;
-};
 
 TEST(ResultTest, SoonerIgnoresDone) {
   EXPECT_EQ(Result::sooner(Result::done(), Result::after(5s)), Result::after(5s));
@@ -45,7 +29,7 @@ TEST(ResultTest, SoonerIgnoresDone) {
 }
 
 TEST(ControllerTest, ReconcilesEachKeyAndReportsResults) {
-  RecordingObserver observer;
+  test::ReconcileCounts observer;
   std::mutex mutex;
   std::map<std::string, int> seen;
   Controller controller({"test", 2, &observer}, [&](const std::string& key) {
@@ -60,7 +44,7 @@ TEST(ControllerTest, ReconcilesEachKeyAndReportsResults) {
   std::lock_guard lock(mutex);
   EXPECT_EQ(seen["a"], 1);
   EXPECT_EQ(seen["b"], 1);
-  EXPECT_EQ(observer.count("test/success"), 2);
+  EXPECT_EQ(observer.count("test", "success"), 2);
 }
 
 TEST(ControllerTest, QueuedIsTrueUntilAWorkerTakesTheKey) {
@@ -86,7 +70,7 @@ TEST(ControllerTest, QueuedIsTrueUntilAWorkerTakesTheKey) {
 }
 
 TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
-  RecordingObserver observer;
+  test::ReconcileCounts observer;
   std::atomic<int> calls{0};
   Controller controller({"test", 1, &observer}, [&](const std::string&) {
     if (++calls < 3) throw std::runtime_error("not yet");
@@ -95,8 +79,8 @@ TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
   controller.start();
   controller.enqueue("a");
   ASSERT_TRUE(eventually([&] { return calls.load() == 3 && controller.idle(); }));
-  EXPECT_EQ(observer.count("test/error"), 2);
-  EXPECT_EQ(observer.count("test/success"), 1);
+  EXPECT_EQ(observer.count("test", "error"), 2);
+  EXPECT_EQ(observer.count("test", "success"), 1);
 }
 
 // A conflict is a stale read, retried like any error but logged at debug: a fleet with many
