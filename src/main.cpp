@@ -1,4 +1,5 @@
-// The command line only; every subcommand lives in src/cli/ (and the modules it calls).
+// The command line, and what must be set before it runs (jemalloc's settings, OpenSSL's
+// allocation functions); every subcommand lives in src/cli/ (and the modules it calls).
 #include "mka/cli/cli.h"
 #include "mka/net/record_buffers.h"
 
