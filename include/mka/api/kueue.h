@@ -57,11 +57,13 @@ inline constexpr std::string_view kRetry = "Retry";
 inline constexpr std::string_view kRejected = "Rejected";
 }  // namespace check_state
 
-// Kueue kinds (kueue.x-k8s.io/v1beta2, the storage version).
-inline const api::GroupVersionKind kWorkloadGvk{"kueue.x-k8s.io", "v1beta2", "Workload"};
-inline const api::GroupVersionKind kAdmissionCheckGvk{"kueue.x-k8s.io", "v1beta2", "AdmissionCheck"};
-inline const api::GroupVersionKind kMultiKueueConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
-inline const api::GroupVersionKind kMultiKueueClusterGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
+// Kueue kinds (kueue.x-k8s.io/v1beta2, the storage version). Defined in src/api/kueue.cpp rather
+// than inline here, so that one translation unit constructs them at start-up instead of each of
+// the dozens that include this header.
+extern const api::GroupVersionKind kWorkloadGvk;
+extern const api::GroupVersionKind kAdmissionCheckGvk;
+extern const api::GroupVersionKind kMultiKueueConfigGvk;
+extern const api::GroupVersionKind kMultiKueueClusterGvk;
 
 // Multi-owner workloads name their adapter in annotations, read before ownerReferences (§2.2).
 inline constexpr std::string_view kJobOwnerGvkAnnotation = "kueue.x-k8s.io/job-owner-gvk";

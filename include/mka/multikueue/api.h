@@ -40,11 +40,12 @@ inline constexpr std::string_view kAdmissionFieldManager = "kueue-admission";
 
 // ---- Workload reconciler (KUEUE-MULTIKUEUE.md §2) ----
 
-inline const api::GroupVersionKind kEventGvk{"", "v1", "Event"};
+// Defined in src/multikueue/api.cpp, for the reason given in mka/api/kueue.h.
+extern const api::GroupVersionKind kEventGvk;
 // Kubeconfig Secrets of MultiKueueClusters (§3.1), on the manager.
-inline const api::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
+extern const api::GroupVersionKind kSecretGvk;
 // sigs.k8s.io/cluster-inventory-api, read from the adapter's namespace.
-inline const api::GroupVersionKind kClusterProfileGvk{"multicluster.x-k8s.io", "v1alpha1", "ClusterProfile"};
+extern const api::GroupVersionKind kClusterProfileGvk;
 
 // Remote Workload condition reasons.
 inline constexpr std::string_view kReasonOutOfSync = "OutOfSync";

@@ -16,9 +16,9 @@ namespace mka::placement {
 inline constexpr std::string_view kControllerName = "open-cluster-management.io/placement";
 inline constexpr std::string_view kClusterGroup = "cluster.open-cluster-management.io";
 inline constexpr std::string_view kPlacementKind = "Placement";
-inline const api::GroupVersionKind kPlacementGvk{"cluster.open-cluster-management.io", "v1beta1", "Placement"};
-inline const api::GroupVersionKind kPlacementDecisionGvk{"cluster.open-cluster-management.io", "v1beta1",
-                                                         "PlacementDecision"};
+// Defined in src/placement/api.cpp, for the reason given in mka/api/kueue.h.
+extern const api::GroupVersionKind kPlacementGvk;
+extern const api::GroupVersionKind kPlacementDecisionGvk;
 // On every PlacementDecision: the name of the Placement it belongs to.
 inline constexpr std::string_view kPlacementLabel = "cluster.open-cluster-management.io/placement";
 inline constexpr std::string_view kDecisionGroupIndexLabel = "cluster.open-cluster-management.io/decision-group-index";

@@ -1,0 +1,10 @@
+#include "mka/api/kueue.h"
+
+namespace mka::api {
+
+const GroupVersionKind kWorkloadGvk{"kueue.x-k8s.io", "v1beta2", "Workload"};
+const GroupVersionKind kAdmissionCheckGvk{"kueue.x-k8s.io", "v1beta2", "AdmissionCheck"};
+const GroupVersionKind kMultiKueueConfigGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueConfig"};
+const GroupVersionKind kMultiKueueClusterGvk{"kueue.x-k8s.io", "v1beta2", "MultiKueueCluster"};
+
+}  // namespace mka::api
