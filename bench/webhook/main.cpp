@@ -83,7 +83,7 @@ struct Flags {
   double warmup = 1;
   std::string endpoint = "all";
   std::string server = "event";
-  std::size_t serverThreads = 2;
+  std::size_t serverThreads = mka::net::eventLoopsFor(std::thread::hardware_concurrency());  // as `serve` runs it
   std::string goPeer = MKA_BENCH_GO_PEER;
   int rounds = 1;
   std::string modes = "both";
@@ -569,7 +569,7 @@ int main(int argc, char** argv) {
                  "event = EventServer as `serve` runs it; httplib = the thread-per-connection HttpServer")
       ->check(CLI::IsMember({"event", "httplib"}))
       ->capture_default_str();
-  app.add_option("--server-threads", flags.serverThreads, "EventServer loops")
+  app.add_option("--server-threads", flags.serverThreads, "EventServer loops (default: as `serve` runs them)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--go-peer", flags.goPeer, "directory of the Go peer's source (built with `go build`); empty: no peer")

@@ -8,6 +8,7 @@
 #
 # Usage: bench/webhook/serve_wrk.sh [BINARY]   (default build-bench/multikueue-adapter)
 #   ROUNDS=3 DURATION=10 CONNECTIONS=32 THREADS=2 GO_PEER=../shared/peers/go-webhook
+#   SERVE_ARGS="--webhook-event-loops 2"   (more flags for serve)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${1:-$root/build-bench/multikueue-adapter}
@@ -36,7 +37,7 @@ trap cleanup EXIT
 
 "$bin" serve --config "$root/examples/dev-config.yaml" --cert-dir "$work/certs" \
   --webhook-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-  --metrics-bind-address 127.0.0.1:0 >"$work/serve.log" 2>&1 &
+  --metrics-bind-address 127.0.0.1:0 ${SERVE_ARGS:-} >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 1 300); do grep -q 'webhookPort=' "$work/serve.log" && break; sleep 0.1; done
 serve_port=$(grep -o 'webhookPort=[0-9]*' "$work/serve.log" | head -1 | cut -d= -f2)
@@ -76,7 +77,7 @@ run() {
 }
 
 echo "serve_wrk $(date -u +%Y-%m-%dT%H:%MZ): wrk -t$threads -c$connections -d${duration}s, $(wc -c <"$work/body.json")-byte review, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "serve: $bin (pid $serve_pid, port $serve_port); go peer: $go_peer (pid $go_pid, port $go_port)"
+echo "serve: $bin ${SERVE_ARGS:+$SERVE_ARGS }(pid $serve_pid, port $serve_port, $(grep -a 'server=webhook' "$work/serve.log" | grep -ao 'threads=[0-9]*' | head -1) event loops); go peer: $go_peer (pid $go_pid, port $go_port)"
 # One short warm-up each: TLS session set-up, first allocations, Go's GC sizing.
 wrk -t1 -c4 -d1s -s "$work/post.lua" "https://localhost:$serve_port/mutate" >/dev/null
 wrk -t1 -c4 -d1s -s "$work/post.lua" "https://localhost:$go_port/mutate" >/dev/null

@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 #include <unistd.h>
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -151,9 +150,7 @@ Service::Service(ServeOptions options)
   wo.host = cfg->webhook.host.empty() ? "0.0.0.0" : cfg->webhook.host;
   wo.port = cfg->webhook.port;
   wo.maxBodyBytes = webhook::kMaxRequestBytes;
-  // A loop per core, up to four: the handler answers from memory, so more loops than cores
-  // only take turns.
-  wo.threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
+  wo.threads = options_.webhookEventLoops.value_or(net::eventLoopsFor(std::thread::hardware_concurrency()));
   webhookServer_ = std::make_unique<net::EventServer>(wo, certificates_, admissionRoute(*handler_));
   webhookServer_->setErrorRenderer(renderAdmissionRefusal);
 

@@ -80,6 +80,12 @@ int run(int argc, char** argv) {
   serveCmd->add_option("--cert-dir", certDir, "Directory holding tls.crt and tls.key (overrides webhook.certDir)");
   serveCmd->add_option("--webhook-bind-address", webhookAddress,
                        "host:port of the TLS webhook server (overrides webhook.host and webhook.port)");
+  std::size_t webhookEventLoops = 0;
+  serveCmd
+      ->add_option("--webhook-event-loops", webhookEventLoops,
+                   "Threads answering the webhook, each with an event loop (default: two per CPU, at most eight; "
+                   "under a CPU limit, about twice the limit)")
+      ->check(CLI::Range(1, 64));
 
   std::string validateFile;
   auto* validateCmd = app.add_subcommand("validate-config", "Validate a configuration file and print every problem");
@@ -253,6 +259,7 @@ int run(int argc, char** argv) {
   if (metricsSecureFlag->count() > 0) serveOptions.metricsSecure = metricsSecure;
   if (!metricsCertDir.empty()) serveOptions.metricsCertDir = metricsCertDir;
   if (!webhookAddress.empty()) serveOptions.webhookBindAddress = webhookAddress;
+  if (webhookEventLoops > 0) serveOptions.webhookEventLoops = webhookEventLoops;
   serveOptions.version = MKA_VERSION;
   return app::serve(serveOptions);
 }

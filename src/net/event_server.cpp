@@ -627,6 +627,8 @@ void EventServer::Runtime::accept() {
   });
 }
 
+std::size_t eventLoopsFor(unsigned cpus) { return std::clamp<std::size_t>(2 * std::size_t{cpus}, 2, 8); }
+
 EventServer::EventServer(EventServerOptions options, std::shared_ptr<CertificateReloader> certificates, Handler handler)
     : options_(std::move(options)), certificates_(std::move(certificates)), handler_(std::move(handler)) {
   if (!certificates_) throw Error(options_.name + " server: a TLS server needs a certificate source");

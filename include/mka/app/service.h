@@ -5,6 +5,7 @@
 // Threads: the owner calls start() and stop(); the servers and watchers run their own threads.
 
 #include <atomic>
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,7 @@ struct ServeOptions {
   std::optional<std::string> metricsCertDir;  // --metrics-cert-dir
   std::optional<std::string> certDir;
   std::optional<std::string> webhookBindAddress;  // host:port; overrides webhook.host/port
+  std::optional<std::size_t> webhookEventLoops;   // default: net::eventLoopsFor(the machine's CPUs)
   std::string version = "unknown";                // multikueue_adapter_build_info's version label
 };
 

@@ -35,7 +35,7 @@ struct EventServerOptions {
   std::string name = "webhook";  // for logs and thread names
   std::string host = "0.0.0.0";
   int port = 0;                                // 0 = pick a free port (tests); port() tells which
-  std::size_t threads = 2;                     // event loops
+  std::size_t threads = 2;                     // event loops; eventLoopsFor() says how many
   std::size_t maxBodyBytes = 8 * 1024 * 1024;  // larger bodies get 413
   std::size_t maxHeaderBytes = 64 * 1024;      // request line and headers; larger get 431
   // The TLS handshake, and a request from its first byte to its last.
@@ -44,6 +44,13 @@ struct EventServerOptions {
   // Idle time between requests before a connection is closed.
   std::chrono::milliseconds keepAliveTimeout{std::chrono::seconds{120}};
 };
+
+// The event loops a server should run on a machine with `cpus` CPUs: two per CPU, at most
+// eight. With one loop per CPU, a loop under full load always has another request ready, so
+// the scheduler preempts it (when the clients' threads wake on the same CPUs) while its other
+// connections wait for a whole time slice; with two, a loop empties its queue and waits before
+// its slice ends, and the tail latency falls to a tenth (bench/README.md, "event loops").
+std::size_t eventLoopsFor(unsigned cpus);
 
 struct ServerRequest {
   std::string_view method;

@@ -98,8 +98,12 @@ TEST(CliTest, UsageErrorsExitNonZeroWithAMessage) {
     std::string says;
   };
   const std::vector<Case> cases = {
-      {"validate-config", "FILE"}, {"--no-such-flag", "--no-such-flag"},        {"serve --config", "--config"},
-      {"sandbox", "--dir"},        {"validate-config a.yaml b.yaml", "b.yaml"},
+      {"validate-config", "FILE"},
+      {"--no-such-flag", "--no-such-flag"},
+      {"serve --config", "--config"},
+      {"sandbox", "--dir"},
+      {"validate-config a.yaml b.yaml", "b.yaml"},
+      {"serve --webhook-event-loops 0", "--webhook-event-loops"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);

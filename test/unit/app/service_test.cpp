@@ -4,8 +4,14 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,6 +19,7 @@
 
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
+#include "mka/net/event_server.h"
 #include "mka/observability/health.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
@@ -192,6 +199,42 @@ TEST(ServiceTest, FlagsOverrideTheFile) {
   EXPECT_EQ(cfg->webhook.host, "127.0.0.1");
   EXPECT_EQ(cfg->webhook.port, 0);
   EXPECT_EQ(cfg->healthProbeBindAddress, "127.0.0.1:0");
+}
+
+// The threads of this process whose name starts with `prefix`.
+int threadsNamed(std::string_view prefix) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name.starts_with(prefix)) ++count;
+  }
+  return count;
+}
+
+TEST(ServiceTest, TheWebhookRunsTheEventLoopsTheFlagAsksFor) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  struct Case {
+    std::optional<std::size_t> flag;
+    int loops;
+  };
+  const std::vector<Case> cases = {
+      {3, 3}, {1, 1}, {std::nullopt, static_cast<int>(net::eventLoopsFor(std::thread::hardware_concurrency()))}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.flag ? std::to_string(*c.flag) : "default");
+    const int before = threadsNamed("webhook-loop");
+    auto options = optionsFor(dir);
+    options.webhookEventLoops = c.flag;
+    Service service(options);
+    service.start();
+    // Each loop names its thread once it runs, which may be after start() returns.
+    EXPECT_TRUE(eventually([&] { return threadsNamed("webhook-loop") - before == c.loops; }))
+        << threadsNamed("webhook-loop") - before << " loop threads";
+    service.stop();
+  }
 }
 
 TEST(ServiceTest, HotReloadAppliesAGoodFileAndKeepsTheLastGoodOneOnABadFile) {

@@ -15,7 +15,9 @@
 #include <future>
 #include <latch>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "mka/common/errors.h"
 #include "mka/net/certificate_reloader.h"
@@ -152,6 +154,19 @@ class EventServerTest : public ::testing::Test {
   std::unique_ptr<EventServer> server_;
   int port_ = 0;
 };
+
+TEST(EventLoopsForTest, TwoLoopsPerCpuBetweenTwoAndEight) {
+  struct Case {
+    unsigned cpus;
+    std::size_t loops;
+  };
+  // 0 is what std::thread::hardware_concurrency() answers when it cannot tell.
+  const std::vector<Case> cases = {{0, 2}, {1, 2}, {2, 4}, {3, 6}, {4, 8}, {5, 8}, {64, 8}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("cpus=" + std::to_string(c.cpus));
+    EXPECT_EQ(eventLoopsFor(c.cpus), c.loops);
+  }
+}
 
 TEST_F(EventServerTest, AnswersOverVerifiedTlsAndKeepsTheConnection) {
   start();
