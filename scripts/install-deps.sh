@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates openssl
-  libssl-dev libboost-dev zlib1g-dev libjemalloc-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  lld libssl-dev libboost-dev zlib1g-dev libjemalloc-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev
   curl jq wrk clang clang-format libclang-rt-14-dev python3 python3-yaml python3-kubernetes

@@ -65,6 +65,14 @@ if ./scripts/check-image-libraries.sh "$image_binary" build-image/Dockerfile.wit
   echo "FAILED: check-image-libraries passed an image without libjemalloc2"
   failed=$((failed + 1))
 fi
+# Its code is laid out in the order of cmake/symbol-order.txt (the RSS of `serve`), and the
+# list is not stale; the ASan build, linked without the list, shows the check notices.
+./scripts/check-symbol-order.sh "$image_binary" || failed=$((failed + 1))
+unordered=$(./scripts/check-symbol-order.sh build-asan/multikueue-adapter || true)
+if ! grep -q "spread out" <<<"$unordered"; then
+  echo "FAILED: check-symbol-order did not notice that the ASan binary ignores the list: $unordered"
+  failed=$((failed + 1))
+fi
 # What depends on jemalloc in the common module, in a build of its own (Debug: seconds).
 cmake -S . -B build-jemalloc -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMKA_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
 ninja -C build-jemalloc -j"$jobs" common_test
