@@ -49,7 +49,7 @@ struct EventServerOptions {
 // eight. With one loop per CPU, a loop under full load always has another request ready, so
 // the scheduler preempts it (when the clients' threads wake on the same CPUs) while its other
 // connections wait for a whole time slice; with two, a loop empties its queue and waits before
-// its slice ends, and the tail latency falls to a tenth (bench/README.md, "event loops").
+// its slice ends, which keeps the tail latency short (the measurements: bench/README.md).
 std::size_t eventLoopsFor(unsigned cpus);
 
 struct ServerRequest {
