@@ -130,10 +130,16 @@ void appendNumber(std::string& out, std::uint64_t value) {
   out.append(digits, end);
 }
 
-std::string peerOf(const tcp::socket& socket) {
+// The client's address as the connection was accepted: a client that has gone (a probe that
+// closed) has none left to ask for when the record is written.
+tcp::endpoint peerEndpoint(const tcp::socket& socket) {
   beast::error_code ec;
   const auto endpoint = socket.remote_endpoint(ec);
-  if (ec) return "unknown";
+  return ec ? tcp::endpoint{} : endpoint;
+}
+
+std::string peerOf(const tcp::endpoint& endpoint) {
+  if (endpoint.port() == 0) return "unknown";
   return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
 }
 
@@ -197,7 +203,7 @@ namespace {
 class Session final : public std::enable_shared_from_this<Session> {
  public:
   Session(EventServer::Runtime& runtime, Loop& loop, tcp::socket socket)
-      : rt_(runtime), loop_(loop), socket_(std::move(socket)) {}
+      : rt_(runtime), loop_(loop), socket_(std::move(socket)), peer_(peerEndpoint(socket_)) {}
 
   ~Session() {
     loop_.sessions.erase(this);
@@ -294,12 +300,13 @@ class Session final : public std::enable_shared_from_this<Session> {
       return false;
     }
     // A TCP probe or a port scan closes without a word: not worth more than debug.
+    const bool closedByPeer = handshakeClosedByPeer();
     const std::string reason = opensslErrors();
-    if (reason.empty()) {
-      log::debug(logger(), "TLS handshake aborted by peer", {{"server", rt_.options.name}, {"peer", peerOf(socket_)}});
+    if (closedByPeer) {
+      log::debug(logger(), "TLS handshake aborted by peer", {{"server", rt_.options.name}, {"peer", peerOf(peer_)}});
     } else {
       log::info(logger(), "TLS handshake failed",
-                {{"server", rt_.options.name}, {"peer", peerOf(socket_)}, {"error", reason}});
+                {{"server", rt_.options.name}, {"peer", peerOf(peer_)}, {"error", reason}});
     }
     closeSocket();
     return false;
@@ -445,7 +452,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   // unread, so the connection cannot carry another request.
   void refuse(int status, std::string_view message) {
     log::info(logger(), "request refused",
-              {{"server", rt_.options.name}, {"peer", peerOf(socket_)}, {"status", status}, {"reason", message}});
+              {{"server", rt_.options.name}, {"peer", peerOf(peer_)}, {"status", status}, {"reason", message}});
     render(status, message);
     serialize(true, false);
     startWrite(Then::Linger);
@@ -574,6 +581,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   EventServer::Runtime& rt_;
   Loop& loop_;
   tcp::socket socket_;
+  tcp::endpoint peer_;
   OpensslPtr<SSL> ssl_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   beast::flat_buffer& buffer_ = loop_.input;  // this connection's while drive() runs

@@ -314,9 +314,10 @@ void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) 
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (events == 0) {
-        const std::string reason = opensslErrors();
         // A TCP probe or port scan closes without a word: not worth more than debug.
-        if (reason.empty()) {
+        const bool closedByPeer = handshakeClosedByPeer();
+        const std::string reason = opensslErrors();
+        if (closedByPeer) {
           log::debug(logger(), "TLS handshake aborted by peer",
                      {{"server", options_.name}, {"peer", peer + ":" + std::to_string(peerPort)}});
         } else {

@@ -16,6 +16,11 @@ std::string opensslErrors() {
   return out;
 }
 
+bool handshakeClosedByPeer() {
+  const unsigned long code = ERR_peek_error();
+  return code == 0 || (ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+}
+
 std::vector<OpensslPtr<X509>> readPemCertificates(std::string_view pem) {
   std::vector<OpensslPtr<X509>> out;
   OpensslPtr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));

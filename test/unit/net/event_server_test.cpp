@@ -22,6 +22,8 @@
 #include "mka/common/errors.h"
 #include "mka/net/certificate_reloader.h"
 #include "support/eventually.h"
+#include "support/handshake_cases.h"
+#include "support/log_capture.h"
 #include "support/ports.h"
 #include "support/raw_http.h"
 #include "support/serving_certificates.h"
@@ -154,6 +156,23 @@ class EventServerTest : public ::testing::Test {
   std::unique_ptr<EventServer> server_;
   int port_ = 0;
 };
+
+TEST_F(EventServerTest, AConnectionClosedDuringTheHandshakeIsLoggedAtDebugAndGarbageAtInfo) {
+  test::LogCapture logs("net");
+  start();
+  for (const auto& c : test::handshakeCases()) {
+    SCOPED_TRACE(c.name);
+    const auto before = logs.linesWith("TLS handshake").size();
+    test::sendAndClose(port_, c.bytes);
+    ASSERT_TRUE(eventually([&] { return logs.linesWith("TLS handshake").size() == before + 1; }));
+    const std::string record = logs.linesWith("TLS handshake").back();
+    EXPECT_NE(record.find(c.level), std::string::npos) << record;
+    EXPECT_NE(record.find(c.message), std::string::npos) << record;
+    EXPECT_NE(record.find("peer=127.0.0.1:"), std::string::npos) << record;
+  }
+  server_->stop();  // before the capture goes: no loop logs while its sink is removed
+  server_.reset();
+}
 
 TEST(EventLoopsForTest, TwoLoopsPerCpuBetweenTwoAndEight) {
   struct Case {

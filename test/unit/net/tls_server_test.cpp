@@ -11,6 +11,8 @@
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/http_server.h"
 #include "support/eventually.h"
+#include "support/handshake_cases.h"
+#include "support/log_capture.h"
 #include "support/serving_certificates.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
@@ -187,6 +189,29 @@ INSTANTIATE_TEST_SUITE_P(Alpn, TlsAlpnTest,
                                            AlpnCase{"PrefersH2", {"h2", "http/1.1"}, "http/1.1"},
                                            AlpnCase{"H2Only", {"h2"}, ""}, AlpnCase{"None", {}, ""}),
                          [](const auto& info) { return info.param.name; });
+
+TEST_F(TlsServerTest, AConnectionClosedDuringTheHandshakeIsLoggedAtDebugAndGarbageAtInfo) {
+  // A server of its own, started once the capture is in place: no thread logs while the
+  // capture adds or removes its sink.
+  server_->stop();
+  test::LogCapture logs("net");
+  ServerOptions options;
+  options.name = "webhook";
+  options.host = "127.0.0.1";
+  server_ = std::make_unique<HttpServer>(options, certs_.reloader);
+  port_ = server_->start();
+  for (const auto& c : test::handshakeCases()) {
+    SCOPED_TRACE(c.name);
+    const auto before = logs.linesWith("TLS handshake").size();
+    test::sendAndClose(port_, c.bytes);
+    ASSERT_TRUE(test::eventually([&] { return logs.linesWith("TLS handshake").size() == before + 1; }));
+    const std::string record = logs.linesWith("TLS handshake").back();
+    EXPECT_NE(record.find(c.level), std::string::npos) << record;
+    EXPECT_NE(record.find(c.message), std::string::npos) << record;
+    EXPECT_NE(record.find("peer=127.0.0.1:"), std::string::npos) << record;
+  }
+  server_->stop();
+}
 
 TEST_F(TlsServerTest, TurnsOffNagleOnAcceptedConnections) {
   auto res = client(certs_.ca1File)->Get("/nodelay");
