@@ -299,15 +299,7 @@ class Session final : public std::enable_shared_from_this<Session> {
       waitFor(error);
       return false;
     }
-    // A TCP probe or a port scan closes without a word: not worth more than debug.
-    const bool closedByPeer = handshakeClosedByPeer();
-    const std::string reason = opensslErrors();
-    if (closedByPeer) {
-      log::debug(logger(), "TLS handshake aborted by peer", {{"server", rt_.options.name}, {"peer", peerOf(peer_)}});
-    } else {
-      log::info(logger(), "TLS handshake failed",
-                {{"server", rt_.options.name}, {"peer", peerOf(peer_)}, {"error", reason}});
-    }
+    logFailedHandshake(rt_.options.name, peerOf(peer_));
     closeSocket();
     return false;
   }

@@ -314,16 +314,7 @@ void HttpServer::serveConnection(int fd, const std::string& peer, int peerPort) 
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (events == 0) {
-        // A TCP probe or port scan closes without a word: not worth more than debug.
-        const bool closedByPeer = handshakeClosedByPeer();
-        const std::string reason = opensslErrors();
-        if (closedByPeer) {
-          log::debug(logger(), "TLS handshake aborted by peer",
-                     {{"server", options_.name}, {"peer", peer + ":" + std::to_string(peerPort)}});
-        } else {
-          log::info(logger(), "TLS handshake failed",
-                    {{"server", options_.name}, {"peer", peer + ":" + std::to_string(peerPort)}, {"error", reason}});
-        }
+        logFailedHandshake(options_.name, peer + ":" + std::to_string(peerPort));
         return;
       }
       if (left.count() <= 0 || waitFor(fd, events, left, rt.wakeFd) != WaitResult::Ready) return;

@@ -3,6 +3,8 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
+#include "log.h"
+
 namespace mka::net {
 
 std::string opensslErrors() {
@@ -16,9 +18,16 @@ std::string opensslErrors() {
   return out;
 }
 
-bool handshakeClosedByPeer() {
-  const unsigned long code = ERR_peek_error();
-  return code == 0 || (ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+void logFailedHandshake(std::string_view server, std::string_view peer) {
+  const unsigned long first = ERR_peek_error();
+  const bool closedByPeer =
+      first == 0 || (ERR_GET_LIB(first) == ERR_LIB_SSL && ERR_GET_REASON(first) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+  const std::string reason = opensslErrors();
+  if (closedByPeer) {
+    log::debug(logger(), "TLS handshake aborted by peer", {{"server", server}, {"peer", peer}});
+  } else {
+    log::info(logger(), "TLS handshake failed", {{"server", server}, {"peer", peer}, {"error", reason}});
+  }
 }
 
 std::vector<OpensslPtr<X509>> readPemCertificates(std::string_view pem) {

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/eventually.h"
+#include "support/log_capture.h"
 #include "support/ports.h"
 
 namespace mka::test {
@@ -38,6 +40,21 @@ inline void sendAndClose(int port, const std::string& bytes) {
   const auto sent = bytes.empty() ? 0 : ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   ::close(fd);
   EXPECT_EQ(sent, static_cast<ssize_t>(bytes.size()));
+}
+
+// Plays every case against the TLS server on `port` and checks the record `logs` (a capture of
+// the "net" logger) receives for each, naming the client's address.
+inline void expectHandshakeRecords(int port, const LogCapture& logs) {
+  for (const auto& c : handshakeCases()) {
+    SCOPED_TRACE(c.name);
+    const auto before = logs.linesWith("TLS handshake").size();
+    sendAndClose(port, c.bytes);
+    ASSERT_TRUE(eventually([&] { return logs.linesWith("TLS handshake").size() == before + 1; }));
+    const std::string record = logs.linesWith("TLS handshake").back();
+    EXPECT_NE(record.find(c.level), std::string::npos) << record;
+    EXPECT_NE(record.find(c.message), std::string::npos) << record;
+    EXPECT_NE(record.find("peer=127.0.0.1:"), std::string::npos) << record;
+  }
 }
 
 }  // namespace mka::test

@@ -31,11 +31,11 @@ using OpensslPtr = std::unique_ptr<T, OpensslFree>;
 // stale error never leaks into the next operation's report. Empty when the queue was empty.
 std::string opensslErrors();
 
-// After a server's TLS handshake failed: whether the client just closed the connection (a TCP
-// probe, a port scan, a client giving up) rather than sending something TLS refuses. OpenSSL 3
-// reports such a close as "unexpected eof while reading", or with nothing queued. Leaves the
-// error queue as it is.
-bool handshakeClosedByPeer();
+// After a TLS server's handshake with `peer` failed: logs it and empties the error queue. A
+// client that just closed the connection (a TCP probe, a port scan, a client giving up) is worth
+// a debug record; OpenSSL 3 queues "unexpected eof while reading" for it, or nothing. One that
+// sent what TLS refuses gets an info record with OpenSSL's reasons.
+void logFailedHandshake(std::string_view server, std::string_view peer);
 
 // Every certificate of a PEM bundle (a CA bundle, a caBundle, a kubeconfig's
 // certificate-authority-data), in order; empty when there is none. Leaves no error queued.
