@@ -1,14 +1,14 @@
 // The dispatch loop's named scenarios (issue 5) beyond §7.1: rejections, evictions both ways,
 // a lost worker, an adapter restart, the Incremental dispatcher, and origins shared workers.
 
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "dispatch_fixture.h"
 #include "mka/multikueue/garbage_collector.h"
+#include "support/threads.h"
 
 namespace mka::e2e {
 namespace {
@@ -63,14 +63,8 @@ class DispatchE2E : public ::testing::Test, public DispatchFixture {
 // named mk-workload-<n>), and they dispatch.
 TEST_F(DispatchE2E, WorkloadConcurrencySetsTheWorkloadControllersWorkers) {
   const auto workloadWorkers = [] {
-    int n = 0;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-      std::ifstream comm(task.path() / "comm");
-      std::string name;
-      std::getline(comm, name);
-      if (name.starts_with("mk-workload-")) ++n;
-    }
-    return n;
+    const auto names = test::threadNames();
+    return std::count_if(names.begin(), names.end(), [](const auto& n) { return n.starts_with("mk-workload-"); });
   };
   ASSERT_EQ(workloadWorkers(), 0);
   setUpEnvironment({.configure = [](config::Configuration& c) { c.dispatch.workloadConcurrency = 3; }});

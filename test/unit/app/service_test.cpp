@@ -3,9 +3,9 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +25,7 @@
 #include "support/eventually.h"
 #include "support/ports.h"
 #include "support/temp_dir.h"
+#include "support/threads.h"
 #include "support/tls.h"
 
 namespace mka::app {
@@ -203,13 +204,9 @@ TEST(ServiceTest, FlagsOverrideTheFile) {
 
 // The threads of this process whose name starts with `prefix`.
 int threadsNamed(std::string_view prefix) {
-  int count = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    if (std::getline(comm, name) && name.starts_with(prefix)) ++count;
-  }
-  return count;
+  const auto names = test::threadNames();
+  return static_cast<int>(
+      std::count_if(names.begin(), names.end(), [&](const auto& n) { return n.starts_with(prefix); }));
 }
 
 TEST(ServiceTest, TheWebhookRunsTheEventLoopsTheFlagAsksFor) {

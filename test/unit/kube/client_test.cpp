@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -24,6 +23,7 @@
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
+#include "support/threads.h"
 #include "support/thrown.h"
 #include "support/tls.h"
 #include "support/tls_record_proxy.h"
@@ -938,22 +938,16 @@ TEST_F(InformerTest, WithoutManagedFieldsListsAndWatchesObjectsWithoutThem) {
 
 TEST_F(InformerTest, ItsThreadIsNamedAfterTheKind) {
   auto client = newClient();
-  auto threadNames = [] {
-    std::multiset<std::string> names;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-      std::ifstream comm(task.path() / "comm");
-      std::string name;
-      std::getline(comm, name);
-      names.insert(name);
-    }
-    return names;
+  auto informerThreads = [] {
+    const auto names = test::threadNames();
+    return std::count(names.begin(), names.end(), "inf-ConfigMap");
   };
-  const auto before = threadNames().count("inf-ConfigMap");
+  const auto before = informerThreads();
   Informer informer(*client, kConfigMap, {.namespace_ = "default"});
   informer.start();
-  ASSERT_TRUE(test::eventually([&] { return threadNames().count("inf-ConfigMap") == before + 1; }));
+  ASSERT_TRUE(test::eventually([&] { return informerThreads() == before + 1; }));
   informer.stop();
-  EXPECT_EQ(threadNames().count("inf-ConfigMap"), before);
+  EXPECT_EQ(informerThreads(), before);
 }
 
 TEST_F(InformerTest, HooksReportSyncedListsAndFailedRequestsButNotEndedStreams) {
