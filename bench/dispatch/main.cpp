@@ -50,6 +50,27 @@ namespace fs = std::filesystem;
 // First time each object (by name) showed each of some properties, recorded by a thread
 // following one in-process watch. (One watch for all the properties of a resource: the
 // recorders run in the sandbox's process, on the CPUs the adapter is measured on.)
+// The job integration's CPU in one process, from its threads' names: its reconcilers
+// ("job-<kind>-<i>") and their work queues ("wq-job-<kind>"), and the informers ("inf-<Kind>").
+// In the adapter the informers also serve the dispatch loop; in this process only the workers'
+// integrations run informers (the stand-ins and recorders watch the stores in-process).
+struct IntegrationCpu {
+  double reconcilers = 0;
+  double informers = 0;
+};
+
+IntegrationCpu integrationCpu(const std::map<std::string, double>& byName,
+                              const std::map<std::string, double>& before = {}) {
+  IntegrationCpu cpu;
+  for (const auto& [name, seconds] : byName) {
+    const auto was = before.find(name);
+    const double spent = seconds - (was == before.end() ? 0.0 : was->second);
+    if (name.starts_with("job-") || name.starts_with("wq-job-")) cpu.reconcilers += spent;
+    if (name.starts_with("inf-")) cpu.informers += spent;
+  }
+  return cpu;
+}
+
 class Recorder {
  public:
   using Predicate = std::function<bool(const json& object)>;
@@ -268,6 +289,7 @@ multiKueue:
     for (auto& a : args) argvChild.push_back(a.data());
     argvChild.push_back(nullptr);
     const double sandboxBefore = mka::bench::statsOf(::getpid()).cpuSeconds;
+    const auto sandboxThreadsBefore = mka::bench::threadCpuByName(::getpid());
     const auto spawned = Steady::now();
     if (posix_spawn(&child, adapter.c_str(), nullptr, nullptr, argvChild.data(), environ) != 0)
       throw std::runtime_error("cannot start " + adapter);
@@ -291,6 +313,8 @@ multiKueue:
     const double backlogSeconds = std::chrono::duration<double>(lastCreated - spawned).count();
     const auto afterBacklog = mka::bench::statsOf(child);
     const double sandboxBacklog = mka::bench::statsOf(::getpid()).cpuSeconds - sandboxBefore;
+    const auto managerIntegration = integrationCpu(mka::bench::threadCpuByName(child));
+    const auto workersIntegration = integrationCpu(mka::bench::threadCpuByName(::getpid()), sandboxThreadsBefore);
     const double backlogReconciles = reconcilesOf(metricsPort, "mk-workload");
 
     // The backlog leaves work behind once every copy exists (the manager's admissions, loser
@@ -343,6 +367,16 @@ multiKueue:
         "sandbox CPU         %.2f CPU s over the backlog (this process: API servers, Kueue stand-ins, "
         "recorders, the workers' integrations and Tekton stand-ins), %.2f ms per job\n",
         sandboxBacklog, jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
+    const auto perJob = [&](double seconds) { return jobs > 0 ? 1000.0 * seconds / jobs : 0.0; };
+    std::printf(
+        "integration CPU     manager: %.2f ms per job in its reconcilers (in the adapter's CPU above; the "
+        "informers it shares with dispatch took %.2f ms per job)\n",
+        perJob(managerIntegration.reconcilers), perJob(managerIntegration.informers));
+    std::printf(
+        "                    workers: %.2f ms per job for the %d of them (reconcilers %.2f, informers %.2f; in "
+        "the sandbox's CPU above)\n",
+        perJob(workersIntegration.reconcilers + workersIntegration.informers), workers,
+        perJob(workersIntegration.reconcilers), perJob(workersIntegration.informers));
     std::printf("first job copy      %.2f s after the adapter process started\n", firstSeconds);
     {
       // Copies created in each tenth of the backlog: a stall (a backoff, a lost wake-up) shows as
