@@ -187,6 +187,13 @@ TEST_F(PlacementE2E, Story2LabelSelectedWorkersAndADecisionChangeMovesNewJobs) {
     })) << active(name).dump();
     EXPECT_TRUE(get("manager", api::kMultiKueueClusterGvk, name + "-worker3", "").has_value());
   }
+  // worker1's new MultiKueueCluster connects before the clock moves: advancing it during the
+  // attempt would fail the attempt by its establishment timeout and back it off past the test.
+  // (The dispatch check's Active message lists the clusters not connected.)
+  ASSERT_TRUE(eventually([&] {
+    const auto c = active(checkName_);
+    return c.value("status", "") == "True" && c.value("message", "").find(name + "-worker1") == std::string::npos;
+  })) << active(checkName_).dump();
   // The job runs to its end where it runs; then the undecided worker's MultiKueueCluster goes.
   ASSERT_TRUE(eventually(
       [&] {
