@@ -58,6 +58,9 @@ ResourceRef localQueueRef(const std::string& ns, const std::string& name) {
 ResourceRef clusterQueueRef(const std::string& name) {
   return {kKueueGroup, kKueueVersion, "clusterqueues", "", name, ""};
 }
+ResourceRef admissionCheckRef(const std::string& name) {
+  return {kKueueGroup, kKueueVersion, "admissionchecks", "", name, ""};
+}
 
 // Every write names the stand-in as field manager, as Kueue's controllers name themselves.
 WriteOptions asStandIn() {
@@ -117,6 +120,19 @@ const json* findCondition(const json& object, const std::string& type) {
 bool conditionTrue(const json& object, const std::string& type) {
   const auto* c = findCondition(object, type);
   return c != nullptr && c->value("status", "") == "True";
+}
+
+// The AdmissionChecks a ClusterQueue lists, in either of Kueue's two fields (spec.admissionChecks,
+// names; spec.admissionChecksStrategy.admissionChecks, rules with a name).
+std::vector<std::string> checkNamesOf(const json& clusterQueue) {
+  std::vector<std::string> names;
+  const auto& spec = json_fields::objectMember(clusterQueue, "spec");
+  for (const auto& name : json_fields::arrayMember(spec, "admissionChecks"))
+    if (name.is_string()) names.push_back(name.get<std::string>());
+  for (const auto& rule :
+       json_fields::arrayMember(json_fields::objectMember(spec, "admissionChecksStrategy"), "admissionChecks"))
+    if (rule.is_object()) names.push_back(rule.value("name", ""));
+  return names;
 }
 
 // metav1.Condition semantics (apimeta.SetStatusCondition): lastTransitionTime moves only when
@@ -182,6 +198,7 @@ struct KueueStandIn::Impl {
     slots.push_back({WatchSlot::Kind::Workload, workloadRef(""), nullptr});
     slots.push_back({WatchSlot::Kind::Queue, localQueueRef("", ""), nullptr});
     slots.push_back({WatchSlot::Kind::Queue, clusterQueueRef(""), nullptr});
+    slots.push_back({WatchSlot::Kind::Queue, admissionCheckRef(""), nullptr});
   }
 
   ClusterApi& api;
@@ -278,7 +295,8 @@ struct KueueStandIn::Impl {
         for (const auto& waiting : waitingForCapacity) enqueueLocked(waiting);
         break;
       case WatchSlot::Kind::Queue:
-        // A LocalQueue or ClusterQueue appearing or changing may unblock any Workload.
+        // A LocalQueue, ClusterQueue or AdmissionCheck appearing or changing may unblock any
+        // Workload.
         for (const auto& wl : workloads) enqueueLocked({nsOf(wl), nameOf(wl)});
         break;
     }
@@ -479,6 +497,29 @@ struct KueueStandIn::Impl {
     return cqName;
   }
 
+  // The first AdmissionCheck the ClusterQueue lists that is missing or not Active=True ("" when
+  // there is none): Kueue keeps such a ClusterQueue inactive (AdmissionCheckNotFound,
+  // AdmissionCheckInactive).
+  std::string inactiveCheck(const json& clusterQueue) const {
+    for (const auto& name : checkNamesOf(clusterQueue)) {
+      const auto check = getIfExists(api, admissionCheckRef(name));
+      if (!check || !conditionTrue(*check, "Active")) return name;
+    }
+    return "";
+  }
+
+  // QuotaReserved=False, reason Inadmissible, as Kueue's Workload controller writes it on a
+  // pending Workload it cannot admit; written only when it changes.
+  void markInadmissible(const json& wl, const std::string& message) {
+    if (const auto* reserved = findCondition(wl, kQuotaReserved);
+        reserved != nullptr && reserved->value("status", "") == "False" &&
+        reserved->value("reason", "") == "Inadmissible" && reserved->value("message", "") == message)
+      return;
+    json status = wl.value("status", json::object());
+    setCondition(status, kQuotaReserved, "False", "Inadmissible", message, api.now(), generationOf(wl));
+    writeStatus(wl, std::move(status));
+  }
+
   void reserve(const Key& key, const json& wl) {
     const auto now = clock.now();
     if (const auto* evicted = findCondition(wl, kEvicted);
@@ -504,6 +545,18 @@ struct KueueStandIn::Impl {
         return;  // a LocalQueue/ClusterQueue event brings it back
       }
       cqName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
+    }
+    if (const auto inactive = inactiveCheck(cq); !inactive.empty()) {
+      // Kueue's scheduler skips the Workloads of an inactive ClusterQueue, and its Workload
+      // controller says so on each pending one. An AdmissionCheck event brings them back.
+      log::debug(logger(), "kueue-standin workload waits for its ClusterQueue's admission checks",
+                 {{"cluster", cluster()},
+                  {"namespace", key.namespace_},
+                  {"workload", key.name},
+                  {"clusterQueue", cqName},
+                  {"admissionCheck", inactive}});
+      markInadmissible(wl, "ClusterQueue " + cqName + " is inactive");
+      return;
     }
     if (!manager() && options.capacity > 0 && !fitsCapacity(key, wl)) {
       std::lock_guard lock(mutex);
@@ -535,18 +588,14 @@ struct KueueStandIn::Impl {
       // an eviction, with its retryCount) is kept.
       json states = json::array();
       const auto& existing = json_fields::arrayMember(status, "admissionChecks");
-      const auto pointer = json::json_pointer("/spec/admissionChecksStrategy/admissionChecks");
-      if (cq.contains(pointer) && cq.at(pointer).is_array()) {
-        for (const auto& rule : cq.at(pointer)) {
-          const auto name = rule.value("name", "");
-          auto it = std::find_if(existing.begin(), existing.end(),
-                                 [&](const json& s) { return s.value("name", "") == name; });
-          states.push_back(
-              it != existing.end()
-                  ? *it
-                  : json{{"name", name}, {"state", "Pending"}, {"lastTransitionTime", stamp}, {"message", ""}});
-          checksPending = checksPending || states.back().value("state", "") != "Ready";
-        }
+      for (const auto& name : checkNamesOf(cq)) {
+        auto it =
+            std::find_if(existing.begin(), existing.end(), [&](const json& s) { return s.value("name", "") == name; });
+        states.push_back(
+            it != existing.end()
+                ? *it
+                : json{{"name", name}, {"state", "Pending"}, {"lastTransitionTime", stamp}, {"message", ""}});
+        checksPending = checksPending || states.back().value("state", "") != "Ready";
       }
       if (states.empty()) {
         status.erase("admissionChecks");

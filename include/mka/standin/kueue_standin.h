@@ -11,6 +11,10 @@
 // (ours, src/integration) and the framework controller's (JobControllerStandIn) in the sandbox,
 // as they are on a real cluster.
 //
+// Both roles: a ClusterQueue that lists an AdmissionCheck that is missing or not Active=True is
+// inactive, as in Kueue: its Workloads get no quota, only QuotaReserved=False reason
+// Inadmissible "ClusterQueue <name> is inactive", until the check is Active (on a MultiKueue
+// manager, the adapter's admission check controller makes it so).
 // Manager role (Role::Manager):
 // - quota is reserved when the LocalQueue and its ClusterQueue exist (or always, see
 //   Options::requireQueues): status.admission, QuotaReserved=True, and one Pending
@@ -34,9 +38,9 @@
 // resource group covering it; quotas are not counted (a worker's reservation is a count,
 // Options::capacity).
 // Left out, because the dispatcher and the integration do not depend on them: quotas, cohorts
-// and preemption, the flavor's fit to the pod set's node selector,
-// AdmissionCheck objects and their Active condition (the ClusterQueue's list is trusted),
-// requeue backoff (one fixed readmitDelay), and every job integration (see above).
+// and preemption, the flavor's fit to the pod set's node selector, the ClusterQueue's own
+// status (its Active condition), requeue backoff (one fixed readmitDelay), and every job
+// integration (see above).
 // Every write goes through ClusterApi (so admission, watches and the garbage collector apply);
 // status is written through the status subresource, always with the resourceVersion read
 // (optimistic concurrency: a 409 retries the key, never a blind overwrite).

@@ -230,9 +230,18 @@ TEST_F(PlacementE2E, BothChecksDispatchNothingUntilThePlacementCheckIsReady) {
     const auto* s = w ? multikueue::findCheckState(*w, name) : nullptr;
     return s ? s->value("state", "") : "";
   };
-  ASSERT_TRUE(eventually([&] { return placementState() == "Pending"; }));
+  // The Placement check is not Active, so Kueue keeps the ClusterQueue inactive: no quota, no
+  // check states, nothing to dispatch.
+  const auto inadmissible = [&] {
+    const auto w = workload("manager", wl);
+    const auto* c = w ? multikueue::findCondition(*w, "QuotaReserved") : nullptr;
+    return c != nullptr && c->value("status", "") == "False" && c->value("reason", "") == "Inadmissible" &&
+           c->value("message", "") == "ClusterQueue cluster-queue is inactive";
+  };
+  ASSERT_TRUE(eventually(inadmissible)) << workload("manager", wl)->dump();
   ASSERT_TRUE(settled());
-  EXPECT_EQ(placementState(), "Pending");
+  EXPECT_TRUE(inadmissible());
+  EXPECT_EQ(placementState(), "");
   EXPECT_TRUE(multikueue::nominatedClusters(*workload("manager", wl)).empty());
   for (const auto& w : kWorkers) {
     EXPECT_FALSE(workload(w, wl).has_value()) << "dispatched to " << w;

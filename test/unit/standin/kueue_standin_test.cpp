@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/sandbox/api_error.h"
@@ -33,7 +35,7 @@ class KueueStandInTest : public ::testing::Test {
     api.create({"", "v1", "namespaces", "", "", ""}, json{{"metadata", {{"name", "default"}}}});
     for (const auto* file :
          {"kueue.x-k8s.io_workloads.yaml", "kueue.x-k8s.io_localqueues.yaml", "kueue.x-k8s.io_clusterqueues.yaml",
-          "tekton.dev_pipelineruns.yaml", "argoproj.io_workflows.minimal.yaml"})
+          "kueue.x-k8s.io_admissionchecks.yaml", "tekton.dev_pipelineruns.yaml", "argoproj.io_workflows.minimal.yaml"})
       api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
                  sandbox::test::fixtureCrd(file));
   }
@@ -66,7 +68,11 @@ class KueueStandInTest : public ::testing::Test {
     return {"argoproj.io", "v1alpha1", "workflows", "default", name, ""};
   }
 
-  void createQueues(const std::vector<std::string>& checks) {
+  // The ClusterQueue lists `checks`; each is created Active (as the adapter's admission check
+  // controller leaves a usable one) unless `checksActive` is false.
+  void createQueues(const std::vector<std::string>& checks, bool checksActive = true) {
+    if (checksActive)
+      for (const auto& c : checks) setCheckActive(c, "True");
     json cq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                {"kind", "ClusterQueue"},
                {"metadata", {{"name", "cluster-queue"}}},
@@ -78,6 +84,30 @@ class KueueStandInTest : public ::testing::Test {
                     {"kind", "LocalQueue"},
                     {"metadata", {{"name", "user-queue"}}},
                     {"spec", {{"clusterQueue", "cluster-queue"}}}});
+  }
+
+  // Creates AdmissionCheck `name` if missing and writes its Active condition (no condition for
+  // an empty status), as the controller named in it would.
+  void setCheckActive(const std::string& name, const std::string& status) {
+    const ResourceRef ref{"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", name, ""};
+    json check;
+    try {
+      check = api.get(ref);
+    } catch (const ApiError& e) {
+      if (e.code() != 404) throw;
+      check = *api.create({"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", "", ""},
+                          json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                               {"kind", "AdmissionCheck"},
+                               {"metadata", {{"name", name}}},
+                               {"spec", {{"controllerName", "kueue.x-k8s.io/multikueue"}}}});
+    }
+    if (status.empty()) return;
+    check["status"]["conditions"] = json::array({{{"type", "Active"},
+                                                  {"status", status},
+                                                  {"reason", status == "True" ? "Active" : "BadConfig"},
+                                                  {"message", "set by the test"},
+                                                  {"lastTransitionTime", api.now()}}});
+    api.update({"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", name, "status"}, check);
   }
 
   json createWorkflow(const std::string& name, json labels) {
@@ -282,6 +312,54 @@ TEST_F(KueueStandInTest, ManagerReservesQuotaWithPendingChecksFromTheClusterQueu
   EXPECT_FALSE(managedBy(wl, "kueue-standin", "status").is_null()) << "written through /status";
 }
 
+// Kueue keeps a ClusterQueue inactive while an AdmissionCheck it lists is missing or not
+// Active; its scheduler reserves nothing there and its Workload controller says why. Each step
+// leaves the ClusterQueue inactive until the last.
+TEST_F(KueueStandInTest, AClusterQueueAdmitsNothingUntilEveryCheckItListsIsActive) {
+  struct Case {
+    std::string step;
+    std::function<void()> act;
+    bool reserved;
+  };
+  createQueues({"multikueue", "other"}, /*checksActive=*/false);
+  start({});
+  createManagerWorkload("wl-1");
+  const std::vector<Case> cases = {
+      {"no AdmissionCheck exists", [] {}, false},
+      {"both exist, neither has an Active condition",
+       [&] {
+         setCheckActive("multikueue", "");
+         setCheckActive("other", "");
+       },
+       false},
+      {"one is Active=False", [&] { setCheckActive("multikueue", "False"); }, false},
+      {"one is Active=True, the other Active=False",
+       [&] {
+         setCheckActive("multikueue", "True");
+         setCheckActive("other", "False");
+       },
+       false},
+      {"both are Active=True", [&] { setCheckActive("other", "True"); }, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.step);
+    c.act();
+    if (c.reserved) {
+      ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "True"));
+      EXPECT_EQ(workload("wl-1")->at("status").at("admissionChecks").size(), 2u);
+      continue;
+    }
+    ASSERT_TRUE(eventuallyCondition("wl-1", "QuotaReserved", "False"));
+    ASSERT_TRUE(settled());
+    const auto wl = *workload("wl-1");
+    const auto reserved = conditionOf(wl, "QuotaReserved");
+    EXPECT_EQ(reserved["reason"], "Inadmissible");
+    EXPECT_EQ(reserved["message"], "ClusterQueue cluster-queue is inactive");
+    EXPECT_FALSE(wl["status"].contains("admission"));
+    EXPECT_EQ(kueue->admittedCount(), 0u);
+  }
+}
+
 TEST_F(KueueStandInTest, ManagerAdmitsOnceEveryCheckIsReady) {
   createQueues({"multikueue", "other"});
   start({});
@@ -372,7 +450,7 @@ TEST_F(KueueStandInTest, ManagerLeavesAFinishedWorkload) {
 }
 
 TEST_F(KueueStandInTest, WorkerReservesAndAdmitsAtOnceWithoutChecks) {
-  createQueues({"multikueue"});
+  createQueues({});
   start(worker());
   createRemoteWorkload("wl-w");
   ASSERT_TRUE(eventuallyCondition("wl-w", "Admitted", "True"));
