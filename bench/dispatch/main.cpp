@@ -47,9 +47,6 @@ using nlohmann::json;
 using Steady = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-// First time each object (by name) showed each of some properties, recorded by a thread
-// following one in-process watch. (One watch for all the properties of a resource: the
-// recorders run in the sandbox's process, on the CPUs the adapter is measured on.)
 // The job integration's CPU in one process, from its threads' names: its reconcilers
 // ("job-<kind>-<i>") and their work queues ("wq-job-<kind>"), and the informers ("inf-<Kind>").
 // In the adapter the informers also serve the dispatch loop; in this process only the workers'
@@ -71,6 +68,9 @@ IntegrationCpu integrationCpu(const std::map<std::string, double>& byName,
   return cpu;
 }
 
+// First time each object (by name) showed each of some properties, recorded by a thread
+// following one in-process watch. (One watch for all the properties of a resource: the
+// recorders run in the sandbox's process, on the CPUs the adapter is measured on.)
 class Recorder {
  public:
   using Predicate = std::function<bool(const json& object)>;
