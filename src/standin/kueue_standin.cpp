@@ -122,15 +122,13 @@ bool conditionTrue(const json& object, const std::string& type) {
   return c != nullptr && c->value("status", "") == "True";
 }
 
-// The AdmissionChecks a ClusterQueue lists, in either of Kueue's two fields (spec.admissionChecks,
-// names; spec.admissionChecksStrategy.admissionChecks, rules with a name).
+// The AdmissionChecks a ClusterQueue lists (in v1beta2, the version the stand-in reads, only
+// spec.admissionChecksStrategy does).
 std::vector<std::string> checkNamesOf(const json& clusterQueue) {
   std::vector<std::string> names;
-  const auto& spec = json_fields::objectMember(clusterQueue, "spec");
-  for (const auto& name : json_fields::arrayMember(spec, "admissionChecks"))
-    if (name.is_string()) names.push_back(name.get<std::string>());
-  for (const auto& rule :
-       json_fields::arrayMember(json_fields::objectMember(spec, "admissionChecksStrategy"), "admissionChecks"))
+  const auto& strategy =
+      json_fields::objectMember(json_fields::objectMember(clusterQueue, "spec"), "admissionChecksStrategy");
+  for (const auto& rule : json_fields::arrayMember(strategy, "admissionChecks"))
     if (rule.is_object()) names.push_back(rule.value("name", ""));
   return names;
 }
