@@ -356,6 +356,8 @@ multiKueue:
       if (w != workerStatus.end() && m != statusAt.end())
         sync.push_back(std::chrono::duration<double, std::milli>(m->second - w->second).count());
     }
+    // CPU seconds over the backlog as milliseconds per backlog job.
+    const auto perJob = [&](double seconds) { return jobs > 0 ? 1000.0 * seconds / jobs : 0.0; };
     std::printf(
         "backlog throughput  %.0f jobs/s  (%d jobs: adapter process start -> last job copy created, %.1f s, "
         "%.2f CPU s)\n",
@@ -366,8 +368,7 @@ multiKueue:
     std::printf(
         "sandbox CPU         %.2f CPU s over the backlog (this process: API servers, Kueue stand-ins, "
         "recorders, the workers' integrations and Tekton stand-ins), %.2f ms per job\n",
-        sandboxBacklog, jobs > 0 ? 1000.0 * sandboxBacklog / jobs : 0.0);
-    const auto perJob = [&](double seconds) { return jobs > 0 ? 1000.0 * seconds / jobs : 0.0; };
+        sandboxBacklog, perJob(sandboxBacklog));
     std::printf(
         "integration CPU     manager: %.2f ms per job in its reconcilers (in the adapter's CPU above; the "
         "informers it shares with dispatch took %.2f ms per job)\n",
@@ -416,7 +417,7 @@ multiKueue:
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
     const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    const double msPerJob = jobs > 0 ? 1000.0 * afterBacklog.cpuSeconds / jobs : 0.0;
+    const double msPerJob = perJob(afterBacklog.cpuSeconds);
     std::printf(
         "adapter CPU         %.2f ms per job in the backlog -> about %.0f jobs/s if the adapter had the %d "
         "CPUs to itself (projection)\n",
