@@ -33,9 +33,9 @@
 #include <thread>
 
 #include "../common/process_stats.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/thread_name.h"
 #include "mka/demo/environment.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/sandbox/object_store.h"
 
@@ -221,7 +221,7 @@ multiKueue:
     // Recorders first, so no event is missed.
     auto& manager = env.cluster("manager");
     Recorder reserved(manager, "kueue.x-k8s.io", "workloads",
-                      {[](const json& wl) { return mka::multikueue::hasQuotaReservation(wl); }});
+                      {[](const json& wl) { return mka::api::hasQuotaReservation(wl); }});
     Recorder managerStatus(manager, "tekton.dev", "pipelineruns",
                            {[](const json& job) { return job.contains("status"); }});
     // Per worker: job copies created (property 0) and showing a status (property 1).

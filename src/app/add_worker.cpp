@@ -7,6 +7,7 @@
 #include <ostream>
 #include <thread>
 
+#include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
@@ -30,7 +31,6 @@ using Json = nlohmann::ordered_json;
 using nlohmann::json;
 
 constexpr std::string_view kAccessName = "multikueue-adapter-dispatcher";
-constexpr std::string_view kDefaultOrigin = "multikueue";
 constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
 constexpr std::string_view kManagedBy = "multikueue-adapter";
 constexpr std::string_view kFieldManager = "multikueue-adapter-add-worker";
@@ -38,12 +38,6 @@ constexpr std::string_view kTokenSecretType = "kubernetes.io/service-account-tok
 constexpr std::string_view kServiceAccountAnnotation = "kubernetes.io/service-account.name";
 constexpr std::string_view kKubeconfigKey = "kubeconfig";
 constexpr std::size_t kMaxConfigClusters = 20;  // MultiKueueConfig spec.clusters maxItems
-const std::string kRbacGroup = "rbac.authorization.k8s.io";
-
-const api::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
-const api::GroupVersionKind kServiceAccountGvk{"", "v1", "ServiceAccount"};
-const api::GroupVersionKind kClusterRoleGvk{kRbacGroup, "v1", "ClusterRole"};
-const api::GroupVersionKind kClusterRoleBindingGvk{kRbacGroup, "v1", "ClusterRoleBinding"};
 
 // One object as messages name it and as its API is addressed.
 struct Ref {
@@ -55,15 +49,15 @@ struct Ref {
 };
 
 Ref serviceAccountRef(const WorkerAccessNames& n) {
-  return {kServiceAccountGvk, "serviceaccounts", n.namespace_, n.serviceAccount};
+  return {api::kServiceAccountGvk, "serviceaccounts", n.namespace_, n.serviceAccount};
 }
-Ref clusterRoleRef(const WorkerAccessNames& n) { return {kClusterRoleGvk, "clusterroles", "", n.serviceAccount}; }
+Ref clusterRoleRef(const WorkerAccessNames& n) { return {api::kClusterRoleGvk, "clusterroles", "", n.serviceAccount}; }
 Ref bindingRef(const WorkerAccessNames& n) {
-  return {kClusterRoleBindingGvk, "clusterrolebindings", "", n.serviceAccount};
+  return {api::kClusterRoleBindingGvk, "clusterrolebindings", "", n.serviceAccount};
 }
-Ref tokenSecretRef(const WorkerAccessNames& n) { return {kSecretGvk, "secrets", n.namespace_, n.tokenSecret}; }
+Ref tokenSecretRef(const WorkerAccessNames& n) { return {api::kSecretGvk, "secrets", n.namespace_, n.tokenSecret}; }
 Ref kubeconfigSecretRef(const std::string& ns, const std::string& name) {
-  return {kSecretGvk, "secrets", ns, kubeconfigSecretName(name)};
+  return {api::kSecretGvk, "secrets", ns, kubeconfigSecretName(name)};
 }
 Ref clusterRef(const std::string& name) { return {api::kMultiKueueClusterGvk, "multikueueclusters", "", name}; }
 Ref configRef(const std::string& name) { return {api::kMultiKueueConfigGvk, "multikueueconfigs", "", name}; }
@@ -659,7 +653,7 @@ int removeWorker(const WorkerCommandOptions& o, std::ostream& out, std::ostream&
       const bool shared = std::any_of(all.begin(), all.end(), [&](const json& other) {
         return json_fields::metadataString(other, "name") != o.name && sourceOf(other) == std::pair{type, location};
       });
-      if (!shared) secret = Ref{kSecretGvk, "secrets", cfg.namespace_, location};
+      if (!shared) secret = Ref{api::kSecretGvk, "secrets", cfg.namespace_, location};
     }
   } else if (const auto ours = getIfPresent(manager, kubeconfigSecretRef(cfg.namespace_, o.name));
              ours && json_fields::objectMember(json_fields::objectMember(*ours, "metadata"), "labels")
@@ -730,7 +724,7 @@ int guarded(const std::function<int()>& command, std::ostream& err) {
 
 WorkerAccessNames workerAccessNames(const config::Configuration& configuration) {
   std::string name(onboarding::kAccessName);
-  if (configuration.multiKueue.origin != onboarding::kDefaultOrigin) name += "-" + configuration.multiKueue.origin;
+  if (configuration.multiKueue.origin != api::kDefaultOrigin) name += "-" + configuration.multiKueue.origin;
   return {configuration.namespace_, name, name + "-token"};
 }
 
@@ -740,10 +734,10 @@ std::vector<nlohmann::ordered_json> workerAccessObjects(const config::Configurat
   using onboarding::Json;
   const auto names = workerAccessNames(configuration);
   Json sa = onboarding::objectOf("v1", "ServiceAccount", names.serviceAccount, names.namespace_);
-  Json role = onboarding::objectOf(onboarding::kRbacGroup + "/v1", "ClusterRole", names.serviceAccount);
+  Json role = onboarding::objectOf(std::string(api::kRbacGroup) + "/v1", "ClusterRole", names.serviceAccount);
   role["rules"] = deploy::workerClusterRoleRules(configuration);
-  Json binding = onboarding::objectOf(onboarding::kRbacGroup + "/v1", "ClusterRoleBinding", names.serviceAccount);
-  binding["roleRef"] = {{"apiGroup", onboarding::kRbacGroup}, {"kind", "ClusterRole"}, {"name", names.serviceAccount}};
+  Json binding = onboarding::objectOf(std::string(api::kRbacGroup) + "/v1", "ClusterRoleBinding", names.serviceAccount);
+  binding["roleRef"] = {{"apiGroup", api::kRbacGroup}, {"kind", "ClusterRole"}, {"name", names.serviceAccount}};
   binding["subjects"] =
       Json::array({Json{{"kind", "ServiceAccount"}, {"name", names.serviceAccount}, {"namespace", names.namespace_}}});
   Json token = onboarding::objectOf("v1", "Secret", names.tokenSecret, names.namespace_);

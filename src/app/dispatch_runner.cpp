@@ -26,7 +26,7 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
 }
 
 // Forwards the dispatch loop's and the integration's observations to the Prometheus registry.
-class DispatchRunner::Observer : public multikueue::ControllerObserver,
+class DispatchRunner::Observer : public controller::ControllerObserver,
                                  public multikueue::DispatchObserver,
                                  public integration::IntegrationObserver {
  public:

@@ -12,11 +12,11 @@
 #include "mka/common/log.h"
 #include "mka/config/loader.h"
 #include "mka/config/store.h"
+#include "mka/controller/event_recorder.h"
 #include "mka/deploy/manifests.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/leader_election.h"
-#include "mka/multikueue/events.h"
 #include "mka/net/certificate_reloader.h"
 #include "mka/net/event_server.h"
 #include "mka/net/http_server.h"
@@ -351,7 +351,7 @@ void Service::start() {
     metricsCertificates_->start();
   }
   if (kubeClient_ && !podName_.empty() && !podNamespace_.empty())
-    reloadEvents_ = std::make_unique<multikueue::EventRecorder>(*kubeClient_, clock_, "multikueue-adapter");
+    reloadEvents_ = std::make_unique<controller::EventRecorder>(*kubeClient_, clock_, "multikueue-adapter");
   // Before any server starts: /readyz reads the index's informers from the probe server's
   // threads, and until they exist it would answer from the empty index, which counts as synced.
   if (needQueues) queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);

@@ -12,6 +12,13 @@ std::string stringMember(const nlohmann::json& object, std::string_view key, std
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
 }
 
+std::string_view stringView(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return {};
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>())
+                                               : std::string_view();
+}
+
 std::string metadataString(const nlohmann::json& object, std::string_view field) {
   if (!object.is_object()) return {};
   const auto meta = object.find("metadata");
@@ -91,6 +98,21 @@ bool eraseFieldAt(nlohmann::json& object, std::string_view path) {
     node = &*it;
   }
   return node->is_object() && node->erase(keys.back()) > 0;
+}
+
+const nlohmann::json* findInStatusList(const nlohmann::json& object, std::string_view list, std::string_view key,
+                                       std::string_view value) {
+  for (const auto& item : arrayMember(objectMember(object, "status"), list))
+    if (item.is_object() && stringMember(item, key) == value) return &item;
+  return nullptr;
+}
+
+nlohmann::json& statusList(nlohmann::json& object, std::string_view list) {
+  auto& status = object["status"];
+  if (!status.is_object()) status = nlohmann::json::object();
+  auto& items = status[std::string(list)];
+  if (!items.is_array()) items = nlohmann::json::array();
+  return items;
 }
 
 }  // namespace mka::json_fields

@@ -163,7 +163,7 @@ void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
   section.read("gcInterval", out.gcInterval);
   section.read("workerLostTimeout", out.workerLostTimeout);
   section.read("origin", out.origin);
-  if (out.origin.empty()) out.origin = "multikueue";  // Kueue defaults an empty origin too
+  if (out.origin.empty()) out.origin = api::kDefaultOrigin;  // Kueue defaults an empty origin too
   section.read("dispatcherName", out.dispatcherName);
   if (out.dispatcherName.empty()) out.dispatcherName = std::string(kDispatcherAllAtOnce);
   if (section.hasKey("clusterProfile"))

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "mka/api/kinds.h"
+#include "mka/api/workload_status.h"
 #include "mka/app/dispatch_runner.h"
 #include "mka/app/service.h"
 #include "mka/app/signals.h"
@@ -23,7 +25,6 @@
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/observability/health.h"
 #include "mka/placement/api.h"
@@ -112,7 +113,7 @@ std::optional<json> getIfExists(kube::Client& client, const api::GroupVersionKin
 // A job's outcome as its framework controller writes it (the kind's Report says how).
 std::string outcomeOf(const FollowedKind& kind, const json& job) {
   if (kind.report == FollowedKind::Report::Phase) return job.value("status", json::object()).value("phase", "");
-  if (const auto* c = multikueue::findCondition(job, "Succeeded")) {
+  if (const auto* c = api::findCondition(job, "Succeeded")) {
     if (c->value("status", "") == "True") return "Succeeded";
     if (c->value("status", "") == "False") return "Failed (" + c->value("reason", "") + ")";
     return "Running";
@@ -402,7 +403,7 @@ class Demo {
 
   std::vector<std::string> decidedWorkers() {
     std::vector<std::string> out;
-    for (const auto& d : env_->client(kManager).listAll(placement::kPlacementDecisionGvk, "kueue-system"))
+    for (const auto& d : env_->client(kManager).listAll(api::kPlacementDecisionGvk, "kueue-system"))
       if (d.value("metadata", json::object())
               .value("labels", json::object())
               .value(std::string(placement::kPlacementLabel), "") == kPlacement)
@@ -413,7 +414,7 @@ class Demo {
   }
 
   std::vector<std::string> configClusters() {
-    const auto config = getIfExists(env_->client(kManager), multikueue::kMultiKueueConfigGvk, "", kPlacement);
+    const auto config = getIfExists(env_->client(kManager), api::kMultiKueueConfigGvk, "", kPlacement);
     if (!config) return {};
     return config->value("spec", json::object()).value("clusters", std::vector<std::string>{});
   }
@@ -433,7 +434,7 @@ class Demo {
       }
       if (decided && configClusters() == generated) {
         const auto check = getIfExists(env_->client(kManager), api::kAdmissionCheckGvk, "", kPlacement);
-        const auto* active = check ? multikueue::findCondition(*check, multikueue::condition::kActive) : nullptr;
+        const auto* active = check ? api::findCondition(*check, api::condition::kActive) : nullptr;
         say("multikueue-adapter's placement controller wrote MultiKueueConfig " + std::string(kPlacement) + ": " +
             strings::join(generated, ", ") +
             " (one MultiKueueCluster per decided cluster, kubeconfig Secret "
@@ -471,9 +472,9 @@ class Demo {
     auto& manager = env_->client(kManager);
     // The fleet comes from the Placement: the sample's hand-written MultiKueueConfig and
     // MultiKueueClusters go, and each worker's kubeconfig Secret gets the name OCM's addon gives it.
-    manager.remove(multikueue::kMultiKueueConfigGvk, "", "multikueue-config");
+    manager.remove(api::kMultiKueueConfigGvk, "", "multikueue-config");
     for (const auto& w : options_.workers) {
-      manager.remove(multikueue::kMultiKueueClusterGvk, "", w);
+      manager.remove(api::kMultiKueueClusterGvk, "", w);
       auto secret = manager.get({"", "v1", "Secret"}, "kueue-system", w + "-secret");
       manager.create({{"apiVersion", "v1"},
                       {"kind", "Secret"},
@@ -502,8 +503,8 @@ class Demo {
                             {"spec",
                              {{"controllerName", std::string(placement::kControllerName)},
                               {"parameters",
-                               {{"apiGroup", std::string(placement::kClusterGroup)},
-                                {"kind", std::string(placement::kPlacementKind)},
+                               {{"apiGroup", std::string(api::kOcmClusterGroup)},
+                                {"kind", std::string(api::kPlacementKind)},
                                 {"name", kPlacement}}}}}});
     manager.patch(api::kAdmissionCheckGvk, "", "multikueue-adapter", kube::PatchType::Merge,
                   {{"spec", {{"parameters", {{"name", kPlacement}}}}}});
@@ -568,21 +569,21 @@ class Demo {
   }
 
   void observe(kube::Client& manager, Tracked& t) {
-    const auto wl = getIfExists(manager, multikueue::kWorkloadGvk, "default", t.workload);
+    const auto wl = getIfExists(manager, api::kWorkloadGvk, "default", t.workload);
     const auto job = getIfExists(manager, t.gvk, "default", t.name);
     if (wl) step(t, "created", "multikueue-adapter's job integration on the manager created Workload " + t.workload);
-    if (wl && multikueue::hasQuotaReservation(*wl))
+    if (wl && api::hasQuotaReservation(*wl))
       step(t, "quota", "Kueue (stand-in) reserved quota for it in ClusterQueue cluster-queue");
     if (wl) {
       // Nominations are short-lived (cleared once a worker admits): a poll may only see the
       // admission, which implies them.
-      auto nominated = multikueue::nominatedClusters(*wl);
-      const auto worker = workerOf(multikueue::clusterName(*wl));
+      auto nominated = api::nominatedClusters(*wl);
+      const auto worker = workerOf(api::clusterName(*wl));
       // A poll that missed the nomination: every worker of the config then was nominated.
       if (nominated.empty() && !worker.empty()) nominated = ocm() ? configClusters() : options_.workers;
       if (ocm()) {
-        const auto* placementCheck = multikueue::findCheckState(*wl, kPlacement);
-        if (placementCheck != nullptr && placementCheck->value("state", "") == multikueue::check_state::kReady)
+        const auto* placementCheck = api::findCheckState(*wl, kPlacement);
+        if (placementCheck != nullptr && placementCheck->value("state", "") == api::check_state::kReady)
           step(t, "placement",
                std::string("multikueue-adapter's placement controller set its check ") + kPlacement +
                    " Ready (the Placement has decided clusters); the dispatch loop waits for it");
@@ -613,8 +614,8 @@ class Demo {
       const auto outcome = outcomeOf(t.kind, *job);
       if (!outcome.empty()) step(t, "status:" + outcome, "status synced from " + t.worker + ": " + outcome);
     }
-    if (wl && multikueue::isFinished(*wl)) {
-      const auto* c = multikueue::findCondition(*wl, multikueue::condition::kFinished);
+    if (wl && api::isFinished(*wl)) {
+      const auto* c = api::findCondition(*wl, api::condition::kFinished);
       step(t, "finished",
            "finished on " + t.worker + " (" + c->value("reason", "") +
                (c->value("message", "").empty() ? "" : ": " + c->value("message", "")) + "); multikueue-adapter on " +
@@ -624,7 +625,7 @@ class Demo {
       bool copies = false;
       for (const auto& w : options_.workers) {
         auto& client = env_->client(w);
-        copies = copies || getIfExists(client, multikueue::kWorkloadGvk, "default", t.workload) ||
+        copies = copies || getIfExists(client, api::kWorkloadGvk, "default", t.workload) ||
                  getIfExists(client, t.gvk, "default", t.name);
       }
       if (!copies) {
@@ -644,13 +645,13 @@ class Demo {
   }
 
   void observeSingleCluster(kube::Client& cluster, Tracked& t) {
-    const auto wl = getIfExists(cluster, multikueue::kWorkloadGvk, "default", t.workload);
+    const auto wl = getIfExists(cluster, api::kWorkloadGvk, "default", t.workload);
     const auto job = getIfExists(cluster, t.gvk, "default", t.name);
     if (wl)
       step(t, "created",
            "multikueue-adapter's job integration created Workload " + t.workload + " (Kueue itself integrates no " +
                t.gvk.kind + ")");
-    if (wl && multikueue::hasQuotaReservation(*wl)) {
+    if (wl && api::hasQuotaReservation(*wl)) {
       std::set<std::string> flavors;
       const auto pointer = json::json_pointer("/status/admission/podSetAssignments");
       const json assignments = wl->contains(pointer) ? wl->at(pointer) : json::array();
@@ -663,7 +664,7 @@ class Demo {
            "Kueue (stand-in) admitted it in ClusterQueue cluster-queue" +
                (list.empty() ? std::string() : " on flavor " + list));
     }
-    if ((job && wl && multikueue::hasQuotaReservation(*wl) && !suspended(*job)) || startsOf(t) > 0) {
+    if ((job && wl && api::hasQuotaReservation(*wl) && !suspended(*job)) || startsOf(t) > 0) {
       const auto selector = job ? joined(nodeSelectorOf(*job)) : std::string();
       step(t, "resumed",
            "multikueue-adapter resumed it" +
@@ -675,8 +676,8 @@ class Demo {
       const auto outcome = outcomeOf(t.kind, *job);
       if (!outcome.empty() && outcome != "Running") step(t, "status:" + outcome, "ended: " + outcome);
     }
-    if (wl && multikueue::isFinished(*wl)) {
-      const auto* c = multikueue::findCondition(*wl, multikueue::condition::kFinished);
+    if (wl && api::isFinished(*wl)) {
+      const auto* c = api::findCondition(*wl, api::condition::kFinished);
       step(t, "finished",
            "multikueue-adapter marked its Workload Finished (" + c->value("reason", "") +
                (c->value("message", "").empty() ? "" : ": " + c->value("message", "")) + "), releasing its quota");

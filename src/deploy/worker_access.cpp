@@ -5,24 +5,24 @@
 #include <set>
 #include <string>
 
+#include "mka/api/kueue.h"
+
 namespace mka::deploy {
 namespace worker_access {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::string_view kKueueGroup = "kueue.x-k8s.io";
-
 // Checked against what the dispatch loop sends through a worker kubeconfig by the add-worker
 // test; each reason names the call sites (src/multikueue/).
 const std::vector<ApiAccess> kRows = {
     {.component = Component::DispatchLoop,
-     .group = kKueueGroup,
+     .group = api::kKueueGroup,
      .resources = {"workloads"},
      .verbs = {"list", "watch"},
      .reason = "the worker's copies of this manager's Workloads (its origin label): the cluster registry's "
                "informer, which decides whether the worker is connected (cluster_registry.cpp)"},
     {.component = Component::DispatchLoop,
-     .group = kKueueGroup,
+     .group = api::kKueueGroup,
      .resources = {"workloads"},
      .verbs = {"get", "create", "update", "delete"},
      .reason = "a copy created on each nominated worker (workload_reconciler.cpp nominateAndSync); re-read and "
@@ -30,7 +30,7 @@ const std::vector<ApiAccess> kRows = {
                "or lost (removeRemoteObjects); orphans deleted (garbage_collector.cpp); re-read after a status "
                "write met a conflict (conditions.cpp)"},
     {.component = Component::DispatchLoop,
-     .group = kKueueGroup,
+     .group = api::kKueueGroup,
      .resources = {"workloads/status"},
      .verbs = {"update"},
      .reason = "the winning worker's copy asked to deactivate when the manager evicts the Workload "

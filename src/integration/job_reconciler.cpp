@@ -2,37 +2,35 @@
 
 #include <algorithm>
 
+#include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
+#include "mka/api/views.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/controller/object_reader.h"
 #include "mka/integration/job_rules.h"
 #include "mka/integration/priority.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/api_error.h"
-#include "mka/multikueue/object_reader.h"
-#include "mka/multikueue/workload_status.h"
 
 namespace mka::integration {
+
 namespace {
 
+using api::conditionIsTrue;
+using api::findCondition;
+using api::hasQuotaReservation;
+using api::isAdmitted;
+using api::isEvicted;
+using api::isFinished;
+using api::isTerminating;
 using json_fields::arrayMember;
 using json_fields::metadataString;
 using json_fields::objectMember;
 using json_fields::stringMember;
-using multikueue::conditionIsTrue;
-using multikueue::findCondition;
-using multikueue::hasQuotaReservation;
-using multikueue::isAdmitted;
-using multikueue::isEvicted;
-using multikueue::isFinished;
-using multikueue::isTerminating;
 using nlohmann::json;
-
-const api::GroupVersionKind kResourceFlavorGvk{"kueue.x-k8s.io", "v1beta2", "ResourceFlavor"};
-const api::GroupVersionKind kWorkloadPriorityClassGvk{"kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass"};
-const api::GroupVersionKind kPriorityClassGvk{"scheduling.k8s.io", "v1", "PriorityClass"};
-const api::GroupVersionKind kNamespaceGvk{"", "v1", "Namespace"};
 
 // Kueue's reasons and messages (KUEUE-JOBFRAMEWORK.md §1.3, §1.4, §4.4).
 namespace reason {
@@ -54,6 +52,11 @@ constexpr std::string_view kFailedToStart = "FailedToStart";
 constexpr std::string_view kDeleted = "Deleted";
 constexpr std::string_view kPendingEvaluation = "PendingEvaluation";
 constexpr std::string_view kNoReservation = "NoReservation";
+// Why a job is stopped (the reason its Stopped Event and the log carry).
+constexpr std::string_view kWorkloadDeleted = "WorkloadDeleted";
+constexpr std::string_view kNoMatchingWorkload = "NoMatchingWorkload";
+constexpr std::string_view kWorkloadEvicted = "WorkloadEvicted";
+constexpr std::string_view kNotAdmitted = "NotAdmitted";
 }  // namespace reason
 
 namespace message {
@@ -161,21 +164,27 @@ struct JobReconciler::Ensured {
   std::optional<Result> done;  // the reconcile ends here
 };
 
-JobReconciler::JobReconciler(kube::Client& client, const jobkind::JobKind& kind, JobCaches caches,
-                             multikueue::EventRecorder& events, const Clock& clock, IntegrationObserver* observer)
+JobReconciler::JobReconciler(kube::Client& client, const jobkind::JobKind& kind,
+                             const controller::ObjectReader& objects, const WorkloadOwners& owners,
+                             controller::EventRecorder& events, const Clock& clock, IntegrationObserver* observer)
     : client_(client),
       kind_(kind),
       rules_(*kind.integration()),
-      caches_(caches),
+      objects_(objects),
+      owners_(owners),
       events_(events),
       clock_(clock),
       observer_(observer) {}
 
-std::optional<json> JobReconciler::cachedWorkload(const std::string& key) const { return caches_.workloads->get(key); }
+std::optional<json> JobReconciler::cachedWorkload(const std::string& key) const {
+  const auto [ns, name] = kube::Informer::splitKey(key);
+  return objects_.get(api::kWorkloadGvk, std::string(ns), std::string(name));
+}
 
 Result JobReconciler::reconcile(const std::string& jobKey) {
   // 1. Load; a job gone or terminating is finalized (3).
-  const auto cached = caches_.jobs->get(jobKey);
+  const auto [jobNamespace, jobName] = kube::Informer::splitKey(jobKey);
+  const auto cached = objects_.get(kind_.gvk(), std::string(jobNamespace), std::string(jobName));
   if (!cached || isTerminating(*cached)) return finalize(jobKey);
   // The job as this reconcile leaves it: a stop in step 9 makes it inactive for step 15.
   json job = *cached;
@@ -201,7 +210,7 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     return Result::done();
   }
   if (workload && isTerminating(*workload)) {  // 12
-    stop(job, &*workload, "WorkloadDeleted", std::string(message::kWorkloadDeleted));
+    stop(job, &*workload, std::string(reason::kWorkloadDeleted), std::string(message::kWorkloadDeleted));
     if (hasFinalizer(*workload, api::kResourceInUseFinalizer)) removeFinalizer(*workload);
     return Result::done();
   }
@@ -216,7 +225,7 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
   }
   if (!workload) {  // 15
     if (!prebuilt.empty()) {
-      stop(job, nullptr, "NoMatchingWorkload", std::string(message::kMissingWorkload));
+      stop(job, nullptr, std::string(reason::kNoMatchingWorkload), std::string(message::kMissingWorkload));
       throw Error("prebuilt workload not found: " + metadataString(job, "namespace") + "/" + prebuilt);
     }
     if (isActive(job, rules_)) return Result::done();
@@ -224,7 +233,8 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
   }
   if (isEvicted(*workload)) {  // 18
     const auto* evicted = findCondition(*workload, api::condition::kEvicted);
-    const bool stopped = stop(job, &*workload, "WorkloadEvicted", stringMember(*evicted, "message"));
+    const bool stopped =
+        stop(job, &*workload, std::string(reason::kWorkloadEvicted), stringMember(*evicted, "message"));
     const bool stillActive = !stopped && isActive(job, rules_);
     if (hasQuotaReservation(*workload) && !stillActive) clearReservation(*workload);
     return afterDeactivation(job, *workload, *evicted);
@@ -234,16 +244,15 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     if (hasQuotaReservation(*workload)) {
       // What the pending checks say, in one Event (aggregated while it does not change).
       std::string messages;
-      for (const auto& check : arrayMember(objectMember(*workload, "status"), "admissionChecks")) {
+      for (const auto& check : api::WorkloadView(*workload).admissionChecks()) {
         const std::string text = stringMember(check, "message");
-        if (stringMember(check, "state") != "Pending" || text.empty()) continue;
+        if (stringMember(check, "state") != api::check_state::kPending || text.empty()) continue;
         messages += (messages.empty() ? "" : "; ") + stringMember(check, "name") + ": " + text;
       }
       if (!messages.empty()) events_.record(job, "Normal", reason::kUpdatedAdmissionCheck, messages);
     }
     const std::string queue = stringMember(objectMember(objectMember(job, "metadata"), "labels"), api::kQueueNameLabel);
-    if (prebuilt.empty() && !hasQuotaReservation(*workload) &&
-        stringMember(objectMember(*workload, "spec"), "queueName") != queue) {
+    if (prebuilt.empty() && !hasQuotaReservation(*workload) && api::WorkloadView(*workload).queueName() != queue) {
       json updated = *workload;
       updated["spec"]["queueName"] = queue;
       client_.update(updated, {.answer = kube::WriteOptions::Answer::None});
@@ -251,12 +260,12 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     return Result::done();
   }
   if (!isAdmitted(*workload))  // 21
-    stop(job, &*workload, "NotAdmitted", std::string(message::kNotAdmitted));
+    stop(job, &*workload, std::string(reason::kNotAdmitted), std::string(message::kNotAdmitted));
   return Result::done();
 }
 
 Result JobReconciler::finalize(const std::string& jobKey) {
-  for (const auto& key : caches_.owners->workloadsOf(jobKey)) {
+  for (const auto& key : owners_.workloadsOf(jobKey)) {
     auto workload = cachedWorkload(key);
     if (!workload) continue;
     if (!isFinished(*workload) && !isTerminating(*workload) && controllerRef(*workload) != nullptr) {
@@ -281,8 +290,9 @@ std::optional<json> JobReconciler::podSetsOrWarn(const json& job) {
 Result JobReconciler::afterDeactivation(const json& job, const json& workload, const json& evicted) {
   // 19. Only a Workload Kueue deactivated (reason DeactivatedDueTo...), not one a user did.
   const auto& retention = rules_.deleteAfterDeactivatedByKueue;
-  const bool active = objectMember(workload, "spec").value("active", true);
-  if (!retention || active || !stringMember(evicted, "reason").starts_with("DeactivatedDueTo")) return Result::done();
+  const bool active = api::WorkloadView(workload).active();
+  if (!retention || active || !stringMember(evicted, "reason").starts_with(api::evicted_reason::kDeactivatedPrefix))
+    return Result::done();
   const auto since = parseRfc3339(stringMember(evicted, "lastTransitionTime"));
   const auto now = clock_.now();
   if (since && now < *since + *retention) return Result::after(*since + *retention - now);
@@ -298,21 +308,19 @@ bool JobReconciler::inManagedNamespace(const json& job) const {
   const auto& selector = rules_.namespaceSelector;
   if (selector.matchLabels.empty() && selector.matchExpressions.empty()) return true;
   const std::string name = metadataString(job, "namespace");
-  const auto ns = caches_.namespaces ? caches_.namespaces->get(name)
-                                     : multikueue::ClientReader(client_).get(kNamespaceGvk, "", name);
+  const auto ns = objects_.get(api::kNamespaceGvk, "", name);
   return ns && selector.matches(objectMember(objectMember(*ns, "metadata"), "labels"));
 }
 
 Priority JobReconciler::priorityFor(const json& job, const json& podSets) {
-  const multikueue::ClientReader api(client_);
+  // WorkloadPriorityClasses are read from the API server: rare, and no informer follows them.
+  const controller::ClientReader server(client_);
   PriorityLookups lookups;
-  lookups.workloadPriorityClass = [&](const std::string& name) { return api.get(kWorkloadPriorityClassGvk, "", name); };
-  lookups.priorityClass = [&](const std::string& name) {
-    return caches_.priorityClasses ? caches_.priorityClasses->get(name) : api.get(kPriorityClassGvk, "", name);
+  lookups.workloadPriorityClass = [&](const std::string& name) {
+    return server.get(api::kWorkloadPriorityClassGvk, "", name);
   };
-  lookups.priorityClasses = [&] {
-    return caches_.priorityClasses ? caches_.priorityClasses->list() : api.list(kPriorityClassGvk, "");
-  };
+  lookups.priorityClass = [&](const std::string& name) { return objects_.get(api::kPriorityClassGvk, "", name); };
+  lookups.priorityClasses = [&] { return objects_.list(api::kPriorityClassGvk, ""); };
   auto resolved = resolvePriority(job, podSets, lookups);
   if (auto* missing = std::get_if<PriorityNotFound>(&resolved)) {
     if (missing->workloadPriorityClass)
@@ -324,7 +332,7 @@ Priority JobReconciler::priorityFor(const json& job, const json& podSets) {
 
 void JobReconciler::followPriorityLabel(const json& job, json& workload) {
   if (!followsPriorityLabel(job, workload)) return;
-  const Priority priority = priorityFor(job, objectMember(workload, "spec").value("podSets", json::array()));
+  const Priority priority = priorityFor(job, api::WorkloadView(workload).podSets());
   if (priorityOf(workload) == priority) return;
   json updated = workload;
   setPriority(updated["spec"], priority);
@@ -338,13 +346,13 @@ bool JobReconciler::matches(const json& job, const json& podSets, const json& wo
       stringMember(*owner, "uid") != metadataString(job, "uid"))
     return false;
   const json expected = newWorkload(job, kind_.gvk(), podSets, std::nullopt);
+  const api::WorkloadView view(workload);
   const auto& spec = objectMember(workload, "spec");
   if (countOr(expected["spec"], "maximumExecutionTimeSeconds", -1) != countOr(spec, "maximumExecutionTimeSeconds", -1))
     return false;
-  const auto& actual = arrayMember(spec, "podSets");
+  const auto& actual = view.podSets();
   if (actual.size() != podSets.size()) return false;
-  const auto& assignments =
-      arrayMember(objectMember(objectMember(workload, "status"), "admission"), "podSetAssignments");
+  const auto& assignments = view.podSetAssignments();
   const bool reserved = hasQuotaReservation(workload);
   for (std::size_t i = 0; i < podSets.size(); ++i) {
     std::int64_t count = countOr(actual[i], "count", 1);
@@ -366,7 +374,7 @@ JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
   if (!podSets) return {std::nullopt, Result::done()};
   std::optional<json> match;
   std::vector<json> others;
-  for (const auto& key : caches_.owners->workloadsOf(keyOf(job))) {
+  for (const auto& key : owners_.workloadsOf(keyOf(job))) {
     auto workload = cachedWorkload(key);
     if (!workload) continue;
     if (!match && matches(job, *podSets, *workload)) {
@@ -382,9 +390,9 @@ JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
   }
   if (!match && isActive(job, rules_)) {
     if (others.size() == 1) {
-      stop(job, &others.front(), "NoMatchingWorkload", std::string(message::kNoMatchRestore));
+      stop(job, &others.front(), std::string(reason::kNoMatchingWorkload), std::string(message::kNoMatchRestore));
     } else {
-      stop(job, nullptr, "NoMatchingWorkload", std::string(message::kNoMatchMissing));
+      stop(job, nullptr, std::string(reason::kNoMatchingWorkload), std::string(message::kNoMatchMissing));
     }
   }
   int deleted = 0;
@@ -459,7 +467,7 @@ Result JobReconciler::createWorkload(const json& job) {
   } catch (const kube::ApiError& e) {
     // Created by an earlier reconcile whose result the cache has not shown yet: its event
     // brings the job back.
-    if (e.code() == 409) return Result::done();
+    if (e.reason() == kube::Reason::AlreadyExists) return Result::done();
     throw;
   }
   events_.record(job, "Normal", reason::kCreatedWorkload, "Created Workload: " + keyOf(workload));
@@ -474,7 +482,7 @@ bool JobReconciler::markedForMultiKueue(const json& job) const {
 Result JobReconciler::start(const json& job, const json& workload) {
   if (markedForMultiKueue(job)) return Result::done();
   auto infos = podSetInfos(workload, [&](const std::string& name) -> std::optional<json> {
-    return client_.get(kResourceFlavorGvk, "", name);
+    return client_.get(api::kResourceFlavorGvk, "", name);
   });
   std::variant<json, std::string> running = std::string();
   if (auto* error = std::get_if<std::string>(&infos)) {
@@ -488,8 +496,7 @@ Result JobReconciler::start(const json& job, const json& workload) {
   }
   client_.update(std::get<json>(running), {.answer = kube::WriteOptions::Answer::None});
   events_.record(job, "Normal", reason::kStarted,
-                 "Admitted by clusterQueue " +
-                     stringMember(objectMember(objectMember(workload, "status"), "admission"), "clusterQueue"));
+                 "Admitted by clusterQueue " + std::string(api::WorkloadView(workload).admittedClusterQueue()));
   if (observer_) observer_->jobResumed(kind_.name());
   return Result::done();
 }
@@ -498,7 +505,7 @@ bool JobReconciler::stop(json& job, const json* workload, const std::string& why
   const auto& rule = rules_.stopRule();
   const json* stopValue = json_fields::fieldAt(job, rule.path);
   if (isSuspended(job, rules_) || (stopValue != nullptr && *stopValue == rule.value)) return false;
-  const json podSets = workload ? arrayMember(objectMember(*workload, "spec"), "podSets") : json();
+  const json podSets = workload ? api::WorkloadView(*workload).podSets() : json();
   // Nothing of a job marked for MultiKueue runs here (its framework controller leaves it to the
   // dispatch loop), so a stop that cannot be undone (Tekton's StoppedRunFinally) would only end
   // the run the workers are about to make: such a job is suspended instead.
@@ -518,7 +525,7 @@ bool JobReconciler::stop(json& job, const json* workload, const std::string& why
 
 std::string JobReconciler::finishWorkload(const json& workload, const std::string& why, const std::string& message) {
   json updated = workload;
-  multikueue::setCondition(updated, api::condition::kFinished, true, why, message, clock_.now());
+  api::setCondition(updated, api::condition::kFinished, true, why, message, clock_.now());
   const json written =
       client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::Metadata});
   return json_fields::metadataString(written, "resourceVersion");
@@ -530,16 +537,17 @@ void JobReconciler::clearReservation(const json& workload) {
   const std::string why = stringMember(*evicted, "reason");
   const std::string message = stringMember(*evicted, "message");
   const auto now = clock_.now();
-  multikueue::setCondition(updated, "Requeued", why == "Preempted" || why == "NodeFailures", why, message, now);
-  multikueue::setCondition(updated, api::condition::kQuotaReserved, false, reason::kPendingEvaluation, message, now);
-  multikueue::setCondition(updated, api::condition::kAdmitted, false, reason::kNoReservation, message::kNoReservation,
-                           now);
+  api::setCondition(updated, api::condition::kRequeued,
+                    why == api::evicted_reason::kPreempted || why == api::evicted_reason::kNodeFailures, why, message,
+                    now);
+  api::setCondition(updated, api::condition::kQuotaReserved, false, reason::kPendingEvaluation, message, now);
+  api::setCondition(updated, api::condition::kAdmitted, false, reason::kNoReservation, message::kNoReservation, now);
   updated["status"].erase("admission");
   client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
 }
 
 void JobReconciler::removeFinalizer(const json& workload) {
-  const auto& list = arrayMember(objectMember(workload, "metadata"), "finalizers");
+  const auto& list = api::ObjectView(workload).finalizers();
   json remaining = json::array();
   for (const auto& f : list)
     if (f != api::kResourceInUseFinalizer) remaining.push_back(f);
@@ -553,7 +561,7 @@ void JobReconciler::removeFinalizer(const json& workload) {
     client_.patch(api::kWorkloadGvk, metadataString(workload, "namespace"), metadataString(workload, "name"),
                   kube::PatchType::Merge, patch, {.answer = kube::WriteOptions::Answer::None});
   } catch (const kube::ApiError& e) {
-    if (e.code() != 404) throw;
+    if (e.reason() != kube::Reason::NotFound) throw;
   }
 }
 
@@ -562,7 +570,7 @@ void JobReconciler::deleteWorkload(const json& workload) {
     client_.remove(api::kWorkloadGvk, metadataString(workload, "namespace"), metadataString(workload, "name"),
                    {.uid = metadataString(workload, "uid")});
   } catch (const kube::ApiError& e) {
-    if (e.code() != 404) throw;
+    if (e.reason() != kube::Reason::NotFound) throw;
   }
 }
 

@@ -1,8 +1,8 @@
 #include "mka/integration/priority.h"
 
 #include "mka/api/kueue.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/json_fields.h"
-#include "mka/multikueue/workload_status.h"
 
 namespace mka::integration {
 
@@ -68,7 +68,7 @@ std::optional<Priority> priorityOf(const json& workload) {
 bool followsPriorityLabel(const json& job, const json& workload) {
   const auto current = priorityOf(workload);
   const bool noClass = !current || current->name.empty();
-  if (multikueue::hasQuotaReservation(workload) && noClass) return false;
+  if (api::hasQuotaReservation(workload) && noClass) return false;
   if (!noClass && current->kind != kWorkloadPriorityClassKind) return false;
   return (noClass ? std::string() : current->name) != priorityLabel(job);
 }

@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <set>
 
-#include "mka/common/json_fields.h"
+#include "mka/api/views.h"
 #include "mka/common/log.h"
+#include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
+
+using api::Condition;
+using controller::ObjectReader;
+using controller::Result;
+using controller::writeCondition;
 
 using nlohmann::json;
 
@@ -20,19 +25,6 @@ std::shared_ptr<spdlog::logger> admissionCheckLogger() {
   return log;
 }
 
-std::string stringAt(const json& object, std::initializer_list<const char*> path) {
-  const json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object()) return "";
-    auto it = at->find(key);
-    if (it == at->end()) return "";
-    at = &*it;
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
-
-std::string nameOf(const json& object) { return stringAt(object, {"metadata", "name"}); }
-
 // Go's fmt "%v" of a []string: "[a b]".
 std::string goList(const std::vector<std::string>& names) {
   std::string out = "[";
@@ -41,36 +33,32 @@ std::string goList(const std::vector<std::string>& names) {
 }
 
 Condition activeCondition(std::string_view status, std::string_view reason, std::string message) {
-  return {std::string(condition::kActive), std::string(status), std::string(reason), std::move(message)};
+  return {std::string(api::condition::kActive), std::string(status), std::string(reason), std::move(message)};
 }
 
 }  // namespace
 
-std::vector<std::string> clustersOf(const json& config) {
-  std::vector<std::string> names;
-  for (const auto& c : json_fields::arrayMember(json_fields::objectMember(config, "spec"), "clusters"))
-    if (c.is_string()) names.push_back(c.get<std::string>());
-  return names;
-}
+std::vector<std::string> clustersOf(const json& config) { return api::MultiKueueConfigView(config).clusters(); }
 
 bool isOurCheck(const json& admissionCheck, std::string_view controllerName) {
-  return stringAt(admissionCheck, {"spec", "controllerName"}) == controllerName;
+  return api::AdmissionCheckView(admissionCheck).controllerName() == controllerName;
 }
 
 ConfigReference multiKueueConfigOf(const json& admissionCheck) {
-  const auto spec = admissionCheck.value("spec", json::object());
-  const auto parameters = spec.is_object() ? spec.value("parameters", json()) : json();
-  if (!parameters.is_object()) return {"", std::string(kMissingParametersReference)};
+  const api::AdmissionCheckView check(admissionCheck);
+  if (!check.hasParameters()) return {"", std::string(kMissingParametersReference)};
   const auto bad = std::string(kBadParametersReference);
-  const auto name = parameters.value("name", "");
+  const auto name = check.parametersName();
   if (name.empty()) return {"", "empty name: " + bad};
-  const auto group = parameters.value("apiGroup", "");
-  if (group != kKueueGroup)
-    return {"", "wrong group \"" + group + "\", expecting \"" + std::string(kKueueGroup) + "\": " + bad};
-  const auto kind = parameters.value("kind", "");
+  const auto group = check.parametersApiGroup();
+  if (group != api::kKueueGroup)
+    return {"",
+            "wrong group \"" + std::string(group) + "\", expecting \"" + std::string(api::kKueueGroup) + "\": " + bad};
+  const auto kind = check.parametersKind();
   if (kind != kMultiKueueConfigKind)
-    return {"", "wrong kind \"" + kind + "\", expecting \"" + std::string(kMultiKueueConfigKind) + "\": " + bad};
-  return {name, ""};
+    return {"", "wrong kind \"" + std::string(kind) + "\", expecting \"" + std::string(kMultiKueueConfigKind) +
+                    "\": " + bad};
+  return {std::string(name), ""};
 }
 
 AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const ObjectReader& objects,
@@ -78,7 +66,7 @@ AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const 
     : manager_(manager), objects_(objects), clusters_(clusters), clock_(clock), options_(std::move(options)) {}
 
 Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName) {
-  const auto found = objects_.get(kAdmissionCheckGvk, "", admissionCheckName);
+  const auto found = objects_.get(api::kAdmissionCheckGvk, "", admissionCheckName);
   if (!found) return Result::done();
   const json& check = *found;
   if (!isOurCheck(check, options_.controllerName)) return Result::done();
@@ -89,7 +77,7 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   if (!ref.error.empty()) {
     desired = activeCondition("False", check_reason::kBadConfig, std::string(kCannotLoadParametersPrefix) + ref.error);
   } else {
-    config = objects_.get(kMultiKueueConfigGvk, "", ref.name);
+    config = objects_.get(api::kMultiKueueConfigGvk, "", ref.name);
     if (!config)  // kube-apiserver's words for the missing object, as Kueue shows them
       desired = activeCondition(
           "False", check_reason::kBadConfig,
@@ -98,7 +86,8 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   if (config) {
     const auto clusters = clustersOf(*config);
     std::set<std::string> existing;
-    for (const auto& c : objects_.list(kMultiKueueClusterGvk, "")) existing.insert(nameOf(c));
+    for (const auto& c : objects_.list(api::kMultiKueueClusterGvk, ""))
+      existing.insert(std::string(api::ObjectView(c).name()));
     std::vector<std::string> missing, inactive;
     for (const auto& c : clusters) {
       if (!existing.contains(c)) {

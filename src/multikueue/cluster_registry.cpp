@@ -14,12 +14,18 @@
 #include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
+#include "mka/controller/status_update.h"
 #include "mka/kube/exec_credential.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
-#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
+
+using api::Condition;
+using controller::EventRecorder;
+using controller::ObjectReader;
+using controller::Result;
+using controller::writeCondition;
 
 using nlohmann::json;
 
@@ -63,7 +69,7 @@ class Remote final : public RemoteCluster {
 
   // Before start() only.
   kube::Informer& addWorkloads(kube::InformerOptions options) {
-    workloads_ = std::make_unique<kube::Informer>(*client_, kWorkloadGvk, std::move(options));
+    workloads_ = std::make_unique<kube::Informer>(*client_, api::kWorkloadGvk, std::move(options));
     return *workloads_;
   }
   kube::Informer& addJobs(const api::GroupVersionKind& gvk, kube::InformerOptions options) {
@@ -204,15 +210,15 @@ struct ClusterRegistry::Impl {
 
   std::optional<Condition> desiredStatus(const Entry& e) const {
     if (e.connected)
-      return Condition{std::string(condition::kActive), "True", std::string(cluster_reason::kActive),
+      return Condition{std::string(api::condition::kActive), "True", std::string(cluster_reason::kActive),
                        std::string(kClusterConnectedMessage)};
     if (e.error.empty()) return std::nullopt;  // the first attempt is still running
     auto message = e.error;
     if (e.failedAttempts > 0)
       message += "; connection attempts: " + std::to_string(e.failedAttempts) +
                  ", next connection attempt: " + toRfc3339(e.lastFailure + reconnectBackoff(e.failedAttempts));
-    return Condition{std::string(condition::kActive), "False", std::string(cluster_reason::kClientConnectionFailed),
-                     std::move(message)};
+    return Condition{std::string(api::condition::kActive), "False",
+                     std::string(cluster_reason::kClientConnectionFailed), std::move(message)};
   }
 
   // --- without `mutex` -------------------------------------------------------------------
@@ -366,7 +372,7 @@ struct ClusterRegistry::Impl {
     auto remote = std::make_shared<Remote>(name, std::make_unique<kube::Client>(std::move(rest)));
 
     kube::InformerOptions base;
-    base.labelSelector = std::string(kOriginLabel) + "=" + options.origin;
+    base.labelSelector = std::string(api::kOriginLabel) + "=" + options.origin;
     base.initialBackoff = options.informerInitialBackoff;
     base.maxBackoff = options.informerMaxBackoff;
     base.withoutManagedFields = true;
@@ -495,7 +501,7 @@ struct ClusterRegistry::Impl {
   }
 
   Result reconcile(const std::string& name) {
-    const auto found = objects.get(kMultiKueueClusterGvk, "", name);
+    const auto found = objects.get(api::kMultiKueueClusterGvk, "", name);
     if (!found) {
       forget(name, "deleted");
       return Result::done();
@@ -535,7 +541,7 @@ struct ClusterRegistry::Impl {
       log::warn(*registryLogger(), "cluster kubeconfig not loaded",
                 {{"cluster", name}, {"reason", source.reason}, {"error", source.error}});
       publish(name, cluster,
-              {std::string(condition::kActive), "False", source.reason,
+              {std::string(api::condition::kActive), "False", source.reason,
                std::string(kLoadClientConfigFailedPrefix) + source.error});
       if (source.notFound) return Result::done();  // the Secret's own event brings it back
       throw Error("failed to load client config, reason: " + source.reason + ", error: " + source.error);

@@ -6,13 +6,18 @@
 #include <sstream>
 #include <system_error>
 
+#include "mka/api/kinds.h"
+#include "mka/api/views.h"
 #include "mka/common/base64.h"
+#include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/conditions.h"
 
 namespace mka::multikueue {
+
+using controller::apiErrorMessage;
+using controller::ObjectReader;
 namespace {
 
 namespace fs = std::filesystem;
@@ -45,7 +50,7 @@ ClusterSource validated(std::string kubeconfig, std::string secretName) {
 ClusterSource fromSecret(const ObjectReader& objects, const std::string& name, const std::string& namespace_) {
   std::optional<json> secret;
   try {
-    secret = objects.get(kSecretGvk, namespace_, name);
+    secret = objects.get(api::kSecretGvk, namespace_, name);
   } catch (const kube::ApiError& e) {
     return failure(cluster_reason::kBadKubeConfig, apiErrorMessage(e), name);
   }
@@ -126,7 +131,7 @@ ClusterSource fromClusterProfile(const ObjectReader& objects, const std::string&
                 "plugins, in the adapter's multiKueue.clusterProfile.accessProviders)");
   std::optional<json> profile;
   try {
-    profile = objects.get(kClusterProfileGvk, namespace_, name);
+    profile = objects.get(api::kClusterProfileGvk, namespace_, name);
   } catch (const kube::ApiError& e) {
     return fail(cluster_reason::kBadClusterProfile, apiErrorMessage(e));
   }
@@ -228,21 +233,17 @@ std::optional<std::string> validateKubeconfigPath(const std::string& path, const
 
 ClusterSource loadClusterSource(const ObjectReader& objects, const json& cluster, const std::string& namespace_,
                                 const fs::path& pathPrefix, const config::ClusterProfileAccess* profiles) {
-  const auto spec = cluster.value("spec", json::object());
-  const auto source = spec.is_object() ? spec.value("clusterSource", json::object()) : json::object();
-  if (source.contains("clusterProfileRef") && !source.contains("kubeConfig")) {
-    const auto ref = source["clusterProfileRef"];
-    const auto name = ref.is_object() ? ref.value("name", "") : "";
-    return fromClusterProfile(objects, name, namespace_, profiles);
-  }
-  const auto kubeConfig = source.value("kubeConfig", json::object());
-  if (!kubeConfig.is_object() || !source.contains("kubeConfig"))
+  const api::MultiKueueClusterView view(cluster);
+  if (view.hasClusterProfileRef() && !view.hasKubeConfig())
+    return fromClusterProfile(objects, std::string(view.clusterProfileName()), namespace_, profiles);
+  if (!view.hasKubeConfig())
     return failure(cluster_reason::kBadKubeConfig,
                    "spec.clusterSource: set kubeConfig {location, locationType} or clusterProfileRef {name}");
-  const auto location = kubeConfig.value("location", "");
-  const auto type = kubeConfig.value("locationType", std::string(kLocationTypeSecret));
-  if (type == kLocationTypeSecret) return fromSecret(objects, location, namespace_);
-  if (type == kLocationTypePath) {
+  const auto location = std::string(view.kubeConfigLocation());
+  const auto type = view.kubeConfigLocationType().empty() ? std::string(api::kLocationTypeSecret)
+                                                          : std::string(view.kubeConfigLocationType());
+  if (type == api::kLocationTypeSecret) return fromSecret(objects, location, namespace_);
+  if (type == api::kLocationTypePath) {
     auto loaded = fromPath(location, pathPrefix);
     if (watchable(loaded, location, pathPrefix)) loaded.path = location;
     return loaded;

@@ -17,7 +17,7 @@
 
 #include "mka/api/exec_config.h"
 #include "mka/config/configuration.h"
-#include "mka/multikueue/object_reader.h"
+#include "mka/controller/object_reader.h"
 
 namespace mka::multikueue {
 
@@ -52,7 +52,7 @@ struct ClusterSource {
 
 // Reads spec.clusterSource of `cluster` and loads its kubeconfig or ClusterProfile.
 // `profiles`: multiKueue.clusterProfile (null: not configured).
-ClusterSource loadClusterSource(const ObjectReader& objects, const nlohmann::json& cluster,
+ClusterSource loadClusterSource(const controller::ObjectReader& objects, const nlohmann::json& cluster,
                                 const std::string& namespace_, const std::filesystem::path& pathPrefix,
                                 const config::ClusterProfileAccess* profiles = nullptr);
 

@@ -2,18 +2,25 @@
 
 #include <set>
 
+#include "mka/api/kinds.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/controller/event_recorder.h"
+#include "mka/controller/manager.h"
 #include "mka/kube/informer.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/events.h"
 #include "mka/multikueue/garbage_collector.h"
 #include "mka/multikueue/generic_adapter.h"
-#include "mka/multikueue/workload_status.h"
 
 namespace mka::multikueue {
+
+using api::findCondition;
+using api::isTerminating;
+using controller::Controller;
+using controller::EventRecorder;
 
 using nlohmann::json;
 
@@ -37,7 +44,10 @@ std::int64_t generationOf(const json& object) {
 
 struct Dispatcher::Impl {
   Impl(kube::Client& manager, const Clock& clock, Options options)
-      : manager(manager), clock(clock), options(std::move(options)) {
+      : manager(manager),
+        clock(clock),
+        options(std::move(options)),
+        runtime(manager, clock, {"dispatcher", this->options.informers, this->options.controllerObserver}) {
     const auto& cfg = this->options.config;
     auto registryOptions = this->options.registry;
     registryOptions.namespace_ = cfg.namespace_;
@@ -51,33 +61,27 @@ struct Dispatcher::Impl {
 
     // Every cache drops managedFields: nothing here reads them, and they are a large part of
     // each object kube-apiserver returns.
-    if (this->options.informers == nullptr) ownInformers = std::make_unique<kube::InformerPool>(manager);
-    auto& pool = this->options.informers != nullptr ? *this->options.informers : *ownInformers;
     const kube::InformerOptions lean{.withoutManagedFields = true};
-    workloadsInformer = &pool.informer(kWorkloadGvk, lean);
+    workloadsInformer = &runtime.informer(api::kWorkloadGvk, lean);
     // Configuration kinds change rarely: their reflectors keep no allocator thread cache.
     auto config = lean;
     config.threadCache = false;
-    checksInformer = &pool.informer(kAdmissionCheckGvk, config);
-    configsInformer = &pool.informer(kMultiKueueConfigGvk, config);
-    clustersInformer = &pool.informer(kMultiKueueClusterGvk, config);
+    checksInformer = &runtime.informer(api::kAdmissionCheckGvk, config);
+    configsInformer = &runtime.informer(api::kMultiKueueConfigGvk, config);
+    clustersInformer = &runtime.informer(api::kMultiKueueClusterGvk, config);
     auto secrets = config;
     secrets.namespace_ = cfg.namespace_;
-    secretsInformer = &pool.informer(kSecretGvk, secrets);
+    secretsInformer = &runtime.informer(api::kSecretGvk, secrets);
     // ClusterProfiles are read only with multiKueue.clusterProfile configured, as Kueue reads
     // them only with its MultiKueueClusterProfile gate: without it the CRD need not exist.
-    if (cfg.multiKueue.clusterProfile) profilesInformer = &pool.informer(kClusterProfileGvk, secrets);
-    ManagerCaches workloadCaches{workloadsInformer, checksInformer, configsInformer, {}};
-    for (const auto& adapter : adapters.all()) {
-      jobInformers.push_back(&pool.informer(adapter->gvk(), lean));
-      workloadCaches.jobs[adapter->gvk()] = jobInformers.back();
-    }
+    if (cfg.multiKueue.clusterProfile) profilesInformer = &runtime.informer(api::kClusterProfileGvk, secrets);
+    // Job informers have no handlers: a job matters to its Workload only through the
+    // Workload's own events (its owner reference); the reconciler reads them.
+    for (const auto& adapter : adapters.all()) runtime.informer(adapter->gvk(), lean);
 
     clusterEvents = std::make_unique<EventRecorder>(manager, clock, std::string(kClusterEventComponent));
-    for (const auto* informer : {checksInformer, configsInformer, clustersInformer, secretsInformer})
-      caches.add(*informer);
-    if (profilesInformer) caches.add(*profilesInformer);
-    registry = std::make_unique<ClusterRegistry>(manager, caches, clock, registryOptions, clusterEvents.get());
+    registry =
+        std::make_unique<ClusterRegistry>(manager, runtime.reader(), clock, registryOptions, clusterEvents.get());
     workloadEvents = std::make_unique<EventRecorder>(manager, clock, "kueue-workload-controller");
     WorkloadReconciler::Options wo;
     wo.controllerName = cfg.dispatch.admissionCheckControllerName;
@@ -85,27 +89,29 @@ struct Dispatcher::Impl {
     wo.adapters = adapters;
     wo.workerLostTimeout = cfg.multiKueue.workerLostTimeout;
     wo.dispatcherName = cfg.multiKueue.dispatcherName;
-    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, workloadCaches, *registry, *workloadEvents,
+    workloadReconciler = std::make_unique<WorkloadReconciler>(manager, runtime.reader(), *registry, *workloadEvents,
                                                               clock, std::move(wo), this->options.dispatchObserver);
     checkReconciler = std::make_unique<AdmissionCheckReconciler>(
-        manager, caches, *registry, clock,
+        manager, runtime.reader(), *registry, clock,
         AdmissionCheckReconciler::Options{cfg.dispatch.admissionCheckControllerName});
     collector = std::make_unique<OrphanCollector>(
         manager, *workloadsInformer, *registry,
         OrphanCollector::Options{cfg.multiKueue.origin, adapters, cfg.multiKueue.gcInterval});
 
+    // Started in this order, stopped in the reverse: the registry's connections close after the
+    // controllers that use them, and the collector stops first.
+    runtime.add(nullptr, [this] { registry->stop(); });
+    clusterController = &runtime.add({"mk-cluster", 2, nullptr, {}, false},
+                                     [this](const std::string& key) { return registry->reconcile(key); });
+    checkController = &runtime.add({"mk-check", 1, nullptr, {}, false},
+                                   [this](const std::string& key) { return checkReconciler->reconcile(key); });
     const auto workers = static_cast<std::size_t>(cfg.dispatch.workloadConcurrency);
-    workloadController = std::make_unique<Controller>(
-        Controller::Options{"mk-workload", workers, this->options.controllerObserver, kWorkloadEventHold},
-        [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
-    clusterController = std::make_unique<Controller>(
-        Controller::Options{"mk-cluster", 2, this->options.controllerObserver, {}, false},
-        [this](const std::string& key) { return registry->reconcile(key); }, clock);
-    checkController = std::make_unique<Controller>(
-        Controller::Options{"mk-check", 1, this->options.controllerObserver, {}, false},
-        [this](const std::string& key) { return checkReconciler->reconcile(key); }, clock);
+    workloadController = &runtime.add({"mk-workload", workers, nullptr, kWorkloadEventHold},
+                                      [this](const std::string& key) { return workloadReconciler->reconcile(key); });
+    runtime.add([this] { collector->start(); }, [this] { collector->stop(); });
     wire();
   }
+  ~Impl() { runtime.stop(); }
 
   // Every Workload with a state for one of our checks (a worker came or went, a config
   // changed), at Low priority like an initial list: a re-evaluation in bulk must not push back
@@ -143,47 +149,45 @@ struct Dispatcher::Impl {
                                   kube::WorkQueue::Priority priority = kube::WorkQueue::Priority::Normal) {
       workloadController->enqueue(kube::Informer::keyOf(wl), priority);
     };
-    handlers.add(*workloadsInformer,
-                 {// The initial list goes behind every event (controller-runtime's priority queue): on a
-                  // backlog, Workloads already dispatched are finished before new ones are opened.
-                  .onAdd =
-                      [this, enqueueWorkload](const json& wl) {
-                        enqueueWorkload(wl, workloadsInformer->hasSynced() ? kube::WorkQueue::Priority::Normal
-                                                                           : kube::WorkQueue::Priority::Low);
-                      },
-                  .onUpdateNew = [enqueueWorkload](const json& wl) { enqueueWorkload(wl); },
-                  .onDelete =
-                      [this, enqueueWorkload](const json& wl) {
-                        workloadReconciler->rememberDeleted(wl);
-                        enqueueWorkload(wl);
-                      }});
-    // Status updates of a job do not matter; a job gone matters to its Workload only through
-    // the Workload's own events (its owner reference), so job informers need no handlers.
-
+    runtime.handle(*workloadsInformer,
+                   {// The initial list goes behind every event (controller-runtime's priority queue): on a
+                    // backlog, Workloads already dispatched are finished before new ones are opened.
+                    .onAdd =
+                        [this, enqueueWorkload](const json& wl) {
+                          enqueueWorkload(wl, workloadsInformer->hasSynced() ? kube::WorkQueue::Priority::Normal
+                                                                             : kube::WorkQueue::Priority::Low);
+                        },
+                    .onUpdateNew = [enqueueWorkload](const json& wl) { enqueueWorkload(wl); },
+                    .onDelete =
+                        [this, enqueueWorkload](const json& wl) {
+                          workloadReconciler->rememberDeleted(wl);
+                          enqueueWorkload(wl);
+                        }});
     auto checkChanged = [this](const json* before, const json& after) {
       checkController->enqueue(objectName(after));
       if (!isOurCheck(after, options.config.dispatch.admissionCheckControllerName)) return;
       if (before == nullptr || multiKueueConfigOf(*before).name != multiKueueConfigOf(after).name)
         enqueueWorkloadsOfChecks({objectName(after)});
     };
-    handlers.add(*checksInformer, {.onAdd = [checkChanged](const json& ac) { checkChanged(nullptr, ac); },
-                                   .onUpdate = [checkChanged](const json& a, const json& b) { checkChanged(&a, b); },
-                                   .onDelete = [this](const json& ac) { checkController->enqueue(objectName(ac)); }});
+    runtime.handle(*checksInformer, {.onAdd = [checkChanged](const json& ac) { checkChanged(nullptr, ac); },
+                                     .onUpdate = [checkChanged](const json& a, const json& b) { checkChanged(&a, b); },
+                                     .onDelete = [this](const json& ac) { checkController->enqueue(objectName(ac)); }});
 
     auto configChanged = [this](const json* before, const json& after) {
       const auto checks = ourChecksUsingConfig(objectName(after));
       for (const auto& check : checks) checkController->enqueue(check);
       if (before == nullptr || clustersOf(*before) != clustersOf(after)) enqueueWorkloadsOfChecks(checks);
     };
-    handlers.add(*configsInformer, {.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
-                                    .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
-                                    .onDelete = [configChanged](const json& c) { configChanged(nullptr, c); }});
+    runtime.handle(*configsInformer,
+                   {.onAdd = [configChanged](const json& c) { configChanged(nullptr, c); },
+                    .onUpdate = [configChanged](const json& a, const json& b) { configChanged(&a, b); },
+                    .onDelete = [configChanged](const json& c) { configChanged(nullptr, c); }});
 
     auto clusterChanged = [this](const json& cluster) {
       clusterController->enqueue(objectName(cluster));
       for (const auto& check : ourChecksUsingCluster(objectName(cluster))) checkController->enqueue(check);
     };
-    handlers.add(
+    runtime.handle(
         *clustersInformer,
         {.onAdd = clusterChanged,
          .onUpdate =
@@ -191,9 +195,9 @@ struct Dispatcher::Impl {
                // Status-only updates (ours included) are not a reason to reconnect (§3.3).
                if (generationOf(before) != generationOf(after) || isTerminating(before) != isTerminating(after))
                  clusterController->enqueue(objectName(after));
-               if (findCondition(before, condition::kActive) == nullptr ||
-                   findCondition(after, condition::kActive) == nullptr ||
-                   *findCondition(before, condition::kActive) != *findCondition(after, condition::kActive))
+               if (findCondition(before, api::condition::kActive) == nullptr ||
+                   findCondition(after, api::condition::kActive) == nullptr ||
+                   *findCondition(before, api::condition::kActive) != *findCondition(after, api::condition::kActive))
                  for (const auto& check : ourChecksUsingCluster(objectName(after))) checkController->enqueue(check);
              },
          .onDelete = clusterChanged});
@@ -201,14 +205,14 @@ struct Dispatcher::Impl {
     auto secretChanged = [this](const json& secret) {
       for (const auto& cluster : registry->clustersUsingSecret(objectName(secret))) clusterController->enqueue(cluster);
     };
-    handlers.add(*secretsInformer, {.onAdd = secretChanged, .onUpdateNew = secretChanged, .onDelete = secretChanged});
+    runtime.handle(*secretsInformer, {.onAdd = secretChanged, .onUpdateNew = secretChanged, .onDelete = secretChanged});
     if (profilesInformer) {
       auto profileChanged = [this](const json& profile) {
         for (const auto& cluster : registry->clustersUsingProfile(objectName(profile)))
           clusterController->enqueue(cluster);
       };
-      handlers.add(*profilesInformer,
-                   {.onAdd = profileChanged, .onUpdateNew = profileChanged, .onDelete = profileChanged});
+      runtime.handle(*profilesInformer,
+                     {.onAdd = profileChanged, .onUpdateNew = profileChanged, .onDelete = profileChanged});
     }
 
     registry->onRemoteEvent([this](const std::string&, const std::string& workloadKey) {
@@ -226,33 +230,22 @@ struct Dispatcher::Impl {
     });
   }
 
-  std::vector<kube::Informer*> informers() {
-    std::vector<kube::Informer*> all{workloadsInformer, checksInformer, configsInformer, clustersInformer,
-                                     secretsInformer};
-    if (profilesInformer) all.push_back(profilesInformer);
-    for (auto* i : jobInformers) all.push_back(i);
-    return all;
-  }
-
   kube::Client& manager;
   const Clock& clock;
   Options options;
-  std::unique_ptr<kube::InformerPool> ownInformers;  // when options.informers is null
+  // Constructed first and stopped by ~Impl before anything below goes: no handler or worker
+  // calls into a reconciler being destroyed.
+  controller::Manager runtime;
   kube::Informer *workloadsInformer = nullptr, *checksInformer = nullptr, *configsInformer = nullptr,
                  *clustersInformer = nullptr, *secretsInformer = nullptr;
-  kube::Informer* profilesInformer = nullptr;  // null without multiKueue.clusterProfile
-  std::vector<kube::Informer*> jobInformers;
-  CacheReader caches;                            // what the check and cluster reconcilers read
+  kube::Informer* profilesInformer = nullptr;    // null without multiKueue.clusterProfile
   std::unique_ptr<EventRecorder> clusterEvents;  // before the registry, which uses it
   std::unique_ptr<ClusterRegistry> registry;
   std::unique_ptr<EventRecorder> workloadEvents;
   std::unique_ptr<WorkloadReconciler> workloadReconciler;
   std::unique_ptr<AdmissionCheckReconciler> checkReconciler;
   std::unique_ptr<OrphanCollector> collector;
-  std::unique_ptr<Controller> workloadController, clusterController, checkController;
-  bool started = false;
-  // Last, so destroyed first: shared informers never call into a dispatcher being destroyed.
-  kube::HandlerRegistrations handlers;
+  Controller *workloadController = nullptr, *clusterController = nullptr, *checkController = nullptr;
 };
 
 Dispatcher::Dispatcher(kube::Client& manager, const Clock& clock, Options options)
@@ -261,17 +254,9 @@ Dispatcher::Dispatcher(kube::Client& manager, const Clock& clock, Options option
 Dispatcher::~Dispatcher() { stop(); }
 
 void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
-  if (impl_->started) return;
-  impl_->started = true;
-  const auto missing = kube::startAndWaitForSync(impl_->informers(), syncTimeout);
-  if (!missing.empty())
-    throw Error("dispatcher: the manager's caches did not sync within " + std::to_string(syncTimeout.count()) +
-                " ms for: " + missing +
-                "; check that the CRDs are installed on the manager and that the adapter's RBAC allows list/watch");
-  impl_->clusterController->start();
-  impl_->checkController->start();
-  impl_->workloadController->start();
-  impl_->collector->start();
+  if (impl_->runtime.started()) return;
+  impl_->runtime.start(
+      syncTimeout, "check that the CRDs are installed on the manager and that the adapter's RBAC allows list/watch");
   log::info("dispatcher started", {{"controller", impl_->options.config.dispatch.admissionCheckControllerName},
                                    {"origin", impl_->options.config.multiKueue.origin},
                                    {"frameworks", impl_->options.config.multiKueue.externalFrameworks.size()},
@@ -279,30 +264,17 @@ void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
 }
 
 void Dispatcher::stop() {
-  if (!impl_ || !impl_->started) return;
-  impl_->started = false;
-  impl_->collector->stop();
-  impl_->workloadController->stop();
-  impl_->checkController->stop();
-  impl_->clusterController->stop();
-  impl_->registry->stop();
-  // Shared informers go on for the job integration; their owner stops them.
-  if (impl_->ownInformers) impl_->ownInformers->stop();
+  if (!impl_ || !impl_->runtime.started()) return;
+  impl_->runtime.stop();
   log::info("dispatcher stopped");
 }
 
-bool Dispatcher::idle() const {
-  return impl_->workloadController->idle() && impl_->clusterController->idle() && impl_->checkController->idle();
-}
+bool Dispatcher::idle() const { return impl_->runtime.idle(); }
 
 ClusterRegistry& Dispatcher::registry() { return *impl_->registry; }
 OrphanCollector& Dispatcher::collector() { return *impl_->collector; }
 WorkloadReconciler& Dispatcher::workloads() { return *impl_->workloadReconciler; }
 
-void Dispatcher::recheckClock() {
-  impl_->workloadController->recheckClock();
-  impl_->clusterController->recheckClock();
-  impl_->checkController->recheckClock();
-}
+void Dispatcher::recheckClock() { impl_->runtime.recheckClock(); }
 
 }  // namespace mka::multikueue

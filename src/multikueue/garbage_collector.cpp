@@ -1,5 +1,6 @@
 #include "mka/multikueue/garbage_collector.h"
 
+#include "mka/api/workload_status.h"
 #include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
@@ -7,9 +8,10 @@
 #include "mka/multikueue/adapter.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/generic_adapter.h"
-#include "mka/multikueue/workload_status.h"
 
 namespace mka::multikueue {
+
+using api::isTerminating;
 
 using nlohmann::json;
 
@@ -24,7 +26,7 @@ bool OrphanCollector::liveLocally(const std::string& key) {
   // Not cached: confirm with the API before deleting anything (the cache may lag a create).
   const auto [ns, name] = kube::Informer::splitKey(key);
   try {
-    const auto object = manager_.get(kWorkloadGvk, std::string(ns), std::string(name));
+    const auto object = manager_.get(api::kWorkloadGvk, std::string(ns), std::string(name));
     return !isTerminating(object);
   } catch (const kube::ApiError& e) {
     if (e.reason() == kube::Reason::NotFound) return false;
@@ -57,7 +59,7 @@ OrphanCollector::Stats OrphanCollector::collect() {
             removeJob(*adapter, meta.value("namespace", ""), ref.value("name", ""));
         }
         try {
-          remote->client().remove(kWorkloadGvk, meta.value("namespace", ""), meta.value("name", ""));
+          remote->client().remove(api::kWorkloadGvk, meta.value("namespace", ""), meta.value("name", ""));
           ++stats.workloadsDeleted;
           log::info("gc deleted orphan workload", {{"cluster", name}, {"workload", key}});
         } catch (const kube::ApiError& e) {

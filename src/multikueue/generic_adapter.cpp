@@ -58,8 +58,8 @@ json& mapAt(json& meta, const char* field) {
 json remoteWorkload(const json& local, const std::string& origin) {
   json out = reducedCopy(local);
   auto& labels = mapAt(out["metadata"], "labels");
-  labels.erase(std::string(kJobUidLabel));
-  labels[std::string(kOriginLabel)] = origin;
+  labels.erase(std::string(api::kJobUidLabel));
+  labels[std::string(api::kOriginLabel)] = origin;
   return out;
 }
 
@@ -69,10 +69,10 @@ json remoteJob(const json& local, const jobkind::JobKind& kind, const std::strin
   kind.removeManagedBy(out);
   auto& meta = out["metadata"];
   auto& labels = mapAt(meta, "labels");
-  labels[std::string(kOriginLabel)] = origin;
-  mapAt(meta, "annotations")[std::string(kPrebuiltWorkloadNameKey)] = workloadName;
-  if (link == PrebuiltLink::AnnotationAndLabel && workloadName.size() <= kMaxLabelValueLength)
-    labels[std::string(kPrebuiltWorkloadNameKey)] = workloadName;
+  labels[std::string(api::kOriginLabel)] = origin;
+  mapAt(meta, "annotations")[std::string(api::kPrebuiltWorkloadNameKey)] = workloadName;
+  if (link == PrebuiltLink::AnnotationAndLabel && workloadName.size() <= api::kMaxLabelValueLength)
+    labels[std::string(api::kPrebuiltWorkloadNameKey)] = workloadName;
   return out;
 }
 
@@ -88,7 +88,7 @@ std::optional<std::string> prebuiltWorkloadName(const json& job) {
   const auto& meta = json_fields::objectMember(job, "metadata");
   for (const char* field : {"annotations", "labels"}) {
     const auto& map = json_fields::objectMember(meta, field);
-    auto it = map.find(std::string(kPrebuiltWorkloadNameKey));
+    auto it = map.find(std::string(api::kPrebuiltWorkloadNameKey));
     if (it != map.end() && it->is_string() && !it->get<std::string>().empty()) return it->get<std::string>();
   }
   return std::nullopt;
@@ -97,7 +97,7 @@ std::optional<std::string> prebuiltWorkloadName(const json& job) {
 bool ownedByOrigin(const json& object, const std::string& origin) {
   if (origin.empty()) throw Error("multikueue origin is empty");
   const auto& labels = json_fields::objectMember(json_fields::objectMember(object, "metadata"), "labels");
-  auto it = labels.find(std::string(kOriginLabel));
+  auto it = labels.find(std::string(api::kOriginLabel));
   return it != labels.end() && it->is_string() && it->get<std::string>() == origin;
 }
 
@@ -112,7 +112,7 @@ SyncOutcome GenericAdapter::syncJob(const SyncRequest& r) const {
   // §2.6: a job of that name without our origin label is someone else's; never touch it.
   const auto notOwned = [&] {
     return Error(r.namespace_ + "/" + r.workloadName + ": cluster " + r.cluster +
-                 ": remote object is not owned by MultiKueue: expected \"" + std::string(kOriginLabel) + "\"=\"" +
+                 ": remote object is not owned by MultiKueue: expected \"" + std::string(api::kOriginLabel) + "\"=\"" +
                  r.origin + "\" on " + gvk.kind + " \"" + r.namespace_ + "/" + r.jobName +
                  "\"; delete or rename that object on the worker");
   };

@@ -3,31 +3,49 @@
 #include <algorithm>
 #include <set>
 
+#include "mka/api/views.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/conditions.h"
 #include "mka/multikueue/generic_adapter.h"
-#include "mka/multikueue/workload_status.h"
 
 namespace mka::multikueue {
+
+using api::clusterName;
+using api::conditionIsTrue;
+using api::findCheckState;
+using api::findCondition;
+using api::hasQuotaReservation;
+using api::isEvicted;
+using api::isFinished;
+using api::isTerminating;
+using api::nominatedClusters;
+using api::sameSpecAsCopy;
+using api::setCheckState;
+using api::setCondition;
+using api::setNominatedClusters;
+using api::transitionTime;
+using api::withPreviousState;
+using controller::EventRecorder;
+using controller::ObjectReader;
+using controller::Result;
 
 using nlohmann::json;
 using std::chrono::nanoseconds;
 
 namespace {
 
-using json_fields::arrayMember;
 using json_fields::metadataString;
-using json_fields::objectMember;
 // The reconciler's writes read nothing of the answer but, for status updates, the revision.
 using Answer = kube::WriteOptions::Answer;
 
 std::string clusterQueueOf(const json& workload) {
-  return json_fields::stringMember(objectMember(objectMember(workload, "status"), "admission"), "clusterQueue");
+  return std::string(api::WorkloadView(workload).admittedClusterQueue());
 }
 
 // The remote Workload with condition `type` True and the earliest lastTransitionTime.
@@ -81,11 +99,11 @@ struct WorkloadReconciler::Group {
 
 std::string WorkloadReconciler::jobKey(const Group& group) { return group.ns + "/" + group.ownerName; }
 
-WorkloadReconciler::WorkloadReconciler(kube::Client& manager, ManagerCaches caches, const ClusterRegistry& clusters,
-                                       EventRecorder& events, const Clock& clock, Options options,
-                                       DispatchObserver* observer)
+WorkloadReconciler::WorkloadReconciler(kube::Client& manager, const ObjectReader& objects,
+                                       const ClusterRegistry& clusters, EventRecorder& events, const Clock& clock,
+                                       Options options, DispatchObserver* observer)
     : manager_(manager),
-      caches_(std::move(caches)),
+      objects_(objects),
       clusters_(clusters),
       events_(events),
       clock_(clock),
@@ -117,7 +135,7 @@ bool WorkloadReconciler::lagsOwnWrite(const std::string& key, const json& cached
 
 std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk,
                                                      const std::string& key) {
-  auto object = gvk == kWorkloadGvk ? remote.workload(key) : remote.job(gvk, key);
+  auto object = gvk == api::kWorkloadGvk ? remote.workload(key) : remote.job(gvk, key);
   const auto slot = remote.name() + "|" + gvk.goString() + "|" + key;
   std::lock_guard lock(mutex_);
   auto it = removedRemotes_.find(slot);
@@ -142,7 +160,8 @@ std::vector<std::string> WorkloadReconciler::workloadsUsingChecks(
     const std::vector<std::string>& checks, const std::function<bool(const std::string& key)>& skip) const {
   std::vector<std::string> keys;
   if (checks.empty()) return keys;
-  caches_.workloads->forEach(
+  objects_.forEach(
+      api::kWorkloadGvk, "",
       [&](const json& wl) {
         if (std::any_of(checks.begin(), checks.end(),
                         [&](const std::string& check) { return findCheckState(wl, check) != nullptr; }))
@@ -153,9 +172,9 @@ std::vector<std::string> WorkloadReconciler::workloadsUsingChecks(
 }
 
 std::optional<std::string> WorkloadReconciler::ourCheck(const json& workload) const {
-  for (const auto& entry : arrayMember(objectMember(workload, "status"), "admissionChecks")) {
-    const std::string name = entry.value("name", "");
-    const auto ac = caches_.admissionChecks->get(name);
+  for (const auto& entry : api::WorkloadView(workload).admissionChecks()) {
+    const std::string name(json_fields::stringView(entry, "name"));
+    const auto ac = objects_.get(api::kAdmissionCheckGvk, "", name);
     if (ac && isOurCheck(*ac, options_.controllerName)) return name;
   }
   return std::nullopt;
@@ -163,7 +182,7 @@ std::optional<std::string> WorkloadReconciler::ourCheck(const json& workload) co
 
 bool WorkloadReconciler::updateStatus(kube::Client& client, const json& cached,
                                       const std::function<bool(json&)>& mutate) {
-  const auto written = multikueue::updateStatus(client, cached, mutate, kAdmissionFieldManager);
+  const auto written = controller::updateStatus(client, cached, mutate, kAdmissionFieldManager);
   if (!written) return false;
   if (&client == &manager_) {
     std::lock_guard lock(mutex_);
@@ -176,8 +195,8 @@ Result WorkloadReconciler::reject(const json& workload, const std::string& check
   updateStatus(manager_, workload, [&](json& wl) {
     const auto* state = findCheckState(wl, check);
     const std::string old = state ? state->value("state", "") : "";
-    if (old == check_state::kRejected) return false;
-    return setCheckState(wl, check, check_state::kRejected, withPreviousState(message, old), clock_.now());
+    if (old == api::check_state::kRejected) return false;
+    return setCheckState(wl, check, api::check_state::kRejected, withPreviousState(message, old), clock_.now());
   });
   log::info("workload rejected",
             {{"workload", kube::Informer::keyOf(workload)}, {"check", check}, {"reason", message}});
@@ -211,7 +230,8 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
 
 std::optional<WorkloadReconciler::Loaded> WorkloadReconciler::loadWorkload(const std::string& key) {
   // (§2.1 step 1) The Workload, or the last copy seen before it was deleted.
-  if (auto workload = caches_.workloads->get(key)) {
+  const auto [ns, name] = kube::Informer::splitKey(key);
+  if (auto workload = objects_.get(api::kWorkloadGvk, std::string(ns), std::string(name))) {
     if (lagsOwnWrite(key, *workload)) return std::nullopt;
     const bool terminating = isTerminating(*workload);
     return Loaded{std::move(*workload), terminating};
@@ -233,7 +253,7 @@ std::optional<std::string> WorkloadReconciler::activeCheck(const json& workload)
   // (§2.1 step 2) Our check, unless it is Rejected.
   const auto check = ourCheck(workload);
   const json* state = check ? findCheckState(workload, *check) : nullptr;
-  if (!check || state == nullptr || state->value("state", "") == check_state::kRejected) return std::nullopt;
+  if (!check || state == nullptr || state->value("state", "") == api::check_state::kRejected) return std::nullopt;
   return check;
 }
 
@@ -242,17 +262,17 @@ std::optional<Result> WorkloadReconciler::resolveAdapter(const json& workload, c
   // (§2.2) The owner: the job-owner annotations when they name a configured kind, else the
   // controller ownerReference, else the first one.
   std::optional<api::GroupVersionKind> ownerGvk;
-  const auto& annotations = objectMember(objectMember(workload, "metadata"), "annotations");
-  const auto annotatedGvk = json_fields::stringMember(annotations, kJobOwnerGvkAnnotation);
-  const auto annotatedName = json_fields::stringMember(annotations, kJobOwnerNameAnnotation);
+  const api::WorkloadView view(workload);
+  const auto annotatedGvk = view.annotation(api::kJobOwnerGvkAnnotation);
+  const auto annotatedName = view.annotation(api::kJobOwnerNameAnnotation);
   if (!annotatedGvk.empty() && !annotatedName.empty())
     for (const auto& adapter : options_.adapters.all())
       if (adapter->gvk().goString() == annotatedGvk) {
         ownerGvk = adapter->gvk();
-        group.ownerName = annotatedName;
+        group.ownerName = std::string(annotatedName);
       }
   if (!ownerGvk) {
-    const auto& refs = arrayMember(objectMember(workload, "metadata"), "ownerReferences");
+    const auto& refs = view.ownerReferences();
     const json* chosen = nullptr;
     for (const auto& ref : refs)
       if (ref.value("controller", false)) chosen = &ref;
@@ -273,8 +293,7 @@ std::optional<Result> WorkloadReconciler::requireManagedOwner(const json& worklo
                                                               Group& group) {
   // (§2.1 step 4) The owner must be managed by MultiKueue.
   const auto& gvk = group.adapter->gvk();
-  auto cache = caches_.jobs.find(gvk);
-  if (cache != caches_.jobs.end() && cache->second != nullptr) group.localJob = cache->second->get(jobKey(group));
+  group.localJob = objects_.get(gvk, group.ns, group.ownerName);
   if (!group.localJob) group.localJob = manager_.get(gvk, group.ns, group.ownerName);  // throws NotFound
   if (const auto reason = group.adapter->notManaged(*group.localJob))
     return reject(workload, check, std::string(message::kOwnerNotManagedPrefix) + *reason);
@@ -283,11 +302,11 @@ std::optional<Result> WorkloadReconciler::requireManagedOwner(const json& worklo
 
 void WorkloadReconciler::readGroup(const std::string& check, const json& workload, Group& group) {
   // (§2.1 step 5) The configured workers, split by availability, and their copies.
-  const auto ac = caches_.admissionChecks->get(check);
+  const auto ac = objects_.get(api::kAdmissionCheckGvk, "", check);
   const auto reference = ac ? multiKueueConfigOf(*ac) : ConfigReference{"", "admission check not found"};
   if (reference.name.empty())
     throw Error(group.key + ": admission check " + check + ": cannot load its MultiKueueConfig: " + reference.error);
-  const auto config = caches_.configs->get(reference.name);
+  const auto config = objects_.get(api::kMultiKueueConfigGvk, "", reference.name);
   if (!config)
     throw Error(group.key + ": admission check " + check + ": MultiKueueConfig \"" + reference.name +
                 "\" not found; create it or fix spec.parameters.name of the AdmissionCheck");
@@ -304,7 +323,7 @@ void WorkloadReconciler::readGroup(const std::string& check, const json& workloa
       group.unavailable.push_back(name);
       continue;
     }
-    if (auto copy = cachedRemote(*remote, kWorkloadGvk, group.key)) group.remotes[name] = std::move(*copy);
+    if (auto copy = cachedRemote(*remote, api::kWorkloadGvk, group.key)) group.remotes[name] = std::move(*copy);
     group.available[name] = std::move(remote);
   }
   // A worker the config lists under another name (two MultiKueueClusters, one server) is not
@@ -320,7 +339,7 @@ void WorkloadReconciler::readGroup(const std::string& check, const json& workloa
     if (!remote) continue;  // its copies trigger this reconcile again when it connects
     const bool job = group.adapter != nullptr && !group.ownerName.empty() &&
                      cachedRemote(*remote, group.adapter->gvk(), jobKey(group)).has_value();
-    if (job || cachedRemote(*remote, kWorkloadGvk, group.key)) group.outside[name] = std::move(remote);
+    if (job || cachedRemote(*remote, api::kWorkloadGvk, group.key)) group.outside[name] = std::move(remote);
   }
 }
 
@@ -351,22 +370,22 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
       log::info("remote job deleted", {{"workload", group.key}, {"cluster", remote.name()}, {"kind", gvk.kind}});
     }
   }
-  const auto copy = cachedRemote(remote, kWorkloadGvk, group.key);
+  const auto copy = cachedRemote(remote, api::kWorkloadGvk, group.key);
   if (!copy) return;
-  const auto& finalizers = arrayMember(objectMember(*copy, "metadata"), "finalizers");
-  if (std::find(finalizers.begin(), finalizers.end(), json(kResourceInUseFinalizer)) != finalizers.end()) {
+  const auto& finalizers = api::ObjectView(*copy).finalizers();
+  if (std::find(finalizers.begin(), finalizers.end(), json(api::kResourceInUseFinalizer)) != finalizers.end()) {
     ignoring(kube::Reason::NotFound, [&] {
       kube::retryOnConflict([&] {
-        json current = remote.client().get(kWorkloadGvk, group.ns, group.name);
+        json current = remote.client().get(api::kWorkloadGvk, group.ns, group.name);
         auto& list = current["metadata"]["finalizers"];
         if (!list.is_array()) return;
-        list.erase(std::remove(list.begin(), list.end(), json(kResourceInUseFinalizer)), list.end());
+        list.erase(std::remove(list.begin(), list.end(), json(api::kResourceInUseFinalizer)), list.end());
         remote.client().update(current, {.answer = Answer::None});
       });
     });
   }
-  ignoring(kube::Reason::NotFound, [&] { remote.client().remove(kWorkloadGvk, group.ns, group.name); });
-  forgetRemote(remote, kWorkloadGvk, *copy);
+  ignoring(kube::Reason::NotFound, [&] { remote.client().remove(api::kWorkloadGvk, group.ns, group.name); });
+  forgetRemote(remote, api::kWorkloadGvk, *copy);
   log::info("remote workload deleted", {{"workload", group.key}, {"cluster", remote.name()}});
 }
 
@@ -414,7 +433,7 @@ bool WorkloadReconciler::setCheckFromReady(const json& workload, const std::stri
                                            const std::string& message) {
   return updateStatus(manager_, workload, [&](json& wl) {
     const auto* s = findCheckState(wl, check);
-    if (s == nullptr || s->value("state", "") != check_state::kReady) return false;
+    if (s == nullptr || s->value("state", "") != api::check_state::kReady) return false;
     return setCheckState(wl, check, state, message, clock_.now());
   });
 }
@@ -428,7 +447,7 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
   removeOutOfSyncRemotes(workload, group);
   if (auto r = followAdmittedRemote(workload, check, state, group)) return *r;
   // (§2.3 step 8) Nominate only while the check is Pending and no worker holds it.
-  if (state != check_state::kPending || !clusterName(workload).empty()) return Result::done();
+  if (state != api::check_state::kPending || !clusterName(workload).empty()) return Result::done();
   return nominateAndSync(workload, check, group);
 }
 
@@ -448,16 +467,16 @@ std::optional<Result> WorkloadReconciler::cleanupWhenNotRunning(const json& work
 std::optional<Result> WorkloadReconciler::finishFromRemote(const json& workload, const std::string& check,
                                                            const std::string& state, Group& group) {
   // (§2.3 step 3) A worker finished it.
-  const auto* finished = earliestWith(group.remotes, condition::kFinished);
+  const auto* finished = earliestWith(group.remotes, api::condition::kFinished);
   if (finished == nullptr) return std::nullopt;
   const auto& [cluster, remoteWl] = *finished;
-  const auto* c = findCondition(remoteWl, condition::kFinished);
+  const auto* c = findCondition(remoteWl, api::condition::kFinished);
   if (c->value("reason", "") == kReasonOutOfSync) {
-    if (state != check_state::kReady) return Result::done();
+    if (state != api::check_state::kReady) return Result::done();
     const auto message = withPreviousState("Remote workload on worker cluster \"" + cluster +
                                                "\" is out of sync with its user job, resetting for re-dispatch",
-                                           check_state::kReady);
-    if (setCheckFromReady(workload, check, std::string(check_state::kRetry), message))
+                                           api::check_state::kReady);
+    if (setCheckFromReady(workload, check, std::string(api::check_state::kRetry), message))
       events_.record(workload, "Warning", kEventReason, message);
     return Result::done();
   }
@@ -466,7 +485,8 @@ std::optional<Result> WorkloadReconciler::finishFromRemote(const json& workload,
   syncJob(*group.available.at(cluster), group, /*freshRead=*/true);
   updateStatus(manager_, workload, [&](json& wl) {
     if (isFinished(wl)) return false;
-    return setCondition(wl, condition::kFinished, true, c->value("reason", ""), c->value("message", ""), clock_.now());
+    return setCondition(wl, api::condition::kFinished, true, c->value("reason", ""), c->value("message", ""),
+                        clock_.now());
   });
   log::info("workload finished on worker",
             {{"workload", group.key}, {"cluster", cluster}, {"reason", c->value("reason", "")}});
@@ -476,16 +496,16 @@ std::optional<Result> WorkloadReconciler::finishFromRemote(const json& workload,
 std::optional<Result> WorkloadReconciler::followRemoteEviction(const json& workload, const std::string& check,
                                                                const std::string& state, Group& group) {
   // (§2.3 step 4) A worker evicted it.
-  const auto* evicted = earliestWith(group.remotes, condition::kEvicted);
+  const auto* evicted = earliestWith(group.remotes, api::condition::kEvicted);
   if (evicted == nullptr) return std::nullopt;
   if (isEvicted(workload)) {
     syncJob(*group.available.at(evicted->first), group, false);
     return Result::done();
   }
-  if (state != check_state::kReady) return std::nullopt;
+  if (state != api::check_state::kReady) return std::nullopt;
   const auto message = "Workload evicted on worker cluster: \"" + clusterName(workload) +
                        "\", resetting for re-admission. Previously: \"Ready\"";
-  if (setCheckFromReady(workload, check, std::string(check_state::kRetry), message))
+  if (setCheckFromReady(workload, check, std::string(api::check_state::kRetry), message))
     events_.record(workload, "Normal", kEventReason, message);
   return Result::done();
 }
@@ -508,13 +528,13 @@ std::optional<Result> WorkloadReconciler::followAdmittedRemote(const json& workl
   // (§2.3 step 6) The first worker to admit wins. Once a winner is recorded (status.clusterName)
   // it stays the winner: admission times have one-second resolution, so two workers can tie,
   // and a cache that lags must never flip the choice.
-  const auto* admitted = earliestWith(group.remotes, condition::kAdmitted);
+  const auto* admitted = earliestWith(group.remotes, api::condition::kAdmitted);
   if (const auto recorded = clusterName(workload); !recorded.empty()) {
     auto it = group.remotes.find(recorded);
-    admitted = it != group.remotes.end() && conditionIsTrue(it->second, condition::kAdmitted) ? &*it : nullptr;
+    admitted = it != group.remotes.end() && conditionIsTrue(it->second, api::condition::kAdmitted) ? &*it : nullptr;
   }
   if (admitted != nullptr) return runOnWinner(workload, check, state, admitted->first, admitted->second, group);
-  if (state != check_state::kReady) return std::nullopt;
+  if (state != api::check_state::kReady) return std::nullopt;
   return retryLostAdmission(workload, check, group);
 }
 
@@ -533,7 +553,8 @@ Result WorkloadReconciler::retryLostAdmission(const json& workload, const std::s
   } else {
     message = std::string(message::kAdmittingRemoteGone);
   }
-  setCheckFromReady(workload, check, std::string(check_state::kRetry), withPreviousState(message, check_state::kReady));
+  setCheckFromReady(workload, check, std::string(api::check_state::kRetry),
+                    withPreviousState(message, api::check_state::kReady));
   log::info("workload sent to retry", {{"workload", group.key}, {"cluster", cluster}, {"reason", message}});
   return Result::done();
 }
@@ -546,10 +567,10 @@ Result WorkloadReconciler::runOnWinner(const json& workload, const std::string& 
   auto& remote = *group.available.at(cluster);
   // (6b.2) Evicted on the manager while running: ask the worker to deactivate its copy.
   if (hasQuotaReservation(workload) && isEvicted(workload)) {
-    const auto* localEvicted = findCondition(workload, condition::kEvicted);
+    const auto* localEvicted = findCondition(workload, api::condition::kEvicted);
     const auto message = "Evicted on manager: " + localEvicted->value("message", "");
     updateStatus(remote.client(), remoteWl, [&](json& wl) {
-      return setCondition(wl, condition::kDeactivationTarget, true, kReasonEvictedOnManagerCluster, message,
+      return setCondition(wl, api::condition::kDeactivationTarget, true, kReasonEvictedOnManagerCluster, message,
                           clock_.now());
     });
     return Result::done();
@@ -557,7 +578,8 @@ Result WorkloadReconciler::runOnWinner(const json& workload, const std::string& 
   // (6b.3-4) Create the job copy, or copy its status back.
   syncJob(remote, group, false);
   // (6b.5) Ready, clusterName, nominations cleared.
-  if (state != check_state::kRetry && state != check_state::kRejected) markReady(workload, check, cluster, group);
+  if (state != api::check_state::kRetry && state != api::check_state::kRejected)
+    markReady(workload, check, cluster, group);
   return Result::after(options_.workerLostTimeout);
 }
 
@@ -568,13 +590,13 @@ void WorkloadReconciler::markReady(const json& workload, const std::string& chec
   updateStatus(manager_, workload, [&](json& wl) {
     const auto* s = findCheckState(wl, check);
     const std::string current = s ? s->value("state", "") : "";
-    if (current == check_state::kRetry || current == check_state::kRejected) return false;
+    if (current == api::check_state::kRetry || current == api::check_state::kRejected) return false;
     const auto existing = clusterName(wl);
     if (!existing.empty() && existing != cluster)
       throw Error(group.key + ": attempting to change immutable ClusterName from \"" + existing + "\" to \"" + cluster +
                   "\"");
-    becameReady = current != check_state::kReady;
-    bool changed = setCheckState(wl, check, check_state::kReady, message, clock_.now());
+    becameReady = current != api::check_state::kReady;
+    bool changed = setCheckState(wl, check, api::check_state::kReady, message, clock_.now());
     if (existing.empty()) {
       wl["status"]["clusterName"] = cluster;
       changed = true;
@@ -619,8 +641,10 @@ std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& w
 
 Result WorkloadReconciler::nominateAndSync(const json& workload, const std::string& check, Group& group) {
   // (9) Every other check must be Ready first.
-  for (const auto& entry : arrayMember(objectMember(workload, "status"), "admissionChecks"))
-    if (entry.value("name", "") != check && entry.value("state", "") != check_state::kReady) return Result::done();
+  for (const auto& entry : api::WorkloadView(workload).admissionChecks())
+    if (json_fields::stringView(entry, "name") != check &&
+        json_fields::stringView(entry, "state") != api::check_state::kReady)
+      return Result::done();
 
   Result result;
   std::vector<std::string> nominated;

@@ -3,18 +3,23 @@
 #include <algorithm>
 #include <set>
 
+#include "mka/api/kinds.h"
+#include "mka/api/kueue.h"
+#include "mka/api/views.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
-#include "mka/multikueue/api.h"
-#include "mka/multikueue/conditions.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/placement/api.h"
 
 namespace mka::placement {
 
-using multikueue::Condition;
-using multikueue::Result;
+using api::Condition;
+using controller::Result;
+
+using api::Condition;
+using controller::Result;
 using nlohmann::json;
 
 namespace {
@@ -27,33 +32,33 @@ std::shared_ptr<spdlog::logger> checkLogger() {
 std::string nameOf(const json& object) { return json_fields::metadataString(object, "name"); }
 
 bool hasFinalizer(const json& object) {
-  for (const auto& f : json_fields::arrayMember(json_fields::objectMember(object, "metadata"), "finalizers"))
+  for (const auto& f : api::ObjectView(object).finalizers())
     if (f.is_string() && f.get<std::string>() == kFinalizer) return true;
   return false;
 }
 
 Condition active(bool ok, std::string_view reason, std::string message) {
-  return {std::string(multikueue::condition::kActive), ok ? "True" : "False", std::string(reason), std::move(message)};
+  return {std::string(api::condition::kActive), ok ? "True" : "False", std::string(reason), std::move(message)};
 }
 
 std::string errorText(const std::exception& e) {
-  if (const auto* api = dynamic_cast<const kube::ApiError*>(&e)) return multikueue::apiErrorMessage(*api);
+  if (const auto* api = dynamic_cast<const kube::ApiError*>(&e)) return controller::apiErrorMessage(*api);
   return e.what();
 }
 
 json generatedConfig(const std::string& placement, const std::vector<std::string>& clusters) {
-  return {{"apiVersion", multikueue::kMultiKueueConfigGvk.apiVersion()},
-          {"kind", multikueue::kMultiKueueConfigGvk.kind},
+  return {{"apiVersion", api::kMultiKueueConfigGvk.apiVersion()},
+          {"kind", api::kMultiKueueConfigGvk.kind},
           {"metadata", {{"name", placement}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
           {"spec", {{"clusters", clusters}}}};
 }
 
 // Creates `desired` or brings the stored object's labels and spec to it; an object of that name
 // this controller did not generate is refused (never taken over).
-void createOrUpdate(kube::Client& client, const multikueue::ObjectReader& objects, const json& desired,
+void createOrUpdate(kube::Client& client, const controller::ObjectReader& objects, const json& desired,
                     const std::string& placement) {
-  const auto& gvk = desired.at("kind") == multikueue::kMultiKueueConfigGvk.kind ? multikueue::kMultiKueueConfigGvk
-                                                                                : multikueue::kMultiKueueClusterGvk;
+  const auto& gvk =
+      desired.at("kind") == api::kMultiKueueConfigGvk.kind ? api::kMultiKueueConfigGvk : api::kMultiKueueClusterGvk;
   const auto name = nameOf(desired);
   const auto stored = objects.get(gvk, "", name);
   if (!stored) {
@@ -81,24 +86,22 @@ void removeIfExists(kube::Client& client, const api::GroupVersionKind& gvk, cons
 }  // namespace
 
 std::string labelValue(const json& object, std::string_view key) {
-  const auto& labels = json_fields::objectMember(json_fields::objectMember(object, "metadata"), "labels");
-  auto it = labels.find(std::string(key));
-  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+  return std::string(api::ObjectView(object).label(key));
 }
 
 bool isPlacementCheck(const json& admissionCheck) {
-  return json_fields::objectMember(admissionCheck, "spec").value("controllerName", "") == kControllerName;
+  return api::AdmissionCheckView(admissionCheck).controllerName() == kControllerName;
 }
 
 PlacementReference placementOf(const json& admissionCheck) {
-  const auto& parameters = json_fields::objectMember(json_fields::objectMember(admissionCheck, "spec"), "parameters");
-  const auto name = parameters.value("name", "");
-  const auto group = parameters.value("apiGroup", "");
-  const auto kind = parameters.value("kind", "");
-  if (name.empty() || group != kClusterGroup || kind != kPlacementKind)
-    return {"", "AdmissionCheck " + nameOf(admissionCheck) +
-                    ": spec.parameters must name a Placement (apiGroup: " + std::string(kClusterGroup) +
-                    ", kind: " + std::string(kPlacementKind) + ", name: <placement>), found apiGroup \"" + group +
+  const api::AdmissionCheckView check(admissionCheck);
+  const std::string name(check.parametersName());
+  const std::string group(check.parametersApiGroup());
+  const std::string kind(check.parametersKind());
+  if (name.empty() || group != api::kOcmClusterGroup || kind != api::kPlacementKind)
+    return {"", "AdmissionCheck " + std::string(check.name()) +
+                    ": spec.parameters must name a Placement (apiGroup: " + std::string(api::kOcmClusterGroup) +
+                    ", kind: " + std::string(api::kPlacementKind) + ", name: <placement>), found apiGroup \"" + group +
                     "\", kind \"" + kind + "\", name \"" + name + "\""};
   return {name, ""};
 }
@@ -106,24 +109,23 @@ PlacementReference placementOf(const json& admissionCheck) {
 std::vector<std::string> decidedClusters(const std::vector<json>& decisions) {
   std::set<std::string> names;
   for (const auto& d : decisions)
-    for (const auto& entry : json_fields::arrayMember(json_fields::objectMember(d, "status"), "decisions"))
-      if (auto n = entry.value("clusterName", ""); !n.empty()) names.insert(n);
+    for (auto& name : api::PlacementDecisionView(d).clusterNames()) names.insert(std::move(name));
   return {names.begin(), names.end()};
 }
 
 json generatedCluster(const std::string& placement, const std::string& cluster, bool clusterProfiles) {
   const json source = clusterProfiles ? json{{"clusterProfileRef", {{"name", cluster}}}}
                                       : json{{"kubeConfig",
-                                              {{"locationType", std::string(multikueue::kLocationTypeSecret)},
+                                              {{"locationType", std::string(api::kLocationTypeSecret)},
                                                {"location", std::string(kSecretPrefix) + cluster}}}};
   return {
-      {"apiVersion", multikueue::kMultiKueueClusterGvk.apiVersion()},
-      {"kind", multikueue::kMultiKueueClusterGvk.kind},
+      {"apiVersion", api::kMultiKueueClusterGvk.apiVersion()},
+      {"kind", api::kMultiKueueClusterGvk.kind},
       {"metadata", {{"name", placement + "-" + cluster}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
       {"spec", {{"clusterSource", source}}}};
 }
 
-PlacementCheckReconciler::PlacementCheckReconciler(kube::Client& manager, const multikueue::ObjectReader& objects,
+PlacementCheckReconciler::PlacementCheckReconciler(kube::Client& manager, const controller::ObjectReader& objects,
                                                    const Clock& clock, Options options)
     : manager_(manager), objects_(objects), clock_(clock), options_(std::move(options)) {}
 
@@ -136,12 +138,12 @@ struct PlacementCheckReconciler::Outcome {
 PlacementCheckReconciler::Need PlacementCheckReconciler::stillNeeded(const std::string& name) const {
   Need need;
   const auto now = clock_.now();
-  for (const auto& wl : objects_.list(multikueue::kWorkloadGvk, "")) {
-    const auto nominated = multikueue::nominatedClusters(wl);
-    if (multikueue::clusterName(wl) != name && std::find(nominated.begin(), nominated.end(), name) == nominated.end())
+  for (const auto& wl : objects_.list(api::kWorkloadGvk, "")) {
+    const auto nominated = api::nominatedClusters(wl);
+    if (api::clusterName(wl) != name && std::find(nominated.begin(), nominated.end(), name) == nominated.end())
       continue;
-    if (!multikueue::isFinished(wl)) return {true, std::nullopt};
-    const auto* finished = multikueue::findCondition(wl, multikueue::condition::kFinished);
+    if (!api::isFinished(wl)) return {true, std::nullopt};
+    const auto* finished = api::findCondition(wl, api::condition::kFinished);
     const auto since = parseRfc3339(finished->value("lastTransitionTime", ""));
     if (!since || now - *since >= kFinishedGrace) continue;
     const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(kFinishedGrace - (now - *since));
@@ -152,8 +154,8 @@ PlacementCheckReconciler::Need PlacementCheckReconciler::stillNeeded(const std::
 }
 
 std::vector<std::string> PlacementCheckReconciler::placementsKeepingFor(const json& workload) const {
-  std::vector<std::string> names = multikueue::nominatedClusters(workload);
-  if (auto admitted = multikueue::clusterName(workload); !admitted.empty()) names.push_back(std::move(admitted));
+  std::vector<std::string> names = api::nominatedClusters(workload);
+  if (auto admitted = api::clusterName(workload); !admitted.empty()) names.push_back(std::move(admitted));
   std::vector<std::string> out;
   if (names.empty()) return out;
   std::lock_guard lock(keptMutex_);
@@ -165,17 +167,17 @@ std::vector<std::string> PlacementCheckReconciler::placementsKeepingFor(const js
 
 std::vector<json> PlacementCheckReconciler::generatedClusters(const std::string& placement) const {
   std::vector<json> out;
-  for (auto& c : objects_.list(multikueue::kMultiKueueClusterGvk, ""))
+  for (auto& c : objects_.list(api::kMultiKueueClusterGvk, ""))
     if (labelValue(c, kGeneratedForLabel) == placement) out.push_back(std::move(c));
   return out;
 }
 
 Result PlacementCheckReconciler::reconcile(const std::string& admissionCheckName) {
-  const auto found = objects_.get(multikueue::kAdmissionCheckGvk, "", admissionCheckName);
+  const auto found = objects_.get(api::kAdmissionCheckGvk, "", admissionCheckName);
   if (!found || !isPlacementCheck(*found)) return Result::done();
   const json& check = *found;
 
-  if (multikueue::isTerminating(check)) {
+  if (api::isTerminating(check)) {
     cleanup(check);
     return Result::done();
   }
@@ -191,7 +193,7 @@ Result PlacementCheckReconciler::reconcile(const std::string& admissionCheckName
   const auto ref = placementOf(check);
   Outcome outcome =
       ref.error.empty() ? converge(ref.name) : Outcome{active(false, reason::kPlacementError, ref.error), false};
-  if (multikueue::writeCondition(manager_, check, outcome.condition, clock_))
+  if (controller::writeCondition(manager_, check, outcome.condition, clock_))
     log::info(*checkLogger(), "admission check status written",
               {{"admissionCheck", admissionCheckName},
                {"active", outcome.condition.status},
@@ -204,7 +206,7 @@ Result PlacementCheckReconciler::reconcile(const std::string& admissionCheckName
 PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::string& placement) {
   std::optional<json> found;
   try {
-    found = objects_.get(kPlacementGvk, options_.namespace_, placement);
+    found = objects_.get(api::kPlacementGvk, options_.namespace_, placement);
   } catch (const std::exception& e) {
     return {active(false, reason::kPlacementError, "Failed to get placement " + placement + ": " + errorText(e)), true};
   }
@@ -214,7 +216,7 @@ PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::
   std::vector<std::string> clusters;
   try {
     std::vector<json> decisions;
-    for (auto& d : objects_.list(kPlacementDecisionGvk, options_.namespace_))
+    for (auto& d : objects_.list(api::kPlacementDecisionGvk, options_.namespace_))
       if (labelValue(d, kPlacementLabel) == placement) decisions.push_back(std::move(d));
     clusters = decidedClusters(decisions);
   } catch (const std::exception& e) {
@@ -249,7 +251,7 @@ PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::
         if (need.recheck) recheck = recheck ? std::min(*recheck, *need.recheck) : *need.recheck;
         continue;
       }
-      removeIfExists(manager_, multikueue::kMultiKueueClusterGvk, name);
+      removeIfExists(manager_, api::kMultiKueueClusterGvk, name);
       log::info(*checkLogger(), "MultiKueueCluster no longer decided: deleted",
                 {{"placement", placement}, {"cluster", name}});
     }
@@ -271,9 +273,9 @@ PlacementCheckReconciler::Outcome PlacementCheckReconciler::converge(const std::
 
   if (wanted.empty()) {
     try {
-      const auto config = objects_.get(multikueue::kMultiKueueConfigGvk, "", placement);
+      const auto config = objects_.get(api::kMultiKueueConfigGvk, "", placement);
       if (config && labelValue(*config, kGeneratedForLabel) == placement)
-        removeIfExists(manager_, multikueue::kMultiKueueConfigGvk, placement);
+        removeIfExists(manager_, api::kMultiKueueConfigGvk, placement);
     } catch (const std::exception& e) {
       return {active(false, reason::kMultiKueueConfigDeleteError,
                      "Failed to delete multi kueue config " + placement + ": " + errorText(e)),
@@ -299,11 +301,10 @@ void PlacementCheckReconciler::cleanup(const json& check) {
   const auto placement = placementOf(check).name;
   if (!placement.empty()) {
     // Only what this controller generated for the Placement: a user's objects stay.
-    for (const auto& c : generatedClusters(placement))
-      removeIfExists(manager_, multikueue::kMultiKueueClusterGvk, nameOf(c));
-    const auto config = objects_.get(multikueue::kMultiKueueConfigGvk, "", placement);
+    for (const auto& c : generatedClusters(placement)) removeIfExists(manager_, api::kMultiKueueClusterGvk, nameOf(c));
+    const auto config = objects_.get(api::kMultiKueueConfigGvk, "", placement);
     if (config && labelValue(*config, kGeneratedForLabel) == placement)
-      removeIfExists(manager_, multikueue::kMultiKueueConfigGvk, placement);
+      removeIfExists(manager_, api::kMultiKueueConfigGvk, placement);
   }
   json updated = check;
   auto& finalizers = updated["metadata"]["finalizers"];

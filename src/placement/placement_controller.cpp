@@ -2,20 +2,25 @@
 
 #include <set>
 
+#include "mka/api/kinds.h"
+#include "mka/api/kueue.h"
+#include "mka/api/views.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/manager.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/informer.h"
-#include "mka/multikueue/api.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/object_reader.h"
 #include "mka/placement/api.h"
 #include "mka/placement/placement_check_reconciler.h"
 #include "mka/placement/workload_check_reconciler.h"
 
 namespace mka::placement {
 
-using multikueue::Controller;
+using controller::Controller;
+
+using controller::Controller;
 using nlohmann::json;
 
 namespace {
@@ -31,37 +36,33 @@ PlacementController::Options PlacementController::Options::from(const config::Co
 
 struct PlacementController::Impl {
   Impl(kube::Client& manager, const Clock& clock, Options options)
-      : manager(manager), clock(clock), options(std::move(options)) {
-    if (this->options.informers == nullptr) ownInformers = std::make_unique<kube::InformerPool>(manager);
-    auto& pool = this->options.informers != nullptr ? *this->options.informers : *ownInformers;
+      : manager(manager),
+        clock(clock),
+        options(std::move(options)),
+        runtime(manager, clock, {"placement controller", this->options.informers, this->options.controllerObserver}) {
     // The dispatch loop asks the shared pool for the same kinds with these options.
     const kube::InformerOptions lean{.withoutManagedFields = true};
     auto rare = lean;
     rare.threadCache = false;
     auto inNamespace = rare;
     inNamespace.namespace_ = this->options.namespace_;
-    workloads = &pool.informer(multikueue::kWorkloadGvk, lean);
-    checks = &pool.informer(multikueue::kAdmissionCheckGvk, rare);
-    configs = &pool.informer(multikueue::kMultiKueueConfigGvk, rare);
-    clusters = &pool.informer(multikueue::kMultiKueueClusterGvk, rare);
-    placements = &pool.informer(kPlacementGvk, inNamespace);
-    decisions = &pool.informer(kPlacementDecisionGvk, inNamespace);
-    for (auto* i : informers()) caches.add(*i);
-
+    workloads = &runtime.informer(api::kWorkloadGvk, lean);
+    checks = &runtime.informer(api::kAdmissionCheckGvk, rare);
+    configs = &runtime.informer(api::kMultiKueueConfigGvk, rare);
+    clusters = &runtime.informer(api::kMultiKueueClusterGvk, rare);
+    placements = &runtime.informer(api::kPlacementGvk, inNamespace);
+    decisions = &runtime.informer(api::kPlacementDecisionGvk, inNamespace);
     checkReconciler = std::make_unique<PlacementCheckReconciler>(
-        manager, caches, clock,
+        manager, runtime.reader(), clock,
         PlacementCheckReconciler::Options{this->options.namespace_, this->options.clusterProfiles});
-    workloadReconciler = std::make_unique<WorkloadCheckReconciler>(manager, caches, clock);
-    checkController = std::make_unique<Controller>(
-        Controller::Options{"placement-check", 1, this->options.controllerObserver, {}, false},
-        [this](const std::string& key) { return checkReconciler->reconcile(key); }, clock);
-    workloadController = std::make_unique<Controller>(
-        Controller::Options{"placement-wl", 1, this->options.controllerObserver, {}, false},
-        [this](const std::string& key) { return workloadReconciler->reconcile(key); }, clock);
+    workloadReconciler = std::make_unique<WorkloadCheckReconciler>(manager, runtime.reader(), clock);
+    checkController = &runtime.add({"placement-check", 1, nullptr, {}, false},
+                                   [this](const std::string& key) { return checkReconciler->reconcile(key); });
+    workloadController = &runtime.add({"placement-wl", 1, nullptr, {}, false},
+                                      [this](const std::string& key) { return workloadReconciler->reconcile(key); });
     wire();
   }
-
-  std::vector<kube::Informer*> informers() { return {workloads, checks, configs, clusters, placements, decisions}; }
+  ~Impl() { runtime.stop(); }
 
   // The placement checks whose parameters name `placement`.
   std::vector<std::string> checksOf(const std::string& placement) const {
@@ -75,9 +76,8 @@ struct PlacementController::Impl {
     for (const auto& c : checksOf(placement)) checkController->enqueue(c);
   }
   bool usesPlacementCheck(const json& workload) const {
-    for (const auto& state :
-         json_fields::arrayMember(json_fields::objectMember(workload, "status"), "admissionChecks")) {
-      const auto check = checks->get(state.value("name", ""));
+    for (const auto& state : api::WorkloadView(workload).admissionChecks()) {
+      const auto check = checks->get(std::string(json_fields::stringView(state, "name")));
       if (check && isPlacementCheck(*check)) return true;
     }
     return false;
@@ -85,8 +85,8 @@ struct PlacementController::Impl {
   // The Workloads waiting on `check`: it just turned Active.
   void enqueueWorkloadsOf(const std::string& check) {
     for (const auto& wl : workloads->list())
-      for (const auto& state : json_fields::arrayMember(json_fields::objectMember(wl, "status"), "admissionChecks"))
-        if (state.value("name", "") == check) workloadController->enqueue(kube::Informer::keyOf(wl));
+      for (const auto& state : api::WorkloadView(wl).admissionChecks())
+        if (json_fields::stringView(state, "name") == check) workloadController->enqueue(kube::Informer::keyOf(wl));
   }
 
   void wire() {
@@ -98,37 +98,35 @@ struct PlacementController::Impl {
     auto workloadGone = [this](const json& wl) {
       for (const auto& placement : checkReconciler->placementsKeepingFor(wl)) enqueueChecksOf(placement);
     };
-    handlers.add(*workloads, {.onAdd = workloadChanged, .onUpdateNew = workloadChanged, .onDelete = workloadGone});
+    runtime.handle(*workloads, {.onAdd = workloadChanged, .onUpdateNew = workloadChanged, .onDelete = workloadGone});
     auto checkChanged = [this](const json& ac) {
       if (!isPlacementCheck(ac)) return;
       checkController->enqueue(checkName(ac));
       enqueueWorkloadsOf(checkName(ac));
     };
-    handlers.add(*checks, {.onAdd = checkChanged, .onUpdateNew = checkChanged});
+    runtime.handle(*checks, {.onAdd = checkChanged, .onUpdateNew = checkChanged});
     auto placementChanged = [this](const json& p) { enqueueChecksOf(checkName(p)); };
-    handlers.add(*placements,
-                 {.onAdd = placementChanged, .onUpdateNew = placementChanged, .onDelete = placementChanged});
+    runtime.handle(*placements,
+                   {.onAdd = placementChanged, .onUpdateNew = placementChanged, .onDelete = placementChanged});
     auto decisionChanged = [this](const json& d) { enqueueChecksOf(labelValue(d, kPlacementLabel)); };
-    handlers.add(*decisions, {.onAdd = decisionChanged, .onUpdateNew = decisionChanged, .onDelete = decisionChanged});
+    runtime.handle(*decisions, {.onAdd = decisionChanged, .onUpdateNew = decisionChanged, .onDelete = decisionChanged});
     // A generated object changed or deleted by someone else is put back.
     auto generatedChanged = [this](const json& o) { enqueueChecksOf(labelValue(o, kGeneratedForLabel)); };
     for (auto* i : {configs, clusters})
-      handlers.add(*i, {.onUpdateNew = generatedChanged, .onDelete = generatedChanged});
+      runtime.handle(*i, {.onUpdateNew = generatedChanged, .onDelete = generatedChanged});
   }
 
   kube::Client& manager;
   const Clock& clock;
   Options options;
-  std::unique_ptr<kube::InformerPool> ownInformers;
+  // Constructed first and stopped by ~Impl before anything below goes: no handler or worker
+  // calls into a reconciler being destroyed.
+  controller::Manager runtime;
   kube::Informer *workloads = nullptr, *checks = nullptr, *configs = nullptr, *clusters = nullptr,
                  *placements = nullptr, *decisions = nullptr;
-  multikueue::CacheReader caches;
   std::unique_ptr<PlacementCheckReconciler> checkReconciler;
   std::unique_ptr<WorkloadCheckReconciler> workloadReconciler;
-  std::unique_ptr<Controller> checkController, workloadController;
-  bool started = false;
-  // Last, so destroyed first: shared informers never call into a controller being destroyed.
-  kube::HandlerRegistrations handlers;
+  Controller *checkController = nullptr, *workloadController = nullptr;
 };
 
 PlacementController::PlacementController(kube::Client& manager, const Clock& clock, Options options)
@@ -137,34 +135,22 @@ PlacementController::PlacementController(kube::Client& manager, const Clock& clo
 PlacementController::~PlacementController() { stop(); }
 
 void PlacementController::start(std::chrono::milliseconds syncTimeout) {
-  if (impl_->started) return;
-  impl_->started = true;
-  const auto missing = kube::startAndWaitForSync(impl_->informers(), syncTimeout);
-  if (!missing.empty())
-    throw Error("placement controller: the manager's caches did not sync within " +
-                std::to_string(syncTimeout.count()) + " ms for: " + missing +
-                "; install OCM's Placement and PlacementDecision CRDs on the manager, check that the adapter's RBAC "
-                "allows list/watch, or set placement.enabled to false");
-  impl_->checkController->start();
-  impl_->workloadController->start();
+  if (impl_->runtime.started()) return;
+  impl_->runtime.start(syncTimeout,
+                       "install OCM's Placement and PlacementDecision CRDs on the manager, check that the adapter's "
+                       "RBAC allows list/watch, or set placement.enabled to false");
   log::info("placement controller started",
             {{"namespace", impl_->options.namespace_}, {"clusterProfiles", impl_->options.clusterProfiles}});
 }
 
 void PlacementController::stop() {
-  if (!impl_ || !impl_->started) return;
-  impl_->started = false;
-  impl_->workloadController->stop();
-  impl_->checkController->stop();
-  if (impl_->ownInformers) impl_->ownInformers->stop();
+  if (!impl_ || !impl_->runtime.started()) return;
+  impl_->runtime.stop();
   log::info("placement controller stopped");
 }
 
-void PlacementController::recheckClock() {
-  impl_->checkController->recheckClock();
-  impl_->workloadController->recheckClock();
-}
+void PlacementController::recheckClock() { impl_->runtime.recheckClock(); }
 
-bool PlacementController::idle() const { return impl_->checkController->idle() && impl_->workloadController->idle(); }
+bool PlacementController::idle() const { return impl_->runtime.idle(); }
 
 }  // namespace mka::placement

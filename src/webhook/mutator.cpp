@@ -109,7 +109,7 @@ nlohmann::json defaultLocalQueue(const AdmissionRequest& request, const config::
                                                            json_fields::stringMember(owner, "kind"));
     if (jobkind::kindOf(config, gvk)) return nlohmann::json::array();
   }
-  return json_fields::setFieldPatch(request.object, {"metadata", "labels", std::string(kQueueNameLabel)},
+  return json_fields::setFieldPatch(request.object, {"metadata", "labels", std::string(api::kQueueNameLabel)},
                                     std::string(kDefaultLocalQueue));
 }
 
@@ -127,14 +127,15 @@ AdmissionResponse mutateJob(const AdmissionRequest& request, const config::Confi
   }
   // One JSONPatch, in Kueue's order: the queue name, the suspend value, the marker. Each part is
   // computed on the object the earlier parts leave, so no parent is added twice.
-  nlohmann::json patch = defaultLocalQueue(request, config, queues, *kind, labelOf(request.object, kQueueNameLabel));
+  nlohmann::json patch =
+      defaultLocalQueue(request, config, queues, *kind, labelOf(request.object, api::kQueueNameLabel));
   std::optional<AdmissionRequest> defaulted;
   if (!patch.empty()) {
     defaulted = request;
     defaulted->object = request.object.patch(patch);
   }
   const AdmissionRequest& queued = defaulted ? *defaulted : request;
-  const auto queue = labelOf(queued.object, kQueueNameLabel);
+  const auto queue = labelOf(queued.object, api::kQueueNameLabel);
   Marker marker = defaultMarker(queued, config, queues, *kind, queue);
   nlohmann::json suspend = nlohmann::json::array();
   if (const auto* rules = kind->integration(); rules != nullptr && rules->suspend) {

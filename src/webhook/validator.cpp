@@ -76,19 +76,19 @@ void checkWhileResumed(const AdmissionRequest& request, const config::Integrated
                             ": field is immutable while the job is not suspended (it was " + describe(before) + ")",
                         fix});
   };
-  immutable(labelPath(kQueueNameLabel), stringOf(labelOf(request.oldObject, kQueueNameLabel)),
-            stringOf(labelOf(request.object, kQueueNameLabel)));
+  immutable(labelPath(api::kQueueNameLabel), stringOf(labelOf(request.oldObject, api::kQueueNameLabel)),
+            stringOf(labelOf(request.object, api::kQueueNameLabel)));
   // The name Kueue resolves (annotation first, then label) is what is bound: moving it from
   // the label to the annotation with the same value changes nothing.
   const auto prebuilt = [](const nlohmann::json& object) -> std::optional<std::string> {
-    const auto annotation = annotationOf(object, kPrebuiltWorkloadNameKey);
+    const auto annotation = annotationOf(object, api::kPrebuiltWorkloadNameKey);
     if (annotation && !annotation->empty()) return std::string(*annotation);
-    return stringOf(labelOf(object, kPrebuiltWorkloadNameKey));
+    return stringOf(labelOf(object, api::kPrebuiltWorkloadNameKey));
   };
-  const auto annotated = annotationOf(request.object, kPrebuiltWorkloadNameKey);
-  immutable(
-      annotated && !annotated->empty() ? annotationPath(kPrebuiltWorkloadNameKey) : labelPath(kPrebuiltWorkloadNameKey),
-      prebuilt(request.oldObject), prebuilt(request.object));
+  const auto annotated = annotationOf(request.object, api::kPrebuiltWorkloadNameKey);
+  immutable(annotated && !annotated->empty() ? annotationPath(api::kPrebuiltWorkloadNameKey)
+                                             : labelPath(api::kPrebuiltWorkloadNameKey),
+            prebuilt(request.oldObject), prebuilt(request.object));
   immutable(labelPath(kMaxExecTimeLabel), stringOf(labelOf(request.oldObject, kMaxExecTimeLabel)),
             stringOf(labelOf(request.object, kMaxExecTimeLabel)));
 }
@@ -96,12 +96,12 @@ void checkWhileResumed(const AdmissionRequest& request, const config::Integrated
 // Kueue's rule for a namespace with a default LocalQueue (KUEUE-JOBFRAMEWORK.md §5.3): a queue
 // name is not removed there, since the defaulting would only put "default" back on a new job.
 void checkDefaultQueueKept(const AdmissionRequest& request, const QueueIndex& queues, FieldErrors& problems) {
-  const auto before = labelOf(request.oldObject, kQueueNameLabel);
-  const auto after = labelOf(request.object, kQueueNameLabel);
+  const auto before = labelOf(request.oldObject, api::kQueueNameLabel);
+  const auto after = labelOf(request.object, api::kQueueNameLabel);
   if (!before || before->empty() || (after && !after->empty())) return;
   const std::string ns = request.objectNamespace();
   if (!queues.hasDefaultLocalQueue(ns)) return;
-  problems.push_back({labelPath(kQueueNameLabel),
+  problems.push_back({labelPath(api::kQueueNameLabel),
                       "Invalid value: \"\": queue-name must not be empty in namespace with default queue",
                       "keep the label, or set it to another LocalQueue of namespace " + ns});
 }
@@ -173,17 +173,17 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
 
   // Kueue's generic job rules (KUEUE-MULTIKUEUE.md §5.2), which it does not apply to external
   // kinds. An empty queue name means "not queued", as it does for Kueue.
-  const auto queue = labelOf(request.object, kQueueNameLabel);
+  const auto queue = labelOf(request.object, api::kQueueNameLabel);
   const bool queued = queue && !queue->empty();
   if (queued) {
-    checkSubdomain(queue, labelPath(kQueueNameLabel), "set it to the name of a LocalQueue in the job's namespace",
+    checkSubdomain(queue, labelPath(api::kQueueNameLabel), "set it to the name of a LocalQueue in the job's namespace",
                    problems);
   }
   constexpr std::string_view prebuiltFix = "set it to the name of the prebuilt Workload (a DNS-1123 subdomain)";
-  checkSubdomain(labelOf(request.object, kPrebuiltWorkloadNameKey), labelPath(kPrebuiltWorkloadNameKey), prebuiltFix,
-                 problems);
-  checkSubdomain(annotationOf(request.object, kPrebuiltWorkloadNameKey), annotationPath(kPrebuiltWorkloadNameKey),
+  checkSubdomain(labelOf(request.object, api::kPrebuiltWorkloadNameKey), labelPath(api::kPrebuiltWorkloadNameKey),
                  prebuiltFix, problems);
+  checkSubdomain(annotationOf(request.object, api::kPrebuiltWorkloadNameKey),
+                 annotationPath(api::kPrebuiltWorkloadNameKey), prebuiltFix, problems);
 
   if (jobKind.integration() != nullptr) {
     checkKueueLabels(request, *jobKind.integration(), update, problems);
@@ -195,7 +195,7 @@ AdmissionResponse validateJob(const AdmissionRequest& request, const config::Con
   if (jobKind.dispatched() && !queued && current && *current == where.value) {
     // Kueue creates Workloads only for queued jobs, so this job would wait forever.
     response.warnings.push_back(request.objectKey() + ": " + where.fieldPath() + " is set without label " +
-                                std::string(kQueueNameLabel) + ": Kueue will never admit it; add the label");
+                                std::string(api::kQueueNameLabel) + ": Kueue will never admit it; add the label");
   }
   return response;
 }

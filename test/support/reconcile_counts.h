@@ -10,11 +10,11 @@
 #include <string>
 #include <utility>
 
-#include "mka/multikueue/controller.h"
+#include "mka/controller/controller.h"
 
 namespace mka::test {
 
-class ReconcileCounts final : public multikueue::ControllerObserver {
+class ReconcileCounts final : public controller::ControllerObserver {
  public:
   void reconciled(const std::string& controller, const std::string& result, double) override {
     std::lock_guard lock(mutex_);

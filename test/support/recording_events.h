@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "mka/multikueue/events.h"
+#include "mka/controller/event_recorder.h"
 
 namespace mka::test {
 
-class RecordingEvents final : public multikueue::EventRecorder {
+class RecordingEvents final : public controller::EventRecorder {
  public:
   using EventRecorder::EventRecorder;
   void record(const nlohmann::json&, std::string_view type, std::string_view reason,

@@ -22,6 +22,8 @@ inline constexpr std::string_view kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 // LocalQueueDefaulting).
 inline constexpr std::string_view kDefaultLocalQueue = "default";
 inline constexpr std::string_view kOriginLabel = "kueue.x-k8s.io/multikueue-origin";
+// The origin label's value when multiKueue.origin is not set (Kueue's default).
+inline constexpr std::string_view kDefaultOrigin = "multikueue";
 // The same key serves as a label and as an annotation (Kueue >= 0.18 writes the annotation).
 inline constexpr std::string_view kPrebuiltWorkloadNameKey = "kueue.x-k8s.io/prebuilt-workload-name";
 inline constexpr std::string_view kJobUidLabel = "kueue.x-k8s.io/job-uid";
@@ -47,7 +49,16 @@ inline constexpr std::string_view kEvicted = "Evicted";
 inline constexpr std::string_view kFinished = "Finished";
 inline constexpr std::string_view kDeactivationTarget = "DeactivationTarget";
 inline constexpr std::string_view kActive = "Active";
+inline constexpr std::string_view kRequeued = "Requeued";
 }  // namespace condition
+
+// Reasons of a Workload's Evicted condition that the job integration tells apart.
+namespace evicted_reason {
+inline constexpr std::string_view kPreempted = "Preempted";
+inline constexpr std::string_view kNodeFailures = "NodeFailures";
+// Kueue's deactivation reasons: DeactivatedDueToAdmissionCheck, ...RequeuingLimitExceeded, ...
+inline constexpr std::string_view kDeactivatedPrefix = "DeactivatedDueTo";
+}  // namespace evicted_reason
 
 // AdmissionCheck states of a Workload's status.admissionChecks[].
 namespace check_state {
@@ -64,6 +75,12 @@ extern const api::GroupVersionKind kWorkloadGvk;
 extern const api::GroupVersionKind kAdmissionCheckGvk;
 extern const api::GroupVersionKind kMultiKueueConfigGvk;
 extern const api::GroupVersionKind kMultiKueueClusterGvk;
+extern const api::GroupVersionKind kResourceFlavorGvk;
+extern const api::GroupVersionKind kWorkloadPriorityClassGvk;
+
+// MultiKueueCluster spec.clusterSource.kubeConfig.locationType.
+inline constexpr std::string_view kLocationTypeSecret = "Secret";
+inline constexpr std::string_view kLocationTypePath = "Path";
 
 // Multi-owner workloads name their adapter in annotations, read before ownerReferences (§2.2).
 inline constexpr std::string_view kJobOwnerGvkAnnotation = "kueue.x-k8s.io/job-owner-gvk";

@@ -39,9 +39,9 @@ class QueueIndexInformers;
 namespace mka::kube {
 class Client;
 }  // namespace mka::kube
-namespace mka::multikueue {
+namespace mka::controller {
 class EventRecorder;
-}  // namespace mka::multikueue
+}  // namespace mka::controller
 
 namespace mka::app {
 class MetricsAccess;
@@ -118,7 +118,7 @@ class Service {
   // informers feed `queues_` from LocalQueues, ClusterQueues and AdmissionChecks.
   std::unique_ptr<kube::Client> kubeClient_;
   SystemClock clock_;
-  std::unique_ptr<multikueue::EventRecorder> reloadEvents_;  // with kubeClient_, when the Pod is known
+  std::unique_ptr<controller::EventRecorder> reloadEvents_;  // with kubeClient_, when the Pod is known
   std::string podName_, podNamespace_, podUid_;              // from the environment, set by the constructor
   std::unique_ptr<webhook::QueueIndexInformers> queueInformers_;
   std::unique_ptr<DispatchRunner> dispatchRunner_;  // dispatch.enabled: leader election + dispatch loop

@@ -16,6 +16,9 @@ namespace mka::json_fields {
 // object[key] when it is a string, else `fallback`.
 std::string stringMember(const nlohmann::json& object, std::string_view key, std::string_view fallback = {});
 
+// object[key] when it is a string, else "": a view into `object`, no copy.
+std::string_view stringView(const nlohmann::json& object, std::string_view key);
+
 // object.metadata[field] when it is a string, else "".
 std::string metadataString(const nlohmann::json& object, std::string_view field);
 
@@ -23,6 +26,13 @@ std::string metadataString(const nlohmann::json& object, std::string_view field)
 // where `object.value(key, json::object())` returns a copy of the whole member.
 const nlohmann::json& objectMember(const nlohmann::json& object, std::string_view key);
 const nlohmann::json& arrayMember(const nlohmann::json& object, std::string_view key);
+
+// The item of a list of objects whose `key` member equals `value` (a condition by type, an
+// admission-check state by name): object.status.<list>[key == value], or nullptr.
+const nlohmann::json* findInStatusList(const nlohmann::json& object, std::string_view list, std::string_view key,
+                                       std::string_view value);
+// object.status.<list> for writing, made an empty array (and status an object) when it is not one.
+nlohmann::json& statusList(nlohmann::json& object, std::string_view list);
 
 // Dotted field paths below an object's root ("spec.template", "status.phase"), as the
 // configuration writes them: each segment an object member.

@@ -125,7 +125,7 @@ struct MultiKueue {
   // configured"), as in Kueue without the section.
   std::optional<ClusterProfileAccess> clusterProfile;
   Duration gcInterval = std::chrono::minutes{1};
-  std::string origin = "multikueue";
+  std::string origin = std::string(api::kDefaultOrigin);
   Duration workerLostTimeout = std::chrono::minutes{15};
   std::string dispatcherName = std::string(kDispatcherAllAtOnce);
 };

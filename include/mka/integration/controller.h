@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "mka/common/clock.h"
+#include "mka/controller/controller.h"
 #include "mka/integration/job_reconciler.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer_pool.h"
-#include "mka/multikueue/controller.h"
 
 namespace mka::integration {
 
@@ -25,7 +25,7 @@ class IntegrationController {
  public:
   struct Options {
     std::size_t workersPerKind = 2;
-    multikueue::ControllerObserver* controllerObserver = nullptr;  // borrowed, may be null
+    controller::ControllerObserver* controllerObserver = nullptr;  // borrowed, may be null
     IntegrationObserver* integrationObserver = nullptr;            // borrowed, may be null
     // The Events' source component (kubectl describe shows it).
     std::string eventComponent = "multikueue-adapter-integration";

@@ -24,17 +24,18 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/common/clock.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/event_recorder.h"
+#include "mka/controller/object_reader.h"
 #include "mka/integration/key_links.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/events.h"
 
 namespace mka::integration {
 
-using multikueue::Result;
+using controller::Result;
 
 // Which Workloads each job controls (Kueue's owner index): kept from the Workload informer's
 // events, read by the reconciler. Keys are "ns/name" on both sides.
@@ -78,32 +79,24 @@ class IntegrationObserver {
   virtual void workloadFinished(const std::string& kind, const std::string& result) = 0;  // Succeeded|Failed
 };
 
-struct JobCaches {
-  kube::Informer* jobs = nullptr;       // this kind's jobs
-  kube::Informer* workloads = nullptr;  // every Workload
-  const WorkloadOwners* owners = nullptr;
-  // Every PriorityClass (scheduling.k8s.io), read for each new Workload's priority; null: the
-  // reconciler reads them from the API server each time (tests).
-  kube::Informer* priorityClasses = nullptr;
-  // Every Namespace, read for the namespace selector; null: read from the API server (tests).
-  kube::Informer* namespaces = nullptr;
-};
-
 class JobReconciler {
  public:
-  // All borrowed; `kind` must carry integration rules. `observer` may be null.
-  JobReconciler(kube::Client& client, const jobkind::JobKind& kind, JobCaches caches, multikueue::EventRecorder& events,
-                const Clock& clock, IntegrationObserver* observer = nullptr);
+  // All borrowed; `kind` must carry integration rules. `objects` reads this kind's jobs, every
+  // Workload, PriorityClass and Namespace; `owners` is kept from the same Workloads' events.
+  // `observer` may be null.
+  JobReconciler(kube::Client& client, const jobkind::JobKind& kind, const controller::ObjectReader& objects,
+                const WorkloadOwners& owners, controller::EventRecorder& events, const Clock& clock,
+                IntegrationObserver* observer = nullptr);
 
-  Result reconcile(const std::string& jobKey);
+  controller::Result reconcile(const std::string& jobKey);
 
  private:
   struct Ensured;
-  Result finalize(const std::string& jobKey);
+  controller::Result finalize(const std::string& jobKey);
   Ensured ensureOwn(nlohmann::json& job);
   Ensured ensurePrebuilt(nlohmann::json& job, const std::string& name);
-  Result createWorkload(const nlohmann::json& job);
-  Result start(const nlohmann::json& job, const nlohmann::json& workload);
+  controller::Result createWorkload(const nlohmann::json& job);
+  controller::Result start(const nlohmann::json& job, const nlohmann::json& workload);
   // Stops a running job and restores its templates from `workload` (may be null); `job` becomes
   // the stopped object. False when it was not running (already suspended or stopped).
   bool stop(nlohmann::json& job, const nlohmann::json* workload, const std::string& reason, const std::string& message);
@@ -118,7 +111,8 @@ class JobReconciler {
   bool matches(const nlohmann::json& job, const nlohmann::json& podSets, const nlohmann::json& workload) const;
   // After an eviction handled in step 18: a job whose Workload Kueue deactivated is deleted once
   // the kind's retention has passed (KUEUE-JOBFRAMEWORK §4.2 step 19); until then, a requeue.
-  Result afterDeactivation(const nlohmann::json& job, const nlohmann::json& workload, const nlohmann::json& evicted);
+  controller::Result afterDeactivation(const nlohmann::json& job, const nlohmann::json& workload,
+                                       const nlohmann::json& evicted);
   // Whether the job's namespace is one the kind's namespace selector manages (KUEUE-JOBFRAMEWORK
   // §4.2 step 4); false too when the namespace is not there.
   bool inManagedNamespace(const nlohmann::json& job) const;
@@ -134,8 +128,9 @@ class JobReconciler {
   kube::Client& client_;
   const jobkind::JobKind& kind_;
   const config::IntegratedFramework& rules_;
-  JobCaches caches_;
-  multikueue::EventRecorder& events_;
+  const controller::ObjectReader& objects_;
+  const WorkloadOwners& owners_;
+  controller::EventRecorder& events_;
   const Clock& clock_;
   IntegrationObserver* observer_;
 };

@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/common/clock.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
 #include "mka/multikueue/cluster_registry.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/object_reader.h"
 
 namespace mka::multikueue {
 
@@ -50,14 +50,14 @@ class AdmissionCheckReconciler {
   };
   // All borrowed; must outlive the reconciler. `objects` reads AdmissionChecks,
   // MultiKueueConfigs and MultiKueueClusters; `manager` writes AdmissionCheck status.
-  AdmissionCheckReconciler(kube::Client& manager, const ObjectReader& objects, const ClusterRegistry& clusters,
-                           const Clock& clock, Options options);
+  AdmissionCheckReconciler(kube::Client& manager, const controller::ObjectReader& objects,
+                           const ClusterRegistry& clusters, const Clock& clock, Options options);
 
-  Result reconcile(const std::string& admissionCheckName);
+  controller::Result reconcile(const std::string& admissionCheckName);
 
  private:
   kube::Client& manager_;
-  const ObjectReader& objects_;
+  const controller::ObjectReader& objects_;
   const ClusterRegistry& clusters_;
   const Clock& clock_;
   Options options_;

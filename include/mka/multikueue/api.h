@@ -1,33 +1,14 @@
 #pragma once
 // MultiKueue's own protocol strings (KUEUE-MULTIKUEUE.md §1.3, §1.4): reasons, messages,
-// field managers and timings, beside the Kueue API names (mka/api/kueue.h) that the dispatch
-// loop reads unqualified. Users, Kueue and the workers read them, so they are part of the
-// contract; every use goes through these names.
+// field managers and timings; Kueue's API names are in mka/api/kueue.h. Users, Kueue and the
+// workers read them, so they are part of the contract; every use goes through these names.
 
 #include <chrono>
 #include <string_view>
 
-#include "mka/api/gvk.h"
 #include "mka/api/kueue.h"
 
 namespace mka::multikueue {
-
-using api::kAdmissionCheckGvk;
-using api::kJobOwnerGvkAnnotation;
-using api::kJobOwnerNameAnnotation;
-using api::kJobUidLabel;
-using api::kKueueGroup;
-using api::kMaxLabelValueLength;
-using api::kMultiKueueClusterGvk;
-using api::kMultiKueueConfigGvk;
-using api::kOriginLabel;
-using api::kPrebuiltWorkloadNameKey;
-using api::kPreemptionGate;
-using api::kQueueNameLabel;
-using api::kResourceInUseFinalizer;
-using api::kWorkloadGvk;
-namespace check_state = api::check_state;
-namespace condition = api::condition;
 
 // The AdmissionCheck controller name of Kueue's MultiKueue, also the managedBy value on manager
 // jobs and the SSA field owner of MultiKueue's admission-check state patches.
@@ -39,13 +20,6 @@ inline constexpr std::string_view kKubeconfigPathPrefix = "/etc/multikueue/kubec
 inline constexpr std::string_view kAdmissionFieldManager = "kueue-admission";
 
 // ---- Workload reconciler (KUEUE-MULTIKUEUE.md §2) ----
-
-// Defined in src/multikueue/api.cpp, for the reason given in mka/api/kueue.h.
-extern const api::GroupVersionKind kEventGvk;
-// Kubeconfig Secrets of MultiKueueClusters (§3.1), on the manager.
-extern const api::GroupVersionKind kSecretGvk;
-// sigs.k8s.io/cluster-inventory-api, read from the adapter's namespace.
-extern const api::GroupVersionKind kClusterProfileGvk;
 
 // Remote Workload condition reasons.
 inline constexpr std::string_view kReasonOutOfSync = "OutOfSync";
@@ -72,15 +46,9 @@ inline constexpr std::string_view kNoMoreWorkers = "no more workers to nominate"
 inline constexpr std::chrono::seconds kSyncDeferredRequeue{2};
 inline constexpr std::chrono::minutes kIncrementalRoundTimeout{5};
 inline constexpr int kIncrementalStepSize = 3;
-// Condition and admission-check messages are cut to 32 KiB, the last 4 bytes becoming " ...".
-inline constexpr std::size_t kMaxConditionMessage = 32 * 1024;
 
 // ---- Cluster connection and AdmissionCheck status (§1.4, §3, §4) --------------------------
 // Used by the cluster registry and the AdmissionCheck reconciler.
-
-// MultiKueueCluster spec.clusterSource.kubeConfig.locationType.
-inline constexpr std::string_view kLocationTypeSecret = "Secret";
-inline constexpr std::string_view kLocationTypePath = "Path";
 
 // MultiKueueCluster `Active` condition: reasons and messages.
 namespace cluster_reason {

@@ -1,6 +1,6 @@
 #pragma once
 // The worker clusters the dispatch loop talks to (KUEUE-MULTIKUEUE.md §3): for each
-// MultiKueueCluster on the manager (read through an ObjectReader: the dispatch loop's caches),
+// MultiKueueCluster on the manager (read through an controller::ObjectReader: the dispatch loop's caches),
 // its kubeconfig (Secret `<namespace>/<location>` key `kubeconfig`, or a file under the allowed
 // `Path` prefix), checked by
 // kube::validateKubeconfigSecurity, a client with the configured QPS/burst, and informers on
@@ -19,13 +19,13 @@
 // With Options::writeClusterStatus (mode 3, drop-in) it is written to the object's status,
 // compared with what is stored (Kueue records no connection Events; neither do we). Otherwise
 // (mode 2: Kueue's own controller may own that status) it is recorded as an Event on the
-// MultiKueueCluster through the registry's EventRecorder: Normal when Active, else Warning, with
+// MultiKueueCluster through the registry's controller::EventRecorder: Normal when Active, else Warning, with
 // the condition's reason and message, compared with the last Event this registry recorded for
 // the cluster (after a restart the current state is recorded once more). Always: logs and the
 // onConnectionChange callback (metrics).
 //
 // Connection attempts never wait in reconcile(): it builds a client, starts the attempt's
-// informers and returns Result::after(<= 1 s); the informers' own threads decide the attempt
+// informers and returns controller::Result::after(<= 1 s); the informers' own threads decide the attempt
 // (all synced -> connected; any failed list/watch request -> the attempt failed, counted and
 // backed off; once connected, a failed request disconnects). Either outcome is reported
 // through onConnectionChange, and the next reconcile writes the status and, past the
@@ -53,15 +53,16 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/api/gvk.h"
+#include "mka/api/kueue.h"
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/event_recorder.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
 #include "mka/kube/rest_client.h"
 #include "mka/multikueue/adapter.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/events.h"
-#include "mka/multikueue/object_reader.h"
 
 namespace mka::multikueue {
 
@@ -84,8 +85,8 @@ class RemoteCluster {
 };
 
 struct ClusterRegistryOptions {
-  std::string namespace_ = "kueue-system";  // where kubeconfig Secrets live
-  std::string origin = "multikueue";        // the origin label value the informers select
+  std::string namespace_ = "kueue-system";                // where kubeconfig Secrets live
+  std::string origin = std::string(api::kDefaultOrigin);  // the origin label value the informers select
   // multiKueue.clusterProfile: the exec plugins for clusters that reference a ClusterProfile
   // (unset: such clusters stay inactive, "no access provider configured").
   std::optional<config::ClusterProfileAccess> clusterProfiles;
@@ -107,8 +108,8 @@ class ClusterRegistry {
   // `objects` reads MultiKueueClusters and kubeconfig Secrets (the dispatch loop's caches);
   // `manager` writes MultiKueueCluster status; `events` (null: none) records the connection
   // Events of mode 2. They and `clock` must outlive the registry.
-  ClusterRegistry(kube::Client& manager, const ObjectReader& objects, const Clock& clock,
-                  ClusterRegistryOptions options, EventRecorder* events = nullptr);
+  ClusterRegistry(kube::Client& manager, const controller::ObjectReader& objects, const Clock& clock,
+                  ClusterRegistryOptions options, controller::EventRecorder* events = nullptr);
   ~ClusterRegistry();  // stop()
   ClusterRegistry(const ClusterRegistry&) = delete;
   ClusterRegistry& operator=(const ClusterRegistry&) = delete;
@@ -133,7 +134,7 @@ class ClusterRegistry {
   // the kubeconfig changed or the worker is disconnected and outside its backoff window.
   // Returns when to look again (backoff, connection in progress); throws on errors Kueue
   // returns as errors (e.g. `failed to load client config, reason: BadKubeConfig, error: ...`).
-  Result reconcile(const std::string& name);
+  controller::Result reconcile(const std::string& name);
 
   // The worker when connected, else null.
   std::shared_ptr<RemoteCluster> connected(const std::string& name) const;

@@ -14,10 +14,10 @@
 
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
+#include "mka/controller/controller.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer_pool.h"
 #include "mka/multikueue/cluster_registry.h"
-#include "mka/multikueue/controller.h"
 #include "mka/multikueue/garbage_collector.h"
 #include "mka/multikueue/generic_adapter.h"
 #include "mka/multikueue/workload_reconciler.h"
@@ -32,7 +32,7 @@ class Dispatcher {
     // and writeClusterStatus are filled from `config`.
     ClusterRegistryOptions registry;
     PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;  // how the adapters link job copies
-    ControllerObserver* controllerObserver = nullptr;              // borrowed, may be null
+    controller::ControllerObserver* controllerObserver = nullptr;  // borrowed, may be null
     DispatchObserver* dispatchObserver = nullptr;                  // borrowed, may be null
     // Called when a worker's connection changes (the per-cluster gauge).
     std::function<void(const std::string& cluster, bool connected)> onClusterConnection;

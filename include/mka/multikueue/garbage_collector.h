@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "mka/api/kueue.h"
 #include "mka/common/clock.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
@@ -25,7 +26,7 @@ namespace mka::multikueue {
 class OrphanCollector {
  public:
   struct Options {
-    std::string origin = "multikueue";
+    std::string origin = std::string(api::kDefaultOrigin);
     Adapters adapters;  // one per configured job kind
     std::chrono::nanoseconds interval{std::chrono::minutes{1}};
   };

@@ -28,24 +28,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/kueue.h"
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/event_recorder.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
 #include "mka/multikueue/adapter.h"
 #include "mka/multikueue/cluster_registry.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/events.h"
 
 namespace mka::multikueue {
-
-// Manager-side caches the reconciler reads (all borrowed, started and synced by the owner).
-struct ManagerCaches {
-  kube::Informer* workloads = nullptr;
-  kube::Informer* admissionChecks = nullptr;
-  kube::Informer* configs = nullptr;                      // MultiKueueConfigs
-  std::map<api::GroupVersionKind, kube::Informer*> jobs;  // one per configured framework
-};
 
 // Kueue's dispatch metrics (multikueue_workloads_dispatched_total / _admitted_total).
 class DispatchObserver {
@@ -59,7 +53,7 @@ class WorkloadReconciler {
  public:
   struct Options {
     std::string controllerName = std::string(config::kDefaultDispatchControllerName);
-    std::string origin = "multikueue";
+    std::string origin = std::string(api::kDefaultOrigin);
     Adapters adapters;  // one per configured job kind
     std::chrono::nanoseconds workerLostTimeout{std::chrono::minutes{15}};
     std::string dispatcherName = std::string(config::kDispatcherAllAtOnce);
@@ -67,11 +61,14 @@ class WorkloadReconciler {
   };
 
   // All borrowed; must outlive the reconciler. `observer` may be null.
-  WorkloadReconciler(kube::Client& manager, ManagerCaches caches, const ClusterRegistry& clusters,
-                     EventRecorder& events, const Clock& clock, Options options, DispatchObserver* observer = nullptr);
+  // `objects` reads the manager's Workloads, AdmissionChecks, MultiKueueConfigs and the
+  // configured job kinds (a job it does not hold is read from `manager`).
+  WorkloadReconciler(kube::Client& manager, const controller::ObjectReader& objects, const ClusterRegistry& clusters,
+                     controller::EventRecorder& events, const Clock& clock, Options options,
+                     DispatchObserver* observer = nullptr);
 
   // Reconciles the manager's Workload "namespace/name".
-  Result reconcile(const std::string& key);
+  controller::Result reconcile(const std::string& key);
 
   // The manager's Workload informer saw `workload` deleted: keep it so the next reconcile can
   // clean the workers (§2.1 step 1).
@@ -91,40 +88,44 @@ class WorkloadReconciler {
   };
   static std::string jobKey(const Group& group);
 
-  // reconcile(), in the order of KUEUE-MULTIKUEUE.md §2.1: each step returns a Result when the
+  // reconcile(), in the order of KUEUE-MULTIKUEUE.md §2.1: each step returns a controller::Result when the
   // reconcile ends there, nullopt to go on.
   std::optional<Loaded> loadWorkload(const std::string& key);                    // step 1
   std::optional<std::string> activeCheck(const nlohmann::json& workload) const;  // step 2
   std::optional<std::string> ourCheck(const nlohmann::json& workload) const;
-  std::optional<Result> resolveAdapter(const nlohmann::json& workload, const std::string& check, bool deleted,
-                                       Group& group);  // step 3, §2.2
-  std::optional<Result> requireManagedOwner(const nlohmann::json& workload, const std::string& check,
-                                            Group& group);                                 // step 4
+  std::optional<controller::Result> resolveAdapter(const nlohmann::json& workload, const std::string& check,
+                                                   bool deleted,
+                                                   Group& group);  // step 3, §2.2
+  std::optional<controller::Result> requireManagedOwner(const nlohmann::json& workload, const std::string& check,
+                                                        Group& group);                     // step 4
   void readGroup(const std::string& check, const nlohmann::json& workload, Group& group);  // step 5
-  void removeOutsideCopies(Group& group);  // copies on workers the config dropped
-  Result cleanupDeleted(Group& group);     // step 6
-  Result reject(const nlohmann::json& workload, const std::string& check, const std::string& message);
+  void removeOutsideCopies(Group& group);           // copies on workers the config dropped
+  controller::Result cleanupDeleted(Group& group);  // step 6
+  controller::Result reject(const nlohmann::json& workload, const std::string& check, const std::string& message);
   void forgetWorkload(const std::string& key);
 
   // reconcileGroup(), the steps of §2.3 in order.
-  Result reconcileGroup(const nlohmann::json& workload, const std::string& check, Group& group);
-  std::optional<Result> cleanupWhenNotRunning(const nlohmann::json& workload, Group& group);  // (2)
-  std::optional<Result> finishFromRemote(const nlohmann::json& workload, const std::string& check,
-                                         const std::string& state, Group& group);  // (3)
-  std::optional<Result> followRemoteEviction(const nlohmann::json& workload, const std::string& check,
-                                             const std::string& state, Group& group);  // (4)
-  void removeOutOfSyncRemotes(const nlohmann::json& workload, Group& group);           // (5)
-  std::optional<Result> followAdmittedRemote(const nlohmann::json& workload, const std::string& check,
-                                             const std::string& state, Group& group);                       // (6)
-  Result retryLostAdmission(const nlohmann::json& workload, const std::string& check, const Group& group);  // 6a
-  Result runOnWinner(const nlohmann::json& workload, const std::string& check, const std::string& state,
-                     const std::string& cluster, const nlohmann::json& remoteWorkload, Group& group);  // 6b
+  controller::Result reconcileGroup(const nlohmann::json& workload, const std::string& check, Group& group);
+  std::optional<controller::Result> cleanupWhenNotRunning(const nlohmann::json& workload, Group& group);  // (2)
+  std::optional<controller::Result> finishFromRemote(const nlohmann::json& workload, const std::string& check,
+                                                     const std::string& state, Group& group);  // (3)
+  std::optional<controller::Result> followRemoteEviction(const nlohmann::json& workload, const std::string& check,
+                                                         const std::string& state, Group& group);  // (4)
+  void removeOutOfSyncRemotes(const nlohmann::json& workload, Group& group);                       // (5)
+  std::optional<controller::Result> followAdmittedRemote(const nlohmann::json& workload, const std::string& check,
+                                                         const std::string& state, Group& group);  // (6)
+  controller::Result retryLostAdmission(const nlohmann::json& workload, const std::string& check,
+                                        const Group& group);  // 6a
+  controller::Result runOnWinner(const nlohmann::json& workload, const std::string& check, const std::string& state,
+                                 const std::string& cluster, const nlohmann::json& remoteWorkload, Group& group);  // 6b
   void markReady(const nlohmann::json& workload, const std::string& check, const std::string& cluster,
-                 const Group& group);                                                              // 6b.5
-  Result nominateAndSync(const nlohmann::json& workload, const std::string& check, Group& group);  // (8), (9)
-  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group, Result& result);
+                 const Group& group);  // 6b.5
+  controller::Result nominateAndSync(const nlohmann::json& workload, const std::string& check,
+                                     Group& group);  // (8), (9)
+  std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,
+                                                 controller::Result& result);
 
-  Result cleanupAll(Group& group);
+  controller::Result cleanupAll(Group& group);
   void removeRemoteObjects(RemoteCluster& remote, const Group& group);
   void syncJob(RemoteCluster& remote, const Group& group, bool freshRead);
   // Whether `cluster` holds a Workload copy or a job copy of the group.
@@ -147,9 +148,9 @@ class WorkloadReconciler {
   void forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const nlohmann::json& object);
 
   kube::Client& manager_;
-  ManagerCaches caches_;
+  const controller::ObjectReader& objects_;
   const ClusterRegistry& clusters_;
-  EventRecorder& events_;
+  controller::EventRecorder& events_;
   const Clock& clock_;
   Options options_;
   DispatchObserver* observer_;

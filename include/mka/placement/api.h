@@ -1,24 +1,17 @@
 #pragma once
 // Open Cluster Management's protocol strings as the built-in placement admission check
-// controller uses them (docs/placement.md): the check's controller name, the Placement and
-// PlacementDecision kinds and labels, the AdmissionCheck `Active` reasons and messages of OCM's
+// controller uses them (docs/placement.md): the check's controller name, the PlacementDecision
+// labels (the kinds are in mka/api/kinds.h), the AdmissionCheck `Active` reasons and messages of OCM's
 // kueue-addon controller, its finalizer, and the label that marks what this controller
 // generated. Every use goes through these names.
 
 #include <string_view>
-
-#include "mka/api/gvk.h"
 
 namespace mka::placement {
 
 // AdmissionCheck spec.controllerName of OCM's placement check (kueue-addon's
 // AdmissionCheckControllerName).
 inline constexpr std::string_view kControllerName = "open-cluster-management.io/placement";
-inline constexpr std::string_view kClusterGroup = "cluster.open-cluster-management.io";
-inline constexpr std::string_view kPlacementKind = "Placement";
-// Defined in src/placement/api.cpp, for the reason given in mka/api/kueue.h.
-extern const api::GroupVersionKind kPlacementGvk;
-extern const api::GroupVersionKind kPlacementDecisionGvk;
 // On every PlacementDecision: the name of the Placement it belongs to.
 inline constexpr std::string_view kPlacementLabel = "cluster.open-cluster-management.io/placement";
 inline constexpr std::string_view kDecisionGroupIndexLabel = "cluster.open-cluster-management.io/decision-group-index";

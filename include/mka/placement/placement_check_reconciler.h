@@ -31,9 +31,9 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/common/clock.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/object_reader.h"
 
 namespace mka::placement {
 
@@ -64,10 +64,10 @@ class PlacementCheckReconciler {
   };
   // Borrowed; must outlive the reconciler. `objects` reads AdmissionChecks, Placements,
   // PlacementDecisions, MultiKueueConfigs and MultiKueueClusters; `manager` writes.
-  PlacementCheckReconciler(kube::Client& manager, const multikueue::ObjectReader& objects, const Clock& clock,
+  PlacementCheckReconciler(kube::Client& manager, const controller::ObjectReader& objects, const Clock& clock,
                            Options options);
 
-  multikueue::Result reconcile(const std::string& admissionCheckName);
+  controller::Result reconcile(const std::string& admissionCheckName);
 
   // The Placements whose undecided MultiKueueClusters are kept for `workload` (admitted on one of
   // them, or with copies sent there): when it changes, their checks are looked at again.
@@ -94,7 +94,7 @@ class PlacementCheckReconciler {
   Need stillNeeded(const std::string& name) const;
 
   kube::Client& manager_;
-  const multikueue::ObjectReader& objects_;
+  const controller::ObjectReader& objects_;
   const Clock& clock_;
   Options options_;
   mutable std::mutex keptMutex_;

@@ -13,9 +13,9 @@
 
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
+#include "mka/controller/controller.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer_pool.h"
-#include "mka/multikueue/controller.h"
 
 namespace mka::placement {
 
@@ -29,7 +29,7 @@ class PlacementController {
     kube::InformerPool* informers = nullptr;
     // Reconciles and queue depths of its two controllers ("placement-check", "placement-wl"),
     // for the controller_runtime_* and workqueue_* series (borrowed, may be null).
-    multikueue::ControllerObserver* controllerObserver = nullptr;
+    controller::ControllerObserver* controllerObserver = nullptr;
 
     // From the adapter's configuration: its namespace, and ClusterProfiles on when
     // multiKueue.clusterProfile names at least one provider.

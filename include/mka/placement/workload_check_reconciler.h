@@ -14,23 +14,23 @@
 #include <string>
 
 #include "mka/common/clock.h"
+#include "mka/controller/controller.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
-#include "mka/multikueue/controller.h"
-#include "mka/multikueue/object_reader.h"
 
 namespace mka::placement {
 
 class WorkloadCheckReconciler {
  public:
   // Borrowed; must outlive the reconciler. `objects` reads Workloads and AdmissionChecks.
-  WorkloadCheckReconciler(kube::Client& manager, const multikueue::ObjectReader& objects, const Clock& clock);
+  WorkloadCheckReconciler(kube::Client& manager, const controller::ObjectReader& objects, const Clock& clock);
 
   // `key` is "<namespace>/<name>".
-  multikueue::Result reconcile(const std::string& key);
+  controller::Result reconcile(const std::string& key);
 
  private:
   kube::Client& manager_;
-  const multikueue::ObjectReader& objects_;
+  const controller::ObjectReader& objects_;
   const Clock& clock_;
 };
 

@@ -19,12 +19,12 @@
 #include <random>
 #include <set>
 
+#include "mka/api/workload_status.h"
 #include "mka/common/clock.h"
 #include "mka/demo/environment.h"
 #include "mka/integration/controller.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/garbage_collector.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/object_store.h"
 #include "support/eventually.h"
 
@@ -53,8 +53,7 @@ std::vector<json> items(sandbox::Cluster& cluster, const sandbox::ResourceRef& r
 }
 
 std::string finalOutcome(const json& job) {
-  if (const auto* c = multikueue::findCondition(job, "Succeeded"))
-    return c->value("status", "") == "True" ? "Succeeded" : "";
+  if (const auto* c = api::findCondition(job, "Succeeded")) return c->value("status", "") == "True" ? "Succeeded" : "";
   return job.value("status", json::object()).value("phase", "");
 }
 
@@ -224,8 +223,8 @@ class ChaosTest : public ::testing::Test {
             wl = cluster.api().get({"kueue.x-k8s.io", "v1beta2", "workloads", "default", wlName, ""});
           } catch (const std::exception&) {
           }
-          const bool admitted = wl && multikueue::isAdmitted(*wl) && !multikueue::isEvicted(*wl);
-          if (!admitted && !multikueue::isFinished(wl.value_or(json::object()))) {
+          const bool admitted = wl && api::isAdmitted(*wl) && !api::isEvicted(*wl);
+          if (!admitted && !api::isFinished(wl.value_or(json::object()))) {
             ++violations_;
             ADD_FAILURE() << worker << ": job " << name << " runs without an admitted Workload " << wlName;
           }
@@ -342,7 +341,7 @@ TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
   EXPECT_EQ(violations_, 0) << "seed " << seed_;
   EXPECT_EQ(remoteLeftovers(), 0u) << "seed " << seed_;
   for (const auto& wl : items(env_->cluster("manager"), workloads()))
-    EXPECT_TRUE(multikueue::isFinished(wl)) << wl.at("metadata").value("name", "");
+    EXPECT_TRUE(api::isFinished(wl)) << wl.at("metadata").value("name", "");
 }
 
 }  // namespace

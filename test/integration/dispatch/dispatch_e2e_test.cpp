@@ -55,7 +55,7 @@ class DispatchE2E : public ::testing::Test, public DispatchFixture {
   // The worker holding the admitted copy once the check is Ready.
   std::string admittedOn(const std::string& wl) {
     EXPECT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
-    return multikueue::clusterName(*workload("manager", wl));
+    return api::clusterName(*workload("manager", wl));
   }
 };
 
@@ -168,14 +168,14 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
     return s.value("retryCount", 0) >= 1 && s.value("state", "") == "Ready";
   })) << workload("manager", wl)->dump();
   const auto evictedWl = *workload("manager", wl);
-  const auto* evicted = multikueue::findCondition(evictedWl, "Evicted");
+  const auto* evicted = api::findCondition(evictedWl, "Evicted");
   ASSERT_NE(evicted, nullptr);
   EXPECT_EQ(evicted->value("message", ""),
             "Previously: Evicted due to AdmissionCheck in Retry state: \"multikueue-adapter\" (Workload evicted on "
             "worker cluster: \"" +
                 first + "\", resetting for re-admission. Previously: \"Ready\")");
   // The job runs exactly once: one copy of it, on the worker that admitted it this time.
-  const auto second = multikueue::clusterName(*workload("manager", wl));
+  const auto second = api::clusterName(*workload("manager", wl));
   ASSERT_TRUE(eventually([&] { return get(second, kWorkflow.gvk, "job1").has_value(); }));
   ASSERT_TRUE(settled());
   int copies = 0;
@@ -200,9 +200,8 @@ TEST_F(DispatchE2E, ManagerEvictionRemovesTheRemoteCopiesAndTheJobIsDispatchedAf
   env_->kueue("manager").evict("default", wl);  // as Kueue's preemption does: Evicted, checks reset
   ASSERT_TRUE(eventually([&] {
     const auto local = *workload("manager", wl);
-    const auto* requeued = multikueue::findCondition(local, "Requeued");
-    return !multikueue::hasQuotaReservation(local) && requeued != nullptr &&
-           requeued->value("reason", "") == "Preempted";
+    const auto* requeued = api::findCondition(local, "Requeued");
+    return !api::hasQuotaReservation(local) && requeued != nullptr && requeued->value("reason", "") == "Preempted";
   })) << workload("manager", wl)->dump();
   ASSERT_TRUE(eventually([&] {
     for (const auto* w : {"worker1", "worker2"})
@@ -211,7 +210,7 @@ TEST_F(DispatchE2E, ManagerEvictionRemovesTheRemoteCopiesAndTheJobIsDispatchedAf
   })) << "the remote objects removed";
   advance(kReadmitDelay);
   ASSERT_TRUE(eventually([&] {
-    const auto second = multikueue::clusterName(*workload("manager", wl));
+    const auto second = api::clusterName(*workload("manager", wl));
     const auto copy = second.empty() ? std::nullopt : get(second, kWorkflow.gvk, "job1");
     return checkIs(wl, "Ready") && copy && copy->at("metadata").value("uid", "") != firstCopy;
   })) << workload("manager", wl)->dump();
@@ -248,7 +247,7 @@ TEST_F(DispatchE2E, WorkerLostLongerThanTheTimeoutSendsTheCheckToRetry) {
     return checkIs(wl, "Ready", std::string("The workload was admitted on \"") + other + "\"");
   })) << checkState(wl).dump();
   const auto evictedWl = *workload("manager", wl);
-  const auto* evicted = multikueue::findCondition(evictedWl, "Evicted");
+  const auto* evicted = api::findCondition(evictedWl, "Evicted");
   ASSERT_NE(evicted, nullptr);
   EXPECT_NE(evicted->value("message", "").find("Admitting remote lost, Previously: \"Ready\""), std::string::npos)
       << evicted->dump();
@@ -264,7 +263,7 @@ TEST_F(DispatchE2E, AdapterRestartMidDispatchCreatesNoDuplicate) {
   ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl); }));
   stopAdapter();
   env_->startKueue("worker1");
-  ASSERT_TRUE(eventually([&] { return multikueue::isAdmitted(*workload("worker1", wl)); }));
+  ASSERT_TRUE(eventually([&] { return api::isAdmitted(*workload("worker1", wl)); }));
   const auto uidBefore = workload("worker1", wl)->at("metadata").value("uid", "");
   startAdapter();
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker1\""); }));
@@ -292,12 +291,12 @@ TEST_F(DispatchE2E, IncrementalDispatcherNominatesThreeWorkersPerRound) {
   ASSERT_TRUE(
       eventually([&] { return workload("worker1", wl) && workload("worker2", wl) && workload("worker3", wl); }));
   ASSERT_TRUE(settled());
-  EXPECT_EQ(multikueue::nominatedClusters(*workload("manager", wl)),
+  EXPECT_EQ(api::nominatedClusters(*workload("manager", wl)),
             (std::vector<std::string>{"worker1", "worker2", "worker3"}));
   EXPECT_FALSE(workload("worker4", wl));
   advance(std::chrono::minutes{5});
   ASSERT_TRUE(eventually([&] { return workload("worker4", wl).has_value(); }));
-  EXPECT_EQ(multikueue::nominatedClusters(*workload("manager", wl)),
+  EXPECT_EQ(api::nominatedClusters(*workload("manager", wl)),
             (std::vector<std::string>{"worker1", "worker2", "worker3", "worker4"}));
   env_->startKueue("worker4");
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker4\""); }));
@@ -346,10 +345,10 @@ TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
   const auto ourWorker = admittedOn(ours);
   std::string theirWorker;
   ASSERT_TRUE(eventually([&] {
-    const auto wl = get("manager2", multikueue::kWorkloadGvk, theirs);
-    theirWorker = wl ? multikueue::clusterName(*wl) : "";
+    const auto wl = get("manager2", api::kWorkloadGvk, theirs);
+    theirWorker = wl ? api::clusterName(*wl) : "";
     return !theirWorker.empty() && get(theirWorker, kWorkflow.gvk, "theirs").has_value();
-  })) << get("manager2", multikueue::kWorkloadGvk, theirs).value_or(json()).dump();
+  })) << get("manager2", api::kWorkloadGvk, theirs).value_or(json()).dump();
   ASSERT_TRUE(eventually([&] { return get(ourWorker, kPipelineRun.gvk, "ours").has_value(); }));
   EXPECT_EQ(get(theirWorker, kWorkflow.gvk, "theirs")
                 ->at("metadata")
@@ -367,7 +366,7 @@ TEST_F(DispatchE2E, TwoManagersWithDifferentOriginsShareTheWorkers) {
   ASSERT_TRUE(eventually([&] {
     const auto a = get("manager", kPipelineRun.gvk, "ours");
     const auto b = get("manager2", kWorkflow.gvk, "theirs");
-    const auto* succeeded = a ? multikueue::findCondition(*a, "Succeeded") : nullptr;
+    const auto* succeeded = a ? api::findCondition(*a, "Succeeded") : nullptr;
     return succeeded != nullptr && succeeded->value("status", "") == "True" && b &&
            b->value("status", json::object()).value("phase", "") == "Succeeded";
   })) << get("manager", kPipelineRun.gvk, "ours").value_or(json()).dump()

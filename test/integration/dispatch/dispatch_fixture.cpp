@@ -104,7 +104,7 @@ std::string DispatchFixture::awaitWorkload(const JobKind& kind, const std::strin
   std::string name;
   EXPECT_TRUE(test::eventually([&] {
     name = workloadNameOf(kind, jobName, manager);
-    return !name.empty() && get(manager, multikueue::kWorkloadGvk, name).has_value();
+    return !name.empty() && get(manager, api::kWorkloadGvk, name).has_value();
   })) << "no Workload for "
       << jobName;
   return name;
@@ -123,7 +123,7 @@ std::optional<json> DispatchFixture::get(const std::string& cluster, const api::
 json DispatchFixture::checkState(const std::string& workloadName) {
   const auto wl = workload("manager", workloadName);
   if (!wl) return nullptr;
-  const auto* state = multikueue::findCheckState(*wl, checkName_);
+  const auto* state = api::findCheckState(*wl, checkName_);
   return state ? *state : json(nullptr);
 }
 
@@ -170,7 +170,7 @@ std::pair<std::string, std::string> DispatchFixture::runOnAWorker(const JobKind&
   createJob(kind, name);
   const auto wl = awaitWorkload(kind, name);
   EXPECT_TRUE(test::eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
-  const auto worker = multikueue::clusterName(*workload("manager", wl));
+  const auto worker = api::clusterName(*workload("manager", wl));
   EXPECT_TRUE(test::eventually([&] { return startsOn(worker, kind, name) == 1; })) << "not started on " << worker;
   if (::testing::Test::HasFailure()) return {};
   return {wl, worker};

@@ -17,13 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/workload_status.h"
 #include "mka/common/clock.h"
 #include "mka/demo/environment.h"
 #include "mka/integration/controller.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/dispatcher.h"
-#include "mka/multikueue/workload_status.h"
 #include "support/eventually.h"
 
 namespace mka::e2e {
@@ -73,7 +73,7 @@ class DispatchFixture {
   std::optional<nlohmann::json> get(const std::string& cluster, const api::GroupVersionKind& gvk,
                                     const std::string& name, const std::string& ns = "default");
   std::optional<nlohmann::json> workload(const std::string& cluster, const std::string& name) {
-    return get(cluster, multikueue::kWorkloadGvk, name);
+    return get(cluster, api::kWorkloadGvk, name);
   }
   // The state entry of the adapter's check on the manager Workload (null json when absent).
   nlohmann::json checkState(const std::string& workloadName);

@@ -25,9 +25,9 @@ class DropInE2E : public ::testing::Test, public DispatchFixture {
     checkName_ = kCheck;
     // A drop-in install's AdmissionCheck names Kueue's controller; the field is immutable, so the
     // sample's check is replaced.
-    auto check = *get("manager", multikueue::kAdmissionCheckGvk, kCheck, "");
-    env_->client("manager").remove(multikueue::kAdmissionCheckGvk, "", kCheck);
-    ASSERT_TRUE(eventually([&] { return !get("manager", multikueue::kAdmissionCheckGvk, kCheck, ""); }));
+    auto check = *get("manager", api::kAdmissionCheckGvk, kCheck, "");
+    env_->client("manager").remove(api::kAdmissionCheckGvk, "", kCheck);
+    ASSERT_TRUE(eventually([&] { return !get("manager", api::kAdmissionCheckGvk, kCheck, ""); }));
     check["metadata"] = {{"name", kCheck}};
     check.erase("status");
     check["spec"]["controllerName"] = kKueueController;
@@ -38,7 +38,7 @@ class DropInE2E : public ::testing::Test, public DispatchFixture {
 
   // The Active condition of MultiKueueCluster `name` (null json when it has none).
   json clusterActive(const std::string& name) {
-    const auto cluster = get("manager", multikueue::kMultiKueueClusterGvk, name, "");
+    const auto cluster = get("manager", api::kMultiKueueClusterGvk, name, "");
     if (!cluster) return nullptr;
     for (const auto& c : cluster->value("status", json::object()).value("conditions", json::array()))
       if (c.value("type", "") == "Active") return c;
@@ -61,7 +61,7 @@ TEST_F(DropInE2E, WritesTheClustersActiveConditionsAsKueueDoesAndRunsJobs) {
     EXPECT_EQ(c.value("observedGeneration", -1), 1);
   }
   EXPECT_TRUE(eventually([&] {
-    const auto check = get("manager", multikueue::kAdmissionCheckGvk, kCheck, "");
+    const auto check = get("manager", api::kAdmissionCheckGvk, kCheck, "");
     for (const auto& c : check->value("status", json::object()).value("conditions", json::array()))
       if (c.value("type", "") == "Active") return c.value("status", "") == "True";
     return false;

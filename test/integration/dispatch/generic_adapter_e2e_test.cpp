@@ -40,18 +40,18 @@ TEST_P(GenericAdapterE2E, FirstWorkerToAdmitWinsAndTheOtherCopyIsDeleted) {
   // AllAtOnce nominates the workers connected at the time: under load a worker's watch may drop
   // and come back between two reconciles, so the nomination is awaited, not read once.
   EXPECT_TRUE(eventually([&] {
-    return multikueue::nominatedClusters(*workload("manager", wl)) == std::vector<std::string>{"worker1", "worker2"};
+    return api::nominatedClusters(*workload("manager", wl)) == std::vector<std::string>{"worker1", "worker2"};
   }));
 
   env_->startKueue("worker2");
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready", "The workload was admitted on \"worker2\""); }));
-  ASSERT_TRUE(eventually([&] { return multikueue::isAdmitted(*workload("manager", wl)); }));
+  ASSERT_TRUE(eventually([&] { return api::isAdmitted(*workload("manager", wl)); }));
   const auto admittedWl = *workload("manager", wl);
-  const auto* admitted = multikueue::findCondition(admittedWl, "Admitted");
+  const auto* admitted = api::findCondition(admittedWl, "Admitted");
   EXPECT_EQ(admitted->value("reason", ""), "Admitted");
   EXPECT_EQ(admitted->value("message", ""), "The workload is admitted");
-  EXPECT_EQ(multikueue::clusterName(*workload("manager", wl)), "worker2");
-  EXPECT_TRUE(multikueue::nominatedClusters(*workload("manager", wl)).empty());
+  EXPECT_EQ(api::clusterName(*workload("manager", wl)), "worker2");
+  EXPECT_TRUE(api::nominatedClusters(*workload("manager", wl)).empty());
   ASSERT_TRUE(eventually([&] { return !workload("worker1", wl); }));
   ASSERT_TRUE(eventually([&] { return get("worker2", kind().gvk, "job1").has_value(); }));
   EXPECT_FALSE(get("worker1", kind().gvk, "job1").has_value());
@@ -81,11 +81,11 @@ TEST_P(GenericAdapterE2E, WorkerStatusIsCopiedToTheManagerJobUntilItFinishes) {
   // Finished on the worker: the final status is on the manager, the Workload Finished, the copies gone.
   json finalStatus;
   advance(std::chrono::seconds{10});
-  ASSERT_TRUE(eventually([&] { return multikueue::isFinished(*workload("manager", wl)); }));
+  ASSERT_TRUE(eventually([&] { return api::isFinished(*workload("manager", wl)); }));
   ASSERT_TRUE(eventually([&] { return !workload(worker, wl) && !get(worker, kind().gvk, "job1"); }));
   const auto local = get("manager", kind().gvk, "job1");
   if (kind().gvk.kind == "PipelineRun") {
-    const auto* succeeded = multikueue::findCondition(*local, "Succeeded");
+    const auto* succeeded = api::findCondition(*local, "Succeeded");
     ASSERT_NE(succeeded, nullptr) << local->dump();
     EXPECT_EQ(succeeded->value("status", ""), "True");
   } else {
@@ -107,7 +107,7 @@ TEST_P(GenericAdapterE2E, RemoteCopyHasNoOwnerReferencesAndSurvives) {
   });
   const auto wl = awaitWorkload(kind(), "job1");
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
-  const auto worker = multikueue::clusterName(*workload("manager", wl));
+  const auto worker = api::clusterName(*workload("manager", wl));
   ASSERT_TRUE(eventually([&] { return get(worker, kind().gvk, "job1").has_value(); }));
   ASSERT_TRUE(settled());
   const auto remote = get(worker, kind().gvk, "job1");

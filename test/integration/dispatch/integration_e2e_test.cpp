@@ -41,7 +41,7 @@ TEST_P(IntegrationE2E, RunsOnceOnAWorkerWithTheIntegrationOnEveryCluster) {
   EXPECT_EQ(created["metadata"]["ownerReferences"][0]["name"], "job1");
 
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); }));
-  const auto worker = multikueue::clusterName(*workload("manager", wl));
+  const auto worker = api::clusterName(*workload("manager", wl));
   const auto other = worker == "worker1" ? "worker2" : "worker1";
 
   // The worker's integration adopted the Workload copy and resumed the job copy; its framework
@@ -56,13 +56,13 @@ TEST_P(IntegrationE2E, RunsOnceOnAWorkerWithTheIntegrationOnEveryCluster) {
   EXPECT_TRUE(suspended(*get("manager", kind().gvk, "job1")));
 
   advance(std::chrono::seconds{10});
-  ASSERT_TRUE(eventually([&] { return multikueue::isFinished(*workload("manager", wl)); }));
+  ASSERT_TRUE(eventually([&] { return api::isFinished(*workload("manager", wl)); }));
   ASSERT_TRUE(eventually([&] { return !workload(worker, wl) && !get(worker, kind().gvk, "job1"); }));
   ASSERT_TRUE(eventually([&] { return !workload("manager", wl)->at("metadata").contains("finalizers"); }))
       << "the manager's integration releases the finished Workload";
   const auto local = *get("manager", kind().gvk, "job1");
   if (kind().gvk.kind == "PipelineRun") {
-    const auto* succeeded = multikueue::findCondition(local, "Succeeded");
+    const auto* succeeded = api::findCondition(local, "Succeeded");
     ASSERT_NE(succeeded, nullptr) << local.dump();
     EXPECT_EQ(succeeded->value("status", ""), "True");
   } else {
@@ -83,11 +83,10 @@ TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnc
 
   env_->restartIntegration(worker);
   ASSERT_TRUE(settled());
-  EXPECT_EQ(env_->client(worker).listAll(multikueue::kWorkloadGvk, "default").size(), 1u)
-      << "one Workload on the worker";
+  EXPECT_EQ(env_->client(worker).listAll(api::kWorkloadGvk, "default").size(), 1u) << "one Workload on the worker";
 
   advance(std::chrono::seconds{10});
-  ASSERT_TRUE(eventually([&] { return multikueue::isFinished(*workload("manager", wl)); }));
+  ASSERT_TRUE(eventually([&] { return api::isFinished(*workload("manager", wl)); }));
   ASSERT_TRUE(settled());
   EXPECT_EQ(startsOn(worker, "job1"), 1) << "resumed once";
   std::map<std::string, int> reasons;
@@ -98,7 +97,7 @@ TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnc
   EXPECT_LE(reasons["FinishedWorkload"], 1) << "finished at most once: " << ::testing::PrintToString(reasons);
   const auto managerWorkload = workload("manager", wl);
   ASSERT_TRUE(managerWorkload);
-  const auto* finished = multikueue::findCondition(*managerWorkload, "Finished");
+  const auto* finished = api::findCondition(*managerWorkload, "Finished");
   ASSERT_NE(finished, nullptr);
   EXPECT_EQ(finished->value("reason", ""), "Succeeded");
   EXPECT_EQ(reasons["Started"], 1) << ::testing::PrintToString(reasons);
@@ -121,7 +120,7 @@ TEST_F(HonestStandIns, WithoutOurIntegrationAWorkflowGetsNoWorkloadAndRunsNowher
   dispatcher_ = startAdapterFor("manager", config_);  // the dispatch loop alone
   createJob(kWorkflow, "wf1");
   ASSERT_TRUE(settled());
-  EXPECT_TRUE(env_->client("manager").listAll(multikueue::kWorkloadGvk, "default").empty());
+  EXPECT_TRUE(env_->client("manager").listAll(api::kWorkloadGvk, "default").empty());
   for (const auto& cluster : {"manager", "worker1", "worker2"}) {
     EXPECT_EQ(env_->frameworkController(cluster, "Workflow")->starts("default/wf1"), 0) << cluster;
     EXPECT_TRUE(env_->client(cluster).listAll(kWorkflow.gvk, "default").size() == (cluster == std::string("manager")))

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/workload_status.h"
 #include "mka/app/dispatch_runner.h"
 #include "mka/app/service.h"
 #include "mka/common/base64.h"
@@ -26,7 +27,6 @@
 #include "mka/kube/api_error.h"
 #include "mka/kube/client.h"
 #include "mka/multikueue/api.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/observability/health.h"
 #include "mka/version.h"
 #include "mka/yaml/json.h"
@@ -244,7 +244,7 @@ TEST_F(MetricsScrape, EveryListedManagerMetricMovesAsDocumented) {
       {"webhook", "mutate"}, {"kind", "PipelineRun"}, {"operation", "CREATE"}, {"result", "patched"}};
   ASSERT_TRUE(eventually([&] {
     try {
-      return multikueue::isFinished(env_->client("manager").get(multikueue::kWorkloadGvk, "default", workload));
+      return api::isFinished(env_->client("manager").get(api::kWorkloadGvk, "default", workload));
     } catch (const kube::ApiError& e) {
       if (e.reason() != kube::Reason::NotFound) throw;
       return false;  // not made yet
@@ -336,7 +336,7 @@ TEST_F(MetricsScrape, TheIntegrationSeriesMoveOnASingleCluster) {
   const auto job = env_->client("cluster").get({"argoproj.io", "v1alpha1", "Workflow"}, "default", "evicted");
   const auto workload = integration::workloadName({"argoproj.io", "v1alpha1", "Workflow"}, "evicted",
                                                   job.at("metadata").value("uid", ""));
-  env_->client("cluster").patch(multikueue::kWorkloadGvk, "default", workload, kube::PatchType::Merge,
+  env_->client("cluster").patch(api::kWorkloadGvk, "default", workload, kube::PatchType::Merge,
                                 {{"spec", {{"active", false}}}});
   EXPECT_TRUE(eventually([&] {
     s = scrape();

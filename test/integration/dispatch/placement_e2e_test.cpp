@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "dispatch_fixture.h"
+#include "mka/api/kinds.h"
 #include "mka/placement/api.h"
 #include "mka/placement/placement_controller.h"
 #include "mka/standin/ocm_standin.h"
@@ -20,7 +21,6 @@ using nlohmann::json;
 using test::eventually;
 
 const std::vector<std::string> kWorkers = {"worker1", "worker2", "worker3"};
-const api::GroupVersionKind kSecretGvk{"", "v1", "Secret"};
 
 // The seed's inventory: cluster2 and cluster3 carry the accelerator label.
 std::vector<standin::ManagedClusterInput> seedClusters() {
@@ -36,7 +36,7 @@ class PlacementE2E : public ::testing::Test, protected DispatchFixture {
     auto& manager = env_->client("manager");
     // The kubeconfig Secrets OCM's addon would have made, multikueue-<cluster>.
     for (const auto& w : kWorkers) {
-      auto secret = manager.get(kSecretGvk, "kueue-system", w + "-secret");
+      auto secret = manager.get(api::kSecretGvk, "kueue-system", w + "-secret");
       manager.create({{"apiVersion", "v1"},
                       {"kind", "Secret"},
                       {"metadata", {{"name", "multikueue-" + w}, {"namespace", "kueue-system"}}},
@@ -92,7 +92,7 @@ class PlacementE2E : public ::testing::Test, protected DispatchFixture {
   }
   json active(const std::string& check) {
     const auto ac = get("manager", api::kAdmissionCheckGvk, check, "");
-    const auto* c = ac ? multikueue::findCondition(*ac, "Active") : nullptr;
+    const auto* c = ac ? api::findCondition(*ac, "Active") : nullptr;
     return c ? *c : json(nullptr);
   }
   bool activeIs(const std::string& check, const std::string& status, const std::string& reason) {
@@ -106,7 +106,7 @@ class PlacementE2E : public ::testing::Test, protected DispatchFixture {
     createJob(kPipelineRun, job);
     const auto wl = awaitWorkload(kPipelineRun, job);
     EXPECT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
-    const auto cluster = multikueue::clusterName(*workload("manager", wl));
+    const auto cluster = api::clusterName(*workload("manager", wl));
     const auto prefix = placementName + "-";
     EXPECT_EQ(cluster.rfind(prefix, 0), 0u) << cluster;
     const auto worker = cluster.substr(std::min(prefix.size(), cluster.size()));
@@ -206,7 +206,7 @@ TEST_F(PlacementE2E, Story2LabelSelectedWorkersAndADecisionChangeMovesNewJobs) {
   EXPECT_TRUE(eventually(
       [&] {
         advance(std::chrono::seconds{20});
-        return multikueue::isFinished(*workload("manager", beforeWl));
+        return api::isFinished(*workload("manager", beforeWl));
       },
       std::chrono::seconds{30}))
       << "story2-before finished where it ran";
@@ -227,14 +227,14 @@ TEST_F(PlacementE2E, BothChecksDispatchNothingUntilThePlacementCheckIsReady) {
   const auto wl = awaitWorkload(kPipelineRun, "gated");
   const auto placementState = [&]() -> std::string {
     const auto w = workload("manager", wl);
-    const auto* s = w ? multikueue::findCheckState(*w, name) : nullptr;
+    const auto* s = w ? api::findCheckState(*w, name) : nullptr;
     return s ? s->value("state", "") : "";
   };
   // The Placement check is not Active, so Kueue keeps the ClusterQueue inactive: no quota, no
   // check states, nothing to dispatch.
   const auto inadmissible = [&] {
     const auto w = workload("manager", wl);
-    const auto* c = w ? multikueue::findCondition(*w, "QuotaReserved") : nullptr;
+    const auto* c = w ? api::findCondition(*w, "QuotaReserved") : nullptr;
     return c != nullptr && c->value("status", "") == "False" && c->value("reason", "") == "Inadmissible" &&
            c->value("message", "") == "ClusterQueue cluster-queue is inactive";
   };
@@ -242,7 +242,7 @@ TEST_F(PlacementE2E, BothChecksDispatchNothingUntilThePlacementCheckIsReady) {
   ASSERT_TRUE(settled());
   EXPECT_TRUE(inadmissible());
   EXPECT_EQ(placementState(), "");
-  EXPECT_TRUE(multikueue::nominatedClusters(*workload("manager", wl)).empty());
+  EXPECT_TRUE(api::nominatedClusters(*workload("manager", wl)).empty());
   for (const auto& w : kWorkers) {
     EXPECT_FALSE(workload(w, wl).has_value()) << "dispatched to " << w;
   }
@@ -252,7 +252,7 @@ TEST_F(PlacementE2E, BothChecksDispatchNothingUntilThePlacementCheckIsReady) {
   ASSERT_TRUE(eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
   EXPECT_TRUE(eventually([&] {
     const auto w = workload("manager", wl);
-    return w && multikueue::isAdmitted(*w);
+    return w && api::isAdmitted(*w);
   })) << "both checks Ready: Kueue admits";
   // The Workload controller, which set the check Ready, reports its reconciles too.
   EXPECT_GT(reconciles_.count("placement-wl", "success"), 0);

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "mka/api/kueue.h"
+#include "mka/api/workload_status.h"
 #include "mka/app/dispatch_runner.h"
 #include "mka/app/service.h"
 #include "mka/common/base64.h"
@@ -26,7 +27,6 @@
 #include "mka/deploy/manifests.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/api_error.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/net/pki.h"
 #include "mka/observability/health.h"
 #include "mka/yaml/json.h"
@@ -326,14 +326,14 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
     ASSERT_TRUE(eventually(
         [&] {
           const auto wl = get(kManager, api::kWorkloadGvk, name);
-          return wl && multikueue::isFinished(*wl) && !get(kWorker, api::kWorkloadGvk, name);
+          return wl && api::isFinished(*wl) && !get(kWorker, api::kWorkloadGvk, name);
         },
         kFlowTimeout))
         << name << " did not finish on the worker";
   }
   ASSERT_TRUE(eventually([&] {
     const auto copied = get(kManager, kPipelineRunGvk, "pr1");
-    return copied && multikueue::findCondition(*copied, "Succeeded") != nullptr;
+    return copied && api::findCondition(*copied, "Succeeded") != nullptr;
   })) << "the PipelineRun's status was not copied back";
 
   // A stale Workload of a suspended job (other pod sets, the resource-in-use finalizer) is

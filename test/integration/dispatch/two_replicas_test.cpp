@@ -28,10 +28,10 @@
 #include <nlohmann/json.hpp>
 
 #include "dispatch_fixture.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/base64.h"
 #include "mka/demo/environment.h"
 #include "mka/integration/workload_builder.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/sandbox.h"
 #include "mka/yaml/json.h"
 #include "support/eventually.h"
@@ -350,8 +350,8 @@ class TwoReplicas : public ::testing::Test {
       const auto job = get("manager", kind.gvk, name);
       if (!job) return false;
       workload = integration::workloadName(kind.gvk, name, job->at("metadata").value("uid", ""));
-      const auto wl = get("manager", multikueue::kWorkloadGvk, workload);
-      const auto* state = wl ? multikueue::findCheckState(*wl, kCheckName) : nullptr;
+      const auto wl = get("manager", api::kWorkloadGvk, workload);
+      const auto* state = wl ? api::findCheckState(*wl, kCheckName) : nullptr;
       return state != nullptr && state->value("state", "") == "Ready";
     };
     EXPECT_TRUE(test::eventually(ready, kDispatchTimeout)) << name << " was not dispatched";

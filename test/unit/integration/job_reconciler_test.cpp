@@ -10,13 +10,15 @@
 #include <memory>
 #include <mutex>
 
+#include "mka/api/workload_status.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/kubeconfig.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
+#include "support/cache_or_client_reader.h"
 #include "support/eventually.h"
 #include "support/recording_events.h"
+#include "support/table_test.h"
 #include "training_run.h"
 
 namespace mka::integration {
@@ -174,8 +176,10 @@ class World {
       }));
     }
     events_ = std::make_unique<RecordingEvents>(*client_, clock_, "test");
-    reconciler_ = std::make_unique<JobReconciler>(*client_, kind_, JobCaches{jobs_.get(), workloads_.get(), &owners_},
-                                                  *events_, clock_);
+    objects_ = std::make_unique<test::CacheOrClientReader>(*client_);
+    objects_->add(*jobs_);
+    objects_->add(*workloads_);
+    reconciler_ = std::make_unique<JobReconciler>(*client_, kind_, *objects_, owners_, *events_, clock_);
   }
   ~World() {
     jobs_->stop();
@@ -226,39 +230,37 @@ class World {
   json job_;
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<kube::Informer> jobs_, workloads_;
+  std::unique_ptr<test::CacheOrClientReader> objects_;
   WorkloadOwners owners_;
   std::unique_ptr<RecordingEvents> events_;
   std::unique_ptr<JobReconciler> reconciler_;
 };
 
-void run(const std::vector<Case>& cases) {
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    World world(c.given);
-    if (::testing::Test::HasFatalFailure()) return;
-    std::string error;
-    Result result;
-    try {
-      result = world.reconciler().reconcile("team-a/train");
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    EXPECT_EQ(result.requeueAfter, c.expected.requeueAfter);
-    if (c.expected.error.empty()) {
-      EXPECT_EQ(error, "");
-    } else {
-      EXPECT_THAT(error, HasSubstr(c.expected.error));
-    }
-    const auto events = world.events().events();
-    EXPECT_EQ(events.size(), c.expected.events.size()) << ::testing::PrintToString(events);
-    for (std::size_t i = 0; i < std::min(events.size(), c.expected.events.size()); ++i)
-      EXPECT_THAT(events[i], ::testing::StartsWith(c.expected.events[i]));
-    EXPECT_EQ(world.invalidWrites(), std::vector<std::string>{}) << "a write a real cluster refuses";
-    if (c.expected.check) c.expected.check(world.seen());
+void runCase(const Case& c) {
+  World world(c.given);
+  if (::testing::Test::HasFatalFailure()) return;
+  std::string error;
+  Result result;
+  try {
+    result = world.reconciler().reconcile("team-a/train");
+  } catch (const std::exception& e) {
+    error = e.what();
   }
+  EXPECT_EQ(result.requeueAfter, c.expected.requeueAfter);
+  if (c.expected.error.empty()) {
+    EXPECT_EQ(error, "");
+  } else {
+    EXPECT_THAT(error, HasSubstr(c.expected.error));
+  }
+  const auto events = world.events().events();
+  EXPECT_EQ(events.size(), c.expected.events.size()) << ::testing::PrintToString(events);
+  for (std::size_t i = 0; i < std::min(events.size(), c.expected.events.size()); ++i)
+    EXPECT_THAT(events[i], ::testing::StartsWith(c.expected.events[i]));
+  EXPECT_EQ(world.invalidWrites(), std::vector<std::string>{}) << "a write a real cluster refuses";
+  if (c.expected.check) c.expected.check(world.seen());
 }
 
-const json* conditionOf(const json& object, const std::string& type) { return multikueue::findCondition(object, type); }
+const json* conditionOf(const json& object, const std::string& type) { return api::findCondition(object, type); }
 
 bool suspended(const Seen& seen) { return seen.job && seen.job->at("spec").value("suspend", false); }
 
@@ -293,8 +295,8 @@ json tolerating() {
 
 // ---- §3.2, §3.6, §4.2 steps 9, 11, 12, 14, 15: the job's one Workload ----------------------
 
-TEST(JobReconcilerTest, TheJobsOneWorkload) {
-  const std::vector<Case> cases = {
+std::vector<Case> theJobsOneWorkloadCases() {
+  return {
       {"a suspended job with a queue name gets its Workload",
        {trainingRun(kSuspended)},
        {{"Normal CreatedWorkload: Created Workload: team-a/"},  // name checked below
@@ -532,8 +534,8 @@ TEST(JobReconcilerTest, TheJobsOneWorkload) {
           EXPECT_EQ(seen.workloads[0]["spec"]["queueName"], "user-queue-new");
         }}},
   };
-  run(cases);
 }
+MKA_TABLE_TEST(JobReconcilerTest, TheJobsOneWorkload, Case, theJobsOneWorkloadCases()) { runCase(testCase()); }
 
 // ---- §4.2 steps 18, 20, 21, §4.3, §4.4: start, stop, eviction -------------------------------
 
@@ -545,8 +547,8 @@ const json kUpdateCheck = {
      {"podSetUpdates",
       {{{"name", "main"}, {"nodeSelector", {{"zone", "a"}}}, {"annotations", {{"provisioned", "yes"}}}}}}}};
 
-TEST(JobReconcilerTest, StartStopAndEviction) {
-  const std::vector<Case> cases = {
+std::vector<Case> startStopAndEvictionCases() {
+  return {
       {"admitted: resumed with the flavor and the checks' podSetUpdates in its template",
        {trainingRun(kSuspended),
         [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(true, kUpdateCheck))}; }},
@@ -746,8 +748,8 @@ TEST(JobReconcilerTest, StartStopAndEviction) {
           EXPECT_EQ(seen.workloads.at(0)["metadata"]["finalizers"], json({"test.dev/hold"}));
         }}},
   };
-  run(cases);
 }
+MKA_TABLE_TEST(JobReconcilerTest, StartStopAndEviction, Case, startStopAndEvictionCases()) { runCase(testCase()); }
 
 // ---- §3.7: prebuilt Workloads (a MultiKueue worker's job copy) ------------------------------
 
@@ -771,8 +773,8 @@ json workloadCopy(const json& job, const json& status = nullptr) {
   return workload;
 }
 
-TEST(JobReconcilerTest, PrebuiltWorkloads) {
-  const std::vector<Case> cases = {
+std::vector<Case> prebuiltWorkloadsCases() {
+  return {
       {"the prebuilt Workload is adopted, and none is created",
        {jobCopy(kSuspended), [](const json& job) { return std::vector<json>{workloadCopy(job)}; }},
        {{},
@@ -854,12 +856,12 @@ TEST(JobReconcilerTest, PrebuiltWorkloads) {
           EXPECT_EQ(seen.workloads.at(0)["metadata"]["ownerReferences"][0]["uid"], "another-uid");
         }}},
   };
-  run(cases);
 }
+MKA_TABLE_TEST(JobReconcilerTest, PrebuiltWorkloads, Case, prebuiltWorkloadsCases()) { runCase(testCase()); }
 
 // ---- §4.2 step 4: managedJobsNamespaceSelector (scenario 46) ---------------------------------
 
-TEST(JobReconcilerTest, NamespaceSelector) {
+std::vector<Case> namespaceSelectorCases() {
   const config::LabelSelector labelled{{{"managed-by-kueue", "true"}}, {}};
   const config::LabelSelector notSystem{
       {}, {{"kubernetes.io/metadata.name", config::LabelSelector::Expression::Operator::NotIn, {"kube-system"}}}};
@@ -870,7 +872,7 @@ TEST(JobReconcilerTest, NamespaceSelector) {
   inside.namespaceLabels = {{"managed-by-kueue", "true"}};
   Given byName{trainingRun(kSuspended)};
   byName.namespaceSelector = notSystem;
-  const std::vector<Case> cases = {
+  return {
       {"a queued, running job in a namespace the selector leaves out is left alone",
        outside,
        {{},
@@ -886,13 +888,13 @@ TEST(JobReconcilerTest, NamespaceSelector) {
        byName,
        {{"Normal CreatedWorkload"}, "", [](const Seen& seen) { EXPECT_EQ(seen.workloads.size(), 1u); }}},
   };
-  run(cases);
 }
+MKA_TABLE_TEST(JobReconcilerTest, NamespaceSelector, Case, namespaceSelectorCases()) { runCase(testCase()); }
 
 // ---- §4.2 step 19: a job whose Workload Kueue deactivated is deleted after the retention
 // (scenario 42) ---------------------------------------------------------------------------------
 
-TEST(JobReconcilerTest, DeactivationRetention) {
+std::vector<Case> deactivationRetentionCases() {
   const auto deactivated = [](const std::string& reason, bool active) {
     return [reason, active](const json& job) {
       json w = ownWorkload(job, evicted(reserved(true), reason, "The workload is deactivated"));
@@ -909,7 +911,7 @@ TEST(JobReconcilerTest, DeactivationRetention) {
   // The Evicted condition's time (see condition()) plus the retention, from the test's clock.
   const auto remaining = *parseRfc3339("2026-11-26T10:00:00Z") + kHundredDays - FakeClock().now();
   const auto kept = [](const Seen& seen) { EXPECT_TRUE(seen.job.has_value()) << "the job is kept"; };
-  const std::vector<Case> cases = {
+  return {
       {"deactivated by Kueue, retention 0: stopped, then deleted",
        given(deactivated("DeactivatedDueToRequeuingLimitExceeded", false), Duration::zero()),
        {{"Normal Stopped: The workload is deactivated",
@@ -930,8 +932,8 @@ TEST(JobReconcilerTest, DeactivationRetention) {
        {trainingRun(kRunning), deactivated("DeactivatedDueToRequeuingLimitExceeded", false)},
        {{"Normal Stopped: The workload is deactivated"}, "", kept}},
   };
-  run(cases);
 }
+MKA_TABLE_TEST(JobReconcilerTest, DeactivationRetention, Case, deactivationRetentionCases()) { runCase(testCase()); }
 
 // ---- §3.3 priority: scenarios 8, 10, 11 --------------------------------------------------
 
@@ -987,8 +989,8 @@ std::function<void(const Seen&)> priorityIs(const std::string& want) {
   };
 }
 
-TEST(JobReconcilerTest, Priority) {
-  const std::vector<Case> cases = {
+std::vector<Case> priorityCases() {
+  return {
       {"a WorkloadPriorityClass label gives its ref and value, over the pod's PriorityClass",
        {.job = trainingRun(withPodPriorityClass("test-pc"), withPriorityLabel("test-wpc")),
         .objects = {workloadPriorityClass("test-wpc", 100), priorityClass("test-pc", 200)}},
@@ -1029,8 +1031,8 @@ TEST(JobReconcilerTest, Priority) {
         .objects = {workloadPriorityClass("test-wpc", 100)}},
        {{}, "", priorityIs("=none")}},
   };
-  run(cases);
 }
+MKA_TABLE_TEST(JobReconcilerTest, WorkloadPriority, Case, priorityCases()) { runCase(testCase()); }
 
 }  // namespace
 }  // namespace mka::integration

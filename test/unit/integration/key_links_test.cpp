@@ -8,19 +8,20 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "support/table_test.h"
 
 namespace mka::integration {
 namespace {
 
 // The two directions of the informer indexes (WorkloadOwners, PrebuiltNames).
-TEST(KeyLinksTest, EachKeyHasOneTargetAndEachTargetItsKeys) {
-  struct Case {
-    std::string name;
-    std::function<void(KeyLinks&)> steps;
-    std::map<std::string, std::vector<std::string>> keysTo;  // target -> keys expected
-    std::size_t links = 0, targets = 0;                      // held afterwards
-  };
-  const std::vector<Case> cases = {
+struct EachKeyHasOneTargetAndEachTargetItsKeysCase {
+  std::string name;
+  std::function<void(KeyLinks&)> steps;
+  std::map<std::string, std::vector<std::string>> keysTo;  // target -> keys expected
+  std::size_t links = 0, targets = 0;                      // held afterwards
+};
+std::vector<EachKeyHasOneTargetAndEachTargetItsKeysCase> eachKeyHasOneTargetAndEachTargetItsKeysCases() {
+  return {
       {"two keys to one target, listed sorted",
        [](KeyLinks& l) {
          l.link("b", "t");
@@ -92,14 +93,15 @@ TEST(KeyLinksTest, EachKeyHasOneTargetAndEachTargetItsKeys) {
        2,
        2},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    KeyLinks links;
-    c.steps(links);
-    for (const auto& [target, keys] : c.keysTo) EXPECT_EQ(links.keysTo(target), keys) << target;
-    EXPECT_EQ(links.links(), c.links);
-    EXPECT_EQ(links.targets(), c.targets);
-  }
+}
+MKA_TABLE_TEST(KeyLinksTest, EachKeyHasOneTargetAndEachTargetItsKeys, EachKeyHasOneTargetAndEachTargetItsKeysCase,
+               eachKeyHasOneTargetAndEachTargetItsKeysCases()) {
+  const EachKeyHasOneTargetAndEachTargetItsKeysCase& c = testCase();
+  KeyLinks links;
+  c.steps(links);
+  for (const auto& [target, keys] : c.keysTo) EXPECT_EQ(links.keysTo(target), keys) << target;
+  EXPECT_EQ(links.links(), c.links);
+  EXPECT_EQ(links.targets(), c.targets);
 }
 
 // Thousands of random links, relinks and unlinks (the tables grow and take elements out by

@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "mka/api/workload_status.h"
 #include "mka/integration/controller.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/kubeconfig.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
 #include "mka/standin/job_controller_standin.h"
@@ -128,7 +128,7 @@ TEST_F(SingleCluster, AnInHouseJobIsQueuedResumedOnceAndFinishedOnceAcrossAResta
       << "resumed once its Workload was admitted: " << job().dump();
   ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; }));
   ASSERT_EQ(workloads().size(), 1u);
-  EXPECT_TRUE(multikueue::isAdmitted(workloads()[0]));
+  EXPECT_TRUE(api::isAdmitted(workloads()[0]));
 
   // The adapter restarts while the job runs: its caches are rebuilt from scratch.
   integration->stop();
@@ -137,10 +137,10 @@ TEST_F(SingleCluster, AnInHouseJobIsQueuedResumedOnceAndFinishedOnceAcrossAResta
   clock.advance(std::chrono::seconds{10});
   ASSERT_TRUE(test::eventually([&] {
     const auto all = workloads();
-    return all.size() == 1 && multikueue::isFinished(all[0]) && !all[0]["metadata"].contains("finalizers");
+    return all.size() == 1 && api::isFinished(all[0]) && !all[0]["metadata"].contains("finalizers");
   })) << workloads().at(0).dump();
   const json workload = workloads().at(0);
-  const auto* finished = multikueue::findCondition(workload, "Finished");
+  const auto* finished = api::findCondition(workload, "Finished");
   ASSERT_NE(finished, nullptr);
   EXPECT_EQ(finished->value("reason", ""), "Succeeded");
   EXPECT_EQ(finished->value("message", ""), "the training run completed");
@@ -170,13 +170,13 @@ TEST_F(SingleCluster, AnEvictedInHouseJobStopsIsRestoredAndRunsAgainWithItsFlavo
   kueue.evict("team-a", wlName);
   ASSERT_TRUE(test::eventually([&] {
     const auto all = workloads();
-    return runner.running() == 0 && !multikueue::hasQuotaReservation(all.at(0));
+    return runner.running() == 0 && !api::hasQuotaReservation(all.at(0));
   })) << workloads().at(0).dump();
   EXPECT_TRUE(job()["spec"].value("suspend", false));
   EXPECT_FALSE(job().contains(nodeSelector)) << "the pod template as the user wrote it: " << job().dump();
   const json evicted = workloads().at(0);
   EXPECT_FALSE(evicted["status"].contains("admission"));
-  const auto* requeued = multikueue::findCondition(evicted, "Requeued");
+  const auto* requeued = api::findCondition(evicted, "Requeued");
   ASSERT_NE(requeued, nullptr) << evicted.dump();
   EXPECT_EQ(requeued->value("status", ""), "True");
   EXPECT_EQ(requeued->value("reason", ""), "Preempted");
@@ -191,7 +191,7 @@ TEST_F(SingleCluster, AnEvictedInHouseJobStopsIsRestoredAndRunsAgainWithItsFlavo
   clock.advance(std::chrono::seconds{10});
   ASSERT_TRUE(test::eventually([&] {
     const auto all = workloads();
-    return all.size() == 1 && multikueue::isFinished(all[0]) && !all[0]["metadata"].contains("finalizers");
+    return all.size() == 1 && api::isFinished(all[0]) && !all[0]["metadata"].contains("finalizers");
   })) << workloads().at(0).dump();
   EXPECT_EQ(runner.starts("team-a/train"), 2) << "run, evicted, run again";
   EXPECT_EQ(workloads().size(), 1u) << "one Workload throughout";
@@ -239,7 +239,7 @@ TEST_F(SingleCluster, AWorkflowRunsWithItsFlavorInTheWorkflowWideNodeSelector) {
 }
 
 // Counts the reconciles that failed (and wait for a backoff on the test's clock).
-class FailedReconciles final : public multikueue::ControllerObserver {
+class FailedReconciles final : public controller::ControllerObserver {
  public:
   void reconciled(const std::string&, const std::string& result, double) override {
     if (result == "error") ++errors;
@@ -303,7 +303,7 @@ TEST_F(SingleCluster, BadInputWarnsNamesTheFieldAndOtherJobsGoOn) {
   clock.advance(std::chrono::seconds{10});
   ASSERT_TRUE(test::eventually([&] {
     const auto all = workloads();
-    return all.size() == 1 && multikueue::isFinished(all[0]);
+    return all.size() == 1 && api::isFinished(all[0]);
   })) << "one Workload, the good job's, finished";
 
   struct Case {

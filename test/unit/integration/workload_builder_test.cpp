@@ -7,6 +7,7 @@
 #include "mka/common/clock.h"
 #include "mka/sandbox/cluster_api.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 
 namespace mka::integration {
 namespace {

@@ -10,9 +10,12 @@
 #include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
+#include "support/table_test.h"
 #include "support/thrown.h"
 
 namespace mka::multikueue {
+
+using controller::Result;
 namespace {
 
 using nlohmann::json;
@@ -66,13 +69,13 @@ class AdmissionCheckReconcilerTest : public fixture::MultiKueueSandbox {
   std::unique_ptr<AdmissionCheckReconciler> reconciler;
 };
 
-TEST_F(AdmissionCheckReconcilerTest, ActiveFollowsTheStateOfTheConfigsClusters) {
-  struct Case {
-    std::string name;
-    std::vector<std::string> clusters;
-    std::string status, reason, message;
-  };
-  const std::vector<Case> cases = {
+struct ActiveCase {
+  std::string name;
+  std::vector<std::string> clusters;
+  std::string status, reason, message;
+};
+std::vector<ActiveCase> activeCases() {
+  return {
       {"all-usable", {"worker1"}, "True", "Active", "The admission check is active"},
       {"some-usable",
        {"worker1", "worker2", "ghost"},
@@ -87,27 +90,27 @@ TEST_F(AdmissionCheckReconcilerTest, ActiveFollowsTheStateOfTheConfigsClusters) 
       {"only-missing", {"ghost", "phantom"}, "False", "NoUsableClusters", "Missing clusters: [ghost phantom]"},
       {"only-inactive", {"worker1", "worker2"}, "True", "SomeActiveClusters", "Inactive clusters: [worker2]"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    createConfig(c.name, c.clusters);
-    createCheck(c.name, parameters(c.name));
-    EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
-    const auto active = checkActive(c.name);
-    EXPECT_EQ(active["status"], c.status);
-    EXPECT_EQ(active["reason"], c.reason);
-    EXPECT_EQ(active["message"], c.message);
-    EXPECT_EQ(active["observedGeneration"], check(c.name)["metadata"]["generation"]);
-    EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
-  }
+}
+MKA_TABLE_TEST_F(AdmissionCheckReconcilerTest, ActiveFollowsTheStateOfTheConfigsClusters, ActiveCase, activeCases()) {
+  const auto& c = testCase();
+  createConfig(c.name, c.clusters);
+  createCheck(c.name, parameters(c.name));
+  EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
+  const auto active = checkActive(c.name);
+  EXPECT_EQ(active["status"], c.status);
+  EXPECT_EQ(active["reason"], c.reason);
+  EXPECT_EQ(active["message"], c.message);
+  EXPECT_EQ(active["observedGeneration"], check(c.name)["metadata"]["generation"]);
+  EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
 }
 
-TEST_F(AdmissionCheckReconcilerTest, BadParametersAndAMissingConfigAreBadConfig) {
-  struct Case {
-    std::string name;
-    json params;
-    std::string error;
-  };
-  const std::vector<Case> cases = {
+struct BadConfigCase {
+  std::string name;
+  json params;
+  std::string error;
+};
+std::vector<BadConfigCase> badConfigCases() {
+  return {
       {"no-parameters", nullptr, "missing parameters reference"},
       {"wrong-group", parameters("c", "example.dev"),
        "wrong group \"example.dev\", expecting \"kueue.x-k8s.io\": bad parameters reference"},
@@ -115,23 +118,30 @@ TEST_F(AdmissionCheckReconcilerTest, BadParametersAndAMissingConfigAreBadConfig)
        "wrong kind \"ConfigMap\", expecting \"MultiKueueConfig\": bad parameters reference"},
       {"missing-config", parameters("gone"), "multikueueconfigs.kueue.x-k8s.io \"gone\" not found"},
   };
+}
+
+TEST_F(AdmissionCheckReconcilerTest, AnEmptyConfigNameIsBadParametersAndRefusedByTheApiServer) {
   // An empty name is Kueue's error too, but kube-apiserver refuses such a check before any
   // controller sees it (the CRD's minLength and pattern on spec.parameters.name).
   EXPECT_EQ(multiKueueConfigOf({{"spec", {{"parameters", parameters("")}}}}).error,
             "empty name: bad parameters reference");
   EXPECT_THAT(test::messageOf<sandbox::ApiError>([&] { createCheck("empty-name", parameters("")); }),
               ::testing::HasSubstr("spec.parameters.name in body should be at least 1 chars long"));
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    createCheck(c.name, c.params);
-    EXPECT_EQ(multiKueueConfigOf(check(c.name)).error, c.name == "missing-config" ? "" : c.error);
-    EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
-    const auto active = checkActive(c.name);
-    EXPECT_EQ(active["status"], "False");
-    EXPECT_EQ(active["reason"], "BadConfig");
-    EXPECT_EQ(active["message"], "Cannot load the AdmissionChecks parameters: " + c.error);
+}
+
+MKA_TABLE_TEST_F(AdmissionCheckReconcilerTest, BadParametersAndAMissingConfigAreBadConfig, BadConfigCase,
+                 badConfigCases()) {
+  const auto& c = testCase();
+  createCheck(c.name, c.params);
+  EXPECT_EQ(multiKueueConfigOf(check(c.name)).error, c.name == "missing-config" ? "" : c.error);
+  EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
+  const auto active = checkActive(c.name);
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "BadConfig");
+  EXPECT_EQ(active["message"], "Cannot load the AdmissionChecks parameters: " + c.error);
+  if (c.name == "missing-config") {
+    EXPECT_EQ(multiKueueConfigOf(check("missing-config")).name, "gone");
   }
-  EXPECT_EQ(multiKueueConfigOf(check("missing-config")).name, "gone");
 }
 
 TEST_F(AdmissionCheckReconcilerTest, ChecksOfOtherControllersAndMissingChecksAreLeftAlone) {

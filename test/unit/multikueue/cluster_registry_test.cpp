@@ -22,6 +22,8 @@
 #include "support/thrown.h"
 
 namespace mka::multikueue {
+
+using controller::Result;
 namespace {
 
 namespace fs = std::filesystem;
@@ -317,7 +319,7 @@ TEST_F(ClusterRegistryTest, RemoteEventsMapToTheManagersWorkloads) {
   EXPECT_TRUE(namesOf([&](auto v) { remote->forEachJob({"batch", "v1", "Job"}, v); }).empty());
 
   // Writes go through the worker's client; deletions are events too.
-  remote->client().remove(kWorkloadGvk, "team", "wl1");
+  remote->client().remove(api::kWorkloadGvk, "team", "wl1");
   EXPECT_TRUE(test::eventually([&] { return recorder.events("worker1", "team/wl1") == 2; }));
 }
 

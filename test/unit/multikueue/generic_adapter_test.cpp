@@ -64,12 +64,13 @@ TEST(GenericAdapter, RemoteJobRemovesALabelMarkerAndSkipsTheLabelForLongNames) {
   const auto& labels = copy["metadata"]["labels"];
   EXPECT_FALSE(labels.contains("workflows.argoproj.io/controller-instanceid")) << "the worker's Argo must run it";
   EXPECT_EQ(labels["kueue.x-k8s.io/multikueue-origin"], "origin-a");
-  EXPECT_FALSE(labels.contains(std::string(kPrebuiltWorkloadNameKey))) << "more than 63 characters: annotation only";
-  EXPECT_EQ(copy["metadata"]["annotations"][std::string(kPrebuiltWorkloadNameKey)], longName);
+  EXPECT_FALSE(labels.contains(std::string(api::kPrebuiltWorkloadNameKey)))
+      << "more than 63 characters: annotation only";
+  EXPECT_EQ(copy["metadata"]["annotations"][std::string(api::kPrebuiltWorkloadNameKey)], longName);
   EXPECT_EQ(prebuiltWorkloadName(copy), longName);
 
   auto annotationOnly = remoteJob(wf, workflows(), "short", "origin-a", PrebuiltLink::Annotation);
-  EXPECT_FALSE(annotationOnly["metadata"]["labels"].contains(std::string(kPrebuiltWorkloadNameKey)));
+  EXPECT_FALSE(annotationOnly["metadata"]["labels"].contains(std::string(api::kPrebuiltWorkloadNameKey)));
 }
 
 TEST(GenericAdapter, RemoteWorkloadDropsTheJobUidAndAddsTheOrigin) {

@@ -16,16 +16,20 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/common/base64.h"
+#include "mka/controller/event_recorder.h"
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/cluster_registry.h"
-#include "mka/multikueue/events.h"
 #include "mka/multikueue/generic_adapter.h"
-#include "mka/multikueue/object_reader.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 
 namespace mka::multikueue::fixture {
+
+using controller::ClientReader;
+using controller::EventRecorder;
+using controller::Result;
 
 using nlohmann::json;
 

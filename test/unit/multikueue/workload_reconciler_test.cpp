@@ -15,15 +15,25 @@
 #include <string>
 #include <vector>
 
+#include "mka/api/workload_status.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/generic_adapter.h"
-#include "mka/multikueue/workload_status.h"
 #include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 #include "support/recording_events.h"
+#include "support/table_test.h"
 
 namespace mka::multikueue {
+
+using api::clusterName;
+using api::findCheckState;
+using api::findCondition;
+using api::isFinished;
+using api::nominatedClusters;
+using controller::CacheReader;
+using controller::ClientReader;
+using controller::Result;
 namespace {
 
 using nlohmann::json;
@@ -61,7 +71,7 @@ json managerWorkload() {
       {"metadata",
        {{"name", "wl"},
         {"namespace", "default"},
-        {"labels", {{std::string(kJobUidLabel), "uid-job"}}},
+        {"labels", {{std::string(api::kJobUidLabel), "uid-job"}}},
         {"ownerReferences", json::array({ownerReference("tekton.dev/v1", "PipelineRun", "job")})}}},
       {"spec",
        {{"queueName", "lq"},
@@ -259,9 +269,9 @@ class World {
     reconciler_ = std::make_unique<WorkloadReconciler>(*managerClient_, caches_, *registry_, *events_, clock_, options,
                                                        &observer_);
     if (given.deletedBeforeReconcile) {
-      reconciler_->rememberDeleted(*caches_.workloads->get(kKey));
+      reconciler_->rememberDeleted(*workloads_->get(kKey));
       manager_->api().remove(fixture::named(kWorkloads, "wl"));
-      EXPECT_TRUE(test::eventually([&] { return !caches_.workloads->get(kKey).has_value(); }));
+      EXPECT_TRUE(test::eventually([&] { return !workloads_->get(kKey).has_value(); }));
     }
   }
 
@@ -313,12 +323,13 @@ class World {
   void startCaches() {
     const auto add = [&](const api::GroupVersionKind& gvk) {
       informers_.push_back(std::make_unique<kube::Informer>(*managerClient_, gvk));
+      caches_.add(*informers_.back());
       return informers_.back().get();
     };
-    caches_.workloads = add(kWorkloadGvk);
-    caches_.admissionChecks = add(kAdmissionCheckGvk);
-    caches_.configs = add(kMultiKueueConfigGvk);
-    caches_.jobs[fixture::kPipelineRun] = add(fixture::kPipelineRun);
+    workloads_ = add(api::kWorkloadGvk);
+    add(api::kAdmissionCheckGvk);
+    add(api::kMultiKueueConfigGvk);
+    add(fixture::kPipelineRun);
     for (auto& informer : informers_) informer->start();
     for (auto& informer : informers_) EXPECT_TRUE(informer->waitForSync(std::chrono::seconds{30}));
   }
@@ -356,7 +367,8 @@ class World {
   std::unique_ptr<kube::Client> managerClient_;
   std::unique_ptr<ClientReader> objects_;
   std::vector<std::unique_ptr<kube::Informer>> informers_;
-  ManagerCaches caches_;
+  kube::Informer* workloads_ = nullptr;
+  CacheReader caches_;
   std::unique_ptr<ClusterRegistry> registry_;
   std::unique_ptr<RecordingEvents> events_;
   CountingObserver observer_;
@@ -380,7 +392,7 @@ void verify(World& world, const Expected& want) {
     }
     EXPECT_EQ(clusterName(*workload), want.clusterName);
     EXPECT_EQ(nominatedClusters(*workload), want.nominated);
-    const auto* finished = findCondition(*workload, condition::kFinished);
+    const auto* finished = findCondition(*workload, api::condition::kFinished);
     if (want.finishedReason.empty()) {
       EXPECT_FALSE(isFinished(*workload));
     } else {
@@ -404,35 +416,32 @@ void verify(World& world, const Expected& want) {
   if (!want.deactivationTargetOn.empty()) {
     const auto copy = world.workerObject(want.deactivationTargetOn, kWorkloads);
     ASSERT_TRUE(copy.has_value());
-    const auto* c = findCondition(*copy, condition::kDeactivationTarget);
+    const auto* c = findCondition(*copy, api::condition::kDeactivationTarget);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->value("status", ""), "True");
     EXPECT_EQ(c->value("reason", ""), kReasonEvictedOnManagerCluster);
   }
 }
 
-void run(const std::vector<Case>& cases) {
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    World world(c.given);
-    if (::testing::Test::HasFatalFailure()) return;
-    std::optional<Result> result;
-    std::string error;
-    try {
-      result = world.reconciler().reconcile(kKey);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    if (c.expected.error.empty()) {
-      EXPECT_EQ(error, "");
-      if (result) {
-        EXPECT_EQ(result->requeueAfter.count(), c.expected.result.requeueAfter.count());
-      }
-    } else {
-      EXPECT_THAT(error, HasSubstr(c.expected.error));
-    }
-    verify(world, c.expected);
+void runCase(const Case& c) {
+  World world(c.given);
+  if (::testing::Test::HasFatalFailure()) return;
+  std::optional<Result> result;
+  std::string error;
+  try {
+    result = world.reconciler().reconcile(kKey);
+  } catch (const std::exception& e) {
+    error = e.what();
   }
+  if (c.expected.error.empty()) {
+    EXPECT_EQ(error, "");
+    if (result) {
+      EXPECT_EQ(result->requeueAfter.count(), c.expected.result.requeueAfter.count());
+    }
+  } else {
+    EXPECT_THAT(error, HasSubstr(c.expected.error));
+  }
+  verify(world, c.expected);
 }
 
 const std::string kWhen = "2026-11-26T10:01:00Z";
@@ -441,7 +450,7 @@ const std::string kAdmittedMessage = "The workload was admitted on \"worker1\"";
 
 // ---- §2.1 and §2.2: which Workloads, which adapter, which owner ----------------------------
 
-TEST(WorkloadReconcilerTest, EntryAndAdapterSelection) {
+std::vector<Case> entryAndAdapterSelectionCases() {
   std::vector<Case> cases;
   {
     Case c{"no Workload, none remembered: nothing to do", {}, {}};
@@ -520,12 +529,15 @@ TEST(WorkloadReconcilerTest, EntryAndAdapterSelection) {
     c.expected.error = "cannot load its MultiKueueConfig: missing parameters reference";
     cases.push_back(c);
   }
-  run(cases);
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, EntryAndAdapterSelection, Case, entryAndAdapterSelectionCases()) {
+  runCase(testCase());
 }
 
 // ---- §2.1 step 6 and §2.3 (2): nothing stays on the workers unless the Workload runs --------
 
-TEST(WorkloadReconcilerTest, CleanupWhenDeletedOrNotRunning) {
+std::vector<Case> cleanupWhenDeletedOrNotRunningCases() {
   std::vector<Case> cases;
   const auto withCopies = [](Case c) {
     c.given.remoteWorkloads = {{"worker1", remoteCopy()}, {"worker2", remoteCopy()}};
@@ -583,12 +595,15 @@ TEST(WorkloadReconcilerTest, CleanupWhenDeletedOrNotRunning) {
     c.expected.result = Result::after(minutes{15});
     cases.push_back(c);
   }
-  run(cases);
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, CleanupWhenDeletedOrNotRunning, Case, cleanupWhenDeletedOrNotRunningCases()) {
+  runCase(testCase());
 }
 
 // ---- §2.3 (3) and (4): a worker finished or evicted its copy --------------------------------
 
-TEST(WorkloadReconcilerTest, RemoteFinishedOrEvicted) {
+std::vector<Case> remoteFinishedOrEvictedCases() {
   std::vector<Case> cases;
   const auto running = withClusterName(withCheck(managerWorkload(), "Ready", kAdmittedMessage), "worker1");
   {
@@ -670,12 +685,15 @@ TEST(WorkloadReconcilerTest, RemoteFinishedOrEvicted) {
     c.expected.dispatched = {"cq/worker2"};
     cases.push_back(c);
   }
-  run(cases);
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, RemoteFinishedOrEvicted, Case, remoteFinishedOrEvictedCases()) {
+  runCase(testCase());
 }
 
 // ---- §2.3 (5) and (6): out-of-sync copies, the winner, lost winners --------------------------
 
-TEST(WorkloadReconcilerTest, OutOfSyncCopiesAndTheWinner) {
+std::vector<Case> outOfSyncCopiesAndTheWinnerCases() {
   std::vector<Case> cases;
   const auto ready = withClusterName(withCheck(managerWorkload(), "Ready", kAdmittedMessage), "worker1");
   {
@@ -812,12 +830,15 @@ TEST(WorkloadReconcilerTest, OutOfSyncCopiesAndTheWinner) {
     c.expected.clusterName = "worker1";
     cases.push_back(c);
   }
-  run(cases);
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, OutOfSyncCopiesAndTheWinner, Case, outOfSyncCopiesAndTheWinnerCases()) {
+  runCase(testCase());
 }
 
 // ---- the MultiKueueConfig's workers change (docs/worker-sets.md) ----------------------------
 
-TEST(WorkloadReconcilerTest, WorkersTheConfigDropped) {
+std::vector<Case> workersTheConfigDroppedCases() {
   std::vector<Case> cases;
   const auto readyOn2 =
       withClusterName(withCheck(managerWorkload(), "Ready", "The workload was admitted on \"worker2\""), "worker2");
@@ -905,12 +926,15 @@ TEST(WorkloadReconcilerTest, WorkersTheConfigDropped) {
     c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
     cases.push_back(c);
   }
-  run(cases);
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, WorkersTheConfigDropped, Case, workersTheConfigDroppedCases()) {
+  runCase(testCase());
 }
 
 // ---- §2.3 (8), (9) and §2.14: nomination and copies ----------------------------------------
 
-TEST(WorkloadReconcilerTest, NominationAndDispatch) {
+std::vector<Case> nominationAndDispatchCases() {
   std::vector<Case> cases;
   {
     Case c{"Pending, AllAtOnce: a copy on every reachable worker, all nominated", {}, {}};
@@ -1004,7 +1028,10 @@ TEST(WorkloadReconcilerTest, NominationAndDispatch) {
     c.expected.dispatched = {"cq/worker1"};
     cases.push_back(c);
   }
-  run(cases);
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, NominationAndDispatch, Case, nominationAndDispatchCases()) {
+  runCase(testCase());
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/controller/object_reader.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
-#include "mka/multikueue/object_reader.h"
 #include "mka/placement/api.h"
 #include "mka/placement/workload_check_reconciler.h"
 #include "mka/sandbox/sandbox.h"
@@ -63,7 +63,7 @@ class PlacementSandbox : public ::testing::Test {
     fast.maxRetries = 0;
     client = std::make_unique<kube::Client>(
         std::make_shared<kube::RestClient>(kube::restConfigFor(kube::Kubeconfig::parse(manager.kubeconfig())), fast));
-    reader = std::make_unique<multikueue::ClientReader>(*client);
+    reader = std::make_unique<controller::ClientReader>(*client);
   }
 
   PlacementCheckReconciler reconciler(bool profiles = false) {
@@ -154,7 +154,7 @@ class PlacementSandbox : public ::testing::Test {
   sandbox::Sandbox sandbox;
   sandbox::Cluster& manager;
   std::unique_ptr<kube::Client> client;
-  std::unique_ptr<multikueue::ClientReader> reader;
+  std::unique_ptr<controller::ClientReader> reader;
 };
 
 // Every Active reason OCM's controller writes that the sandbox can bring about, one case each.

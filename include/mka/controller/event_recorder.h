@@ -25,7 +25,7 @@
 #include "mka/common/clock.h"
 #include "mka/kube/client.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 class EventRecorder {
  public:
@@ -59,4 +59,4 @@ class EventRecorder {
   std::unordered_map<Digest, Written, DigestHash> written_;
 };
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller

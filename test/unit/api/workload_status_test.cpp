@@ -1,8 +1,8 @@
-#include "mka/multikueue/workload_status.h"
+#include "mka/api/workload_status.h"
 
 #include <gtest/gtest.h>
 
-namespace mka::multikueue {
+namespace mka::api {
 namespace {
 
 using nlohmann::json;
@@ -115,4 +115,4 @@ TEST(Rfc3339Test, RoundTripsAndAcceptsFractionsAndOffsets) {
 }
 
 }  // namespace
-}  // namespace mka::multikueue
+}  // namespace mka::api

@@ -1,5 +1,5 @@
 // The event recorder against a sandbox cluster: what `kubectl get events` shows after repeats.
-#include "mka/multikueue/events.h"
+#include "mka/controller/event_recorder.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 namespace {
 
 using nlohmann::json;
@@ -70,4 +70,4 @@ TEST_F(EventRecorderTest, ARepeatOfAnEventThatIsGoneWritesANewOne) {
 }
 
 }  // namespace
-}  // namespace mka::multikueue
+}  // namespace mka::controller

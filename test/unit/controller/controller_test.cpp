@@ -1,4 +1,4 @@
-#include "mka/multikueue/controller.h"
+#include "mka/controller/controller.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include "support/eventually.h"
 #include "support/reconcile_counts.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 namespace {
 
 using namespace std::chrono_literals;
@@ -152,4 +152,4 @@ TEST(ControllerTest, StopLetsTheKeyInProgressFinish) {
 }
 
 }  // namespace
-}  // namespace mka::multikueue
+}  // namespace mka::controller

@@ -21,7 +21,7 @@
 #include "mka/kube/rate_limiter.h"
 #include "mka/kube/work_queue.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 struct Result {
   std::chrono::nanoseconds requeueAfter{0};  // 0: done until an event brings the key back
@@ -96,4 +96,4 @@ class Controller {
   bool started_ = false;
 };
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller

@@ -1,10 +1,10 @@
-#include "mka/multikueue/object_reader.h"
+#include "mka/controller/object_reader.h"
 
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/kube/api_error.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 using nlohmann::json;
 
@@ -28,6 +28,14 @@ std::vector<json> CacheReader::list(const api::GroupVersionKind& gvk, const std:
   return out;
 }
 
+void CacheReader::forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
+                          const std::function<void(const json& object)>& visit,
+                          const std::function<bool(const std::string& key)>& wanted) const {
+  const std::string prefix = namespace_.empty() ? "" : namespace_ + "/";
+  cache(gvk).forEach(visit,
+                     [&](const std::string& key) { return key.starts_with(prefix) && (!wanted || wanted(key)); });
+}
+
 std::optional<json> ClientReader::get(const api::GroupVersionKind& gvk, const std::string& namespace_,
                                       const std::string& name) const {
   try {
@@ -42,4 +50,11 @@ std::vector<json> ClientReader::list(const api::GroupVersionKind& gvk, const std
   return client_.listAll(gvk, namespace_);
 }
 
-}  // namespace mka::multikueue
+void ClientReader::forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
+                           const std::function<void(const json& object)>& visit,
+                           const std::function<bool(const std::string& key)>& wanted) const {
+  for (const auto& object : list(gvk, namespace_))
+    if (!wanted || wanted(kube::Informer::keyOf(object))) visit(object);
+}
+
+}  // namespace mka::controller

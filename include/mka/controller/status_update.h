@@ -1,10 +1,8 @@
 #pragma once
-// Status conditions the way apimeta.SetStatusCondition writes them (KUEUE-MULTIKUEUE.md §1.4):
-// a condition is rewritten only when its status, reason or message change; lastTransitionTime
-// moves only when the status changes; observedGeneration is the object's generation. And the
-// one optimistic-concurrency status write every MultiKueue reconciler uses.
+// The one optimistic-concurrency status write every reconciler uses, and a condition written
+// through it (the condition's rules are api::setCondition's, mka/api/conditions.h).
 //
-// Threads: pure functions, and a write on the caller's thread.
+// Threads: each write on the caller's thread.
 
 #include <functional>
 #include <optional>
@@ -13,25 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/conditions.h"
 #include "mka/api/gvk.h"
 #include "mka/common/clock.h"
 #include "mka/kube/api_error.h"
 #include "mka/kube/client.h"
-#include "mka/multikueue/workload_status.h"  // findCondition
 
-namespace mka::multikueue {
-
-struct Condition {
-  std::string type;
-  std::string status;  // "True" | "False"
-  std::string reason;
-  std::string message;
-  bool operator==(const Condition&) const = default;
-};
-
-// Sets `condition` in object.status.conditions; false (object untouched) when a condition of
-// that type already has this status, reason and message.
-bool setCondition(nlohmann::json& object, const Condition& condition, Clock::TimePoint now);
+namespace mka::controller {
 
 // Read-modify-write of an object's status subresource with optimistic concurrency. `current`
 // is the object as last read (a cache copy saves a GET); `mutate` changes it and returns false
@@ -45,11 +31,11 @@ std::optional<nlohmann::json> updateStatus(kube::Client& client, const nlohmann:
 
 // Writes `condition` on `current`'s object when it differs from what is stored (updateStatus).
 // Returns whether it wrote.
-bool writeCondition(kube::Client& client, const nlohmann::json& current, const Condition& condition,
+bool writeCondition(kube::Client& client, const nlohmann::json& current, const api::Condition& condition,
                     const Clock& clock);
 
 // An API error as Kueue's messages show it: the server's message (`multikueueconfigs.kueue.x-k8s.io
 // "c1" not found`), without the request our ApiError::what() also names.
 std::string apiErrorMessage(const kube::ApiError& error);
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller

@@ -1,4 +1,4 @@
-#include "mka/multikueue/events.h"
+#include "mka/controller/event_recorder.h"
 
 #include <cstring>
 #include <optional>
@@ -6,13 +6,13 @@
 
 #include <openssl/evp.h>
 
+#include "mka/api/conditions.h"
+#include "mka/api/kinds.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/kube/api_error.h"
-#include "mka/multikueue/api.h"
-#include "mka/multikueue/workload_status.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 using nlohmann::json;
 
@@ -51,7 +51,7 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
   };
   const std::uint64_t suffix = random();
   const auto now = toRfc3339(clock_.now());
-  const std::string truncated = truncateMessage(message, 1024);
+  const std::string truncated = api::truncateMessage(message, 1024);
   std::string key = json_fields::stringMember(meta, "uid");
   if (key.empty()) key = ns + "/" + name;
   key.append(1, '\0').append(type).append(1, '\0').append(reason).append(1, '\0').append(truncated);
@@ -115,4 +115,4 @@ void EventRecorder::record(const json& object, std::string_view type, std::strin
   }
 }
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller

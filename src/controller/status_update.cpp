@@ -1,23 +1,12 @@
-#include "mka/multikueue/conditions.h"
+#include "mka/controller/status_update.h"
 
 #include "mka/common/clock.h"
 #include "mka/common/json_fields.h"
 #include "mka/kube/api_error.h"
-#include "mka/multikueue/workload_status.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 using nlohmann::json;
-
-bool setCondition(json& object, const Condition& condition, Clock::TimePoint now) {
-  // Kueue rewrites a condition only when status, reason or message change (§1.4).
-  if (const auto* existing = findCondition(object, condition.type);
-      existing && existing->value("status", "") == condition.status &&
-      existing->value("reason", "") == condition.reason && existing->value("message", "") == condition.message) {
-    return false;
-  }
-  return setCondition(object, condition.type, condition.status == "True", condition.reason, condition.message, now);
-}
 
 std::string apiErrorMessage(const kube::ApiError& error) {
   const auto& status = error.status();
@@ -50,9 +39,9 @@ std::optional<json> updateStatus(kube::Client& client, const json& current, cons
   }
 }
 
-bool writeCondition(kube::Client& client, const json& current, const Condition& condition, const Clock& clock) {
-  return updateStatus(client, current, [&](json& object) { return setCondition(object, condition, clock.now()); })
+bool writeCondition(kube::Client& client, const json& current, const api::Condition& condition, const Clock& clock) {
+  return updateStatus(client, current, [&](json& object) { return api::setCondition(object, condition, clock.now()); })
       .has_value();
 }
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller

@@ -1,12 +1,14 @@
 #pragma once
-// Where the MultiKueue reconcilers read the manager's objects. In the dispatch loop that is the
-// informer caches (CacheReader): every reconcile runs after the caches have synced, and the
-// informers' events bring a key back whenever what it read changes, so a cache that lags only
-// delays a decision. A reconciler run on its own, without the dispatch loop's informers (its
-// unit tests), reads the API server (ClientReader). Writes always go through a kube::Client.
+// Where every reconciler reads the cluster's objects. In a running controller that is the
+// informer caches (CacheReader, from controller::Manager::reader()): every reconcile runs after
+// the caches have synced, and the informers' events bring a key back whenever what it read
+// changes, so a cache that lags only delays a decision. A reconciler run on its own, without
+// informers (a unit test), reads the API server (ClientReader). Writes always go through a
+// kube::Client.
 //
 // Threads: both are safe to call from any thread (informer caches and clients are).
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,7 +20,7 @@
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 class ObjectReader {
  public:
@@ -28,6 +30,12 @@ class ObjectReader {
                                             const std::string& name) const = 0;
   // Every object of the kind (in `namespace_` for namespaced kinds, all with "").
   virtual std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const = 0;
+  // The objects list() returns, visited one at a time without holding them all. `wanted`, when
+  // given, is asked about each key ("namespace/name", or the name) first: a cache skips the
+  // objects it declines without decoding them.
+  virtual void forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
+                       const std::function<void(const nlohmann::json& object)>& visit,
+                       const std::function<bool(const std::string& key)>& wanted = nullptr) const = 0;
 };
 
 // Reads informer caches, one per kind (borrowed; started and synced by the owner). Reading a
@@ -38,6 +46,9 @@ class CacheReader final : public ObjectReader {
   std::optional<nlohmann::json> get(const api::GroupVersionKind& gvk, const std::string& namespace_,
                                     const std::string& name) const override;
   std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const override;
+  void forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
+               const std::function<void(const nlohmann::json& object)>& visit,
+               const std::function<bool(const std::string& key)>& wanted = nullptr) const override;
 
  private:
   const kube::Informer& cache(const api::GroupVersionKind& gvk) const;
@@ -51,9 +62,12 @@ class ClientReader final : public ObjectReader {
   std::optional<nlohmann::json> get(const api::GroupVersionKind& gvk, const std::string& namespace_,
                                     const std::string& name) const override;
   std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const override;
+  void forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
+               const std::function<void(const nlohmann::json& object)>& visit,
+               const std::function<bool(const std::string& key)>& wanted = nullptr) const override;
 
  private:
   kube::Client& client_;
 };
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller

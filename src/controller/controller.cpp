@@ -1,4 +1,4 @@
-#include "mka/multikueue/controller.h"
+#include "mka/controller/controller.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,7 +9,7 @@
 #include "mka/common/thread_name.h"
 #include "mka/kube/api_error.h"
 
-namespace mka::multikueue {
+namespace mka::controller {
 
 Result Result::sooner(Result a, Result b) {
   if (a.requeueAfter <= std::chrono::nanoseconds::zero()) return b;
@@ -107,4 +107,4 @@ void Controller::work() {
   }
 }
 
-}  // namespace mka::multikueue
+}  // namespace mka::controller
