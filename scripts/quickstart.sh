@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF >/dev/null
+# The full build: `demo` needs the sandbox and the stand-ins (the image's build leaves them out).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMKA_WITH_SANDBOX=ON -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF >/dev/null
 ninja -C build multikueue-adapter
 exec ./build/multikueue-adapter demo "$@"

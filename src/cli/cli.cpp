@@ -13,18 +13,28 @@
 #include "mka/app/validate_config.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
-#include "mka/demo/demo_command.h"
-#include "mka/demo/sandbox_command.h"
 #include "mka/deploy/manifests.h"
 #include "mka/observability/logging.h"
 #include "mka/version.h"
+
+// CMakeLists.txt sets it on mka_cli: 1 with the sandbox, the stand-ins and the demo built in
+// (the default), 0 without them (-DMKA_WITH_SANDBOX=OFF, the image's binary).
+#ifndef MKA_WITH_SANDBOX
+#error "MKA_WITH_SANDBOX is not defined: CMakeLists.txt sets it on mka_cli"
+#endif
+#if MKA_WITH_SANDBOX
+#include "mka/demo/demo_command.h"
+#include "mka/demo/sandbox_command.h"
+#endif
 
 namespace mka::cli {
 namespace {
 
 using app::ServeOptions;
+#if MKA_WITH_SANDBOX
 using demo::DemoOptions;
 using demo::SandboxCommandOptions;
+#endif
 
 const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version",    "sandbox",
                                                "demo",  "manifests",       "add-worker", "remove-worker"};
@@ -43,6 +53,24 @@ std::vector<std::string> withDefaultSubcommand(int argc, char** argv) {
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   return args;
 }
+
+#if !MKA_WITH_SANDBOX
+// A command this binary was built without: listed in --help as such, and whatever its arguments,
+// it says so and exits 2 (instead of a usage error about an option it would have had).
+CLI::App* notBuiltIn(CLI::App& app, const std::string& name) {
+  auto* cmd = app.add_subcommand(name, "Not built into this binary (built with -DMKA_WITH_SANDBOX=OFF)");
+  cmd->allow_extras();
+  cmd->fallthrough(false);
+  return cmd;
+}
+
+int notBuiltInCommand(const std::string& name) {
+  std::cerr << "multikueue-adapter: the " << name
+            << " command is not built into this binary (built with -DMKA_WITH_SANDBOX=OFF); build with "
+               "scripts/quickstart.sh or -DMKA_WITH_SANDBOX=ON\n";
+  return 2;
+}
+#endif
 
 }  // namespace
 
@@ -143,6 +171,7 @@ int run(int argc, char** argv) {
                          "CA injection annotations");
   manifestsCmd->add_option("--image", manifestsOptions.image, "The adapter's container image")->capture_default_str();
 
+#if MKA_WITH_SANDBOX
   SandboxCommandOptions sandboxOptions;
   std::string sandboxClusters = "manager,worker1,worker2";
   auto* sandboxCmd = app.add_subcommand(
@@ -197,6 +226,10 @@ int run(int argc, char** argv) {
   demoCmd->add_option("--run-seconds", demoRunSeconds, "How long each job runs on its worker")->capture_default_str();
   demoCmd->add_option("--samples", demoOptions.samples, "The manifests/samples directory (default: found from here)");
   demoCmd->add_option("--crds", demoOptions.crds, "CRD directory (default: test/fixtures/crds found from here)");
+#else
+  auto* sandboxCmd = notBuiltIn(app, "sandbox");
+  auto* demoCmd = notBuiltIn(app, "demo");
+#endif
 
   try {
     app.parse(withDefaultSubcommand(argc, argv));
@@ -231,6 +264,7 @@ int run(int argc, char** argv) {
     manifestsOptions.role = *deploy::parseRole(manifestsRole);  // checked by CLI::IsMember
     return deploy::manifestsCommand(manifestsConfig, manifestsOptions, std::cout, std::cerr);
   }
+#if MKA_WITH_SANDBOX
   if (sandboxCmd->parsed()) {
     sandboxOptions.clusters.clear();
     for (const auto& name : strings::split(sandboxClusters, ',')) {
@@ -250,6 +284,10 @@ int run(int argc, char** argv) {
     demoOptions.runTime = std::chrono::milliseconds{static_cast<long>(demoRunSeconds * 1000)};
     return demo::demoCommand(demoOptions, std::cout);
   }
+#else
+  if (sandboxCmd->parsed()) return notBuiltInCommand("sandbox");
+  if (demoCmd->parsed()) return notBuiltInCommand("demo");
+#endif
 
   if (!configFile.empty()) serveOptions.configFile = configFile;
   if (!kubeconfig.empty()) serveOptions.kubeconfig = kubeconfig;
