@@ -13,10 +13,13 @@
 //
 // registers "WorkloadReconcilerTest/EntryAndAdapterSelection.Case/<name>", the name with every
 // character other than a letter or a digit made '_'. The table is built when the tests are
-// listed (after static initialisation), so cases may use any global. Names must be unique within
+// listed (after static initialisation), so cases may use any global; it is built in every
+// process of its test binary, whichever test that process runs, so building it must stay cheap
+// (read files or start servers in the test body, not in the table). Names must be unique within
 // a table: gtest refuses a duplicate when it lists the tests.
 
 #include <cctype>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -43,19 +46,20 @@ inline std::string caseName(const std::string& name) {
 // A case as a test parameter: gtest and ctest show its name (as in the test's name: ctest's
 // names must not carry the quotes or semicolons a case's name may have), not the bytes of the
 // whole case.
+// Shared, not copied: gtest copies each parameter several times while it registers the tests.
 template <typename Case>
 struct TableCase {
-  Case value;
+  std::shared_ptr<const Case> value;
 };
 template <typename Case>
 void PrintTo(const TableCase<Case>& c, std::ostream* out) {
-  *out << caseName(c.value.name);
+  *out << caseName(c.value->name);
 }
 template <typename Case>
 std::vector<TableCase<Case>> tableOf(std::vector<Case> cases) {
   std::vector<TableCase<Case>> out;
   out.reserve(cases.size());
-  for (auto& c : cases) out.push_back({std::move(c)});
+  for (auto& c : cases) out.push_back({std::make_shared<const Case>(std::move(c))});
   return out;
 }
 
@@ -66,11 +70,11 @@ std::vector<TableCase<Case>> tableOf(std::vector<Case> cases) {
 #define MKA_TABLE_TEST(Suite, Table, CaseType, casesExpression)                                         \
   class Table : public ::testing::TestWithParam<::mka::test::TableCase<CaseType>> {                     \
    protected:                                                                                           \
-    const CaseType& testCase() const { return GetParam().value; }                                       \
+    const CaseType& testCase() const { return *GetParam().value; }                                      \
   };                                                                                                    \
   INSTANTIATE_TEST_SUITE_P(Suite, Table, ::testing::ValuesIn(::mka::test::tableOf(casesExpression)),    \
                            [](const ::testing::TestParamInfo<::mka::test::TableCase<CaseType>>& info) { \
-                             return ::mka::test::caseName(info.param.value.name);                       \
+                             return ::mka::test::caseName(info.param.value->name);                      \
                            });                                                                          \
   TEST_P(Table, Case)
 
@@ -78,10 +82,10 @@ std::vector<TableCase<Case>> tableOf(std::vector<Case> cases) {
 #define MKA_TABLE_TEST_F(Fixture, Table, CaseType, casesExpression)                                      \
   class Table : public Fixture, public ::testing::WithParamInterface<::mka::test::TableCase<CaseType>> { \
    protected:                                                                                            \
-    const CaseType& testCase() const { return GetParam().value; }                                        \
+    const CaseType& testCase() const { return *GetParam().value; }                                       \
   };                                                                                                     \
   INSTANTIATE_TEST_SUITE_P(Fixture, Table, ::testing::ValuesIn(::mka::test::tableOf(casesExpression)),   \
                            [](const ::testing::TestParamInfo<::mka::test::TableCase<CaseType>>& info) {  \
-                             return ::mka::test::caseName(info.param.value.name);                        \
+                             return ::mka::test::caseName(info.param.value->name);                       \
                            });                                                                           \
   TEST_P(Table, Case)

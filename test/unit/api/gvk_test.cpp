@@ -2,16 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
+
 namespace mka::api {
 namespace {
 
-TEST(GroupVersionKind, ParseDottedSplitsAtTheFirstTwoDots) {
-  struct Case {
-    std::string name;
-    std::string text;
-    std::optional<GroupVersionKind> expected;
-  };
-  const std::vector<Case> cases = {
+struct ParseDottedSplitsAtTheFirstTwoDotsCase {
+  std::string name;
+  std::string text;
+  std::optional<GroupVersionKind> expected;
+};
+
+std::vector<ParseDottedSplitsAtTheFirstTwoDotsCase> parseDottedSplitsAtTheFirstTwoDotsCases() {
+  const std::vector<ParseDottedSplitsAtTheFirstTwoDotsCase> cases = {
       {"tekton", "PipelineRun.v1.tekton.dev", GroupVersionKind{"tekton.dev", "v1", "PipelineRun"}},
       {"argo", "Workflow.v1alpha1.argoproj.io", GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}},
       {"single-word group", "Job.v1.batch", GroupVersionKind{"batch", "v1", "Job"}},
@@ -22,19 +25,23 @@ TEST(GroupVersionKind, ParseDottedSplitsAtTheFirstTwoDots) {
       {"no dot", "PipelineRun", std::nullopt},
       {"empty", "", std::nullopt},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(GroupVersionKind::parseDotted(c.text), c.expected);
-  }
+  return cases;
 }
 
-TEST(GroupVersionKind, Spellings) {
-  struct Case {
-    std::string name;
-    GroupVersionKind gvk;
-    std::string apiVersion, dotted, goString;
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(GroupVersionKind, ParseDottedSplitsAtTheFirstTwoDots, ParseDottedSplitsAtTheFirstTwoDotsCase,
+               parseDottedSplitsAtTheFirstTwoDotsCases()) {
+  const ParseDottedSplitsAtTheFirstTwoDotsCase& c = testCase();
+  EXPECT_EQ(GroupVersionKind::parseDotted(c.text), c.expected);
+}
+
+struct SpellingsCase {
+  std::string name;
+  GroupVersionKind gvk;
+  std::string apiVersion, dotted, goString;
+};
+
+std::vector<SpellingsCase> spellingsCases() {
+  const std::vector<SpellingsCase> cases = {
       {"tekton",
        {"tekton.dev", "v1", "PipelineRun"},
        "tekton.dev/v1",
@@ -43,12 +50,14 @@ TEST(GroupVersionKind, Spellings) {
       {"core", {"", "v1", "Pod"}, "v1", "Pod.v1.", "/v1, Kind=Pod"},
       {"batch", {"batch", "v1", "Job"}, "batch/v1", "Job.v1.batch", "batch/v1, Kind=Job"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.gvk.apiVersion(), c.apiVersion);
-    EXPECT_EQ(c.gvk.dotted(), c.dotted);
-    EXPECT_EQ(c.gvk.goString(), c.goString);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(GroupVersionKind, Spellings, SpellingsCase, spellingsCases()) {
+  const SpellingsCase& c = testCase();
+  EXPECT_EQ(c.gvk.apiVersion(), c.apiVersion);
+  EXPECT_EQ(c.gvk.dotted(), c.dotted);
+  EXPECT_EQ(c.gvk.goString(), c.goString);
 }
 
 TEST(GroupVersionKind, FromApiVersion) {

@@ -10,6 +10,7 @@
 
 #include "mka/app/validate_config.h"
 #include "mka/version.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 
 namespace mka::app {
@@ -83,21 +84,28 @@ TEST(CliTest, ValidateConfigReadsStandardInputAndEscapesControlBytes) {
   EXPECT_NE(ko.output.find("<stdin>: 1 error"), std::string::npos) << ko.output;
 }
 
-TEST(CliTest, VersionFlagPrintsTheVersion) {
-  for (const std::string args : {"--version", "serve --version"}) {
-    SCOPED_TRACE(args);
-    auto r = run(args);
-    EXPECT_EQ(r.exitCode, 0) << r.output;
-    EXPECT_EQ(r.output, std::string("multikueue-adapter ") + MKA_VERSION + "\n");
-  }
+struct VersionFlag {
+  std::string args;
+  std::string name = args;
+};
+
+std::vector<VersionFlag> versionFlags() { return {{"--version"}, {"serve --version"}}; }
+
+MKA_TABLE_TEST(CliTest, VersionFlagPrintsTheVersion, VersionFlag, versionFlags()) {
+  const std::string args = testCase().args;
+  auto r = run(args);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("multikueue-adapter ") + MKA_VERSION + "\n");
 }
 
-TEST(CliTest, UsageErrorsExitNonZeroWithAMessage) {
-  struct Case {
-    std::string args;
-    std::string says;
-  };
-  const std::vector<Case> cases = {
+struct UsageError {
+  std::string args;
+  std::string says;
+  std::string name = args;
+};
+
+std::vector<UsageError> usageErrors() {
+  return {
       {"validate-config", "FILE"},
       {"--no-such-flag", "--no-such-flag"},
       {"serve --config", "--config"},
@@ -105,12 +113,16 @@ TEST(CliTest, UsageErrorsExitNonZeroWithAMessage) {
       {"validate-config a.yaml b.yaml", "b.yaml"},
       {"serve --webhook-event-loops 0", "--webhook-event-loops"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.args);
-    auto r = run(c.args);
-    EXPECT_EQ(r.exitCode, 2) << "usage errors exit 2: " << r.output;
-    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
-  }
+}
+
+MKA_TABLE_TEST(CliTest, UsageErrorsExitNonZeroWithAMessage, UsageError, usageErrors()) {
+  const UsageError& c = testCase();
+  auto r = run(c.args);
+  EXPECT_EQ(r.exitCode, 2) << "usage errors exit 2: " << r.output;
+  EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+}
+
+TEST(CliTest, HelpExitsZeroAndAnUnknownLogFormatIsAUsageError) {
   auto help = run("--help");
   EXPECT_EQ(help.exitCode, 0) << help.output;
 

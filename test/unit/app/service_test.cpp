@@ -24,6 +24,7 @@
 #include "mka/sandbox/sandbox.h"
 #include "support/eventually.h"
 #include "support/ports.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 #include "support/threads.h"
 #include "support/tls.h"
@@ -209,29 +210,31 @@ int threadsNamed(std::string_view prefix) {
       std::count_if(names.begin(), names.end(), [&](const auto& n) { return n.starts_with(prefix); }));
 }
 
-TEST(ServiceTest, TheWebhookRunsTheEventLoopsTheFlagAsksFor) {
+struct EventLoopsFlag {
+  std::optional<std::size_t> flag;
+  int loops;
+  std::string name = flag ? std::to_string(*flag) : "default";
+};
+
+std::vector<EventLoopsFlag> eventLoopsFlags() {
+  return {{3, 3}, {1, 1}, {std::nullopt, static_cast<int>(net::eventLoopsFor(std::thread::hardware_concurrency()))}};
+}
+
+MKA_TABLE_TEST(ServiceTest, TheWebhookRunsTheEventLoopsTheFlagAsksFor, EventLoopsFlag, eventLoopsFlags()) {
+  const EventLoopsFlag& c = testCase();
   test::TempDir dir;
   dir.write("config.yaml", kQueueLabeledConfig);
   test::TestCa ca;
   test::writeServingFiles(dir / "certs", ca, ca.issue());
-  struct Case {
-    std::optional<std::size_t> flag;
-    int loops;
-  };
-  const std::vector<Case> cases = {
-      {3, 3}, {1, 1}, {std::nullopt, static_cast<int>(net::eventLoopsFor(std::thread::hardware_concurrency()))}};
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.flag ? std::to_string(*c.flag) : "default");
-    const int before = threadsNamed("webhook-loop");
-    auto options = optionsFor(dir);
-    options.webhookEventLoops = c.flag;
-    Service service(options);
-    service.start();
-    // Each loop names its thread once it runs, which may be after start() returns.
-    EXPECT_TRUE(eventually([&] { return threadsNamed("webhook-loop") - before == c.loops; }))
-        << threadsNamed("webhook-loop") - before << " loop threads";
-    service.stop();
-  }
+  const int before = threadsNamed("webhook-loop");
+  auto options = optionsFor(dir);
+  options.webhookEventLoops = c.flag;
+  Service service(options);
+  service.start();
+  // Each loop names its thread once it runs, which may be after start() returns.
+  EXPECT_TRUE(eventually([&] { return threadsNamed("webhook-loop") - before == c.loops; }))
+      << threadsNamed("webhook-loop") - before << " loop threads";
+  service.stop();
 }
 
 TEST(ServiceTest, HotReloadAppliesAGoodFileAndKeepsTheLastGoodOneOnABadFile) {
@@ -452,14 +455,15 @@ namespace {
 // The leader's controllers need the cluster: without any kubeconfig the error says what is
 // missing, why it is needed (dispatch.enabled, the default; or the integration of a worker's or
 // a single cluster's adapter) and how to run webhook-only.
-TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError) {
-  struct Case {
-    std::string name;
-    std::string config;
-    std::vector<std::string> says;
-  };
+struct ClusterlessConfig {
+  std::string name;
+  std::string config;
+  std::vector<std::string> says;
+};
+
+std::vector<ClusterlessConfig> clusterlessConfigs() {
   const std::string head = "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n";
-  const std::vector<Case> cases = {
+  return {
       {"dispatch",
        head + "managedByDefaulting: QueueLabeled\nmultiKueue:\n  externalFrameworks:\n  - name: "
               "PipelineRun.v1.tekton.dev\n",
@@ -469,28 +473,29 @@ TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError) {
               "  - name: Workflow.v1alpha1.argoproj.io\n",
        {"integrations.frameworks lists kinds, so the adapter needs its cluster"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    test::TempDir dir;
-    dir.write("config.yaml", c.config);
-    test::TestCa ca;
-    test::writeServingFiles(dir / "certs", ca, ca.issue());
-    auto options = optionsFor(dir);
-    // A port taken by nobody: the refusal comes before any port is bound, so it stays free.
-    const int port = test::freeLoopbackPort();
-    options.webhookBindAddress = "127.0.0.1:" + std::to_string(port);
-    setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
-    Service service(options);
-    try {
-      service.start();
-      ADD_FAILURE() << "start() succeeded without a cluster";
-    } catch (const Error& e) {
-      for (const auto& piece : c.says) EXPECT_THAT(e.what(), ::testing::HasSubstr(piece));
-    }
-    unsetenv("KUBECONFIG");
-    EXPECT_TRUE(test::canBindLoopback(port)) << "the webhook port was bound before the prerequisites were checked";
-    service.stop();
+}
+
+MKA_TABLE_TEST(ServiceDispatchTest, ControllersWithoutAClusterAreAClearError, ClusterlessConfig, clusterlessConfigs()) {
+  const ClusterlessConfig& c = testCase();
+  test::TempDir dir;
+  dir.write("config.yaml", c.config);
+  test::TestCa ca;
+  test::writeServingFiles(dir / "certs", ca, ca.issue());
+  auto options = optionsFor(dir);
+  // A port taken by nobody: the refusal comes before any port is bound, so it stays free.
+  const int port = test::freeLoopbackPort();
+  options.webhookBindAddress = "127.0.0.1:" + std::to_string(port);
+  setenv("KUBECONFIG", (dir / "absent.kubeconfig").c_str(), 1);
+  Service service(options);
+  try {
+    service.start();
+    ADD_FAILURE() << "start() succeeded without a cluster";
+  } catch (const Error& e) {
+    for (const auto& piece : c.says) EXPECT_THAT(e.what(), ::testing::HasSubstr(piece));
   }
+  unsetenv("KUBECONFIG");
+  EXPECT_TRUE(test::canBindLoopback(port)) << "the webhook port was bound before the prerequisites were checked";
+  service.stop();
 }
 
 }  // namespace

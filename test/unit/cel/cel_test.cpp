@@ -4,10 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/table_test.h"
 #include "support/thrown.h"
 
 namespace mka::cel {
@@ -24,22 +27,55 @@ json evaluate(const std::string& expression, const json& self = nullptr, const j
   return Program::compile(expression).evaluate(activation, costLimit);
 }
 
+// A case's test name: its expression with the operators spelled out, as a test's name keeps
+// letters and digits only ("1 < 2" is 1_lt_2).
+std::string spelled(const std::string& expression) {
+  static const std::vector<std::pair<std::string, std::string>> words = {
+      {"[]", "empty list"}, {"{}", "empty map"}, {"==", "eq"}, {"!=", "ne"}, {"<=", "le"},  {">=", "ge"},
+      {"&&", "and"},        {"||", "or"},        {"<", "lt"},  {">", "gt"},  {"!", "not"},  {"+", "plus"},
+      {"-", "minus"},       {"*", "times"},      {"/", "div"}, {"%", "mod"}, {"?", "then"},
+  };
+  std::string out;
+  for (std::size_t i = 0; i < expression.size();) {
+    const auto word = std::find_if(words.begin(), words.end(),
+                                   [&](const auto& w) { return expression.compare(i, w.first.size(), w.first) == 0; });
+    if (word == words.end()) {
+      out += expression[i++];
+    } else {
+      out += " " + word->second + " ";
+      i += word->first.size();
+    }
+  }
+  return out;
+}
+
+// A table's cases, each named by its spelled expression; a name an earlier case took gets _2,
+// _3... (names must be unique within a table).
+template <typename C>
+std::vector<C> named(std::vector<C> cases) {
+  std::set<std::string> taken;
+  for (auto& c : cases) {
+    const std::string base = test::caseName(spelled(c.expression));
+    c.name = base;
+    for (int n = 2; !taken.insert(c.name).second; ++n) c.name = base + "_" + std::to_string(n);
+  }
+  return cases;
+}
+
 struct Case {
   std::string expression;
   json expected;
   json self = nullptr;
+  std::string name = "";  // set by named()
 };
 
-void expectValues(const std::vector<Case>& cases) {
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.expression);
-    try {
-      const json got = evaluate(c.expression, c.self);
-      EXPECT_EQ(got, c.expected) << got.dump();
-      EXPECT_EQ(got.type(), c.expected.type()) << got.dump();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << e.what();
-    }
+void expectValue(const Case& c) {
+  try {
+    const json got = evaluate(c.expression, c.self);
+    EXPECT_EQ(got, c.expected) << got.dump();
+    EXPECT_EQ(got.type(), c.expected.type()) << got.dump();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
   }
 }
 
@@ -47,17 +83,15 @@ struct ErrorCase {
   std::string expression;
   std::string message;  // EvalError's whole message
   json self = nullptr;
+  std::string name = "";  // set by named()
 };
 
-void expectErrors(const std::vector<ErrorCase>& cases) {
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.expression);
-    EXPECT_EQ(test::messageOf<EvalError>([&] { evaluate(c.expression, c.self); }), c.message);
-  }
+void expectError(const ErrorCase& c) {
+  EXPECT_EQ(test::messageOf<EvalError>([&] { evaluate(c.expression, c.self); }), c.message);
 }
 
-TEST(Cel, Literals) {
-  expectValues({
+std::vector<Case> literalsCases() {
+  return {
       {"null", nullptr},
       {"true", true},
       {"false", false},
@@ -97,11 +131,13 @@ TEST(Cel, Literals) {
       {"{'a': 1, 'b': [2]}", json::parse(R"({"a": 1, "b": [2]})")},
       {"{'a': 1,}", json::parse(R"({"a": 1})")},
       {"1 // a comment\n + 1", 2},
-  });
+  };
 }
 
-TEST(Cel, PrecedenceAndAssociativity) {
-  expectValues({
+MKA_TABLE_TEST(Cel, Literals, Case, named(literalsCases())) { expectValue(testCase()); }
+
+std::vector<Case> precedenceAndAssociativityCases() {
+  return {
       {"1 + 2 * 3", 7},
       {"(1 + 2) * 3", 9},
       {"10 - 4 - 3", 3},
@@ -130,23 +166,39 @@ TEST(Cel, PrecedenceAndAssociativity) {
       {"false ? 1 : false ? 2 : 3", 3},
       {"false || true ? 'yes' : 'no'", "yes"},
       {"1 < 2 ? 'lt' : 'ge'", "lt"},
-  });
+  };
 }
 
-TEST(Cel, TernaryEvaluatesOnlyTheChosenBranch) {
-  expectValues({
+MKA_TABLE_TEST(Cel, PrecedenceAndAssociativity, Case, named(precedenceAndAssociativityCases())) {
+  expectValue(testCase());
+}
+
+std::vector<Case> ternaryEvaluatesOnlyTheChosenBranchCases() {
+  return {
       {"true ? 1 : 1 / 0", 1},
       {"false ? self.missing : 'x'", "x", json::object()},
-  });
-  expectErrors({
-      {"1 ? 2 : 3", "no such overload: _?_:_(int)"},
-      {"self.missing ? 1 : 2", "no such key: missing", json::object()},
-  });
+  };
 }
 
-TEST(Cel, AndOrAbsorbErrorsInEitherOrder) {
+MKA_TABLE_TEST(Cel, TernaryEvaluatesOnlyTheChosenBranch, Case, named(ternaryEvaluatesOnlyTheChosenBranchCases())) {
+  expectValue(testCase());
+}
+
+std::vector<ErrorCase> ternaryEvaluatesOnlyTheChosenBranchErrorCases() {
+  return {
+      {"1 ? 2 : 3", "no such overload: _?_:_(int)"},
+      {"self.missing ? 1 : 2", "no such key: missing", json::object()},
+  };
+}
+
+MKA_TABLE_TEST(Cel, TernaryEvaluatesOnlyTheChosenBranchErrors, ErrorCase,
+               named(ternaryEvaluatesOnlyTheChosenBranchErrorCases())) {
+  expectError(testCase());
+}
+
+std::vector<Case> andOrAbsorbErrorsInEitherOrderCases() {
   const json self = {{"a", 1}};
-  expectValues({
+  return {
       {"false && 1 / 0 == 1", false},
       {"1 / 0 == 1 && false", false},
       {"true || 1 / 0 == 1", true},
@@ -158,8 +210,16 @@ TEST(Cel, AndOrAbsorbErrorsInEitherOrder) {
       {"true || 'not a bool'", true},
       {"true && true", true},
       {"false || false", false},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, AndOrAbsorbErrorsInEitherOrder, Case, named(andOrAbsorbErrorsInEitherOrderCases())) {
+  expectValue(testCase());
+}
+
+std::vector<ErrorCase> andOrAbsorbErrorsInEitherOrderErrorCases() {
+  const json self = {{"a", 1}};
+  return {
       {"true && 1 / 0 == 1", "division by zero"},
       {"1 / 0 == 1 && true", "division by zero"},
       {"false || self.missing", "no such key: missing", self},
@@ -167,12 +227,17 @@ TEST(Cel, AndOrAbsorbErrorsInEitherOrder) {
       {"1 / 0 == 1 || self.missing", "division by zero", self},
       {"true && 'x'", "no such overload: &&(string)"},
       {"'x' || false", "no such overload: ||(string)"},
-  });
+  };
 }
 
-TEST(Cel, HasAndFieldSelection) {
+MKA_TABLE_TEST(Cel, AndOrAbsorbErrorsInEitherOrderErrors, ErrorCase,
+               named(andOrAbsorbErrorsInEitherOrderErrorCases())) {
+  expectError(testCase());
+}
+
+std::vector<Case> hasAndFieldSelectionCases() {
   const json self = json::parse(R"({"a": 1, "n": null, "o": {"b": 2}, "l": [1]})");
-  expectValues({
+  return {
       {"has(self.a)", true, self},
       {"has(self.z)", false, self},
       {"has(self.n)", true, self},
@@ -189,8 +254,14 @@ TEST(Cel, HasAndFieldSelection) {
       {"{1: 'one', true: 'yes'}[1]", "one"},
       {"{1: 'one'}[1u]", "one"},
       {"[1, 2][1u]", 2},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, HasAndFieldSelection, Case, named(hasAndFieldSelectionCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> hasAndFieldSelectionErrorCases() {
+  const json self = json::parse(R"({"a": 1, "n": null, "o": {"b": 2}, "l": [1]})");
+  return {
       {"self.z", "no such key: z", self},
       {"has(self.z.b)", "no such key: z", self},
       {"has(self.a.b)", "no such overload: has(int)", self},
@@ -201,12 +272,16 @@ TEST(Cel, HasAndFieldSelection) {
       {"[1][-1]", "index out of range: -1"},
       {"[1]['a']", "no such overload: list [] string"},
       {"'abc'[0]", "no such overload: string [] int"},
-  });
+  };
 }
 
-TEST(Cel, MacrosOnLists) {
+MKA_TABLE_TEST(Cel, HasAndFieldSelectionErrors, ErrorCase, named(hasAndFieldSelectionErrorCases())) {
+  expectError(testCase());
+}
+
+std::vector<Case> macrosOnListsCases() {
   const json self = json::parse(R"([{"n": 1}, {"n": 2}, {"n": 3}])");
-  expectValues({
+  return {
       {"[1, 2, 3].all(x, x > 0)", true},
       {"[1, 2, 3].all(x, x > 1)", false},
       {"[].all(x, false)", true},
@@ -230,20 +305,27 @@ TEST(Cel, MacrosOnLists) {
       // A decisive element wins over an error on another, as with && and ||.
       {"[0, -1].all(x, 1 / x > 0)", false},
       {"[0, 1].exists(x, 1 / x > 0)", true},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, MacrosOnLists, Case, named(macrosOnListsCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> macrosOnListsErrorCases() {
+  return {
       {"[0, 1].all(x, 1 / x > 0)", "division by zero"},
       {"[0].exists(x, 1 / x > 0)", "division by zero"},
       {"[0, 1].exists_one(x, 1 / x > 0)", "division by zero"},
       {"[0, 1].filter(x, 1 / x > 0)", "division by zero"},
       {"[1].all(x, x)", "all() needs a bool predicate, not int"},
       {"1.all(x, true)", "all() needs a list or a map, not int"},
-  });
+  };
 }
 
-TEST(Cel, MacrosOnMapsIterateKeys) {
+MKA_TABLE_TEST(Cel, MacrosOnListsErrors, ErrorCase, named(macrosOnListsErrorCases())) { expectError(testCase()); }
+
+std::vector<Case> macrosOnMapsIterateKeysCases() {
   const json self = json::parse(R"({"b": 2, "a": 1})");
-  expectValues({
+  return {
       {"{'a': 1, 'b': 2}.all(k, k.size() == 1)", true},
       {"{'a': 1, 'b': 2}.exists(k, k == 'b')", true},
       {"{'a': 1, 'b': 2}.exists_one(k, k != 'a')", true},
@@ -255,11 +337,13 @@ TEST(Cel, MacrosOnMapsIterateKeys) {
       {"self.map(k, self[k] * 10)", json::array({10, 20}), self},
       {"self.all(k, self[k] > 0)", true, self},
       {"self.exists(k, self[k] == 3)", false, self},
-  });
+  };
 }
 
-TEST(Cel, SizeCountsCodePoints) {
-  expectValues({
+MKA_TABLE_TEST(Cel, MacrosOnMapsIterateKeys, Case, named(macrosOnMapsIterateKeysCases())) { expectValue(testCase()); }
+
+std::vector<Case> sizeCountsCodePointsCases() {
+  return {
       {"size('')", 0},
       {"size('hello')", 5},
       {"size('héllo')", 5},
@@ -270,12 +354,23 @@ TEST(Cel, SizeCountsCodePoints) {
       {"self.size()", 2, json::array({1, 2})},
       {"size(self)", 1, json::object({{"k", "v"}})},
       {"size(self)", 4, "ÀÉÎÕ"},
-  });
-  expectErrors({{"size(1)", "no such overload: size(int)"}});
+  };
 }
 
-TEST(Cel, InOnListsAndMaps) {
-  expectValues({
+MKA_TABLE_TEST(Cel, SizeCountsCodePoints, Case, named(sizeCountsCodePointsCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> sizeCountsCodePointsErrorCases() {
+  return {
+      {"size(1)", "no such overload: size(int)"},
+  };
+}
+
+MKA_TABLE_TEST(Cel, SizeCountsCodePointsErrors, ErrorCase, named(sizeCountsCodePointsErrorCases())) {
+  expectError(testCase());
+}
+
+std::vector<Case> inOnListsAndMapsCases() {
+  return {
       {"1 in [1, 2]", true},
       {"3 in [1, 2]", false},
       {"'a' in ['a']", true},
@@ -287,12 +382,21 @@ TEST(Cel, InOnListsAndMaps) {
       {"'a' in self", true, json::object({{"a", nullptr}})},
       {"1 in self", false, json::object({{"1", 1}})},
       {"self.e in ['NoSchedule', 'NoExecute']", true, json::object({{"e", "NoExecute"}})},
-  });
-  expectErrors({{"1 in 1", "no such overload: int in int"}});
+  };
 }
 
-TEST(Cel, Arithmetic) {
-  expectValues({
+MKA_TABLE_TEST(Cel, InOnListsAndMaps, Case, named(inOnListsAndMapsCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> inOnListsAndMapsErrorCases() {
+  return {
+      {"1 in 1", "no such overload: int in int"},
+  };
+}
+
+MKA_TABLE_TEST(Cel, InOnListsAndMapsErrors, ErrorCase, named(inOnListsAndMapsErrorCases())) { expectError(testCase()); }
+
+std::vector<Case> arithmeticCases() {
+  return {
       {"2 + 3", 5},
       {"2 - 5", -3},
       {"6 * 7", 42},
@@ -307,8 +411,13 @@ TEST(Cel, Arithmetic) {
       {"'ab' + 'cd'", "abcd"},
       {"[1] + [2, 3]", json::array({1, 2, 3})},
       {"self + [3]", json::array({1, 2, 3}), json::array({1, 2})},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, Arithmetic, Case, named(arithmeticCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> arithmeticErrorCases() {
+  return {
       {"9223372036854775807 + 1", "integer overflow"},
       {"-9223372036854775808 - 1", "integer overflow"},
       {"9223372036854775807 * 2", "integer overflow"},
@@ -328,13 +437,14 @@ TEST(Cel, Arithmetic) {
       {"-1u", "no such overload: -(uint)"},
       {"-'a'", "no such overload: -(string)"},
       {"!1", "no such overload: !(int)"},
-  });
+  };
 }
 
-TEST(Cel, EqualityAndOrderAcrossTypes) {
+MKA_TABLE_TEST(Cel, ArithmeticErrors, ErrorCase, named(arithmeticErrorCases())) { expectError(testCase()); }
+
+std::vector<Case> equalityAndOrderAcrossTypesCases() {
   const json self = json::parse(R"({"a": [1, {"b": "c"}], "n": 2})");
-  const json same = json::parse(R"({"n": 2, "a": [1, {"b": "c"}]})");
-  expectValues({
+  return {
       {"1 == 1.0", true},
       {"1 == 1u", true},
       {"1u == 1.0", true},
@@ -364,17 +474,33 @@ TEST(Cel, EqualityAndOrderAcrossTypes) {
       {"0.0 / 0.0 == 0.0 / 0.0", false},
       {"0.0 / 0.0 < 1.0", false},
       {"0.0 / 0.0 >= 1.0", false},
-  });
-  EXPECT_EQ(evaluate("self == oldSelf", self, &same), true);
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, EqualityAndOrderAcrossTypes, Case, named(equalityAndOrderAcrossTypesCases())) {
+  expectValue(testCase());
+}
+
+std::vector<ErrorCase> equalityAndOrderAcrossTypesErrorCases() {
+  return {
       {"1 < 'a'", "no such overload: int < string"},
       {"[1] < [2]", "no such overload: list < list"},
       {"null < null", "no such overload: null_type < null_type"},
-  });
+  };
 }
 
-TEST(Cel, StringFunctions) {
-  expectValues({
+MKA_TABLE_TEST(Cel, EqualityAndOrderAcrossTypesErrors, ErrorCase, named(equalityAndOrderAcrossTypesErrorCases())) {
+  expectError(testCase());
+}
+
+TEST(Cel, AnObjectEqualsItsOldSelfWhateverTheKeyOrder) {
+  const json self = json::parse(R"({"a": [1, {"b": "c"}], "n": 2})");
+  const json same = json::parse(R"({"n": 2, "a": [1, {"b": "c"}]})");
+  EXPECT_EQ(evaluate("self == oldSelf", self, &same), true);
+}
+
+std::vector<Case> stringFunctionsCases() {
+  return {
       {"'kueue.x-k8s.io'.contains('k8s')", true},
       {"'abc'.contains('')", true},
       {"'abc'.contains('d')", false},
@@ -399,17 +525,24 @@ TEST(Cel, StringFunctions) {
       {"self.matches('^(a|aa)+$')", true, std::string(5000, 'a')},
       {"'ÀBc-d'.lowerAscii()", "Àbc-d"},
       {"'àbC'.upperAscii()", "àBC"},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, StringFunctions, Case, named(stringFunctionsCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> stringFunctionsErrorCases() {
+  return {
       {"'a'.contains(1)", "no such overload: string contains int"},
       {"1.startsWith('a')", "no such overload: int startsWith string"},
       {"self.matches('a')", "no such overload: matches(int)", 1},
       {"1.lowerAscii()", "no such overload: lowerAscii(int)"},
-  });
+  };
 }
 
-TEST(Cel, Conversions) {
-  expectValues({
+MKA_TABLE_TEST(Cel, StringFunctionsErrors, ErrorCase, named(stringFunctionsErrorCases())) { expectError(testCase()); }
+
+std::vector<Case> conversionsCases() {
+  return {
       {"int('42')", 42},
       {"int('-3')", -3},
       {"int('+3')", 3},
@@ -443,8 +576,13 @@ TEST(Cel, Conversions) {
       {"bool('1')", true},
       {"bool(false)", false},
       {"dyn(1) + 1", 2},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, Conversions, Case, named(conversionsCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> conversionsErrorCases() {
+  return {
       {"int('x')", "int() of \"x\": not an integer"},
       {"int('1.5')", "int() of \"1.5\": not an integer"},
       {"int(1e20)", "int() of 1e+20: out of the int range"},
@@ -457,35 +595,55 @@ TEST(Cel, Conversions) {
       {"string([1])", "no such overload: string(list)"},
       {"bool('yes')", "bool() of \"yes\": not a boolean"},
       {"int(true)", "no such overload: int(bool)"},
-  });
+  };
 }
 
-TEST(Cel, JsonValuesMapToCelTypes) {
-  // JSON integers are ints whatever nlohmann made of them; floats are doubles.
-  expectValues({
+MKA_TABLE_TEST(Cel, ConversionsErrors, ErrorCase, named(conversionsErrorCases())) { expectError(testCase()); }
+
+// JSON integers are ints whatever nlohmann made of them; floats are doubles.
+std::vector<Case> jsonValuesMapToCelTypesCases() {
+  return {
       {"self + 1", 6, json(5u)},
       {"self + 0.5", 3.0, json(2.5)},
       {"self > 1e19", true, json(UINT64_C(18446744073709551615))},
       {"self == 5", true, json(5)},
       {"self.n + 1", 3, json::parse(R"({"n": 2})")},
-  });
-  expectErrors({{"self + 1", "no such overload: double + int", json(2.5)}});
+  };
 }
 
-TEST(Cel, ResultsAreJson) {
-  expectValues({
+MKA_TABLE_TEST(Cel, JsonValuesMapToCelTypes, Case, named(jsonValuesMapToCelTypesCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> jsonValuesMapToCelTypesErrorCases() {
+  return {
+      {"self + 1", "no such overload: double + int", json(2.5)},
+  };
+}
+
+MKA_TABLE_TEST(Cel, JsonValuesMapToCelTypesErrors, ErrorCase, named(jsonValuesMapToCelTypesErrorCases())) {
+  expectError(testCase());
+}
+
+std::vector<Case> resultsAreJsonCases() {
+  return {
       {"'replicas ' + string(self.n) + ' exceed ' + string(self.max)", "replicas 5 exceed 3",
        json::parse(R"({"n": 5, "max": 3})")},
       {"{'a': [1u, 2.5, null]}", json::parse(R"({"a": [1, 2.5, null]})")},
       {"self.l.map(x, {'v': x})", json::parse(R"([{"v": "a"}])"), json::parse(R"({"l": ["a"]})")},
-  });
-  expectErrors({
+  };
+}
+
+MKA_TABLE_TEST(Cel, ResultsAreJson, Case, named(resultsAreJsonCases())) { expectValue(testCase()); }
+
+std::vector<ErrorCase> resultsAreJsonErrorCases() {
+  return {
       {"{1: 'a'}", "a map with a int key has no JSON form"},
       {"{'a': 1, 'a': 2}", "repeated key in a map literal: a"},
       {"{1: 'a', 1u: 'b'}", "repeated key in a map literal: 1"},
       {"{1.5: 'a'}", "unsupported key type double in a map literal"},
-  });
+  };
 }
+
+MKA_TABLE_TEST(Cel, ResultsAreJsonErrors, ErrorCase, named(resultsAreJsonErrorCases())) { expectError(testCase()); }
 
 TEST(Cel, EvalErrorsSayWhere) {
   const json self = {{"a", 1}};
@@ -501,10 +659,11 @@ struct CompileCase {
   std::string message;  // a part of the message, ending with the position
   int column;
   int line = 1;
+  std::string name = "";  // set by named()
 };
 
-TEST(Cel, CompileErrorsNameTheConstructAndColumn) {
-  const std::vector<CompileCase> cases = {
+std::vector<CompileCase> compileErrorCases() {
+  return {
       {"1 + quantity('1')", "unsupported function \"quantity\" at column 5", 5},
       {"timestamp('2020-01-01T00:00:00Z') > 1", "unsupported function \"timestamp\" at column 1", 1},
       {"self.foo()", "unsupported function \"foo\" at column 6", 6},
@@ -560,16 +719,17 @@ TEST(Cel, CompileErrorsNameTheConstructAndColumn) {
       {"'é' + foo", "undeclared reference to \"foo\" at column 7", 7},
       {"self.a &&\n  foo(1)", "unsupported function \"foo\" at line 2, column 3", 3, 2},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.expression);
-    try {
-      Program::compile(c.expression);
-      ADD_FAILURE() << "compiled";
-    } catch (const CompileError& e) {
-      EXPECT_THAT(e.what(), HasSubstr(c.message));
-      EXPECT_EQ(e.column(), c.column);
-      EXPECT_EQ(e.line(), c.line);
-    }
+}
+
+MKA_TABLE_TEST(Cel, CompileErrorsNameTheConstructAndColumn, CompileCase, named(compileErrorCases())) {
+  const CompileCase& c = testCase();
+  try {
+    Program::compile(c.expression);
+    ADD_FAILURE() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(c.message));
+    EXPECT_EQ(e.column(), c.column);
+    EXPECT_EQ(e.line(), c.line);
   }
 }
 
@@ -588,17 +748,27 @@ TEST(Cel, NestingIsBounded) {
   EXPECT_EQ(evaluate(shallow), 51);
 }
 
-TEST(Cel, CostLimitStopsLongEvaluationsAndIsNotAbsorbed) {
+TEST(Cel, CostLimitStopsLongEvaluations) {
   EXPECT_EQ(evaluate("[1, 2, 3].all(x, x > 0)", nullptr, nullptr, 100), true);
   EXPECT_EQ(test::messageOf<EvalError>([&] { evaluate("[1, 2, 3].all(x, x > 0)", nullptr, nullptr, 10); }),
             "cost limit exceeded: the expression took more than 10 steps");
-  const json self = json(std::vector<int>(200, 1));
+}
+
+struct CostlyCase {
+  std::string expression;
+  std::string name = "";  // set by named()
+};
+
+std::vector<CostlyCase> costlyCases() {
   const std::string cubic = "self.all(x, self.all(y, self.all(z, z == 1)))";
-  for (const auto& expression : {cubic, cubic + " || true", "self.exists(x, " + cubic + ")"}) {
-    SCOPED_TRACE(expression);
-    const auto error = test::thrownBy<EvalError>([&] { evaluate(expression, self); });
-    EXPECT_THAT(error.what(), HasSubstr("cost limit exceeded"));
-  }
+  return {{cubic}, {cubic + " || true"}, {"self.exists(x, " + cubic + ")"}};
+}
+
+MKA_TABLE_TEST(Cel, CostLimitStopsLongEvaluationsAndIsNotAbsorbed, CostlyCase, named(costlyCases())) {
+  const std::string& expression = testCase().expression;
+  const json self = json(std::vector<int>(200, 1));
+  const auto error = test::thrownBy<EvalError>([&] { evaluate(expression, self); });
+  EXPECT_THAT(error.what(), HasSubstr("cost limit exceeded"));
 }
 
 TEST(Cel, VariablesAndTransitionRules) {
@@ -645,18 +815,36 @@ namespace {
 
 // Patterns as RE2 reads them: a leading (?i) is honoured, syntax ECMAScript reads differently
 // is refused instead of matched differently.
-TEST(Regex, ReadsWhatRe2ReadsOrRefusesIt) {
+TEST(Regex, ReadsWhatRe2Reads) {
   const auto kind = Regex::compile("^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$");
   EXPECT_TRUE(kind.search("MultiKueue"));
   EXPECT_FALSE(kind.search("1abc"));
   EXPECT_TRUE(Regex::compile("(?i)abc").search("xABCx")) << "unanchored: a match anywhere";
   EXPECT_FALSE(Regex::compile("abc").search("ABC"));
-  for (const char* refused : {"a(?i)b", "(?P<n>a)", "(?=a)", "\\pL", "\\Aa", "(a)\\1", "a{1001}"}) {
-    SCOPED_TRACE(refused);
-    EXPECT_THROW(Regex::compile(refused), RegexError);
-  }
   // Linear time: a pattern that makes a backtracking matcher take exponential time.
   EXPECT_FALSE(Regex::compile("^(a*)*b$").search(std::string(64, 'a')));
+}
+
+struct RefusedPattern {
+  std::string name;  // the construct refused
+  std::string pattern;
+};
+
+std::vector<RefusedPattern> refusedPatterns() {
+  return {
+      {"a flag after the start", "a(?i)b"},
+      {"a named group", "(?P<n>a)"},
+      {"a lookahead", "(?=a)"},
+      {"a Unicode class", "\\pL"},
+      {"a start-of-text anchor", "\\Aa"},
+      {"a backreference", "(a)\\1"},
+      {"a repetition count above 1000", "a{1001}"},
+  };
+}
+
+MKA_TABLE_TEST(Regex, ReadsWhatRe2ReadsOrRefusesIt, RefusedPattern, refusedPatterns()) {
+  const char* refused = testCase().pattern.c_str();
+  EXPECT_THROW(Regex::compile(refused), RegexError);
 }
 
 }  // namespace

@@ -4,18 +4,21 @@
 
 #include <limits>
 
+#include "support/table_test.h"
+
 namespace mka {
 namespace {
 
 using namespace std::chrono_literals;
 
-TEST(Duration, ParsesGoSyntax) {
-  struct Case {
-    std::string name;
-    std::string text;
-    std::optional<Duration> expected;
-  };
-  const std::vector<Case> cases = {
+struct ParsesGoSyntaxCase {
+  std::string name;
+  std::string text;
+  std::optional<Duration> expected;
+};
+
+std::vector<ParsesGoSyntaxCase> parsesGoSyntaxCases() {
+  const std::vector<ParsesGoSyntaxCase> cases = {
       {"minute", "1m", 1min},
       {"hours and minutes", "1h30m", 90min},
       {"fraction", "1.5s", 1500ms},
@@ -47,19 +50,22 @@ TEST(Duration, ParsesGoSyntax) {
       {"trailing garbage", "1mx", std::nullopt},
       {"upper-case unit", "1M", std::nullopt},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(parseDuration(c.text), c.expected);
-  }
+  return cases;
 }
 
-TEST(Duration, FormatsLikeGo) {
-  struct Case {
-    std::string name;
-    Duration value;
-    std::string text;
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(Duration, ParsesGoSyntax, ParsesGoSyntaxCase, parsesGoSyntaxCases()) {
+  const ParsesGoSyntaxCase& c = testCase();
+  EXPECT_EQ(parseDuration(c.text), c.expected);
+}
+
+struct FormatsLikeGoCase {
+  std::string name;
+  Duration value;
+  std::string text;
+};
+
+std::vector<FormatsLikeGoCase> formatsLikeGoCases() {
+  const std::vector<FormatsLikeGoCase> cases = {
       {"zero", 0ns, "0s"},
       {"minute", 60s, "1m0s"},
       {"fifteen minutes", 15min, "15m0s"},
@@ -75,10 +81,12 @@ TEST(Duration, FormatsLikeGo) {
       {"min int64", Duration{std::numeric_limits<std::int64_t>::min()}, "-2562047h47m16.854775808s"},
       {"max int64", Duration{std::numeric_limits<std::int64_t>::max()}, "2562047h47m16.854775807s"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(formatDuration(c.value), c.text);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Duration, FormatsLikeGo, FormatsLikeGoCase, formatsLikeGoCases()) {
+  const FormatsLikeGoCase& c = testCase();
+  EXPECT_EQ(formatDuration(c.value), c.text);
 }
 
 TEST(Duration, FormatThenParseRoundTrips) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mka/common/flat_pointer_set.h"
+#include "support/table_test.h"
 
 namespace mka {
 namespace {
@@ -19,27 +20,31 @@ struct Entry {
   std::uint32_t keySize = 0;
 };
 
-TEST(KeyedBlockTest, ABlockHoldsItsKeyAndAValueInitializedHeader) {
-  struct Case {
-    std::string name;
-    std::string key;
-  };
-  const std::vector<Case> cases = {
+struct ABlockHoldsItsKeyAndAValueInitializedHeaderCase {
+  std::string name;
+  std::string key;
+};
+
+std::vector<ABlockHoldsItsKeyAndAValueInitializedHeaderCase> aBlockHoldsItsKeyAndAValueInitializedHeaderCases() {
+  const std::vector<ABlockHoldsItsKeyAndAValueInitializedHeaderCase> cases = {
       {"empty key", ""},
       {"short key", "ns/a"},
       {"key with a NUL and non-ASCII bytes", std::string("ns/\0\xff\xc3\xa9", 7)},
       {"long key", std::string(5000, 'k')},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    Entry* entry = newKeyedBlock<Entry>(c.key, "test");
-    EXPECT_EQ(keyOfBlock(entry), c.key);
-    EXPECT_EQ(entry->keySize, c.key.size());
-    EXPECT_EQ(entry->value, 7u);
-    EXPECT_EQ(entry->note, "default");
-    entry->note.assign(100, 'n');  // on the heap: a leak if the destructor did not run (ASan)
-    deleteKeyedBlock(entry);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(KeyedBlockTest, ABlockHoldsItsKeyAndAValueInitializedHeader,
+               ABlockHoldsItsKeyAndAValueInitializedHeaderCase, aBlockHoldsItsKeyAndAValueInitializedHeaderCases()) {
+  const ABlockHoldsItsKeyAndAValueInitializedHeaderCase& c = testCase();
+  Entry* entry = newKeyedBlock<Entry>(c.key, "test");
+  EXPECT_EQ(keyOfBlock(entry), c.key);
+  EXPECT_EQ(entry->keySize, c.key.size());
+  EXPECT_EQ(entry->value, 7u);
+  EXPECT_EQ(entry->note, "default");
+  entry->note.assign(100, 'n');  // on the heap: a leak if the destructor did not run (ASan)
+  deleteKeyedBlock(entry);
 }
 
 TEST(KeyedBlockTest, BlocksAreFoundByTheirKeysThroughAFlatPointerSet) {

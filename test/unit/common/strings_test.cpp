@@ -5,26 +5,31 @@
 #include <string>
 #include <vector>
 
+#include "support/table_test.h"
+
 namespace mka::strings {
 namespace {
 
-TEST(Strings, SplitKeepsEmptyParts) {
-  struct Case {
-    std::string name;
-    std::string text;
-    std::vector<std::string> parts;
-  };
-  const std::vector<Case> cases = {
+struct SplitKeepsEmptyPartsCase {
+  std::string name;
+  std::string text;
+  std::vector<std::string> parts;
+};
+
+std::vector<SplitKeepsEmptyPartsCase> splitKeepsEmptyPartsCases() {
+  const std::vector<SplitKeepsEmptyPartsCase> cases = {
       {"plain", "spec.runPolicy.managedBy", {"spec", "runPolicy", "managedBy"}},
       {"empty middle", "a..b", {"a", "", "b"}},
       {"no separator", "spec", {"spec"}},
       {"empty text", "", {""}},
       {"trailing", "a.", {"a", ""}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(split(c.text, '.'), c.parts);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Strings, SplitKeepsEmptyParts, SplitKeepsEmptyPartsCase, splitKeepsEmptyPartsCases()) {
+  const SplitKeepsEmptyPartsCase& c = testCase();
+  EXPECT_EQ(split(c.text, '.'), c.parts);
 }
 
 TEST(Strings, JoinAndTrim) {
@@ -42,13 +47,14 @@ TEST(Strings, ToLower) {
   EXPECT_EQ(toLower(""), "");
 }
 
-TEST(Strings, EditDistanceIgnoresCase) {
-  struct Case {
-    std::string name;
-    std::string a, b;
-    std::size_t distance;
-  };
-  const std::vector<Case> cases = {
+struct EditDistanceIgnoresCaseCase {
+  std::string name;
+  std::string a, b;
+  std::size_t distance;
+};
+
+std::vector<EditDistanceIgnoresCaseCase> editDistanceIgnoresCaseCases() {
+  const std::vector<EditDistanceIgnoresCaseCase> cases = {
       {"equal", "port", "port", 0},
       {"case only", "multikueue", "multiKueue", 0},
       {"one insertion", "gcInterval", "gcIntervall", 1},
@@ -59,22 +65,23 @@ TEST(Strings, EditDistanceIgnoresCase) {
       {"both empty", "", "", 0},
       {"substitution", "qps", "qpz", 1},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(editDistance(c.a, c.b), c.distance);
-    EXPECT_EQ(editDistance(c.b, c.a), c.distance);
-  }
+  return cases;
 }
 
-TEST(Strings, DidYouMean) {
-  const std::vector<std::string> keys = {"namespace",  "webhook", "multiKueue", "clientConnection", "qps", "burst",
-                                         "gcInterval", "origin",  "port"};
-  struct Case {
-    std::string name;
-    std::string word;
-    std::optional<std::string> suggestion;
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(Strings, EditDistanceIgnoresCase, EditDistanceIgnoresCaseCase, editDistanceIgnoresCaseCases()) {
+  const EditDistanceIgnoresCaseCase& c = testCase();
+  EXPECT_EQ(editDistance(c.a, c.b), c.distance);
+  EXPECT_EQ(editDistance(c.b, c.a), c.distance);
+}
+
+struct DidYouMeanCase {
+  std::string name;
+  std::string word;
+  std::optional<std::string> suggestion;
+};
+
+std::vector<DidYouMeanCase> didYouMeanCases() {
+  const std::vector<DidYouMeanCase> cases = {
       {"case only always matches", "multikueue", "multiKueue"},
       {"case only short word", "QPS", "qps"},
       {"one typo", "gcIntervall", "gcInterval"},
@@ -87,10 +94,14 @@ TEST(Strings, DidYouMean) {
       {"exact match is not a suggestion", "origin", std::nullopt},
       {"empty", "", std::nullopt},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(didYouMean(c.word, keys), c.suggestion);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Strings, DidYouMean, DidYouMeanCase, didYouMeanCases()) {
+  const DidYouMeanCase& c = testCase();
+  const std::vector<std::string> keys = {"namespace",  "webhook", "multiKueue", "clientConnection", "qps", "burst",
+                                         "gcInterval", "origin",  "port"};
+  EXPECT_EQ(didYouMean(c.word, keys), c.suggestion);
 }
 
 TEST(Strings, DidYouMeanPrefersTheClosest) {
@@ -98,22 +109,25 @@ TEST(Strings, DidYouMeanPrefersTheClosest) {
   EXPECT_EQ(didYouMean("abcdefgh", {"abcdefgX", "abcdefgh2"}), "abcdefgX");  // ties: first listed
 }
 
-TEST(Strings, EscapeJsonPointer) {
-  struct Case {
-    std::string name;
-    std::string token;
-    std::string escaped;
-  };
-  const std::vector<Case> cases = {
+struct EscapeJsonPointerCase {
+  std::string name;
+  std::string token;
+  std::string escaped;
+};
+
+std::vector<EscapeJsonPointerCase> escapeJsonPointerCases() {
+  const std::vector<EscapeJsonPointerCase> cases = {
       {"plain", "managedBy", "managedBy"},
       {"slash", "workflows.argoproj.io/controller-instanceid", "workflows.argoproj.io~1controller-instanceid"},
       {"tilde first so that ~1 stays literal", "a~1/b", "a~01~1b"},
       {"empty", "", ""},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(escapeJsonPointer(c.token), c.escaped);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Strings, EscapeJsonPointer, EscapeJsonPointerCase, escapeJsonPointerCases()) {
+  const EscapeJsonPointerCase& c = testCase();
+  EXPECT_EQ(escapeJsonPointer(c.token), c.escaped);
 }
 
 TEST(Strings, QuotedExcerpt) {
@@ -124,25 +138,29 @@ TEST(Strings, QuotedExcerpt) {
   EXPECT_EQ(quotedExcerpt("abcdef", 3), "\"abc...\"");
 }
 
-TEST(Strings, EscapeControlBytes) {
-  struct Case {
-    std::string name;
-    std::string in;
-    std::string want;
-  };
-  const std::vector<Case> cases = {
+struct EscapeControlBytesCase {
+  std::string name;
+  std::string in;
+  std::string want;
+};
+
+std::vector<EscapeControlBytesCase> escapeControlBytesCases() {
+  const std::vector<EscapeControlBytesCase> cases = {
       {"printable text stays", "a-b c/d", "a-b c/d"},
       {"a terminal escape", std::string("a\x1b[31mb"), "a\\x1b[31mb"},
       {"line breaks and tabs", "a\nb\rc\td", "a\\nb\\rc\\td"},
       {"NUL and DEL", std::string("a\0b\x7f", 4), "a\\x00b\\x7f"},
       {"UTF-8 stays", "caf\xc3\xa9", "caf\xc3\xa9"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(escapeControlBytes(c.in), c.want);
-  }
-  EXPECT_EQ(quotedExcerpt("a\x1b"), "\"a\\x1b\"");
+  return cases;
 }
+
+MKA_TABLE_TEST(Strings, EscapeControlBytes, EscapeControlBytesCase, escapeControlBytesCases()) {
+  const EscapeControlBytesCase& c = testCase();
+  EXPECT_EQ(escapeControlBytes(c.in), c.want);
+}
+
+TEST(Strings, EscapeControlBytes) { EXPECT_EQ(quotedExcerpt("a\x1b"), "\"a\\x1b\""); }
 
 }  // namespace
 }  // namespace mka::strings

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "support/table_test.h"
+
 namespace mka::validation {
 namespace {
 
@@ -35,7 +37,7 @@ const std::string kNamePartRegexMsg =
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
-TEST(Validation, MatchesApimachineryRulesAndWording) {
+std::vector<Case> matchesApimachineryRulesAndWordingCases() {
   const std::vector<Case> cases = {
       {"label ok", dns1123Label, "kueue-system", {}},
       {"label digits first ok", dns1123Label, "123-abc", {}},
@@ -91,10 +93,12 @@ TEST(Validation, MatchesApimachineryRulesAndWording) {
        "example.com/a b",
        {"Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.validate(c.value), c.expected);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Validation, MatchesApimachineryRulesAndWording, Case, matchesApimachineryRulesAndWordingCases()) {
+  const Case& c = testCase();
+  EXPECT_EQ(c.validate(c.value), c.expected);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
+
 namespace mka::config {
 namespace {
 
@@ -27,52 +29,62 @@ TEST(ManagedByLocation, DefaultsToSpecManagedByWithKueuesValue) {
   EXPECT_EQ(where.value, "kueue.x-k8s.io/multikueue");
 }
 
-TEST(ManagedByLocation, FieldPath) {
-  struct Case {
-    std::string name;
-    ManagedByLocation where;
-    std::string fieldPath;
-  };
-  const std::vector<Case> cases = {
+struct FieldPathCase {
+  std::string name;
+  ManagedByLocation where;
+  std::string fieldPath;
+};
+
+std::vector<FieldPathCase> fieldPathCases() {
+  const std::vector<FieldPathCase> cases = {
       {"default", ManagedByLocation{}, "spec.managedBy"},
       {"run policy", path("spec.runPolicy.managedBy"), "spec.runPolicy.managedBy"},
       {"label", labelLocation("workflows.argoproj.io/controller-instanceid", "multikueue"),
        "metadata.labels[workflows.argoproj.io/controller-instanceid]"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.where.fieldPath(), c.fieldPath);
-  }
+  return cases;
 }
 
-TEST(ManagedByDefaulting, NamesRoundTrip) {
-  struct Case {
-    std::string name;
-    ManagedByDefaulting policy;
-    std::string text;
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(ManagedByLocation, FieldPath, FieldPathCase, fieldPathCases()) {
+  const FieldPathCase& c = testCase();
+  EXPECT_EQ(c.where.fieldPath(), c.fieldPath);
+}
+
+struct NamesRoundTripCase {
+  std::string name;
+  ManagedByDefaulting policy;
+  std::string text;
+};
+
+std::vector<NamesRoundTripCase> namesRoundTripCases() {
+  const std::vector<NamesRoundTripCase> cases = {
       {"multikueue queues", ManagedByDefaulting::MultiKueueQueues, "MultiKueueQueues"},
       {"queue labeled", ManagedByDefaulting::QueueLabeled, "QueueLabeled"},
       {"never", ManagedByDefaulting::Never, "Never"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(toString(c.policy), c.text);
-    EXPECT_EQ(parseManagedByDefaulting(c.text), c.policy);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(ManagedByDefaulting, NamesRoundTrip, NamesRoundTripCase, namesRoundTripCases()) {
+  const NamesRoundTripCase& c = testCase();
+  EXPECT_EQ(toString(c.policy), c.text);
+  EXPECT_EQ(parseManagedByDefaulting(c.text), c.policy);
+}
+
+TEST(ManagedByDefaulting, NamesRoundTrip) {
   EXPECT_EQ(parseManagedByDefaulting("never"), std::nullopt);
   EXPECT_EQ(parseManagedByDefaulting(""), std::nullopt);
 }
 
-TEST(BuiltinProfile, MatchesTektonAndArgoInAnyVersion) {
-  struct Case {
-    std::string name;
-    api::GroupVersionKind gvk;
-    std::optional<ManagedByLocation> profile;
-  };
+struct MatchesTektonAndArgoInAnyVersionCase {
+  std::string name;
+  api::GroupVersionKind gvk;
+  std::optional<ManagedByLocation> profile;
+};
+
+std::vector<MatchesTektonAndArgoInAnyVersionCase> matchesTektonAndArgoInAnyVersionCases() {
   const auto argo = labelLocation("workflows.argoproj.io/controller-instanceid", "multikueue");
-  const std::vector<Case> cases = {
+  const std::vector<MatchesTektonAndArgoInAnyVersionCase> cases = {
       {"tekton v1", {"tekton.dev", "v1", "PipelineRun"}, ManagedByLocation{}},
       {"tekton v1beta1", {"tekton.dev", "v1beta1", "PipelineRun"}, ManagedByLocation{}},
       {"argo", {"argoproj.io", "v1alpha1", "Workflow"}, argo},
@@ -81,10 +93,13 @@ TEST(BuiltinProfile, MatchesTektonAndArgoInAnyVersion) {
       {"Workflow of another group", {"example.com", "v1", "Workflow"}, std::nullopt},
       {"ray", {"ray.io", "v1", "RayCluster"}, std::nullopt},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(builtinProfile(c.gvk), c.profile);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(BuiltinProfile, MatchesTektonAndArgoInAnyVersion, MatchesTektonAndArgoInAnyVersionCase,
+               matchesTektonAndArgoInAnyVersionCases()) {
+  const MatchesTektonAndArgoInAnyVersionCase& c = testCase();
+  EXPECT_EQ(builtinProfile(c.gvk), c.profile);
 }
 
 TEST(Configuration, DefaultsMatchTheSpecAndKueue) {
@@ -122,25 +137,29 @@ TEST(Configuration, FindFramework) {
   EXPECT_EQ(c.findFramework({"tekton.dev", "v1", "TaskRun"}), nullptr);
 }
 
-TEST(Configuration, MultiKueueControllerNames) {
-  struct Case {
-    std::string name;
-    std::string ours;
-    std::vector<std::string> expected;
-  };
-  const std::vector<Case> cases = {
+struct MultiKueueControllerNamesCase {
+  std::string name;
+  std::string ours;
+  std::vector<std::string> expected;
+};
+
+std::vector<MultiKueueControllerNamesCase> multiKueueControllerNamesCases() {
+  const std::vector<MultiKueueControllerNamesCase> cases = {
       {"default",
        "multikueue-adapter.dev/dispatcher",
        {"multikueue-adapter.dev/dispatcher", "kueue.x-k8s.io/multikueue"}},
       {"drop-in mode deduplicates", "kueue.x-k8s.io/multikueue", {"kueue.x-k8s.io/multikueue"}},
       {"custom", "example.com/mk", {"example.com/mk", "kueue.x-k8s.io/multikueue"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    Configuration config;
-    config.dispatch.admissionCheckControllerName = c.ours;
-    EXPECT_EQ(config.multiKueueControllerNames(), c.expected);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Configuration, MultiKueueControllerNames, MultiKueueControllerNamesCase,
+               multiKueueControllerNamesCases()) {
+  const MultiKueueControllerNamesCase& c = testCase();
+  Configuration config;
+  config.dispatch.admissionCheckControllerName = c.ours;
+  EXPECT_EQ(config.multiKueueControllerNames(), c.expected);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "config_test_util.h"
 #include "mka/config/loader.h"
+#include "support/table_test.h"
 #include "support/yaml_file.h"
 
 namespace mka::config {
@@ -126,14 +127,15 @@ TEST(Fixtures, ConfigMapDataParsesWithItsPrefix) {
   EXPECT_EQ(test::paths(bad.errors), std::vector<std::string>{"data[config.yaml].colour"});
 }
 
-TEST(Fixtures, BadFiles) {
-  struct Case {
-    std::string name;
-    std::string file;
-    std::vector<std::string> paths;
-    std::string firstContains;
-  };
-  const std::vector<Case> cases = {
+struct BadFilesCase {
+  std::string name;
+  std::string file;
+  std::vector<std::string> paths;
+  std::string firstContains;
+};
+
+std::vector<BadFilesCase> badFilesCases() {
+  const std::vector<BadFilesCase> cases = {
       {"Kueue's doc spelling", "kueue-multikueue-misspelled.yaml", {"multikueue"}, "did you mean \"multiKueue\"?"},
       {"five mistakes",
        "five-mistakes.yaml",
@@ -147,13 +149,15 @@ TEST(Fixtures, BadFiles) {
       {"empty", "empty.yaml", {""}, "file is empty"},
       {"syntax error", "syntax-error.yaml", {""}, "invalid YAML at line 5, column 3"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto result = loadConfigurationFile(fixture(c.file));
-    EXPECT_EQ(test::paths(result.errors), c.paths) << joinErrors(result.errors);
-    ASSERT_FALSE(result.errors.empty());
-    EXPECT_NE(result.errors[0].toString().find(c.firstContains), std::string::npos) << result.errors[0].toString();
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Fixtures, BadFiles, BadFilesCase, badFilesCases()) {
+  const BadFilesCase& c = testCase();
+  auto result = loadConfigurationFile(fixture(c.file));
+  EXPECT_EQ(test::paths(result.errors), c.paths) << joinErrors(result.errors);
+  ASSERT_FALSE(result.errors.empty());
+  EXPECT_NE(result.errors[0].toString().find(c.firstContains), std::string::npos) << result.errors[0].toString();
 }
 
 TEST(Fixtures, FiveMistakesEachHaveAProblemAndAFix) {

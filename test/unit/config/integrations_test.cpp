@@ -4,6 +4,7 @@
 
 #include "config_test_util.h"
 #include "mka/config/loader.h"
+#include "support/table_test.h"
 
 namespace mka::config {
 namespace {
@@ -97,14 +98,15 @@ TEST(Integrations, RulesOverrideAProfileOneRuleAtATime) {
   EXPECT_EQ(f.podSets[0].count.value, 3);
 }
 
-TEST(Integrations, ProblemsNameTheFieldAndTheFix) {
-  struct Case {
-    std::string name;
-    std::string frameworks;  // the list under integrations.frameworks
-    std::vector<std::string> errors;
-  };
+struct ProblemsNameTheFieldAndTheFixCase {
+  std::string name;
+  std::string frameworks;  // the list under integrations.frameworks
+  std::vector<std::string> errors;
+};
+
+std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCases() {
   const std::string p = "integrations.frameworks[0]";
-  const std::vector<Case> cases = {
+  const std::vector<ProblemsNameTheFieldAndTheFixCase> cases = {
       {"a kind without a profile and without rules",
        "  - name: TrainingRun.v1.ml.example.com\n",
        {p + ".suspend: is required for a kind without a built-in profile: add suspend: {path: spec.suspend, value: "
@@ -154,12 +156,15 @@ TEST(Integrations, ProblemsNameTheFieldAndTheFix) {
        {"integrations.frameworks[1].name: duplicates integrations.frameworks[0].name "
         "(argoproj.io/v1alpha1, Kind=Workflow): remove one of the two entries"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto result = parseConfiguration(adapterDoc("integrations:\n  frameworks:\n" + c.frameworks));
-    EXPECT_FALSE(result.ok());
-    EXPECT_EQ(rendered(result.errors), c.errors);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Integrations, ProblemsNameTheFieldAndTheFix, ProblemsNameTheFieldAndTheFixCase,
+               problemsNameTheFieldAndTheFixCases()) {
+  const ProblemsNameTheFieldAndTheFixCase& c = testCase();
+  auto result = parseConfiguration(adapterDoc("integrations:\n  frameworks:\n" + c.frameworks));
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(rendered(result.errors), c.errors);
 }
 
 // Kueue's integrations.labelKeysToCopy, the same list for every kind; each key checked.
@@ -239,15 +244,16 @@ TEST(Integrations, DeactivationRetention) {
                                      "once"});
 }
 
-TEST(LabelSelectorTest, MatchesAsTheApiServerDoes) {
+struct MatchesAsTheApiServerDoesCase {
+  std::string name;
+  LabelSelector selector;
+  json labels;
+  bool matches;
+};
+
+std::vector<MatchesAsTheApiServerDoesCase> matchesAsTheApiServerDoesCases() {
   using Operator = LabelSelector::Expression::Operator;
-  struct Case {
-    std::string name;
-    LabelSelector selector;
-    json labels;
-    bool matches;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<MatchesAsTheApiServerDoesCase> cases = {
       {"empty selects everything", {}, nullptr, true},
       {"matchLabels: equal", {{{"a", "1"}}, {}}, {{"a", "1"}, {"b", "2"}}, true},
       {"matchLabels: other value", {{{"a", "1"}}, {}}, {{"a", "2"}}, false},
@@ -260,10 +266,13 @@ TEST(LabelSelectorTest, MatchesAsTheApiServerDoes) {
       {"DoesNotExist", {{}, {{"a", Operator::DoesNotExist, {}}}}, {{"a", ""}}, false},
       {"all must hold", {{{"a", "1"}}, {{"b", Operator::Exists, {}}}}, {{"a", "1"}}, false},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.selector.matches(c.labels), c.matches);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(LabelSelectorTest, MatchesAsTheApiServerDoes, MatchesAsTheApiServerDoesCase,
+               matchesAsTheApiServerDoesCases()) {
+  const MatchesAsTheApiServerDoesCase& c = testCase();
+  EXPECT_EQ(c.selector.matches(c.labels), c.matches);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "config_test_util.h"
 #include "mka/config/loader.h"
+#include "support/table_test.h"
 
 namespace mka::config {
 namespace {
@@ -17,22 +18,19 @@ struct Case {
   std::vector<std::string> errors;  // exact, in order
 };
 
-void runCases(const std::vector<Case>& cases) {
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto result = parseConfiguration(c.text);
-    EXPECT_FALSE(result.ok());
-    EXPECT_FALSE(result.config.has_value());
-    EXPECT_EQ(rendered(result.errors), c.errors);
-  }
+void runCase(const Case& c) {
+  auto result = parseConfiguration(c.text);
+  EXPECT_FALSE(result.ok());
+  EXPECT_FALSE(result.config.has_value());
+  EXPECT_EQ(rendered(result.errors), c.errors);
 }
 
 const std::string kHeaders =
     "apiVersion: config.multikueue-adapter.dev/v1alpha1 with kind: AdapterConfiguration, or Kueue's apiVersion: "
     "config.kueue.x-k8s.io/v1beta2 (or v1beta1) with kind: Configuration";
 
-TEST(LoaderErrors, Document) {
-  runCases({
+std::vector<Case> documentCases() {
+  return {
       {"empty", "", {"file is empty: write a configuration starting with " + kHeaders}},
       {"comments only", "# nothing\n\n", {"file is empty: write a configuration starting with " + kHeaders}},
       {"syntax error has line and column",
@@ -47,11 +45,13 @@ TEST(LoaderErrors, Document) {
        adapterDoc("") + "---\n" + adapterDoc(""),
        {"holds 2 YAML documents: keep one configuration in the file and remove the other documents and their --- "
         "separators"}},
-  });
+  };
 }
 
-TEST(LoaderErrors, Header) {
-  runCases({
+MKA_TABLE_TEST(LoaderErrors, Document, Case, documentCases()) { runCase(testCase()); }
+
+std::vector<Case> headerCases() {
+  return {
       {"no apiVersion or kind",
        "namespace: x\n",
        {"apiVersion: is required: start the file with " + kHeaders,
@@ -82,11 +82,13 @@ TEST(LoaderErrors, Header) {
       {"apiVersion not a string",
        "apiVersion: [a]\nkind: AdapterConfiguration\n",
        {"apiVersion: must be a string, not a list: write a single value on the same line as the key"}},
-  });
+  };
 }
 
-TEST(LoaderErrors, UnknownKeys) {
-  runCases({
+MKA_TABLE_TEST(LoaderErrors, Header, Case, headerCases()) { runCase(testCase()); }
+
+std::vector<Case> unknownKeysCases() {
+  return {
       {"multikueue in our kind",
        adapterDoc("multikueue: {gcInterval: 1m}\n"),
        {"multikueue: unknown field: did you mean \"multiKueue\"? (Kueue's documentation spells the section "
@@ -140,11 +142,13 @@ TEST(LoaderErrors, UnknownKeys) {
         "file to apiVersion: config.multikueue-adapter.dev/v1alpha1 and kind: AdapterConfiguration",
         "managedByDefaulting: is a multikueue-adapter setting, which a Kueue Configuration cannot hold: remove it, or "
         "switch the file to apiVersion: config.multikueue-adapter.dev/v1alpha1 and kind: AdapterConfiguration"}},
-  });
+  };
 }
 
-TEST(LoaderErrors, Types) {
-  runCases({
+MKA_TABLE_TEST(LoaderErrors, UnknownKeys, Case, unknownKeysCases()) { runCase(testCase()); }
+
+std::vector<Case> typesCases() {
+  return {
       {"port as text",
        adapterDoc("webhook: {port: abc}\n"),
        {"webhook.port: must be a whole number, not \"abc\": write a whole number without quotes"}},
@@ -200,16 +204,18 @@ TEST(LoaderErrors, Types) {
        adapterDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, managedBy: spec.managedBy}]}\n"),
        {"multiKueue.externalFrameworks[0].managedBy: must be a mapping of key: value pairs, not \"spec.managedBy\": "
         "write it as {path: spec.managedBy}, or {label: KEY, value: VALUE}"}},
-  });
+  };
 }
 
-TEST(LoaderErrors, ManagedByShape) {
+MKA_TABLE_TEST(LoaderErrors, Types, Case, typesCases()) { runCase(testCase()); }
+
+std::vector<Case> managedByShapeCases() {
   const auto entry = [](const std::string& managedBy) {
     return adapterDoc("multiKueue: {externalFrameworks: [{name: Thing.v1.example.com, managedBy: " + managedBy +
                       "}]}\n");
   };
   const std::string at = "multiKueue.externalFrameworks[0].managedBy";
-  runCases({
+  return {
       {"both path and label",
        entry("{path: spec.managedBy, label: a, value: b}"),
        {at + ": sets both path and label: keep path (a field such as spec.managedBy) or label with value (a label "
@@ -248,8 +254,10 @@ TEST(LoaderErrors, ManagedByShape) {
        entry("{path: metadata.managedBy}"),
        {at + ".path: must be a field path below spec, not \"metadata.managedBy\": write a dotted path of field names "
              "such as spec.managedBy or spec.runPolicy.managedBy"}},
-  });
+  };
 }
+
+MKA_TABLE_TEST(LoaderErrors, ManagedByShape, Case, managedByShapeCases()) { runCase(testCase()); }
 
 }  // namespace
 }  // namespace mka::config

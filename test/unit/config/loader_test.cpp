@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config_test_util.h"
+#include "support/table_test.h"
 
 namespace mka::config {
 namespace {
@@ -51,7 +52,14 @@ TEST(Loader, AcceptsJson) {
   EXPECT_EQ(c.multiKueue.gcInterval, 30s);
 }
 
-TEST(Loader, ManagedByLocations) {
+struct ManagedByLocationsCase {
+  std::string name;
+  std::string entry;  // one externalFrameworks entry
+  ManagedByLocation expected;
+  bool fromProfile;
+};
+
+std::vector<ManagedByLocationsCase> managedByLocationsCases() {
   ManagedByLocation specPath;
   ManagedByLocation runPolicy;
   runPolicy.path = "spec.runPolicy.managedBy";
@@ -63,14 +71,7 @@ TEST(Loader, ManagedByLocations) {
   ManagedByLocation customLabel = argoLabel;
   customLabel.labelKey = "example.com/managed";
   customLabel.value = "mk";
-
-  struct Case {
-    std::string name;
-    std::string entry;  // one externalFrameworks entry
-    ManagedByLocation expected;
-    bool fromProfile;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ManagedByLocationsCase> cases = {
       {"tekton profile", "{name: PipelineRun.v1.tekton.dev}", specPath, true},
       {"argo profile", "{name: Workflow.v1alpha1.argoproj.io}", argoLabel, true},
       {"no profile: default path", "{name: RayCluster.v1.ray.io}", specPath, false},
@@ -85,14 +86,16 @@ TEST(Loader, ManagedByLocations) {
        "multikueue}}",
        argoLabel, false},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto config = mustParse(adapterDoc("multiKueue:\n  externalFrameworks:\n  - " + c.entry + "\n"));
-    ASSERT_EQ(config.multiKueue.externalFrameworks.size(), 1u);
-    const auto& f = config.multiKueue.externalFrameworks[0];
-    EXPECT_EQ(f.managedBy, c.expected);
-    EXPECT_EQ(f.managedByFromProfile, c.fromProfile);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(Loader, ManagedByLocations, ManagedByLocationsCase, managedByLocationsCases()) {
+  const ManagedByLocationsCase& c = testCase();
+  auto config = mustParse(adapterDoc("multiKueue:\n  externalFrameworks:\n  - " + c.entry + "\n"));
+  ASSERT_EQ(config.multiKueue.externalFrameworks.size(), 1u);
+  const auto& f = config.multiKueue.externalFrameworks[0];
+  EXPECT_EQ(f.managedBy, c.expected);
+  EXPECT_EQ(f.managedByFromProfile, c.fromProfile);
 }
 
 TEST(Loader, FrameworkGvkIsParsed) {
@@ -102,15 +105,16 @@ TEST(Loader, FrameworkGvkIsParsed) {
   EXPECT_EQ(c.multiKueue.externalFrameworks[0].gvk, (api::GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}));
 }
 
-TEST(Loader, KueueStyleDefaulting) {
-  struct Case {
-    std::string name;
-    std::string body;
-    std::string origin;
-    std::string dispatcher;
-    Duration gcInterval;
-  };
-  const std::vector<Case> cases = {
+struct KueueStyleDefaultingCase {
+  std::string name;
+  std::string body;
+  std::string origin;
+  std::string dispatcher;
+  Duration gcInterval;
+};
+
+std::vector<KueueStyleDefaultingCase> kueueStyleDefaultingCases() {
+  const std::vector<KueueStyleDefaultingCase> cases = {
       {"empty origin is defaulted", "multiKueue: {origin: \"\"}", "multikueue",
        "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 1min},
       {"empty dispatcher is defaulted", "multiKueue: {dispatcherName: \"\"}", "multikueue",
@@ -124,14 +128,16 @@ TEST(Loader, KueueStyleDefaulting) {
       {"compound duration", "multiKueue: {gcInterval: 1h30m, origin: eu}", "eu",
        "kueue.x-k8s.io/multikueue-dispatcher-all-at-once", 90min},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    for (const auto& doc : {adapterDoc(c.body + "\n"), kueueDoc(c.body + "\n")}) {
-      auto config = mustParse(doc);
-      EXPECT_EQ(config.multiKueue.origin, c.origin);
-      EXPECT_EQ(config.multiKueue.dispatcherName, c.dispatcher);
-      EXPECT_EQ(config.multiKueue.gcInterval, c.gcInterval);
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(Loader, KueueStyleDefaulting, KueueStyleDefaultingCase, kueueStyleDefaultingCases()) {
+  const KueueStyleDefaultingCase& c = testCase();
+  for (const auto& doc : {adapterDoc(c.body + "\n"), kueueDoc(c.body + "\n")}) {
+    auto config = mustParse(doc);
+    EXPECT_EQ(config.multiKueue.origin, c.origin);
+    EXPECT_EQ(config.multiKueue.dispatcherName, c.dispatcher);
+    EXPECT_EQ(config.multiKueue.gcInterval, c.gcInterval);
   }
 }
 
@@ -142,14 +148,21 @@ TEST(Loader, LeaseNamespaceFollowsNamespaceUnlessSet) {
   EXPECT_EQ(set.leaderElection.resourceNamespace, "leases");
 }
 
-TEST(Loader, ManagedByDefaultingValues) {
-  for (auto [text, policy] : std::vector<std::pair<std::string, ManagedByDefaulting>>{
-           {"MultiKueueQueues", ManagedByDefaulting::MultiKueueQueues},
-           {"QueueLabeled", ManagedByDefaulting::QueueLabeled},
-           {"Never", ManagedByDefaulting::Never}}) {
-    SCOPED_TRACE(text);
-    EXPECT_EQ(mustParse(adapterDoc("managedByDefaulting: " + text + "\n")).managedByDefaulting, policy);
-  }
+// Each case is named by the text it parses.
+struct ManagedByDefaultingValueCase {
+  std::string name;
+  ManagedByDefaulting policy;
+};
+
+std::vector<ManagedByDefaultingValueCase> managedByDefaultingValuesCases() {
+  return {{"MultiKueueQueues", ManagedByDefaulting::MultiKueueQueues},
+          {"QueueLabeled", ManagedByDefaulting::QueueLabeled},
+          {"Never", ManagedByDefaulting::Never}};
+}
+
+MKA_TABLE_TEST(Loader, ManagedByDefaultingValues, ManagedByDefaultingValueCase, managedByDefaultingValuesCases()) {
+  const auto& [text, policy] = testCase();
+  EXPECT_EQ(mustParse(adapterDoc("managedByDefaulting: " + text + "\n")).managedByDefaulting, policy);
 }
 
 TEST(Loader, KueueConfigurationReadsItsSubset) {
@@ -254,15 +267,16 @@ TEST(Loader, ResultHoldsNoConfigWhenThereAreErrors) {
 
 // placement: the built-in OCM placement admission check controller, off unless enabled; an
 // AdapterConfiguration section only (Kueue's Configuration has no such key).
-TEST(Loader, PlacementSection) {
-  struct Case {
-    std::string name;
-    std::string doc;
-    bool ok;
-    bool enabled;
-    std::vector<std::string> errorPaths;
-  };
-  const std::vector<Case> cases = {
+struct PlacementSectionCase {
+  std::string name;
+  std::string doc;
+  bool ok;
+  bool enabled;
+  std::vector<std::string> errorPaths;
+};
+
+std::vector<PlacementSectionCase> placementSectionCases() {
+  const std::vector<PlacementSectionCase> cases = {
       {"absent: off", adapterDoc(""), true, false, {}},
       {"enabled", adapterDoc("placement: {enabled: true}\n"), true, true, {}},
       {"disabled", adapterDoc("placement: {enabled: false}\n"), true, false, {}},
@@ -274,15 +288,17 @@ TEST(Loader, PlacementSection) {
       {"not a boolean", adapterDoc("placement: {enabled: maybe}\n"), false, false, {"placement.enabled"}},
       {"not in Kueue's Configuration", kueueDoc("placement: {enabled: true}\n"), false, false, {"placement"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto result = parseConfiguration(c.doc);
-    ASSERT_EQ(result.ok(), c.ok) << joinErrors(result.errors);
-    if (c.ok) {
-      EXPECT_EQ(result.config->placement.enabled, c.enabled);
-    } else {
-      EXPECT_EQ(test::paths(result.errors), c.errorPaths);
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(Loader, PlacementSection, PlacementSectionCase, placementSectionCases()) {
+  const PlacementSectionCase& c = testCase();
+  auto result = parseConfiguration(c.doc);
+  ASSERT_EQ(result.ok(), c.ok) << joinErrors(result.errors);
+  if (c.ok) {
+    EXPECT_EQ(result.config->placement.enabled, c.enabled);
+  } else {
+    EXPECT_EQ(test::paths(result.errors), c.errorPaths);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "config_test_util.h"
 #include "mka/config/loader.h"
+#include "support/table_test.h"
 
 namespace mka::config {
 namespace {
@@ -20,16 +21,13 @@ struct BadValueCase {
   std::string fix;
 };
 
-void runBadValueCases(const std::vector<BadValueCase>& cases) {
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto result = parseConfiguration(adapterDoc(c.body));
-    ASSERT_EQ(result.errors.size(), 1u) << joinErrors(result.errors);
-    const auto& e = result.errors[0];
-    EXPECT_EQ(e.path, c.path);
-    EXPECT_NE(e.problem.find(c.problem), std::string::npos) << e.problem;
-    EXPECT_NE(e.fix.find(c.fix), std::string::npos) << e.fix;
-  }
+void runBadValueCase(const BadValueCase& c) {
+  auto result = parseConfiguration(adapterDoc(c.body));
+  ASSERT_EQ(result.errors.size(), 1u) << joinErrors(result.errors);
+  const auto& e = result.errors[0];
+  EXPECT_EQ(e.path, c.path);
+  EXPECT_NE(e.problem.find(c.problem), std::string::npos) << e.problem;
+  EXPECT_NE(e.fix.find(c.fix), std::string::npos) << e.fix;
 }
 
 std::string framework(const std::string& name) {
@@ -39,8 +37,8 @@ std::string framework(const std::string& name) {
 const std::string kNameFix = "write it as Kind.version.group, for example PipelineRun.v1.tekton.dev";
 const std::string kNamePath = "multiKueue.externalFrameworks[0].name";
 
-TEST(Validate, FrameworkNames) {
-  runBadValueCases({
+std::vector<BadValueCase> frameworkNamesCases() {
+  return {
       {"empty version, which Kueue accepts", framework("PipelineRun..tekton.dev"), kNamePath,
        "the version part is empty", kNameFix},
       {"empty kind", framework(".v1.tekton.dev"), kNamePath, "the Kind part is empty", kNameFix},
@@ -68,8 +66,10 @@ TEST(Validate, FrameworkNames) {
        "the version seems to be missing: " + kNameFix},
       {"built-in group without a dot", framework("Job.v1.batch"), kNamePath, "the group \"batch\" has no dot",
        kNameFix},
-  });
+  };
 }
+
+MKA_TABLE_TEST(Validate, FrameworkNames, BadValueCase, frameworkNamesCases()) { runBadValueCase(testCase()); }
 
 TEST(Validate, DuplicateFrameworksNameTheEarlierIndex) {
   auto result = parseConfiguration(adapterDoc(R"(multiKueue:
@@ -89,8 +89,8 @@ TEST(Validate, DuplicateFrameworksNameTheEarlierIndex) {
                 "(argoproj.io/v1alpha1, Kind=Workflow): remove one of the two entries"}));
 }
 
-TEST(Validate, MultiKueueValues) {
-  runBadValueCases({
+std::vector<BadValueCase> multiKueueValuesCases() {
+  return {
       {"negative gcInterval", "multiKueue: {gcInterval: -1m}\n", "multiKueue.gcInterval",
        "must be greater than or equal to 0, not -1m0s", "use 0 to turn garbage collection off"},
       {"negative workerLostTimeout", "multiKueue: {workerLostTimeout: -5s}\n", "multiKueue.workerLostTimeout",
@@ -99,8 +99,10 @@ TEST(Validate, MultiKueueValues) {
        "invalid value \"a/b\": a valid label must be an empty string", "such as multikueue"},
       {"origin too long", "multiKueue: {origin: " + std::string(64, 'a') + "}\n", "multiKueue.origin",
        "must be no more than 63 characters", "at most 63"},
-  });
+  };
 }
+
+MKA_TABLE_TEST(Validate, MultiKueueValues, BadValueCase, multiKueueValuesCases()) { runBadValueCase(testCase()); }
 
 std::string provider(const std::string& fields, const std::string& list = "accessProviders") {
   return "multiKueue:\n  clusterProfile:\n    " + list + ":\n    - {" + fields + "}\n";
@@ -108,9 +110,9 @@ std::string provider(const std::string& fields, const std::string& list = "acces
 const std::string kExec = "command: /bin/cp-creds, apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never";
 
 // Kueue's rules for multiKueue.clusterProfile, with the entry's index in the path.
-TEST(Validate, ClusterProfileAccessProviders) {
+std::vector<BadValueCase> clusterProfileAccessProvidersCases() {
   const std::string p0 = "multiKueue.clusterProfile.accessProviders[0]";
-  runBadValueCases({
+  return {
       {"no name", provider("execConfig: {" + kExec + "}"), p0 + ".name", "must be specified", "status.accessProviders"},
       {"no command",
        provider("name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: "
@@ -135,7 +137,14 @@ TEST(Validate, ClusterProfileAccessProviders) {
        provider("name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}",
                 "credentialsProviders"),
        "multiKueue.clusterProfile.credentialsProviders[0].execConfig.command", "must be specified", "plugin"},
-  });
+  };
+}
+
+MKA_TABLE_TEST(Validate, ClusterProfileAccessProviders, BadValueCase, clusterProfileAccessProvidersCases()) {
+  runBadValueCase(testCase());
+}
+
+TEST(Validate, ClusterProfileAccessProviders) {
   // Both lists: Kueue forbids the deprecated one, and checks accessProviders only.
   auto both =
       parseConfiguration(adapterDoc("multiKueue:\n  clusterProfile:\n    accessProviders: [{name: a, "
@@ -154,8 +163,8 @@ TEST(Validate, ZeroDurationsAreAllowedWhereKueueAllowsThem) {
   EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
 }
 
-TEST(Validate, ServerSettings) {
-  runBadValueCases({
+std::vector<BadValueCase> serverSettingsCases() {
+  return {
       {"port 0", "webhook: {port: 0}\n", "webhook.port", "must be between 1 and 65535, not 0", "such as 9443"},
       {"port too big", "webhook: {port: 65536}\n", "webhook.port", "must be between 1 and 65535, not 65536", "9443"},
       {"empty certDir", "webhook: {certDir: \"\"}\n", "webhook.certDir", "must not be empty", "serving-certs"},
@@ -178,8 +187,10 @@ TEST(Validate, ServerSettings) {
        ":8080"},
       {"namespace", "namespace: Kueue_System\n", "namespace",
        "invalid value \"Kueue_System\": a lowercase RFC 1123 label", "such as kueue-system"},
-  });
+  };
 }
+
+MKA_TABLE_TEST(Validate, ServerSettings, BadValueCase, serverSettingsCases()) { runBadValueCase(testCase()); }
 
 TEST(Validate, GoodBindAddresses) {
   for (const std::string address : {"0", ":8080", "127.0.0.1:8080", "localhost:1", "[::1]:8080", "[::]:65535"}) {
@@ -189,8 +200,8 @@ TEST(Validate, GoodBindAddresses) {
   }
 }
 
-TEST(Validate, LeaderElectionFollowsClientGo) {
-  runBadValueCases({
+std::vector<BadValueCase> leaderElectionFollowsClientGoCases() {
+  return {
       {"lease not longer than renew", "leaderElection: {leaseDuration: 10s, renewDeadline: 10s}\n",
        "leaderElection.leaseDuration", "must be longer than renewDeadline (10s), not 10s",
        "for example leaseDuration: 15s with renewDeadline: 10s"},
@@ -203,7 +214,14 @@ TEST(Validate, LeaderElectionFollowsClientGo) {
        "invalid value \"Adapter_Lock\"", "such as multikueue-adapter"},
       {"bad lease namespace", "leaderElection: {resourceNamespace: a.b}\n", "leaderElection.resourceNamespace",
        "must not contain dots", "such as kueue-system"},
-  });
+  };
+}
+
+MKA_TABLE_TEST(Validate, LeaderElectionFollowsClientGo, BadValueCase, leaderElectionFollowsClientGoCases()) {
+  runBadValueCase(testCase());
+}
+
+TEST(Validate, LeaderElectionFollowsClientGo) {
   auto negative = parseConfiguration(adapterDoc("leaderElection: {leaseDuration: -1s}\n"));
   EXPECT_EQ(test::paths(negative.errors), std::vector<std::string>{"leaderElection.leaseDuration"});
 }
@@ -213,8 +231,8 @@ TEST(Validate, LeaderElectionIsNotCheckedWhenOff) {
   EXPECT_TRUE(result.ok()) << joinErrors(result.errors);
 }
 
-TEST(Validate, ClientConnectionAndDispatch) {
-  runBadValueCases({
+std::vector<BadValueCase> clientConnectionAndDispatchCases() {
+  return {
       {"qps zero", "clientConnection: {qps: 0}\n", "clientConnection.qps", "must be greater than 0, not 0",
        "such as 50"},
       {"qps negative", "clientConnection: {qps: -2.5}\n", "clientConnection.qps", "must be greater than 0, not -2.5",
@@ -241,7 +259,11 @@ TEST(Validate, ClientConnectionAndDispatch) {
       {"managedByDefaulting unknown", "managedByDefaulting: Always\n", "managedByDefaulting",
        "must be MultiKueueQueues, QueueLabeled or Never, not \"Always\"",
        "use MultiKueueQueues (jobs in queues dispatched by MultiKueue), QueueLabeled"},
-  });
+  };
+}
+
+MKA_TABLE_TEST(Validate, ClientConnectionAndDispatch, BadValueCase, clientConnectionAndDispatchCases()) {
+  runBadValueCase(testCase());
 }
 
 TEST(Validate, WorkloadConcurrencyInAKueueConfigurationIsNamedByItsKueuePath) {
@@ -288,27 +310,32 @@ TEST(Validate, ConfigurationBuiltInCode) {
                                       "multiKueue.externalFrameworks[0].managedBy.path"}));
 }
 
-TEST(Validate, ManagedByPaths) {
-  struct PathCase {
-    std::string path;
-    bool ok;
-  };
-  for (const auto& c : std::vector<PathCase>{{"spec.managedBy", true},
-                                             {"spec.runPolicy.managedBy", true},
-                                             {"spec.a_b.c1", true},
-                                             {"spec", false},
-                                             {"spec.", false},
-                                             {"spec..managedBy", false},
-                                             {"status.managedBy", false},
-                                             {"spec.1x", false},
-                                             {"spec.managed-by", false},
-                                             {"spec.labels[x]", false},
-                                             {"", false}}) {
-    SCOPED_TRACE(c.path);
-    auto result = parseConfiguration(
-        adapterDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, managedBy: {path: \"" + c.path + "\"}}]}\n"));
-    EXPECT_EQ(result.ok(), c.ok) << joinErrors(result.errors);
-  }
+struct ManagedByPathCase {
+  std::string name;
+  std::string path;
+  bool ok;
+};
+
+std::vector<ManagedByPathCase> managedByPathsCases() {
+  return {{"Kueue's field", "spec.managedBy", true},
+          {"a nested field", "spec.runPolicy.managedBy", true},
+          {"underscore and digit", "spec.a_b.c1", true},
+          {"spec itself", "spec", false},
+          {"trailing dot", "spec.", false},
+          {"empty segment", "spec..managedBy", false},
+          {"outside spec", "status.managedBy", false},
+          {"segment starting with a digit", "spec.1x", false},
+          {"dash", "spec.managed-by", false},
+          {"brackets", "spec.labels[x]", false},
+          {"empty", "", false}};
+}
+
+MKA_TABLE_TEST(Validate, ManagedByPaths, ManagedByPathCase, managedByPathsCases()) {
+  const ManagedByPathCase& c = testCase();
+  SCOPED_TRACE(c.path);
+  auto result = parseConfiguration(
+      adapterDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, managedBy: {path: \"" + c.path + "\"}}]}\n"));
+  EXPECT_EQ(result.ok(), c.ok) << joinErrors(result.errors);
 }
 
 }  // namespace
@@ -319,10 +346,10 @@ namespace {
 
 // With dispatch off Kueue's own MultiKueue dispatches the external frameworks, and its adapter
 // reads the marker at spec.managedBy only: any other marker is refused, naming the field.
-TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead) {
+std::vector<BadValueCase> webhookOnlyModeRefusesMarkersKueueCannotReadCases() {
   const std::string webhookOnly = "dispatch: {enabled: false}\n";
   const std::string fix = "set dispatch.enabled: true, so that the adapter dispatches the kind";
-  runBadValueCases({
+  return {
       {"a built-in profile's label", webhookOnly + framework("Workflow.v1alpha1.argoproj.io"),
        "multiKueue.externalFrameworks[0].name",
        "Workflow's MultiKueue marker is the label \"workflows.argoproj.io/controller-instanceid\" (its built-in "
@@ -336,7 +363,16 @@ TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead) {
        "multiKueue.externalFrameworks[0].managedBy",
        "the field \"spec.runPolicy.managedBy\", but with dispatch.enabled false Kueue's own MultiKueue dispatches it",
        fix},
-  });
+  };
+}
+
+MKA_TABLE_TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead, BadValueCase,
+               webhookOnlyModeRefusesMarkersKueueCannotReadCases()) {
+  runBadValueCase(testCase());
+}
+
+TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead) {
+  const std::string webhookOnly = "dispatch: {enabled: false}\n";
   for (const auto& ok : {webhookOnly + framework("PipelineRun.v1.tekton.dev"),
                          webhookOnly + framework("Job.v1.example.com"), framework("Workflow.v1alpha1.argoproj.io")}) {
     SCOPED_TRACE(ok);
@@ -350,15 +386,22 @@ TEST(Validate, WebhookOnlyModeRefusesMarkersKueueCannotRead) {
 namespace mka::config {
 namespace {
 
-TEST(Validate, SecureMetricsNeedTheirOwnServer) {
-  runBadValueCases({
+std::vector<BadValueCase> secureMetricsNeedTheirOwnServerCases() {
+  return {
       {"metrics off", "metricsSecure: true\nmetricsBindAddress: \"0\"\n", "metricsSecure",
        "metricsBindAddress is \"0\"", "set metricsBindAddress, such as :8443"},
       {"shared with the probes", "metricsSecure: true\nmetricsBindAddress: \":8081\"\n", "metricsSecure",
        "share their address with the health probes", "give metricsBindAddress its own port"},
       {"a certificate for plain HTTP", "metricsCertDir: /certs\n", "metricsCertDir", "metricsSecure is false",
        "set metricsSecure: true"},
-  });
+  };
+}
+
+MKA_TABLE_TEST(Validate, SecureMetricsNeedTheirOwnServer, BadValueCase, secureMetricsNeedTheirOwnServerCases()) {
+  runBadValueCase(testCase());
+}
+
+TEST(Validate, SecureMetricsNeedTheirOwnServer) {
   EXPECT_TRUE(parseConfiguration(adapterDoc("metricsSecure: true\nmetricsCertDir: /certs\n")).ok());
 }
 

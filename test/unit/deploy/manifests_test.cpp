@@ -14,6 +14,7 @@
 
 #include "mka/config/loader.h"
 #include "mka/yaml/json.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 
 namespace mka::deploy {
@@ -186,13 +187,14 @@ TEST(ManifestYaml, ConfigurationTextsOfEveryShapeReadBackVerbatim) {
 
 // The webhooks' rules name exactly the configured kinds, dispatched and integrated, each once,
 // with the resource kube-apiserver serves them as.
-TEST(ManifestWebhooks, RulesNameExactlyTheConfiguredKinds) {
-  struct Case {
-    std::string name;
-    std::string sections;
-    std::vector<std::string> resources;  // "group/version/resource"
-  };
-  const std::vector<Case> cases = {
+struct RulesNameExactlyTheConfiguredKindsCase {
+  std::string name;
+  std::string sections;
+  std::vector<std::string> resources;  // "group/version/resource"
+};
+
+std::vector<RulesNameExactlyTheConfiguredKindsCase> rulesNameExactlyTheConfiguredKindsCases() {
+  const std::vector<RulesNameExactlyTheConfiguredKindsCase> cases = {
       {"dispatched only",
        "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}\n",
        {"tekton.dev/v1/pipelineruns"}},
@@ -208,26 +210,29 @@ TEST(ManifestWebhooks, RulesNameExactlyTheConfiguredKinds) {
        "{type: Succeeded}}\n",
        {"ml.example.com/v1/trainingruns"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto cfg =
-        parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n" + c.sections);
-    const auto objects = byKey(renderManifests(cfg, "", {.role = cfg.dispatch.enabled ? Role::Manager : Role::Worker}));
-    for (const auto& [key, operations] : std::map<std::string, std::vector<std::string>>{
-             {"admissionregistration.k8s.io/v1 MutatingWebhookConfiguration multikueue-adapter", {"CREATE"}},
-             {"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration multikueue-adapter",
-              {"CREATE", "UPDATE"}}}) {
-      ASSERT_TRUE(objects.contains(key)) << key;
-      const auto& hook = objects.at(key).at("webhooks").at(0);
-      std::vector<std::string> resources;
-      for (const auto& rule : hook.at("rules")) {
-        EXPECT_EQ(rule.at("operations"), json(operations));
-        resources.push_back(rule.at("apiGroups").at(0).get<std::string>() + "/" +
-                            rule.at("apiVersions").at(0).get<std::string>() + "/" +
-                            rule.at("resources").at(0).get<std::string>());
-      }
-      EXPECT_EQ(resources, c.resources) << key;
+  return cases;
+}
+
+MKA_TABLE_TEST(ManifestWebhooks, RulesNameExactlyTheConfiguredKinds, RulesNameExactlyTheConfiguredKindsCase,
+               rulesNameExactlyTheConfiguredKindsCases()) {
+  const RulesNameExactlyTheConfiguredKindsCase& c = testCase();
+  const auto cfg =
+      parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n" + c.sections);
+  const auto objects = byKey(renderManifests(cfg, "", {.role = cfg.dispatch.enabled ? Role::Manager : Role::Worker}));
+  for (const auto& [key, operations] : std::map<std::string, std::vector<std::string>>{
+           {"admissionregistration.k8s.io/v1 MutatingWebhookConfiguration multikueue-adapter", {"CREATE"}},
+           {"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration multikueue-adapter",
+            {"CREATE", "UPDATE"}}}) {
+    ASSERT_TRUE(objects.contains(key)) << key;
+    const auto& hook = objects.at(key).at("webhooks").at(0);
+    std::vector<std::string> resources;
+    for (const auto& rule : hook.at("rules")) {
+      EXPECT_EQ(rule.at("operations"), json(operations));
+      resources.push_back(rule.at("apiGroups").at(0).get<std::string>() + "/" +
+                          rule.at("apiVersions").at(0).get<std::string>() + "/" +
+                          rule.at("resources").at(0).get<std::string>());
     }
+    EXPECT_EQ(resources, c.resources) << key;
   }
 }
 

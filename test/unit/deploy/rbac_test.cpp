@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/config/loader.h"
+#include "support/table_test.h"
 
 namespace mka::deploy {
 namespace {
@@ -30,26 +31,34 @@ const std::string kManager =
     "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}, {name: Workflow.v1alpha1.argoproj.io}]}\n";
 const std::string kIntegrateWorkflows = "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}\n";
 
-TEST(RbacResourceOf, GuessesThePluralAsKubeApiserverDoes) {
-  for (const auto& [kind, plural] : std::vector<std::pair<std::string, std::string>>{{"PipelineRun", "pipelineruns"},
-                                                                                     {"Workflow", "workflows"},
-                                                                                     {"TrainingRun", "trainingruns"},
-                                                                                     {"Policy", "policies"},
-                                                                                     {"Ingress", "ingresses"},
-                                                                                     {"Status", "statuses"},
-                                                                                     {"Endpoints", "endpoints"}})
-    EXPECT_EQ(resourceOf(kind), plural) << kind;
+// Each case is named by its kind.
+struct ResourceOfCase {
+  std::string name;
+  std::string plural;
+};
+
+std::vector<ResourceOfCase> guessesThePluralAsKubeApiserverDoesCases() {
+  return {{"PipelineRun", "pipelineruns"}, {"Workflow", "workflows"}, {"TrainingRun", "trainingruns"},
+          {"Policy", "policies"},          {"Ingress", "ingresses"},  {"Status", "statuses"},
+          {"Endpoints", "endpoints"}};
+}
+
+MKA_TABLE_TEST(RbacResourceOf, GuessesThePluralAsKubeApiserverDoes, ResourceOfCase,
+               guessesThePluralAsKubeApiserverDoesCases()) {
+  const auto& [kind, plural] = testCase();
+  EXPECT_EQ(resourceOf(kind), plural) << kind;
 }
 
 // Each case: a configuration, what its rules must grant, and what they must not.
-TEST(RbacGrantsFor, FollowTheConfiguration) {
-  struct Case {
-    std::string name;
-    Role role;
-    std::string sections;
-    std::vector<std::string> granted, notGranted;
-  };
-  const std::vector<Case> cases = {
+struct FollowTheConfigurationCase {
+  std::string name;
+  Role role;
+  std::string sections;
+  std::vector<std::string> granted, notGranted;
+};
+
+std::vector<FollowTheConfigurationCase> followTheConfigurationCases() {
+  const std::vector<FollowTheConfigurationCase> cases = {
       {"the manager's dispatch loop reads Secrets in the configured namespace only, never writes them",
        Role::Manager,
        "namespace: kueue-ns\n" + kManager,
@@ -117,16 +126,18 @@ TEST(RbacGrantsFor, FollowTheConfiguration) {
         "update kueue.x-k8s.io/admissionchecks/status", "list kueue.x-k8s.io/localqueues",
         "get kueue.x-k8s.io/workloads"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto grants = granted(c.role, c.sections);
-    for (const auto& g : c.granted) EXPECT_TRUE(grants.contains(g)) << "lacks " << g;
-    for (const auto& g : c.notGranted) EXPECT_FALSE(grants.contains(g)) << "grants " << g;
-    // Never granted by any configuration: unused by the code.
-    for (const auto& g : grants) {
-      EXPECT_EQ(g.find("configmaps"), std::string::npos) << g;
-      EXPECT_EQ(g.find("events.k8s.io"), std::string::npos) << g;
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(RbacGrantsFor, FollowTheConfiguration, FollowTheConfigurationCase, followTheConfigurationCases()) {
+  const FollowTheConfigurationCase& c = testCase();
+  const auto grants = granted(c.role, c.sections);
+  for (const auto& g : c.granted) EXPECT_TRUE(grants.contains(g)) << "lacks " << g;
+  for (const auto& g : c.notGranted) EXPECT_FALSE(grants.contains(g)) << "grants " << g;
+  // Never granted by any configuration: unused by the code.
+  for (const auto& g : grants) {
+    EXPECT_EQ(g.find("configmaps"), std::string::npos) << g;
+    EXPECT_EQ(g.find("events.k8s.io"), std::string::npos) << g;
   }
 }
 

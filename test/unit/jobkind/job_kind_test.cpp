@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/config/loader.h"
+#include "support/table_test.h"
 
 namespace mka::jobkind {
 namespace {
@@ -23,14 +24,15 @@ JobKind workflows() {
   return JobKind(std::move(f));
 }
 
-TEST(JobKind, NotManagedByMultiKueueWordsKueuesReason) {
-  struct Case {
-    std::string name;
-    JobKind kind;
-    json job;
-    std::optional<std::string> reason;
-  };
-  const std::vector<Case> cases = {
+struct NotManagedByMultiKueueWordsKueuesReasonCase {
+  std::string name;
+  JobKind kind;
+  json job;
+  std::optional<std::string> reason;
+};
+
+std::vector<NotManagedByMultiKueueWordsKueuesReasonCase> notManagedByMultiKueueWordsKueuesReasonCases() {
+  const std::vector<NotManagedByMultiKueueWordsKueuesReasonCase> cases = {
       {"spec.managedBy set", pipelineRuns(), {{"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}}}}, std::nullopt},
       {"spec.managedBy missing",
        pipelineRuns(),
@@ -53,10 +55,13 @@ TEST(JobKind, NotManagedByMultiKueueWordsKueuesReason) {
        {{"metadata", {{"name", "wf"}}}},
        "Expecting metadata.labels[workflows.argoproj.io/controller-instanceid] to be \"multikueue\" not \"\""},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.kind.notManagedByMultiKueue(c.job), c.reason);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(JobKind, NotManagedByMultiKueueWordsKueuesReason, NotManagedByMultiKueueWordsKueuesReasonCase,
+               notManagedByMultiKueueWordsKueuesReasonCases()) {
+  const NotManagedByMultiKueueWordsKueuesReasonCase& c = testCase();
+  EXPECT_EQ(c.kind.notManagedByMultiKueue(c.job), c.reason);
 }
 
 TEST(JobKind, SetsReadsAndRemovesTheMarkerWhereTheKindKeepsIt) {

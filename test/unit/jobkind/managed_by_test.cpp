@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
+
 namespace mka::jobkind {
 namespace {
 
@@ -30,7 +32,7 @@ struct PatchCase {
   json expectedPatch;
 };
 
-TEST(ManagedByPatch, AddsTheMarkerAndOnlyTheMissingParents) {
+std::vector<PatchCase> addsTheMarkerAndOnlyTheMissingParentsCases() {
   const json kueue = "kueue.x-k8s.io/multikueue";
   const std::vector<PatchCase> cases = {
       {"spec exists", json{{"spec", {{"pipelineRef", {{"name", "p"}}}}}}, specPath(),
@@ -68,26 +70,29 @@ TEST(ManagedByPatch, AddsTheMarkerAndOnlyTheMissingParents) {
       {"labels is a string", json{{"metadata", {{"labels", "x"}}}}, label(), json::array()},
       {"object is not an object", json::array(), specPath(), json::array()},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto patch = managedByPatch(c.object, c.where);
-    EXPECT_EQ(patch, c.expectedPatch) << patch.dump();
-    if (c.expectedPatch.empty()) continue;
+  return cases;
+}
 
-    // Applying the patch sets the marker and leaves every other value as it was.
-    const auto patched = c.object.patch(patch);
-    EXPECT_EQ(readManagedBy(patched, c.where), c.where.value);
-    auto restored = patched;
-    removeManagedBy(restored, c.where);
-    auto original = c.object;
-    removeManagedBy(original, c.where);
-    const auto diff = json::diff(original, restored);
-    for (const auto& op : diff) {
-      // Only parents the patch created may remain (empty), in place of nothing or of a null.
-      const bool wasNull = op["op"] == "replace" && original.at(json::json_pointer(op["path"])).is_null();
-      EXPECT_TRUE(op["op"] == "add" || wasNull) << diff.dump();
-      EXPECT_TRUE(op["value"].is_object()) << diff.dump();
-    }
+MKA_TABLE_TEST(ManagedByPatch, AddsTheMarkerAndOnlyTheMissingParents, PatchCase,
+               addsTheMarkerAndOnlyTheMissingParentsCases()) {
+  const PatchCase& c = testCase();
+  const auto patch = managedByPatch(c.object, c.where);
+  EXPECT_EQ(patch, c.expectedPatch) << patch.dump();
+  if (c.expectedPatch.empty()) return;
+
+  // Applying the patch sets the marker and leaves every other value as it was.
+  const auto patched = c.object.patch(patch);
+  EXPECT_EQ(readManagedBy(patched, c.where), c.where.value);
+  auto restored = patched;
+  removeManagedBy(restored, c.where);
+  auto original = c.object;
+  removeManagedBy(original, c.where);
+  const auto diff = json::diff(original, restored);
+  for (const auto& op : diff) {
+    // Only parents the patch created may remain (empty), in place of nothing or of a null.
+    const bool wasNull = op["op"] == "replace" && original.at(json::json_pointer(op["path"])).is_null();
+    EXPECT_TRUE(op["op"] == "add" || wasNull) << diff.dump();
+    EXPECT_TRUE(op["value"].is_object()) << diff.dump();
   }
 }
 
@@ -103,14 +108,15 @@ TEST(ManagedByPatch, NeverReplacesExistingMaps) {
   }
 }
 
-TEST(ReadManagedBy, FindsTheMarkerOnlyWhereItIsAString) {
-  struct Case {
-    std::string name;
-    json object;
-    ManagedByLocation where;
-    std::optional<std::string> expected;
-  };
-  const std::vector<Case> cases = {
+struct FindsTheMarkerOnlyWhereItIsAStringCase {
+  std::string name;
+  json object;
+  ManagedByLocation where;
+  std::optional<std::string> expected;
+};
+
+std::vector<FindsTheMarkerOnlyWhereItIsAStringCase> findsTheMarkerOnlyWhereItIsAStringCases() {
+  const std::vector<FindsTheMarkerOnlyWhereItIsAStringCase> cases = {
       {"set", json{{"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}}}}, specPath(), "kueue.x-k8s.io/multikueue"},
       {"empty string", json{{"spec", {{"managedBy", ""}}}}, specPath(), ""},
       {"absent", json{{"spec", json::object()}}, specPath(), std::nullopt},
@@ -124,20 +130,24 @@ TEST(ReadManagedBy, FindsTheMarkerOnlyWhereItIsAString) {
       {"no labels", json{{"metadata", json::object()}}, label(), std::nullopt},
       {"not an object", json::array(), label(), std::nullopt},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(readManagedBy(c.object, c.where), c.expected);
-  }
+  return cases;
 }
 
-TEST(RemoveManagedBy, RemovesOnlyTheMarker) {
-  struct Case {
-    std::string name;
-    json object;
-    ManagedByLocation where;
-    json expected;
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(ReadManagedBy, FindsTheMarkerOnlyWhereItIsAString, FindsTheMarkerOnlyWhereItIsAStringCase,
+               findsTheMarkerOnlyWhereItIsAStringCases()) {
+  const FindsTheMarkerOnlyWhereItIsAStringCase& c = testCase();
+  EXPECT_EQ(readManagedBy(c.object, c.where), c.expected);
+}
+
+struct RemovesOnlyTheMarkerCase {
+  std::string name;
+  json object;
+  ManagedByLocation where;
+  json expected;
+};
+
+std::vector<RemovesOnlyTheMarkerCase> removesOnlyTheMarkerCases() {
+  const std::vector<RemovesOnlyTheMarkerCase> cases = {
       {"path", json{{"spec", {{"managedBy", "kueue.x-k8s.io/multikueue"}, {"x", 1}}}}, specPath(),
        json{{"spec", {{"x", 1}}}}},
       {"nested path", json{{"spec", {{"runPolicy", {{"managedBy", "m"}, {"y", 2}}}}}},
@@ -149,12 +159,14 @@ TEST(RemoveManagedBy, RemovesOnlyTheMarker) {
       {"parent not an object", json{{"spec", "s"}}, specPath(), json{{"spec", "s"}}},
       {"not an object", json::array({1}), specPath(), json::array({1})},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto object = c.object;
-    removeManagedBy(object, c.where);
-    EXPECT_EQ(object, c.expected);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(RemoveManagedBy, RemovesOnlyTheMarker, RemovesOnlyTheMarkerCase, removesOnlyTheMarkerCases()) {
+  const RemovesOnlyTheMarkerCase& c = testCase();
+  auto object = c.object;
+  removeManagedBy(object, c.where);
+  EXPECT_EQ(object, c.expected);
 }
 
 }  // namespace

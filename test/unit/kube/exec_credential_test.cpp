@@ -11,6 +11,7 @@
 #include "mka/kube/client.h"
 #include "mka/net/pki.h"
 #include "mka/sandbox/sandbox.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 #include "support/thrown.h"
 
@@ -23,8 +24,10 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kV1 = "client.authentication.k8s.io/v1";
 
-class ExecPluginTest : public ::testing::Test {
- protected:
+// What each ExecPluginTest has: a directory for its plugins, and helpers. A table's case makes
+// its own.
+class ExecPlugins {
+ public:
   // An executable script in the test's directory.
   std::string script(const std::string& name, const std::string& body) {
     const auto path = dir.write(name, "#!/bin/sh\n" + body);
@@ -45,8 +48,18 @@ class ExecPluginTest : public ::testing::Test {
     return mka::test::messageOf<Error>([&] { runExecPlugin(config, {}, timeout); });
   }
 
+  struct Failure {
+    std::string name;
+    std::string body;  // the script; "" for a command that does not exist
+    std::string expected;
+  };
+  static std::vector<Failure> failures();
+  void expectFailure(const Failure& c);
+
   test::TempDir dir{"mka-exec"};
 };
+
+class ExecPluginTest : public ::testing::Test, public ExecPlugins {};
 
 TEST_F(ExecPluginTest, PassesArgsEnvAndTheClusterAndReadsTheToken) {
   // The plugin records what it was given, then prints its credential.
@@ -95,13 +108,8 @@ TEST_F(ExecPluginTest, ReadsAClientCertificate) {
   EXPECT_FALSE(c.expiration);
 }
 
-TEST_F(ExecPluginTest, FailuresSayWhatFailedInClientGosWords) {
-  struct Case {
-    std::string name;
-    std::string body;  // the script; "" for a command that does not exist
-    std::string expected;
-  };
-  const std::vector<Case> cases = {
+std::vector<ExecPlugins::Failure> ExecPlugins::failures() {
+  return {
       {"exit code, with the plugin's stderr", "echo 'token service unreachable' >&2\nexit 3\n",
        "failed with exit code 3: token service unreachable"},
       {"not JSON", "echo hello\n", "exec: decoding stdout: "},
@@ -118,10 +126,15 @@ TEST_F(ExecPluginTest, FailuresSayWhatFailedInClientGosWords) {
        "status.expirationTimestamp \"soon\" is not an RFC 3339 time"},
       {"killed", "kill -9 $$\n", "was killed by signal 9"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_THAT(error(configFor(script("plugin-" + std::to_string(&c - cases.data()), c.body))), HasSubstr(c.expected));
-  }
+}
+
+// Each case in a directory of its own: one script name does.
+void ExecPlugins::expectFailure(const Failure& c) {
+  EXPECT_THAT(error(configFor(script("plugin", c.body))), HasSubstr(c.expected));
+}
+
+MKA_TABLE_TEST(ExecPluginTest, FailuresSayWhatFailedInClientGosWords, ExecPlugins::Failure, ExecPlugins::failures()) {
+  ExecPlugins().expectFailure(testCase());
 }
 
 TEST_F(ExecPluginTest, AMissingCommandShowsTheInstallHint) {
@@ -145,35 +158,38 @@ ExecCredential tokenUntil(const std::string& token, std::optional<Clock::TimePoi
   return {token, "", "", expiry};
 }
 
-TEST(ExecCredentialSource, RefreshesAFifthOfTheLifetimeBeforeExpiryAtMostAMinute) {
-  struct Case {
-    std::string name;
-    std::chrono::seconds lifetime;
-    std::chrono::seconds stillCached;  // advanced from the run: the cached credential is used
-    std::chrono::seconds refreshed;    // advanced from the run: a new one is fetched
-  };
-  const std::vector<Case> cases = {
+struct RefreshCase {
+  std::string name;
+  std::chrono::seconds lifetime;
+  std::chrono::seconds stillCached;  // advanced from the run: the cached credential is used
+  std::chrono::seconds refreshed;    // advanced from the run: a new one is fetched
+};
+
+std::vector<RefreshCase> refreshCases() {
+  return {
       {"short-lived: a fifth before expiry", 100s, 79s, 80s},
       {"an hour: a minute before expiry", 3600s, 3539s, 3540s},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    FakeClock clock;
-    int n = 0;
-    ExecCredentialSource source(
-        [&] {
-          ++n;
-          return tokenUntil("t" + std::to_string(n), clock.now() + c.lifetime);
-        },
-        clock);
-    const auto start = clock.now();
-    EXPECT_EQ(source.current().token, "t1");
-    clock.advance(c.stillCached);
-    EXPECT_EQ(source.current().token, "t1");
-    clock.advance(c.refreshed - c.stillCached);
-    EXPECT_EQ(source.current().token, "t2") << "refreshed before " << toRfc3339(start + c.lifetime);
-    EXPECT_EQ(source.runs(), 2);
-  }
+}
+
+MKA_TABLE_TEST(ExecCredentialSource, RefreshesAFifthOfTheLifetimeBeforeExpiryAtMostAMinute, RefreshCase,
+               refreshCases()) {
+  const RefreshCase& c = testCase();
+  FakeClock clock;
+  int n = 0;
+  ExecCredentialSource source(
+      [&] {
+        ++n;
+        return tokenUntil("t" + std::to_string(n), clock.now() + c.lifetime);
+      },
+      clock);
+  const auto start = clock.now();
+  EXPECT_EQ(source.current().token, "t1");
+  clock.advance(c.stillCached);
+  EXPECT_EQ(source.current().token, "t1");
+  clock.advance(c.refreshed - c.stillCached);
+  EXPECT_EQ(source.current().token, "t2") << "refreshed before " << toRfc3339(start + c.lifetime);
+  EXPECT_EQ(source.runs(), 2);
 }
 
 TEST(ExecCredentialSource, WithoutExpiryTheCredentialLastsUntilRefused) {

@@ -4,6 +4,7 @@
 #include "mka/common/base64.h"
 #include "mka/common/errors.h"
 #include "mka/kube/kubeconfig.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 #include "support/thrown.h"
 
@@ -144,13 +145,14 @@ TEST(KubeconfigSecurity, AcceptsInlineCredentials) {
             std::nullopt);
 }
 
-TEST(KubeconfigSecurity, RejectsWithKueuesMessages) {
-  struct Case {
-    std::string name;
-    std::string kubeconfig;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+struct InsecureKubeconfig {
+  std::string name;
+  std::string kubeconfig;
+  std::string message;
+};
+
+std::vector<InsecureKubeconfig> insecureKubeconfigs() {
+  return {
       {"not yaml", "clusters: [", "failed to parse kubeconfig(apiconfig): "},
       {"tokenFile", kubeconfig("", "  user:\n    tokenFile: /var/run/token\n"), "tokenFile is not allowed"},
       {"insecure", kubeconfig("    insecure-skip-tls-verify: true\n"),
@@ -169,12 +171,13 @@ TEST(KubeconfigSecurity, RejectsWithKueuesMessages) {
       {"client cert path", kubeconfig("", "  user:\n    client-certificate: /etc/cert\n    client-key: /etc/key\n"),
        "client certificate file paths are not allowed"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto message = validateKubeconfigSecurity(c.kubeconfig);
-    ASSERT_TRUE(message.has_value());
-    EXPECT_THAT(*message, ::testing::StartsWith(c.message));
-  }
+}
+
+MKA_TABLE_TEST(KubeconfigSecurity, RejectsWithKueuesMessages, InsecureKubeconfig, insecureKubeconfigs()) {
+  const InsecureKubeconfig& c = testCase();
+  auto message = validateKubeconfigSecurity(c.kubeconfig);
+  ASSERT_TRUE(message.has_value());
+  EXPECT_THAT(*message, ::testing::StartsWith(c.message));
 }
 
 TEST(KubeconfigSecurity, EveryClusterIsCheckedNotOnlyTheCurrentOne) {

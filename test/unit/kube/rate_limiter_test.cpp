@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "support/eventually.h"
+#include "support/table_test.h"
 
 namespace mka::kube {
 namespace {
@@ -65,20 +66,22 @@ TEST(TokenBucketTest, UnlimitedAcceptsEverything) {
   EXPECT_TRUE(bucket.accept());
 }
 
-TEST(TokenBucketTest, RejectsSettingsThatWouldNeverAccept) {
-  struct Case {
-    std::string name;
-    double qps;
-    int burst;
-  };
-  const std::vector<Case> cases = {
+struct BucketSettings {
+  std::string name;
+  double qps;
+  int burst;
+};
+
+std::vector<BucketSettings> settingsThatNeverAccept() {
+  return {
       {"zero qps", 0, 10},  {"negative qps", -1, 10},  {"NaN qps", std::nan(""), 10},
       {"zero burst", 5, 0}, {"negative burst", 5, -3},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_THROW(TokenBucket(c.qps, c.burst), std::invalid_argument);
-  }
+}
+
+MKA_TABLE_TEST(TokenBucketTest, RejectsSettingsThatWouldNeverAccept, BucketSettings, settingsThatNeverAccept()) {
+  const BucketSettings& c = testCase();
+  EXPECT_THROW(TokenBucket(c.qps, c.burst), std::invalid_argument);
 }
 
 TEST(TokenBucketTest, AcceptReturnsAtOnceWhileTokensLast) {

@@ -27,6 +27,7 @@
 #include "support/ports.h"
 #include "support/raw_http.h"
 #include "support/serving_certificates.h"
+#include "support/table_test.h"
 #include "support/tls_record_proxy.h"
 
 namespace mka::net {
@@ -165,17 +166,18 @@ TEST_F(EventServerTest, AConnectionClosedDuringTheHandshakeIsLoggedAtDebugAndGar
   server_.reset();
 }
 
-TEST(EventLoopsForTest, TwoLoopsPerCpuBetweenTwoAndEight) {
-  struct Case {
-    unsigned cpus;
-    std::size_t loops;
-  };
-  // 0 is what std::thread::hardware_concurrency() answers when it cannot tell.
-  const std::vector<Case> cases = {{0, 2}, {1, 2}, {2, 4}, {3, 6}, {4, 8}, {5, 8}, {64, 8}};
-  for (const auto& c : cases) {
-    SCOPED_TRACE("cpus=" + std::to_string(c.cpus));
-    EXPECT_EQ(eventLoopsFor(c.cpus), c.loops);
-  }
+struct CpuCount {
+  unsigned cpus;
+  std::size_t loops;
+  std::string name = "cpus=" + std::to_string(cpus);
+};
+
+// 0 is what std::thread::hardware_concurrency() answers when it cannot tell.
+std::vector<CpuCount> cpuCounts() { return {{0, 2}, {1, 2}, {2, 4}, {3, 6}, {4, 8}, {5, 8}, {64, 8}}; }
+
+MKA_TABLE_TEST(EventLoopsForTest, TwoLoopsPerCpuBetweenTwoAndEight, CpuCount, cpuCounts()) {
+  const CpuCount& c = testCase();
+  EXPECT_EQ(eventLoopsFor(c.cpus), c.loops);
 }
 
 TEST_F(EventServerTest, AnswersOverVerifiedTlsAndKeepsTheConnection) {

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/table_test.h"
+
 namespace mka::net {
 namespace {
 
@@ -28,26 +30,28 @@ TEST(RecordBufferCacheTest, AThreadWithACacheGetsItsFreedRecordBuffersBack) {
   release(first);
 }
 
-TEST(RecordBufferCacheTest, OnlyRecordBufferSizesAreKeptAndOnlyUpToTheLimit) {
-  struct Case {
-    std::string name;
-    std::vector<std::size_t> freed;  // sizes allocated, then freed in order
-    std::size_t kept;
-  };
-  const std::vector<Case> cases = {
+struct FreedSizes {
+  std::string name;
+  std::vector<std::size_t> freed;  // sizes allocated, then freed in order
+  std::size_t kept;
+};
+
+std::vector<FreedSizes> freedSizes() {
+  return {
       {"small allocations go to malloc", {64, 4096, 12 * 1024}, 0},
       {"larger than a record buffer goes to malloc", {64 * 1024}, 0},
       {"a read and a write buffer", {kReadBuffer, kReadBuffer + 100}, 2},
       {"no more than the limit", {kReadBuffer, kReadBuffer, kReadBuffer, kReadBuffer}, 3},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    RecordBufferCache cache(3);
-    std::vector<void*> blocks;
-    for (auto size : c.freed) blocks.push_back(allocate(size));
-    for (void* block : blocks) release(block);
-    EXPECT_EQ(cache.kept(), c.kept);
-  }  // each cache frees what it kept (ASan reports a leak otherwise)
+}
+
+MKA_TABLE_TEST(RecordBufferCacheTest, OnlyRecordBufferSizesAreKeptAndOnlyUpToTheLimit, FreedSizes, freedSizes()) {
+  const FreedSizes& c = testCase();
+  RecordBufferCache cache(3);  // frees what it kept when it goes (ASan reports a leak otherwise)
+  std::vector<void*> blocks;
+  for (auto size : c.freed) blocks.push_back(allocate(size));
+  for (void* block : blocks) release(block);
+  EXPECT_EQ(cache.kept(), c.kept);
 }
 
 TEST(RecordBufferCacheTest, AKeptBufferServesOnlyARequestItIsLargeEnoughFor) {

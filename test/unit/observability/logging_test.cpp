@@ -14,6 +14,7 @@
 
 #include "mka/common/errors.h"
 #include "mka/common/log.h"
+#include "support/table_test.h"
 
 namespace mka::observability {
 namespace {
@@ -63,7 +64,7 @@ struct LogfmtCase {
   std::string written;
 };
 
-TEST(LogFormatTest, LogfmtQuotesWhatWouldSplitAPair) {
+std::vector<LogfmtCase> logfmtQuotesWhatWouldSplitAPairCases() {
   const std::vector<LogfmtCase> cases = {
       {"plain", "tekton-ci/build-42", "tekton-ci/build-42"},
       {"empty", "", R"("")"},
@@ -74,11 +75,16 @@ TEST(LogFormatTest, LogfmtQuotesWhatWouldSplitAPair) {
       {"control byte", std::string("bell\x07") + '\0', R"("bell\u0007\u0000")"},
       {"unicode", "équipe-α", "équipe-α"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const std::string line = logLine(LogFormat::Text, "x", spdlog::level::info, "m", {{"value", c.value}});
-    EXPECT_THAT(line, ::testing::EndsWith(" msg=m value=" + c.written + "\n"));
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(LogFormatTest, LogfmtQuotesWhatWouldSplitAPair, LogfmtCase, logfmtQuotesWhatWouldSplitAPairCases()) {
+  const LogfmtCase& c = testCase();
+  const std::string line = logLine(LogFormat::Text, "x", spdlog::level::info, "m", {{"value", c.value}});
+  EXPECT_THAT(line, ::testing::EndsWith(" msg=m value=" + c.written + "\n"));
+}
+
+TEST(LogFormatTest, LogfmtQuotesWhatWouldSplitAPair) {
   EXPECT_THAT(logLine(LogFormat::Text, "x", spdlog::level::info, "two words"), ::testing::EndsWith(R"( msg="two words")"
                                                                                                    "\n"));
 }
@@ -221,15 +227,26 @@ TEST(ParseLogFormatTest, AcceptsTextAndJson) {
   }
 }
 
-TEST(ParseLogLevelTest, Table) {
-  const std::vector<std::pair<std::string, spdlog::level::level_enum>> cases = {
+// Each case is named by the text it parses.
+struct ParseLogLevelCase {
+  std::string name;
+  spdlog::level::level_enum level;
+};
+
+std::vector<ParseLogLevelCase> parseLogLevelCases() {
+  const std::vector<ParseLogLevelCase> cases = {
       {"trace", spdlog::level::trace},       {"debug", spdlog::level::debug},  {"info", spdlog::level::info},
       {"warn", spdlog::level::warn},         {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
       {"critical", spdlog::level::critical}, {"off", spdlog::level::off},      {"INFO", spdlog::level::info}};
-  for (const auto& [text, level] : cases) {
-    SCOPED_TRACE(text);
-    EXPECT_EQ(parseLogLevel(text), level);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(ParseLogLevelTest, ParseLogLevelTable, ParseLogLevelCase, parseLogLevelCases()) {
+  const auto& [text, level] = testCase();
+  EXPECT_EQ(parseLogLevel(text), level);
+}
+
+TEST(ParseLogLevelTest, Table) {
   EXPECT_THROW(parseLogLevel("verbose"), Error);
   EXPECT_THROW(parseLogLevel(""), Error);
 }

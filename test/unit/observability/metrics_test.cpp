@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/table_test.h"
+
 namespace mka::observability {
 namespace {
 
@@ -119,39 +121,45 @@ TEST(MetricsTest, BuildInfoSaysTheVersion) {
   EXPECT_TRUE(contains(text, R"(version="v1.2.3-4-gabcdef"} 1)")) << text;
 }
 
-TEST(MetricsTest, TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsIt) {
-  struct Case {
-    std::string name;
-    std::string role;
-    std::string lease;
-    std::string wantSeries;
-    std::string wantGauge;  // "" = no leader_election_master_status series
-  };
-  const std::vector<Case> cases = {
+struct TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCase {
+  std::string name;
+  std::string role;
+  std::string lease;
+  std::string wantSeries;
+  std::string wantGauge;  // "" = no leader_election_master_status series
+};
+
+std::vector<TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCase>
+theReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCases() {
+  const std::vector<TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCase> cases = {
       {"without leader election", "standalone", "", R"(replica_role="standalone"} 1)", ""},
       {"leading", "leader", "multikueue-adapter", R"(replica_role="leader"} 1)",
        R"(leader_election_master_status{name="multikueue-adapter"} 1)"},
       {"following", "follower", "multikueue-adapter", R"(replica_role="follower"} 1)",
        R"(leader_election_master_status{name="multikueue-adapter"} 0)"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    Metrics metrics;
-    metrics.setReplicaRole(c.role, c.lease);
-    metrics.recordWorkloadDispatched("cq", "worker1");
-    metrics.recordWorkloadAdmitted("cq", "worker1");
-    const std::string text = metrics.render();
-    EXPECT_TRUE(contains(
-        text, "multikueue_workloads_dispatched_total{cluster=\"worker1\",cluster_queue=\"cq\"," + c.wantSeries))
-        << text;
-    EXPECT_TRUE(
-        contains(text, "multikueue_workloads_admitted_total{cluster=\"worker1\",cluster_queue=\"cq\"," + c.wantSeries))
-        << text;
-    if (c.wantGauge.empty()) {
-      EXPECT_FALSE(contains(text, "leader_election_master_status{")) << text;
-    } else {
-      EXPECT_TRUE(contains(text, c.wantGauge)) << text;
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(MetricsTest, TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsIt,
+               TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCase,
+               theReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCases()) {
+  const TheReplicaRoleLabelsDispatchSeriesAndTheLeaderGaugeFollowsItCase& c = testCase();
+  Metrics metrics;
+  metrics.setReplicaRole(c.role, c.lease);
+  metrics.recordWorkloadDispatched("cq", "worker1");
+  metrics.recordWorkloadAdmitted("cq", "worker1");
+  const std::string text = metrics.render();
+  EXPECT_TRUE(
+      contains(text, "multikueue_workloads_dispatched_total{cluster=\"worker1\",cluster_queue=\"cq\"," + c.wantSeries))
+      << text;
+  EXPECT_TRUE(
+      contains(text, "multikueue_workloads_admitted_total{cluster=\"worker1\",cluster_queue=\"cq\"," + c.wantSeries))
+      << text;
+  if (c.wantGauge.empty()) {
+    EXPECT_FALSE(contains(text, "leader_election_master_status{")) << text;
+  } else {
+    EXPECT_TRUE(contains(text, c.wantGauge)) << text;
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
+
 namespace mka::sandbox {
 namespace {
 
@@ -13,8 +15,8 @@ struct Case {
   json status;  // the whole metav1.Status kube-apiserver would send
 };
 
-TEST(ApiErrorTest, RendersStatusLikeKubeApiserver) {
-  const std::vector<Case> cases = {
+std::vector<Case> rendersStatusCases() {
+  return {
       {"not found, core group",
        ApiError::notFound("configmaps", "x"),
        {{"kind", "Status"},
@@ -193,12 +195,13 @@ TEST(ApiErrorTest, RendersStatusLikeKubeApiserver) {
         {"message", "failed to create typed patch object"},
         {"code", 500}}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.error.status(), c.status);
-    EXPECT_EQ(c.error.code(), c.status["code"].get<int>());
-    EXPECT_EQ(std::string(c.error.what()), c.status["message"].get<std::string>());
-  }
+}
+
+MKA_TABLE_TEST(ApiErrorTest, RendersStatusLikeKubeApiserver, Case, rendersStatusCases()) {
+  const Case& c = testCase();
+  EXPECT_EQ(c.error.status(), c.status);
+  EXPECT_EQ(c.error.code(), c.status["code"].get<int>());
+  EXPECT_EQ(std::string(c.error.what()), c.status["message"].get<std::string>());
 }
 
 TEST(ApiErrorTest, MetadataCarriesAContinueToken) {

@@ -5,6 +5,7 @@
 
 #include "mka/sandbox/resource_registry.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 
 namespace mka::sandbox {
 namespace {
@@ -31,8 +32,8 @@ struct PriorityCase {
   int expectedSign;
 };
 
-TEST(VersionPriority, ComparesPairs) {
-  const std::vector<PriorityCase> cases = {
+std::vector<PriorityCase> priorityCases() {
+  return {
       {"equal", "v1", "v1", 0},
       {"GA beats beta of a higher major", "v1", "v2beta1", 1},
       {"beta beats alpha", "v1beta1", "v1alpha9", 1},
@@ -45,13 +46,14 @@ TEST(VersionPriority, ComparesPairs) {
       {"v without number is not kube-like", "v", "v1", -1},
       {"beta without number is not kube-like", "v1beta", "v1alpha1", -1},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const int got = compareVersionPriority(c.a, c.b);
-    EXPECT_EQ((got > 0) - (got < 0), c.expectedSign);
-    const int reverse = compareVersionPriority(c.b, c.a);
-    EXPECT_EQ((reverse > 0) - (reverse < 0), -c.expectedSign);
-  }
+}
+
+MKA_TABLE_TEST(VersionPriority, ComparesPairs, PriorityCase, priorityCases()) {
+  const PriorityCase& c = testCase();
+  const int got = compareVersionPriority(c.a, c.b);
+  EXPECT_EQ((got > 0) - (got < 0), c.expectedSign);
+  const int reverse = compareVersionPriority(c.b, c.a);
+  EXPECT_EQ((reverse > 0) - (reverse < 0), -c.expectedSign);
 }
 
 TEST(Discovery, ApiVersionsNamesTheServer) {

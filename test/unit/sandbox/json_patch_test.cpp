@@ -3,6 +3,8 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
 
+#include "support/table_test.h"
+
 namespace mka::sandbox::patch {
 namespace {
 
@@ -17,13 +19,13 @@ struct Case {
   json want;
 };
 
-TEST(JsonPatchTest, AppliesEachOperation) {
+std::vector<Case> jsonPatchCases() {
   auto doc = [](const std::function<void(json&)>& change) {
     json d = kDoc;
     change(d);
     return d;
   };
-  const std::vector<Case> cases = {
+  return {
       {"add a member", json::parse(R"([{"op":"add","path":"/spec/m","value":{"k":1}}])"), doc([](json& d) {
          d["spec"]["m"] = {{"k", 1}};
        })},
@@ -52,10 +54,11 @@ TEST(JsonPatchTest, AppliesEachOperation) {
        doc([](json& d) { d["spec"]["n"] = 5; })},
       {"empty patch", json::array(), kDoc},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(jsonPatch(kDoc, c.patch), c.want);
-  }
+}
+
+MKA_TABLE_TEST(JsonPatchTest, AppliesEachOperation, Case, jsonPatchCases()) {
+  const Case& c = testCase();
+  EXPECT_EQ(jsonPatch(kDoc, c.patch), c.want);
 }
 
 struct ErrorCase {
@@ -66,8 +69,8 @@ struct ErrorCase {
   std::string field;
 };
 
-TEST(JsonPatchTest, FailuresAreKubeApiserversErrors) {
-  const std::vector<ErrorCase> cases = {
+std::vector<ErrorCase> jsonPatchFailureCases() {
+  return {
       {"not a list", json::parse(R"({"op":"add"})"), 400,
        "json: cannot unmarshal object into Go value of type jsonpatch.Patch", ""},
       {"failing test", json::parse(R"([{"op":"test","path":"/spec/n","value":2}])"), 422,
@@ -86,23 +89,24 @@ TEST(JsonPatchTest, FailuresAreKubeApiserversErrors) {
       {"unknown operation", json::parse(R"([{"op":"frobnicate","path":"/x"}])"), 422, "Unexpected kind: frobnicate",
        "[0]"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      jsonPatch(kDoc, c.patch);
-      ADD_FAILURE() << "applied";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), c.code);
-      if (c.code == 422) {
-        EXPECT_EQ(e.reason(), "Invalid");
-        EXPECT_STREQ(e.what(), "the server rejected our request due to an error in our request");
-        EXPECT_EQ(e.details()["causes"][0]["message"], c.cause);
-        EXPECT_EQ(e.details()["causes"][0]["reason"], "UnexpectedServerResponse");
-        EXPECT_EQ(e.details()["causes"][0]["field"], c.field);
-      } else {
-        EXPECT_EQ(e.reason(), "BadRequest");
-        EXPECT_EQ(std::string(e.what()), c.cause);
-      }
+}
+
+MKA_TABLE_TEST(JsonPatchTest, FailuresAreKubeApiserversErrors, ErrorCase, jsonPatchFailureCases()) {
+  const ErrorCase& c = testCase();
+  try {
+    jsonPatch(kDoc, c.patch);
+    ADD_FAILURE() << "applied";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), c.code);
+    if (c.code == 422) {
+      EXPECT_EQ(e.reason(), "Invalid");
+      EXPECT_STREQ(e.what(), "the server rejected our request due to an error in our request");
+      EXPECT_EQ(e.details()["causes"][0]["message"], c.cause);
+      EXPECT_EQ(e.details()["causes"][0]["reason"], "UnexpectedServerResponse");
+      EXPECT_EQ(e.details()["causes"][0]["field"], c.field);
+    } else {
+      EXPECT_EQ(e.reason(), "BadRequest");
+      EXPECT_EQ(std::string(e.what()), c.cause);
     }
   }
 }

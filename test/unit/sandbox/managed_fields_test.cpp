@@ -2,6 +2,8 @@
 
 #include "mka/sandbox/patch.h"
 
+#include "support/table_test.h"
+
 namespace mka::sandbox::patch {
 namespace {
 
@@ -32,14 +34,15 @@ TEST(ManagedFieldsTest, CreateOwnsEverythingTheObjectSets) {
       "f:data":{".":{},"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:app":{}}}}}])"));
 }
 
-TEST(ManagedFieldsTest, UpdatesMoveChangedFieldsAndDropRemovedOnes) {
-  struct Case {
-    std::string name;
-    json next;           // the object the second manager writes
-    json creatorFields;  // creator's fieldsV1 afterwards (null: entry gone)
-    json editorFields;   // editor's fieldsV1 afterwards (null: no entry)
-  };
-  const std::vector<Case> cases = {
+struct MoveCase {
+  std::string name;
+  json next;           // the object the second manager writes
+  json creatorFields;  // creator's fieldsV1 afterwards (null: entry gone)
+  json editorFields;   // editor's fieldsV1 afterwards (null: no entry)
+};
+
+std::vector<MoveCase> managedFieldsMoveCases() {
+  return {
       {"changed value moves", configMap({{"k", "v2"}, {"other", "o"}}),
        json::parse(R"({"f:data":{".":{},"f:other":{}}})"), json::parse(R"({"f:data":{"f:k":{}}})")},
       {"added field goes to the editor", configMap({{"k", "v"}, {"other", "o"}, {"new", "n"}}),
@@ -48,21 +51,22 @@ TEST(ManagedFieldsTest, UpdatesMoveChangedFieldsAndDropRemovedOnes) {
        nullptr},
       {"removed map", configMap(nullptr), nullptr, nullptr},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json created = configMap({{"k", "v"}, {"other", "o"}});
-    recordUpdate(nullptr, created, by("creator"));
-    json next = c.next;
-    next["metadata"]["managedFields"] = created["metadata"]["managedFields"];  // as a client sends it back
-    recordUpdate(created, next, by("editor", "2030-01-02T00:00:00Z"));
-    json creator, editor;
-    for (const auto& e : managed(next).is_array() ? managed(next) : json::array()) {
-      if (e["manager"] == "creator") creator = e["fieldsV1"];
-      if (e["manager"] == "editor") editor = e["fieldsV1"];
-    }
-    EXPECT_EQ(creator, c.creatorFields);
-    EXPECT_EQ(editor, c.editorFields);
+}
+
+MKA_TABLE_TEST(ManagedFieldsTest, UpdatesMoveChangedFieldsAndDropRemovedOnes, MoveCase, managedFieldsMoveCases()) {
+  const MoveCase& c = testCase();
+  json created = configMap({{"k", "v"}, {"other", "o"}});
+  recordUpdate(nullptr, created, by("creator"));
+  json next = c.next;
+  next["metadata"]["managedFields"] = created["metadata"]["managedFields"];  // as a client sends it back
+  recordUpdate(created, next, by("editor", "2030-01-02T00:00:00Z"));
+  json creator, editor;
+  for (const auto& e : managed(next).is_array() ? managed(next) : json::array()) {
+    if (e["manager"] == "creator") creator = e["fieldsV1"];
+    if (e["manager"] == "editor") editor = e["fieldsV1"];
   }
+  EXPECT_EQ(creator, c.creatorFields);
+  EXPECT_EQ(editor, c.editorFields);
 }
 
 TEST(ManagedFieldsTest, AnUnchangedObjectKeepsItsManagedFields) {
@@ -74,61 +78,71 @@ TEST(ManagedFieldsTest, AnUnchangedObjectKeepsItsManagedFields) {
   EXPECT_EQ(managed(same), managed(created));
 }
 
-TEST(ManagedFieldsTest, WhatTheRequestSaysAboutManagedFields) {
-  json created = configMap({{"k", "v"}});
-  recordUpdate(nullptr, created, by("creator"));
+struct RequestCase {
+  std::string name;
+  json sent;  // metadata.managedFields in the request (null: absent)
+  std::string subresource;
+  std::vector<std::string> managers;  // afterwards, in order
+};
+
+std::vector<RequestCase> managedFieldsRequestCases() {
   const json userSupplied = json::parse(R"([{"manager":"mine","operation":"Update","apiVersion":"v1",
     "fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}])");
-  struct Case {
-    std::string name;
-    json sent;  // metadata.managedFields in the request (null: absent)
-    std::string subresource;
-    std::vector<std::string> managers;  // afterwards, in order
-  };
-  const std::vector<Case> cases = {
+  return {
       {"absent keeps the stored ones", nullptr, "", {"creator", "editor"}},
       {"an empty list keeps the stored ones", json::array(), "", {"creator", "editor"}},
       {"a single empty entry strips them", json::array({json::object()}), "", {}},
       {"a different list replaces them", userSupplied, "", {"mine", "editor"}},
       {"a subresource ignores them", userSupplied, "status", {"creator", "editor"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json next = configMap({{"k", "v"}, {"added", "a"}});
-    if (!c.sent.is_null()) next["metadata"]["managedFields"] = c.sent;
-    auto options = by("editor", "2030-01-02T00:00:00Z");
-    options.subresource = c.subresource;
-    recordUpdate(created, next, options);
-    std::vector<std::string> managers;
-    for (const auto& e : managed(next).is_array() ? managed(next) : json::array()) {
-      managers.push_back(e["manager"].get<std::string>());
-    }
-    EXPECT_EQ(managers, c.managers);
+}
+
+MKA_TABLE_TEST(ManagedFieldsTest, WhatTheRequestSaysAboutManagedFields, RequestCase, managedFieldsRequestCases()) {
+  const RequestCase& c = testCase();
+  json created = configMap({{"k", "v"}});
+  recordUpdate(nullptr, created, by("creator"));
+  json next = configMap({{"k", "v"}, {"added", "a"}});
+  if (!c.sent.is_null()) next["metadata"]["managedFields"] = c.sent;
+  auto options = by("editor", "2030-01-02T00:00:00Z");
+  options.subresource = c.subresource;
+  recordUpdate(created, next, options);
+  std::vector<std::string> managers;
+  for (const auto& e : managed(next).is_array() ? managed(next) : json::array()) {
+    managers.push_back(e["manager"].get<std::string>());
   }
+  EXPECT_EQ(managers, c.managers);
 }
 
 // Entries a client supplies are stored as kube-apiserver stores them, decoded and encoded
 // again (keys it does not know dropped, fieldsV1 in canonical form), whether or not the write
 // changed what they own. (Stored entries are then always in that form, which lets a later
 // write keep an unchanged entry's fieldsV1 as it is.)
-TEST(ManagedFieldsTest, SuppliedEntriesAreStoredInTheEncodersForm) {
+struct SuppliedCase {
+  std::string name;
+  bool changes;
+};
+
+std::vector<SuppliedCase> managedFieldsSuppliedCases() {
+  return {{"the write changes nothing", false}, {"the write changes a field", true}};
+}
+
+MKA_TABLE_TEST(ManagedFieldsTest, SuppliedEntriesAreStoredInTheEncodersForm, SuppliedCase,
+               managedFieldsSuppliedCases()) {
+  const bool changes = testCase().changes;
   json created = configMap({{"k", "v"}});
   recordUpdate(nullptr, created, by("creator"));
   const json supplied = json::parse(R"([{"manager":"mine","operation":"Update","apiVersion":"v1","extra":true,
     "fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{".":{}}}}}])");
-  for (const bool changes : {false, true}) {
-    SCOPED_TRACE(changes ? "the write changes a field" : "the write changes nothing");
-    json next = configMap(changes ? json{{"k", "v"}, {"added", "a"}} : json{{"k", "v"}});
-    next["metadata"]["managedFields"] = supplied;
-    recordUpdate(created, next, by("editor", "2030-01-02T00:00:00Z"));
-    json mine;
-    for (const auto& e : managed(next)) {
-      if (e["manager"] == "mine") mine = e;
-    }
-    ASSERT_TRUE(mine.is_object());
-    EXPECT_FALSE(mine.contains("extra"));
-    EXPECT_EQ(mine["fieldsV1"], json::parse(R"({"f:data":{"f:k":{}}})"));
+  json next = configMap(changes ? json{{"k", "v"}, {"added", "a"}} : json{{"k", "v"}});
+  next["metadata"]["managedFields"] = supplied;
+  recordUpdate(created, next, by("editor", "2030-01-02T00:00:00Z"));
+  json mine;
+  for (const auto& e : managed(next)) {
+    if (e["manager"] == "mine") mine = e;
   }
+  ASSERT_TRUE(mine.is_object());
+  EXPECT_FALSE(mine.contains("extra"));
+  EXPECT_EQ(mine["fieldsV1"], json::parse(R"({"f:data":{"f:k":{}}})"));
 }
 
 TEST(ManagedFieldsTest, SubresourceUpdatesAreSeparateEntries) {
@@ -143,30 +157,32 @@ TEST(ManagedFieldsTest, SubresourceUpdatesAreSeparateEntries) {
   EXPECT_EQ(entries[0]["fieldsV1"], json::parse(R"({"f:status":{".":{},"f:phase":{}}})"));
 }
 
-TEST(ManagedFieldsTest, ListsFollowTheSchema) {
+struct SchemaCase {
+  std::string name;
+  json schema;
+  json fields;
+};
+
+std::vector<SchemaCase> managedFieldsSchemaCases() {
+  return {
+      {"map list per item", kConditionsSchema,
+       json::parse(
+           R"({"f:status":{"f:conditions":{"k:{\"type\":\"Admitted\"}":{".":{},"f:status":{},"f:type":{}}}}})")},
+      {"without a schema the list is atomic", nullptr, json::parse(R"({"f:status":{"f:conditions":{}}})")},
+  };
+}
+
+MKA_TABLE_TEST(ManagedFieldsTest, ListsFollowTheSchema, SchemaCase, managedFieldsSchemaCases()) {
+  const SchemaCase& c = testCase();
   const json before = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
                        {"kind", "Workload"},
                        {"metadata", {{"name", "w"}}},
                        {"status", {{"conditions", json::array()}}}};
   json after = before;
   after["status"]["conditions"] = {{{"type", "Admitted"}, {"status", "True"}}};
-  struct Case {
-    std::string name;
-    json schema;
-    json fields;
-  };
-  const std::vector<Case> cases = {
-      {"map list per item", kConditionsSchema,
-       json::parse(
-           R"({"f:status":{"f:conditions":{"k:{\"type\":\"Admitted\"}":{".":{},"f:status":{},"f:type":{}}}}})")},
-      {"without a schema the list is atomic", nullptr, json::parse(R"({"f:status":{"f:conditions":{}}})")},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json out = after;
-    recordUpdate(before, out, UpdateOptions{"kueue", "kueue.x-k8s.io/v1beta1", "status", &c.schema, "t"});
-    EXPECT_EQ(managed(out)[0]["fieldsV1"], c.fields);
-  }
+  json out = after;
+  recordUpdate(before, out, UpdateOptions{"kueue", "kueue.x-k8s.io/v1beta1", "status", &c.schema, "t"});
+  EXPECT_EQ(managed(out)[0]["fieldsV1"], c.fields);
 }
 
 TEST(ManagedFieldsTest, OnlyChangedComparesThatFieldAlone) {

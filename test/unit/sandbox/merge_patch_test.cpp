@@ -3,6 +3,8 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
 
+#include "support/table_test.h"
+
 namespace mka::sandbox::patch {
 namespace {
 
@@ -15,8 +17,8 @@ struct MergePatchCase {
   json want;
 };
 
-TEST(MergePatchTest, FollowsRfc7386) {
-  const std::vector<MergePatchCase> cases = {
+std::vector<MergePatchCase> mergePatchCases() {
+  return {
       {"sets a field", {{"a", 1}}, {{"b", 2}}, {{"a", 1}, {"b", 2}}},
       {"replaces a value", {{"a", 1}}, {{"a", "x"}}, {{"a", "x"}}},
       {"null deletes", {{"a", 1}, {"b", 2}}, {{"a", nullptr}}, {{"b", 2}}},
@@ -31,22 +33,28 @@ TEST(MergePatchTest, FollowsRfc7386) {
       {"empty patch", {{"a", 1}}, json::object(), {{"a", 1}}},
       {"absent target", nullptr, {{"a", 1}}, {{"a", 1}}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(mergePatch(c.target, c.patch), c.want);
-  }
 }
 
-TEST(MergePatchTest, ANonObjectPatchIsBadRequest) {
-  for (const auto& patch : {json::array({1}), json(nullptr), json("x")}) {
-    SCOPED_TRACE(patch.dump());
-    try {
-      mergePatch({{"a", 1}}, patch);
-      ADD_FAILURE() << "accepted";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), 400);
-      EXPECT_STREQ(e.what(), "Invalid JSON Patch");
-    }
+MKA_TABLE_TEST(MergePatchTest, FollowsRfc7386, MergePatchCase, mergePatchCases()) {
+  const MergePatchCase& c = testCase();
+  EXPECT_EQ(mergePatch(c.target, c.patch), c.want);
+}
+
+struct NonObjectPatch {
+  json patch;
+  std::string name = patch.dump();
+};
+
+std::vector<NonObjectPatch> nonObjectPatches() { return {{json::array({1})}, {json(nullptr)}, {json("x")}}; }
+
+MKA_TABLE_TEST(MergePatchTest, ANonObjectPatchIsBadRequest, NonObjectPatch, nonObjectPatches()) {
+  const auto& patch = testCase().patch;
+  try {
+    mergePatch({{"a", 1}}, patch);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 400);
+    EXPECT_STREQ(e.what(), "Invalid JSON Patch");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/sandbox/api_error.h"
+#include "support/table_test.h"
 #include "support/thrown.h"
 
 namespace mka::sandbox {
@@ -82,66 +83,77 @@ TEST(ObjectStoreTest, SharedReadsSeeOneRevisionAndNeverChange) {
   EXPECT_EQ(store.getShared(cm("a", "x")), nullptr);
 }
 
-TEST(ObjectStoreTest, ErrorsAreKubeApiserversOwn) {
-  ObjectStore store;
-  store.create(cm("a", "x"), object("a", "x"));
-  store.create(wl("a", "w"), object("a", "w"));
-  struct Case {
-    std::string name;
-    std::function<void()> call;
-    int code;
-    std::string reason;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
-      {"create twice", [&] { store.create(cm("a", "x"), object("a", "x")); }, 409, "AlreadyExists",
+struct StoreErrorCase {
+  std::string name;
+  std::function<void(ObjectStore&)> call;
+  int code;
+  std::string reason;
+  std::string message;
+};
+
+std::vector<StoreErrorCase> storeErrorCases() {
+  return {
+      {"create twice", [](ObjectStore& store) { store.create(cm("a", "x"), object("a", "x")); }, 409, "AlreadyExists",
        "configmaps \"x\" already exists"},
-      {"update missing", [&] { store.update(wl("a", "nope"), object("a", "nope")); }, 404, "NotFound",
-       "workloads.kueue.x-k8s.io \"nope\" not found"},
-      {"update stale", [&] { store.update(cm("a", "x"), object("a", "x"), 7); }, 409, "Conflict",
+      {"update missing", [](ObjectStore& store) { store.update(wl("a", "nope"), object("a", "nope")); }, 404,
+       "NotFound", "workloads.kueue.x-k8s.io \"nope\" not found"},
+      {"update stale", [](ObjectStore& store) { store.update(cm("a", "x"), object("a", "x"), 7); }, 409, "Conflict",
        "Operation cannot be fulfilled on configmaps \"x\": the object has been modified; please apply your changes "
        "to the latest version and try again"},
-      {"remove missing", [&] { store.remove(cm("a", "nope")); }, 404, "NotFound", "configmaps \"nope\" not found"},
-      {"remove stale", [&] { store.remove(cm("a", "x"), 9); }, 409, "Conflict",
+      {"remove missing", [](ObjectStore& store) { store.remove(cm("a", "nope")); }, 404, "NotFound",
+       "configmaps \"nope\" not found"},
+      {"remove stale", [](ObjectStore& store) { store.remove(cm("a", "x"), 9); }, 409, "Conflict",
        "Operation cannot be fulfilled on configmaps \"x\": Precondition failed: ResourceVersion in precondition: 9, "
        "ResourceVersion in object meta: 1"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto e = mka::test::thrownBy<ApiError>(c.call);
-    EXPECT_EQ(e.code(), c.code);
-    EXPECT_EQ(e.reason(), c.reason);
-    EXPECT_EQ(std::string(e.what()), c.message);
-  }
+}
+
+MKA_TABLE_TEST(ObjectStoreTest, ErrorsAreKubeApiserversOwn, StoreErrorCase, storeErrorCases()) {
+  const StoreErrorCase& c = testCase();
+  ObjectStore store;
+  store.create(cm("a", "x"), object("a", "x"));
+  store.create(wl("a", "w"), object("a", "w"));
+  const auto e = mka::test::thrownBy<ApiError>([&] { c.call(store); });
+  EXPECT_EQ(e.code(), c.code);
+  EXPECT_EQ(e.reason(), c.reason);
+  EXPECT_EQ(std::string(e.what()), c.message);
+}
+
+TEST(ObjectStoreTest, AMatchingPreconditionUpdates) {
+  ObjectStore store;
+  store.create(cm("a", "x"), object("a", "x"));
+  store.create(wl("a", "w"), object("a", "w"));
   EXPECT_EQ(rvOf(*store.update(cm("a", "x"), object("a", "x"), 1)), "3");  // matching precondition
 }
 
-TEST(ObjectStoreTest, ListsByNamespaceThenNameWithFilter) {
+struct StoreListCase {
+  std::string name;
+  std::string ns;
+  ObjectStore::Filter filter;
+  std::vector<std::string> want;
+};
+
+std::vector<StoreListCase> storeListCases() {
+  return {
+      {"every namespace", "", nullptr, {"/cluster-scoped", "a/x", "a/z", "b/y"}},
+      {"one namespace", "a", nullptr, {"a/x", "a/z"}},
+      {"filtered", "", [](const json& o) { return hasLabel(o, "app", "web"); }, {"a/x", "b/y"}},
+  };
+}
+
+MKA_TABLE_TEST(ObjectStoreTest, ListsByNamespaceThenNameWithFilter, StoreListCase, storeListCases()) {
+  const StoreListCase& c = testCase();
   ObjectStore store;
   store.create(cm("b", "y"), object("b", "y", {{"app", "web"}}));
   store.create(cm("a", "z"), object("a", "z"));
   store.create(cm("a", "x"), object("a", "x", {{"app", "web"}}));
   store.create(wl("a", "other-kind"), object("a", "other-kind"));
   store.create({"", "configmaps", "", "cluster-scoped"}, object("", "cluster-scoped"));
-  struct Case {
-    std::string name;
-    std::string ns;
-    ObjectStore::Filter filter;
-    std::vector<std::string> want;
-  };
-  const std::vector<Case> cases = {
-      {"every namespace", "", nullptr, {"/cluster-scoped", "a/x", "a/z", "b/y"}},
-      {"one namespace", "a", nullptr, {"a/x", "a/z"}},
-      {"filtered", "", [](const json& o) { return hasLabel(o, "app", "web"); }, {"a/x", "b/y"}},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto result = store.list("", "configmaps", c.ns, c.filter);
-    EXPECT_EQ(names(result.items), c.want);
-    EXPECT_EQ(result.resourceVersion, 5u);
-    EXPECT_TRUE(result.continueToken.empty());
-    EXPECT_EQ(result.remainingItemCount, -1);
-  }
+  const auto result = store.list("", "configmaps", c.ns, c.filter);
+  EXPECT_EQ(names(result.items), c.want);
+  EXPECT_EQ(result.resourceVersion, 5u);
+  EXPECT_TRUE(result.continueToken.empty());
+  EXPECT_EQ(result.remainingItemCount, -1);
 }
 
 TEST(ObjectStoreTest, PaginationShowsTheFirstPagesSnapshotDespiteConcurrentWrites) {
@@ -217,14 +229,21 @@ TEST(ObjectStoreTest, ContinueTokenOlderThanHistoryIsExpired) {
   EXPECT_EQ(rest.resourceVersion, 4u);
 }
 
-TEST(ObjectStoreTest, MalformedContinueTokenIsBadRequest) {
+struct ContinueTokenCase {
+  std::string name;
+  std::string token;
+};
+
+std::vector<ContinueTokenCase> malformedContinueTokens() {
+  return {{"illegal base64", "%%%"}, {"not a JSON object", "bm90LWpzb24"}, {"an unknown key version", "eyJ2IjoieCJ9"}};
+}
+
+MKA_TABLE_TEST(ObjectStoreTest, MalformedContinueTokenIsBadRequest, ContinueTokenCase, malformedContinueTokens()) {
+  const std::string token = testCase().token;
   ObjectStore store;
-  for (const std::string token : {"%%%", "bm90LWpzb24", "eyJ2IjoieCJ9"}) {
-    SCOPED_TRACE(token);
-    const auto e = mka::test::thrownBy<ApiError>([&] { store.list("", "configmaps", "", nullptr, 1, token); });
-    EXPECT_EQ(e.code(), 400);
-    EXPECT_TRUE(std::string(e.what()).starts_with("invalid continue token: ")) << e.what();
-  }
+  const auto e = mka::test::thrownBy<ApiError>([&] { store.list("", "configmaps", "", nullptr, 1, token); });
+  EXPECT_EQ(e.code(), 400);
+  EXPECT_TRUE(std::string(e.what()).starts_with("invalid continue token: ")) << e.what();
 }
 
 TEST(ObjectStoreTest, WatchDeliversEventsInOrderForItsScope) {
@@ -254,27 +273,32 @@ TEST(ObjectStoreTest, WatchResumesWithExactlyTheMissedEvents) {
   EXPECT_EQ(summary(drain(*w)), (std::vector<std::string>{"ADDED z@5"}));
 }
 
-TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone) {
-  struct Case {
-    std::string name;
-    std::function<void(ObjectStore&)> forget;
-    std::uint64_t from;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+struct ForgottenHistoryCase {
+  std::string name;
+  std::function<void(ObjectStore&)> forget;
+  std::uint64_t from;
+  std::string message;
+};
+
+std::vector<ForgottenHistoryCase> forgottenHistoryCases() {
+  return {
       {"trimmed by the history limit", [](ObjectStore&) {}, 1, "too old resource version: 1 (2)"},
       {"compacted", [](ObjectStore& s) { s.compact(); }, 3, "too old resource version: 3 (5)"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    ObjectStore store(3);
-    for (int i = 0; i < 5; ++i) *store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
-    c.forget(store);
-    const auto e = mka::test::thrownBy<ApiError>([&] { store.watch("", "configmaps", "", c.from, nullptr); });
-    EXPECT_EQ(e.code(), 410);
-    EXPECT_EQ(e.reason(), "Expired");
-    EXPECT_EQ(std::string(e.what()), c.message);
-  }
+}
+
+MKA_TABLE_TEST(ObjectStoreTest, WatchFromBeforeTheHistoryIsGone, ForgottenHistoryCase, forgottenHistoryCases()) {
+  const ForgottenHistoryCase& c = testCase();
+  ObjectStore store(3);
+  for (int i = 0; i < 5; ++i) *store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
+  c.forget(store);
+  const auto e = mka::test::thrownBy<ApiError>([&] { store.watch("", "configmaps", "", c.from, nullptr); });
+  EXPECT_EQ(e.code(), 410);
+  EXPECT_EQ(e.reason(), "Expired");
+  EXPECT_EQ(std::string(e.what()), c.message);
+}
+
+TEST(ObjectStoreTest, WatchFromTheOldestKeptRevisionIsNotGone) {
   ObjectStore store(3);
   for (int i = 0; i < 5; ++i) *store.create(cm("a", "o" + std::to_string(i)), object("a", "o" + std::to_string(i)));
   EXPECT_EQ(store.compactedResourceVersion(), 2u);

@@ -8,6 +8,7 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/crd_loader.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 
 namespace mka::sandbox {
@@ -27,8 +28,8 @@ struct BuiltinCase {
   bool hasStatus;
 };
 
-TEST(ResourceRegistry, ServesTheBuiltinKinds) {
-  const std::vector<BuiltinCase> cases = {
+std::vector<BuiltinCase> builtinCases() {
+  return {
       {"namespaces", "", "namespaces", "Namespace", "namespace", false, {"ns"}, true},
       {"configmaps", "", "configmaps", "ConfigMap", "configmap", true, {"cm"}, false},
       {"secrets", "", "secrets", "Secret", "secret", true, {}, false},
@@ -90,24 +91,30 @@ TEST(ResourceRegistry, ServesTheBuiltinKinds) {
        {},
        false},
   };
+}
+
+TEST(ResourceRegistry, ServesAsManyBuiltinKindsAsTheTableHas) {
+  const std::vector<BuiltinCase> cases = builtinCases();
   const ResourceRegistry registry;
   EXPECT_EQ(registry.all().size(), cases.size());
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto type = registry.byResource(c.group, "v1", c.plural);
-    ASSERT_TRUE(type.has_value());
-    EXPECT_EQ(type->kind, c.kind);
-    EXPECT_EQ(type->listKind, c.kind + "List");
-    EXPECT_EQ(type->singular, c.singular);
-    EXPECT_EQ(type->namespaced, c.namespaced);
-    EXPECT_EQ(type->shortNames, c.shortNames);
-    EXPECT_TRUE(type->builtin);
-    EXPECT_EQ(type->storageVersion().name, "v1");
-    EXPECT_EQ(type->storageVersion().hasStatus, c.hasStatus);
-    const auto byKind = registry.byKind(c.group, "v1", c.kind);
-    ASSERT_TRUE(byKind.has_value());
-    EXPECT_EQ(byKind->plural, c.plural);
-  }
+}
+
+MKA_TABLE_TEST(ResourceRegistry, ServesTheBuiltinKinds, BuiltinCase, builtinCases()) {
+  const BuiltinCase& c = testCase();
+  const ResourceRegistry registry;
+  const auto type = registry.byResource(c.group, "v1", c.plural);
+  ASSERT_TRUE(type.has_value());
+  EXPECT_EQ(type->kind, c.kind);
+  EXPECT_EQ(type->listKind, c.kind + "List");
+  EXPECT_EQ(type->singular, c.singular);
+  EXPECT_EQ(type->namespaced, c.namespaced);
+  EXPECT_EQ(type->shortNames, c.shortNames);
+  EXPECT_TRUE(type->builtin);
+  EXPECT_EQ(type->storageVersion().name, "v1");
+  EXPECT_EQ(type->storageVersion().hasStatus, c.hasStatus);
+  const auto byKind = registry.byKind(c.group, "v1", c.kind);
+  ASSERT_TRUE(byKind.has_value());
+  EXPECT_EQ(byKind->plural, c.plural);
 }
 
 TEST(ResourceRegistry, NamespacesCannotBeDeletedAsACollection) {
@@ -233,8 +240,8 @@ struct InvalidCase {
   std::vector<std::pair<std::string, std::string>> causes;  // field, message prefix
 };
 
-TEST(ResourceRegistry, RejectsMalformedCrdsNamingEveryField) {
-  const std::vector<InvalidCase> cases = {
+std::vector<InvalidCase> invalidCrdCases() {
+  return {
       {"no plural",
        R"({"metadata":{"name":".example.com"},"spec":{"names":{"plural":null}}})",
        {{"spec.names.plural", "Required value"}}},
@@ -287,27 +294,28 @@ TEST(ResourceRegistry, RejectsMalformedCrdsNamingEveryField) {
         {"spec.names.kind", "Required value"},
         {"metadata.name", "Required value"}}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json crd = minimalCrd();
-    crd.merge_patch(json::parse(c.patch));
-    ResourceRegistry registry;
-    try {
-      registry.applyCrd(crd);
-      ADD_FAILURE() << "accepted";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), 422);
-      EXPECT_EQ(e.reason(), "Invalid");
-      EXPECT_TRUE(std::string(e.what()).starts_with("CustomResourceDefinition.apiextensions.k8s.io \"")) << e.what();
-      const auto& causes = e.details().at("causes");
-      ASSERT_EQ(causes.size(), c.causes.size()) << e.details().dump();
-      for (std::size_t i = 0; i < causes.size(); ++i) {
-        EXPECT_EQ(causes[i].value("field", ""), c.causes[i].first) << causes[i].dump();
-        EXPECT_TRUE(causes[i].at("message").get<std::string>().starts_with(c.causes[i].second)) << causes[i].dump();
-      }
+}
+
+MKA_TABLE_TEST(ResourceRegistry, RejectsMalformedCrdsNamingEveryField, InvalidCase, invalidCrdCases()) {
+  const InvalidCase& c = testCase();
+  json crd = minimalCrd();
+  crd.merge_patch(json::parse(c.patch));
+  ResourceRegistry registry;
+  try {
+    registry.applyCrd(crd);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 422);
+    EXPECT_EQ(e.reason(), "Invalid");
+    EXPECT_TRUE(std::string(e.what()).starts_with("CustomResourceDefinition.apiextensions.k8s.io \"")) << e.what();
+    const auto& causes = e.details().at("causes");
+    ASSERT_EQ(causes.size(), c.causes.size()) << e.details().dump();
+    for (std::size_t i = 0; i < causes.size(); ++i) {
+      EXPECT_EQ(causes[i].value("field", ""), c.causes[i].first) << causes[i].dump();
+      EXPECT_TRUE(causes[i].at("message").get<std::string>().starts_with(c.causes[i].second)) << causes[i].dump();
     }
-    EXPECT_FALSE(registry.byResource("example.com", "v1", "widgets"));
   }
+  EXPECT_FALSE(registry.byResource("example.com", "v1", "widgets"));
 }
 
 TEST(ResourceRegistry, ReportsWhichFieldIsMissingInTheMessage) {
@@ -445,16 +453,22 @@ struct LoaderErrorCase {
   std::string messagePart;
 };
 
-TEST(CrdLoader, ReadsMultiDocumentFilesAndNamesTheBadOne) {
+std::string widgetCrdYaml() {
+  return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+         "metadata: {name: widgets.example.com}\n";
+}
+
+TEST(CrdLoader, ReadsMultiDocumentFiles) {
   const mka::test::TempDir dir("crd-loader");
-  const std::string widget =
-      "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
-      "metadata: {name: widgets.example.com}\n";
+  const std::string widget = widgetCrdYaml();
   const auto both = loadCrdFile(dir.write("two.yaml", widget + "---\n" + widget + "---\n"));
   EXPECT_EQ(both.size(), 2u);
   EXPECT_EQ(both[1].at("metadata").at("name"), "widgets.example.com");
+}
 
-  const std::vector<LoaderErrorCase> cases = {
+std::vector<LoaderErrorCase> loaderErrorCases() {
+  const std::string widget = widgetCrdYaml();
+  return {
       {"missing file", "", "cannot read the CRD file"},
       {"not YAML", "a: [1\n", "bad.yaml: yaml: line"},
       {"empty", "---\n", "holds no document"},
@@ -464,15 +478,17 @@ TEST(CrdLoader, ReadsMultiDocumentFilesAndNamesTheBadOne) {
        "document 1: is apiextensions.k8s.io/v1beta1 CustomResourceDefinition"},
       {"a list", "- a\n", "document 1: is not a mapping"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto file = c.content.empty() ? dir / "absent.yaml" : dir.write("bad.yaml", c.content);
-    try {
-      loadCrdFile(file);
-      ADD_FAILURE() << "accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(c.messagePart), std::string::npos) << e.what();
-    }
+}
+
+MKA_TABLE_TEST(CrdLoader, ReadsMultiDocumentFilesAndNamesTheBadOne, LoaderErrorCase, loaderErrorCases()) {
+  const LoaderErrorCase& c = testCase();
+  const mka::test::TempDir dir("crd-loader");
+  const auto file = c.content.empty() ? dir / "absent.yaml" : dir.write("bad.yaml", c.content);
+  try {
+    loadCrdFile(file);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(c.messagePart), std::string::npos) << e.what();
   }
 }
 

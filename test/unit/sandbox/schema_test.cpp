@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 
 namespace mka::sandbox::schema {
 namespace {
@@ -85,8 +86,8 @@ struct JsonCase {
   std::string expected;
 };
 
-TEST(Prune, FollowsStructuralPruning) {
-  const std::vector<JsonCase> cases = {
+std::vector<JsonCase> pruneCases() {
+  return {
       {"null schema keeps everything", "null", R"({"a": 1, "b": {"c": 2}})", R"({"a": 1, "b": {"c": 2}})"},
       {"root keeps apiVersion, kind and ObjectMeta only", R"({"type": "object"})",
        R"({"apiVersion": "v1", "kind": "K", "metadata": {"name": "n", "finalizers": ["f"], "x": 1}, "y": 2})",
@@ -125,12 +126,13 @@ TEST(Prune, FollowsStructuralPruning) {
        R"({"type": "object", "properties": {"spec": {"type": "object", "properties": {"k": {"type": "string"}}}}})",
        R"({"spec": "text"})", R"({"spec": "text"})"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json object = json::parse(c.object);
-    prune(object, json::parse(c.schema));
-    EXPECT_EQ(object, json::parse(c.expected)) << object.dump();
-  }
+}
+
+MKA_TABLE_TEST(Prune, FollowsStructuralPruning, JsonCase, pruneCases()) {
+  const JsonCase& c = testCase();
+  json object = json::parse(c.object);
+  prune(object, json::parse(c.schema));
+  EXPECT_EQ(object, json::parse(c.expected)) << object.dump();
 }
 
 TEST(ApplyDefaults, FillsTheWorkloadDefaults) {
@@ -146,9 +148,9 @@ TEST(ApplyDefaults, FillsTheWorkloadDefaults) {
   EXPECT_FALSE(workload.contains("status"));  // no default there
 }
 
-TEST(ApplyDefaults, FollowsStructuralDefaulting) {
+std::vector<JsonCase> defaultCases() {
   const std::string n = R"("n": {"type": "integer", "default": 5})";
-  const std::vector<JsonCase> cases = {
+  return {
       {"absent field", R"({"type": "object", "properties": {)" + n + "}}", "{}", R"({"n": 5})"},
       {"present field kept", R"({"type": "object", "properties": {)" + n + "}}", R"({"n": 1})", R"({"n": 1})"},
       {"null replaced when not nullable", R"({"type": "object", "properties": {)" + n + "}}", R"({"n": null})",
@@ -172,12 +174,13 @@ TEST(ApplyDefaults, FollowsStructuralDefaulting) {
        R"({"type": "object", "properties": {"spec": {"type": "object", "properties": {)" + n + "}}}}", "{}", "{}"},
       {"null schema changes nothing", "null", R"({"a": 1})", R"({"a": 1})"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json object = json::parse(c.object);
-    applyDefaults(object, json::parse(c.schema));
-    EXPECT_EQ(object, json::parse(c.expected)) << object.dump();
-  }
+}
+
+MKA_TABLE_TEST(ApplyDefaults, FollowsStructuralDefaulting, JsonCase, defaultCases()) {
+  const JsonCase& c = testCase();
+  json object = json::parse(c.object);
+  applyDefaults(object, json::parse(c.schema));
+  EXPECT_EQ(object, json::parse(c.expected)) << object.dump();
 }
 
 struct ListTypeCase {

@@ -3,6 +3,7 @@
 
 #include "schema.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 
 namespace mka::sandbox::schema {
 namespace {
@@ -48,13 +49,14 @@ json withSpec(json spec) {
   return {{"apiVersion", "example.com/v1"}, {"kind", "Thing"}, {"metadata", {{"name", "t"}}}, {"spec", spec}};
 }
 
-TEST(SchemaValidation, RefusesWhatKubeApiserverRefusesInItsWords) {
-  struct Case {
-    std::string name;
-    json spec;
-    std::vector<std::string> errors;
-  };
-  const std::vector<Case> cases = {
+struct ValidationCase {
+  std::string name;
+  json spec;
+  std::vector<std::string> errors;
+};
+
+std::vector<ValidationCase> validationCases() {
+  return {
       {"valid", {{"replicas", 3}, {"policy", "Never"}, {"port", "http"}, {"note", nullptr}}, {}},
       {"int-or-string takes an integer", {{"port", 8080}}, {}},
       {"2.0 is an integer", {{"replicas", 2.0}}, {}},
@@ -110,10 +112,11 @@ TEST(SchemaValidation, RefusesWhatKubeApiserverRefusesInItsWords) {
        {"spec.policy: Unsupported value: \"x\": supported values: \"Always\", \"Never\"",
         "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(rendered(validate(withSpec(c.spec), kSchema)), c.errors);
-  }
+}
+
+MKA_TABLE_TEST(SchemaValidation, RefusesWhatKubeApiserverRefusesInItsWords, ValidationCase, validationCases()) {
+  const ValidationCase& c = testCase();
+  EXPECT_EQ(rendered(validate(withSpec(c.spec), kSchema)), c.errors);
 }
 
 TEST(SchemaValidation, NullsOfFieldsThatAreNotNullableAreDropped) {

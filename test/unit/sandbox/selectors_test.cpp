@@ -4,6 +4,8 @@
 
 #include "mka/sandbox/api_error.h"
 
+#include "support/table_test.h"
+
 namespace mka::sandbox {
 namespace {
 
@@ -18,8 +20,8 @@ struct MatchCase {
   bool want;
 };
 
-TEST(LabelSelectorTest, ParsesAndMatchesTheApiServersGrammar) {
-  const std::vector<MatchCase> cases = {
+std::vector<MatchCase> labelMatchCases() {
+  return {
       {"empty selects everything", "", kLabels, true},
       {"only spaces", "   ", kLabels, true},
       {"equals", "app=web", kLabels, true},
@@ -50,11 +52,12 @@ TEST(LabelSelectorTest, ParsesAndMatchesTheApiServersGrammar) {
       {"null labels", "app", nullptr, false},
       {"null labels, negative terms", "!app,zone!=x", nullptr, true},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto selector = LabelSelector::parse(c.selector);
-    EXPECT_EQ(selector.matches(c.labels), c.want);
-  }
+}
+
+MKA_TABLE_TEST(LabelSelectorTest, ParsesAndMatchesTheApiServersGrammar, MatchCase, labelMatchCases()) {
+  const MatchCase& c = testCase();
+  const auto selector = LabelSelector::parse(c.selector);
+  EXPECT_EQ(selector.matches(c.labels), c.want);
 }
 
 struct ErrorCase {
@@ -63,11 +66,11 @@ struct ErrorCase {
   std::string message;
 };
 
-TEST(LabelSelectorTest, RejectsMalformedSelectorsNamingTheBadTerm) {
+std::vector<ErrorCase> labelErrorCases() {
   const std::string keyRules =
       "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
       "alphanumeric character";
-  const std::vector<ErrorCase> cases = {
+  return {
       {"bad key", "a@b=c", "unable to parse requirement: <nil>: Invalid value: \"a@b\": " + keyRules},
       {"key with a colon", "app:web", "unable to parse requirement: <nil>: Invalid value: \"app:web\": " + keyRules},
       {"bad value", "app=a b", "found 'b', expected: ',' or 'end of string'"},
@@ -86,21 +89,29 @@ TEST(LabelSelectorTest, RejectsMalformedSelectorsNamingTheBadTerm) {
        "integer"},
       {"two operators", "a=b=c", "found '=', expected: ',' or 'end of string'"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      LabelSelector::parse(c.selector);
-      ADD_FAILURE() << "parsed";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), 400);
-      EXPECT_EQ(e.reason(), "BadRequest");
-      EXPECT_TRUE(std::string(e.what()).starts_with(c.message)) << e.what();
-    }
+}
+
+MKA_TABLE_TEST(LabelSelectorTest, RejectsMalformedSelectorsNamingTheBadTerm, ErrorCase, labelErrorCases()) {
+  const ErrorCase& c = testCase();
+  try {
+    LabelSelector::parse(c.selector);
+    ADD_FAILURE() << "parsed";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 400);
+    EXPECT_EQ(e.reason(), "BadRequest");
+    EXPECT_TRUE(std::string(e.what()).starts_with(c.message)) << e.what();
   }
 }
 
-TEST(LabelSelectorTest, FromJsonReadsMetav1LabelSelector) {
-  const std::vector<std::tuple<std::string, json, json, bool>> cases = {
+struct JsonMatchCase {
+  std::string name;
+  json selector;
+  json labels;
+  bool want;
+};
+
+std::vector<JsonMatchCase> jsonMatchCases() {
+  return {
       {"null selects everything", nullptr, kLabels, true},
       {"empty selects everything", json::object(), json::object(), true},
       {"matchLabels", {{"matchLabels", {{"app", "web"}}}}, kLabels, true},
@@ -125,14 +136,15 @@ TEST(LabelSelectorTest, FromJsonReadsMetav1LabelSelector) {
        kLabels,
        false},
   };
-  for (const auto& [name, selector, labels, want] : cases) {
-    SCOPED_TRACE(name);
-    EXPECT_EQ(LabelSelector::fromJson(selector).matches(labels), want);
-  }
 }
 
-TEST(LabelSelectorTest, FromJsonRejectsMalformedSelectors) {
-  const std::vector<ErrorCase> cases = {
+MKA_TABLE_TEST(LabelSelectorTest, FromJsonReadsMetav1LabelSelector, JsonMatchCase, jsonMatchCases()) {
+  const auto& [name, selector, labels, want] = testCase();
+  EXPECT_EQ(LabelSelector::fromJson(selector).matches(labels), want);
+}
+
+std::vector<ErrorCase> jsonErrorCases() {
+  return {
       {"unknown operator", R"({"matchExpressions":[{"key":"a","operator":"Equals","values":["x"]}]})",
        "\"Equals\" is not a valid label selector operator"},
       {"In without values", R"({"matchExpressions":[{"key":"a","operator":"In"}]})",
@@ -142,23 +154,24 @@ TEST(LabelSelectorTest, FromJsonRejectsMalformedSelectors) {
       {"bad key", R"({"matchLabels":{"a b":"x"}})", "key: Invalid value: \"a b\": name part must consist of"},
       {"bad value", R"({"matchLabels":{"a":"x y"}})", "values[0][a]: Invalid value: \"x y\": a valid label must"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      LabelSelector::fromJson(json::parse(c.selector));
-      ADD_FAILURE() << "accepted";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), 400);
-      EXPECT_TRUE(std::string(e.what()).starts_with(c.message)) << e.what();
-    }
+}
+
+MKA_TABLE_TEST(LabelSelectorTest, FromJsonRejectsMalformedSelectors, ErrorCase, jsonErrorCases()) {
+  const ErrorCase& c = testCase();
+  try {
+    LabelSelector::fromJson(json::parse(c.selector));
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 400);
+    EXPECT_TRUE(std::string(e.what()).starts_with(c.message)) << e.what();
   }
 }
 
-TEST(FieldSelectorTest, MatchesDottedPathsAsStrings) {
+std::vector<MatchCase> fieldMatchCases() {
   const json object = {{"metadata", {{"name", "x"}, {"namespace", "team-a"}}},
                        {"spec", {{"replicas", 3}, {"suspend", false}}},
                        {"status", {{"phase", "Running"}}}};
-  const std::vector<MatchCase> cases = {
+  return {
       {"empty", "", object, true},
       {"name", "metadata.name=x", object, true},
       {"double equals", "metadata.name==x", object, true},
@@ -171,27 +184,29 @@ TEST(FieldSelectorTest, MatchesDottedPathsAsStrings) {
       {"absent field, not equals", "spec.missing!=x", object, true},
       {"escaped comma in a value", "metadata.name=a\\,b", json{{"metadata", {{"name", "a,b"}}}}, true},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(FieldSelector::parse(c.selector).matches(c.labels), c.want);
-  }
 }
 
-TEST(FieldSelectorTest, RejectsMalformedSelectors) {
-  const std::vector<ErrorCase> cases = {
+MKA_TABLE_TEST(FieldSelectorTest, MatchesDottedPathsAsStrings, MatchCase, fieldMatchCases()) {
+  const MatchCase& c = testCase();
+  EXPECT_EQ(FieldSelector::parse(c.selector).matches(c.labels), c.want);
+}
+
+std::vector<ErrorCase> fieldErrorCases() {
+  return {
       {"no operator", "metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"},
       {"unescaped equals in value", "a=b=c", "invalid field selector: unescaped character in value: ="},
       {"bad escape", "a=b\\x", "invalid field selector: invalid escape sequence: \\x"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      FieldSelector::parse(c.selector);
-      ADD_FAILURE() << "parsed";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), 400);
-      EXPECT_EQ(std::string(e.what()), c.message);
-    }
+}
+
+MKA_TABLE_TEST(FieldSelectorTest, RejectsMalformedSelectors, ErrorCase, fieldErrorCases()) {
+  const ErrorCase& c = testCase();
+  try {
+    FieldSelector::parse(c.selector);
+    ADD_FAILURE() << "parsed";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 400);
+    EXPECT_EQ(std::string(e.what()), c.message);
   }
 }
 

@@ -3,6 +3,8 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
 
+#include "support/table_test.h"
+
 namespace mka::sandbox::patch {
 namespace {
 
@@ -85,14 +87,15 @@ TEST(ServerSideApplyTest, ApplyingToNothingCreatesAndRecordsOwnership) {
                 "f:spec":{"f:podSets":{"k:{\"name\":\"main\"}":{".":{},"f:count":{},"f:name":{}}},"f:queueName":{}}}}])"));
 }
 
-TEST(ServerSideApplyTest, MergesByListTypeAndPrunesWhatTheManagerNoLongerApplies) {
-  struct Case {
-    std::string name;
-    json first;   // spec applied by "a"
-    json second;  // spec applied next by "a"
-    json want;    // resulting spec
-  };
-  const std::vector<Case> cases = {
+struct ApplyMergeCase {
+  std::string name;
+  json first;   // spec applied by "a"
+  json second;  // spec applied next by "a"
+  json want;    // resulting spec
+};
+
+std::vector<ApplyMergeCase> applyMergeCases() {
+  return {
       {"omitted scalar is removed", {{"queueName", "q"}, {"replicas", 2}}, {{"queueName", "q"}}, {{"queueName", "q"}}},
       {"map-list item omitted is removed",
        {{"podSets", {{{"name", "a"}, {"count", 1}}, {{"name", "b"}, {"count", 1}}}}},
@@ -107,12 +110,14 @@ TEST(ServerSideApplyTest, MergesByListTypeAndPrunesWhatTheManagerNoLongerApplies
       {"an empty map applied stays, owned", {{"queueName", "q"}}, json::object(), json::object()},
       {"everything omitted", {{"queueName", "q"}}, nullptr, nullptr},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto first = serverSideApply(nullptr, workload(c.first), workloadVersion(), apply("a"));
-    const auto second = serverSideApply(first, workload(c.second), workloadVersion(), apply("a"));
-    EXPECT_EQ(second.value("spec", json()), c.want);
-  }
+}
+
+MKA_TABLE_TEST(ServerSideApplyTest, MergesByListTypeAndPrunesWhatTheManagerNoLongerApplies, ApplyMergeCase,
+               applyMergeCases()) {
+  const ApplyMergeCase& c = testCase();
+  const auto first = serverSideApply(nullptr, workload(c.first), workloadVersion(), apply("a"));
+  const auto second = serverSideApply(first, workload(c.second), workloadVersion(), apply("a"));
+  EXPECT_EQ(second.value("spec", json()), c.want);
 }
 
 TEST(ServerSideApplyTest, FieldsAnotherManagerOwnsAreNotPruned) {
@@ -260,15 +265,16 @@ TEST(ServerSideApplyTest, ANoOpApplyReturnsTheLiveObjectUnchanged) {
   EXPECT_EQ(serverSideApply(live, workload({{"queueName", "q"}}), version, later), live);
 }
 
-TEST(ServerSideApplyTest, RejectsBadRequests) {
-  struct Case {
-    std::string name;
-    json config;
-    ApplyOptions options;
-    int code;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+struct BadApplyCase {
+  std::string name;
+  json config;
+  ApplyOptions options;
+  int code;
+  std::string message;
+};
+
+std::vector<BadApplyCase> badApplyCases() {
+  return {
       {"no field manager", workload({{"queueName", "q"}}), apply(""), 422,
        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"},
       {"map-list item without its key", workload({{"podSets", {{{"count", 1}}}}}), apply("a"), 500,
@@ -283,12 +289,13 @@ TEST(ServerSideApplyTest, RejectsBadRequests) {
        }(),
        apply("a"), 400, "metadata.managedFields must be nil"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto e = applyError(nullptr, c.config, c.options);
-    EXPECT_EQ(e.code(), c.code);
-    EXPECT_EQ(std::string(e.what()), c.message);
-  }
+}
+
+MKA_TABLE_TEST(ServerSideApplyTest, RejectsBadRequests, BadApplyCase, badApplyCases()) {
+  const BadApplyCase& c = testCase();
+  const auto e = applyError(nullptr, c.config, c.options);
+  EXPECT_EQ(e.code(), c.code);
+  EXPECT_EQ(std::string(e.what()), c.message);
 }
 
 }  // namespace

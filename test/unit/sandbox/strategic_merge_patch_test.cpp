@@ -3,6 +3,8 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/patch.h"
 
+#include "support/table_test.h"
+
 namespace mka::sandbox::patch {
 namespace {
 
@@ -19,7 +21,7 @@ struct StrategicCase {
   json want;
 };
 
-TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys) {
+std::vector<StrategicCase> strategicMergeCases() {
   const json configMap = {{"apiVersion", "v1"},
                           {"kind", "ConfigMap"},
                           {"metadata",
@@ -39,7 +41,7 @@ TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys) {
       {"metadata", {{"name", "mwc"}}},
       {"webhooks",
        {{{"name", "a.example.com"}, {"timeoutSeconds", 10}}, {{"name", "b.example.com"}, {"timeoutSeconds", 10}}}}};
-  const std::vector<StrategicCase> cases = {
+  return {
       {"maps merge like a merge patch",
        configMap,
        {{"metadata", {{"labels", {{"a", nullptr}, {"b", "2"}}}}}, {"data", {{"k2", "v2"}}}},
@@ -106,27 +108,34 @@ TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys) {
          d["metadata"]["ownerReferences"].push_back({{"uid", "u5"}, {"name", "five"}});
        })},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(strategicMergePatch(c.target, c.patch), c.want);
-  }
 }
 
-TEST(StrategicMergePatchTest, RejectsMalformedPatches) {
-  const json target = {{"kind", "ConfigMap"}, {"metadata", {{"name", "cm"}}}};
-  const std::vector<std::pair<std::string, json>> cases = {
+MKA_TABLE_TEST(StrategicMergePatchTest, MergesBuiltInListsByTheirKeys, StrategicCase, strategicMergeCases()) {
+  const StrategicCase& c = testCase();
+  EXPECT_EQ(strategicMergePatch(c.target, c.patch), c.want);
+}
+
+struct MalformedStrategicPatch {
+  std::string name;
+  json patch;
+};
+
+std::vector<MalformedStrategicPatch> malformedStrategicPatches() {
+  return {
       {"not an object", json::array()},
       {"item without its merge key", {{"metadata", {{"ownerReferences", {{{"name", "x"}}}}}}}},
       {"unknown directive", {{"data", {{"$patch", "explode"}}}}},
   };
-  for (const auto& [name, patch] : cases) {
-    SCOPED_TRACE(name);
-    try {
-      strategicMergePatch(target, patch);
-      ADD_FAILURE() << "accepted";
-    } catch (const ApiError& e) {
-      EXPECT_EQ(e.code(), 400);
-    }
+}
+
+MKA_TABLE_TEST(StrategicMergePatchTest, RejectsMalformedPatches, MalformedStrategicPatch, malformedStrategicPatches()) {
+  const auto& [name, patch] = testCase();
+  const json target = {{"kind", "ConfigMap"}, {"metadata", {{"name", "cm"}}}};
+  try {
+    strategicMergePatch(target, patch);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 400);
   }
 }
 

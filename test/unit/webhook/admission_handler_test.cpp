@@ -11,6 +11,7 @@
 #include "mka/common/base64.h"
 #include "mka/common/log.h"
 #include "mka/observability/metrics.h"
+#include "support/table_test.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
@@ -38,9 +39,35 @@ class ThrowingQueueIndex final : public QueueIndex {
   bool hasSynced() const override { return true; }
 };
 
-class AdmissionHandlerTest : public ::testing::Test {
- protected:
-  AdmissionHandlerTest() : store_(testing::testConfig()), handler_(store_, queues_, &metrics_) {
+struct HttpCase {
+  std::string name{};
+  std::string method = "POST";
+  std::string path = "/mutate";
+  std::string contentType = "application/json";
+  std::string body{};
+  int status{};
+  std::string reason{};   // metav1.StatusReason for errors
+  std::string message{};  // the message starts with this
+};
+
+struct EchoCase {
+  std::string name{};
+  std::string fixture{};
+  std::string apiVersion{};
+  std::string uid{};
+};
+
+struct MetricsSeriesCase {
+  std::string name{};
+  std::vector<std::string> labels{};
+  double count{};
+};
+
+// The fixture's state and helpers. A table's case runs on a harness of its own, as each TEST_F
+// runs on a fixture of its own; its checks are the harness's members below.
+class AdmissionHandlerHarness {
+ public:
+  AdmissionHandlerHarness() : store_(testing::testConfig()), handler_(store_, queues_, &metrics_) {
     queues_.upsertLocalQueue("tekton-ci", "team-a", "team-a-cq");
     queues_.upsertClusterQueue("team-a-cq", {"multikueue-ac"});
     queues_.upsertAdmissionCheck("multikueue-ac", "kueue.x-k8s.io/multikueue");
@@ -55,7 +82,15 @@ class AdmissionHandlerTest : public ::testing::Test {
     logger->set_level(spdlog::level::debug);
     spdlog::set_default_logger(logger);
   }
-  ~AdmissionHandlerTest() override { spdlog::set_default_logger(previousLogger_); }
+  ~AdmissionHandlerHarness() { spdlog::set_default_logger(previousLogger_); }
+
+  void answersEveryBadRequestWithAClear4xx(const HttpCase& c);
+  void acceptsWhatTheApiServerSends(const HttpCase& c);
+  void echoesUidAndApiVersion(const EchoCase& c);
+  void recordsMetricsPerWebhookKindOperationAndResult(const MetricsSeriesCase& c);
+
+ protected:
+  void postRequestsOfEveryResult();
 
   HttpResponse post(std::string_view path, std::string_view body, std::string_view contentType = "application/json") {
     return handler_.handle({"POST", path, contentType, body});
@@ -103,18 +138,9 @@ class AdmissionHandlerTest : public ::testing::Test {
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> logSink_;
 };
 
-struct HttpCase {
-  std::string name{};
-  std::string method = "POST";
-  std::string path = "/mutate";
-  std::string contentType = "application/json";
-  std::string body{};
-  int status{};
-  std::string reason{};   // metav1.StatusReason for errors
-  std::string message{};  // the message starts with this
-};
+class AdmissionHandlerTest : public ::testing::Test, protected AdmissionHandlerHarness {};
 
-TEST_F(AdmissionHandlerTest, AnswersEveryBadRequestWithAClear4xx) {
+std::vector<HttpCase> answersEveryBadRequestWithAClear4xxCases() {
   const std::string good = reviewBody(kPipelineRun, "CREATE", queuedPipelineRun());
   const std::vector<HttpCase> cases = {
       {.name = "unknown path",
@@ -196,24 +222,30 @@ TEST_F(AdmissionHandlerTest, AnswersEveryBadRequestWithAClear4xx) {
        .reason = "BadRequest",
        .message = "request.object: must be a JSON object, got array"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const HttpResponse response = handler_.handle({c.method, c.path, c.contentType, c.body});
-    EXPECT_EQ(response.status, c.status);
-    EXPECT_EQ(response.contentType, "application/json; charset=utf-8");
-    const json body = json::parse(response.body);
-    EXPECT_EQ(body["kind"], "Status");
-    EXPECT_EQ(body["apiVersion"], "v1");
-    EXPECT_EQ(body["status"], "Failure");
-    EXPECT_EQ(body["code"], c.status);
-    EXPECT_EQ(body["reason"], c.reason);
-    EXPECT_EQ(body["message"].get<std::string>().rfind(c.message, 0), 0u) << body["message"];
-    EXPECT_TRUE(logged("warn", {"status=" + std::to_string(c.status), "reason=" + c.reason, "path="}))
-        << "no warn line for " << c.name;
-  }
+  return cases;
 }
 
-TEST_F(AdmissionHandlerTest, AcceptsWhatTheApiServerSends) {
+void AdmissionHandlerHarness::answersEveryBadRequestWithAClear4xx(const HttpCase& c) {
+  const HttpResponse response = handler_.handle({c.method, c.path, c.contentType, c.body});
+  EXPECT_EQ(response.status, c.status);
+  EXPECT_EQ(response.contentType, "application/json; charset=utf-8");
+  const json body = json::parse(response.body);
+  EXPECT_EQ(body["kind"], "Status");
+  EXPECT_EQ(body["apiVersion"], "v1");
+  EXPECT_EQ(body["status"], "Failure");
+  EXPECT_EQ(body["code"], c.status);
+  EXPECT_EQ(body["reason"], c.reason);
+  EXPECT_EQ(body["message"].get<std::string>().rfind(c.message, 0), 0u) << body["message"];
+  EXPECT_TRUE(logged("warn", {"status=" + std::to_string(c.status), "reason=" + c.reason, "path="}))
+      << "no warn line for " << c.name;
+}
+
+MKA_TABLE_TEST(AdmissionHandlerTest, AnswersEveryBadRequestWithAClear4xx, HttpCase,
+               answersEveryBadRequestWithAClear4xxCases()) {
+  AdmissionHandlerHarness().answersEveryBadRequestWithAClear4xx(testCase());
+}
+
+std::vector<HttpCase> acceptsWhatTheApiServerSendsCases() {
   const std::string good = reviewBody(kPipelineRun, "CREATE", queuedPipelineRun());
   const std::vector<HttpCase> cases = {
       {.name = "plain", .body = good, .status = 200},
@@ -226,39 +258,43 @@ TEST_F(AdmissionHandlerTest, AcceptsWhatTheApiServerSends) {
        .body = good + std::string(kMaxRequestBytes - good.size(), ' '),
        .status = 200},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const HttpResponse response = handler_.handle({c.method, c.path, c.contentType, c.body});
-    ASSERT_EQ(response.status, c.status) << response.body;
-    const json review = json::parse(response.body);
-    EXPECT_EQ(review["kind"], "AdmissionReview");
-    EXPECT_EQ(review["response"]["uid"], "d4c1e3a2-0f5b-4c7e-9a8d-6b2f1e0c3d4a");
-  }
+  return cases;
 }
 
-TEST_F(AdmissionHandlerTest, EchoesUidAndApiVersion) {
-  struct Case {
-    std::string name{};
-    std::string fixture{};
-    std::string apiVersion{};
-    std::string uid{};
-  };
-  const std::vector<Case> cases = {
+void AdmissionHandlerHarness::acceptsWhatTheApiServerSends(const HttpCase& c) {
+  const HttpResponse response = handler_.handle({c.method, c.path, c.contentType, c.body});
+  ASSERT_EQ(response.status, c.status) << response.body;
+  const json review = json::parse(response.body);
+  EXPECT_EQ(review["kind"], "AdmissionReview");
+  EXPECT_EQ(review["response"]["uid"], "d4c1e3a2-0f5b-4c7e-9a8d-6b2f1e0c3d4a");
+}
+
+MKA_TABLE_TEST(AdmissionHandlerTest, AcceptsWhatTheApiServerSends, HttpCase, acceptsWhatTheApiServerSendsCases()) {
+  AdmissionHandlerHarness().acceptsWhatTheApiServerSends(testCase());
+}
+
+std::vector<EchoCase> echoesUidAndApiVersionCases() {
+  const std::vector<EchoCase> cases = {
       {"v1", "pipelinerun-create-queued.json", "admission.k8s.io/v1", "0c4e5f3a-1b2d-4e6f-8a9b-1c2d3e4f5a60"},
       {"v1beta1", "pipelinerun-create-v1beta1-review.json", "admission.k8s.io/v1beta1",
        "7dbfc0ab-8c9e-4fd6-8abc-8d9eafb0c1d7"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    for (std::string path : {"/mutate", "/validate"}) {
-      SCOPED_TRACE(path);
-      const auto response = post(path, readFixture(c.fixture));
-      ASSERT_EQ(response.status, 200) << response.body;
-      const json review = json::parse(response.body);
-      EXPECT_EQ(review["apiVersion"], c.apiVersion);
-      EXPECT_EQ(review["response"]["uid"], c.uid);
-    }
+  return cases;
+}
+
+void AdmissionHandlerHarness::echoesUidAndApiVersion(const EchoCase& c) {
+  for (std::string path : {"/mutate", "/validate"}) {
+    SCOPED_TRACE(path);
+    const auto response = post(path, readFixture(c.fixture));
+    ASSERT_EQ(response.status, 200) << response.body;
+    const json review = json::parse(response.body);
+    EXPECT_EQ(review["apiVersion"], c.apiVersion);
+    EXPECT_EQ(review["response"]["uid"], c.uid);
   }
+}
+
+MKA_TABLE_TEST(AdmissionHandlerTest, EchoesUidAndApiVersion, EchoCase, echoesUidAndApiVersionCases()) {
+  AdmissionHandlerHarness().echoesUidAndApiVersion(testCase());
 }
 
 TEST_F(AdmissionHandlerTest, DryRunIsAnsweredLikeAnyOtherRequest) {
@@ -319,7 +355,9 @@ TEST_F(AdmissionHandlerTest, TakesTheConfigurationInForceForEachRequest) {
   EXPECT_FALSE(json::parse(post("/mutate", body).body)["response"].contains("patch"));
 }
 
-TEST_F(AdmissionHandlerTest, RecordsMetricsPerWebhookKindOperationAndResult) {
+// The requests the metrics cases count: two patched, one allowed, one denied, one undecodable,
+// one with the wrong method and one to an unknown path.
+void AdmissionHandlerHarness::postRequestsOfEveryResult() {
   json foreign = queuedPipelineRun();
   foreign["spec"]["managedBy"] = "pipelines.example.com/custom-runner";
   json badQueue = queuedPipelineRun();
@@ -332,24 +370,32 @@ TEST_F(AdmissionHandlerTest, RecordsMetricsPerWebhookKindOperationAndResult) {
   post("/validate", "not json");
   handler_.handle({"GET", "/validate-config", "application/json", ""});
   post("/nowhere", "{}");
+}
 
-  struct Case {
-    std::string name{};
-    std::vector<std::string> labels{};
-    double count{};
-  };
-  const std::vector<Case> cases = {
+std::vector<MetricsSeriesCase> recordsMetricsPerWebhookKindOperationAndResultCases() {
+  const std::vector<MetricsSeriesCase> cases = {
       {"patched", {R"(webhook="mutate")", R"(kind="PipelineRun")", R"(operation="CREATE")", R"(result="patched")"}, 2},
       {"allowed", {R"(webhook="mutate")", R"(kind="PipelineRun")", R"(result="allowed")"}, 1},
       {"denied", {R"(webhook="validate")", R"(kind="PipelineRun")", R"(result="denied")"}, 1},
       {"undecodable body has no kind", {R"(webhook="validate")", R"(kind="")", R"(result="error")"}, 1},
       {"wrong method", {R"(webhook="validate-config")", R"(result="error")"}, 1},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(series("multikueue_adapter_webhook_requests_total", c.labels), c.count);
-    EXPECT_EQ(series("multikueue_adapter_webhook_request_duration_seconds_count", c.labels), c.count);
-  }
+  return cases;
+}
+
+void AdmissionHandlerHarness::recordsMetricsPerWebhookKindOperationAndResult(const MetricsSeriesCase& c) {
+  postRequestsOfEveryResult();
+  EXPECT_EQ(series("multikueue_adapter_webhook_requests_total", c.labels), c.count);
+  EXPECT_EQ(series("multikueue_adapter_webhook_request_duration_seconds_count", c.labels), c.count);
+}
+
+MKA_TABLE_TEST(AdmissionHandlerTest, RecordsMetricsPerWebhookKindOperationAndResult, MetricsSeriesCase,
+               recordsMetricsPerWebhookKindOperationAndResultCases()) {
+  AdmissionHandlerHarness().recordsMetricsPerWebhookKindOperationAndResult(testCase());
+}
+
+TEST_F(AdmissionHandlerTest, RecordsMetricsPerWebhookKindOperationAndResult) {
+  postRequestsOfEveryResult();
   // Unknown paths stay out of the metrics: their label values would be unbounded.
   EXPECT_EQ(metrics_.render().find("nowhere"), std::string::npos);
 }

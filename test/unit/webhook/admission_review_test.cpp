@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/common/base64.h"
+#include "support/table_test.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
@@ -54,7 +55,7 @@ struct BadCase {
   std::string problem{};  // and contains this
 };
 
-TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix) {
+std::vector<BadCase> rejectsBadInputNamingTheFieldAndTheFixCases() {
   const std::vector<BadCase> cases = {
       {"empty body", "", "body", "malformed JSON at byte 1"},
       {"malformed JSON reports the byte offset", R"({"apiVersion": x})", "body", "malformed JSON at byte 16"},
@@ -137,18 +138,21 @@ TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix) {
        }),
        "request.object.metadata.annotations[a]", "must be a string, got boolean"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      decodeAdmissionReview(c.body);
-      ADD_FAILURE() << "decoded without error";
-    } catch (const BadRequest& e) {
-      const std::string message = e.what();
-      EXPECT_EQ(message.rfind(c.field + ": ", 0), 0u) << message;
-      EXPECT_NE(message.find(c.problem), std::string::npos) << message;
-      // Every message ends with what to do about it: "<field>: <problem>: <fix>".
-      EXPECT_NE(message.find(": ", c.field.size() + 2), std::string::npos) << message;
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(DecodeAdmissionReview, RejectsBadInputNamingTheFieldAndTheFix, BadCase,
+               rejectsBadInputNamingTheFieldAndTheFixCases()) {
+  const BadCase& c = testCase();
+  try {
+    decodeAdmissionReview(c.body);
+    ADD_FAILURE() << "decoded without error";
+  } catch (const BadRequest& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind(c.field + ": ", 0), 0u) << message;
+    EXPECT_NE(message.find(c.problem), std::string::npos) << message;
+    // Every message ends with what to do about it: "<field>: <problem>: <fix>".
+    EXPECT_NE(message.find(": ", c.field.size() + 2), std::string::npos) << message;
   }
 }
 
@@ -224,7 +228,7 @@ struct GoodCase {
   bool hasOldObject{};
 };
 
-TEST(DecodeAdmissionReview, AcceptsEveryShapeTheApiServerSends) {
+std::vector<GoodCase> acceptsEveryShapeTheApiServerSendsCases() {
   const std::vector<GoodCase> cases = {
       {"v1 CREATE", validReview().dump(), "admission.k8s.io/v1", "CREATE", true, false},
       {"v1beta1 has the same shape", withChange([](json& r) { r["apiVersion"] = "admission.k8s.io/v1beta1"; }),
@@ -262,27 +266,31 @@ TEST(DecodeAdmissionReview, AcceptsEveryShapeTheApiServerSends) {
        "admission.k8s.io/v1", "CREATE", true, false},
       {"real fixture", readFixture("pipelinerun-create-queued.json"), "admission.k8s.io/v1", "CREATE", true, false},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    AdmissionRequest request;
-    ASSERT_NO_THROW(request = decodeAdmissionReview(c.body));
-    EXPECT_EQ(request.apiVersion, c.apiVersion);
-    EXPECT_EQ(request.operation, c.operation);
-    EXPECT_EQ(request.object.is_object(), c.hasObject);
-    EXPECT_EQ(request.oldObject.is_object(), c.hasOldObject);
-  }
+  return cases;
 }
 
-TEST(AdmissionRequest, ObjectKey) {
-  struct Case {
-    std::string name{};
-    std::string ns{};
-    std::string requestName{};
-    json object{};
-    json oldObject{};
-    std::string expected{};
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(DecodeAdmissionReview, AcceptsEveryShapeTheApiServerSends, GoodCase,
+               acceptsEveryShapeTheApiServerSendsCases()) {
+  const GoodCase& c = testCase();
+  AdmissionRequest request;
+  ASSERT_NO_THROW(request = decodeAdmissionReview(c.body));
+  EXPECT_EQ(request.apiVersion, c.apiVersion);
+  EXPECT_EQ(request.operation, c.operation);
+  EXPECT_EQ(request.object.is_object(), c.hasObject);
+  EXPECT_EQ(request.oldObject.is_object(), c.hasOldObject);
+}
+
+struct ObjectKeyCase {
+  std::string name{};
+  std::string ns{};
+  std::string requestName{};
+  json object{};
+  json oldObject{};
+  std::string expected{};
+};
+
+std::vector<ObjectKeyCase> objectKeyCases() {
+  const std::vector<ObjectKeyCase> cases = {
       {"request name and namespace", "tekton-ci", "build-42", json::object(), nullptr, "tekton-ci/build-42"},
       {"from the object's metadata",
        "",
@@ -304,15 +312,17 @@ TEST(AdmissionRequest, ObjectKey) {
        {{"metadata", {{"name", "old"}, {"namespace", "ns"}}}},
        "ns/old"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    AdmissionRequest request;
-    request.namespace_ = c.ns;
-    request.name = c.requestName;
-    request.object = c.object;
-    request.oldObject = c.oldObject;
-    EXPECT_EQ(request.objectKey(), c.expected);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(AdmissionRequest, ObjectKey, ObjectKeyCase, objectKeyCases()) {
+  const ObjectKeyCase& c = testCase();
+  AdmissionRequest request;
+  request.namespace_ = c.ns;
+  request.name = c.requestName;
+  request.object = c.object;
+  request.oldObject = c.oldObject;
+  EXPECT_EQ(request.objectKey(), c.expected);
 }
 
 json encoded(const AdmissionRequest& request, const AdmissionResponse& response) {
@@ -337,7 +347,13 @@ TEST(EncodeAdmissionReview, EchoesUidAndApiVersion) {
   }
 }
 
-TEST(EncodeAdmissionReview, ResponseShapes) {
+struct ResponseShapesCase {
+  std::string name{};
+  AdmissionResponse response{};
+  json expected{};  // the whole "response" object, with "patch" decoded
+};
+
+std::vector<ResponseShapesCase> responseShapesCases() {
   const json patch = json::parse(R"([{"op":"add","path":"/spec/managedBy","value":"kueue.x-k8s.io/multikueue"}])");
   AdmissionResponse patched;
   patched.patch = patch;
@@ -347,13 +363,7 @@ TEST(EncodeAdmissionReview, ResponseShapes) {
   warned.warnings = {"LocalQueue tekton-ci/team-a not found"};
   AdmissionResponse deniedWithPatch = AdmissionResponse::deny("ns/x: spec.managedBy: field is immutable");
   deniedWithPatch.patch = patch;
-
-  struct Case {
-    std::string name{};
-    AdmissionResponse response{};
-    json expected{};  // the whole "response" object, with "patch" decoded
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ResponseShapesCase> cases = {
       {"allowed without anything else", AdmissionResponse::allow(), {{"allowed", true}}},
       {"patch as base64 JSONPatch", patched, {{"allowed", true}, {"patchType", "JSONPatch"}, {"patch", patch}}},
       {"an empty patch is no patch", emptyPatch, {{"allowed", true}}},
@@ -388,18 +398,20 @@ TEST(EncodeAdmissionReview, ResponseShapes) {
           {"reason", "Forbidden"},
           {"message", "ns/x: spec.managedBy: field is immutable"}}}}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json response = encoded(requestFor("admission.k8s.io/v1"), c.response)["response"];
-    EXPECT_EQ(response["uid"], "3f1b6a2c-8d4e-4f5a-9b0c-1d2e3f4a5b6c");
-    response.erase("uid");
-    if (response.contains("patch")) {
-      auto bytes = base64Decode(response["patch"].get<std::string>());
-      ASSERT_TRUE(bytes.has_value());
-      response["patch"] = json::parse(*bytes);
-    }
-    EXPECT_EQ(response, c.expected);
+  return cases;
+}
+
+MKA_TABLE_TEST(EncodeAdmissionReview, ResponseShapes, ResponseShapesCase, responseShapesCases()) {
+  const ResponseShapesCase& c = testCase();
+  json response = encoded(requestFor("admission.k8s.io/v1"), c.response)["response"];
+  EXPECT_EQ(response["uid"], "3f1b6a2c-8d4e-4f5a-9b0c-1d2e3f4a5b6c");
+  response.erase("uid");
+  if (response.contains("patch")) {
+    auto bytes = base64Decode(response["patch"].get<std::string>());
+    ASSERT_TRUE(bytes.has_value());
+    response["patch"] = json::parse(*bytes);
   }
+  EXPECT_EQ(response, c.expected);
 }
 
 TEST(EncodeAdmissionReview, SurvivesInvalidUtf8InAMessage) {
@@ -443,22 +455,31 @@ TEST(EncodeAdmissionReview, WritesTheBytesADomSerializerWrites) {
   }
 }
 
-TEST(Base64, Rfc4648Vectors) {
-  const std::vector<std::pair<std::string, std::string>> vectors = {
-      {"", ""},
-      {"f", "Zg=="},
-      {"fo", "Zm8="},
-      {"foo", "Zm9v"},
-      {"foob", "Zm9vYg=="},
-      {"fooba", "Zm9vYmE="},
-      {"foobar", "Zm9vYmFy"},
-      {std::string("\xff\x00\xfe", 3), "/wD+"},
+struct Base64VectorCase {
+  std::string name;
+  std::string plain;
+  std::string encodedText;
+};
+
+std::vector<Base64VectorCase> rfc4648VectorsCases() {
+  const std::vector<Base64VectorCase> vectors = {
+      {"empty", "", ""},
+      {"f", "f", "Zg=="},
+      {"fo", "fo", "Zm8="},
+      {"foo", "foo", "Zm9v"},
+      {"foob", "foob", "Zm9vYg=="},
+      {"fooba", "fooba", "Zm9vYmE="},
+      {"foobar", "foobar", "Zm9vYmFy"},
+      {"bytes that are not text", std::string("\xff\x00\xfe", 3), "/wD+"},
   };
-  for (const auto& [plain, encodedText] : vectors) {
-    SCOPED_TRACE(encodedText);
-    EXPECT_EQ(base64Encode(plain), encodedText);
-    EXPECT_EQ(base64Decode(encodedText), plain);
-  }
+  return vectors;
+}
+
+MKA_TABLE_TEST(Base64, Rfc4648Vectors, Base64VectorCase, rfc4648VectorsCases()) {
+  const auto& [name, plain, encodedText] = testCase();
+  SCOPED_TRACE(encodedText);
+  EXPECT_EQ(base64Encode(plain), encodedText);
+  EXPECT_EQ(base64Decode(encodedText), plain);
 }
 
 TEST(Base64, RejectsWhatIsNotPaddedStandardBase64) {

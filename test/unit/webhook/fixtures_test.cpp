@@ -8,6 +8,7 @@
 
 #include "mka/common/base64.h"
 #include "mka/webhook/admission_handler.h"
+#include "support/table_test.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
@@ -17,6 +18,7 @@ using nlohmann::json;
 using testing::readFixture;
 
 struct Case {
+  std::string name{};  // "<fixture> <path>", set by eachFixtureGetsItsAnswerCases()
   std::string fixture{};
   std::string path{};
   std::string expect{};  // patched | allowed | denied
@@ -27,9 +29,11 @@ struct Case {
   std::string warningContains{};               // "" when no warning is expected
 };
 
-class FixturesTest : public ::testing::Test {
- protected:
-  FixturesTest() : store_(testing::testConfig()), handler_(store_, queues_, nullptr) {
+// The handler and its queues. Each case runs on a harness of its own, as a TEST_F runs on a
+// fixture of its own.
+class FixturesHarness {
+ public:
+  FixturesHarness() : store_(testing::testConfig()), handler_(store_, queues_, nullptr) {
     queues_.upsertLocalQueue("tekton-ci", "team-a", "team-a-cq");
     queues_.upsertClusterQueue("team-a-cq", {"multikueue-ac"});
     queues_.upsertAdmissionCheck("multikueue-ac", "kueue.x-k8s.io/multikueue");
@@ -38,15 +42,18 @@ class FixturesTest : public ::testing::Test {
     queues_.upsertAdmissionCheck("dispatch", "multikueue-adapter.dev/dispatcher");
   }
 
+  void eachFixtureGetsItsAnswer(const Case& c);
+
+ private:
   config::ConfigStore store_;
   InMemoryQueueIndex queues_;
   AdmissionHandler handler_;
 };
 
-TEST_F(FixturesTest, EachFixtureGetsItsAnswer) {
+std::vector<Case> eachFixtureGetsItsAnswerCases() {
   const std::string specMarker = "/spec/managedBy";
   const std::string argoMarker = "/metadata/labels/workflows.argoproj.io~1controller-instanceid";
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {.fixture = "pipelinerun-create-queued.json", .path = "/mutate", .expect = "patched", .marker = specMarker},
       {.fixture = "pipelinerun-create-queued.json", .path = "/validate", .expect = "allowed"},
       {.fixture = "pipelinerun-create-unqueued.json", .path = "/mutate", .expect = "allowed"},
@@ -120,49 +127,55 @@ TEST_F(FixturesTest, EachFixtureGetsItsAnswer) {
        .messageContains = {"kueue-system/multikueue-adapter-config: data: no configuration found"}},
       {.fixture = "configmap-create-unlabelled.json", .path = "/validate-config", .expect = "allowed"},
   };
+  for (auto& c : cases) c.name = c.fixture + " " + c.path;
+  return cases;
+}
 
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.fixture + " " + c.path);
-    const std::string body = readFixture(c.fixture);
-    const json request = json::parse(body);
-    const HttpResponse http = handler_.handle({"POST", c.path, "application/json", body});
-    ASSERT_EQ(http.status, 200) << http.body;
-    const json review = json::parse(http.body);
-    EXPECT_EQ(review["apiVersion"], request["apiVersion"]);
-    const json& response = review["response"];
-    EXPECT_EQ(response["uid"], request["request"]["uid"]);
-    EXPECT_EQ(response["allowed"], c.expect != "denied");
-    EXPECT_EQ(response.contains("patch"), c.expect == "patched");
-    EXPECT_EQ(response.contains("patchType"), c.expect == "patched");
+void FixturesHarness::eachFixtureGetsItsAnswer(const Case& c) {
+  SCOPED_TRACE(c.fixture + " " + c.path);
+  const std::string body = readFixture(c.fixture);
+  const json request = json::parse(body);
+  const HttpResponse http = handler_.handle({"POST", c.path, "application/json", body});
+  ASSERT_EQ(http.status, 200) << http.body;
+  const json review = json::parse(http.body);
+  EXPECT_EQ(review["apiVersion"], request["apiVersion"]);
+  const json& response = review["response"];
+  EXPECT_EQ(response["uid"], request["request"]["uid"]);
+  EXPECT_EQ(response["allowed"], c.expect != "denied");
+  EXPECT_EQ(response.contains("patch"), c.expect == "patched");
+  EXPECT_EQ(response.contains("patchType"), c.expect == "patched");
 
-    if (c.warningContains.empty()) {
-      EXPECT_FALSE(response.contains("warnings")) << response["warnings"];
-    } else {
-      ASSERT_TRUE(response.contains("warnings"));
-      ASSERT_EQ(response["warnings"].size(), 1u);
-      EXPECT_NE(response["warnings"][0].get<std::string>().find(c.warningContains), std::string::npos)
-          << response["warnings"][0];
-    }
+  if (c.warningContains.empty()) {
+    EXPECT_FALSE(response.contains("warnings")) << response["warnings"];
+  } else {
+    ASSERT_TRUE(response.contains("warnings"));
+    ASSERT_EQ(response["warnings"].size(), 1u);
+    EXPECT_NE(response["warnings"][0].get<std::string>().find(c.warningContains), std::string::npos)
+        << response["warnings"][0];
+  }
 
-    if (c.expect == "denied") {
-      EXPECT_EQ(response["status"]["code"], 403);
-      EXPECT_EQ(response["status"]["reason"], "Forbidden");
-      const std::string message = response["status"]["message"];
-      for (const auto& piece : c.messageContains) {
-        EXPECT_NE(message.find(piece), std::string::npos) << "missing: " << piece << "\nin: " << message;
-      }
-    }
-
-    if (c.expect == "patched") {
-      EXPECT_EQ(response["patchType"], "JSONPatch");
-      const auto patchText = base64Decode(response["patch"].get<std::string>());
-      ASSERT_TRUE(patchText.has_value());
-      const json& object = request["request"]["object"];
-      json expected = object;
-      expected[json::json_pointer(c.marker)] = c.value;
-      EXPECT_EQ(object.patch(json::parse(*patchText)), expected) << *patchText;
+  if (c.expect == "denied") {
+    EXPECT_EQ(response["status"]["code"], 403);
+    EXPECT_EQ(response["status"]["reason"], "Forbidden");
+    const std::string message = response["status"]["message"];
+    for (const auto& piece : c.messageContains) {
+      EXPECT_NE(message.find(piece), std::string::npos) << "missing: " << piece << "\nin: " << message;
     }
   }
+
+  if (c.expect == "patched") {
+    EXPECT_EQ(response["patchType"], "JSONPatch");
+    const auto patchText = base64Decode(response["patch"].get<std::string>());
+    ASSERT_TRUE(patchText.has_value());
+    const json& object = request["request"]["object"];
+    json expected = object;
+    expected[json::json_pointer(c.marker)] = c.value;
+    EXPECT_EQ(object.patch(json::parse(*patchText)), expected) << *patchText;
+  }
+}
+
+MKA_TABLE_TEST(FixturesTest, EachFixtureGetsItsAnswer, Case, eachFixtureGetsItsAnswerCases()) {
+  FixturesHarness().eachFixtureGetsItsAnswer(testCase());
 }
 
 // The fixtures stand for real jobs, so they must keep looking like them.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
@@ -102,12 +103,11 @@ struct MutateCase {
   bool looksUp = false;
 };
 
-TEST(MutateJob, DefaultsTheMarkerOnlyWhenItShould) {
+std::vector<MutateCase> defaultsTheMarkerOnlyWhenItShouldCases() {
   const std::string specMarker = "/spec/managedBy";
   const std::string argoMarker = "/metadata/labels/workflows.argoproj.io~1controller-instanceid";
   const std::string runPolicyMarker = "/spec/runPolicy/managedBy";
   const json argoQueued = {{"kueue.x-k8s.io/queue-name", "team-a"}};
-
   const std::vector<MutateCase> cases = {
       // managedBy locations, with and without their parents.
       {.name = "spec.managedBy with spec present",
@@ -227,59 +227,66 @@ TEST(MutateJob, DefaultsTheMarkerOnlyWhenItShould) {
                   "was not defaulted; create the LocalQueue before submitting jobs to it",
        .looksUp = true},
   };
-
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto config = testing::testConfig(c.policy);
-    FakeQueueIndex queues(c.lookup);
-    const AdmissionRequest request = makeRequest(c.kind, c.operation, c.object);
-
-    const AdmissionResponse response = mutateJob(request, config, queues);
-
-    EXPECT_TRUE(response.allowed);
-    EXPECT_FALSE(response.status.has_value());
-    EXPECT_EQ(queues.calls_, c.looksUp ? 1 : 0);
-    if (c.warning.empty()) {
-      EXPECT_TRUE(response.warnings.empty()) << response.warnings.front();
-    } else {
-      EXPECT_EQ(response.warnings, std::vector<std::string>{c.warning});
-    }
-    if (!c.marker) {
-      EXPECT_FALSE(response.patch.has_value()) << *response.patch;
-      continue;
-    }
-    ASSERT_TRUE(response.patch.has_value());
-    json expected = c.object;
-    expected[json::json_pointer(*c.marker)] = c.value;
-    EXPECT_EQ(applyAddOnlyPatch(c.object, *response.patch, *c.marker), expected) << *response.patch;
-  }
+  return cases;
 }
 
-TEST(MutateJob, AsksTheIndexForTheJobsQueueWithBothControllerNames) {
-  struct Case {
-    std::string name{};
-    std::string requestNamespace{};
-    std::string expectedNamespace{};
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST(MutateJob, DefaultsTheMarkerOnlyWhenItShould, MutateCase, defaultsTheMarkerOnlyWhenItShouldCases()) {
+  const MutateCase& c = testCase();
+  const auto config = testing::testConfig(c.policy);
+  FakeQueueIndex queues(c.lookup);
+  const AdmissionRequest request = makeRequest(c.kind, c.operation, c.object);
+
+  const AdmissionResponse response = mutateJob(request, config, queues);
+
+  EXPECT_TRUE(response.allowed);
+  EXPECT_FALSE(response.status.has_value());
+  EXPECT_EQ(queues.calls_, c.looksUp ? 1 : 0);
+  if (c.warning.empty()) {
+    EXPECT_TRUE(response.warnings.empty()) << response.warnings.front();
+  } else {
+    EXPECT_EQ(response.warnings, std::vector<std::string>{c.warning});
+  }
+  if (!c.marker) {
+    EXPECT_FALSE(response.patch.has_value()) << *response.patch;
+    return;
+  }
+  ASSERT_TRUE(response.patch.has_value());
+  json expected = c.object;
+  expected[json::json_pointer(*c.marker)] = c.value;
+  EXPECT_EQ(applyAddOnlyPatch(c.object, *response.patch, *c.marker), expected) << *response.patch;
+}
+
+struct AsksTheIndexForTheJobsQueueWithBothControllerNamesCase {
+  std::string name{};
+  std::string requestNamespace{};
+  std::string expectedNamespace{};
+};
+
+std::vector<AsksTheIndexForTheJobsQueueWithBothControllerNamesCase>
+asksTheIndexForTheJobsQueueWithBothControllerNamesCases() {
+  const std::vector<AsksTheIndexForTheJobsQueueWithBothControllerNamesCase> cases = {
       {"namespace from the request", "tekton-ci", "tekton-ci"},
       // The API server always sends it, but the object's own namespace is the same thing.
       {"namespace from the object when the request has none", "", "tekton-ci"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto config = testing::testConfig();
-    FakeQueueIndex queues(Result::MultiKueue);
-    AdmissionRequest request = makeRequest(kPipelineRun, "CREATE", pipelineRun(kQueued));
-    request.namespace_ = c.requestNamespace;
+  return cases;
+}
 
-    mutateJob(request, config, queues);
+MKA_TABLE_TEST(MutateJob, AsksTheIndexForTheJobsQueueWithBothControllerNames,
+               AsksTheIndexForTheJobsQueueWithBothControllerNamesCase,
+               asksTheIndexForTheJobsQueueWithBothControllerNamesCases()) {
+  const AsksTheIndexForTheJobsQueueWithBothControllerNamesCase& c = testCase();
+  const auto config = testing::testConfig();
+  FakeQueueIndex queues(Result::MultiKueue);
+  AdmissionRequest request = makeRequest(kPipelineRun, "CREATE", pipelineRun(kQueued));
+  request.namespace_ = c.requestNamespace;
 
-    EXPECT_EQ(queues.ns_, c.expectedNamespace);
-    EXPECT_EQ(queues.localQueue_, "team-a");
-    EXPECT_EQ(queues.controllerNames_,
-              (std::vector<std::string>{"multikueue-adapter.dev/dispatcher", "kueue.x-k8s.io/multikueue"}));
-  }
+  mutateJob(request, config, queues);
+
+  EXPECT_EQ(queues.ns_, c.expectedNamespace);
+  EXPECT_EQ(queues.localQueue_, "team-a");
+  EXPECT_EQ(queues.controllerNames_,
+            (std::vector<std::string>{"multikueue-adapter.dev/dispatcher", "kueue.x-k8s.io/multikueue"}));
 }
 
 TEST(MutateJob, DryRunIsAnsweredLikeAnyOtherRequest) {
@@ -309,14 +316,16 @@ TEST(MutateJob, WorksWithTheRealInMemoryIndex) {
 
 // ---- integrated kinds (SPEC §7.2): the suspend value in the same JSONPatch as the marker ----
 
-TEST(MutateJob, IntegratedKindsStartSuspendedInTheSamePatchAsTheMarker) {
-  struct Case {
-    std::string name;
-    api::GroupVersionKind kind;
-    json object;
-    bool dispatched = true;  // listed in multiKueue.externalFrameworks too
-    json expected;           // the object after the patch; null: no patch
-  };
+struct IntegratedKindsStartSuspendedInTheSamePatchAsTheMarkerCase {
+  std::string name;
+  api::GroupVersionKind kind;
+  json object;
+  bool dispatched = true;  // listed in multiKueue.externalFrameworks too
+  json expected;           // the object after the patch; null: no patch
+};
+
+std::vector<IntegratedKindsStartSuspendedInTheSamePatchAsTheMarkerCase>
+integratedKindsStartSuspendedInTheSamePatchAsTheMarkerCases() {
   json runPending = pipelineRun(kQueued);
   runPending["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
   runPending["spec"]["status"] = "PipelineRunPending";
@@ -337,8 +346,7 @@ TEST(MutateJob, IntegratedKindsStartSuspendedInTheSamePatchAsTheMarker) {
   prebuilt["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", "workflow-wf-1a2b3"}};
   json prebuiltSuspended = prebuilt;
   prebuiltSuspended["spec"]["suspend"] = true;
-
-  const std::vector<Case> cases = {
+  const std::vector<IntegratedKindsStartSuspendedInTheSamePatchAsTheMarkerCase> cases = {
       {"marker and suspend together", kPipelineRun, pipelineRun(kQueued), true, runPending},
       {"no spec at all: one parent, both fields", kPipelineRun, noSpec, true, noSpecPatched},
       {"a status the user set is kept", kPipelineRun, cancelled, true, cancelledMarked},
@@ -348,33 +356,40 @@ TEST(MutateJob, IntegratedKindsStartSuspendedInTheSamePatchAsTheMarker) {
       {"a job copy with a prebuilt Workload and no queue name", kWorkflow, prebuilt, false, prebuiltSuspended},
       {"no queue name: left alone", kWorkflow, workflow(json::object()), true, nullptr},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto config = testing::testConfig();
-    config.managedByDefaulting = ManagedByDefaulting::QueueLabeled;
-    if (!c.dispatched) config.multiKueue.externalFrameworks.clear();
-    config.integrations.frameworks = {*config::integrationProfile(testing::kPipelineRun),
-                                      *config::integrationProfile(testing::kWorkflow)};
-    FakeQueueIndex queues(Result::MultiKueue);
-    const auto response = mutateJob(makeRequest(c.kind, "CREATE", c.object), config, queues);
-    EXPECT_TRUE(response.warnings.empty());
-    if (c.expected.is_null()) {
-      EXPECT_FALSE(response.patch.has_value()) << *response.patch;
-      continue;
-    }
-    ASSERT_TRUE(response.patch.has_value());
-    EXPECT_EQ(c.object.patch(*response.patch), c.expected) << *response.patch;
+  return cases;
+}
+
+MKA_TABLE_TEST(MutateJob, IntegratedKindsStartSuspendedInTheSamePatchAsTheMarker,
+               IntegratedKindsStartSuspendedInTheSamePatchAsTheMarkerCase,
+               integratedKindsStartSuspendedInTheSamePatchAsTheMarkerCases()) {
+  const IntegratedKindsStartSuspendedInTheSamePatchAsTheMarkerCase& c = testCase();
+  auto config = testing::testConfig();
+  config.managedByDefaulting = ManagedByDefaulting::QueueLabeled;
+  if (!c.dispatched) config.multiKueue.externalFrameworks.clear();
+  config.integrations.frameworks = {*config::integrationProfile(testing::kPipelineRun),
+                                    *config::integrationProfile(testing::kWorkflow)};
+  FakeQueueIndex queues(Result::MultiKueue);
+  const auto response = mutateJob(makeRequest(c.kind, "CREATE", c.object), config, queues);
+  EXPECT_TRUE(response.warnings.empty());
+  if (c.expected.is_null()) {
+    EXPECT_FALSE(response.patch.has_value()) << *response.patch;
+    return;
   }
+  ASSERT_TRUE(response.patch.has_value());
+  EXPECT_EQ(c.object.patch(*response.patch), c.expected) << *response.patch;
 }
 
 // KUEUE-JOBFRAMEWORK scenario 51: a LocalQueue named "default" queues the namespace's jobs of
 // an integrated kind that name no queue, and then they start suspended like any queued job.
-TEST(MutateJob, AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueue) {
-  InMemoryQueueIndex queues;
-  queues.upsertLocalQueue("argo-ci", "default", "cq");
-  queues.upsertClusterQueue("cq", {});
-  auto config = testing::testConfig();
-  config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
+struct AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCase {
+  std::string name;
+  api::GroupVersionKind kind;
+  json object;
+  json wantLabels;  // null: no patch
+};
+
+std::vector<AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCase>
+anIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCases() {
   json owned = workflow(json::object());
   owned["metadata"]["ownerReferences"] = {{{"apiVersion", "argoproj.io/v1alpha1"},
                                            {"kind", "Workflow"},
@@ -386,14 +401,7 @@ TEST(MutateJob, AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueue
   json emptyQueue = workflow({{"kueue.x-k8s.io/queue-name", ""}});
   json elsewhere = workflow(json::object());
   elsewhere["metadata"]["namespace"] = "other";
-
-  struct Case {
-    std::string name;
-    api::GroupVersionKind kind;
-    json object;
-    json wantLabels;  // null: no patch
-  };
-  const std::vector<Case> cases = {
+  const std::vector<AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCase> cases = {
       {"no queue name: default", kWorkflow, workflow(json::object()), {{"kueue.x-k8s.io/queue-name", "default"}}},
       {"an empty queue name: default", kWorkflow, emptyQueue, {{"kueue.x-k8s.io/queue-name", "default"}}},
       {"a queue name of its own is kept",
@@ -408,20 +416,29 @@ TEST(MutateJob, AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueue
       {"no default LocalQueue in the namespace", kWorkflow, elsewhere, nullptr},
       {"a kind we only dispatch is left to its own integration", kPipelineRun, pipelineRun(json::object()), nullptr},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto response = mutateJob(makeRequest(c.kind, "CREATE", c.object), config, queues);
-    if (c.wantLabels.is_null()) {
-      EXPECT_FALSE(response.patch.has_value()) << *response.patch;
-      continue;
-    }
-    ASSERT_TRUE(response.patch.has_value());
-    const json patched = c.object.patch(*response.patch);
-    EXPECT_EQ(patched["metadata"]["labels"], c.wantLabels);
-    EXPECT_EQ(patched["spec"]["suspend"], true);
-    EXPECT_FALSE(patched["metadata"]["labels"].contains(std::string(testing::kArgoLabel)))
-        << "the default LocalQueue is not a MultiKueue one";
+  return cases;
+}
+
+MKA_TABLE_TEST(MutateJob, AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueue,
+               AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCase,
+               anIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCases()) {
+  const AnIntegratedJobWithoutAQueueGoesToTheNamespacesDefaultLocalQueueCase& c = testCase();
+  InMemoryQueueIndex queues;
+  queues.upsertLocalQueue("argo-ci", "default", "cq");
+  queues.upsertClusterQueue("cq", {});
+  auto config = testing::testConfig();
+  config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
+  const auto response = mutateJob(makeRequest(c.kind, "CREATE", c.object), config, queues);
+  if (c.wantLabels.is_null()) {
+    EXPECT_FALSE(response.patch.has_value()) << *response.patch;
+    return;
   }
+  ASSERT_TRUE(response.patch.has_value());
+  const json patched = c.object.patch(*response.patch);
+  EXPECT_EQ(patched["metadata"]["labels"], c.wantLabels);
+  EXPECT_EQ(patched["spec"]["suspend"], true);
+  EXPECT_FALSE(patched["metadata"]["labels"].contains(std::string(testing::kArgoLabel)))
+      << "the default LocalQueue is not a MultiKueue one";
 }
 
 }  // namespace

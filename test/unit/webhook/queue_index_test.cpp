@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
+
 namespace mka::webhook {
 namespace {
 
@@ -32,7 +34,7 @@ void standard(InMemoryQueueIndex& index) {
   index.upsertAdmissionCheck("multikueue-ac", "kueue.x-k8s.io/multikueue");
 }
 
-TEST(InMemoryQueueIndex, Lookup) {
+std::vector<QueueLookupCase> lookupCases() {
   const std::vector<QueueLookupCase> cases = {
       {.name = "empty index", .setup = [](InMemoryQueueIndex&) {}, .result = Result::LocalQueueNotFound},
       {.name = "same queue name in another namespace",
@@ -129,15 +131,17 @@ TEST(InMemoryQueueIndex, Lookup) {
        .result = Result::NotMultiKueue,
        .clusterQueue = "team-a-cq"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    InMemoryQueueIndex index;
-    c.setup(index);
-    const QueueLookup got = index.lookup(c.ns, c.localQueue, c.controllerNames);
-    EXPECT_EQ(got.result, c.result);
-    EXPECT_EQ(got.clusterQueue, c.clusterQueue);
-    EXPECT_EQ(got.admissionCheck, c.admissionCheck);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(InMemoryQueueIndex, Lookup, QueueLookupCase, lookupCases()) {
+  const QueueLookupCase& c = testCase();
+  InMemoryQueueIndex index;
+  c.setup(index);
+  const QueueLookup got = index.lookup(c.ns, c.localQueue, c.controllerNames);
+  EXPECT_EQ(got.result, c.result);
+  EXPECT_EQ(got.clusterQueue, c.clusterQueue);
+  EXPECT_EQ(got.admissionCheck, c.admissionCheck);
 }
 
 TEST(InMemoryQueueIndex, Synced) {

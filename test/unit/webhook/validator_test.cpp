@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "support/fixtures.h"
+#include "support/table_test.h"
 #include "webhook_test_util.h"
 
 namespace mka::webhook {
@@ -69,7 +70,7 @@ struct Case {
   std::string warning{};  // exact expected warning, "" for none
 };
 
-TEST(ValidateJob, AppliesEveryRule) {
+std::vector<Case> appliesEveryRuleCases() {
   const std::string queuedPrebuilt = "kueue.x-k8s.io/prebuilt-workload-name";
   const std::vector<Case> cases = {
       // Valid jobs.
@@ -230,33 +231,34 @@ TEST(ValidateJob, AppliesEveryRule) {
        .oldObject = pipelineRun({{"kueue.x-k8s.io/queue-name", "Team_A"}})},
       {.name = "CONNECT is allowed", .kind = kPipelineRun, .operation = "CONNECT", .object = nullptr},
   };
+  return cases;
+}
 
+MKA_TABLE_TEST(ValidateJob, AppliesEveryRule, Case, appliesEveryRuleCases()) {
+  const Case& c = testCase();
   const auto config = testing::testConfig();
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto response = validateJob(makeRequest(c.kind, c.operation, c.object, c.oldObject), config, kNoQueues);
-    const bool denied = !c.denial.empty() || !c.contains.empty();
-    EXPECT_EQ(response.allowed, !denied);
-    EXPECT_FALSE(response.patch.has_value());
-    if (c.warning.empty()) {
-      EXPECT_TRUE(response.warnings.empty()) << response.warnings.front();
-    } else {
-      EXPECT_EQ(response.warnings, std::vector<std::string>{c.warning});
-    }
-    if (!denied) {
-      EXPECT_FALSE(response.status.has_value()) << response.status->message;
-      continue;
-    }
-    ASSERT_TRUE(response.status.has_value());
-    EXPECT_EQ(response.status->code, 403);
-    EXPECT_EQ(response.status->reason, "Forbidden");
-    if (!c.denial.empty()) {
-      EXPECT_EQ(response.status->message, c.denial);
-    }
-    for (const auto& piece : c.contains) {
-      EXPECT_NE(response.status->message.find(piece), std::string::npos)
-          << "missing: " << piece << "\nin: " << response.status->message;
-    }
+  const auto response = validateJob(makeRequest(c.kind, c.operation, c.object, c.oldObject), config, kNoQueues);
+  const bool denied = !c.denial.empty() || !c.contains.empty();
+  EXPECT_EQ(response.allowed, !denied);
+  EXPECT_FALSE(response.patch.has_value());
+  if (c.warning.empty()) {
+    EXPECT_TRUE(response.warnings.empty()) << response.warnings.front();
+  } else {
+    EXPECT_EQ(response.warnings, std::vector<std::string>{c.warning});
+  }
+  if (!denied) {
+    EXPECT_FALSE(response.status.has_value()) << response.status->message;
+    return;
+  }
+  ASSERT_TRUE(response.status.has_value());
+  EXPECT_EQ(response.status->code, 403);
+  EXPECT_EQ(response.status->reason, "Forbidden");
+  if (!c.denial.empty()) {
+    EXPECT_EQ(response.status->message, c.denial);
+  }
+  for (const auto& piece : c.contains) {
+    EXPECT_NE(response.status->message.find(piece), std::string::npos)
+        << "missing: " << piece << "\nin: " << response.status->message;
   }
 }
 
@@ -265,18 +267,20 @@ json withLabel(json object, const std::string& key, const std::string& value) {
   return object;
 }
 
-TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
-  const auto flow = [](const std::string& queue, bool suspended, const std::string& prebuilt = "") {
-    json object = workflow({{"kueue.x-k8s.io/queue-name", queue}});
-    if (suspended) object["spec"]["suspend"] = true;
-    if (!prebuilt.empty()) object["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", prebuilt}};
-    return object;
-  };
-  struct Integrated {
-    std::string name;
-    json oldObject, object;
-    std::string denial;  // "" when allowed
-  };
+json flow(const std::string& queue, bool suspended, const std::string& prebuilt = "") {
+  json object = workflow({{"kueue.x-k8s.io/queue-name", queue}});
+  if (suspended) object["spec"]["suspend"] = true;
+  if (!prebuilt.empty()) object["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", prebuilt}};
+  return object;
+}
+
+struct Integrated {
+  std::string name;
+  json oldObject, object;
+  std::string denial;  // "" when allowed
+};
+
+std::vector<Integrated> anIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRunsCases() {
   const std::string prefix = "argo-ci/dag-diamond-q7m2x: ";
   const std::vector<Integrated> cases = {
       {"queue changed while running", flow("team-a", false), flow("team-b", false),
@@ -330,19 +334,25 @@ TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
            "the job is not suspended (it was \"600\"): set spec.suspend to true first, or keep the old value while "
            "the job runs"},
   };
+  return cases;
+}
+
+MKA_TABLE_TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns, Integrated,
+               anIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRunsCases()) {
+  const Integrated& c = testCase();
   auto config = testing::testConfig();
   config.integrations.frameworks = {*config::integrationProfile(testing::kWorkflow)};
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json oldObject = c.oldObject, object = c.object;
-    for (json* o : {&oldObject, &object}) (*o)["metadata"]["labels"][std::string(testing::kArgoLabel)] = "multikueue";
-    const auto response = validateJob(makeRequest(testing::kWorkflow, "UPDATE", object, oldObject), config, kNoQueues);
-    EXPECT_EQ(response.allowed, c.denial.empty());
-    if (!c.denial.empty()) {
-      ASSERT_TRUE(response.status.has_value());
-      EXPECT_EQ(response.status->message, c.denial);
-    }
+  json oldObject = c.oldObject, object = c.object;
+  for (json* o : {&oldObject, &object}) (*o)["metadata"]["labels"][std::string(testing::kArgoLabel)] = "multikueue";
+  const auto response = validateJob(makeRequest(testing::kWorkflow, "UPDATE", object, oldObject), config, kNoQueues);
+  EXPECT_EQ(response.allowed, c.denial.empty());
+  if (!c.denial.empty()) {
+    ASSERT_TRUE(response.status.has_value());
+    EXPECT_EQ(response.status->message, c.denial);
   }
+}
+
+TEST(ValidateJob, AnIntegratedJobKeepsItsQueueAndPrebuiltWorkloadWhileItRuns) {
   // Without the integration, the kind's own queue rules are Kueue's business, not ours.
   const auto response =
       validateJob(makeRequest(testing::kWorkflow, "UPDATE", flow("team-b", false), flow("team-a", false)),
@@ -433,7 +443,7 @@ struct ConfigCase {
   std::vector<std::string> denialContains{};  // empty: allowed
 };
 
-TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
+std::vector<ConfigCase> runsTheConfigurationValidationCases() {
   const std::string key = "kueue-system/multikueue-adapter-config: ";
   const std::vector<ConfigCase> cases = {
       {.name = "adapter configuration", .operation = "CREATE", .object = configMap({{"config.yaml", kAdapterYaml}})},
@@ -497,22 +507,25 @@ TEST(ValidateConfigMap, RunsTheConfigurationValidation) {
        .object = configMap({{"config.yaml", kBrokenYaml}}),
        .kind = {"", "v1", "Secret"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto response = validateConfigMap(makeRequest(c.kind, c.operation, c.object, c.oldObject));
-    EXPECT_EQ(response.allowed, c.denialContains.empty());
-    if (c.denialContains.empty()) {
-      EXPECT_FALSE(response.status.has_value()) << response.status->message;
-      continue;
-    }
-    ASSERT_TRUE(response.status.has_value());
-    EXPECT_EQ(response.status->code, 403);
-    EXPECT_EQ(response.status->reason, "Forbidden");
-    EXPECT_EQ(response.status->message.rfind(key, 0), 0u) << response.status->message;
-    for (const auto& piece : c.denialContains) {
-      EXPECT_NE(response.status->message.find(piece), std::string::npos)
-          << "missing: " << piece << "\nin: " << response.status->message;
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(ValidateConfigMap, RunsTheConfigurationValidation, ConfigCase, runsTheConfigurationValidationCases()) {
+  const ConfigCase& c = testCase();
+  const std::string key = "kueue-system/multikueue-adapter-config: ";
+  const auto response = validateConfigMap(makeRequest(c.kind, c.operation, c.object, c.oldObject));
+  EXPECT_EQ(response.allowed, c.denialContains.empty());
+  if (c.denialContains.empty()) {
+    EXPECT_FALSE(response.status.has_value()) << response.status->message;
+    return;
+  }
+  ASSERT_TRUE(response.status.has_value());
+  EXPECT_EQ(response.status->code, 403);
+  EXPECT_EQ(response.status->reason, "Forbidden");
+  EXPECT_EQ(response.status->message.rfind(key, 0), 0u) << response.status->message;
+  for (const auto& piece : c.denialContains) {
+    EXPECT_NE(response.status->message.find(piece), std::string::npos)
+        << "missing: " << piece << "\nin: " << response.status->message;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mka/yaml/json.h"
+#include "support/table_test.h"
 
 namespace mka::yaml {
 namespace {
@@ -54,13 +55,14 @@ TEST(YamlDocument, KeepsPositionsStylesTagsAndDuplicateKeys) {
   EXPECT_EQ(root.find("missing"), nullptr);
 }
 
-TEST(YamlDocument, NullsAreSpelledAsGoYamlSpellsThem) {
-  struct Case {
-    std::string name;
-    std::string yaml;
-    bool null;
-  };
-  const std::vector<Case> cases = {
+struct NullsAreSpelledAsGoYamlSpellsThemCase {
+  std::string name;
+  std::string yaml;
+  bool null;
+};
+
+std::vector<NullsAreSpelledAsGoYamlSpellsThemCase> nullsAreSpelledAsGoYamlSpellsThemCases() {
+  const std::vector<NullsAreSpelledAsGoYamlSpellsThemCase> cases = {
       {"nothing", "v:\n", true},
       {"tilde", "v: ~\n", true},
       {"null", "v: null\n", true},
@@ -70,10 +72,13 @@ TEST(YamlDocument, NullsAreSpelledAsGoYamlSpellsThem) {
       {"quoted null", "v: 'null'\n", false},
       {"word", "v: nil\n", false},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(only(parse(c.yaml, Limits{}))->find("v")->isNull(), c.null);
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(YamlDocument, NullsAreSpelledAsGoYamlSpellsThem, NullsAreSpelledAsGoYamlSpellsThemCase,
+               nullsAreSpelledAsGoYamlSpellsThemCases()) {
+  const NullsAreSpelledAsGoYamlSpellsThemCase& c = testCase();
+  EXPECT_EQ(only(parse(c.yaml, Limits{}))->find("v")->isNull(), c.null);
 }
 
 TEST(YamlDocument, StreamsHoldEveryDocument) {
@@ -99,14 +104,15 @@ TEST(YamlDocument, AnchorsAreSharedAndKnownOnlyInTheirDocument) {
   }
 }
 
-TEST(YamlDocument, SyntaxErrorsSayWhereAndWhat) {
-  struct Case {
-    std::string name;
-    std::string yaml;
-    int line;
-    std::string problem;
-  };
-  const std::vector<Case> cases = {
+struct SyntaxErrorsSayWhereAndWhatCase {
+  std::string name;
+  std::string yaml;
+  int line;
+  std::string problem;
+};
+
+std::vector<SyntaxErrorsSayWhereAndWhatCase> syntaxErrorsSayWhereAndWhatCases() {
+  const std::vector<SyntaxErrorsSayWhereAndWhatCase> cases = {
       {"three bytes that used to loop", ",w,", 0, "did not find expected node content"},
       {"unclosed flow sequence", "a: [1, 2\nb: 3\n", 1, "did not find expected ',' or ']'"},
       {"bad indentation", "a:\n  b: 1\n c: 2\n", 2, "did not find expected key"},
@@ -114,28 +120,32 @@ TEST(YamlDocument, SyntaxErrorsSayWhereAndWhat) {
       {"not UTF-8", "a: \xff\xfe\xfd\n", 0, "invalid"},
       {"control character", std::string("a: b\0c\n", 7), 0, "control characters are not allowed"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      parse(c.yaml, Limits{});
-      ADD_FAILURE() << "no error";
-    } catch (const SyntaxError& e) {
-      EXPECT_EQ(e.mark().line, c.line) << e.what();
-      EXPECT_THAT(e.problem(), HasSubstr(c.problem));
-      EXPECT_THAT(e.what(), HasSubstr("yaml: line " + std::to_string(c.line + 1) + ", column "));
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(YamlDocument, SyntaxErrorsSayWhereAndWhat, SyntaxErrorsSayWhereAndWhatCase,
+               syntaxErrorsSayWhereAndWhatCases()) {
+  const SyntaxErrorsSayWhereAndWhatCase& c = testCase();
+  try {
+    parse(c.yaml, Limits{});
+    ADD_FAILURE() << "no error";
+  } catch (const SyntaxError& e) {
+    EXPECT_EQ(e.mark().line, c.line) << e.what();
+    EXPECT_THAT(e.problem(), HasSubstr(c.problem));
+    EXPECT_THAT(e.what(), HasSubstr("yaml: line " + std::to_string(c.line + 1) + ", column "));
   }
 }
 
-TEST(YamlDocument, EveryLimitIsEnforcedAndNamed) {
-  struct Case {
-    std::string name;
-    std::string yaml;
-    Limits limits;
-    std::string message;
-  };
+struct EveryLimitIsEnforcedAndNamedCase {
+  std::string name;
+  std::string yaml;
+  Limits limits;
+  std::string message;
+};
+
+std::vector<EveryLimitIsEnforcedAndNamedCase> everyLimitIsEnforcedAndNamedCases() {
   const Limits small{.maxBytes = 1000, .maxDepth = 5, .maxNodes = 100, .maxScalarBytes = 200};
-  const std::vector<Case> cases = {
+  const std::vector<EveryLimitIsEnforcedAndNamedCase> cases = {
       {"input size", std::string(1001, '#'), small, "1001 bytes, over the 1000 bytes size limit"},
       {"depth of flow collections", "[[[[[[1]]]]]]", small, "nested deeper than 5 levels (the depth limit"},
       {"depth of block collections", "a:\n b:\n  c:\n   d:\n    e:\n     f: 1\n", small, "nested deeper than 5"},
@@ -149,14 +159,17 @@ TEST(YamlDocument, EveryLimitIsEnforcedAndNamed) {
        Limits{}, "aliases repeat more than 1 MiB of values (the alias limit)"},
       {"laughs of one large value", laughs(12, std::string(60, 'x')), small, "of values (the value size limit"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      parse(c.yaml, c.limits);
-      ADD_FAILURE() << "no error";
-    } catch (const LimitError& e) {
-      EXPECT_THAT(e.what(), HasSubstr(c.message));
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(YamlDocument, EveryLimitIsEnforcedAndNamed, EveryLimitIsEnforcedAndNamedCase,
+               everyLimitIsEnforcedAndNamedCases()) {
+  const EveryLimitIsEnforcedAndNamedCase& c = testCase();
+  try {
+    parse(c.yaml, c.limits);
+    ADD_FAILURE() << "no error";
+  } catch (const LimitError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(c.message));
   }
 }
 

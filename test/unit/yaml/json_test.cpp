@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/common/errors.h"
+#include "support/table_test.h"
 
 namespace mka::yaml {
 namespace {
@@ -22,7 +23,7 @@ struct ScalarCase {
   json expected;
 };
 
-TEST(YamlToJson, ResolvesPlainScalarsAsGoYamlV2Does) {
+std::vector<ScalarCase> resolvesPlainScalarsAsGoYamlV2DoesCases() {
   const std::vector<ScalarCase> cases = {
       {"true", "true", true},
       {"True", "True", true},
@@ -65,12 +66,14 @@ TEST(YamlToJson, ResolvesPlainScalarsAsGoYamlV2Does) {
       {"block literal", "|\n  line one\n  line two", "line one\nline two\n"},
       {"folded", ">-\n  a\n  b", "a b"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const json got = scalar(c.yaml);
-    EXPECT_EQ(got, c.expected) << got.dump();
-    EXPECT_EQ(got.type(), c.expected.type()) << got.dump();
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(YamlToJson, ResolvesPlainScalarsAsGoYamlV2Does, ScalarCase, resolvesPlainScalarsAsGoYamlV2DoesCases()) {
+  const ScalarCase& c = testCase();
+  const json got = scalar(c.yaml);
+  EXPECT_EQ(got, c.expected) << got.dump();
+  EXPECT_EQ(got.type(), c.expected.type()) << got.dump();
 }
 
 struct DocumentCase {
@@ -79,7 +82,7 @@ struct DocumentCase {
   std::vector<json> expected;
 };
 
-TEST(YamlToJson, ConvertsDocuments) {
+std::vector<DocumentCase> convertsDocumentsCases() {
   const std::vector<DocumentCase> cases = {
       {"nested mapping and list",
        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: {app: x}\ndata:\n  a: \"1\"\nitems: [1, two, "
@@ -105,12 +108,14 @@ TEST(YamlToJson, ConvertsDocuments) {
       {"empty collections", "a: {}\nb: []\n", {json{{"a", json::object()}, {"b", json::array()}}}},
       {"document that is a list", "- a\n- 1\n", {json{"a", 1}}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto got = loadYamlDocuments(c.yaml);
-    ASSERT_EQ(got.size(), c.expected.size());
-    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], c.expected[i]) << got[i].dump();
-  }
+  return cases;
+}
+
+MKA_TABLE_TEST(YamlToJson, ConvertsDocuments, DocumentCase, convertsDocumentsCases()) {
+  const DocumentCase& c = testCase();
+  const auto got = loadYamlDocuments(c.yaml);
+  ASSERT_EQ(got.size(), c.expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], c.expected[i]) << got[i].dump();
 }
 
 struct YamlErrorCase {
@@ -119,7 +124,7 @@ struct YamlErrorCase {
   std::string messagePart;
 };
 
-TEST(YamlToJson, RejectsWhatJsonCannotHold) {
+std::vector<YamlErrorCase> rejectsWhatJsonCannotHoldCases() {
   const std::vector<YamlErrorCase> cases = {
       {"syntax error names the line", "a: 1\nb: [1, 2\nc: 3\n", "yaml: line"},
       {"bad indentation", "a:\n  b: 1\n c: 2\n", "yaml: line 3"},
@@ -129,14 +134,16 @@ TEST(YamlToJson, RejectsWhatJsonCannotHold) {
       {"null key", "~: x\n", "unsupported map key: null"},
       {"int tag on a word", "a: !!int seven\n", "cannot decode !!int"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    try {
-      loadYamlDocuments(c.yaml);
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(c.messagePart), std::string::npos) << e.what();
-    }
+  return cases;
+}
+
+MKA_TABLE_TEST(YamlToJson, RejectsWhatJsonCannotHold, YamlErrorCase, rejectsWhatJsonCannotHoldCases()) {
+  const YamlErrorCase& c = testCase();
+  try {
+    loadYamlDocuments(c.yaml);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(c.messagePart), std::string::npos) << e.what();
   }
 }
 
