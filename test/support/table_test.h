@@ -67,8 +67,15 @@ std::vector<TableCase<Case>> tableOf(std::vector<Case> cases) {
 
 // `Table` is the fixture class: unique in its test binary (files may share a unity build) and
 // unlike any type the test's namespace sees.
-#define MKA_TABLE_TEST(Suite, Table, CaseType, casesExpression)                                         \
-  class Table : public ::testing::TestWithParam<::mka::test::TableCase<CaseType>> {                     \
+#define MKA_TABLE_TEST(Suite, Table, CaseType, casesExpression) \
+  MKA_TABLE_TEST_WITH_(Suite, Table, CaseType, casesExpression, ::testing::Test)
+
+// The same with a fixture every case sets up anew (a TEST_F's class): "Fixture/Table.Case/<name>".
+#define MKA_TABLE_TEST_F(Fixture, Table, CaseType, casesExpression) \
+  MKA_TABLE_TEST_WITH_(Fixture, Table, CaseType, casesExpression, Fixture)
+
+#define MKA_TABLE_TEST_WITH_(Suite, Table, CaseType, casesExpression, Base)                             \
+  class Table : public Base, public ::testing::WithParamInterface<::mka::test::TableCase<CaseType>> {   \
    protected:                                                                                           \
     const CaseType& testCase() const { return *GetParam().value; }                                      \
   };                                                                                                    \
@@ -76,16 +83,4 @@ std::vector<TableCase<Case>> tableOf(std::vector<Case> cases) {
                            [](const ::testing::TestParamInfo<::mka::test::TableCase<CaseType>>& info) { \
                              return ::mka::test::caseName(info.param.value->name);                      \
                            });                                                                          \
-  TEST_P(Table, Case)
-
-// The same with a fixture every case sets up anew (a TEST_F's class): "Fixture/Table.Case/<name>".
-#define MKA_TABLE_TEST_F(Fixture, Table, CaseType, casesExpression)                                      \
-  class Table : public Fixture, public ::testing::WithParamInterface<::mka::test::TableCase<CaseType>> { \
-   protected:                                                                                            \
-    const CaseType& testCase() const { return *GetParam().value; }                                       \
-  };                                                                                                     \
-  INSTANTIATE_TEST_SUITE_P(Fixture, Table, ::testing::ValuesIn(::mka::test::tableOf(casesExpression)),   \
-                           [](const ::testing::TestParamInfo<::mka::test::TableCase<CaseType>>& info) {  \
-                             return ::mka::test::caseName(info.param.value->name);                       \
-                           });                                                                           \
   TEST_P(Table, Case)
