@@ -6,9 +6,10 @@
   perf script -i /tmp/wb.data -F comm,tid,ip,sym,dso > /tmp/wb.txt
   python3 bench/webhook/perf_categories.py /tmp/wb.txt
 
-Buckets the samples of the server's pool threads (named server-N; the load generator's threads
-are client-N) by the outermost component on the stack (handler stages, TLS, httplib, poll), then
-lists the hottest leaf functions.
+Buckets the samples of the server's threads (the event loops, server-loopN, or with
+--server httplib the pool's, server-N; the load generator's threads are client-N) by the
+outermost component on the stack (handler stages, TLS, httplib, poll), then lists the hottest
+leaf functions.
 """
 import collections, re, sys
 
@@ -72,7 +73,7 @@ def main(path, prefix="server-"):
     total = 0
     allthreads = collections.Counter()
     for comm, frames in samples(path):
-        group = "server" if re.match(prefix + r"\d+$", comm) else ("client" if comm.startswith("client-") else comm)
+        group = "server" if re.match(prefix + r"(loop)?\d+$", comm) else ("client" if comm.startswith("client-") else comm)
         allthreads[group] += 1
         if group != "server":
             continue
