@@ -119,7 +119,7 @@ MKA_EXPECT_JEMALLOC=1 build-jemalloc/test/common_test --gtest_filter='ThreadCach
 if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   stage "concurrency tests (TSan)"
   cmake -S . -B build-tsan -G Ninja -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF "${sanitized_flags[@]}" >/dev/null
-  ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test standin_test kube_test multikueue_test dispatch_test multikueue-adapter
+  ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test standin_test kube_test controller_test multikueue_test dispatch_test multikueue-adapter
   # The sandbox's request handling is covered by WatchHttp and FaultHttp (threads per watch and
   # per connection) and by every dispatch test; ClusterHttp's rendering tests and the hundred-
   # watch load test add minutes under TSan and no thread the others do not already run (nor does
@@ -130,7 +130,7 @@ if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   # shared-worker variants of DispatchE2E. TwoReplicas runs the TSan binary as two processes
   # (leader election, hand-over, a leader that cannot renew).
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-    -R '^(FileWatcher|HttpServer|EventServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|TokenController|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|TwoReplicas)' \
+    -R '^(FileWatcher|HttpServer|EventServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|TokenController|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ManagerTest|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|TwoReplicas)' \
     -E 'AHundredOpenWatchesDoNotStarveOrdinaryRequests|AThousandKeepAliveConnections|DispatchE2E\.(Rejected|Incremental|ExternalDispatcher|WorkloadConcurrency|GarbageCollector|ObjectsOfAnotherOrigin)'
 fi
 
