@@ -19,6 +19,10 @@ std::optional<json> CacheReader::get(const api::GroupVersionKind& gvk, const std
   return cache(gvk).get(namespace_.empty() ? name : namespace_ + "/" + name);
 }
 
+std::optional<json> CacheReader::getByKey(const api::GroupVersionKind& gvk, const std::string& key) const {
+  return cache(gvk).get(key);
+}
+
 std::vector<json> CacheReader::list(const api::GroupVersionKind& gvk, const std::string& namespace_) const {
   auto all = cache(gvk).list();
   if (namespace_.empty()) return all;
@@ -44,6 +48,11 @@ std::optional<json> ClientReader::get(const api::GroupVersionKind& gvk, const st
     if (e.reason() == kube::Reason::NotFound) return std::nullopt;
     throw;
   }
+}
+
+std::optional<json> ClientReader::getByKey(const api::GroupVersionKind& gvk, const std::string& key) const {
+  const auto [ns, name] = kube::Informer::splitKey(key);
+  return get(gvk, std::string(ns), std::string(name));
 }
 
 std::vector<json> ClientReader::list(const api::GroupVersionKind& gvk, const std::string& namespace_) const {

@@ -177,14 +177,12 @@ JobReconciler::JobReconciler(kube::Client& client, const jobkind::JobKind& kind,
       observer_(observer) {}
 
 std::optional<json> JobReconciler::cachedWorkload(const std::string& key) const {
-  const auto [ns, name] = kube::Informer::splitKey(key);
-  return objects_.get(api::kWorkloadGvk, std::string(ns), std::string(name));
+  return objects_.getByKey(api::kWorkloadGvk, key);
 }
 
 Result JobReconciler::reconcile(const std::string& jobKey) {
   // 1. Load; a job gone or terminating is finalized (3).
-  const auto [jobNamespace, jobName] = kube::Informer::splitKey(jobKey);
-  const auto cached = objects_.get(kind_.gvk(), std::string(jobNamespace), std::string(jobName));
+  const auto cached = objects_.getByKey(kind_.gvk(), jobKey);
   if (!cached || isTerminating(*cached)) return finalize(jobKey);
   // The job as this reconcile leaves it: a stop in step 9 makes it inactive for step 15.
   json job = *cached;

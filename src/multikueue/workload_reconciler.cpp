@@ -230,8 +230,7 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
 
 std::optional<WorkloadReconciler::Loaded> WorkloadReconciler::loadWorkload(const std::string& key) {
   // (§2.1 step 1) The Workload, or the last copy seen before it was deleted.
-  const auto [ns, name] = kube::Informer::splitKey(key);
-  if (auto workload = objects_.get(api::kWorkloadGvk, std::string(ns), std::string(name))) {
+  if (auto workload = objects_.getByKey(api::kWorkloadGvk, key)) {
     if (lagsOwnWrite(key, *workload)) return std::nullopt;
     const bool terminating = isTerminating(*workload);
     return Loaded{std::move(*workload), terminating};

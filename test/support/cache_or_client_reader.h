@@ -29,6 +29,9 @@ class CacheOrClientReader final : public controller::ObjectReader {
                                     const std::string& name) const override {
     return of(gvk).get(gvk, namespace_, name);
   }
+  std::optional<nlohmann::json> getByKey(const api::GroupVersionKind& gvk, const std::string& key) const override {
+    return of(gvk).getByKey(gvk, key);
+  }
   std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const override {
     return of(gvk).list(gvk, namespace_);
   }

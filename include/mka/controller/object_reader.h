@@ -28,6 +28,9 @@ class ObjectReader {
   // The object, or nullopt when there is none. `namespace_` is "" for cluster-scoped kinds.
   virtual std::optional<nlohmann::json> get(const api::GroupVersionKind& gvk, const std::string& namespace_,
                                             const std::string& name) const = 0;
+  // The same by the key a work queue holds ("namespace/name", or the name): a cache looks it up
+  // as it is, without splitting and joining it again.
+  virtual std::optional<nlohmann::json> getByKey(const api::GroupVersionKind& gvk, const std::string& key) const = 0;
   // Every object of the kind (in `namespace_` for namespaced kinds, all with "").
   virtual std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const = 0;
   // The objects list() returns, visited one at a time without holding them all. `wanted`, when
@@ -45,6 +48,7 @@ class CacheReader final : public ObjectReader {
   void add(const kube::Informer& informer) { caches_[informer.gvk()] = &informer; }
   std::optional<nlohmann::json> get(const api::GroupVersionKind& gvk, const std::string& namespace_,
                                     const std::string& name) const override;
+  std::optional<nlohmann::json> getByKey(const api::GroupVersionKind& gvk, const std::string& key) const override;
   std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const override;
   void forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
                const std::function<void(const nlohmann::json& object)>& visit,
@@ -61,6 +65,7 @@ class ClientReader final : public ObjectReader {
   explicit ClientReader(kube::Client& client) : client_(client) {}
   std::optional<nlohmann::json> get(const api::GroupVersionKind& gvk, const std::string& namespace_,
                                     const std::string& name) const override;
+  std::optional<nlohmann::json> getByKey(const api::GroupVersionKind& gvk, const std::string& key) const override;
   std::vector<nlohmann::json> list(const api::GroupVersionKind& gvk, const std::string& namespace_) const override;
   void forEach(const api::GroupVersionKind& gvk, const std::string& namespace_,
                const std::function<void(const nlohmann::json& object)>& visit,
