@@ -11,6 +11,18 @@ using json_fields::objectMember;
 using json_fields::stringView;
 using nlohmann::json;
 
+namespace {
+
+// The strings of a list, the other items passed over.
+std::vector<std::string> stringsOf(const json& list) {
+  std::vector<std::string> out;
+  for (const auto& item : list)
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
 const json& ObjectView::metadata() const { return objectMember(object_, "metadata"); }
 const json& ObjectView::spec() const { return objectMember(object_, "spec"); }
 const json& ObjectView::status() const { return objectMember(object_, "status"); }
@@ -61,10 +73,7 @@ const json& WorkloadView::podSetAssignments() const {
 std::string_view WorkloadView::clusterName() const { return stringView(status(), "clusterName"); }
 
 std::vector<std::string> WorkloadView::nominatedClusterNames() const {
-  std::vector<std::string> out;
-  for (const auto& name : arrayMember(status(), "nominatedClusterNames"))
-    if (name.is_string()) out.push_back(name.get<std::string>());
-  return out;
+  return stringsOf(arrayMember(status(), "nominatedClusterNames"));
 }
 
 const json& WorkloadView::admissionChecks() const { return arrayMember(status(), "admissionChecks"); }
@@ -93,15 +102,12 @@ std::string_view AdmissionCheckView::parametersName() const {
   return stringView(objectMember(spec(), "parameters"), "name");
 }
 
-std::vector<std::string> MultiKueueConfigView::clusters() const {
-  std::vector<std::string> out;
-  for (const auto& c : arrayMember(spec(), "clusters"))
-    if (c.is_string()) out.push_back(c.get<std::string>());
-  return out;
-}
+std::vector<std::string> MultiKueueConfigView::clusters() const { return stringsOf(arrayMember(spec(), "clusters")); }
 
 namespace {
+
 const json& clusterSourceOf(const json& spec) { return objectMember(spec, "clusterSource"); }
+
 }  // namespace
 
 bool MultiKueueClusterView::hasClusterProfileRef() const {

@@ -103,7 +103,7 @@ bool eraseFieldAt(nlohmann::json& object, std::string_view path) {
 const nlohmann::json* findInStatusList(const nlohmann::json& object, std::string_view list, std::string_view key,
                                        std::string_view value) {
   for (const auto& item : arrayMember(objectMember(object, "status"), list))
-    if (item.is_object() && stringMember(item, key) == value) return &item;
+    if (item.is_object() && stringView(item, key) == value) return &item;
   return nullptr;
 }
 

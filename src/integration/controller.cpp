@@ -2,7 +2,6 @@
 
 #include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
-#include "mka/common/errors.h"
 #include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/controller/event_recorder.h"

@@ -4,7 +4,6 @@
 
 #include "mka/api/kinds.h"
 #include "mka/api/workload_status.h"
-#include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/controller/event_recorder.h"

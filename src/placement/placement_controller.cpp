@@ -5,7 +5,6 @@
 #include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
 #include "mka/api/views.h"
-#include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/controller/controller.h"
