@@ -61,23 +61,15 @@ ConfigReference multiKueueConfigOf(const json& admissionCheck) {
   return {std::string(name), ""};
 }
 
-AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const ObjectReader& objects,
-                                                   const ClusterRegistry& clusters, const Clock& clock, Options options)
-    : manager_(manager), objects_(objects), clusters_(clusters), clock_(clock), options_(std::move(options)) {}
-
-Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName) {
-  const auto found = objects_.get(api::kAdmissionCheckGvk, "", admissionCheckName);
-  if (!found) return Result::done();
-  const json& check = *found;
-  if (!isOurCheck(check, options_.controllerName)) return Result::done();
-
+Condition activeConditionOf(const json& check, const ObjectReader& objects,
+                            const std::function<bool(const std::string& cluster)>& connected) {
   Condition desired;
   const auto ref = multiKueueConfigOf(check);
   std::optional<json> config;
   if (!ref.error.empty()) {
     desired = activeCondition("False", check_reason::kBadConfig, std::string(kCannotLoadParametersPrefix) + ref.error);
   } else {
-    config = objects_.get(api::kMultiKueueConfigGvk, "", ref.name);
+    config = objects.get(api::kMultiKueueConfigGvk, "", ref.name);
     if (!config)  // kube-apiserver's words for the missing object, as Kueue shows them
       desired = activeCondition(
           "False", check_reason::kBadConfig,
@@ -86,13 +78,13 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
   if (config) {
     const auto clusters = clustersOf(*config);
     std::set<std::string> existing;
-    for (const auto& c : objects_.list(api::kMultiKueueClusterGvk, ""))
+    for (const auto& c : objects.list(api::kMultiKueueClusterGvk, ""))
       existing.insert(std::string(api::ObjectView(c).name()));
     std::vector<std::string> missing, inactive;
     for (const auto& c : clusters) {
       if (!existing.contains(c)) {
         missing.push_back(c);
-      } else if (!clusters_.connected(c)) {
+      } else if (!connected(c)) {
         inactive.push_back(c);
       }
     }
@@ -110,7 +102,21 @@ Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName
                     : activeCondition("False", check_reason::kNoUsableClusters, std::move(message));
     }
   }
+  return desired;
+}
 
+AdmissionCheckReconciler::AdmissionCheckReconciler(kube::Client& manager, const ObjectReader& objects,
+                                                   const ClusterRegistry& clusters, const Clock& clock, Options options)
+    : manager_(manager), objects_(objects), clusters_(clusters), clock_(clock), options_(std::move(options)) {}
+
+Result AdmissionCheckReconciler::reconcile(const std::string& admissionCheckName) {
+  const auto found = objects_.get(api::kAdmissionCheckGvk, "", admissionCheckName);
+  if (!found) return Result::done();
+  const json& check = *found;
+  if (!isOurCheck(check, options_.controllerName)) return Result::done();
+
+  const Condition desired = activeConditionOf(
+      check, objects_, [this](const std::string& cluster) { return clusters_.connected(cluster) != nullptr; });
   if (writeCondition(manager_, check, desired, clock_))
     log::info(*admissionCheckLogger(), "admission check status written",
               {{"admissionCheck", admissionCheckName},

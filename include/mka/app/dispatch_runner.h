@@ -7,24 +7,20 @@
 // dispatcher depends on restarts it with the new configuration; a reload that does not is
 // ignored. Metrics go to observability::Metrics.
 //
-// Threads: owns one thread ("dispatch") that starts and stops the Dispatcher in answer to
-// messages (leadership gained or lost, configuration changed, stop) posted by the leader
-// elector's thread, the config reloader's thread or the owner; the Dispatcher's start() waits
-// for caches, so it never runs on the elector's thread (that would delay lease renewals).
+// The leader-gated running is controller::LeaderRunner's; this class says what runs (three groups)
+// and when a reload restarts them.
+//
+// Threads: start(), stop() from the owner's thread; configChanged() from the reloader's; the
+// groups start and stop on the runner's thread; the accessors from any thread.
 
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <string>
 
 #include "mka/config/store.h"
-#include "mka/integration/controller.h"
+#include "mka/controller/leader_runner.h"
 #include "mka/kube/client.h"
-#include "mka/kube/leader_election.h"
-#include "mka/multikueue/dispatcher.h"
+#include "mka/kube/informer_pool.h"
 #include "mka/observability/metrics.h"
-#include "mka/placement/placement_controller.h"
 
 namespace mka::app {
 
@@ -53,16 +49,15 @@ class DispatchRunner {
   // The configuration store changed (called by the reloader's callback).
   void configChanged();
 
-  bool leading() const;
-  bool dispatching() const;
-  bool integrating() const;
+  bool leading() const { return runner_.leading(); }
+  bool dispatching() const { return runner_.running(kDispatchGroup); }
+  bool integrating() const { return runner_.running(kIntegrationGroup); }
 
  private:
-  enum class Message { Lead, Follow, Reconfigure, Stop };
-  void post(Message message);
-  void run();
-  void startDispatcher();
-  void stopDispatcher();
+  static constexpr const char* kDispatchGroup = "dispatch loop";
+  static constexpr const char* kIntegrationGroup = "job integration";
+  static constexpr const char* kPlacementGroup = "placement controller";
+  controller::LeaderRunner::Options runnerOptions();
 
   class Observer;
   kube::Client& manager_;
@@ -70,26 +65,15 @@ class DispatchRunner {
   observability::Metrics& metrics_;
   const std::string identity_;
   std::unique_ptr<Observer> observer_;
-  std::unique_ptr<kube::LeaderElector> elector_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Message> messages_;
-  bool leading_ = false;
-  bool dispatching_ = false;
-  bool integrating_ = false;
-
-  // Owned by the "dispatch" thread.
-  // The manager's informers, shared by the dispatch loop and the job integration (each kind
-  // listed, watched and cached once); made with the first of them, stopped after the last.
-  std::unique_ptr<kube::InformerPool> informers_;
-  std::string leaseName_;  // "" without leader election; set by start()
-  std::unique_ptr<multikueue::Dispatcher> dispatcher_;
-  std::unique_ptr<integration::IntegrationController> integration_;
-  // The built-in placement admission check controller (placement.enabled), beside the dispatch loop.
-  std::unique_ptr<placement::PlacementController> placement_;
+  // Owned by the runner's thread (its group functions), from beforeStart to afterStop: the
+  // configuration the groups were built from, and the manager's informers the dispatch loop and
+  // the job integration share (each kind listed, watched and cached once).
   std::shared_ptr<const config::Configuration> running_;
-  std::thread thread_;
+  std::unique_ptr<kube::InformerPool> informers_;
+  std::string leaseName_;  // "" without leader election
+
+  controller::LeaderRunner runner_;  // last: stopped before what its groups use goes
 };
 
 }  // namespace mka::app

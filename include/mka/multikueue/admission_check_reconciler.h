@@ -11,6 +11,7 @@
 //
 // Threads: reconcile() on the admission-check controller's workers (one key at a time).
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/conditions.h"
 #include "mka/common/clock.h"
 #include "mka/controller/controller.h"
 #include "mka/controller/object_reader.h"
@@ -42,6 +44,12 @@ bool isOurCheck(const nlohmann::json& admissionCheck, std::string_view controlle
 
 // A MultiKueueConfig's spec.clusters in order (entries that are not strings skipped).
 std::vector<std::string> clustersOf(const nlohmann::json& multiKueueConfig);
+
+// The `Active` condition of an AdmissionCheck of ours (§1.4), decided from what `objects` hold
+// (the check's MultiKueueConfig, the MultiKueueClusters) and which clusters are `connected`;
+// type, status, reason and message only (the write sets the rest).
+api::Condition activeConditionOf(const nlohmann::json& admissionCheck, const controller::ObjectReader& objects,
+                                 const std::function<bool(const std::string& cluster)>& connected);
 
 class AdmissionCheckReconciler {
  public:

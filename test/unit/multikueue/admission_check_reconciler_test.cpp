@@ -1,6 +1,7 @@
-// The AdmissionCheck reconciler against a sandbox manager (KUEUE-MULTIKUEUE.md §4), with the
-// cluster registry's real connection state: worker1 connected, worker2 known but not
-// connected (its Secret is missing), ghost and phantom without a MultiKueueCluster.
+// The AdmissionCheck reconciler (KUEUE-MULTIKUEUE.md §4): its decision from objects in memory,
+// and its writes against a sandbox manager with the cluster registry's real connection state.
+// Both have worker1 connected, worker2 known but not connected (in the sandbox its Secret is
+// missing), ghost and phantom without a MultiKueueCluster.
 #include "mka/multikueue/admission_check_reconciler.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +11,7 @@
 #include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
+#include "support/memory_reader.h"
 #include "support/table_test.h"
 #include "support/thrown.h"
 
@@ -28,6 +30,27 @@ json parameters(const std::string& name, const std::string& group = "kueue.x-k8s
   return {{"apiGroup", group}, {"kind", kind}, {"name", name}};
 }
 
+json configObject(const std::string& name, const std::vector<std::string>& clusters) {
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "MultiKueueConfig"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"clusters", clusters}}}};
+}
+// `params` null: no spec.parameters.
+json checkObject(const std::string& name, const json& params, const std::string& controller = kOurs) {
+  json spec = {{"controllerName", controller}};
+  if (!params.is_null()) spec["parameters"] = params;
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "AdmissionCheck"},
+          {"metadata", {{"name", name}}},
+          {"spec", spec}};
+}
+json clusterObject(const std::string& name) {
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "MultiKueueCluster"}, {"metadata", {{"name", name}}}};
+}
+// The registry's state in the fixture below: worker1 connected, worker2 not.
+bool connectedWorker1(const std::string& cluster) { return cluster == "worker1"; }
+
 class AdmissionCheckReconcilerTest : public fixture::MultiKueueSandbox {
  protected:
   AdmissionCheckReconcilerTest() {
@@ -41,23 +64,14 @@ class AdmissionCheckReconcilerTest : public fixture::MultiKueueSandbox {
   }
 
   void createConfig(const std::string& name, const std::vector<std::string>& clusters) {
-    manager.api().create(fixture::kConfigs, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                                             {"kind", "MultiKueueConfig"},
-                                             {"metadata", {{"name", name}}},
-                                             {"spec", {{"clusters", clusters}}}});
+    manager.api().create(fixture::kConfigs, configObject(name, clusters));
   }
   void setConfigClusters(const std::string& name, const std::vector<std::string>& clusters) {
     manager.api().patch(fixture::named(fixture::kConfigs, name), "application/merge-patch+json",
                         json{{"spec", {{"clusters", clusters}}}}.dump());
   }
-  // `params` null: no spec.parameters.
   void createCheck(const std::string& name, const json& params, const std::string& controller = kOurs) {
-    json spec = {{"controllerName", controller}};
-    if (!params.is_null()) spec["parameters"] = params;
-    manager.api().create(fixture::kChecks, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                                            {"kind", "AdmissionCheck"},
-                                            {"metadata", {{"name", name}}},
-                                            {"spec", spec}});
+    manager.api().create(fixture::kChecks, checkObject(name, params, controller));
   }
   json check(const std::string& name) { return manager.api().get(fixture::named(fixture::kChecks, name)); }
   json checkActive(const std::string& name) {
@@ -91,17 +105,41 @@ std::vector<ActiveCase> activeCases() {
       {"only-inactive", {"worker1", "worker2"}, "True", "SomeActiveClusters", "Inactive clusters: [worker2]"},
   };
 }
-MKA_TABLE_TEST_F(AdmissionCheckReconcilerTest, ActiveFollowsTheStateOfTheConfigsClusters, ActiveCase, activeCases()) {
+// What the check says, decided from the objects alone: an in-memory reader, the same clusters.
+MKA_TABLE_TEST(AdmissionCheckActiveCondition, FollowsTheStateOfTheConfigsClusters, ActiveCase, activeCases()) {
   const auto& c = testCase();
-  createConfig(c.name, c.clusters);
-  createCheck(c.name, parameters(c.name));
-  EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
-  const auto active = checkActive(c.name);
-  EXPECT_EQ(active["status"], c.status);
-  EXPECT_EQ(active["reason"], c.reason);
-  EXPECT_EQ(active["message"], c.message);
-  EXPECT_EQ(active["observedGeneration"], check(c.name)["metadata"]["generation"]);
+  const auto check = checkObject(c.name, parameters(c.name));
+  const test::MemoryReader objects{configObject(c.name, c.clusters), clusterObject("worker1"), clusterObject("worker2"),
+                                   check};
+  const auto active = activeConditionOf(check, objects, connectedWorker1);
+  EXPECT_EQ(active.type, "Active");
+  EXPECT_EQ(active.status, c.status);
+  EXPECT_EQ(active.reason, c.reason);
+  EXPECT_EQ(active.message, c.message);
+}
+
+// The reconciler writes that decision with the check's generation and the clock's time.
+TEST_F(AdmissionCheckReconcilerTest, WritesTheDecisionWithTheChecksGenerationAndTheTime) {
+  createConfig("config", {"worker1", "worker2", "ghost"});
+  createCheck("ac", parameters("config"));
+  EXPECT_EQ(reconciler->reconcile("ac"), Result::done());
+  const auto active = checkActive("ac");
+  EXPECT_EQ(active["status"], "True");
+  EXPECT_EQ(active["reason"], "SomeActiveClusters");
+  EXPECT_EQ(active["message"], "Missing clusters: [ghost], Inactive clusters: [worker2]");
+  EXPECT_EQ(active["observedGeneration"], check("ac")["metadata"]["generation"]);
   EXPECT_EQ(active["lastTransitionTime"], toRfc3339(clock.now()));
+}
+
+// A missing config is written as BadConfig too.
+TEST_F(AdmissionCheckReconcilerTest, WritesBadConfig) {
+  createCheck("ac", parameters("gone"));
+  EXPECT_EQ(reconciler->reconcile("ac"), Result::done());
+  const auto active = checkActive("ac");
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "BadConfig");
+  EXPECT_EQ(active["message"],
+            "Cannot load the AdmissionChecks parameters: multikueueconfigs.kueue.x-k8s.io \"gone\" not found");
 }
 
 struct BadConfigCase {
@@ -129,18 +167,18 @@ TEST_F(AdmissionCheckReconcilerTest, AnEmptyConfigNameIsBadParametersAndRefusedB
               ::testing::HasSubstr("spec.parameters.name in body should be at least 1 chars long"));
 }
 
-MKA_TABLE_TEST_F(AdmissionCheckReconcilerTest, BadParametersAndAMissingConfigAreBadConfig, BadConfigCase,
-                 badConfigCases()) {
+MKA_TABLE_TEST(AdmissionCheckActiveCondition, BadParametersAndAMissingConfigAreBadConfig, BadConfigCase,
+               badConfigCases()) {
   const auto& c = testCase();
-  createCheck(c.name, c.params);
-  EXPECT_EQ(multiKueueConfigOf(check(c.name)).error, c.name == "missing-config" ? "" : c.error);
-  EXPECT_EQ(reconciler->reconcile(c.name), Result::done());
-  const auto active = checkActive(c.name);
-  EXPECT_EQ(active["status"], "False");
-  EXPECT_EQ(active["reason"], "BadConfig");
-  EXPECT_EQ(active["message"], "Cannot load the AdmissionChecks parameters: " + c.error);
+  const auto check = checkObject(c.name, c.params);
+  const test::MemoryReader objects{clusterObject("worker1"), check};
+  EXPECT_EQ(multiKueueConfigOf(check).error, c.name == "missing-config" ? "" : c.error);
+  const auto active = activeConditionOf(check, objects, connectedWorker1);
+  EXPECT_EQ(active.status, "False");
+  EXPECT_EQ(active.reason, "BadConfig");
+  EXPECT_EQ(active.message, "Cannot load the AdmissionChecks parameters: " + c.error);
   if (c.name == "missing-config") {
-    EXPECT_EQ(multiKueueConfigOf(check("missing-config")).name, "gone");
+    EXPECT_EQ(multiKueueConfigOf(check).name, "gone");
   }
 }
 
