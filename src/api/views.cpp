@@ -137,6 +137,8 @@ std::int64_t ClusterQueueView::pendingWorkloads() const {
   return it != status().end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
 }
 
+std::string_view LocalQueueView::clusterQueue() const { return stringView(spec(), "clusterQueue"); }
+
 std::vector<std::string> PlacementDecisionView::clusterNames() const {
   std::vector<std::string> out;
   for (const auto& entry : arrayMember(status(), "decisions"))

@@ -44,6 +44,20 @@ class DispatchRunner::Observer : public controller::ControllerObserver,
   void workloadAdmitted(const std::string& clusterQueue, const std::string& cluster) override {
     metrics_.recordWorkloadAdmitted(clusterQueue, cluster);
   }
+  void workerCapacity(const std::string& cluster,
+                      std::shared_ptr<const multikueue::capacity::Snapshot> snapshot) override {
+    std::vector<observability::Metrics::WorkerClusterQueue> queues;
+    if (snapshot) {
+      for (const auto& [name, cq] : snapshot->clusterQueues()) {
+        observability::Metrics::WorkerClusterQueue q{name, static_cast<double>(cq.pendingWorkloads), {}};
+        for (const auto& [key, quota] : cq.quotas)
+          q.quotas.push_back({key.first, key.second, static_cast<double>(quota.nominal) / 1000.0,
+                              static_cast<double>(quota.reserved) / 1000.0});
+        queues.push_back(std::move(q));
+      }
+    }
+    metrics_.setWorkerClusterQueues(cluster, queues);
+  }
   void workloadCreated(const std::string& kind) override { metrics_.recordIntegrationWorkloadCreated(kind); }
   void jobResumed(const std::string& kind) override { metrics_.recordIntegrationJobResumed(kind); }
   void jobStopped(const std::string& kind) override { metrics_.recordIntegrationJobStopped(kind); }

@@ -6,10 +6,9 @@
 namespace mka::config::detail {
 namespace {
 
-const std::vector<std::string> kOurKeys = {"externalFrameworks", "gcInterval",     "origin",
-                                           "workerLostTimeout",  "dispatcherName", "clusterProfile"};
-// Kueue's multiKueue keys that configure its own controller; we accept and ignore them.
-const std::vector<std::string> kKueueOnlyKeys = {"incrementalDispatcherConfig"};
+const std::vector<std::string> kOurKeys = {"externalFrameworks",         "gcInterval",     "origin",
+                                           "workerLostTimeout",          "dispatcherName", "clusterProfile",
+                                           "incrementalDispatcherConfig"};
 
 constexpr std::string_view kFrameworkExample = "- name: PipelineRun.v1.tekton.dev";
 constexpr std::string_view kProviderExample =
@@ -156,9 +155,7 @@ void readClusterProfile(MapReader m, UnknownKeys policy, MultiKueue& out) {
 }  // namespace
 
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
-  auto known = kOurKeys;
-  if (policy == UnknownKeys::KueueStrict) known.insert(known.end(), kKueueOnlyKeys.begin(), kKueueOnlyKeys.end());
-  section.checkKeys(known, policy);
+  section.checkKeys(kOurKeys, policy);
 
   section.read("gcInterval", out.gcInterval);
   section.read("workerLostTimeout", out.workerLostTimeout);
@@ -166,6 +163,15 @@ void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
   if (out.origin.empty()) out.origin = api::kDefaultOrigin;  // Kueue defaults an empty origin too
   section.read("dispatcherName", out.dispatcherName);
   if (out.dispatcherName.empty()) out.dispatcherName = std::string(kDispatcherAllAtOnce);
+  if (section.hasKey("incrementalDispatcherConfig")) {
+    auto step = section.child("incrementalDispatcherConfig", "incrementalDispatcherConfig: {stepSize: 3}");
+    step.checkKeys({"stepSize"}, policy);
+    int value = 0;
+    if (step.has("stepSize")) {
+      step.read("stepSize", value);
+      out.stepSize = value;
+    }
+  }
   if (section.hasKey("clusterProfile"))
     readClusterProfile(section.child("clusterProfile", "clusterProfile: {accessProviders: [...]}"), policy, out);
 

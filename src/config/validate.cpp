@@ -161,6 +161,17 @@ class Validator {
       add("multiKueue.workerLostTimeout",
           "must be greater than or equal to 0, not " + formatDuration(mk.workerLostTimeout),
           "use a timeout such as 15m");
+    if (mk.stepSize) {
+      if (mk.dispatcherName != kDispatcherIncremental && mk.dispatcherName != kDispatcherQuotaAware)
+        add("multiKueue.incrementalDispatcherConfig",
+            "is only valid when dispatcherName is set to the incremental dispatcher (" +
+                std::string(kDispatcherIncremental) + ") or ours (" + std::string(kDispatcherQuotaAware) + ")",
+            "remove it, or set multiKueue.dispatcherName");
+      if (*mk.stepSize < 1)
+        add("multiKueue.incrementalDispatcherConfig.stepSize",
+            "must be greater than or equal to 1, not " + std::to_string(*mk.stepSize),
+            "nominate at least one worker per round, such as stepSize: 3");
+    }
     addAll("multiKueue.origin", mk.origin, validation::labelValue(mk.origin),
            "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, such as "
            "multikueue");

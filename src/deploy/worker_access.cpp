@@ -23,6 +23,13 @@ const std::vector<ApiAccess> kRows = {
                "informer, which decides whether the worker is connected (cluster_registry.cpp)"},
     {.component = Component::DispatchLoop,
      .group = api::kKueueGroup,
+     .resources = {"clusterqueues", "localqueues"},
+     .verbs = {"list", "watch"},
+     .reason = "the worker's queues, all of them: its room for the quota-aware dispatcher and the "
+               "worker_cluster_queue_* metrics (cluster_registry.cpp addCapacity, capacity.cpp); not part of the "
+               "connection"},
+    {.component = Component::DispatchLoop,
+     .group = api::kKueueGroup,
      .resources = {"workloads"},
      .verbs = {"get", "create", "update", "delete"},
      .reason = "a copy created on each nominated worker (workload_reconciler.cpp nominateAndSync); re-read and "

@@ -67,6 +67,24 @@ class Remote final : public RemoteCluster {
     if (auto it = jobs_.find(gvk); it != jobs_.end()) it->second->forEach(visit);
   }
 
+  std::shared_ptr<const capacity::Snapshot> capacity(std::string* why) const override {
+    std::lock_guard lock(capacityMutex_);
+    const bool listed = clusterQueues_ && clusterQueues_->hasSynced() && localQueues_ && localQueues_->hasSynced();
+    if (!listed) {
+      if (why) *why = capacityError_.empty() ? "its ClusterQueues and LocalQueues are not listed yet" : capacityError_;
+      return nullptr;
+    }
+    if (!snapshot_ || capacityDirty_) {
+      auto next = std::make_shared<capacity::Snapshot>();
+      clusterQueues_->forEach([&](const json& cq) { next->addClusterQueue(capacity::ClusterQueue::from(cq)); });
+      localQueues_->forEach([&](const json& lq) { next->addLocalQueue(lq); });
+      for (const auto& [key, copy] : pending_) next->addPending(copy);
+      snapshot_ = std::move(next);
+      capacityDirty_ = false;
+    }
+    return snapshot_;
+  }
+
   // Before start() only.
   kube::Informer& addWorkloads(kube::InformerOptions options) {
     workloads_ = std::make_unique<kube::Informer>(*client_, api::kWorkloadGvk, std::move(options));
@@ -78,14 +96,71 @@ class Remote final : public RemoteCluster {
     return *slot;
   }
 
+  // The capacity informers (before start() only); `onChange` runs after each of their events.
+  void addCapacity(const kube::InformerOptions& base, std::function<void()> onChange) {
+    auto options = base;
+    options.onSynced = [this, onChange] {
+      capacityChanged(std::nullopt);
+      onChange();
+    };
+    options.onError = [this, onChange](const std::exception& e) {
+      capacityChanged(std::string("its ClusterQueues or LocalQueues cannot be read: ") + e.what());
+      onChange();
+    };
+    const kube::InformerHandlers handlers{.onAdd =
+                                              [this, onChange](const json&) {
+                                                capacityChanged(std::nullopt);
+                                                onChange();
+                                              },
+                                          .onUpdateNew =
+                                              [this, onChange](const json&) {
+                                                capacityChanged(std::nullopt);
+                                                onChange();
+                                              },
+                                          .onDelete =
+                                              [this, onChange](const json&) {
+                                                capacityChanged(std::nullopt);
+                                                onChange();
+                                              }};
+    clusterQueues_ = std::make_unique<kube::Informer>(*client_, api::kClusterQueueGvk, options);
+    clusterQueues_->addHandlers(handlers);
+    localQueues_ = std::make_unique<kube::Informer>(*client_, api::kLocalQueueGvk, options);
+    localQueues_->addHandlers(handlers);
+  }
+
+  // A copy of ours on the worker changed: waiting for its Kueue (charged) or not.
+  void copyChanged(const json& workload, bool deleted) {
+    const api::WorkloadView view(workload);
+    const auto key = kube::Informer::keyOf(workload);
+    const bool waiting = !deleted && !view.quotaReserved() && !view.finished() && !view.terminating();
+    std::lock_guard lock(capacityMutex_);
+    if (!waiting) {
+      capacityDirty_ = pending_.erase(key) > 0 || capacityDirty_;
+      return;
+    }
+    if (pending_.contains(key)) return;
+    capacity::PendingCopy copy{key, std::string(view.namespace_()) + "/" + std::string(view.queueName()), {}};
+    try {
+      copy.podSets = capacity::podSetRequests(workload);
+    } catch (const std::exception&) {
+      return;  // the worker's Kueue refuses it as well: it takes no quota
+    }
+    pending_.emplace(key, std::move(copy));
+    capacityDirty_ = true;
+  }
+
   void start() {
     workloads_->start();
     for (auto& [gvk, informer] : jobs_) informer->start();
+    if (clusterQueues_) clusterQueues_->start();
+    if (localQueues_) localQueues_->start();
   }
   // Joins the informer threads (at most one request long): never from one of them.
   void stop() {
     if (workloads_) workloads_->stop();
     for (auto& [gvk, informer] : jobs_) informer->stop();
+    if (clusterQueues_) clusterQueues_->stop();
+    if (localQueues_) localQueues_->stop();
   }
   bool synced() const {
     if (!workloads_ || !workloads_->hasSynced()) return false;
@@ -97,6 +172,22 @@ class Remote final : public RemoteCluster {
   std::unique_ptr<kube::Client> client_;  // declared first: the informers use it until they stop
   std::unique_ptr<kube::Informer> workloads_;
   std::map<api::GroupVersionKind, std::unique_ptr<kube::Informer>> jobs_;
+  std::unique_ptr<kube::Informer> clusterQueues_, localQueues_;
+
+  void capacityChanged(std::optional<std::string> error) {
+    std::lock_guard lock(capacityMutex_);
+    capacityDirty_ = true;
+    if (error) {
+      capacityError_ = std::move(*error);
+    } else {
+      capacityError_.clear();
+    }
+  }
+  mutable std::mutex capacityMutex_;
+  mutable std::shared_ptr<const capacity::Snapshot> snapshot_;
+  mutable bool capacityDirty_ = true;
+  std::string capacityError_;
+  std::map<std::string, capacity::PendingCopy> pending_;  // our copies the worker has not reserved
 };
 
 }  // namespace
@@ -164,6 +255,7 @@ struct ClusterRegistry::Impl {
   std::shared_ptr<const RemoteEvent> remoteEvent;
   std::shared_ptr<const ConnectionChange> connectionChange;
   std::shared_ptr<const KubeconfigChange> kubeconfigChange;
+  std::shared_ptr<const KubeconfigChange> capacityChange;  // the same shape: a cluster name
   std::uint64_t lastAttempt = 0;
   bool stopped = false;
   std::deque<std::shared_ptr<Remote>> retired;  // for the reaper to stop
@@ -230,6 +322,17 @@ struct ClusterRegistry::Impl {
       callback = connectionChange;
     }
     if (callback && *callback) (*callback)(name, connected);
+  }
+
+  void emitCapacityChange(const std::string& cluster, std::uint64_t attempt) {
+    std::shared_ptr<const KubeconfigChange> callback;
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(cluster);
+      if (it == entries.end() || it->second.attempt != attempt) return;
+      callback = capacityChange;
+    }
+    if (callback && *callback) (*callback)(cluster);
   }
 
   void emitRemoteEvent(const std::string& cluster, const std::string& workloadKey) {
@@ -380,8 +483,25 @@ struct ClusterRegistry::Impl {
     base.onError = [this, name, attempt](const std::exception& e) { informerFailed(name, attempt, e.what()); };
 
     // §3.6: a remote Workload maps to the manager's Workload of the same key.
-    auto onWorkload = [this, name](const json& object) { emitRemoteEvent(name, kube::Informer::keyOf(object)); };
-    remote->addWorkloads(base).addHandlers({.onAdd = onWorkload, .onUpdateNew = onWorkload, .onDelete = onWorkload});
+    auto* r = remote.get();  // the handlers live in its informers
+    auto onWorkload = [this, name, r](const json& object) {
+      r->copyChanged(object, false);
+      emitRemoteEvent(name, kube::Informer::keyOf(object));
+    };
+    auto onWorkloadDeleted = [this, name, r](const json& object) {
+      r->copyChanged(object, true);
+      emitRemoteEvent(name, kube::Informer::keyOf(object));
+    };
+    remote->addWorkloads(base).addHandlers(
+        {.onAdd = onWorkload, .onUpdateNew = onWorkload, .onDelete = onWorkloadDeleted});
+    // The worker's queues, all of them (quota is shared with its other tenants); their own
+    // hooks, not the connection's.
+    kube::InformerOptions queues;
+    queues.initialBackoff = options.informerInitialBackoff;
+    queues.maxBackoff = options.informerMaxBackoff;
+    queues.withoutManagedFields = true;
+    queues.threadCache = false;
+    remote->addCapacity(queues, [this, name, attempt] { emitCapacityChange(name, attempt); });
     // A remote job maps through its adapter (the generic adapter: its prebuilt-workload link).
     for (const auto& adapter : options.adapters.all()) {
       auto onJob = [this, name, adapter](const json& object) {
@@ -599,6 +719,12 @@ void ClusterRegistry::onConnectionChange(std::function<void(const std::string&, 
   auto shared = std::make_shared<const Impl::ConnectionChange>(std::move(callback));
   std::lock_guard lock(impl_->mutex);
   impl_->connectionChange = std::move(shared);
+}
+
+void ClusterRegistry::onCapacityChange(std::function<void(const std::string&)> callback) {
+  auto shared = std::make_shared<const Impl::KubeconfigChange>(std::move(callback));
+  std::lock_guard lock(impl_->mutex);
+  impl_->capacityChange = std::move(shared);
 }
 
 void ClusterRegistry::onKubeconfigChange(std::function<void(const std::string&)> callback) {

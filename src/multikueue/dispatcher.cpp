@@ -33,6 +33,9 @@ namespace {
 // for it without a backlog.
 constexpr std::chrono::milliseconds kWorkloadEventHold{1000};
 
+// How long a worker's room may change before the Workloads waiting for room look again.
+constexpr std::chrono::milliseconds kCapacityHold{200};
+
 std::string objectName(const json& object) { return json_fields::metadataString(object, "name"); }
 
 std::int64_t generationOf(const json& object) {
@@ -88,6 +91,7 @@ struct Dispatcher::Impl {
     wo.adapters = adapters;
     wo.workerLostTimeout = cfg.multiKueue.workerLostTimeout;
     wo.dispatcherName = cfg.multiKueue.dispatcherName;
+    wo.incrementalStepSize = cfg.multiKueue.stepSize.value_or(kIncrementalStepSize);
     workloadReconciler = std::make_unique<WorkloadReconciler>(manager, runtime.reader(), *registry, *workloadEvents,
                                                               clock, std::move(wo), this->options.dispatchObserver);
     checkReconciler = std::make_unique<AdmissionCheckReconciler>(
@@ -107,6 +111,8 @@ struct Dispatcher::Impl {
     const auto workers = static_cast<std::size_t>(cfg.dispatch.workloadConcurrency);
     workloadController = &runtime.add({"mk-workload", workers, nullptr, kWorkloadEventHold},
                                       [this](const std::string& key) { return workloadReconciler->reconcile(key); });
+    capacityController = &runtime.add({"mk-capacity", 1, nullptr, {}, false},
+                                      [this](const std::string& cluster) { return capacityChanged(cluster); });
     runtime.add([this] { collector->start(); }, [this] { collector->stop(); });
     wire();
   }
@@ -122,6 +128,15 @@ struct Dispatcher::Impl {
     const auto queued = [this](const std::string& key) { return workloadController->queued(key); };
     for (const auto& key : workloadReconciler->workloadsUsingChecks(checks, queued))
       workloadController->enqueue(key, kube::WorkQueue::Priority::Low);
+  }
+
+  controller::Result capacityChanged(const std::string& cluster) {
+    for (const auto& key : workloadReconciler->waitingForRoom()) workloadController->enqueue(key);
+    if (options.dispatchObserver) {
+      const auto remote = registry->connected(cluster);
+      options.dispatchObserver->workerCapacity(cluster, remote ? remote->capacity() : nullptr);
+    }
+    return controller::Result::done();
   }
 
   std::vector<std::string> ourChecksUsingConfig(const std::string& configName) const {
@@ -219,12 +234,19 @@ struct Dispatcher::Impl {
       workloadController->enqueue(workloadKey);
     });
     registry->onKubeconfigChange([this](const std::string& cluster) { clusterController->enqueue(cluster); });
+    // A worker's room changed: once per burst (each reservation there rewrites a ClusterQueue's
+    // status), the Workloads waiting for room look again and the metrics follow.
+    registry->onCapacityChange([this](const std::string& cluster) {
+      workloadReconciler->capacityChanged();
+      capacityController->enqueueAfter(cluster, kCapacityHold);
+    });
     registry->onConnectionChange([this](const std::string& cluster, bool connected) {
       // The reconcile publishes the new Active condition at once (and, when lost, backs off).
       clusterController->enqueue(cluster);
       const auto checks = ourChecksUsingCluster(cluster);
       for (const auto& check : checks) checkController->enqueue(check);
       enqueueWorkloadsOfChecks(checks);
+      capacityController->enqueue(cluster);  // metrics: the worker's queues, or none
       if (options.onClusterConnection) options.onClusterConnection(cluster, connected);
     });
   }
@@ -244,7 +266,8 @@ struct Dispatcher::Impl {
   std::unique_ptr<WorkloadReconciler> workloadReconciler;
   std::unique_ptr<AdmissionCheckReconciler> checkReconciler;
   std::unique_ptr<OrphanCollector> collector;
-  Controller *workloadController = nullptr, *clusterController = nullptr, *checkController = nullptr;
+  Controller *workloadController = nullptr, *clusterController = nullptr, *checkController = nullptr,
+             *capacityController = nullptr;
 };
 
 Dispatcher::Dispatcher(kube::Client& manager, const Clock& clock, Options options)

@@ -8,6 +8,7 @@
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/log.h"
+#include "mka/common/strings.h"
 #include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
@@ -245,6 +246,7 @@ void WorkloadReconciler::forgetWorkload(const std::string& key) {
   std::lock_guard lock(mutex_);
   deleted_.erase(key);
   incrementalRound_.erase(key);
+  quotaRound_.erase(key);
   written_.erase(key);
 }
 
@@ -638,6 +640,117 @@ std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& w
   return nominated;
 }
 
+void WorkloadReconciler::capacityChanged() { capacityGeneration_.fetch_add(1); }
+
+std::vector<std::string> WorkloadReconciler::waitingForRoom() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [key, round] : quotaRound_)
+    if (!round.roomNow) out.push_back(key);
+  return out;
+}
+
+std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& workload, const Group& group,
+                                                                  Result& result, std::string& message) {
+  const auto current = nominatedClusters(workload);
+  const api::WorkloadView view(workload);
+  const std::string localQueue = std::string(view.namespace_()) + "/" + std::string(view.queueName());
+  const auto podSets = capacity::podSetRequests(workload);
+
+  struct Candidate {
+    std::string name;
+    capacity::Fit fit;
+  };
+  std::vector<Candidate> now, ever;
+  std::vector<std::string> skipped;
+  for (const auto& name : group.clusters) {  // MultiKueueConfig order breaks ties
+    const auto it = group.available.find(name);
+    if (it == group.available.end()) {
+      skipped.push_back(name + ": not connected");
+      continue;
+    }
+    std::string why;
+    const auto snapshot = it->second->capacity(&why);
+    if (!snapshot) {
+      skipped.push_back(name + ": room unknown, " + why);
+      continue;
+    }
+    auto fit = snapshot->fit(localQueue, podSets, group.key);
+    if (fit.now) {
+      now.push_back({name, std::move(fit)});
+    } else {
+      skipped.push_back(name + ": " + fit.why);
+      if (fit.ever) ever.push_back({name, std::move(fit)});
+    }
+  }
+  const auto among = [](const std::vector<Candidate>& list, const std::string& name) {
+    return std::any_of(list.begin(), list.end(), [&](const Candidate& c) { return c.name == name; });
+  };
+
+  const auto clockNow = clock_.now();
+  const auto generation = capacityGeneration_.load();
+  bool keep = false;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = quotaRound_.find(group.key);
+    if (!current.empty() && it != quotaRound_.end()) {
+      const bool roomOnNominated =
+          std::any_of(current.begin(), current.end(), [&](const std::string& n) { return among(now, n); });
+      const bool stillPossible =
+          std::all_of(current.begin(), current.end(), [&](const std::string& n) { return among(ever, n); });
+      const bool roundOver = clockNow - it->second.start >= kIncrementalRoundTimeout;
+      // A nominee with room keeps its copy (its Kueue is reserving); a round still waiting for
+      // room keeps its nominees until the room changes anywhere or the round times out.
+      keep = roomOnNominated || (stillPossible && !roundOver && it->second.generation == generation);
+      if (keep)
+        result = Result::after(kIncrementalRoundTimeout -
+                               std::chrono::duration_cast<nanoseconds>(clockNow - it->second.start));
+    }
+  }
+
+  std::vector<std::string> nominated;
+  bool roomNow = false;
+  if (keep) {
+    nominated = current;
+    roomNow = std::any_of(current.begin(), current.end(), [&](const std::string& n) { return among(now, n); });
+  } else {
+    if (!now.empty()) {
+      // Best fit first: the worker whose quota the Workload fills the most.
+      std::stable_sort(now.begin(), now.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.fit.score < b.fit.score; });
+      for (const auto& c : now)
+        if (nominated.size() < static_cast<std::size_t>(options_.incrementalStepSize)) nominated.push_back(c.name);
+      roomNow = true;
+    } else {
+      // Nowhere has room now: queue it where it could run, behind the fewest.
+      std::stable_sort(ever.begin(), ever.end(), [](const Candidate& a, const Candidate& b) {
+        return a.fit.pendingWorkloads < b.fit.pendingWorkloads;
+      });
+      for (const auto& c : ever)
+        if (nominated.size() < static_cast<std::size_t>(options_.incrementalStepSize)) nominated.push_back(c.name);
+    }
+    result = Result::after(kIncrementalRoundTimeout);
+    std::lock_guard lock(mutex_);
+    quotaRound_[group.key] = {clockNow, generation, roomNow};
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = quotaRound_.find(group.key); it != quotaRound_.end()) it->second.roomNow = roomNow;
+  }
+
+  if (nominated.empty()) {
+    message = std::string(message::kNoWorkerCanHold) + (skipped.empty() ? "" : ": " + strings::join(skipped, "; "));
+  } else if (!roomNow) {
+    message =
+        std::string(message::kWaitingForRoom) + strings::join(nominated, ", ") + "; " + strings::join(skipped, "; ");
+  } else if (!skipped.empty()) {
+    message = "Nominated " + strings::join(nominated, ", ") + "; skipped " + strings::join(skipped, "; ");
+  } else {
+    message = "Nominated " + strings::join(nominated, ", ");
+  }
+  return nominated;
+}
+
 Result WorkloadReconciler::nominateAndSync(const json& workload, const std::string& check, Group& group) {
   // (9) Every other check must be Ready first.
   for (const auto& entry : api::WorkloadView(workload).admissionChecks())
@@ -647,6 +760,7 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
 
   Result result;
   std::vector<std::string> nominated;
+  std::string checkMessage;  // the quota-aware dispatcher says where it looked and why
   bool writeNominated = false;
   if (options_.dispatcherName == config::kDispatcherAllAtOnce) {
     for (const auto& [name, remote] : group.available) nominated.push_back(name);  // sorted (std::map)
@@ -654,14 +768,26 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
   } else if (options_.dispatcherName == config::kDispatcherIncremental) {
     nominated = incrementalNomination(workload, group, result);
     writeNominated = !sameSet(nominated, nominatedClusters(workload));
+  } else if (options_.dispatcherName == config::kDispatcherQuotaAware) {
+    nominated = quotaAwareNomination(workload, group, result, checkMessage);
+    const auto* entry = findCheckState(workload, check);
+    writeNominated = !sameSet(nominated, nominatedClusters(workload)) ||
+                     (entry != nullptr && entry->value("message", "") != checkMessage);
   } else {
     nominated = nominatedClusters(workload);  // an external dispatcher's choice
   }
   if (writeNominated) {
     updateStatus(manager_, workload, [&](json& wl) {
       if (!clusterName(wl).empty()) return false;
-      if (sameSet(nominated, nominatedClusters(wl))) return false;
-      return setNominatedClusters(wl, nominated);
+      bool changed = false;
+      if (!checkMessage.empty()) {
+        const auto* entry = findCheckState(wl, check);
+        if (entry != nullptr && entry->value("state", "") == api::check_state::kPending &&
+            entry->value("message", "") != checkMessage)
+          changed = setCheckState(wl, check, api::check_state::kPending, checkMessage, clock_.now());
+      }
+      if (!sameSet(nominated, nominatedClusters(wl))) changed = setNominatedClusters(wl, nominated) || changed;
+      return changed;
     });
   }
 

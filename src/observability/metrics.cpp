@@ -137,6 +137,19 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()), id_(ne
                            .Name("multikueue_adapter_cluster_connected")
                            .Help("1 when the worker cluster is connected (every watch established), else 0.")
                            .Register(*registry_);
+  workerNominal_ = &prometheus::BuildGauge()
+                        .Name("multikueue_adapter_worker_cluster_queue_nominal_quota")
+                        .Help("A worker ClusterQueue's nominal quota per flavor and resource, as the manager reads it.")
+                        .Register(*registry_);
+  workerReservation_ =
+      &prometheus::BuildGauge()
+           .Name("multikueue_adapter_worker_cluster_queue_resource_reservation")
+           .Help("A worker ClusterQueue's reserved quota per flavor and resource (status.flavorsReservation).")
+           .Register(*registry_);
+  workerPending_ = &prometheus::BuildGauge()
+                        .Name("multikueue_adapter_worker_cluster_queue_pending_workloads")
+                        .Help("Workloads pending in a worker ClusterQueue (status.pendingWorkloads).")
+                        .Register(*registry_);
   integrationCreated_ = &prometheus::BuildCounter()
                              .Name("multikueue_adapter_integration_workloads_created_total")
                              .Help("Workloads the job integration created, by job kind.")
@@ -241,6 +254,31 @@ void Metrics::recordWorkloadAdmitted(std::string_view clusterQueue, std::string_
 
 void Metrics::setClusterConnected(std::string_view cluster, bool connected) {
   clusterConnected_->Add({{"cluster", std::string(cluster)}}).Set(connected ? 1 : 0);
+}
+
+void Metrics::setWorkerClusterQueues(std::string_view cluster, const std::vector<WorkerClusterQueue>& queues) {
+  std::lock_guard lock(workerMutex_);
+  auto it = workerSeries_.find(cluster);
+  if (it == workerSeries_.end()) it = workerSeries_.emplace(std::string(cluster), decltype(it->second){}).first;
+  for (auto [family, gauge] : it->second) family->Remove(gauge);
+  it->second.clear();
+  const std::string name(cluster);
+  for (const auto& q : queues) {
+    auto& pending = workerPending_->Add({{"cluster", name}, {"cluster_queue", q.name}});
+    pending.Set(q.pendingWorkloads);
+    it->second.emplace_back(workerPending_, &pending);
+    for (const auto& quota : q.quotas) {
+      const std::map<std::string, std::string> labels{
+          {"cluster", name}, {"cluster_queue", q.name}, {"flavor", quota.flavor}, {"resource", quota.resource}};
+      auto& nominal = workerNominal_->Add(labels);
+      nominal.Set(quota.nominal);
+      it->second.emplace_back(workerNominal_, &nominal);
+      auto& reservation = workerReservation_->Add(labels);
+      reservation.Set(quota.reservation);
+      it->second.emplace_back(workerReservation_, &reservation);
+    }
+  }
+  if (queues.empty()) workerSeries_.erase(it);
 }
 
 void Metrics::observeReconcile(std::string_view controller, std::string_view result, double seconds) {

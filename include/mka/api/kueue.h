@@ -76,6 +76,8 @@ extern const api::GroupVersionKind kAdmissionCheckGvk;
 extern const api::GroupVersionKind kMultiKueueConfigGvk;
 extern const api::GroupVersionKind kMultiKueueClusterGvk;
 extern const api::GroupVersionKind kResourceFlavorGvk;
+extern const api::GroupVersionKind kClusterQueueGvk;
+extern const api::GroupVersionKind kLocalQueueGvk;
 extern const api::GroupVersionKind kWorkloadPriorityClassGvk;
 
 // MultiKueueCluster spec.clusterSource.kubeConfig.locationType.

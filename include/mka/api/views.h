@@ -115,6 +115,13 @@ class ClusterQueueView : public ObjectView {
   std::int64_t pendingWorkloads() const;             // status.pendingWorkloads
 };
 
+class LocalQueueView : public ObjectView {
+ public:
+  using ObjectView::ObjectView;
+
+  std::string_view clusterQueue() const;  // spec.clusterQueue
+};
+
 // cluster.open-cluster-management.io PlacementDecision.
 class PlacementDecisionView : public ObjectView {
  public:

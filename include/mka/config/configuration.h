@@ -28,6 +28,8 @@ inline constexpr std::string_view kKueueKind = "Configuration";
 inline constexpr std::string_view kDefaultDispatchControllerName = "multikueue-adapter.dev/dispatcher";
 inline constexpr std::string_view kDispatcherAllAtOnce = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
 inline constexpr std::string_view kDispatcherIncremental = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
+// Ours: nominates only workers whose ClusterQueue has room for the Workload now (multikueue/capacity.h).
+inline constexpr std::string_view kDispatcherQuotaAware = "multikueue-adapter.dev/quota-aware";
 // The Argo Workflow profile's marker: a workflow controller without an instanceID ignores
 // Workflows carrying this label, so the manager's copy stays idle.
 inline constexpr std::string_view kArgoInstanceIdLabel = "workflows.argoproj.io/controller-instanceid";
@@ -128,6 +130,9 @@ struct MultiKueue {
   std::string origin = std::string(api::kDefaultOrigin);
   Duration workerLostTimeout = std::chrono::minutes{15};
   std::string dispatcherName = std::string(kDispatcherAllAtOnce);
+  // incrementalDispatcherConfig.stepSize (Kueue's shape): workers nominated per round by the
+  // incremental and the quota-aware dispatchers. Unset: 3, Kueue's default.
+  std::optional<int> stepSize;
 };
 
 // The job integration (SPEC §7): for each kind Kueue does not integrate, the rules by which our

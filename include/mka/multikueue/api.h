@@ -40,6 +40,10 @@ inline constexpr std::string_view kAdmittingRemoteGone = "Admitting remote no lo
 inline constexpr std::string_view kReadyWithoutCluster =
     "Admission check is Ready but no admitting cluster is recorded; this is unexpected, please report it";
 inline constexpr std::string_view kNoMoreWorkers = "no more workers to nominate";
+// The quota-aware dispatcher's (ours): + ": <worker>: <why>; ..."
+inline constexpr std::string_view kNoWorkerCanHold = "No worker can hold this workload";
+// + "<nominees>; <worker>: <why>; ..."
+inline constexpr std::string_view kWaitingForRoom = "No worker has room now; queued on ";
 }  // namespace message
 
 // Timings Kueue hard-codes (§6).

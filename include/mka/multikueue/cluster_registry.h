@@ -6,7 +6,10 @@
 // kube::validateKubeconfigSecurity, a client with the configured QPS/burst, and informers on
 // the worker for Workloads and for every configured job kind, all filtered by our origin label.
 // A worker is connected only once every one of those informers has synced (so a worker that
-// does not serve a configured CRD never connects).
+// does not serve a configured CRD never connects). Beside them, informers on the worker's
+// ClusterQueues and LocalQueues (unfiltered) feed RemoteCluster::capacity(); they are not part of
+// the connection: a worker whose queues cannot be read still takes copies from the dispatchers
+// that do not look at room.
 //
 // Connection state (§3.5): a new client starts disconnected with disconnectedSince = its
 // creation time; the first failure after a connection sets disconnectedSince, later failures
@@ -63,6 +66,7 @@
 #include "mka/kube/rest_client.h"
 #include "mka/multikueue/adapter.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/capacity.h"
 
 namespace mka::multikueue {
 
@@ -82,6 +86,10 @@ class RemoteCluster {
   virtual std::optional<nlohmann::json> job(const api::GroupVersionKind& gvk, const std::string& key) const = 0;
   virtual void forEachJob(const api::GroupVersionKind& gvk,
                           const std::function<void(const nlohmann::json&)>& visit) const = 0;
+  // The worker's queues (every ClusterQueue and LocalQueue, not only ours) with our copies its
+  // Kueue has not reserved yet; null until both kinds are listed, and then `why` (when given)
+  // says what is missing. Rebuilt only after a change; shared, never modified.
+  virtual std::shared_ptr<const capacity::Snapshot> capacity(std::string* why = nullptr) const = 0;
 };
 
 struct ClusterRegistryOptions {
@@ -128,6 +136,9 @@ class ClusterRegistry {
   // called once when a file starts being watched, to close the window between the reconcile's
   // read and the watch's start.
   void onKubeconfigChange(std::function<void(const std::string& cluster)> callback);
+  // A connected worker's ClusterQueues or LocalQueues changed, or became readable or not: what
+  // it has room for may differ (the quota-aware dispatcher looks again, metrics follow).
+  void onCapacityChange(std::function<void(const std::string& cluster)> callback);
 
   // The cluster controller's reconcile (§3.3) for MultiKueueCluster `name`: reads it and its
   // Secret from the manager; forgets a cluster that is gone or terminating; (re)connects when

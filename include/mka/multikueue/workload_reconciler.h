@@ -1,12 +1,11 @@
 #pragma once
 // The Workload reconciler (KUEUE-MULTIKUEUE.md §2.1-§2.14) for Workloads whose admission check
 // is ours (spec.controllerName == Options::controllerName) and whose owner is a configured
-// external framework: remote Workload copies on the nominated workers (AllAtOnce, Incremental
-// or an external dispatcher's nominatedClusterNames), the first worker to admit wins and the
-// other copies go, the job copy is created there (generic adapter, marker removed), its status
-// is copied back whenever it changes, the manager's Workload is finished from the worker's,
-// evictions go both ways, a worker lost longer than workerLostTimeout sends the check to Retry,
-// and remote objects are deleted in every case of §2.10.
+// external framework: remote Workload copies on the nominated workers (AllAtOnce, Incremental,
+// our quota-aware dispatcher, or an external dispatcher's nominatedClusterNames), the first worker to admit wins and
+// the other copies go, the job copy is created there (generic adapter, marker removed), its status is copied back
+// whenever it changes, the manager's Workload is finished from the worker's, evictions go both ways, a worker lost
+// longer than workerLostTimeout sends the check to Retry, and remote objects are deleted in every case of §2.10.
 //
 // Reads come from caches (manager informers; the registry's worker informers); remote events
 // bring keys back, so a cache that lags only delays a decision. Writes: Workload status with
@@ -18,7 +17,9 @@
 // rememberDeleted() on the manager Workload informer's thread. Shared state (deleted-workload
 // cache, incremental rounds) is guarded by one mutex, never held during I/O.
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -37,6 +38,7 @@
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
 #include "mka/multikueue/adapter.h"
+#include "mka/multikueue/capacity.h"
 #include "mka/multikueue/cluster_registry.h"
 
 namespace mka::multikueue {
@@ -47,6 +49,11 @@ class DispatchObserver {
   virtual ~DispatchObserver() = default;
   virtual void workloadDispatched(const std::string& clusterQueue, const std::string& cluster) = 0;
   virtual void workloadAdmitted(const std::string& clusterQueue, const std::string& cluster) = 0;
+  // A worker's queues as they stand (null: disconnected or unreadable, its figures go).
+  virtual void workerCapacity(const std::string& cluster, std::shared_ptr<const capacity::Snapshot> snapshot) {
+    (void)cluster;
+    (void)snapshot;
+  }
 };
 
 class WorkloadReconciler {
@@ -79,6 +86,12 @@ class WorkloadReconciler {
   // dispatcher skips those already queued).
   std::vector<std::string> workloadsUsingChecks(
       const std::vector<std::string>& checks, const std::function<bool(const std::string& key)>& skip = nullptr) const;
+
+  // The quota-aware dispatcher: a worker's room changed (RemoteCluster::capacity), so rounds
+  // waiting for room end at their next reconcile; the owner enqueues waitingForRoom().
+  void capacityChanged();
+  // Workloads the quota-aware dispatcher nominated where nothing has room yet.
+  std::vector<std::string> waitingForRoom() const;
 
  private:
   struct Group;
@@ -124,6 +137,9 @@ class WorkloadReconciler {
                                      Group& group);  // (8), (9)
   std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,
                                                  controller::Result& result);
+  // The quota-aware dispatcher's nominees; `message` becomes the check's (where it looked, why not).
+  std::vector<std::string> quotaAwareNomination(const nlohmann::json& workload, const Group& group,
+                                                controller::Result& result, std::string& message);
 
   controller::Result cleanupAll(Group& group);
   void removeRemoteObjects(RemoteCluster& remote, const Group& group);
@@ -158,8 +174,15 @@ class WorkloadReconciler {
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> deleted_;             // key -> last seen Workload
   std::map<std::string, Clock::TimePoint> incrementalRound_;  // key -> current round's start
-  std::map<std::string, long long> written_;                  // key -> revision of our last status write
-  std::map<std::string, std::string> removedRemotes_;         // "cluster|gvk|key" -> uid we deleted
+  struct QuotaRound {
+    Clock::TimePoint start;
+    std::uint64_t generation = 0;  // capacityGeneration_ when it started
+    bool roomNow = false;          // a nominee had room at the last look
+  };
+  std::map<std::string, QuotaRound> quotaRound_;  // key -> the quota-aware dispatcher's round
+  std::atomic<std::uint64_t> capacityGeneration_{0};
+  std::map<std::string, long long> written_;           // key -> revision of our last status write
+  std::map<std::string, std::string> removedRemotes_;  // "cluster|gvk|key" -> uid we deleted
 };
 
 }  // namespace mka::multikueue

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace prometheus {
 class Registry;
@@ -66,6 +68,21 @@ class Metrics {
   void recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster);
   void recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster);
   void setClusterConnected(std::string_view cluster, bool connected);
+  // A worker's ClusterQueues as the dispatch loop reads them, named after Kueue's own series:
+  // multikueue_adapter_worker_cluster_queue_nominal_quota{cluster,cluster_queue,flavor,resource},
+  // ..._resource_reservation{...} (in the resource's unit) and
+  // ..._pending_workloads{cluster,cluster_queue}. Replaces the cluster's earlier series (queues
+  // gone from it go); an empty list removes them all (the worker went).
+  struct WorkerQuota {
+    std::string flavor, resource;
+    double nominal = 0, reservation = 0;
+  };
+  struct WorkerClusterQueue {
+    std::string name;
+    double pendingWorkloads = 0;
+    std::vector<WorkerQuota> quotas;
+  };
+  void setWorkerClusterQueues(std::string_view cluster, const std::vector<WorkerClusterQueue>& queues);
   // The job integration (SPEC §7.2): multikueue_adapter_integration_workloads_created_total{kind},
   // ..._jobs_resumed_total{kind}, ..._jobs_stopped_total{kind} and
   // ..._workloads_finished_total{kind,result} (result: Succeeded or Failed).
@@ -93,6 +110,13 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* dispatched_;
   prometheus::Family<prometheus::Counter>* admitted_;
   prometheus::Family<prometheus::Gauge>* clusterConnected_;
+  prometheus::Family<prometheus::Gauge>* workerNominal_;
+  prometheus::Family<prometheus::Gauge>* workerReservation_;
+  prometheus::Family<prometheus::Gauge>* workerPending_;
+  mutable std::mutex workerMutex_;
+  // cluster -> its gauges, with the family of each
+  std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>, std::less<>>
+      workerSeries_;
   prometheus::Family<prometheus::Counter>* integrationCreated_;
   prometheus::Family<prometheus::Counter>* integrationResumed_;
   prometheus::Family<prometheus::Counter>* integrationStopped_;

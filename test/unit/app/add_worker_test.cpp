@@ -43,6 +43,7 @@ TEST(AddWorkerObjects, GrantTheDispatchLoopsCallsAndBindThemToTheServiceAccount)
   const json rules = json::parse(objects[1]["rules"].dump());
   EXPECT_EQ(rules, json::parse(R"([
     {"apiGroups":["kueue.x-k8s.io"],"resources":["workloads"],"verbs":["get","list","watch","create","update","delete"]},
+    {"apiGroups":["kueue.x-k8s.io"],"resources":["clusterqueues","localqueues"],"verbs":["list","watch"]},
     {"apiGroups":["kueue.x-k8s.io"],"resources":["workloads/status"],"verbs":["update"]},
     {"apiGroups":["tekton.dev"],"resources":["pipelineruns"],"verbs":["get","list","watch","create","delete"]},
     {"apiGroups":["argoproj.io"],"resources":["workflows"],"verbs":["get","list","watch","create","delete"]}
@@ -61,8 +62,8 @@ TEST(AddWorkerObjects, EveryRowOfTheWorkerTableHasAReasonAndVerbs) {
     EXPECT_FALSE(row.verbs.empty());
     EXPECT_EQ(row.scope, deploy::Scope::Cluster);
   }
-  // Without dispatched kinds only the Workload rows remain.
-  EXPECT_EQ(deploy::workerClusterRoleRules(config::Configuration{}).size(), 2u);
+  // Without dispatched kinds only the Workload rows and the queues' row remain.
+  EXPECT_EQ(deploy::workerClusterRoleRules(config::Configuration{}).size(), 3u);
 }
 
 TEST(AddWorkerKubeconfig, IsInlineAndPassesTheDispatchersSecurityRules) {

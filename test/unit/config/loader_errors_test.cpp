@@ -110,10 +110,11 @@ std::vector<Case> unknownKeysCases() {
       {"not close, nested",
        adapterDoc("clientConnection: {timeout: 5s}\n"),
        {"clientConnection.timeout: unknown field: remove it; the fields accepted in clientConnection are qps, burst"}},
-      {"Kueue-only multiKueue keys are not ours",
-       adapterDoc("multiKueue: {incrementalDispatcherConfig: {stepSize: 2}}\n"),
-       {"multiKueue.incrementalDispatcherConfig: unknown field: remove it; the fields accepted in multiKueue are "
-        "externalFrameworks, gcInterval, origin, workerLostTimeout, dispatcherName, clusterProfile"}},
+      {"an unknown multiKueue key lists the accepted ones",
+       adapterDoc("multiKueue: {stepSize: 2}\n"),
+       {"multiKueue.stepSize: unknown field: remove it; the fields accepted in multiKueue are "
+        "externalFrameworks, gcInterval, origin, workerLostTimeout, dispatcherName, clusterProfile, "
+        "incrementalDispatcherConfig"}},
       {"a typo in an exec plugin's settings",
        adapterDoc("multiKueue: {clusterProfile: {accessProviders: [{name: p, execConfig: {command: c, apiVersion: "
                   "client.authentication.k8s.io/v1, interactiveMode: Never, argz: [x]}}]}}\n"),

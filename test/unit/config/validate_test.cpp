@@ -99,6 +99,15 @@ std::vector<BadValueCase> multiKueueValuesCases() {
        "invalid value \"a/b\": a valid label must be an empty string", "such as multikueue"},
       {"origin too long", "multiKueue: {origin: " + std::string(64, 'a') + "}\n", "multiKueue.origin",
        "must be no more than 63 characters", "at most 63"},
+      {"a step size for a dispatcher that takes none", "multiKueue: {incrementalDispatcherConfig: {stepSize: 2}}\n",
+       "multiKueue.incrementalDispatcherConfig",
+       "is only valid when dispatcherName is set to the incremental dispatcher "
+       "(kueue.x-k8s.io/multikueue-dispatcher-incremental) or ours (multikueue-adapter.dev/quota-aware)",
+       "remove it, or set multiKueue.dispatcherName"},
+      {"a step size below one",
+       "multiKueue: {dispatcherName: multikueue-adapter.dev/quota-aware, incrementalDispatcherConfig: {stepSize: 0}}\n",
+       "multiKueue.incrementalDispatcherConfig.stepSize", "must be greater than or equal to 1, not 0",
+       "at least one worker"},
   };
 }
 

@@ -46,6 +46,8 @@ const std::vector<std::string> kWorkers = {"worker1", "worker2"};
 
 const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "default", "", ""};
 const sandbox::ResourceRef kPipelineRuns{"tekton.dev", "v1", "pipelineruns", "default", "", ""};
+const sandbox::ResourceRef kQueues{"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "", ""};
+const sandbox::ResourceRef kLocalQueues{"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "", ""};
 
 // ---- objects ----------------------------------------------------------------------------
 
@@ -206,6 +208,9 @@ struct Given {
   std::map<std::string, json> remoteJobs;       // worker -> job copy
   std::string dispatcher = std::string(config::kDispatcherAllAtOnce);
   std::chrono::nanoseconds advance{0};  // the clock moves this far after the workers connect
+  // Per worker, its ClusterQueues and LocalQueues: that worker then serves both kinds, and the
+  // registry has read them before the reconcile (the quota-aware dispatcher's view).
+  std::map<std::string, std::vector<json>> workerQueues;
 };
 
 // What a case expects after one reconcile.
@@ -234,7 +239,14 @@ class World {
     crds.push_back(kCrds / "kueue.x-k8s.io_workloads.yaml");
     crds.push_back(kCrds / "tekton.dev_pipelineruns.yaml");
     manager_ = &sandbox_.addCluster({.name = "manager", .crdFiles = crds});
-    for (const auto& w : kWorkers) workers_[w] = &sandbox_.addCluster({.name = w, .crdFiles = fixture::workerCrds()});
+    for (const auto& w : kWorkers) {
+      auto workerCrds = fixture::workerCrds();
+      if (given.workerQueues.contains(w)) {
+        workerCrds.push_back(kCrds / "kueue.x-k8s.io_clusterqueues.yaml");
+        workerCrds.push_back(kCrds / "kueue.x-k8s.io_localqueues.yaml");
+      }
+      workers_[w] = &sandbox_.addCluster({.name = w, .crdFiles = workerCrds});
+    }
     manager_->api().create(fixture::kNamespaces, {{"metadata", {{"name", "kueue-system"}}}});
     managerClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(
         kube::restConfigFor(kube::Kubeconfig::parse(manager_->kubeconfig())), fastClient()));
@@ -256,9 +268,23 @@ class World {
     }
     for (const auto& [w, object] : given.remoteWorkloads) put(*workers_.at(w), kWorkloads, object);
     for (const auto& [w, object] : given.remoteJobs) put(*workers_.at(w), kPipelineRuns, object);
+    for (const auto& [w, objects] : given.workerQueues)
+      for (const auto& object : objects)
+        put(*workers_.at(w), object["kind"] == "ClusterQueue" ? kQueues : kLocalQueues, object);
 
     startCaches();
     startRegistry(given.connected, given.aliases);
+    for (const auto& [w, objects] : given.workerQueues) {
+      if (std::find(given.connected.begin(), given.connected.end(), w) == given.connected.end()) continue;
+      const auto queues = static_cast<std::size_t>(
+          std::count_if(objects.begin(), objects.end(), [](const json& o) { return o["kind"] == "ClusterQueue"; }));
+      EXPECT_TRUE(test::eventually([&] {
+        const auto remote = registry_->connected(w);
+        const auto snapshot = remote ? remote->capacity() : nullptr;
+        return snapshot && snapshot->clusterQueues().size() == queues;
+      })) << w
+          << ": queues not read";
+    }
     clock_.advance(given.advance);
 
     WorkloadReconciler::Options options;
@@ -281,6 +307,36 @@ class World {
   }
 
   WorkloadReconciler& reconciler() { return *reconciler_; }
+  // Reconciles once the manager's cache shows the Workload as stored (a reconcile that finds the
+  // cache behind its own last write waits for the informer's event, which a test calling the
+  // reconciler directly does not deliver).
+  Result reconcileWhenCached() {
+    const auto stored = managerObject(kWorkloads, "wl");
+    EXPECT_TRUE(test::eventually([&] {
+      const auto cached = workloads_->get(kKey);
+      return stored && cached && (*cached)["metadata"]["resourceVersion"] == (*stored)["metadata"]["resourceVersion"];
+    }));
+    return reconciler_->reconcile(kKey);
+  }
+  std::shared_ptr<RemoteCluster> remote(const std::string& worker) { return registry_->connected(worker); }
+  void advance(std::chrono::nanoseconds by) { clock_.advance(by); }
+  // Rewrites a worker ClusterQueue's reservation of its first flavor and waits until the
+  // registry's view shows it.
+  void setReserved(const std::string& worker, const std::string& clusterQueue, int gpus) {
+    auto ref = fixture::named(kQueues, clusterQueue);
+    auto cq = workers_.at(worker)->api().get(ref);
+    cq["status"]["flavorsReservation"][0]["resources"][0]["total"] = std::to_string(gpus);
+    ref.subresource = "status";
+    workers_.at(worker)->api().update(ref, cq);
+    EXPECT_TRUE(test::eventually([&] {
+      const auto snapshot = remote(worker)->capacity();
+      if (!snapshot) return false;
+      const auto& queues = snapshot->clusterQueues();
+      const auto it = queues.find(clusterQueue);
+      return it != queues.end() && !it->second.quotas.empty() &&
+             it->second.quotas.begin()->second.reserved == gpus * 1000;
+    }));
+  }
   const RecordingEvents& events() const { return *events_; }
   const CountingObserver& observer() const { return observer_; }
 
@@ -1032,6 +1088,209 @@ std::vector<Case> nominationAndDispatchCases() {
 }
 MKA_TABLE_TEST(WorkloadReconcilerTest, NominationAndDispatch, Case, nominationAndDispatchCases()) {
   runCase(testCase());
+}
+
+// ---- the quota-aware dispatcher: nominees by room (multikueue/capacity.h) --------------------
+
+// A worker ClusterQueue "name" with one resource group for nvidia.com/gpu: per flavor, its
+// nominal quota and reservation (status.flavorsReservation).
+struct GpuFlavor {
+  std::string name;
+  int nominal = 0, reserved = 0;
+  std::optional<int> borrowingLimit = std::nullopt;
+};
+json gpuQueue(const std::string& name, const std::vector<GpuFlavor>& flavors, const std::string& cohort = "",
+              int pending = 0) {
+  json specFlavors = json::array(), reservation = json::array();
+  for (const auto& f : flavors) {
+    json resource = {{"name", "nvidia.com/gpu"}, {"nominalQuota", std::to_string(f.nominal)}};
+    if (f.borrowingLimit) resource["borrowingLimit"] = std::to_string(*f.borrowingLimit);
+    specFlavors.push_back({{"name", f.name}, {"resources", json::array({resource})}});
+    reservation.push_back(
+        {{"name", f.name},
+         {"resources",
+          json::array({{{"name", "nvidia.com/gpu"}, {"total", std::to_string(f.reserved)}, {"borrowed", "0"}}})}});
+  }
+  json cq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+             {"kind", "ClusterQueue"},
+             {"metadata", {{"name", name}}},
+             {"spec",
+              {{"resourceGroups",
+                json::array({{{"coveredResources", json::array({"nvidia.com/gpu"})}, {"flavors", specFlavors}}})}}},
+             {"status", {{"flavorsReservation", reservation}, {"pendingWorkloads", pending}}}};
+  if (!cohort.empty()) cq["spec"]["cohortName"] = cohort;
+  return cq;
+}
+json localQueue(const std::string& clusterQueue) {
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "LocalQueue"},
+          {"metadata", {{"name", "lq"}, {"namespace", "default"}}},
+          {"spec", {{"clusterQueue", clusterQueue}}}};
+}
+// The manager's Workload asking for `gpus` in its one pod.
+json gpuWorkload(int gpus) {
+  json wl = managerWorkload();
+  wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {
+      {"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+  return wl;
+}
+
+std::vector<Case> nominationByRoomCases() {
+  const auto quotaAware = [](Case c) {
+    c.given.dispatcher = std::string(config::kDispatcherQuotaAware);
+    c.given.workload = gpuWorkload(4);
+    c.expected.checkState = "Pending";
+    c.expected.result = Result::after(minutes{5});
+    return c;
+  };
+  std::vector<Case> cases;
+  {
+    Case c = quotaAware({"fits on one worker only: the other is skipped with its shortfall", {}, {}});
+    c.given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 8, 6}}), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 0}}), localQueue("cq-gpu")}}};
+    c.expected.nominated = {"worker2"};
+    c.expected.checkMessage = "Nominated worker2; skipped worker1: cq-gpu has 2 nvidia.com/gpu free, needs 4";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c = quotaAware({"fits on both: the tighter fit first", {}, {}});
+    c.given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 16, 0}}), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 3}}), localQueue("cq-gpu")}}};
+    c.expected.nominated = {"worker2"};
+    c.expected.checkMessage = "Nominated worker2";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c = quotaAware({"the first flavor full: the second flavor has room", {}, {}});
+    c.given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 8, 8}, {"h100", 4, 0}}), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 8}}), localQueue("cq-gpu")}}};
+    c.expected.nominated = {"worker1"};
+    c.expected.checkMessage = "Nominated worker1; skipped worker2: cq-gpu has 0 nvidia.com/gpu free, needs 4";
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  {
+    Case c = quotaAware({"room borrowed in the cohort; a worker without the LocalQueue skipped", {}, {}});
+    c.given.workerQueues = {{"worker1",
+                             {gpuQueue("cq-gpu", {{"a100", 2, 0}}, "research"),
+                              gpuQueue("lender", {{"a100", 8, 0}}, "research"), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 0}})}}};
+    c.expected.nominated = {"worker1"};
+    c.expected.checkMessage = "Nominated worker1; skipped worker2: LocalQueue default/lq missing";
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  {
+    Case c = quotaAware({"borrowingLimit caps the cohort: never enough, never nominated", {}, {}});
+    c.given.workerQueues = {{"worker1",
+                             {gpuQueue("cq-gpu", {{"a100", 2, 0, 1}}, "research"),
+                              gpuQueue("lender", {{"a100", 8, 0}}, "research"), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 3, 0}}), localQueue("cq-gpu")}}};
+    c.expected.nominated = {};
+    c.expected.checkMessage =
+        "No worker can hold this workload: worker1: cq-gpu has 3 nvidia.com/gpu in all, needs 4; worker2: cq-gpu "
+        "has 3 nvidia.com/gpu in all, needs 4";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
+    Case c = quotaAware({"no room anywhere now: queued where it could run, behind the fewest", {}, {}});
+    c.given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 8, 8}}, "", 5), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 6}}, "", 1), localQueue("cq-gpu")}}};
+    c.expected.nominated = {"worker2"};
+    c.expected.checkMessage =
+        "No worker has room now; queued on worker2; worker1: cq-gpu has 0 nvidia.com/gpu free, needs 4; worker2: "
+        "cq-gpu has 2 nvidia.com/gpu free, needs 4";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c = quotaAware({"a copy the worker has not reserved yet counts as used there", {}, {}});
+    json other = remoteCopy();
+    other["metadata"]["name"] = "other";
+    other["spec"] = gpuWorkload(4)["spec"];
+    c.given.remoteWorkloads = {{"worker2", other}};
+    // Both have 8 free by their status; the copy waiting on worker2 leaves 4 there, the tighter fit.
+    c.given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 16, 8}}), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 0}}), localQueue("cq-gpu")}}};
+    c.expected.nominated = {"worker2"};
+    c.expected.checkMessage = "Nominated worker2";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", true}};
+    c.expected.dispatched = {"cq/worker2"};
+    cases.push_back(c);
+  }
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, QuotaAwareNomination, Case, nominationByRoomCases()) { runCase(testCase()); }
+
+Given waitingForRoom() {
+  Given given;
+  given.dispatcher = std::string(config::kDispatcherQuotaAware);
+  given.workload = gpuWorkload(4);
+  given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 8, 8}}), localQueue("cq-gpu")}},
+                        {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 8}}, "", 3), localQueue("cq-gpu")}}};
+  return given;
+}
+
+// The round waits for room where it could run; freed room elsewhere moves it there, but only
+// once the registry says the room changed (an event, not a timer), or the round times out.
+TEST(WorkloadReconcilerQuotaAware, FreedRoomElsewhereReNominatesOnTheCapacityEvent) {
+  World world(waitingForRoom());
+  world.reconcileWhenCached();
+  EXPECT_EQ(nominatedClusters(*world.managerObject(kWorkloads, "wl")), std::vector<std::string>{"worker1"});
+  EXPECT_EQ(world.reconciler().waitingForRoom(), std::vector<std::string>{kKey});
+
+  world.setReserved("worker2", "cq-gpu", 0);
+  world.reconcileWhenCached();
+  EXPECT_EQ(nominatedClusters(*world.managerObject(kWorkloads, "wl")), std::vector<std::string>{"worker1"})
+      << "no capacity event yet: the round goes on";
+
+  world.reconciler().capacityChanged();
+  world.reconcileWhenCached();
+  const auto wl = world.managerObject(kWorkloads, "wl");
+  EXPECT_EQ(nominatedClusters(*wl), std::vector<std::string>{"worker2"});
+  EXPECT_EQ(findCheckState(*wl, kCheck)->value("message", ""),
+            "Nominated worker2; skipped worker1: cq-gpu has 0 "
+            "nvidia.com/gpu free, needs 4");
+  EXPECT_FALSE(world.workerObject("worker1", kWorkloads).has_value()) << "the waiting copy goes";
+  EXPECT_TRUE(world.workerObject("worker2", kWorkloads).has_value());
+  EXPECT_TRUE(world.reconciler().waitingForRoom().empty());
+}
+
+TEST(WorkloadReconcilerQuotaAware, ARoundWaitingForRoomEndsAfterTheRoundTimeout) {
+  World world(waitingForRoom());
+  world.reconcileWhenCached();
+  world.setReserved("worker2", "cq-gpu", 0);
+  world.advance(minutes{4});
+  world.reconcileWhenCached();
+  EXPECT_EQ(nominatedClusters(*world.managerObject(kWorkloads, "wl")), std::vector<std::string>{"worker1"});
+  world.advance(minutes{1});
+  world.reconcileWhenCached();
+  EXPECT_EQ(nominatedClusters(*world.managerObject(kWorkloads, "wl")), std::vector<std::string>{"worker2"});
+}
+
+TEST(WorkloadReconcilerQuotaAware, AWorkerWhoseQueuesCannotBeReadIsSkippedSayingWhy) {
+  Given given = waitingForRoom();
+  given.workerQueues.erase("worker2");  // no ClusterQueue kind there
+  given.workerQueues["worker1"] = {gpuQueue("cq-gpu", {{"a100", 8, 0}}), localQueue("cq-gpu")};
+  World world(given);
+  ASSERT_TRUE(test::eventually([&] {
+    std::string why;
+    return world.remote("worker2")->capacity(&why) == nullptr && why.find("cannot be read") != std::string::npos;
+  }));
+  world.reconcileWhenCached();
+  const auto wl = world.managerObject(kWorkloads, "wl");
+  EXPECT_EQ(nominatedClusters(*wl), std::vector<std::string>{"worker1"});
+  EXPECT_THAT(findCheckState(*wl, kCheck)->value("message", ""),
+              ::testing::StartsWith("Nominated worker1; skipped worker2: room unknown, its ClusterQueues or "
+                                    "LocalQueues cannot be read: "));
 }
 
 }  // namespace

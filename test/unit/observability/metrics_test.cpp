@@ -113,6 +113,38 @@ TEST(MetricsTest, TheInitialLoadSetsTheGaugeWithoutCountingAReload) {
   EXPECT_FALSE(contains(text, "multikueue_adapter_config_reloads_total{")) << text;
 }
 
+TEST(MetricsTest, WorkerClusterQueuesReplaceTheClustersSeriesAndGoWithIt) {
+  Metrics metrics;
+  metrics.setWorkerClusterQueues(
+      "worker1", {{"cq-gpu", 3, {{"a100", "nvidia.com/gpu", 8, 6}}}, {"cq-cpu", 0, {{"default", "cpu", 64, 1.5}}}});
+  metrics.setWorkerClusterQueues("worker2", {{"cq-gpu", 1, {{"a100", "nvidia.com/gpu", 4, 0}}}});
+  auto text = metrics.render();
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_worker_cluster_queue_nominal_quota{cluster="worker1",cluster_queue="cq-gpu",flavor="a100",resource="nvidia.com/gpu"} 8)"))
+      << text;
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_worker_cluster_queue_resource_reservation{cluster="worker1",cluster_queue="cq-cpu",flavor="default",resource="cpu"} 1.5)"))
+      << text;
+  EXPECT_TRUE(contains(
+      text, R"(multikueue_adapter_worker_cluster_queue_pending_workloads{cluster="worker1",cluster_queue="cq-gpu"} 3)"))
+      << text;
+
+  // worker1 now has one queue: the other's series go; worker2's stay.
+  metrics.setWorkerClusterQueues("worker1", {{"cq-gpu", 0, {{"a100", "nvidia.com/gpu", 8, 8}}}});
+  text = metrics.render();
+  EXPECT_FALSE(contains(text, R"(cluster="worker1",cluster_queue="cq-cpu")")) << text;
+  EXPECT_TRUE(contains(
+      text,
+      R"(multikueue_adapter_worker_cluster_queue_resource_reservation{cluster="worker1",cluster_queue="cq-gpu",flavor="a100",resource="nvidia.com/gpu"} 8)"))
+      << text;
+  metrics.setWorkerClusterQueues("worker1", {});
+  text = metrics.render();
+  EXPECT_FALSE(contains(text, R"(cluster="worker1")")) << text;
+  EXPECT_TRUE(contains(text, R"(cluster="worker2",cluster_queue="cq-gpu")")) << text;
+}
+
 TEST(MetricsTest, BuildInfoSaysTheVersion) {
   Metrics metrics;
   metrics.setBuildInfo("v1.2.3-4-gabcdef");
