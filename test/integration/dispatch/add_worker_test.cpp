@@ -15,6 +15,7 @@
 #include "mka/config/loader.h"
 #include "mka/deploy/worker_access.h"
 #include "mka/kube/kubeconfig.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 
 namespace mka::e2e {
@@ -33,9 +34,10 @@ struct Outcome {
   std::string out, err;
 };
 
-class AddWorker : public ::testing::Test, protected DispatchFixture {
- protected:
-  void SetUp() override {
+// worker2 un-onboarded beside the running dispatch loop, and what the tests read of it.
+class Onboarding : public DispatchFixture {
+ public:
+  void setUp() {
     setUpEnvironment({.startWorkerKueues = false});
     env_->startKueue(kWorker);
     // worker2 as it is before onboarding: Kueue installed (its namespace), nothing on the manager.
@@ -48,7 +50,6 @@ class AddWorker : public ::testing::Test, protected DispatchFixture {
     kubeconfigs_ = env_->sandbox().writeKubeconfigs(dir_.path());
     startAdapter();
   }
-  void TearDown() override { tearDownEnvironment(); }
 
   app::WorkerCommandOptions options() const {
     app::WorkerCommandOptions o;
@@ -104,6 +105,37 @@ class AddWorker : public ::testing::Test, protected DispatchFixture {
 
   test::TempDir dir_{"mka-add-worker"};
   std::map<std::string, std::filesystem::path> kubeconfigs_;
+};
+
+class AddWorker : public ::testing::Test, protected Onboarding {
+ protected:
+  void SetUp() override { setUp(); }
+  void TearDown() override { tearDownEnvironment(); }
+};
+
+// A refused command writes nothing: one environment, quiet and with a second
+// MultiKueueConfig, serves every case of a table.
+class AddWorkerRefused : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    onboarding_ = std::make_unique<Onboarding>();
+    onboarding_->setUp();
+    onboarding_->quiesce();
+    onboarding_->env_->create("manager", {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                          {"kind", "MultiKueueConfig"},
+                                          {"metadata", {{"name", "other-config"}}},
+                                          {"spec", {{"clusters", {"worker1"}}}}});
+    ready_ = !HasFatalFailure();
+  }
+  static void TearDownTestSuite() {
+    ready_ = false;
+    if (onboarding_) onboarding_->tearDownEnvironment();
+    onboarding_.reset();
+  }
+  void SetUp() override { ASSERT_TRUE(ready_) << "the environment was not set up (SetUpTestSuite failed)"; }
+
+  inline static std::unique_ptr<Onboarding> onboarding_;
+  inline static bool ready_ = false;
 };
 
 // Whether RBAC would allow `r` by the ClusterRole's rules.
@@ -236,19 +268,14 @@ TEST_F(AddWorker, RemoveWorkerLeavesNothingBehind) {
   EXPECT_THAT(again.out, HasSubstr("nothing to remove"));
 }
 
-TEST_F(AddWorker, FailuresNameTheClusterAndTheObjectAndWriteNothing) {
-  quiesce();
-  env_->create("manager", {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                           {"kind", "MultiKueueConfig"},
-                           {"metadata", {{"name", "other-config"}}},
-                           {"spec", {{"clusters", {"worker1"}}}}});
-  struct Case {
-    std::string name;
-    std::function<void(app::WorkerCommandOptions&)> change;
-    bool remove = false;
-    std::vector<std::string> messages;
-  };
-  const std::vector<Case> cases = {
+struct AddWorkerRefusal {
+  std::string name;
+  std::function<void(app::WorkerCommandOptions&)> change;
+  bool remove = false;
+  std::vector<std::string> messages;
+};
+std::vector<AddWorkerRefusal> addWorkerRefusals() {
+  return {
       {"several MultiKueueConfigs",
        {},
        false,
@@ -270,18 +297,21 @@ TEST_F(AddWorker, FailuresNameTheClusterAndTheObjectAndWriteNothing) {
        true,
        {"manager (context manager", "MultiKueueConfig other-config lists only worker1", "at least one cluster"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto manager = revision("manager"), worker = revision(kWorker);
-    auto o = options();
-    o.multiKueueConfig = "";
-    if (c.change) c.change(o);
-    const auto outcome = c.remove ? remove(o) : add(o);
-    EXPECT_EQ(outcome.code, 1);
-    for (const auto& m : c.messages) EXPECT_THAT(outcome.err, HasSubstr(m));
-    EXPECT_EQ(revision(kWorker), worker);
-    EXPECT_EQ(revision("manager"), manager);
-  }
+}
+
+MKA_TABLE_TEST_F(AddWorkerRefused, FailuresNameTheClusterAndTheObjectAndWriteNothing, AddWorkerRefusal,
+                 addWorkerRefusals()) {
+  const auto& c = testCase();
+  auto& env = *onboarding_;
+  const auto manager = env.revision("manager"), worker = env.revision(kWorker);
+  auto o = env.options();
+  o.multiKueueConfig = "";
+  if (c.change) c.change(o);
+  const auto outcome = c.remove ? env.remove(o) : env.add(o);
+  EXPECT_EQ(outcome.code, 1);
+  for (const auto& m : c.messages) EXPECT_THAT(outcome.err, HasSubstr(m));
+  EXPECT_EQ(env.revision(kWorker), worker);
+  EXPECT_EQ(env.revision("manager"), manager);
 }
 
 }  // namespace onboarding_test

@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "mka/api/kueue.h"
@@ -15,6 +17,7 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
+#include "support/table_test.h"
 
 namespace mka::e2e {
 namespace {
@@ -34,13 +37,16 @@ json workflow(const std::string& ns, const std::string& name, const json& labels
           {"spec", {{"entrypoint", "main"}, {"templates", json::array({{{"name", "main"}}})}}}};
 }
 
+// One cluster per table, set up once: a case creates a Workflow of its own name, or updates one
+// of the two set up here in a way no other case depends on.
 class WebhookRouting : public ::testing::Test {
  protected:
-  WebhookRouting() {
+  static void SetUpTestSuite() {
+    sandbox_ = std::make_unique<sandbox::Sandbox>();
     sandbox::ClusterOptions options;
     options.name = "manager";
     options.crdFiles = {std::string(MKA_FIXTURES_DIR) + "/crds/argoproj.io_workflows.minimal.yaml"};
-    cluster_ = &sandbox_.addCluster(options);
+    cluster_ = &sandbox_->addCluster(options);
     api().create(kNamespaces,
                  {{"metadata", {{"name", kOptedIn}, {"labels", {{deploy::kDefaultQueueNamespaceLabel, "true"}}}}}});
     // Jobs that exist before the webhooks: their updates are what the UPDATE cases look at.
@@ -61,9 +67,16 @@ class WebhookRouting : public ::testing::Test {
            "", "", ""},
           json::parse(manifest.object.dump()));
     }
+    ready_ = true;
   }
+  static void TearDownTestSuite() {
+    ready_ = false;
+    cluster_ = nullptr;
+    sandbox_.reset();
+  }
+  void SetUp() override { ASSERT_TRUE(ready_) << "the cluster was not set up (SetUpTestSuite failed)"; }
 
-  sandbox::ClusterApi& api() { return cluster_->api(); }
+  static sandbox::ClusterApi& api() { return cluster_->api(); }
   static sandbox::ResourceRef ref(const std::string& ns, const std::string& name = "") {
     auto r = kWorkflows;
     r.namespace_ = ns;
@@ -85,18 +98,27 @@ class WebhookRouting : public ::testing::Test {
     }
   }
 
-  sandbox::Sandbox sandbox_;
-  sandbox::Cluster* cluster_ = nullptr;
+  inline static std::unique_ptr<sandbox::Sandbox> sandbox_;
+  inline static sandbox::Cluster* cluster_ = nullptr;
+  inline static bool ready_ = false;
 };
 
-TEST_F(WebhookRouting, OnlyJobsMeantForKueueAreSentToTheWebhooks) {
-  struct Case {
-    std::string name;
-    std::string namespace_;
-    json labels;
-    std::string wantWebhook;  // "" = never sent
-  };
-  const std::vector<Case> cases = {
+// A Workflow name of the case's own, from its name.
+std::string workflowNameOf(const std::string& caseName) {
+  std::string name = "created-";
+  for (const char ch : test::caseName(caseName))
+    name += ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+struct RoutingCreateCase {
+  std::string name;
+  std::string namespace_;
+  json labels;
+  std::string wantWebhook;  // "" = never sent
+};
+std::vector<RoutingCreateCase> routingCreateCases() {
+  return {
       {"a Workflow without Kueue labels", "default", json::object(), ""},
       {"a queued Workflow", "default", {{api::kQueueNameLabel, "user-queue"}}, "mutate.multikueue-adapter.dev"},
       {"a Workflow naming only its prebuilt Workload",
@@ -107,23 +129,23 @@ TEST_F(WebhookRouting, OnlyJobsMeantForKueueAreSentToTheWebhooks) {
        json::object(), "mutate-default-queue.multikueue-adapter.dev"},
       {"a Workflow with other labels", "default", {{"app", "etl"}}, ""},
   };
-  int i = 0;
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const std::string name = "created-" + std::to_string(i++);
-    EXPECT_EQ(failedWebhook([&] { api().create(ref(c.namespace_), workflow(c.namespace_, name, c.labels)); }),
-              c.wantWebhook);
-  }
 }
 
-TEST_F(WebhookRouting, UpdatesAreSentWhenTheOldOrTheNewObjectCarriesAKueueLabel) {
-  struct Case {
-    std::string name;
-    std::string job;
-    std::function<void(json&)> change;
-    std::string wantWebhook;
-  };
-  const std::vector<Case> cases = {
+MKA_TABLE_TEST_F(WebhookRouting, OnlyJobsMeantForKueueAreSentToTheWebhooks, RoutingCreateCase, routingCreateCases()) {
+  const auto& c = testCase();
+  const std::string name = workflowNameOf(c.name);
+  EXPECT_EQ(failedWebhook([&] { api().create(ref(c.namespace_), workflow(c.namespace_, name, c.labels)); }),
+            c.wantWebhook);
+}
+
+struct RoutingUpdateCase {
+  std::string name;
+  std::string job;
+  std::function<void(json&)> change;
+  std::string wantWebhook;
+};
+std::vector<RoutingUpdateCase> routingUpdateCases() {
+  return {
       {"an unlabelled Workflow's status (Argo writes it through the object)", "plain",
        [](json& wf) {
          wf["status"] = {{"phase", "Running"}};
@@ -143,12 +165,14 @@ TEST_F(WebhookRouting, UpdatesAreSentWhenTheOldOrTheNewObjectCarriesAKueueLabel)
        [](json& wf) { wf["metadata"]["labels"].erase(std::string(api::kQueueNameLabel)); },
        "validate.multikueue-adapter.dev"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    json job = api().get(ref("default", c.job));
-    c.change(job);
-    EXPECT_EQ(failedWebhook([&] { api().update(ref("default", c.job), job); }), c.wantWebhook);
-  }
+}
+
+MKA_TABLE_TEST_F(WebhookRouting, UpdatesAreSentWhenTheOldOrTheNewObjectCarriesAKueueLabel, RoutingUpdateCase,
+                 routingUpdateCases()) {
+  const auto& c = testCase();
+  json job = api().get(ref("default", c.job));
+  c.change(job);
+  EXPECT_EQ(failedWebhook([&] { api().update(ref("default", c.job), job); }), c.wantWebhook);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/table_test.h"
+
 namespace mka::api {
 namespace {
 
@@ -54,23 +56,31 @@ TEST(WorkloadViewTest, ReadsTheFieldsTheCrdDefines) {
   EXPECT_EQ(&wl.podSets(), &kWorkload["spec"]["podSets"]);
 }
 
-TEST(WorkloadViewTest, MissingOrMistypedFieldsReadAsEmpty) {
+struct MistypedWorkload {
+  std::string name;  // the object's JSON
+  json object;
+};
+std::vector<MistypedWorkload> mistypedWorkloads() {
+  std::vector<MistypedWorkload> cases;
   for (const json& object : {json::object(), json(nullptr), json::parse(R"({"metadata": 1, "spec": [],
-        "status": {"admission": "x", "admissionChecks": {}, "conditions": 3, "clusterName": 4}})")}) {
-    SCOPED_TRACE(object.dump());
-    const WorkloadView wl(object);
-    EXPECT_EQ(wl.name(), "");
-    EXPECT_EQ(wl.generation(), 0);
-    EXPECT_EQ(wl.label("a"), "");
-    EXPECT_TRUE(wl.ownerReferences().empty());
-    EXPECT_TRUE(wl.active()) << "spec.active defaults to true";
-    EXPECT_TRUE(wl.podSets().empty());
-    EXPECT_EQ(wl.admittedClusterQueue(), "");
-    EXPECT_EQ(wl.clusterName(), "");
-    EXPECT_TRUE(wl.nominatedClusterNames().empty());
-    EXPECT_TRUE(wl.admissionChecks().empty());
-    EXPECT_FALSE(wl.quotaReserved());
-  }
+        "status": {"admission": "x", "admissionChecks": {}, "conditions": 3, "clusterName": 4}})")})
+    cases.push_back({object.dump(), object});
+  return cases;
+}
+
+MKA_TABLE_TEST(WorkloadViewTest, MissingOrMistypedFieldsReadAsEmpty, MistypedWorkload, mistypedWorkloads()) {
+  const WorkloadView wl(testCase().object);
+  EXPECT_EQ(wl.name(), "");
+  EXPECT_EQ(wl.generation(), 0);
+  EXPECT_EQ(wl.label("a"), "");
+  EXPECT_TRUE(wl.ownerReferences().empty());
+  EXPECT_TRUE(wl.active()) << "spec.active defaults to true";
+  EXPECT_TRUE(wl.podSets().empty());
+  EXPECT_EQ(wl.admittedClusterQueue(), "");
+  EXPECT_EQ(wl.clusterName(), "");
+  EXPECT_TRUE(wl.nominatedClusterNames().empty());
+  EXPECT_TRUE(wl.admissionChecks().empty());
+  EXPECT_FALSE(wl.quotaReserved());
 }
 
 TEST(AdmissionCheckViewTest, ControllerNameAndParameters) {

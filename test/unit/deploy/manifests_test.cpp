@@ -171,18 +171,27 @@ TEST(ShippedManifests, TheStreamReadsBackAsTheObjectsWithTheConfigurationVerbati
 }
 
 // A configuration a literal block cannot hold exactly still reads back exactly.
-TEST(ManifestYaml, ConfigurationTextsOfEveryShapeReadBackVerbatim) {
-  const auto cfg = parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n");
+struct ConfigurationText {
+  std::string name;  // the text as a JSON string
+  std::string text;
+};
+std::vector<ConfigurationText> configurationTexts() {
+  std::vector<ConfigurationText> cases;
   for (const std::string text : {"a: 1\n", "a: 1", "a: 1\n\n\n", "  indented: 1\n", "\n\na: 1\n", "a: \"x\"\r\nb: 2\n",
-                                 "a: 1\n\tb\n", "# only a comment\n", "a: |\n  x\n   y\n"}) {
-    SCOPED_TRACE(json(text).dump());
-    const auto manifests = renderManifests(cfg, text);
-    const auto back = yaml::parseJson(toYamlStream(manifests), yaml::Limits::forManifests());
-    const auto it =
-        std::find_if(back.begin(), back.end(), [](const json& o) { return o.value("kind", "") == "ConfigMap"; });
-    ASSERT_NE(it, back.end());
-    EXPECT_EQ(it->at("data").at("config.yaml"), text);
-  }
+                                 "a: 1\n\tb\n", "# only a comment\n", "a: |\n  x\n   y\n"})
+    cases.push_back({json(text).dump(), text});
+  return cases;
+}
+
+MKA_TABLE_TEST(ManifestYaml, ConfigurationTextsOfEveryShapeReadBackVerbatim, ConfigurationText, configurationTexts()) {
+  const auto& c = testCase();
+  const auto cfg = parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n");
+  const auto manifests = renderManifests(cfg, c.text);
+  const auto back = yaml::parseJson(toYamlStream(manifests), yaml::Limits::forManifests());
+  const auto it =
+      std::find_if(back.begin(), back.end(), [](const json& o) { return o.value("kind", "") == "ConfigMap"; });
+  ASSERT_NE(it, back.end());
+  EXPECT_EQ(it->at("data").at("config.yaml"), c.text);
 }
 
 // The webhooks' rules name exactly the configured kinds, dispatched and integrated, each once,

@@ -14,32 +14,37 @@ namespace {
 
 using nlohmann::json;
 
-TEST(WorkloadName, IsKueuesFormula) {
-  struct Case {
-    api::GroupVersionKind gvk;
-    std::string name, uid, want;
-  };
-  const std::vector<Case> cases = {
-      {{"batch", "v1", "Job"}, "test-job", "test-job", "job-test-job-ce737"},
-      {{"batch", "v1", "Job"}, "name", "uid", "job-name-ef3a1"},
+struct WorkloadNameCase {
+  std::string name;  // the Workload's name wanted
+  api::GroupVersionKind gvk;
+  std::string jobName, uid;
+};
+std::vector<WorkloadNameCase> workloadNameCases() {
+  return {
+      {"job-test-job-ce737", {"batch", "v1", "Job"}, "test-job", "test-job"},
+      {"job-name-ef3a1", {"batch", "v1", "Job"}, "name", "uid"},
       // KUEUE-JOBFRAMEWORK scenario 2: a 260-character owner name is cut to fit 253 characters.
-      {{"batch", "v1", "Job"},
+      {"job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-"
+       "media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-architect-"
+       "validation-checked-approved-by-l-218b8",
+       {"batch", "v1", "Job"},
        "marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-media-"
        "engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-architect-"
        "validation-checked-approved-by-legal-and-ops-dept",
-       "uid",
-       "job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-"
-       "media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-architect-"
-       "validation-checked-approved-by-l-218b8"},
-      {{"tekton.dev", "v1", "PipelineRun"},
+       "uid"},
+      {"pipelinerun-build-42-644ab",
+       {"tekton.dev", "v1", "PipelineRun"},
        "build-42",
-       "11111111-2222-3333-4444-555555555555",
-       "pipelinerun-build-42-644ab"},
+       "11111111-2222-3333-4444-555555555555"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.want);
-    EXPECT_EQ(workloadName(c.gvk, c.name, c.uid), c.want);
-  }
+}
+
+MKA_TABLE_TEST(WorkloadName, IsKueuesFormula, WorkloadNameCase, workloadNameCases()) {
+  const auto& c = testCase();
+  EXPECT_EQ(workloadName(c.gvk, c.jobName, c.uid), c.name);
+}
+
+TEST(WorkloadName, HashesNoVersionAndFitsAnyLength) {
   EXPECT_EQ(workloadName({"tekton.dev", "v2", "PipelineRun"}, "build-42", "11111111-2222-3333-4444-555555555555"),
             "pipelinerun-build-42-644ab")
       << "the version is not hashed";
@@ -71,14 +76,14 @@ json trainingJob(const json& spec) {
 
 const json kPod = {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
 
-TEST(PodSetsFromRules, CountsAndTemplatesOrTheFieldThatIsWrong) {
-  struct Case {
-    std::string name;
-    json spec;
-    json podSets;                    // when no error
-    std::optional<RuleError> error;  // else
-  };
-  const std::vector<Case> cases = {
+struct PodSetsFromRulesCase {
+  std::string name;
+  json spec;
+  json podSets;                    // when no error
+  std::optional<RuleError> error;  // else
+};
+std::vector<PodSetsFromRulesCase> podSetsFromRulesCases() {
+  return {
       {"count read from its path",
        {{"replicas", 4}, {"launcher", kPod}, {"template", kPod}},
        {{{"name", "launcher"}, {"count", 1}, {"template", kPod}},
@@ -103,13 +108,15 @@ TEST(PodSetsFromRules, CountsAndTemplatesOrTheFieldThatIsWrong) {
        nullptr,
        RuleError{"spec.launcher", "the pod set launcher's template must be a pod template (an object), not string"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto result = podSetsFromRules(trainingJob(c.spec), trainingRun());
-    EXPECT_EQ(result.error, c.error);
-    if (!c.error) {
-      EXPECT_EQ(result.podSets, c.podSets);
-    }
+}
+
+MKA_TABLE_TEST(PodSetsFromRules, CountsAndTemplatesOrTheFieldThatIsWrong, PodSetsFromRulesCase,
+               podSetsFromRulesCases()) {
+  const auto& c = testCase();
+  const auto result = podSetsFromRules(trainingJob(c.spec), trainingRun());
+  EXPECT_EQ(result.error, c.error);
+  if (!c.error) {
+    EXPECT_EQ(result.podSets, c.podSets);
   }
 }
 

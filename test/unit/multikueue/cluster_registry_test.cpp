@@ -18,6 +18,7 @@
 #include "mka/sandbox/api_error.h"
 #include "sandbox_fixture.h"
 #include "support/eventually.h"
+#include "support/table_test.h"
 #include "support/temp_dir.h"
 #include "support/thrown.h"
 
@@ -496,36 +497,55 @@ TEST_F(ClusterRegistryTest, PathKubeconfigChangedOnDiskAsksForAReconcileThatReco
   EXPECT_EQ(clusterActive("worker1")["reason"], "Active");
 }
 
-// Scenarios 80 and 99.
-TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
-  const auto prefix = dir / "kubeconfigs";
+// Scenarios 80 and 99. What a case's path points at: a kubeconfig under the prefix
+// (kubeconfigs/worker1), one outside it, a link under the prefix to the outside one, and one in
+// a sibling directory whose name starts with the prefix's (kubeconfigs-other).
+struct PrefixLayout {
+  fs::path prefix, outside, sibling;
+};
+const std::string kNotUnder = "kubeconfig path is not under the allowed prefix: ";
+// The error for a path that resolves to `file`, outside the prefix.
+std::string outsideThePrefixError(const fs::path& file, const PrefixLayout& l) {
+  return kNotUnder + "\"" + fs::canonical(file).string() + "\" is not under \"" + fs::canonical(l.prefix).string() +
+         "\"";
+}
+
+struct PathKubeconfigCase {
+  std::string name;
+  std::function<std::string(const PrefixLayout&)> path, error;
+  bool watched = false;  // only a file that may be loaded is watched (the watcher reads it)
+};
+std::vector<PathKubeconfigCase> pathKubeconfigCases() {
+  return {
+      {"dotdot", [](const PrefixLayout& l) { return (l.prefix / ".." / "outside.kubeconfig").string(); },
+       [](const PrefixLayout&) { return kNotUnder + "path contains \"..\""; }},
+      {"relative", [](const PrefixLayout&) { return std::string("kubeconfigs/worker1"); },
+       [](const PrefixLayout&) { return kNotUnder + "path must be absolute"; }},
+      {"outside", [](const PrefixLayout& l) { return l.outside.string(); },
+       [](const PrefixLayout& l) { return outsideThePrefixError(l.outside, l); }},
+      {"symlink-escape", [](const PrefixLayout& l) { return (l.prefix / "link").string(); },
+       [](const PrefixLayout& l) { return outsideThePrefixError(l.outside, l); }},
+      {"sibling-prefix", [](const PrefixLayout& l) { return l.sibling.string(); },
+       [](const PrefixLayout& l) { return outsideThePrefixError(l.sibling, l); }},
+      // Under the prefix: watched, its creation must be noticed.
+      {"missing", [](const PrefixLayout& l) { return (l.prefix / "missing").string(); },
+       [](const PrefixLayout&) {
+         return std::string("cannot resolve kubeconfig path symlinks: No such file or directory");
+       },
+       true},
+  };
+}
+
+MKA_TABLE_TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused, PathKubeconfigCase,
+                 pathKubeconfigCases()) {
+  const auto& c = testCase();
+  const PrefixLayout layout{dir / "kubeconfigs", dir / "outside.kubeconfig", dir / "kubeconfigs-other/worker1"};
   dir.write("kubeconfigs/worker1", worker1.kubeconfig());
-  const auto outside = dir.write("outside.kubeconfig", worker1.kubeconfig());
-  const auto sibling = dir.write("kubeconfigs-other/worker1", worker1.kubeconfig());
-  fs::create_symlink(outside, prefix / "link");
-  const auto canonicalPrefix = fs::canonical(prefix).string();
-  const std::string notUnder = "kubeconfig path is not under the allowed prefix: ";
-  struct Case {
-    std::string name, path, error;
-  };
-  const std::vector<Case> cases = {
-      {"dotdot", (prefix / ".." / "outside.kubeconfig").string(), notUnder + "path contains \"..\""},
-      {"relative", "kubeconfigs/worker1", notUnder + "path must be absolute"},
-      {"outside", outside.string(),
-       notUnder + "\"" + fs::canonical(outside).string() + "\" is not under \"" + canonicalPrefix + "\""},
-      {"symlink-escape", (prefix / "link").string(),
-       notUnder + "\"" + fs::canonical(outside).string() + "\" is not under \"" + canonicalPrefix + "\""},
-      {"sibling-prefix", sibling.string(),
-       notUnder + "\"" + fs::canonical(sibling).string() + "\" is not under \"" + canonicalPrefix + "\""},
-      {"missing", (prefix / "missing").string(), "cannot resolve kubeconfig path symlinks: No such file or directory"},
-  };
-  // An empty path is refused by kube-apiserver already (the CRD's minLength on location).
-  EXPECT_THAT(test::messageOf<sandbox::ApiError>([&] {
-                createCluster("empty", {{"kubeConfig", {{"location", ""}, {"locationType", "Path"}}}});
-              }),
-              HasSubstr("spec.clusterSource.kubeConfig.location in body should be at least 1 chars long"));
+  dir.write("outside.kubeconfig", worker1.kubeconfig());
+  dir.write("kubeconfigs-other/worker1", worker1.kubeconfig());
+  fs::create_symlink(layout.outside, layout.prefix / "link");
   auto options = registryOptions();
-  options.pathPrefix = prefix;
+  options.pathPrefix = layout.prefix;
   auto& r = startRegistry(options);
   std::mutex mutex;
   std::set<std::string> watched;  // a watch starting asks for one reconcile, synchronously
@@ -533,51 +553,62 @@ TEST_F(ClusterRegistryTest, PathKubeconfigsOutsideThePrefixAreRefused) {
     std::lock_guard lock(mutex);
     watched.insert(cluster);
   });
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    createCluster(c.name, {{"kubeConfig", {{"location", c.path}, {"locationType", "Path"}}}});
-    EXPECT_EQ(reconcileError(c.name), "failed to load client config, reason: BadKubeConfig, error: " + c.error);
-    const auto active = clusterActive(c.name);
-    EXPECT_EQ(active["status"], "False");
-    EXPECT_EQ(active["reason"], "BadKubeConfig");
-    EXPECT_EQ(active["message"], "load client config failed: " + c.error);
-    EXPECT_EQ(r.connected(c.name), nullptr);
-  }
-  // Only a file that may be loaded is watched (the watcher reads it): here, the missing one
-  // under the prefix, whose creation must be noticed.
+  const std::string error = c.error(layout);
+  createCluster(c.name, {{"kubeConfig", {{"location", c.path(layout)}, {"locationType", "Path"}}}});
+  EXPECT_EQ(reconcileError(c.name), "failed to load client config, reason: BadKubeConfig, error: " + error);
+  const auto active = clusterActive(c.name);
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], "BadKubeConfig");
+  EXPECT_EQ(active["message"], "load client config failed: " + error);
+  EXPECT_EQ(r.connected(c.name), nullptr);
   std::lock_guard lock(mutex);
-  EXPECT_EQ(watched, std::set<std::string>{"missing"});
+  EXPECT_EQ(watched, c.watched ? std::set<std::string>{c.name} : std::set<std::string>{});
+}
+
+// An empty path is refused by kube-apiserver already (the CRD's minLength on location).
+TEST_F(ClusterRegistryTest, AnEmptyKubeconfigPathIsRefusedByTheCrd) {
+  EXPECT_THAT(test::messageOf<sandbox::ApiError>([&] {
+                createCluster("empty", {{"kubeConfig", {{"location", ""}, {"locationType", "Path"}}}});
+              }),
+              HasSubstr("spec.clusterSource.kubeConfig.location in body should be at least 1 chars long"));
 }
 
 // Scenarios 84 and 94.
-TEST_F(ClusterRegistryTest, InsecureKubeconfigsAreRefusedAndDisconnectAnExistingClient) {
-  struct Case {
-    std::string name, kubeconfig, error;
-  };
-  const auto server = worker1.server();
-  const std::vector<Case> cases = {
-      {"token-file", fixture::kubeconfigFor(server, worker1.caPem(), "t", "", "    tokenFile: /var/run/token\n"),
-       "tokenFile is not allowed"},
-      {"insecure-tls", fixture::kubeconfigFor(server, worker1.caPem(), "t", "    insecure-skip-tls-verify: true\n"),
+struct InsecureKubeconfigCase {
+  std::string name;
+  std::string clusterExtra, userExtra;  // kubeconfigFor()'s extra lines
+  std::string error;
+};
+std::vector<InsecureKubeconfigCase> insecureKubeconfigCases() {
+  return {
+      {"token-file", "", "    tokenFile: /var/run/token\n", "tokenFile is not allowed"},
+      {"insecure-tls", "    insecure-skip-tls-verify: true\n", "",
        "insecure TLS verification is not allowed for cluster worker"},
-      {"ca-file", fixture::kubeconfigFor(server, worker1.caPem(), "t", "    certificate-authority: /etc/ca.crt\n"),
+      {"ca-file", "    certificate-authority: /etc/ca.crt\n", "",
        "certificate-authority file paths are not allowed, use certificate-authority-data for cluster worker"},
   };
-  auto& r = startRegistry(registryOptions());
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    createSecretCluster(c.name, c.kubeconfig);
-    EXPECT_EQ(reconcileError(c.name), "failed to load client config, reason: InsecureKubeConfig, error: " + c.error);
-    const auto active = clusterActive(c.name);
-    EXPECT_EQ(active["reason"], "InsecureKubeConfig");
-    EXPECT_EQ(active["message"], "load client config failed: " + c.error);
-  }
+}
 
-  // A connected worker whose Secret turns insecure is disconnected, but kept.
+MKA_TABLE_TEST_F(ClusterRegistryTest, InsecureKubeconfigsAreRefused, InsecureKubeconfigCase,
+                 insecureKubeconfigCases()) {
+  const auto& c = testCase();
+  startRegistry(registryOptions());
+  createSecretCluster(c.name,
+                      fixture::kubeconfigFor(worker1.server(), worker1.caPem(), "t", c.clusterExtra, c.userExtra));
+  EXPECT_EQ(reconcileError(c.name), "failed to load client config, reason: InsecureKubeConfig, error: " + c.error);
+  const auto active = clusterActive(c.name);
+  EXPECT_EQ(active["reason"], "InsecureKubeConfig");
+  EXPECT_EQ(active["message"], "load client config failed: " + c.error);
+}
+
+// A connected worker whose Secret turns insecure is disconnected, but kept.
+TEST_F(ClusterRegistryTest, AnInsecureKubeconfigDisconnectsAnExistingClient) {
+  auto& r = startRegistry(registryOptions());
   createSecretCluster("worker1", worker1.kubeconfig());
   ASSERT_TRUE(connect("worker1"));
   clock.advance(seconds{30});
-  putSecret("worker1", cases[0].kubeconfig);
+  putSecret("worker1",
+            fixture::kubeconfigFor(worker1.server(), worker1.caPem(), "t", "", "    tokenFile: /var/run/token\n"));
   EXPECT_THAT(reconcileError("worker1"), HasSubstr("reason: InsecureKubeConfig"));
   EXPECT_EQ(r.connected("worker1"), nullptr);
   EXPECT_EQ(r.disconnectedSince("worker1"), clock.now());
@@ -737,59 +768,65 @@ TEST_F(ClusterProfileTest, APluginFailureLeavesTheClusterInactiveSayingWhatFaile
   EXPECT_TRUE(connect("worker1"));
 }
 
-TEST_F(ClusterProfileTest, ProfilesThatCannotBeUsedAreRefusedWithKueuesReasons) {
-  struct Case {
-    std::string name;
-    std::optional<std::vector<std::string>> configured;  // nullopt: no multiKueue.clusterProfile
-    json providers;                                      // the profile's; null: no profile
-    std::string reason;
-    std::string message;  // after "load client config failed: "
-    bool thrown = true;   // false: a missing profile waits for its own event
-  };
-  const std::vector<Case> cases = {
-      {"no providers configured", std::nullopt, json::array({provider()}), "BadClusterProfile",
+struct UnusableProfileCase {
+  std::string name;
+  std::optional<std::vector<std::string>> configured;  // nullopt: no multiKueue.clusterProfile
+  // The profile's access providers, each provider(name, extra cluster fields); nullopt: no profile.
+  std::optional<std::vector<std::pair<std::string, json>>> providers;
+  std::string reason;
+  std::string message;  // after "load client config failed: "
+  bool thrown = true;   // false: a missing profile waits for its own event
+};
+std::vector<UnusableProfileCase> unusableProfileCases() {
+  using Providers = std::vector<std::pair<std::string, json>>;
+  return {
+      {"no providers configured", std::nullopt, Providers{{"token-provider", json::object()}}, "BadClusterProfile",
        "no access provider configured (list the providers the ClusterProfiles offer, with their exec plugins, in the "
        "adapter's multiKueue.clusterProfile.accessProviders)"},
-      {"no such profile", std::vector<std::string>{"token-provider"}, nullptr, "BadClusterProfile",
+      {"no such profile", std::vector<std::string>{"token-provider"}, std::nullopt, "BadClusterProfile",
        "clusterprofiles.multicluster.x-k8s.io \"w1\" not found in namespace kueue-system", false},
       {"none of the profile's providers is configured", std::vector<std::string>{"token-provider", "vault"},
-       json::array({provider("ocm"), provider("gke")}), "BadClusterProfile",
+       Providers{{"ocm", json::object()}, {"gke", json::object()}}, "BadClusterProfile",
        "no matching cluster accessor found for cluster profile \"w1\": it offers [ocm, gke] (status.accessProviders) "
        "and the adapter is configured for [token-provider, vault] (multiKueue.clusterProfile.accessProviders); add one "
        "of the profile's providers to the configuration, or have the cluster manager publish one of the configured "
        "ones"},
       {"an untrusted server", std::vector<std::string>{"token-provider"},
-       json::array({provider("token-provider", {{"server", "https://bad_host:6443"}})}), "BadRestConfig",
+       Providers{{"token-provider", {{"server", "https://bad_host:6443"}}}}, "BadRestConfig",
        "untrusted server endpoint"},
       {"a proxy", std::vector<std::string>{"token-provider"},
-       json::array({provider("token-provider", {{"proxy-url", "http://proxy:3128"}})}), "BadRestConfig",
+       Providers{{"token-provider", {{"proxy-url", "http://proxy:3128"}}}}, "BadRestConfig",
        "proxy-url \"http://proxy:3128\" is not supported: the adapter connects to workers directly; publish a server "
        "the manager reaches without a proxy"},
   };
+}
+
+MKA_TABLE_TEST_F(ClusterProfileTest, ProfilesThatCannotBeUsedAreRefusedWithKueuesReasons, UnusableProfileCase,
+                 unusableProfileCases()) {
+  const auto& c = testCase();
   pluginPrints(worker1.token());
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto cluster = "c" + std::to_string(&c - cases.data());
-    if (!c.providers.is_null()) putProfile("w1", c.providers);
-    createProfileCluster(cluster, "w1");
-    auto options = c.configured ? withProviders(*c.configured) : registryOptions();
-    auto& r = startRegistry(std::move(options));
-    const auto error = reconcileError(cluster);
-    if (c.thrown) {
-      EXPECT_EQ(error, "failed to load client config, reason: " + c.reason + ", error: " + c.message);
-    } else {
-      EXPECT_EQ(error, "") << "no error: the profile's event brings the cluster back";
-    }
-    const auto active = clusterActive(cluster);
-    EXPECT_EQ(active["status"], "False");
-    EXPECT_EQ(active["reason"], c.reason);
-    EXPECT_EQ(active["message"], "load client config failed: " + c.message);
-    EXPECT_EQ(r.connected(cluster), nullptr);
-    EXPECT_EQ(r.clustersUsingProfile("w1"), std::vector<std::string>{cluster});
-    EXPECT_TRUE(runs().empty()) << "no plugin runs for a profile that cannot be used";
-    registry->stop();
-    if (!c.providers.is_null()) manager.api().remove(fixture::named(fixture::kProfiles, "w1"));
+  const std::string cluster = "c";
+  if (c.providers) {
+    json providers = json::array();
+    for (const auto& [name, extra] : *c.providers) providers.push_back(provider(name, extra));
+    putProfile("w1", providers);
   }
+  createProfileCluster(cluster, "w1");
+  auto options = c.configured ? withProviders(*c.configured) : registryOptions();
+  auto& r = startRegistry(std::move(options));
+  const auto error = reconcileError(cluster);
+  if (c.thrown) {
+    EXPECT_EQ(error, "failed to load client config, reason: " + c.reason + ", error: " + c.message);
+  } else {
+    EXPECT_EQ(error, "") << "no error: the profile's event brings the cluster back";
+  }
+  const auto active = clusterActive(cluster);
+  EXPECT_EQ(active["status"], "False");
+  EXPECT_EQ(active["reason"], c.reason);
+  EXPECT_EQ(active["message"], "load client config failed: " + c.message);
+  EXPECT_EQ(r.connected(cluster), nullptr);
+  EXPECT_EQ(r.clustersUsingProfile("w1"), std::vector<std::string>{cluster});
+  EXPECT_TRUE(runs().empty()) << "no plugin runs for a profile that cannot be used";
 }
 
 TEST_F(ClusterProfileTest, AChangedProfileReconnects) {

@@ -123,27 +123,33 @@ std::string bodyOf(const std::string& response) {
   return end == std::string::npos ? "" : response.substr(end + 4);
 }
 
+// The tests' limits: 64 KiB bodies, 4 KiB of header fields.
+EventServerOptions limitedEventServerOptions() {
+  EventServerOptions options;
+  options.host = "127.0.0.1";
+  options.maxBodyBytes = 64 * 1024;
+  options.maxHeaderBytes = 4 * 1024;
+  return options;
+}
+
+// Echoes what it was given: "<method> <path> <content type> <body>".
+void echoRequest(const ServerRequest& req, ServerResponse& res) {
+  res.contentType = "text/plain";
+  res.body = std::string(req.method) + " " + std::string(req.path) + " " + std::string(req.contentType) + " " +
+             std::string(req.body);
+}
+
 class EventServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    options_.host = "127.0.0.1";
-    options_.maxBodyBytes = 64 * 1024;
-    options_.maxHeaderBytes = 4 * 1024;
-  }
+  void SetUp() override { options_ = limitedEventServerOptions(); }
 
   void TearDown() override {
     if (server_) server_->stop();
   }
 
-  // The handler echoes what it was given: "<method> <path> <content type> <body>".
+  // The handler echoes by default.
   void start(EventServer::Handler handler = {}) {
-    if (!handler) {
-      handler = [](const ServerRequest& req, ServerResponse& res) {
-        res.contentType = "text/plain";
-        res.body = std::string(req.method) + " " + std::string(req.path) + " " + std::string(req.contentType) + " " +
-                   std::string(req.body);
-      };
-    }
+    if (!handler) handler = echoRequest;
     server_ = std::make_unique<EventServer>(options_, certs_.reloader, std::move(handler));
     port_ = server_->start();
   }
@@ -299,14 +305,13 @@ TEST_F(EventServerTest, AThousandKeepAliveConnectionsWithPipelinedRequestsEachGe
   EXPECT_EQ(server_->connectionsAccepted(), static_cast<std::uint64_t>(kConnections));
 }
 
-TEST_F(EventServerTest, RefusesWhatItWillNotReadAndClosesTheConnection) {
-  start();
-  struct Case {
-    std::string name;
-    std::string request;
-    std::string status;
-  };
-  const std::vector<Case> cases = {
+struct EventServerRefusal {
+  std::string name;
+  std::string request;
+  std::string status;
+};
+std::vector<EventServerRefusal> eventServerRefusals() {
+  return {
       {"body over the limit", post("/x", std::string(64 * 1024 + 1, 'a')), "413"},
       {"chunked body", "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", "411"},
       {"POST without Content-Length", "POST /x HTTP/1.1\r\nHost: x\r\n\r\n", "411"},
@@ -314,15 +319,39 @@ TEST_F(EventServerTest, RefusesWhatItWillNotReadAndClosesTheConnection) {
       {"headers over the limit", post("/x", "{}", "X-Big: " + std::string(5000, 'h') + "\r\n"), "431"},
       {"not HTTP", "HELLO\r\n\r\n", "400"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    RawTls raw(port_);
-    ASSERT_TRUE(raw.send(c.request));
-    const auto response = raw.readResponse();
-    EXPECT_EQ(response.substr(0, 12), "HTTP/1.1 " + c.status) << response;
-    EXPECT_NE(response.find("Connection: close\r\n"), std::string::npos) << response;
-    EXPECT_TRUE(raw.closedByServer());
+}
+
+// One echoing server for every case of a table, started once: each case has a connection of
+// its own, which the server closes.
+class EventServerRefusals : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    certs_ = std::make_unique<test::ServingCertificates>();
+    server_ = std::make_unique<EventServer>(limitedEventServerOptions(), certs_->reloader, echoRequest);
+    port_ = server_->start();
   }
+  static void TearDownTestSuite() {
+    if (server_) server_->stop();
+    server_.reset();
+    certs_.reset();
+    port_ = 0;
+  }
+  void SetUp() override { ASSERT_NE(port_, 0) << "the server did not start (SetUpTestSuite failed)"; }
+
+  inline static std::unique_ptr<test::ServingCertificates> certs_;
+  inline static std::unique_ptr<EventServer> server_;
+  inline static int port_ = 0;
+};
+
+MKA_TABLE_TEST_F(EventServerRefusals, RefusesWhatItWillNotReadAndClosesTheConnection, EventServerRefusal,
+                 eventServerRefusals()) {
+  const auto& c = testCase();
+  RawTls raw(port_);
+  ASSERT_TRUE(raw.send(c.request));
+  const auto response = raw.readResponse();
+  EXPECT_EQ(response.substr(0, 12), "HTTP/1.1 " + c.status) << response;
+  EXPECT_NE(response.find("Connection: close\r\n"), std::string::npos) << response;
+  EXPECT_TRUE(raw.closedByServer());
 }
 
 TEST_F(EventServerTest, TheErrorRendererWritesTheServersOwnRefusals) {

@@ -15,6 +15,7 @@
 #include "mka/placement/api.h"
 #include "mka/placement/workload_check_reconciler.h"
 #include "mka/sandbox/sandbox.h"
+#include "support/table_test.h"
 
 namespace mka::placement {
 namespace {
@@ -352,29 +353,30 @@ TEST_F(PlacementSandbox, AnUndecidedWorkersClusterIsKeptWhileWorkloadsNeedIt) {
   EXPECT_TRUE(r.placementsKeepingFor(manager.api().get(named(kWorkloads, "wl1"))).empty());
 }
 
-TEST_F(PlacementSandbox, ClusterSourceIsASecretOrAClusterProfile) {
-  struct Case {
-    std::string name;
-    bool profiles;
-    json source;
-  };
-  const std::vector<Case> cases = {
+struct ClusterSourceCase {
+  std::string name;
+  bool profiles;
+  json source;
+};
+std::vector<ClusterSourceCase> clusterSourceCases() {
+  return {
       {"profiles off: the kubeconfig Secret multikueue-<cluster>",
        false,
        {{"kubeConfig", {{"locationType", "Secret"}, {"location", "multikueue-cluster1"}}}}},
       {"profiles on: the ClusterProfile <cluster>", true, {{"clusterProfileRef", {{"name", "cluster1"}}}}},
   };
+}
+
+MKA_TABLE_TEST_F(PlacementSandbox, ClusterSourceIsASecretOrAClusterProfile, ClusterSourceCase, clusterSourceCases()) {
+  const auto& c = testCase();
   manager.api().create(kChecks, placementCheck("ac1", "p1"));
   placement("p1");
   decision("p1", 1, {"cluster1"});
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto r = reconciler(c.profiles);
-    converge(r, "ac1");
-    const auto cluster = manager.api().get(named(kClusters, "p1-cluster1"));
-    EXPECT_EQ(cluster["spec"]["clusterSource"], c.source);
-    EXPECT_EQ(cluster["metadata"]["labels"][std::string(kGeneratedForLabel)], "p1");
-  }
+  auto r = reconciler(c.profiles);
+  converge(r, "ac1");
+  const auto cluster = manager.api().get(named(kClusters, "p1-cluster1"));
+  EXPECT_EQ(cluster["spec"]["clusterSource"], c.source);
+  EXPECT_EQ(cluster["metadata"]["labels"][std::string(kGeneratedForLabel)], "p1");
 }
 
 TEST_F(PlacementSandbox, FinalizerFirstThenCleanupOnDeletion) {

@@ -6,6 +6,7 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 #include "support/thrown.h"
 
 namespace mka::sandbox {
@@ -14,7 +15,17 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
+struct ClusterApiCreateRefusal {
+  std::string name;
+  std::function<void(ClusterApi& api)> call;
+  int code;
+  std::string message;
+};
+
 class ClusterApiTest : public ::testing::Test {
+ public:
+  static std::vector<ClusterApiCreateRefusal> createRefusals();
+
  protected:
   ClusterApiTest() : api("test", registry, store, clock) {
     api.create(nsRef(), json{{"metadata", {{"name", "default"}}}});
@@ -68,69 +79,65 @@ TEST_F(ClusterApiTest, CreateFillsServerFields) {
   EXPECT_EQ(api.get(prRef(meta["name"])), created);
 }
 
-TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses) {
-  api.create(prRef(), pipelineRun("taken"));
-  struct Case {
-    std::string name;
-    std::function<void()> call;
-    int code;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
-      {"duplicate", [&] { api.create(prRef(), pipelineRun("taken")); }, 409,
+std::vector<ClusterApiCreateRefusal> ClusterApiTest::createRefusals() {
+  return {
+      {"duplicate", [](ClusterApi& api) { api.create(prRef(), pipelineRun("taken")); }, 409,
        "pipelineruns.tekton.dev \"taken\" already exists"},
       {"missing namespace",
-       [&] {
+       [](ClusterApi& api) {
          api.create({"tekton.dev", "v1", "pipelineruns", "nowhere", "", ""}, pipelineRun("x"));
        },
        404, "namespaces \"nowhere\" not found"},
       {"namespace mismatch",
-       [&] {
+       [](ClusterApi& api) {
          auto o = pipelineRun("x");
          o["metadata"]["namespace"] = "other";
          api.create(prRef(), o);
        },
        400, "does not match the namespace sent on the request"},
-      {"bad name", [&] { api.create(prRef(), pipelineRun("Bad_Name")); }, 422,
+      {"bad name", [](ClusterApi& api) { api.create(prRef(), pipelineRun("Bad_Name")); }, 422,
        "metadata.name: Invalid value: \"Bad_Name\""},
       {"no name",
-       [&] {
+       [](ClusterApi& api) {
          api.create(prRef(), json{{"spec", json::object()}});
        },
        422, "metadata.name: Required value"},
       {"wrong kind",
-       [&] {
+       [](ClusterApi& api) {
          auto o = pipelineRun("x");
          o["kind"] = "TaskRun";
          api.create(prRef(), o);
        },
        400, "does not match the expected kind"},
       {"resourceVersion set",
-       [&] {
+       [](ClusterApi& api) {
          auto o = pipelineRun("x");
          o["metadata"]["resourceVersion"] = "5";
          api.create(prRef(), o);
        },
        400, "resourceVersion should not be set on objects to be created"},
       {"unknown resource",
-       [&] {
+       [](ClusterApi& api) {
          api.create({"tekton.dev", "v1", "taskruns", "default", "", ""}, pipelineRun("x"));
        },
        404, "the server could not find the requested resource"},
       {"bad label value",
-       [&] {
+       [](ClusterApi& api) {
          auto o = pipelineRun("x");
          o["metadata"]["labels"]["a"] = "not valid!";
          api.create(prRef(), o);
        },
        422, "metadata.labels: Invalid value: \"not valid!\""},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto e = mka::test::thrownBy<ApiError>(c.call);
-    EXPECT_EQ(e.code(), c.code);
-    EXPECT_THAT(e.what(), HasSubstr(c.message));
-  }
+}
+
+MKA_TABLE_TEST_F(ClusterApiTest, CreateRefusesWhatKubeApiserverRefuses, ClusterApiCreateRefusal,
+                 ClusterApiTest::createRefusals()) {
+  const auto& c = testCase();
+  api.create(prRef(), pipelineRun("taken"));
+  auto e = mka::test::thrownBy<ApiError>([&] { c.call(api); });
+  EXPECT_EQ(e.code(), c.code);
+  EXPECT_THAT(e.what(), HasSubstr(c.message));
 }
 
 TEST_F(ClusterApiTest, DryRunStoresNothing) {

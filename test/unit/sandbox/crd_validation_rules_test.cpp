@@ -8,6 +8,7 @@
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 #include "support/thrown.h"
 
 namespace mka::sandbox {
@@ -102,13 +103,13 @@ class CrdValidationRules : public ::testing::Test {
   ClusterApi api;
 };
 
-TEST_F(CrdValidationRules, WorkloadsTheAdapterCouldGetWrongAreRefusedWithKubesMessages) {
-  struct Case {
-    std::string name;
-    std::function<json(json)> change;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+struct WorkloadRuleRefusal {
+  std::string name;
+  std::function<json(json)> change;
+  std::string message;
+};
+std::vector<WorkloadRuleRefusal> workloadRuleRefusals() {
+  return {
       {"a priority class name without a priority",
        [](json wl) {
          wl["spec"]["priorityClassName"] = "high";
@@ -133,11 +134,16 @@ TEST_F(CrdValidationRules, WorkloadsTheAdapterCouldGetWrongAreRefusedWithKubesMe
        "priorityClassName is set, spec.podSets[0]: Invalid value: \"object\": minCount should be positive and less "
        "or equal to count]"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(refusal([&] { api.create(wlRef(), c.change(workload())); }), c.message);
-    EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(wlRef("wl")); }).code(), 404) << "nothing stored";
-  }
+}
+
+MKA_TABLE_TEST_F(CrdValidationRules, WorkloadsTheAdapterCouldGetWrongAreRefusedWithKubesMessages, WorkloadRuleRefusal,
+                 workloadRuleRefusals()) {
+  const auto& c = testCase();
+  EXPECT_EQ(refusal([&] { api.create(wlRef(), c.change(workload())); }), c.message);
+  EXPECT_EQ(mka::test::thrownBy<ApiError>([&] { api.get(wlRef("wl")); }).code(), 404) << "nothing stored";
+}
+
+TEST_F(CrdValidationRules, AWorkloadThatKeepsTheRulesIsStored) {
   auto valid = workload();
   valid["spec"]["priorityClassName"] = "high";
   valid["spec"]["priority"] = 100;

@@ -116,19 +116,16 @@ const json* findResource(const json& list, const std::string& name) {
   return nullptr;
 }
 
-struct ResourceCase {
+struct DiscoveryResourceCase {
   std::string name;
   std::string group, version, resource;
   json expected;
 };
 
-TEST(Discovery, DescribesEachResourceAndItsStatusSubresource) {
-  ResourceRegistry registry;
-  registry.applyCrd(test::pipelineRunCrd());
-  registry.applyCrd(test::argoWorkflowCrd());
+std::vector<DiscoveryResourceCase> discoveryResourceCases() {
   const json allVerbs = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};
   const json statusVerbs = {"get", "patch", "update"};
-  const std::vector<ResourceCase> cases = {
+  return {
       {"namespaces",
        "",
        "v1",
@@ -245,19 +242,24 @@ TEST(Discovery, DescribesEachResourceAndItsStatusSubresource) {
        "leases",
        {{"name", "leases"}, {"singularName", "lease"}, {"namespaced", true}, {"kind", "Lease"}, {"verbs", allVerbs}}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto list = registry.apiResourceList(c.group, c.version);
-    ASSERT_TRUE(list.has_value());
-    EXPECT_EQ(list->at("kind"), "APIResourceList");
-    EXPECT_EQ(list->at("groupVersion"), c.group.empty() ? c.version : c.group + "/" + c.version);
-    const json* found = findResource(*list, c.resource);
-    if (c.expected.is_null()) {
-      EXPECT_EQ(found, nullptr);
-    } else {
-      ASSERT_NE(found, nullptr) << list->dump();
-      EXPECT_EQ(*found, c.expected);
-    }
+}
+
+MKA_TABLE_TEST(Discovery, DescribesEachResourceAndItsStatusSubresource, DiscoveryResourceCase,
+               discoveryResourceCases()) {
+  const auto& c = testCase();
+  ResourceRegistry registry;
+  registry.applyCrd(test::pipelineRunCrd());
+  registry.applyCrd(test::argoWorkflowCrd());
+  const auto list = registry.apiResourceList(c.group, c.version);
+  ASSERT_TRUE(list.has_value());
+  EXPECT_EQ(list->at("kind"), "APIResourceList");
+  EXPECT_EQ(list->at("groupVersion"), c.group.empty() ? c.version : c.group + "/" + c.version);
+  const json* found = findResource(*list, c.resource);
+  if (c.expected.is_null()) {
+    EXPECT_EQ(found, nullptr);
+  } else {
+    ASSERT_NE(found, nullptr) << list->dump();
+    EXPECT_EQ(*found, c.expected);
   }
 }
 

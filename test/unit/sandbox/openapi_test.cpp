@@ -6,6 +6,7 @@
 #include "mka/sandbox/resource_registry.h"
 #include "mka/yaml/json.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 
 namespace mka::sandbox {
 namespace {
@@ -55,15 +56,15 @@ std::string schemaOf(const json& doc, const Gvk& gvk) {
   return "";
 }
 
-struct KindCase {
+struct OpenApiKindCase {
   std::string name;
   Gvk gvk;
   std::string schemaName;
   bool strategicMerge;
 };
 
-const std::vector<KindCase>& kindCases() {
-  static const std::vector<KindCase> cases = {
+std::vector<OpenApiKindCase> openApiKindCases() {
+  return {
       {"ConfigMap", {"", "v1", "ConfigMap"}, "io.k8s.api.core.v1.ConfigMap", true},
       {"Namespace", {"", "v1", "Namespace"}, "io.k8s.api.core.v1.Namespace", true},
       {"Secret", {"", "v1", "Secret"}, "io.k8s.api.core.v1.Secret", true},
@@ -90,41 +91,36 @@ const std::vector<KindCase>& kindCases() {
       {"ClusterQueue", {"kueue.x-k8s.io", "v1beta2", "ClusterQueue"}, "io.x-k8s.kueue.v1beta2.ClusterQueue", false},
       {"Workflow", {"argoproj.io", "v1alpha1", "Workflow"}, "io.argoproj.v1alpha1.Workflow", false},
   };
-  return cases;
 }
 
-TEST(OpenApiV3, EveryKindTellsKubectlTheServerValidatesFields) {
-  for (const auto& c : kindCases()) {
-    SCOPED_TRACE(c.name);
-    const auto doc = sharedRegistry().openApiV3(c.gvk.group, c.gvk.version);
-    ASSERT_TRUE(doc.has_value());
-    EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "fieldValidation"));
-    EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "fieldManager"));
-    EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "force"));
-    EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "dryRun"));
-    EXPECT_FALSE(supportsQueryParam(*doc, c.gvk, "labelSelector"));
-    EXPECT_EQ(schemaOf(*doc, c.gvk), c.schemaName);
-    EXPECT_EQ(schemaOf(*doc, {c.gvk.group, c.gvk.version, c.gvk.kind + "List"}), c.schemaName + "List");
-  }
+MKA_TABLE_TEST(OpenApiV3, EveryKindTellsKubectlTheServerValidatesFields, OpenApiKindCase, openApiKindCases()) {
+  const auto& c = testCase();
+  const auto doc = sharedRegistry().openApiV3(c.gvk.group, c.gvk.version);
+  ASSERT_TRUE(doc.has_value());
+  EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "fieldValidation"));
+  EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "fieldManager"));
+  EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "force"));
+  EXPECT_TRUE(supportsQueryParam(*doc, c.gvk, "dryRun"));
+  EXPECT_FALSE(supportsQueryParam(*doc, c.gvk, "labelSelector"));
+  EXPECT_EQ(schemaOf(*doc, c.gvk), c.schemaName);
+  EXPECT_EQ(schemaOf(*doc, {c.gvk.group, c.gvk.version, c.gvk.kind + "List"}), c.schemaName + "List");
 }
 
-TEST(OpenApiV3, OffersStrategicMergePatchForBuiltinsOnly) {
-  for (const auto& c : kindCases()) {
-    SCOPED_TRACE(c.name);
-    const auto doc = sharedRegistry().openApiV3(c.gvk.group, c.gvk.version);
-    ASSERT_TRUE(doc.has_value());
-    std::size_t patches = 0;
-    for (const auto& [path, item] : doc->at("paths").items()) {
-      if (!item.contains("patch") || item["patch"]["x-kubernetes-group-version-kind"] != gvkObject(c.gvk)) continue;
-      ++patches;
-      const auto& content = item["patch"].at("requestBody").at("content");
-      EXPECT_TRUE(content.contains("application/apply-patch+yaml")) << path;
-      EXPECT_TRUE(content.contains("application/merge-patch+json")) << path;
-      EXPECT_TRUE(content.contains("application/json-patch+json")) << path;
-      EXPECT_EQ(content.contains("application/strategic-merge-patch+json"), c.strategicMerge) << path;
-    }
-    EXPECT_GE(patches, 1u);
+MKA_TABLE_TEST(OpenApiV3, OffersStrategicMergePatchForBuiltinsOnly, OpenApiKindCase, openApiKindCases()) {
+  const auto& c = testCase();
+  const auto doc = sharedRegistry().openApiV3(c.gvk.group, c.gvk.version);
+  ASSERT_TRUE(doc.has_value());
+  std::size_t patches = 0;
+  for (const auto& [path, item] : doc->at("paths").items()) {
+    if (!item.contains("patch") || item["patch"]["x-kubernetes-group-version-kind"] != gvkObject(c.gvk)) continue;
+    ++patches;
+    const auto& content = item["patch"].at("requestBody").at("content");
+    EXPECT_TRUE(content.contains("application/apply-patch+yaml")) << path;
+    EXPECT_TRUE(content.contains("application/merge-patch+json")) << path;
+    EXPECT_TRUE(content.contains("application/json-patch+json")) << path;
+    EXPECT_EQ(content.contains("application/strategic-merge-patch+json"), c.strategicMerge) << path;
   }
+  EXPECT_GE(patches, 1u);
 }
 
 TEST(OpenApiV3, DocumentsWriteOperationsWithTheirQueryParameters) {
@@ -167,14 +163,14 @@ TEST(OpenApiV3, DocumentsWriteOperationsWithTheirQueryParameters) {
   EXPECT_EQ(paths["/apis/tekton.dev/v1/pipelineruns"].size(), 2u);  // get + parameters
 }
 
-struct PathCase {
+struct OpenApiPathCase {
   std::string name;
   std::string group, version, path;
   std::vector<std::string> methods;  // empty: the path must not exist
 };
 
-TEST(OpenApiV3, HasPathsForScopeAndSubresources) {
-  const std::vector<PathCase> cases = {
+std::vector<OpenApiPathCase> openApiPathCases() {
+  return {
       {"cluster-scoped collection",
        "kueue.x-k8s.io",
        "v1beta2",
@@ -215,21 +211,22 @@ TEST(OpenApiV3, HasPathsForScopeAndSubresources) {
        "/apis/tekton.dev/v1beta1/namespaces/{namespace}/pipelineruns/{name}",
        {"get", "put", "patch", "delete"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const auto doc = sharedRegistry().openApiV3(c.group, c.version);
-    ASSERT_TRUE(doc);
-    const auto& paths = doc->at("paths");
-    if (c.methods.empty()) {
-      EXPECT_FALSE(paths.contains(c.path));
-      continue;
-    }
-    ASSERT_TRUE(paths.contains(c.path));
-    std::set<std::string> methods;
-    for (const auto& [k, v] : paths[c.path].items())
-      if (k != "parameters") methods.insert(k);
-    EXPECT_EQ(methods, std::set<std::string>(c.methods.begin(), c.methods.end()));
+}
+
+MKA_TABLE_TEST(OpenApiV3, HasPathsForScopeAndSubresources, OpenApiPathCase, openApiPathCases()) {
+  const auto& c = testCase();
+  const auto doc = sharedRegistry().openApiV3(c.group, c.version);
+  ASSERT_TRUE(doc);
+  const auto& paths = doc->at("paths");
+  if (c.methods.empty()) {
+    EXPECT_FALSE(paths.contains(c.path));
+    return;
   }
+  ASSERT_TRUE(paths.contains(c.path));
+  std::set<std::string> methods;
+  for (const auto& [k, v] : paths[c.path].items())
+    if (k != "parameters") methods.insert(k);
+  EXPECT_EQ(methods, std::set<std::string>(c.methods.begin(), c.methods.end()));
 }
 
 void collectRefs(const json& node, std::set<std::string>& out) {

@@ -133,12 +133,15 @@ struct LookupCase {
   bool found;
 };
 
-TEST(ResourceRegistry, LooksUpOnlyServedVersions) {
-  ResourceRegistry registry;
+// Registers the PipelineRun CRD with v1beta1 not served.
+void applyPipelineRunsServedAsV1Only(ResourceRegistry& registry) {
   json crd = pipelineRunCrd();
   crd["spec"]["versions"][0]["served"] = false;  // v1beta1
   registry.applyCrd(crd);
-  const std::vector<LookupCase> cases = {
+}
+
+std::vector<LookupCase> servedVersionLookupCases() {
+  return {
       {"served version", "tekton.dev", "v1", "pipelineruns", true},
       {"version not served", "tekton.dev", "v1beta1", "pipelineruns", false},
       {"unknown version", "tekton.dev", "v2", "pipelineruns", false},
@@ -147,10 +150,18 @@ TEST(ResourceRegistry, LooksUpOnlyServedVersions) {
       {"core group needs v1", "", "v2", "configmaps", false},
       {"kind is not a plural", "tekton.dev", "v1", "PipelineRun", false},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_EQ(registry.byResource(c.group, c.version, c.plural).has_value(), c.found);
-  }
+}
+
+MKA_TABLE_TEST(ResourceRegistry, LooksUpOnlyServedVersions, LookupCase, servedVersionLookupCases()) {
+  const auto& c = testCase();
+  ResourceRegistry registry;
+  applyPipelineRunsServedAsV1Only(registry);
+  EXPECT_EQ(registry.byResource(c.group, c.version, c.plural).has_value(), c.found);
+}
+
+TEST(ResourceRegistry, LooksUpKindsOfServedVersionsOnly) {
+  ResourceRegistry registry;
+  applyPipelineRunsServedAsV1Only(registry);
   EXPECT_TRUE(registry.byKind("tekton.dev", "v1", "PipelineRun"));
   EXPECT_FALSE(registry.byKind("tekton.dev", "v1beta1", "PipelineRun"));
   EXPECT_FALSE(registry.byKind("tekton.dev", "v1", "pipelinerun"));

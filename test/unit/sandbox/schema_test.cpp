@@ -185,17 +185,24 @@ MKA_TABLE_TEST(ApplyDefaults, FollowsStructuralDefaulting, JsonCase, defaultCase
 
 struct ListTypeCase {
   std::string name;
-  json schema;
+  const json& (*schema)();  // called by the case, not by the table: the CRDs are read from files
   std::vector<std::string> path;
   ListType::Kind kind;
   std::vector<std::string> keys;
 };
 
-TEST(ListTypeAt, AnswersForRealAndMetadataLists) {
-  const json& workload = workloadSchema();
-  const json setSchema = {{"type", "object"},
-                          {"properties", {{"tags", {{"type", "array"}, {"x-kubernetes-list-type", "set"}}}}}};
-  const std::vector<ListTypeCase> cases = {
+std::vector<ListTypeCase> listTypeCases() {
+  const auto workload = &workloadSchema;
+  const auto setSchema = []() -> const json& {
+    static const json schema = {{"type", "object"},
+                                {"properties", {{"tags", {{"type", "array"}, {"x-kubernetes-list-type", "set"}}}}}};
+    return schema;
+  };
+  const auto none = []() -> const json& {
+    static const json schema = nullptr;
+    return schema;
+  };
+  return {
       {"workload conditions by type", workload, {"status", "conditions"}, ListType::Kind::Map, {"type"}},
       {"admission checks by name", workload, {"status", "admissionChecks"}, ListType::Kind::Map, {"name"}},
       {"pod sets by name", workload, {"spec", "podSets"}, ListType::Kind::Map, {"name"}},
@@ -214,31 +221,32 @@ TEST(ListTypeAt, AnswersForRealAndMetadataLists) {
       {"finalizers are a set", workload, {"metadata", "finalizers"}, ListType::Kind::Set, {}},
       {"owner references by uid", workload, {"metadata", "ownerReferences"}, ListType::Kind::Map, {"uid"}},
       {"managed fields are atomic", workload, {"metadata", "managedFields"}, ListType::Kind::Atomic, {}},
-      {"metadata lists without a schema", nullptr, {"metadata", "finalizers"}, ListType::Kind::Set, {}},
-      {"other lists without a schema", nullptr, {"spec", "items"}, ListType::Kind::Atomic, {}},
+      {"metadata lists without a schema", none, {"metadata", "finalizers"}, ListType::Kind::Set, {}},
+      {"other lists without a schema", none, {"spec", "items"}, ListType::Kind::Atomic, {}},
       {"set", setSchema, {"tags"}, ListType::Kind::Set, {}},
       {"pipeline run conditions",
-       versionSchema(pipelineRunCrd(), "v1"),
+       []() -> const json& { return versionSchema(pipelineRunCrd(), "v1"); },
        {"status", "conditions"},
        ListType::Kind::Atomic,
        {}},
       {"pipeline run params are atomic",
-       versionSchema(pipelineRunCrd(), "v1"),
+       []() -> const json& { return versionSchema(pipelineRunCrd(), "v1"); },
        {"spec", "params"},
        ListType::Kind::Atomic,
        {}},
       {"open argo spec",
-       versionSchema(argoWorkflowCrd(), "v1alpha1"),
+       []() -> const json& { return versionSchema(argoWorkflowCrd(), "v1alpha1"); },
        {"spec", "templates"},
        ListType::Kind::Atomic,
        {}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    const ListType got = listTypeAt(c.schema, c.path);
-    EXPECT_EQ(got.kind, c.kind);
-    EXPECT_EQ(got.mapKeys, c.keys);
-  }
+}
+
+MKA_TABLE_TEST(ListTypeAt, AnswersForRealAndMetadataLists, ListTypeCase, listTypeCases()) {
+  const auto& c = testCase();
+  const ListType got = listTypeAt(c.schema(), c.path);
+  EXPECT_EQ(got.kind, c.kind);
+  EXPECT_EQ(got.mapKeys, c.keys);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "mka/common/clock.h"
 #include "mka/sandbox/cluster_api.h"
 #include "support/crd_fixtures.h"
+#include "support/table_test.h"
 
 namespace mka::standin {
 namespace {
@@ -74,14 +75,14 @@ const json kStory2Spec = {
     {"predicates",
      {{{"requiredClusterSelector", {{"labelSelector", {{"matchLabels", {{"accelerator", "nvidia-tesla-t4"}}}}}}}}}}};
 
-TEST_F(OcmStandInTest, DecidesWhatTheSchedulerWould) {
-  struct Case {
-    std::string name;
-    json spec;
-    std::vector<std::string> clusters;
-    std::string reason;
-  };
-  const std::vector<Case> cases = {
+struct OcmDecisionCase {
+  std::string name;
+  json spec;
+  std::vector<std::string> clusters;
+  std::string reason;
+};
+std::vector<OcmDecisionCase> ocmDecisionCases() {
+  return {
       {"no predicates: every cluster (the seed's story 1)",
        json::object(),
        {"cluster1", "cluster2", "cluster3"},
@@ -106,19 +107,19 @@ TEST_F(OcmStandInTest, DecidesWhatTheSchedulerWould) {
        {},
        "NoManagedClusterMatched"},
   };
+}
+
+MKA_TABLE_TEST_F(OcmStandInTest, DecidesWhatTheSchedulerWould, OcmDecisionCase, ocmDecisionCases()) {
+  const auto& c = testCase();
   OcmStandIn ocm(api, kSeedClusters, {});
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const auto& c = cases[i];
-    SCOPED_TRACE(c.name);
-    const auto name = "p" + std::to_string(i);
-    placement(name, c.spec);
-    ocm.sync();
-    EXPECT_EQ(decisions(name), (std::map<std::string, std::vector<std::string>>{{name + "-decision-1", c.clusters}}));
-    const auto status = placementStatus(name);
-    EXPECT_EQ(status["numberOfSelectedClusters"], c.clusters.size());
-    EXPECT_EQ(satisfied(status)["reason"], c.reason);
-    EXPECT_EQ(status["decisionGroups"][0]["decisions"], json::array({name + "-decision-1"}));
-  }
+  const std::string name = "p1";
+  placement(name, c.spec);
+  ocm.sync();
+  EXPECT_EQ(decisions(name), (std::map<std::string, std::vector<std::string>>{{name + "-decision-1", c.clusters}}));
+  const auto status = placementStatus(name);
+  EXPECT_EQ(status["numberOfSelectedClusters"], c.clusters.size());
+  EXPECT_EQ(satisfied(status)["reason"], c.reason);
+  EXPECT_EQ(status["decisionGroups"][0]["decisions"], json::array({name + "-decision-1"}));
 }
 
 TEST_F(OcmStandInTest, DecisionObjectsCarryOcmsLabelsAndOwner) {
