@@ -21,7 +21,8 @@ bool sameDispatchSettings(const config::Configuration& a, const config::Configur
          frameworks(a) == frameworks(b) && a.multiKueue.gcInterval == b.multiKueue.gcInterval &&
          a.multiKueue.origin == b.multiKueue.origin &&
          a.multiKueue.workerLostTimeout == b.multiKueue.workerLostTimeout &&
-         a.multiKueue.dispatcherName == b.multiKueue.dispatcherName &&
+         a.multiKueue.dispatcherName == b.multiKueue.dispatcherName && a.multiKueue.stepSize == b.multiKueue.stepSize &&
+         a.multiKueue.orchestratedPreemption == b.multiKueue.orchestratedPreemption &&
          a.integrations.frameworks == b.integrations.frameworks && a.placement == b.placement &&
          a.multiKueue.clusterProfile == b.multiKueue.clusterProfile;
 }

@@ -6,9 +6,14 @@
 namespace mka::config::detail {
 namespace {
 
-const std::vector<std::string> kOurKeys = {"externalFrameworks",         "gcInterval",     "origin",
-                                           "workerLostTimeout",          "dispatcherName", "clusterProfile",
-                                           "incrementalDispatcherConfig"};
+const std::vector<std::string> kOurKeys = {"externalFrameworks",
+                                           "gcInterval",
+                                           "origin",
+                                           "workerLostTimeout",
+                                           "dispatcherName",
+                                           "clusterProfile",
+                                           "incrementalDispatcherConfig",
+                                           "orchestratedPreemption"};
 
 constexpr std::string_view kFrameworkExample = "- name: PipelineRun.v1.tekton.dev";
 constexpr std::string_view kProviderExample =
@@ -163,6 +168,7 @@ void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out) {
   if (out.origin.empty()) out.origin = api::kDefaultOrigin;  // Kueue defaults an empty origin too
   section.read("dispatcherName", out.dispatcherName);
   if (out.dispatcherName.empty()) out.dispatcherName = std::string(kDispatcherAllAtOnce);
+  section.read("orchestratedPreemption", out.orchestratedPreemption);
   if (section.hasKey("incrementalDispatcherConfig")) {
     auto step = section.child("incrementalDispatcherConfig", "incrementalDispatcherConfig: {stepSize: 3}");
     step.checkKeys({"stepSize"}, policy);

@@ -92,6 +92,7 @@ struct Dispatcher::Impl {
     wo.workerLostTimeout = cfg.multiKueue.workerLostTimeout;
     wo.dispatcherName = cfg.multiKueue.dispatcherName;
     wo.incrementalStepSize = cfg.multiKueue.stepSize.value_or(kIncrementalStepSize);
+    wo.orchestratedPreemption = cfg.multiKueue.orchestratedPreemption;
     workloadReconciler = std::make_unique<WorkloadReconciler>(manager, runtime.reader(), *registry, *workloadEvents,
                                                               clock, std::move(wo), this->options.dispatchObserver);
     checkReconciler = std::make_unique<AdmissionCheckReconciler>(

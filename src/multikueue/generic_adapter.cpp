@@ -55,11 +55,13 @@ json& mapAt(json& meta, const char* field) {
 
 }  // namespace
 
-json remoteWorkload(const json& local, const std::string& origin) {
+json remoteWorkload(const json& local, const std::string& origin, bool preemptionGated) {
   json out = reducedCopy(local);
   auto& labels = mapAt(out["metadata"], "labels");
   labels.erase(std::string(api::kJobUidLabel));
   labels[std::string(api::kOriginLabel)] = origin;
+  // The manager's gates are the manager's: the copy gets only ours, opened by the dispatch loop.
+  if (preemptionGated) out["spec"]["preemptionGates"] = json::array({{{"name", std::string(api::kPreemptionGate)}}});
   return out;
 }
 

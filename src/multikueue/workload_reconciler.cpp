@@ -447,9 +447,57 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
   if (auto r = followRemoteEviction(workload, check, state, group)) return *r;
   removeOutOfSyncRemotes(workload, group);
   if (auto r = followAdmittedRemote(workload, check, state, group)) return *r;
+  const Result gate = options_.orchestratedPreemption ? Result::after(openPreemptionGate(group)) : Result::done();
   // (§2.3 step 8) Nominate only while the check is Pending and no worker holds it.
-  if (state != api::check_state::kPending || !clusterName(workload).empty()) return Result::done();
-  return nominateAndSync(workload, check, group);
+  if (state != api::check_state::kPending || !clusterName(workload).empty()) return gate;
+  return Result::sooner(nominateAndSync(workload, check, group), gate);
+}
+
+std::chrono::nanoseconds WorkloadReconciler::openPreemptionGate(Group& group) {
+  // (§2.3 step 7) Among the copies whose gate is not open and that are blocked on it, the one
+  // blocked longest; but not within the timeout of the last gate opened.
+  const std::string* candidate = nullptr;
+  std::string blockedSince, lastOpened;  // RFC 3339 in UTC: ordered as text
+  for (const auto& [cluster, remote] : group.remotes) {
+    const json* gate = nullptr;
+    for (const auto& g : json_fields::arrayMember(json_fields::objectMember(remote, "status"), "preemptionGates"))
+      if (json_fields::stringView(g, "name") == api::kPreemptionGate) gate = &g;
+    if (gate != nullptr && json_fields::stringView(*gate, "position") == api::kGateOpen) {
+      const std::string at(json_fields::stringView(*gate, "lastTransitionTime"));
+      if (at > lastOpened) lastOpened = at;
+      continue;
+    }
+    const auto* blocked = findCondition(remote, api::condition::kBlockedOnPreemptionGates);
+    if (blocked == nullptr || blocked->value("status", "") != "True") continue;
+    const auto since = blocked->value("lastTransitionTime", "");
+    if (candidate == nullptr || since < blockedSince) {
+      candidate = &cluster;
+      blockedSince = since;
+    }
+  }
+  if (candidate == nullptr) return nanoseconds::zero();
+  const auto now = clock_.now();
+  if (!lastOpened.empty()) {
+    const auto opened = parseRfc3339(lastOpened);
+    const auto left =
+        kSingleClusterPreemptionTimeout - std::chrono::duration_cast<nanoseconds>(now - opened.value_or(now));
+    if (opened && left > nanoseconds::zero()) return left;
+  }
+  auto& remote = group.remotes.at(*candidate);
+  json copy = remote;
+  auto& gates = copy["status"]["preemptionGates"];
+  if (!gates.is_array()) gates = json::array();
+  json* entry = nullptr;
+  for (auto& g : gates)
+    if (g.value("name", "") == api::kPreemptionGate) entry = &g;
+  if (entry == nullptr) entry = &gates.emplace_back(json{{"name", std::string(api::kPreemptionGate)}});
+  (*entry)["position"] = std::string(api::kGateOpen);
+  (*entry)["lastTransitionTime"] = toRfc3339(now);
+  // The copy as cached, resourceVersion included: a conflict fails the reconcile, retried.
+  group.available.at(*candidate)->client().update(copy, {.subresource = "status", .answer = Answer::None});
+  remote = std::move(copy);
+  log::info("preemption gate opened", {{"workload", group.key}, {"cluster", *candidate}});
+  return kSingleClusterPreemptionTimeout;
 }
 
 std::optional<Result> WorkloadReconciler::cleanupWhenNotRunning(const json& workload, Group& group) {
@@ -802,7 +850,8 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
       if (isNominated && !group.remotes.contains(name)) {
         bool created = true;
         try {
-          remote->client().create(remoteWorkload(workload, options_.origin), {.answer = Answer::None});
+          remote->client().create(remoteWorkload(workload, options_.origin, options_.orchestratedPreemption),
+                                  {.answer = Answer::None});
         } catch (const kube::ApiError& e) {
           if (e.reason() != kube::Reason::AlreadyExists) throw;
           created = false;

@@ -50,7 +50,12 @@ inline constexpr std::string_view kFinished = "Finished";
 inline constexpr std::string_view kDeactivationTarget = "DeactivationTarget";
 inline constexpr std::string_view kActive = "Active";
 inline constexpr std::string_view kRequeued = "Requeued";
+// True on a Workload that needs to preempt and whose preemption gates are not all open.
+inline constexpr std::string_view kBlockedOnPreemptionGates = "BlockedOnPreemptionGates";
 }  // namespace condition
+
+// status.preemptionGates[].position.
+inline constexpr std::string_view kGateOpen = "Open";
 
 // Reasons of a Workload's Evicted condition that the job integration tells apart.
 namespace evicted_reason {

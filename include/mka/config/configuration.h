@@ -133,6 +133,9 @@ struct MultiKueue {
   // incrementalDispatcherConfig.stepSize (Kueue's shape): workers nominated per round by the
   // incremental and the quota-aware dispatchers. Unset: 3, Kueue's default.
   std::optional<int> stepSize;
+  // Kueue 0.20's MultiKueueOrchestratedPreemption (on by default): remote copies carry the
+  // preemption gate kueue.x-k8s.io/multikueue, opened on one worker at a time.
+  bool orchestratedPreemption = true;
 };
 
 // The job integration (SPEC §7): for each kind Kueue does not integrate, the rules by which our

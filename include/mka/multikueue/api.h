@@ -50,6 +50,8 @@ inline constexpr std::string_view kWaitingForRoom = "No worker has room now; que
 inline constexpr std::chrono::seconds kSyncDeferredRequeue{2};
 inline constexpr std::chrono::minutes kIncrementalRoundTimeout{5};
 inline constexpr int kIncrementalStepSize = 3;
+// Orchestrated preemption: after a gate opens, no other copy's gate opens for this long.
+inline constexpr std::chrono::minutes kSingleClusterPreemptionTimeout{5};
 
 // ---- Cluster connection and AdmissionCheck status (§1.4, §3, §4) --------------------------
 // Used by the cluster registry and the AdmissionCheck reconciler.

@@ -30,8 +30,9 @@ enum class PrebuiltLink {
 
 // The Workload to create on a worker (§2.4): apiVersion, kind, metadata reduced to name,
 // namespace, labels and annotations (job-uid label removed, origin label added), the local
-// spec, no status.
-nlohmann::json remoteWorkload(const nlohmann::json& local, const std::string& origin);
+// spec, no status. `preemptionGated` (orchestrated preemption): spec.preemptionGates is only
+// kueue.x-k8s.io/multikueue, not the manager's own gates.
+nlohmann::json remoteWorkload(const nlohmann::json& local, const std::string& origin, bool preemptionGated = false);
 
 // The job to create on a worker (§2.5): apiVersion, kind, metadata reduced to name, namespace,
 // labels and annotations, the local spec; the managedBy marker removed where `kind` keeps

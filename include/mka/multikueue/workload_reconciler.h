@@ -65,6 +65,8 @@ class WorkloadReconciler {
     std::chrono::nanoseconds workerLostTimeout{std::chrono::minutes{15}};
     std::string dispatcherName = std::string(config::kDispatcherAllAtOnce);
     int incrementalStepSize = kIncrementalStepSize;
+    // Kueue's MultiKueueOrchestratedPreemption: gated copies, one gate opened at a time.
+    bool orchestratedPreemption = true;
   };
 
   // All borrowed; must outlive the reconciler. `observer` may be null.
@@ -133,6 +135,9 @@ class WorkloadReconciler {
                                  const std::string& cluster, const nlohmann::json& remoteWorkload, Group& group);  // 6b
   void markReady(const nlohmann::json& workload, const std::string& check, const std::string& cluster,
                  const Group& group);  // 6b.5
+  // (7) Opens the preemption gate of the copy blocked on it the longest, at most one per
+  // kSingleClusterPreemptionTimeout; returns when to look again (0: nothing pending).
+  std::chrono::nanoseconds openPreemptionGate(Group& group);
   controller::Result nominateAndSync(const nlohmann::json& workload, const std::string& check,
                                      Group& group);  // (8), (9)
   std::vector<std::string> incrementalNomination(const nlohmann::json& workload, const Group& group,

@@ -26,12 +26,18 @@ TEST_P(GenericAdapterE2E, FirstWorkerToAdmitWinsAndTheOtherCopyIsDeleted) {
   createJob(kind(), "job1");
   const auto wl = awaitWorkload(kind(), "job1");
 
-  // Both workers hold a copy with the manager's spec while nobody has admitted it.
+  // Both workers hold a copy with the manager's spec while nobody has admitted it, gated for
+  // orchestrated preemption (on by default).
   ASSERT_TRUE(eventually([&] { return workload("worker1", wl) && workload("worker2", wl); }));
   const auto local = workload("manager", wl);
   for (const auto* worker : {"worker1", "worker2"}) {
     const auto copy = workload(worker, wl);
-    EXPECT_EQ(copy->at("spec"), local->at("spec")) << worker;
+    auto spec = copy->at("spec");
+    EXPECT_EQ(spec.value("preemptionGates", nlohmann::json()),
+              nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/multikueue"}])"))
+        << worker;
+    spec.erase("preemptionGates");
+    EXPECT_EQ(spec, local->at("spec")) << worker;
     EXPECT_EQ(copy->at("metadata").at("labels").value("kueue.x-k8s.io/multikueue-origin", ""), "multikueue");
     EXPECT_FALSE(copy->at("metadata").at("labels").contains("kueue.x-k8s.io/job-uid"));
     EXPECT_FALSE(copy->at("metadata").contains("ownerReferences") &&

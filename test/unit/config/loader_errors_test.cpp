@@ -114,7 +114,7 @@ std::vector<Case> unknownKeysCases() {
        adapterDoc("multiKueue: {stepSize: 2}\n"),
        {"multiKueue.stepSize: unknown field: remove it; the fields accepted in multiKueue are "
         "externalFrameworks, gcInterval, origin, workerLostTimeout, dispatcherName, clusterProfile, "
-        "incrementalDispatcherConfig"}},
+        "incrementalDispatcherConfig, orchestratedPreemption"}},
       {"a typo in an exec plugin's settings",
        adapterDoc("multiKueue: {clusterProfile: {accessProviders: [{name: p, execConfig: {command: c, apiVersion: "
                   "client.authentication.k8s.io/v1, interactiveMode: Never, argz: [x]}}]}}\n"),

@@ -34,6 +34,16 @@ TEST(Loader, HeaderOnlyGivesDefaults) {
   EXPECT_EQ(c.multiKueue.gcInterval, 1min);
   EXPECT_EQ(c.multiKueue.workerLostTimeout, 15min);
   EXPECT_EQ(c.multiKueue.origin, "multikueue");
+  EXPECT_TRUE(c.multiKueue.orchestratedPreemption) << "on by default, as in Kueue 0.20";
+  EXPECT_FALSE(c.multiKueue.stepSize.has_value());
+}
+
+TEST(Loader, OrchestratedPreemptionAndTheStepSizeAreRead) {
+  auto c =
+      mustParse(adapterDoc("multiKueue: {orchestratedPreemption: false, dispatcherName: "
+                           "multikueue-adapter.dev/quota-aware, incrementalDispatcherConfig: {stepSize: 2}}\n"));
+  EXPECT_FALSE(c.multiKueue.orchestratedPreemption);
+  EXPECT_EQ(c.multiKueue.stepSize, 2);
 }
 
 TEST(Loader, NullSectionsReadAsAbsent) {
@@ -201,6 +211,7 @@ multiKueue:
     EXPECT_EQ(c.multiKueue.origin, "eu");
     EXPECT_EQ(c.multiKueue.workerLostTimeout, 5min);
     EXPECT_EQ(c.multiKueue.dispatcherName, "kueue.x-k8s.io/multikueue-dispatcher-incremental");
+    EXPECT_EQ(c.multiKueue.stepSize, 2) << "Kueue's incrementalDispatcherConfig is read now";
     ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 2u);
     EXPECT_TRUE(c.multiKueue.externalFrameworks[1].managedByFromProfile);
     // The deprecated list is the one used when accessProviders is empty, as in Kueue.

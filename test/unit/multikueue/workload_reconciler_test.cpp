@@ -211,6 +211,7 @@ struct Given {
   // Per worker, its ClusterQueues and LocalQueues: that worker then serves both kinds, and the
   // registry has read them before the reconcile (the quota-aware dispatcher's view).
   std::map<std::string, std::vector<json>> workerQueues;
+  bool orchestratedPreemption = true;
 };
 
 // What a case expects after one reconcile.
@@ -229,6 +230,10 @@ struct Expected {
   std::vector<std::string> admitted;
   json localJobStatus = nullptr;     // the manager's job status, when checked
   std::string deactivationTargetOn;  // a worker whose copy must be DeactivationTarget=True
+  // Per worker: the copy's spec.preemptionGates, and when its kueue.x-k8s.io/multikueue gate in
+  // status is Open (its lastTransitionTime; "" = not open).
+  std::map<std::string, json> remoteSpecGates;
+  std::map<std::string, std::string> gateOpenedAt;
 };
 
 class World {
@@ -291,6 +296,7 @@ class World {
     options.adapters = adapters();
     options.dispatcherName = given.dispatcher;
     options.incrementalStepSize = 1;
+    options.orchestratedPreemption = given.orchestratedPreemption;
     events_ = std::make_unique<RecordingEvents>(*managerClient_, clock_, "kueue-workload-controller");
     reconciler_ = std::make_unique<WorkloadReconciler>(*managerClient_, caches_, *registry_, *events_, clock_, options,
                                                        &observer_);
@@ -468,6 +474,20 @@ void verify(World& world, const Expected& want) {
     const auto job = world.managerObject(kPipelineRuns, "job");
     ASSERT_TRUE(job.has_value());
     EXPECT_EQ(job->value("status", json()), want.localJobStatus);
+  }
+  for (const auto& [worker, gates] : want.remoteSpecGates) {
+    const auto copy = world.workerObject(worker, kWorkloads);
+    ASSERT_TRUE(copy.has_value()) << worker;
+    EXPECT_EQ((*copy)["spec"].value("preemptionGates", json()), gates) << worker;
+  }
+  for (const auto& [worker, at] : want.gateOpenedAt) {
+    const auto copy = world.workerObject(worker, kWorkloads);
+    ASSERT_TRUE(copy.has_value()) << worker;
+    std::string opened;
+    for (const auto& g : (*copy)["status"].value("preemptionGates", json::array()))
+      if (g.value("name", "") == "kueue.x-k8s.io/multikueue" && g.value("position", "") == "Open")
+        opened = g.value("lastTransitionTime", "");
+    EXPECT_EQ(opened, at) << worker;
   }
   if (!want.deactivationTargetOn.empty()) {
     const auto copy = world.workerObject(want.deactivationTargetOn, kWorkloads);
@@ -1229,6 +1249,86 @@ std::vector<Case> nominationByRoomCases() {
   return cases;
 }
 MKA_TABLE_TEST(WorkloadReconcilerTest, QuotaAwareNomination, Case, nominationByRoomCases()) { runCase(testCase()); }
+
+// ---- orchestrated preemption (KEP-8303; §2.3 step 7) -----------------------------------------
+
+// RFC 3339 `d` before the World's clock reads (FakeClock's start).
+std::string ago(std::chrono::nanoseconds d) {
+  return toRfc3339(FakeClock().now() - std::chrono::duration_cast<Clock::TimePoint::duration>(d));
+}
+json gated(json copy, const std::string& position, const std::string& at) {
+  copy["spec"]["preemptionGates"] = json::array({{{"name", "kueue.x-k8s.io/multikueue"}}});
+  copy["status"]["preemptionGates"] =
+      json::array({{{"name", "kueue.x-k8s.io/multikueue"}, {"position", position}, {"lastTransitionTime", at}}});
+  return copy;
+}
+json blockedSince(const std::string& at) {
+  return gated(remoteCopy(json::array({condition("QuotaReserved", false, "Pending", at),
+                                       condition("BlockedOnPreemptionGates", true, "PreemptionGated", at)})),
+               "Closed", at);
+}
+
+std::vector<Case> orchestratedPreemptionCases() {
+  const json ours = json::array({{{"name", "kueue.x-k8s.io/multikueue"}}});
+  std::vector<Case> cases;
+  {
+    Case c{"copies carry only our gate, never the manager's own", {}, {}};
+    c.given.workload = managerWorkload();
+    c.given.workload["spec"]["preemptionGates"] = json::array({{{"name", "example.com/manager-gate"}}});
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteSpecGates = {{"worker1", ours}, {"worker2", ours}};
+    c.expected.dispatched = {"cq/worker1", "cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"turned off: copies keep the manager's spec as it is", {}, {}};
+    c.given.orchestratedPreemption = false;
+    c.given.workload = managerWorkload();
+    c.given.workload["spec"]["preemptionGates"] = json::array({{{"name", "example.com/manager-gate"}}});
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteSpecGates = {{"worker1", c.given.workload["spec"]["preemptionGates"]}};
+    c.expected.dispatched = {"cq/worker1", "cq/worker2"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"two copies blocked: the gate opens on the one blocked longest", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", blockedSince(ago(minutes{1}))}, {"worker2", blockedSince(ago(minutes{3}))}};
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.gateOpenedAt = {{"worker1", ""}, {"worker2", ago({})}};
+    c.expected.result = Result::after(minutes{5});
+    cases.push_back(c);
+  }
+  {
+    Case c{"a gate opened less than 5 minutes ago: no other opens, looked at again when it is up", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", gated(remoteCopy(), "Open", ago(minutes{2}))},
+                               {"worker2", blockedSince(ago(minutes{3}))}};
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.gateOpenedAt = {{"worker1", ago(minutes{2})}, {"worker2", ""}};
+    c.expected.result = Result::after(minutes{3});
+    cases.push_back(c);
+  }
+  {
+    Case c{"a gate opened 5 minutes ago: the next blocked copy opens", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", gated(remoteCopy(), "Open", ago(minutes{5}))},
+                               {"worker2", blockedSince(ago(minutes{3}))}};
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.gateOpenedAt = {{"worker1", ago(minutes{5})}, {"worker2", ago({})}};
+    c.expected.result = Result::after(minutes{5});
+    cases.push_back(c);
+  }
+  {
+    Case c{"a copy that needs no preemption is not opened", {}, {}};
+    c.given.remoteWorkloads = {{"worker1", gated(remoteCopy(), "Open", ago(minutes{10}))},
+                               {"worker2", gated(remoteCopy(), "Closed", ago(minutes{10}))}};
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.gateOpenedAt = {{"worker1", ago(minutes{10})}, {"worker2", ""}};
+    cases.push_back(c);
+  }
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, OrchestratedPreemption, Case, orchestratedPreemptionCases()) {
+  runCase(testCase());
+}
 
 Given waitingForRoom() {
   Given given;
