@@ -11,6 +11,7 @@
 #include "mka/app/add_worker.h"
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
+#include "mka/app/workers_command.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
 #include "mka/deploy/manifests.h"
@@ -36,8 +37,8 @@ using demo::DemoOptions;
 using demo::SandboxCommandOptions;
 #endif
 
-const std::vector<std::string> kSubcommands = {"serve", "validate-config", "version",    "sandbox",
-                                               "demo",  "manifests",       "add-worker", "remove-worker"};
+const std::vector<std::string> kSubcommands = {"serve",     "validate-config", "version",       "sandbox", "demo",
+                                               "manifests", "add-worker",      "remove-worker", "workers"};
 
 // `multikueue-adapter --config f.yaml` means `multikueue-adapter serve --config f.yaml`: serve is
 // the default subcommand, as the container's plain `args:` expect.
@@ -155,6 +156,18 @@ int run(int argc, char** argv) {
       "Undo add-worker: NAME out of the MultiKueueConfig, the MultiKueueCluster and its Secret off the manager, the "
       "ServiceAccount, its token, ClusterRole and binding off the worker");
 
+  app::WorkersCommandOptions workersOptions;
+  auto* workersCmd = app.add_subcommand(
+      "workers",
+      "One row per MultiKueueCluster, read through the kubeconfigs the manager holds: connected, the configured "
+      "kinds it serves, its ClusterQueues' free/nominal quota per flavor and resource, this manager's pending and "
+      "admitted Workloads there");
+  workersCmd->add_option("--manager-kubeconfig", workersOptions.managerKubeconfig,
+                         "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  workersCmd->add_option("--config", workersOptions.configFile,
+                         "The adapter's configuration file: its namespace, origin and multiKueue.externalFrameworks");
+  workersCmd->add_option("-o,--output", workersOptions.output, "wide or json");
+
   deploy::ManifestOptions manifestsOptions;
   std::string manifestsConfig, manifestsRole = "manager";
   auto* manifestsCmd = app.add_subcommand(
@@ -259,6 +272,7 @@ int run(int argc, char** argv) {
   }
   if (addWorkerCmd->parsed()) return app::addWorkerCommand(workerOptions, std::cout, std::cerr);
   if (removeWorkerCmd->parsed()) return app::removeWorkerCommand(workerOptions, std::cout, std::cerr);
+  if (workersCmd->parsed()) return app::workersCommand(workersOptions, std::cout, std::cerr);
   if (validateCmd->parsed()) return app::validateConfigCommand(validateFile, std::cout, std::cerr, validateKueueConfig);
   if (manifestsCmd->parsed()) {
     manifestsOptions.role = *deploy::parseRole(manifestsRole);  // checked by CLI::IsMember

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 
-#include "cluster_source.h"
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"
@@ -18,6 +17,7 @@
 #include "mka/kube/exec_credential.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/multikueue/cluster_source.h"
 
 namespace mka::multikueue {
 
@@ -445,33 +445,8 @@ struct ClusterRegistry::Impl {
     emitConnectionChange(name, false);
   }
 
-  // The connection settings of `source`: its kubeconfig's current context, or the
-  // ClusterProfile's server and CA with the exec plugin's credentials, fetched here once so
-  // that a failing plugin fails the attempt before any informer starts.
-  kube::RestConfig restConfigOf(const std::string& name, const ClusterSource& source) const {
-    if (!source.profile)
-      return kube::restConfigFor(kube::Kubeconfig::parse(source.kubeconfig, "MultiKueueCluster " + name));
-    const auto& p = *source.profile;
-    kube::RestConfig config;
-    config.host = p.server;
-    config.caPem = p.caPem;
-    config.tlsServerName = p.tlsServerName;
-    config.exec = true;
-    config.cluster = name;
-    auto credentials = std::make_shared<kube::ExecCredentialSource>(
-        p.exec, kube::ExecClusterInfo{p.server, p.tlsServerName, p.caPem, p.proxyUrl, p.execExtension}, clock);
-    try {
-      credentials->current();
-    } catch (const Error& e) {
-      throw Error("getting credentials from access provider " + p.provider + " of ClusterProfile " +
-                  source.profileName + ": " + e.what());
-    }
-    config.credentials = std::move(credentials);
-    return config;
-  }
-
   std::shared_ptr<Remote> buildRemote(const std::string& name, const ClusterSource& source, std::uint64_t attempt) {
-    auto rest = std::make_shared<kube::RestClient>(restConfigOf(name, source), options.clientOptions);
+    auto rest = std::make_shared<kube::RestClient>(restConfigOf(name, source, clock), options.clientOptions);
     auto remote = std::make_shared<Remote>(name, std::make_unique<kube::Client>(std::move(rest)));
 
     kube::InformerOptions base;

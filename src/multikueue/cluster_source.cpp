@@ -1,4 +1,4 @@
-#include "cluster_source.h"
+#include "mka/multikueue/cluster_source.h"
 
 #include <cerrno>
 #include <fstream>
@@ -9,8 +9,10 @@
 #include "mka/api/kinds.h"
 #include "mka/api/views.h"
 #include "mka/common/base64.h"
+#include "mka/common/errors.h"
 #include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
+#include "mka/kube/exec_credential.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/multikueue/api.h"
 
@@ -250,6 +252,28 @@ ClusterSource loadClusterSource(const ObjectReader& objects, const json& cluster
   }
   return failure(cluster_reason::kBadKubeConfig, "spec.clusterSource.kubeConfig.locationType: unsupported value " +
                                                      quoted(type) + ": use Secret or Path");
+}
+
+kube::RestConfig restConfigOf(const std::string& cluster, const ClusterSource& source, const Clock& clock) {
+  if (!source.profile)
+    return kube::restConfigFor(kube::Kubeconfig::parse(source.kubeconfig, "MultiKueueCluster " + cluster));
+  const auto& p = *source.profile;
+  kube::RestConfig config;
+  config.host = p.server;
+  config.caPem = p.caPem;
+  config.tlsServerName = p.tlsServerName;
+  config.exec = true;
+  config.cluster = cluster;
+  auto credentials = std::make_shared<kube::ExecCredentialSource>(
+      p.exec, kube::ExecClusterInfo{p.server, p.tlsServerName, p.caPem, p.proxyUrl, p.execExtension}, clock);
+  try {
+    credentials->current();
+  } catch (const Error& e) {
+    throw Error("getting credentials from access provider " + p.provider + " of ClusterProfile " + source.profileName +
+                ": " + e.what());
+  }
+  config.credentials = std::move(credentials);
+  return config;
 }
 
 }  // namespace mka::multikueue

@@ -7,7 +7,9 @@
 // cluster-inventory-api's access.Config does it). Failures carry Kueue's reason for the
 // `Active` condition and its message (without the `load client config failed: ` prefix).
 //
-// Threads: the caller's (one reconcile); reads the manager and the filesystem.
+// The dispatch loop's cluster registry and the `workers` command read workers through it alike.
+//
+// Threads: the caller's (one reconcile, one command); reads the manager and the filesystem.
 
 #include <filesystem>
 #include <optional>
@@ -16,8 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include "mka/api/exec_config.h"
+#include "mka/common/clock.h"
 #include "mka/config/configuration.h"
 #include "mka/controller/object_reader.h"
+#include "mka/kube/rest_client.h"
 
 namespace mka::multikueue {
 
@@ -59,5 +63,10 @@ ClusterSource loadClusterSource(const controller::ObjectReader& objects, const n
 // MultiKueueKubeConfigPathValidation: nullopt when `path` resolves (symlinks included) to a
 // file under `prefix`, else Kueue's message.
 std::optional<std::string> validateKubeconfigPath(const std::string& path, const std::filesystem::path& prefix);
+
+// The connection settings of a loaded `source` (ok()): its kubeconfig's current context, or the
+// ClusterProfile's server and CA with the exec plugin's credentials, fetched here once so that
+// a failing plugin fails before any request. Throws mka::Error naming the cluster or profile.
+kube::RestConfig restConfigOf(const std::string& cluster, const ClusterSource& source, const Clock& clock);
 
 }  // namespace mka::multikueue
