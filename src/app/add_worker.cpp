@@ -326,22 +326,27 @@ kube::LoadingRules workerRules(const WorkerCommandOptions& o) {
   return rules;
 }
 
-// The dispatch loop connects to a worker only once it lists every dispatched kind there: a
-// worker without one of their CRDs would stay disconnected, so say it now.
-void checkKindsServed(const Side& worker, const config::Configuration& cfg) {
+// The dispatch loop needs Kueue's Workloads on a worker; a dispatched kind whose CRD the worker
+// lacks only keeps that kind's jobs away from it, so it is a note, not a refusal. Returns the
+// note ("" when the worker serves every kind).
+std::string checkKindsServed(const Side& worker, const config::Configuration& cfg) {
   std::vector<api::GroupVersionKind> kinds = {api::kWorkloadGvk};
   for (const auto& f : cfg.multiKueue.externalFrameworks) kinds.push_back(f.gvk);
+  std::vector<std::string> missing;
   for (const auto& gvk : kinds) {
     try {
       worker.client->discovery().resourceFor(gvk);
     } catch (const kube::ApiError& e) {
       if (!kindNotServed(e)) throw Error(failure(worker, "discover", {gvk, "", "", ""}, e));
-      throw Error(worker.describe() + ": does not serve " + gvk.kind + " (" + gvk.apiVersion() +
-                  "): the dispatch loop connects to a worker only once it can watch every dispatched kind there: " +
-                  "install " + (gvk == api::kWorkloadGvk ? std::string("Kueue") : "the CRD of " + gvk.kind) +
-                  " on the worker first");
+      if (gvk == api::kWorkloadGvk)
+        throw Error(worker.describe() + ": does not serve " + gvk.kind + " (" + gvk.apiVersion() +
+                    "): the dispatch loop needs Kueue's Workloads there: install Kueue on the worker first");
+      missing.push_back(gvk.dotted());
     }
   }
+  if (missing.empty()) return "";
+  return "note: " + worker.describe() + " does not serve " + strings::join(missing, ", ") +
+         ": their jobs go to other workers until their CRDs are installed there";
 }
 
 // The worker's token Secret once its token controller filled it.
@@ -448,6 +453,7 @@ std::string caFor(const Side& worker, const json* tokenSecret) {
 struct AddPlan {
   json config;
   bool listed = false;
+  std::string note;  // a dispatched kind the worker lacks
 };
 AddPlan planAdd(const Side& manager, const Side& worker, const WorkerCommandOptions& o,
                 const config::Configuration& cfg) {
@@ -467,7 +473,7 @@ AddPlan planAdd(const Side& manager, const Side& worker, const WorkerCommandOpti
                   cfg.namespace_ + "/" + kubeconfigSecretName(o.name) + ": remove it first (remove-worker " + o.name +
                   ", or kubectl delete multikueuecluster " + o.name + "), or choose another NAME");
   }
-  checkKindsServed(worker, cfg);
+  plan.note = checkKindsServed(worker, cfg);
   return plan;
 }
 
@@ -517,6 +523,7 @@ int addWorker(const WorkerCommandOptions& o, std::ostream& out, std::ostream& er
   const auto manager = connect("manager", managerRules(o));
   const auto worker = connect("worker", workerRules(o));
   const auto plan = planAdd(manager, worker, o, cfg);
+  if (!plan.note.empty()) err << plan.note << "\n";
   if (o.dryRun) {
     // The kubeconfig's address and CA are the worker kubeconfig's: check them now.
     if (!worker.config.caPem.empty()) {

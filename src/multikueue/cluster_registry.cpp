@@ -5,15 +5,18 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"
 #include "mka/common/log.h"
+#include "mka/common/strings.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
 #include "mka/controller/status_update.h"
+#include "mka/kube/api_error.h"
 #include "mka/kube/exec_credential.h"
 #include "mka/kube/informer.h"
 #include "mka/kube/kubeconfig.h"
@@ -42,6 +45,13 @@ std::shared_ptr<spdlog::logger> registryLogger() {
 }
 
 // Kueue's watch-establishment timeout (§3.4): 1m, 2m, 4m, 8m, then 10m for the first value 1m.
+// The worker has no CRD for the kind (discovery's answer), as opposed to a failed request.
+bool kindNotServed(const std::exception& e) {
+  const auto* api = dynamic_cast<const kube::ApiError*>(&e);
+  return api != nullptr && api->reason() == kube::Reason::NotFound &&
+         std::string_view(e.what()).find("no matches for kind") != std::string_view::npos;
+}
+
 std::chrono::milliseconds establishTimeout(std::chrono::milliseconds first, int failedAttempts) {
   const int factor = failedAttempts >= 4 ? 10 : (1 << std::max(0, failedAttempts));
   return first * factor;
@@ -162,9 +172,28 @@ class Remote final : public RemoteCluster {
     if (clusterQueues_) clusterQueues_->stop();
     if (localQueues_) localQueues_->stop();
   }
+  // Connected once the Workloads are listed and each configured kind is listed or known not
+  // served there (its CRD missing): a worker serves the kinds it has.
   bool synced() const {
     if (!workloads_ || !workloads_->hasSynced()) return false;
-    return std::all_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return j.second->hasSynced(); });
+    std::lock_guard lock(kindsMutex_);
+    return std::all_of(jobs_.begin(), jobs_.end(),
+                       [&](const auto& j) { return j.second->hasSynced() || missing_.contains(j.first); });
+  }
+  bool serves(const api::GroupVersionKind& gvk) const override {
+    const auto it = jobs_.find(gvk);
+    if (it == jobs_.end() || !it->second->hasSynced()) return false;
+    std::lock_guard lock(kindsMutex_);
+    return !missing_.contains(gvk);
+  }
+  std::vector<api::GroupVersionKind> missingKinds() const {
+    std::lock_guard lock(kindsMutex_);
+    return {missing_.begin(), missing_.end()};
+  }
+  // Whether the kind's state changed.
+  bool setMissing(const api::GroupVersionKind& gvk, bool missing) {
+    std::lock_guard lock(kindsMutex_);
+    return missing ? missing_.insert(gvk).second : missing_.erase(gvk) > 0;
   }
 
  private:
@@ -173,6 +202,8 @@ class Remote final : public RemoteCluster {
   std::unique_ptr<kube::Informer> workloads_;
   std::map<api::GroupVersionKind, std::unique_ptr<kube::Informer>> jobs_;
   std::unique_ptr<kube::Informer> clusterQueues_, localQueues_;
+  mutable std::mutex kindsMutex_;
+  std::set<api::GroupVersionKind> missing_;  // configured kinds whose CRD the worker lacks
 
   void capacityChanged(std::optional<std::string> error) {
     std::lock_guard lock(capacityMutex_);
@@ -406,6 +437,7 @@ struct ClusterRegistry::Impl {
 
   // Informer hook: one informer of `attempt` has a complete list.
   void informerSynced(const std::string& name, std::uint64_t attempt) {
+    std::shared_ptr<Remote> remote;
     {
       std::lock_guard lock(mutex);
       auto it = entries.find(name);
@@ -417,9 +449,62 @@ struct ClusterRegistry::Impl {
       e.disconnectedSince.reset();
       e.failedAttempts = 0;
       e.error.clear();
+      remote = e.remote;
     }
     log::info(*registryLogger(), "cluster connected", {{"cluster", name}});
+    if (!remote->missingKinds().empty()) recordKinds(name, *remote);
     emitConnectionChange(name, true);
+  }
+
+  // A job informer's hook: its kind is served (listed) or not (no CRD) on the worker. Neither
+  // fails the connection; a change on a connected worker is reported as a connection change
+  // (the dispatch loop looks at its Workloads again) and recorded as an Event.
+  void kindServed(const std::string& name, std::uint64_t attempt, const api::GroupVersionKind& gvk, bool served,
+                  const std::string& error = "") {
+    std::shared_ptr<Remote> remote;
+    bool changed = false, connected = false;
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(name);
+      if (it == entries.end() || it->second.attempt != attempt || !it->second.remote) return;
+      remote = it->second.remote;
+      changed = remote->setMissing(gvk, !served);
+      connected = it->second.connected;
+    }
+    if (!served) {
+      if (changed)
+        log::warn(*registryLogger(), "kind not served by the worker: its Workloads go to other workers",
+                  {{"cluster", name}, {"kind", gvk.goString()}, {"error", error}});
+      informerSynced(name, attempt);  // the attempt may be complete without this kind
+    }
+    if (!changed || !connected) return;
+    recordKinds(name, *remote);
+    emitConnectionChange(name, true);
+  }
+
+  // A Warning Event on the MultiKueueCluster naming the kinds the worker does not serve, or a
+  // Normal one when it serves them all again.
+  void recordKinds(const std::string& name, const Remote& remote) {
+    if (events == nullptr) return;
+    std::optional<json> cluster;
+    try {
+      cluster = objects.get(api::kMultiKueueClusterGvk, "", name);
+    } catch (const std::exception&) {
+      return;  // the Event is informative; the log line says the same
+    }
+    if (!cluster) return;
+    const auto missing = remote.missingKinds();
+    if (missing.empty()) {
+      events->record(*cluster, "Normal", std::string(cluster_reason::kKindsServed),
+                     "Worker " + name + " serves every configured kind");
+      return;
+    }
+    std::vector<std::string> kinds;
+    for (const auto& gvk : missing) kinds.push_back(gvk.dotted());
+    events->record(*cluster, "Warning", std::string(cluster_reason::kKindsNotServed),
+                   "Worker " + name + " does not serve " + strings::join(kinds, ", ") +
+                       " (no CRD there): their Workloads go to other workers; install the CRD on " + name +
+                       " to send them there too");
   }
 
   // Informer hook: a list or watch request of `attempt` failed.
@@ -488,7 +573,20 @@ struct ClusterRegistry::Impl {
         }
         emitRemoteEvent(name, *workload);
       };
-      remote->addJobs(adapter->gvk(), base).addHandlers({.onAdd = onJob, .onUpdateNew = onJob, .onDelete = onJob});
+      auto jobs = base;
+      const auto gvk = adapter->gvk();
+      jobs.onSynced = [this, name, attempt, gvk] {
+        kindServed(name, attempt, gvk, true);
+        informerSynced(name, attempt);
+      };
+      jobs.onError = [this, name, attempt, gvk](const std::exception& e) {
+        if (kindNotServed(e)) {
+          kindServed(name, attempt, gvk, false, e.what());
+        } else {
+          informerFailed(name, attempt, e.what());
+        }
+      };
+      remote->addJobs(gvk, jobs).addHandlers({.onAdd = onJob, .onUpdateNew = onJob, .onDelete = onJob});
     }
     return remote;
   }

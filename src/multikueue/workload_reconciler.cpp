@@ -681,6 +681,9 @@ std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& w
   for (const auto& name : group.clusters) {
     if (added >= options_.incrementalStepSize) break;
     if (std::find(nominated.begin(), nominated.end(), name) != nominated.end()) continue;
+    if (const auto it = group.available.find(name);
+        it != group.available.end() && !it->second->serves(group.adapter->gvk()))
+      continue;
     nominated.push_back(name);
     ++added;
   }
@@ -715,6 +718,10 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
     const auto it = group.available.find(name);
     if (it == group.available.end()) {
       skipped.push_back(name + ": not connected");
+      continue;
+    }
+    if (!it->second->serves(group.adapter->gvk())) {
+      skipped.push_back(name + ": does not serve " + group.adapter->gvk().dotted());
       continue;
     }
     std::string why;
@@ -811,7 +818,8 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
   std::string checkMessage;  // the quota-aware dispatcher says where it looked and why
   bool writeNominated = false;
   if (options_.dispatcherName == config::kDispatcherAllAtOnce) {
-    for (const auto& [name, remote] : group.available) nominated.push_back(name);  // sorted (std::map)
+    for (const auto& [name, remote] : group.available)  // sorted (std::map)
+      if (remote->serves(group.adapter->gvk())) nominated.push_back(name);
     writeNominated = !sameSet(nominated, nominatedClusters(workload));
   } else if (options_.dispatcherName == config::kDispatcherIncremental) {
     nominated = incrementalNomination(workload, group, result);
@@ -847,7 +855,10 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
   for (auto& [name, remote] : group.available) {
     const bool isNominated = std::find(nominated.begin(), nominated.end(), name) != nominated.end();
     try {
-      if (isNominated && !group.remotes.contains(name)) {
+      if (isNominated && !group.remotes.contains(name) && !remote->serves(group.adapter->gvk())) {
+        errors += (errors.empty() ? "" : "; ") + std::string("cluster ") + name + ": does not serve " +
+                  group.adapter->gvk().dotted() + " (no CRD there)";
+      } else if (isNominated && !group.remotes.contains(name)) {
         bool created = true;
         try {
           remote->client().create(remoteWorkload(workload, options_.origin, options_.orchestratedPreemption),

@@ -64,6 +64,9 @@ inline constexpr std::string_view kInsecureKubeConfig = "InsecureKubeConfig";
 inline constexpr std::string_view kBadClusterProfile = "BadClusterProfile";
 inline constexpr std::string_view kBadRestConfig = "BadRestConfig";
 inline constexpr std::string_view kClientConnectionFailed = "ClientConnectionFailed";
+// Events on a MultiKueueCluster about the configured kinds its worker serves (ours).
+inline constexpr std::string_view kKindsNotServed = "KindsNotServed";
+inline constexpr std::string_view kKindsServed = "KindsServed";
 }  // namespace cluster_reason
 inline constexpr std::string_view kClusterConnectedMessage = "Connected";
 inline constexpr std::string_view kLoadClientConfigFailedPrefix = "load client config failed: ";

@@ -5,11 +5,12 @@
 // `Path` prefix), checked by
 // kube::validateKubeconfigSecurity, a client with the configured QPS/burst, and informers on
 // the worker for Workloads and for every configured job kind, all filtered by our origin label.
-// A worker is connected only once every one of those informers has synced (so a worker that
-// does not serve a configured CRD never connects). Beside them, informers on the worker's
-// ClusterQueues and LocalQueues (unfiltered) feed RemoteCluster::capacity(); they are not part of
-// the connection: a worker whose queues cannot be read still takes copies from the dispatchers
-// that do not look at room.
+// A worker is connected once its Workload informer and each job kind's informer has synced, or
+// found the kind not served there (no CRD): such a worker stays connected and Active for the
+// kinds it has, an Event on the MultiKueueCluster names the missing ones, and when the CRD
+// appears the informer (which keeps retrying) lists it and the worker takes that kind too. Beside them, informers on
+// the worker's ClusterQueues and LocalQueues (unfiltered) feed RemoteCluster::capacity(); they are not part of the
+// connection: a worker whose queues cannot be read still takes copies from the dispatchers that do not look at room.
 //
 // Connection state (§3.5): a new client starts disconnected with disconnectedSince = its
 // creation time; the first failure after a connection sets disconnectedSince, later failures
@@ -86,6 +87,9 @@ class RemoteCluster {
   virtual std::optional<nlohmann::json> job(const api::GroupVersionKind& gvk, const std::string& key) const = 0;
   virtual void forEachJob(const api::GroupVersionKind& gvk,
                           const std::function<void(const nlohmann::json&)>& visit) const = 0;
+  // Whether the worker serves a configured kind (its CRD is there and its jobs are listed): a
+  // worker without one kind's CRD stays connected for the others, and gets none of its Workloads.
+  virtual bool serves(const api::GroupVersionKind& gvk) const = 0;
   // The worker's queues (every ClusterQueue and LocalQueue, not only ours) with our copies its
   // Kueue has not reserved yet; null until both kinds are listed, and then `why` (when given)
   // says what is missing. Rebuilt only after a change; shared, never modified.

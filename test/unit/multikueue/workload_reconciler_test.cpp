@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,7 @@ struct Given {
   // registry has read them before the reconcile (the quota-aware dispatcher's view).
   std::map<std::string, std::vector<json>> workerQueues;
   bool orchestratedPreemption = true;
+  std::set<std::string> withoutJobKind;  // workers without the PipelineRun CRD
 };
 
 // What a case expects after one reconcile.
@@ -245,7 +247,9 @@ class World {
     crds.push_back(kCrds / "tekton.dev_pipelineruns.yaml");
     manager_ = &sandbox_.addCluster({.name = "manager", .crdFiles = crds});
     for (const auto& w : kWorkers) {
-      auto workerCrds = fixture::workerCrds();
+      auto workerCrds = given.withoutJobKind.contains(w)
+                            ? std::vector<std::filesystem::path>{kCrds / "kueue.x-k8s.io_workloads.yaml"}
+                            : fixture::workerCrds();
       if (given.workerQueues.contains(w)) {
         workerCrds.push_back(kCrds / "kueue.x-k8s.io_clusterqueues.yaml");
         workerCrds.push_back(kCrds / "kueue.x-k8s.io_localqueues.yaml");
@@ -1326,6 +1330,63 @@ std::vector<Case> orchestratedPreemptionCases() {
   }
   return cases;
 }
+// ---- workers with different kinds (a worker without a kind's CRD serves the others) ---------
+
+std::vector<Case> workersWithDifferentKindsCases() {
+  std::vector<Case> cases;
+  {
+    Case c{"AllAtOnce: only the workers that serve the kind", {}, {}};
+    c.given.withoutJobKind = {"worker2"};
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"Incremental: a worker without the kind is passed over", {}, {}};
+    c.given.dispatcher = std::string(config::kDispatcherIncremental);
+    c.given.clusters = json::array({"worker2", "worker1"});
+    c.given.withoutJobKind = {"worker2"};
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    c.expected.result = Result::after(minutes{5});
+    cases.push_back(c);
+  }
+  {
+    Case c{"quota-aware: skipped, saying so", {}, {}};
+    c.given.dispatcher = std::string(config::kDispatcherQuotaAware);
+    c.given.workload = gpuWorkload(4);
+    c.given.withoutJobKind = {"worker2"};
+    c.given.workerQueues = {{"worker1", {gpuQueue("cq-gpu", {{"a100", 8, 0}}), localQueue("cq-gpu")}},
+                            {"worker2", {gpuQueue("cq-gpu", {{"a100", 8, 0}}), localQueue("cq-gpu")}}};
+    c.expected.checkState = "Pending";
+    c.expected.checkMessage = "Nominated worker1; skipped worker2: does not serve PipelineRun.v1.tekton.dev";
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    c.expected.result = Result::after(minutes{5});
+    cases.push_back(c);
+  }
+  {
+    Case c{"an external dispatcher nominates a worker without the kind: an error naming it, no copy", {}, {}};
+    c.given.dispatcher = "example.com/my-dispatcher";
+    c.given.withoutJobKind = {"worker2"};
+    c.given.workload = managerWorkload();
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker1", "worker2"});
+    c.expected.error = "cluster worker2: does not serve PipelineRun.v1.tekton.dev (no CRD there)";
+    c.expected.checkState = "Pending";
+    c.expected.nominated = {"worker1", "worker2"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  return cases;
+}
+MKA_TABLE_TEST(WorkloadReconcilerTest, WorkersWithDifferentKinds, Case, workersWithDifferentKindsCases()) {
+  runCase(testCase());
+}
+
 MKA_TABLE_TEST(WorkloadReconcilerTest, OrchestratedPreemption, Case, orchestratedPreemptionCases()) {
   runCase(testCase());
 }
