@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "kueue_quota.h"
 #include "log.h"
 #include "mka/common/errors.h"
 #include "mka/common/json_fields.h"
@@ -44,6 +45,21 @@ constexpr const char* kAdmitted = "Admitted";
 constexpr const char* kEvicted = "Evicted";
 constexpr const char* kFinished = "Finished";
 constexpr const char* kDeactivationTarget = "DeactivationTarget";
+constexpr const char* kPreempted = "Preempted";
+constexpr const char* kBlockedOnPreemptionGates = "BlockedOnPreemptionGates";
+
+// Why a pending Workload has no quota (QuotaReserved=False): Kueue's scheduler writes the
+// granular reasons of UnadmittedWorkloadsObservability (Beta, on since 0.20; "Pending" before),
+// kueue_quota.cpp those of an assignment that does not fit.
+constexpr const char* kWaitingForQuota = "WaitingForQuota";
+constexpr const char* kWaitingForPreemptedWorkloads = "WaitingForPreemptedWorkloads";
+constexpr const char* kAdmissionGated = "AdmissionGated";
+constexpr const char* kPreemptionGated = "PreemptionGated";  // BlockedOnPreemptionGates=True
+constexpr const char* kNoReservation = "NoReservation";      // Admitted=False
+constexpr const char* kInClusterQueue = "InClusterQueue";    // Preempted=True
+constexpr const char* kGatedMessage = "Workload requires preemption, but it's gated";
+constexpr const char* kOverlappingTargetsMessage = "Workload has overlapping preemption targets with another workload";
+constexpr const char* kJobUidLabel = "kueue.x-k8s.io/job-uid";
 
 // Conflicts are retried on the next poll; a key that keeps failing for another reason is
 // retried too (the stand-in must converge, as a controller does), but logged each time.
@@ -55,8 +71,8 @@ ResourceRef workloadRef(const std::string& ns, const std::string& name = "", con
 ResourceRef localQueueRef(const std::string& ns, const std::string& name) {
   return {kKueueGroup, kKueueVersion, "localqueues", ns, name, ""};
 }
-ResourceRef clusterQueueRef(const std::string& name) {
-  return {kKueueGroup, kKueueVersion, "clusterqueues", "", name, ""};
+ResourceRef clusterQueueRef(const std::string& name, const std::string& sub = "") {
+  return {kKueueGroup, kKueueVersion, "clusterqueues", "", name, sub};
 }
 ResourceRef admissionCheckRef(const std::string& name) {
   return {kKueueGroup, kKueueVersion, "admissionchecks", "", name, ""};
@@ -134,9 +150,9 @@ std::vector<std::string> checkNamesOf(const json& clusterQueue) {
 }
 
 // metav1.Condition semantics (apimeta.SetStatusCondition): lastTransitionTime moves only when
-// the status changes.
+// the status changes. No generation: no observedGeneration (Kueue's Preempted condition).
 void setCondition(json& status, const std::string& type, const std::string& value, const std::string& reason,
-                  const std::string& message, const std::string& now, std::int64_t generation) {
+                  const std::string& message, const std::string& now, std::optional<std::int64_t> generation) {
   auto& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
   for (auto& c : conditions) {
@@ -145,15 +161,25 @@ void setCondition(json& status, const std::string& type, const std::string& valu
     c["status"] = value;
     c["reason"] = reason;
     c["message"] = message;
-    c["observedGeneration"] = generation;
+    if (generation) {
+      c["observedGeneration"] = *generation;
+    } else {
+      c.erase("observedGeneration");
+    }
     return;
   }
-  conditions.push_back({{"type", type},
-                        {"status", value},
-                        {"reason", reason},
-                        {"message", message},
-                        {"lastTransitionTime", now},
-                        {"observedGeneration", generation}});
+  json condition = {
+      {"type", type}, {"status", value}, {"reason", reason}, {"message", message}, {"lastTransitionTime", now}};
+  if (generation) condition["observedGeneration"] = *generation;
+  conditions.push_back(std::move(condition));
+}
+
+// Kueue's resetActiveCondition: a condition that is True turns False ("Previously: ...").
+void resetActiveCondition(json& status, const json& wl, const std::string& type, const std::string& reason,
+                          const std::string& now, std::int64_t generation) {
+  const auto* previous = findCondition(wl, type);
+  if (previous == nullptr || previous->value("status", "") != "True") return;
+  setCondition(status, type, "False", reason, "Previously: " + previous->value("message", ""), now, generation);
 }
 
 std::int64_t generationOf(const json& object) {
@@ -172,6 +198,35 @@ std::optional<TimePoint> parseTime(const std::string& text) {
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   return std::chrono::time_point_cast<TimePoint::duration>(std::chrono::system_clock::from_time_t(timegm(&tm)));
+}
+
+// spec.priority; absent is Kueue's default priority, 0.
+std::int64_t priorityOf(const json& wl) {
+  const auto pointer = json::json_pointer("/spec/priority");
+  return wl.contains(pointer) && wl.at(pointer).is_number_integer() ? wl.at(pointer).get<std::int64_t>() : 0;
+}
+
+// Kueue's queue order timestamp (Ordering.GetQueueOrderTimestamp): the creation, or the
+// eviction for a Workload an admission check evicted. RFC 3339 as stored, so it sorts as text.
+std::string queuedAt(const json& wl) {
+  if (const auto* evicted = findCondition(wl, kEvicted);
+      evicted != nullptr && evicted->value("status", "") == "True" && evicted->value("reason", "") == "AdmissionCheck")
+    return evicted->value("lastTransitionTime", "");
+  return stringAtPointer(wl, json::json_pointer("/metadata/creationTimestamp"));
+}
+
+// Kueue's HasClosedPreemptionGate: a gate in spec.preemptionGates whose status.preemptionGates
+// entry is missing or not Open.
+bool hasClosedPreemptionGate(const json& wl) {
+  const auto& spec = json_fields::objectMember(wl, "spec");
+  const auto& states = json_fields::arrayMember(json_fields::objectMember(wl, "status"), "preemptionGates");
+  for (const auto& gate : json_fields::arrayMember(spec, "preemptionGates")) {
+    const auto name = json_fields::stringMember(gate, "name");
+    const auto state = std::find_if(states.begin(), states.end(),
+                                    [&](const json& s) { return json_fields::stringMember(s, "name") == name; });
+    if (state == states.end() || json_fields::stringMember(*state, "position") != "Open") return true;
+  }
+  return false;
 }
 
 // What the worker thread reconciles: a Workload.
@@ -210,7 +265,8 @@ struct KueueStandIn::Impl {
   std::set<Key> queued;
   std::set<Key> retry;                 // failed (conflict): tried again next round
   std::map<Key, TimePoint> readmitAt;  // evicted Workloads waiting for readmitDelay
-  std::set<Key> waitingForCapacity;    // worker: Workloads over capacity, oldest first on retry
+  bool scheduleDue = true;             // something changed: the scheduler looks at every queue
+  bool scheduleFailed = false;         // a write of the last pass conflicted: look again next round
   std::uint64_t quietRevision = 0;     // store revision every event up to which was handled
   bool poked = false;
   bool busy = false;
@@ -237,8 +293,9 @@ struct KueueStandIn::Impl {
       bool events = drainWatches();
       enqueueDueTimers();
       events = processQueue() || events;
+      schedule();
       std::unique_lock lock(mutex);
-      const bool retrying = !retry.empty();
+      const bool retrying = !retry.empty() || scheduleFailed;
       if (!events && queue.empty() && !retrying) quietRevision = revision;
       // After work, look again at once: what was written is already waiting in the watches.
       // A failed key waits a poll interval, so a lasting error does not spin.
@@ -246,6 +303,8 @@ struct KueueStandIn::Impl {
       poked = false;
       for (const auto& key : retry) enqueueLocked(key);
       retry.clear();
+      scheduleDue = scheduleDue || scheduleFailed;
+      scheduleFailed = false;
     }
   }
 
@@ -280,24 +339,12 @@ struct KueueStandIn::Impl {
     return any;
   }
 
+  // Any change may free or take quota, or unblock a Workload (a LocalQueue, ClusterQueue or
+  // AdmissionCheck appearing or changing): the scheduler looks again.
   void onEvent(const WatchSlot& slot, const json& object) {
-    const auto ns = nsOf(object);
-    const auto name = nameOf(object);
-    // Read before taking the lock: the API is never called under it.
-    const auto workloads = slot.kind == WatchSlot::Kind::Queue ? listWorkloads() : std::vector<json>{};
     std::lock_guard lock(mutex);
-    switch (slot.kind) {
-      case WatchSlot::Kind::Workload:
-        enqueueLocked({ns, name});
-        // A Workload changing may free capacity.
-        for (const auto& waiting : waitingForCapacity) enqueueLocked(waiting);
-        break;
-      case WatchSlot::Kind::Queue:
-        // A LocalQueue, ClusterQueue or AdmissionCheck appearing or changing may unblock any
-        // Workload.
-        for (const auto& wl : workloads) enqueueLocked({nsOf(wl), nameOf(wl)});
-        break;
-    }
+    if (slot.kind == WatchSlot::Kind::Workload) enqueueLocked({nsOf(object), nameOf(object)});
+    scheduleDue = true;
   }
 
   void enqueueDueTimers() {
@@ -306,6 +353,7 @@ struct KueueStandIn::Impl {
     for (auto it = readmitAt.begin(); it != readmitAt.end();) {
       if (it->second <= now) {
         enqueueLocked(it->first);
+        scheduleDue = true;
         it = readmitAt.erase(it);
       } else {
         ++it;
@@ -367,38 +415,12 @@ struct KueueStandIn::Impl {
     return static_cast<std::size_t>(std::count_if(all.begin(), all.end(), holdsQuota));
   }
 
-  // Worker capacity, oldest first (creationTimestamp, then name), as Kueue's FIFO queues
-  // order: the Workload gets a free slot only when fewer older ones are waiting for one.
-  bool fitsCapacity(const Key& key, const json& wl) {
-    const auto all = listWorkloads();
-    const auto holding = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), holdsQuota));
-    if (holding >= options.capacity) return false;
-    const auto order = [](const json& o) {
-      return std::make_pair(stringAtPointer(o, json::json_pointer("/metadata/creationTimestamp")),
-                            nsOf(o) + "/" + nameOf(o));
-    };
-    std::set<Key> waiting;
-    {
-      std::lock_guard lock(mutex);
-      waiting = waitingForCapacity;
-    }
-    std::size_t older = 0;
-    for (const auto& other : all) {
-      const Key otherKey{nsOf(other), nameOf(other)};
-      if (otherKey != key && waiting.count(otherKey) != 0 && !holdsQuota(other) && !deleting(other) &&
-          !conditionTrue(other, kFinished) && order(other) < order(wl))
-        ++older;
-    }
-    return older < options.capacity - holding;
-  }
-
   // ---- Workloads ----------------------------------------------------------------------------
 
   void reconcileWorkload(const Key& key) {
     const auto found = getIfExists(api, workloadRef(key.namespace_, key.name));
     if (!found) {
       std::lock_guard lock(mutex);
-      waitingForCapacity.erase(key);
       readmitAt.erase(key);
       return;
     }
@@ -422,11 +444,8 @@ struct KueueStandIn::Impl {
       if (reserved && !evicted) evictWorkload(wl, "Deactivated", deactivationMessage(wl), false);
       return;
     }
-    if (!reserved) {
-      reserve(key, wl);
-      return;
-    }
-    if (evicted) return;  // reserved until the job integration has stopped the job and released it
+    if (!reserved) return;  // the scheduler's (schedule())
+    if (evicted) return;    // reserved until the job integration has stopped the job and released it
     if (manager()) {
       const auto retry = checksIn(wl, "Retry");
       if (!retry.empty()) {
@@ -481,20 +500,6 @@ struct KueueStandIn::Impl {
 
   void writeMain(const json& object, const ResourceRef& ref) { api.update(ref, object, asStandIn()); }
 
-  // The ClusterQueue the Workload's LocalQueue points to; "" when either is missing.
-  std::string clusterQueueOf(const json& wl, json* clusterQueue) const {
-    const auto queueName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
-    if (queueName.empty()) return "";
-    auto lq = getIfExists(api, localQueueRef(nsOf(wl), queueName));
-    if (!lq) return "";
-    const auto cqName = stringAtPointer(*lq, json::json_pointer("/spec/clusterQueue"));
-    if (cqName.empty()) return "";
-    auto cq = getIfExists(api, clusterQueueRef(cqName));
-    if (!cq) return "";
-    if (clusterQueue != nullptr) *clusterQueue = std::move(*cq);
-    return cqName;
-  }
-
   // The first AdmissionCheck the ClusterQueue lists that is missing or not Active=True ("" when
   // there is none): Kueue keeps such a ClusterQueue inactive (AdmissionCheckNotFound,
   // AdmissionCheckInactive).
@@ -518,67 +523,339 @@ struct KueueStandIn::Impl {
     writeStatus(wl, std::move(status));
   }
 
-  void reserve(const Key& key, const json& wl) {
-    const auto now = clock.now();
-    if (const auto* evicted = findCondition(wl, kEvicted);
-        evicted != nullptr && evicted->value("status", "") == "True" && options.readmitDelay.count() > 0) {
-      const auto since = parseTime(evicted->value("lastTransitionTime", ""));
-      const auto notBefore =
-          since.value_or(now) + std::chrono::duration_cast<TimePoint::duration>(options.readmitDelay);
-      if (now < notBefore) {
-        std::lock_guard lock(mutex);
-        readmitAt[key] = notBefore;
-        return;
+  // ---- the scheduler: quota reservation, preemption, ClusterQueue status --------------------
+  //
+  // One pass looks at every Workload, as one of Kueue's scheduling cycles does once its queues
+  // have settled: the usage of those holding quota, then the pending ones in queue order, each
+  // reserved where it fits (BestEffortFIFO: one that does not fit does not hold back the next),
+  // then each ClusterQueue's status. A pass runs after any change, so a pending Workload is
+  // reconsidered whenever quota is released.
+
+  // A pending Workload: active, not finished, holding no quota.
+  struct Pending {
+    const json* wl;
+    std::string clusterQueue;  // "" when its LocalQueue or ClusterQueue is missing
+    std::int64_t priority;
+    std::string queuedAt;
+  };
+
+  // What a ClusterQueue's status counts.
+  struct QueueCounts {
+    kueue_quota::Amounts reserved;  // by Workloads holding quota
+    kueue_quota::Amounts admitted;  // by those of them Admitted
+    std::vector<const json*> holding;
+    std::int64_t reservingWorkloads = 0;
+    std::int64_t admittedWorkloads = 0;
+    std::int64_t pendingWorkloads = 0;
+  };
+
+  // What one pass reads and updates as it reserves.
+  struct Pass {
+    std::map<std::string, const json*> clusterQueues;
+    std::map<std::string, std::string> inactive;  // ClusterQueue -> its first inactive check
+    kueue_quota::Snapshot snapshot;               // usage, and that of preemptors waiting
+    std::map<std::string, QueueCounts> counts;
+    std::size_t holding = 0;        // Workloads holding quota (Options::capacity)
+    std::set<std::string> claimed;  // preemption targets already claimed in this pass
+    bool clean = true;              // false: a write conflicted, look again
+  };
+
+  void schedule() {
+    {
+      std::lock_guard lock(mutex);
+      if (!scheduleDue || stopping) return;
+      scheduleDue = false;
+      busy = true;
+    }
+    bool clean = false;
+    try {
+      clean = schedulePass();
+    } catch (const std::exception& e) {
+      log::warn(logger(), "kueue-standin scheduling failed, retrying", {{"cluster", cluster()}, {"error", e.what()}});
+    }
+    std::lock_guard lock(mutex);
+    busy = false;
+    if (!clean) scheduleFailed = true;
+  }
+
+  std::vector<json> listItems(const ResourceRef& ref) const {
+    try {
+      return api.list(ref, {}).value("items", json::array()).get<std::vector<json>>();
+    } catch (const ApiError&) {
+      return {};  // the CRD is not there yet
+    }
+  }
+
+  // Returns false when a write conflicted with another writer (the next pass rereads).
+  bool schedulePass() {
+    const auto workloads = listWorkloads();
+    const auto clusterQueues = listItems(clusterQueueRef(""));
+    std::map<std::string, std::string> localQueues;  // namespace/name -> ClusterQueue
+    for (const auto& lq : listItems(localQueueRef("", "")))
+      localQueues[nsOf(lq) + "/" + nameOf(lq)] = stringAtPointer(lq, json::json_pointer("/spec/clusterQueue"));
+
+    Pass pass;
+    for (const auto& cq : clusterQueues) {
+      pass.clusterQueues[nameOf(cq)] = &cq;
+      pass.inactive[nameOf(cq)] = inactiveCheck(cq);
+      pass.snapshot.addQueue(kueue_quota::ClusterQueue::from(cq));
+      pass.counts[nameOf(cq)];
+    }
+    std::vector<Pending> pending;
+    for (const auto& wl : workloads) {
+      if (deleting(wl) || conditionTrue(wl, kFinished)) continue;
+      if (holdsQuota(wl)) {
+        const auto cq = stringAtPointer(wl, json::json_pointer("/status/admission/clusterQueue"));
+        const auto usage = kueue_quota::admittedUsage(wl);
+        ++pass.holding;
+        pass.snapshot.add(cq, usage);
+        auto& counts = pass.counts[cq];
+        add(counts.reserved, usage);
+        ++counts.reservingWorkloads;
+        if (conditionTrue(wl, kAdmitted)) {
+          add(counts.admitted, usage);
+          ++counts.admittedWorkloads;
+        }
+        counts.holding.push_back(&wl);
+        continue;
+      }
+      if (!(wl.contains("spec") ? wl["spec"].value("active", true) : true)) continue;
+      std::string cq;
+      if (auto lq = localQueues.find(nsOf(wl) + "/" + stringAtPointer(wl, json::json_pointer("/spec/queueName")));
+          lq != localQueues.end() && pass.clusterQueues.count(lq->second) != 0) {
+        cq = lq->second;
+        ++pass.counts[cq].pendingWorkloads;
+      }
+      pending.push_back({&wl, cq, priorityOf(wl), queuedAt(wl)});
+    }
+    std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.queuedAt != b.queuedAt) return a.queuedAt < b.queuedAt;
+      return std::make_pair(nsOf(*a.wl), nameOf(*a.wl)) < std::make_pair(nsOf(*b.wl), nameOf(*b.wl));
+    });
+
+    for (const auto& p : pending) {
+      try {
+        schedulePending(p, pass);
+      } catch (const ApiError& e) {
+        // 409: someone wrote the Workload since the list; 404: it is gone. The next pass rereads.
+        if (e.code() != 409 && e.code() != 404) throw;
+        pass.clean = false;
       }
     }
-    json cq;
-    auto cqName = clusterQueueOf(wl, &cq);
-    if (cqName.empty()) {
+    writeClusterQueueStatuses(clusterQueues, pass);
+    return pass.clean;
+  }
+
+  static void add(kueue_quota::Amounts& to, const kueue_quota::Amounts& amounts) {
+    for (const auto& [fr, amount] : amounts) to[fr] += amount;
+  }
+
+  // Kueue requeues an evicted Workload after a backoff (here one fixed Options::readmitDelay).
+  bool waitingToReadmit(const json& wl) {
+    const auto* evicted = findCondition(wl, kEvicted);
+    if (evicted == nullptr || evicted->value("status", "") != "True" || options.readmitDelay.count() <= 0) return false;
+    const auto now = clock.now();
+    const auto since = parseTime(evicted->value("lastTransitionTime", ""));
+    const auto notBefore = since.value_or(now) + std::chrono::duration_cast<TimePoint::duration>(options.readmitDelay);
+    if (now >= notBefore) return false;
+    std::lock_guard lock(mutex);
+    readmitAt[{nsOf(wl), nameOf(wl)}] = notBefore;
+    return true;
+  }
+
+  void schedulePending(const Pending& p, Pass& pass) {
+    const json& wl = *p.wl;
+    if (waitingToReadmit(wl)) return;
+    if (p.clusterQueue.empty()) {
+      const auto queueName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
       if (options.requireQueues) {
         log::debug(logger(), "kueue-standin workload waits for its queues",
-                   {{"cluster", cluster()},
-                    {"namespace", key.namespace_},
-                    {"workload", key.name},
-                    {"queue", stringAtPointer(wl, json::json_pointer("/spec/queueName"))}});
+                   {{"cluster", cluster()}, {"namespace", nsOf(wl)}, {"workload", nameOf(wl)}, {"queue", queueName}});
         return;  // a LocalQueue/ClusterQueue event brings it back
       }
-      cqName = stringAtPointer(wl, json::json_pointer("/spec/queueName"));
+      if (overCapacity(pass)) return;
+      // No ClusterQueue to count against: reserved as is, without flavors.
+      kueue_quota::Assignment unassigned;
+      for (const auto& podSet : kueue_quota::podSetRequests(wl))
+        unassigned.podSets.push_back({podSet.name, podSet.count, {}, podSet.total});
+      reserve(wl, queueName, json::object(), unassigned);
+      ++pass.holding;
+      return;
     }
-    if (const auto inactive = inactiveCheck(cq); !inactive.empty()) {
+    const json& cq = *pass.clusterQueues.at(p.clusterQueue);
+    if (const auto& inactive = pass.inactive.at(p.clusterQueue); !inactive.empty()) {
       // Kueue's scheduler skips the Workloads of an inactive ClusterQueue, and its Workload
       // controller says so on each pending one. An AdmissionCheck event brings them back.
       log::debug(logger(), "kueue-standin workload waits for its ClusterQueue's admission checks",
                  {{"cluster", cluster()},
-                  {"namespace", key.namespace_},
-                  {"workload", key.name},
-                  {"clusterQueue", cqName},
+                  {"namespace", nsOf(wl)},
+                  {"workload", nameOf(wl)},
+                  {"clusterQueue", p.clusterQueue},
                   {"admissionCheck", inactive}});
-      markInadmissible(wl, "ClusterQueue " + cqName + " is inactive");
+      markInadmissible(wl, "ClusterQueue " + p.clusterQueue + " is inactive");
       return;
     }
-    if (!manager() && options.capacity > 0 && !fitsCapacity(key, wl)) {
-      std::lock_guard lock(mutex);
-      waitingForCapacity.insert(key);
-      return;
-    }
-    {
-      std::lock_guard lock(mutex);
-      waitingForCapacity.erase(key);
-    }
+    if (overCapacity(pass)) return;
 
+    const auto& queue = *pass.snapshot.queue(p.clusterQueue);
+    auto& counts = pass.counts[p.clusterQueue];
+    const auto candidates = preemptionCandidates(p, queue, counts);
+    // SimulatePreemption for one flavor and resource: room once every candidate using it is gone.
+    const kueue_quota::PreemptionOracle mayPreempt = [&](const kueue_quota::FlavorResource& fr,
+                                                         kueue_quota::Milli amount) {
+      auto without = pass.snapshot;
+      for (const auto& [candidate, holder] : candidates)
+        if (candidate.usage.count(fr) != 0) without.remove(queue.name, candidate.usage);
+      return !candidates.empty() && amount <= without.available(queue, fr);
+    };
+    const auto assignment =
+        kueue_quota::assignFlavors(pass.snapshot, queue, kueue_quota::podSetRequests(wl), mayPreempt);
+    switch (assignment.mode) {
+      case kueue_quota::Mode::Fit: {
+        const bool admitted = reserve(wl, p.clusterQueue, cq, assignment);
+        pass.snapshot.add(p.clusterQueue, assignment.usage);
+        ++pass.holding;
+        add(counts.reserved, assignment.usage);
+        ++counts.reservingWorkloads;
+        --counts.pendingWorkloads;
+        if (admitted) {
+          add(counts.admitted, assignment.usage);
+          ++counts.admittedWorkloads;
+        }
+        return;
+      }
+      case kueue_quota::Mode::NoFit: markPending(wl, assignment.noFitReason, assignment.message); return;
+      case kueue_quota::Mode::Preempt: preempt(wl, queue, assignment, candidates, pass); return;
+    }
+  }
+
+  // Options::capacity, not Kueue's: a Workload over it stays pending without a word.
+  bool overCapacity(const Pass& pass) const {
+    return !manager() && options.capacity > 0 && pass.holding >= options.capacity;
+  }
+
+  // The Workloads holding quota in the ClusterQueue that the pending one may preempt: with
+  // spec.preemption.withinClusterQueue LowerPriority, those of strictly lower priority.
+  std::vector<std::pair<kueue_quota::Candidate, const json*>> preemptionCandidates(
+      const Pending& p, const kueue_quota::ClusterQueue& queue, const QueueCounts& counts) const {
+    std::vector<std::pair<kueue_quota::Candidate, const json*>> out;
+    if (queue.withinClusterQueue != "LowerPriority") return out;
+    for (const auto* wl : counts.holding) {
+      if (priorityOf(*wl) >= p.priority) continue;
+      const auto* reserved = findCondition(*wl, kQuotaReserved);
+      out.push_back({{nsOf(*wl) + "/" + nameOf(*wl), kueue_quota::admittedUsage(*wl), conditionTrue(*wl, kEvicted),
+                      priorityOf(*wl), reserved != nullptr ? reserved->value("lastTransitionTime", "") : ""},
+                     wl});
+    }
+    return out;
+  }
+
+  // Kueue's scheduler on a Workload that fits only by preemption (processEntry): no candidates
+  // -> it waits for quota; a closed preemption gate -> blocked (KEP-8303, MultiKueue's
+  // orchestrated preemption); targets another preemptor of this pass claimed -> it waits;
+  // else the targets are evicted and it waits for them, its request counted for the rest of
+  // the pass so that no one behind it takes the room.
+  void preempt(const json& wl, const kueue_quota::ClusterQueue& queue, const kueue_quota::Assignment& assignment,
+               const std::vector<std::pair<kueue_quota::Candidate, const json*>>& candidates, Pass& pass) {
+    std::vector<kueue_quota::Candidate> usable;  // those using a resource that needs preemption
+    std::vector<const json*> usableWorkloads;
+    for (const auto& [candidate, candidateWl] : candidates) {
+      const bool uses = std::any_of(assignment.needPreemption.begin(), assignment.needPreemption.end(),
+                                    [&](const auto& fr) { return candidate.usage.count(fr) != 0; });
+      if (!uses) continue;
+      usable.push_back(candidate);
+      usableWorkloads.push_back(candidateWl);
+    }
+    const auto targets = kueue_quota::preemptionTargets(pass.snapshot, queue, assignment.usage, usable);
+    if (targets.empty()) {
+      markPending(wl, kWaitingForQuota, assignment.message);
+      return;
+    }
+    if (options.orchestratedPreemption && hasClosedPreemptionGate(wl)) {
+      markPending(wl, kAdmissionGated, kGatedMessage, /*blockedOnGates=*/true);
+      return;
+    }
+    for (const auto t : targets) {
+      if (pass.claimed.count(usable[t].key) != 0) {
+        markPending(wl, kWaitingForQuota, kOverlappingTargetsMessage);
+        return;
+      }
+    }
+    for (const auto t : targets) pass.claimed.insert(usable[t].key);
+    pass.snapshot.add(queue.name, assignment.usage);
+    for (const auto t : targets)
+      if (!usable[t].evicted) evictForPreemption(*usableWorkloads[t], wl, queue);
+    markPending(wl, kWaitingForPreemptedWorkloads,
+                assignment.message + ". Pending the preemption of " + std::to_string(targets.size()) + " workload(s)");
+  }
+
+  // Kueue's preemption of one target (Preemptor.IssuePreemptions): Preempted=True reason
+  // InClusterQueue, then evicted (reason Preempted) with the same message.
+  void evictForPreemption(const json& victim, const json& preemptor, const kueue_quota::ClusterQueue& queue) {
+    const auto uid = json_fields::metadataString(preemptor, "uid");
+    const auto jobUid = json_fields::stringMember(
+        json_fields::objectMember(json_fields::objectMember(preemptor, "metadata"), "labels"), kJobUidLabel);
+    const auto message = "Preempted to accommodate a workload (UID: " + (uid.empty() ? "UNKNOWN" : uid) +
+                         ", JobUID: " + (jobUid.empty() ? "UNKNOWN" : jobUid) +
+                         ") due to prioritization in the ClusterQueue; preemptor path: " + queue.path() +
+                         "; preemptee path: " + queue.path();
+    const auto stamp = api.now();
+    json prepared = victim;
+    setCondition(prepared["status"], kPreempted, "True", kInClusterQueue, message, stamp, std::nullopt);
+    writeStatus(victim, evictedStatus(prepared, "Preempted", message, stamp, true));
+    log::info(logger(), "kueue-standin preempted",
+              {{"cluster", cluster()},
+               {"namespace", nsOf(victim)},
+               {"workload", nameOf(victim)},
+               {"preemptor", nsOf(preemptor) + "/" + nameOf(preemptor)},
+               {"clusterQueue", queue.name}});
+  }
+
+  // A pending Workload's status as Kueue's scheduler leaves it (requeueAndUpdate,
+  // UnsetQuotaReservationWithCondition): QuotaReserved=False with the reason and message, and
+  // Admitted=False NoReservation; a gated preemptor also BlockedOnPreemptionGates=True. Written
+  // only when it changes.
+  void markPending(const json& wl, const std::string& reason, const std::string& message, bool blockedOnGates = false) {
+    const auto stamp = api.now();
+    const auto generation = generationOf(wl);
+    const json current = wl.value("status", json::object());
+    json status = current;
+    setCondition(status, kQuotaReserved, "False", reason, message, stamp, generation);
+    status.erase("admission");
+    setCondition(status, kAdmitted, "False", kNoReservation, "The workload has no reservation", stamp, generation);
+    if (blockedOnGates)
+      setCondition(status, kBlockedOnPreemptionGates, "True", kPreemptionGated, message, stamp, generation);
+    if (status == current) return;
+    writeStatus(wl, std::move(status));
+    log::debug(logger(), "kueue-standin workload pending",
+               {{"cluster", cluster()},
+                {"namespace", nsOf(wl)},
+                {"workload", nameOf(wl)},
+                {"reason", reason},
+                {"message", message}});
+  }
+
+  // Kueue's quota reservation (SetQuotaReservation): status.admission, QuotaReserved=True, a
+  // standing eviction, preemption or gate block turned into history; on a manager one Pending
+  // admission check state per check the ClusterQueue lists. Admitted at once when no check is
+  // pending (always on a worker). Returns whether it was admitted.
+  bool reserve(const json& wl, const std::string& cqName, const json& cq, const kueue_quota::Assignment& assignment) {
     const auto stamp = api.now();
     const auto generation = generationOf(wl);
     json status = wl.value("status", json::object());
-    json assignments = json::array();
-    for (const auto& podSet : json_fields::arrayMember(json_fields::objectMember(wl, "spec"), "podSets"))
-      assignments.push_back(assignFlavors(podSet, cq));
-    status["admission"] = {{"clusterQueue", cqName}, {"podSetAssignments", assignments}};
+    json podSets = json::array();
+    for (const auto& podSet : assignment.podSets) {
+      json usage = json::object();
+      for (const auto& [resource, milli] : podSet.usage) usage[resource] = quantity::formatMilli(milli);
+      podSets.push_back(
+          {{"name", podSet.name}, {"count", podSet.count}, {"flavors", podSet.flavors}, {"resourceUsage", usage}});
+    }
+    status["admission"] = {{"clusterQueue", cqName}, {"podSetAssignments", podSets}};
     setCondition(status, kQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue " + cqName, stamp,
                  generation);
-    // Kueue's SetQuotaReservation turns a standing eviction into history.
-    if (const auto* evicted = findCondition(wl, kEvicted); evicted != nullptr && evicted->value("status", "") == "True")
-      setCondition(status, kEvicted, "False", "QuotaReserved", "Previously: " + evicted->value("message", ""), stamp,
-                   generation);
+    for (const auto* type : {kEvicted, kPreempted, kBlockedOnPreemptionGates})
+      resetActiveCondition(status, wl, type, "QuotaReserved", stamp, generation);
 
     bool checksPending = false;
     if (manager()) {
@@ -606,44 +883,69 @@ struct KueueStandIn::Impl {
     writeStatus(wl, status);
     log::info(logger(), "kueue-standin reserved quota",
               {{"cluster", cluster()},
-               {"namespace", key.namespace_},
-               {"workload", key.name},
+               {"namespace", nsOf(wl)},
+               {"workload", nameOf(wl)},
                {"clusterQueue", cqName},
                {"admitted", !checksPending}});
+    return !checksPending;
   }
 
-  // Kueue's flavor assignment without quotas: each resource a pod of the set requests gets the
-  // first flavor of the ClusterQueue's resource group covering it (Kueue takes the first whose
-  // quota fits), and the set's usage is the pod's requests times its count. No ClusterQueue
-  // (Options::requireQueues off) or no covering group: no flavor for that resource.
-  static json assignFlavors(const json& podSet, const json& clusterQueue) {
-    const auto count = podSet.value("count", 1);
-    std::map<std::string, std::int64_t> perPod;  // thousandths
-    const auto& podSpec = json_fields::objectMember(json_fields::objectMember(podSet, "template"), "spec");
-    for (const auto& container : json_fields::arrayMember(podSpec, "containers")) {
-      const auto& resources = json_fields::objectMember(container, "resources");
-      json requests = json_fields::objectMember(resources, "limits");  // a limit alone is the request
-      requests.update(json_fields::objectMember(resources, "requests"));
-      for (const auto& [resource, value] : requests.items())
-        if (value.is_string() || value.is_number())
-          if (auto milli = quantity::parseMilli(value.is_string() ? value.get<std::string>() : value.dump()))
-            perPod[resource] += *milli;
-    }
-    json flavors = json::object();
-    json usage = json::object();
-    const auto& groups = json_fields::arrayMember(json_fields::objectMember(clusterQueue, "spec"), "resourceGroups");
-    for (const auto& [resource, milli] : perPod) {
-      usage[resource] = quantity::formatMilli(milli * count);
-      for (const auto& group : groups) {
-        const auto& covered = json_fields::arrayMember(group, "coveredResources");
-        const auto& groupFlavors = json_fields::arrayMember(group, "flavors");
-        if (std::find(covered.begin(), covered.end(), json(resource)) == covered.end() || groupFlavors.empty())
-          continue;
-        flavors[resource] = groupFlavors.front().value("name", "");
-        break;
+  // The ClusterQueue status Kueue's ClusterQueue controller writes (updateCqStatusIfChanged,
+  // Cache.Usage): per flavor of each resource group, per covered resource (by name), the total
+  // reserved (flavorsReservation) and admitted (flavorsUsage), and what of it is borrowed from the
+  // cohort; and the Workloads pending, reserving and admitted. Written only when it changes.
+  void writeClusterQueueStatuses(const std::vector<json>& clusterQueues, Pass& pass) {
+    for (const auto& cq : clusterQueues) {
+      const auto name = nameOf(cq);
+      const auto& queue = *pass.snapshot.queue(name);
+      const auto& counts = pass.counts[name];
+      const json current = cq.value("status", json::object());
+      json status = current;
+      for (const auto& [field, amounts] :
+           {std::pair<const char*, const kueue_quota::Amounts*>{"flavorsReservation", &counts.reserved},
+            {"flavorsUsage", &counts.admitted}}) {
+        auto usage = flavorUsage(queue, *amounts);
+        if (usage.empty()) {
+          status.erase(field);
+        } else {
+          status[field] = std::move(usage);
+        }
+      }
+      status["pendingWorkloads"] = counts.pendingWorkloads;
+      status["reservingWorkloads"] = counts.reservingWorkloads;
+      status["admittedWorkloads"] = counts.admittedWorkloads;
+      if (status == current) continue;
+      try {
+        api.update(clusterQueueRef(name, "status"), statusWrite(cq, std::move(status)), asStandIn());
+      } catch (const ApiError& e) {
+        if (e.code() != 409 && e.code() != 404) throw;
+        pass.clean = false;
       }
     }
-    return {{"name", podSet.value("name", "main")}, {"count", count}, {"flavors", flavors}, {"resourceUsage", usage}};
+  }
+
+  static json flavorUsage(const kueue_quota::ClusterQueue& queue, const kueue_quota::Amounts& amounts) {
+    json out = json::array();
+    for (const auto& group : queue.resourceGroups) {
+      auto resources = group.coveredResources;
+      std::sort(resources.begin(), resources.end());
+      for (const auto& flavor : group.flavors) {
+        json usage = json::array();
+        for (const auto& resource : resources) {
+          const kueue_quota::FlavorResource fr{flavor, resource};
+          const auto used = amounts.count(fr) != 0 ? amounts.at(fr) : 0;
+          const auto quota = queue.quotas.find(fr);
+          const auto nominal = quota != queue.quotas.end() ? quota->second.nominal : 0;
+          // Kueue writes borrowed as 0 outside a cohort.
+          const auto borrowed = queue.cohort.empty() ? 0 : std::max<kueue_quota::Milli>(0, used - nominal);
+          usage.push_back({{"name", resource},
+                           {"total", kueue_quota::formatQuantity(resource, used)},
+                           {"borrowed", kueue_quota::formatQuantity(resource, borrowed)}});
+        }
+        out.push_back({{"name", flavor}, {"resources", usage}});
+      }
+    }
+    return out;
   }
 
   void admit(const json& wl) {
@@ -654,10 +956,10 @@ struct KueueStandIn::Impl {
               {{"cluster", cluster()}, {"namespace", nsOf(wl)}, {"workload", nameOf(wl)}});
   }
 
-  // Kueue's eviction (evict.Evict): Evicted=True, MultiKueue's placement fields cleared and
-  // every check not Pending reset to Pending (retryCount + 1 for a Retry). The reservation is
-  // the job integration's to release once the job has stopped (jobframework step 18), so Kueue
-  // core keeps it.
+  // Kueue's eviction (evict.Evict): Evicted=True, MultiKueue's placement fields cleared, every
+  // check not Pending reset to Pending (retryCount + 1 for a Retry), a BlockedOnPreemptionGates
+  // lifted and every preemption gate closed again. The reservation is the job integration's to
+  // release once the job has stopped (jobframework step 18), so Kueue core keeps it.
   void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true) {
     json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
     writeStatus(wl, status);
@@ -675,6 +977,13 @@ struct KueueStandIn::Impl {
     setCondition(status, kEvicted, "True", reason, message, stamp, generationOf(wl));
     status.erase("clusterName");
     status.erase("nominatedClusterNames");
+    if (conditionTrue(wl, kBlockedOnPreemptionGates))
+      setCondition(status, kBlockedOnPreemptionGates, "False", reason, message, stamp, generationOf(wl));
+    if (status.contains("preemptionGates") && status["preemptionGates"].is_array())
+      for (auto& gate : status["preemptionGates"]) {
+        gate["position"] = "Closed";
+        gate["lastTransitionTime"] = stamp;
+      }
     if (resetChecks && status.contains("admissionChecks") && status["admissionChecks"].is_array()) {
       for (auto& check : status["admissionChecks"]) {
         const auto old = check.value("state", "");
@@ -770,7 +1079,9 @@ bool KueueStandIn::idle() const {
   const auto revision = impl_->api.store().resourceVersion();
   const auto now = impl_->clock.now();
   std::lock_guard lock(impl_->mutex);
-  if (!impl_->queue.empty() || !impl_->retry.empty() || impl_->busy || impl_->quietRevision < revision) return false;
+  if (!impl_->queue.empty() || !impl_->retry.empty() || impl_->busy || impl_->scheduleDue || impl_->scheduleFailed ||
+      impl_->quietRevision < revision)
+    return false;
   for (const auto& [key, at] : impl_->readmitAt)
     if (at <= now) return false;
   return true;

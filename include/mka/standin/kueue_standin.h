@@ -15,39 +15,79 @@
 // inactive, as in Kueue: its Workloads get no quota, only QuotaReserved=False reason
 // Inadmissible "ClusterQueue <name> is inactive", until the check is Active (on a MultiKueue
 // manager, the adapter's admission check controller makes it so).
+// Quota (both roles; src/standin/kueue_quota.h has the arithmetic and the Kueue code it reads):
+// - a Workload (spec.queueName -> its LocalQueue -> spec.clusterQueue) is reserved only where
+//   all its pod sets fit together: per pod set (each container's requests, a limit alone
+//   counting, times count; "pods" when the ClusterQueue covers it) and resource group, the
+//   group's flavors in order, the first where usage + request <= nominalQuota, or in a cohort
+//   (spec.cohortName) <= nominalQuota + the cohort's unused quota, capped by borrowingLimit,
+//   lenders keeping nominalQuota - lendingLimit (Kueue's default flavorFungibility). A resource
+//   no group covers does not fit, so a ClusterQueue without resourceGroups takes only Workloads
+//   that request nothing (as Kueue; the tests' bare Workloads request nothing);
+// - pending Workloads are taken by spec.priority (higher first), then creation (or eviction
+//   by an admission check), then name; one that does not fit does not block the next
+//   (BestEffortFIFO). It keeps QuotaReserved=False with Kueue's message ("couldn't assign
+//   flavors to pod set main: insufficient unused quota for cpu in flavor f, 2 more needed")
+//   and granular reason (WaitingForQuota, ExceedsMaxQuota, NoMatchingFlavor: Kueue 0.20's
+//   UnadmittedWorkloadsObservability, on by default), and Admitted=False NoReservation. Every
+//   change (a Workload finished, deleted, released after an eviction, a ClusterQueue edited)
+//   brings a new pass over all of them, so the message says what is lacking now (Kueue's may
+//   still describe its last attempt until an event requeues the Workload);
+// - status.admission.podSetAssignments names each resource's flavor and the pod set's
+//   resourceUsage (spelled as quantity::formatMilli does: "3221225472" where Kueue writes
+//   "3Gi");
+// - each ClusterQueue's status as Kueue's ClusterQueue controller writes it, when it changes:
+//   flavorsReservation (Workloads holding quota) and flavorsUsage (those admitted), per flavor
+//   and covered resource {name, total, borrowed} in Kubernetes' canonical quantities, and
+//   pendingWorkloads, reservingWorkloads, admittedWorkloads;
+// - preemption within a ClusterQueue whose spec.preemption.withinClusterQueue is
+//   LowerPriority: a Workload that fits only if admitted ones of strictly lower priority go
+//   evicts the fewest (Kueue's candidate order and fill-back), each Preempted=True reason
+//   InClusterQueue and Evicted=True reason Preempted, and waits (QuotaReserved=False reason
+//   WaitingForPreemptedWorkloads, "... Pending the preemption of N workload(s)"), its request
+//   held for the rest of the pass. With Options::orchestratedPreemption (MultiKueue's
+//   orchestrated preemption, KEP-8303), a Workload with a preemption gate in spec whose
+//   status.preemptionGates entry is not position Open evicts nobody: QuotaReserved=False reason
+//   AdmissionGated and BlockedOnPreemptionGates=True reason PreemptionGated, both "Workload
+//   requires preemption, but it's gated"; once the gate is Open it preempts as above, and the
+//   condition turns False when it is reserved (reason QuotaReserved) or evicted, as in Kueue.
 // Manager role (Role::Manager):
-// - quota is reserved when the LocalQueue and its ClusterQueue exist (or always, see
-//   Options::requireQueues): status.admission, QuotaReserved=True, and one Pending
-//   status.admissionChecks entry per check the ClusterQueue lists;
+// - a reservation carries one Pending status.admissionChecks entry per check the ClusterQueue
+//   lists (with Options::requireQueues off and no ClusterQueue: reserved as is, no flavors);
 // - all checks Ready -> Admitted=True; a check in Retry -> evicted (reason AdmissionCheck,
 //   clusterName/nominatedClusterNames cleared, checks reset to Pending); a check Rejected ->
 //   DeactivationTarget=True, spec.active=false, evicted with reason Deactivated
 //   (KUEUE-MULTIKUEUE.md §2.8; the Workload is not marked Finished, as Kueue does not);
 // - a Finished Workload is left alone.
 // Worker role (Role::Worker):
-// - Workloads (created by the dispatcher) are reserved and admitted at once (no admission
-//   checks on workers), at most Options::capacity at a time, oldest first;
+// - Workloads (created by the dispatcher) are admitted as soon as they are reserved (no
+//   admission checks on workers), besides the quotas at most Options::capacity at a time (a
+//   Workload over it stays pending without a condition: not Kueue's);
 // - evict(namespace, name) evicts on demand (Evicted=True reason Preempted);
 // - a Workload with DeactivationTarget=True (the dispatcher's EvictedOnManagerCluster) gets
 //   spec.active=false and is evicted (§2.7).
 // Eviction is Kueue core's: Evicted=True, checks reset, clusterName and nominatedClusterNames
-// cleared; the reservation stays until the job integration releases it (QuotaReserved=False,
-// admission removed) after stopping the job, and the Workload is then reserved again, no sooner
-// than Options::readmitDelay after the eviction.
-// Flavors: each resource a pod set requests gets the first flavor of the ClusterQueue's
-// resource group covering it; quotas are not counted (a worker's reservation is a count,
-// Options::capacity).
-// Left out, because the dispatcher and the integration do not depend on them: quotas, cohorts
-// and preemption, the flavor's fit to the pod set's node selector, the ClusterQueue's own
-// status (its Active condition), requeue backoff (one fixed readmitDelay), and every job
-// integration (see above).
+// cleared, BlockedOnPreemptionGates lifted, preemption gates closed; the reservation stays until
+// the job integration releases it (QuotaReserved=False, admission removed) after stopping the
+// job, and the Workload is then reserved again, no sooner than Options::readmitDelay after the
+// eviction.
+// Left out, because the dispatcher and the integration do not depend on them: Cohort objects
+// (hierarchies, a cohort's own quota), fair sharing, preemption across the cohort
+// (reclaimWithinCohort, borrowWithinCohort) and policies other than LowerPriority, the other
+// flavorFungibility settings, partial admission (minCount), init containers, overhead and
+// LimitRange defaults in requests, the flavor's fit to the pod set's node selector and taints
+// (and whether the ResourceFlavor exists), namespaceSelector, StrictFIFO, topology, the
+// ClusterQueue's Active condition and stopPolicy, the LocalQueue's status, requeue backoff (one
+// fixed readmitDelay), and every job integration (see above).
 // Every write goes through ClusterApi (so admission, watches and the garbage collector apply);
 // status is written through the status subresource, always with the resourceVersion read
 // (optimistic concurrency: a 409 retries the key, never a blind overwrite).
 //
 // Threads: owns one worker thread that polls the cluster's watches, keeps a queue of Workload
-// keys and reconciles them one at a time (one writer per key); public methods may be called
-// from any thread. evict() writes on the caller's thread, with the same optimistic concurrency.
+// keys and reconciles them one at a time (one writer per key), then, after any change, runs the
+// scheduling pass (reservations, preemptions, ClusterQueue status) on the same thread; public
+// methods may be called from any thread. evict() writes on the caller's thread, with the same
+// optimistic concurrency.
 
 #include <chrono>
 #include <cstddef>
@@ -72,8 +112,13 @@ class KueueStandIn {
     // ClusterQueue exist, as Kueue does. false: reserve always; status.admission.clusterQueue
     // is then the LocalQueue's ClusterQueue when known, else the queue name.
     bool requireQueues = true;
-    // Worker: Workloads holding quota at once (reserved and not finished); 0 = unlimited.
+    // Worker: Workloads holding quota at once (reserved and not finished), on top of the
+    // ClusterQueues' quotas; 0 = unlimited.
     std::size_t capacity = 0;
+    // Kueue's MultiKueueOrchestratedPreemption feature gate (KEP-8303; Alpha, off by default in
+    // Kueue, on in a worker of a MultiKueue that orchestrates preemption): a Workload with a
+    // closed preemption gate does not preempt. false: gates are ignored, as Kueue does without it.
+    bool orchestratedPreemption = true;
     // How long after an eviction a released Workload is reserved again at the earliest (Kueue
     // requeues with a backoff).
     std::chrono::nanoseconds readmitDelay{0};

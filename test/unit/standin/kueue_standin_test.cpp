@@ -11,6 +11,7 @@
 #include "mka/standin/kueue_standin.h"
 #include "support/crd_fixtures.h"
 #include "support/eventually.h"
+#include "support/table_test.h"
 
 namespace mka::standin {
 namespace {
@@ -22,6 +23,41 @@ using sandbox::GarbageCollector;
 using sandbox::ObjectStore;
 using sandbox::ResourceRef;
 using sandbox::ResourceRegistry;
+
+// ClusterQueue quotas as the CRD spells them: a resource group covering `covered`, each flavor
+// listing one quota per covered resource, in the same order.
+json quota(const std::string& resource, const std::string& nominal, const std::string& borrowingLimit = "",
+           const std::string& lendingLimit = "") {
+  json q = {{"name", resource}, {"nominalQuota", nominal}};
+  if (!borrowingLimit.empty()) q["borrowingLimit"] = borrowingLimit;
+  if (!lendingLimit.empty()) q["lendingLimit"] = lendingLimit;
+  return q;
+}
+json flavor(const std::string& name, std::vector<json> quotas) {
+  return {{"name", name}, {"resources", std::move(quotas)}};
+}
+json resourceGroup(std::vector<std::string> covered, std::vector<json> flavors) {
+  return {{"coveredResources", std::move(covered)}, {"flavors", std::move(flavors)}};
+}
+// A ClusterQueue spec: its resource groups, optionally a cohort and a preemption policy.
+json queueSpec(std::vector<json> groups, const std::string& cohort = "", const std::string& withinClusterQueue = "") {
+  json spec = {{"namespaceSelector", json::object()}, {"resourceGroups", std::move(groups)}};
+  if (!cohort.empty()) spec["cohortName"] = cohort;
+  if (!withinClusterQueue.empty()) spec["preemption"] = {{"withinClusterQueue", withinClusterQueue}};
+  return spec;
+}
+// One CPU flavor "default-flavor" with `nominal` CPUs.
+json cpuQueue(const std::string& nominal, const std::string& withinClusterQueue = "") {
+  return queueSpec({resourceGroup({"cpu"}, {flavor("default-flavor", {quota("cpu", nominal)})})}, "",
+                   withinClusterQueue);
+}
+// A pod set of `count` pods, each requesting `requests`.
+json podSet(const std::string& name, int count, json requests) {
+  return {{"name", name}, {"count", count}, {"requests", std::move(requests)}};
+}
+json cpu(const std::string& amount) { return {{"cpu", amount}}; }
+
+constexpr const char* kMultiKueueGate = "kueue.x-k8s.io/multikueue";
 
 // One emulated cluster (API, store, garbage collector) with Kueue's, Tekton's and Argo's CRDs,
 // and a stand-in started per test with the options the test wants. The tests play the job
@@ -108,6 +144,59 @@ class KueueStandInTest : public ::testing::Test {
                                                   {"message", "set by the test"},
                                                   {"lastTransitionTime", api.now()}}});
     api.update({"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", name, "status"}, check);
+  }
+
+  // A ClusterQueue `name` and, in namespace default, LocalQueue `localQueue` pointing to it.
+  void createClusterQueue(const std::string& name, json spec, const std::string& localQueue) {
+    api.create({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "", ""},
+               json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                    {"kind", "ClusterQueue"},
+                    {"metadata", {{"name", name}}},
+                    {"spec", std::move(spec)}});
+    api.create({"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "", ""},
+               json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                    {"kind", "LocalQueue"},
+                    {"metadata", {{"name", localQueue}}},
+                    {"spec", {{"clusterQueue", name}}}});
+  }
+  json clusterQueue(const std::string& name) {
+    return api.get({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", name, ""});
+  }
+
+  // A Workload in LocalQueue `queue` with `podSets` (podSet()), as a job integration or the
+  // dispatcher creates one; `spec` adds to its spec (priority, preemptionGates).
+  void submit(const std::string& name, const std::vector<json>& podSets, json spec = json::object(),
+              const std::string& queue = "user-queue") {
+    json sets = json::array();
+    for (const auto& ps : podSets)
+      sets.push_back(
+          {{"name", ps["name"]},
+           {"count", ps["count"]},
+           {"template",
+            {{"spec",
+              {{"containers",
+                {{{"name", "c"}, {"image", "busybox"}, {"resources", {{"requests", ps["requests"]}}}}}}}}}}});
+    spec["queueName"] = queue;
+    spec["podSets"] = sets;
+    api.create(wlRef(), json{{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                             {"kind", "Workload"},
+                             {"metadata", {{"name", name}}},
+                             {"spec", std::move(spec)}});
+  }
+  // Waits until `wlName` has QuotaReserved `status` and the stand-in has settled.
+  void awaitQuotaReserved(const std::string& wlName, const std::string& status) {
+    ASSERT_TRUE(eventuallyCondition(wlName, "QuotaReserved", status)) << workload(wlName)->dump();
+    ASSERT_TRUE(settled());
+  }
+
+  // Plays MultiKueue on the manager: writes the gate's position in status.preemptionGates.
+  void setGate(const std::string& wlName, const std::string& position) {
+    ASSERT_TRUE(mka::test::eventually([&] {
+      auto wl = api.get(wlRef(wlName));
+      wl["status"]["preemptionGates"] =
+          json::array({{{"name", kMultiKueueGate}, {"position", position}, {"lastTransitionTime", api.now()}}});
+      return writeStatus(wlName, wl);
+    }));
   }
 
   json createWorkflow(const std::string& name, json labels) {
@@ -576,6 +665,412 @@ TEST_F(KueueStandInTest, FlavorsComeFromTheClusterQueuesResourceGroups) {
   EXPECT_EQ(assignment["flavors"], json({{"cpu", "spot"}, {"memory", "spot"}, {"example.com/gpu", "a100"}}));
   EXPECT_EQ(assignment["resourceUsage"], json({{"cpu", "1500m"}, {"memory", "3221225472"}, {"example.com/gpu", "3"}}))
       << "the same quantities as Kueue's (which would spell the memory 3Gi)";
+}
+
+// ---- quotas ------------------------------------------------------------------------------
+
+// Whether a Workload fits its ClusterQueue, and where. Each case creates its ClusterQueues (the
+// first is "cluster-queue", LocalQueue "user-queue"; the others LocalQueue "<name>-queue"),
+// has the `held` Workloads reserved first, then submits "wl" to user-queue.
+struct QuotaCase {
+  std::string name;
+  std::vector<std::pair<std::string, json>> clusterQueues;      // name, spec
+  std::vector<std::pair<std::string, std::vector<json>>> held;  // LocalQueue, pod sets
+  std::vector<json> podSets;
+  // Reserved: each pod set's flavors; else pending with `reason` and `message`.
+  std::vector<json> flavors;
+  std::string reason;
+  std::string message;
+};
+
+std::vector<QuotaCase> quotaReservationCases() {
+  const json spotThenOnDemand =
+      queueSpec({resourceGroup({"cpu", "memory"}, {flavor("spot", {quota("cpu", "4"), quota("memory", "8Gi")}),
+                                                   flavor("on-demand", {quota("cpu", "4"), quota("memory", "8Gi")})})});
+  const json gpus = queueSpec({resourceGroup({"cpu"}, {flavor("default-flavor", {quota("cpu", "8")})}),
+                               resourceGroup({"nvidia.com/gpu"}, {flavor("gpu", {quota("nvidia.com/gpu", "4")})})});
+  const auto inCohort = [](const std::string& nominal, const std::string& borrowingLimit = "",
+                           const std::string& lendingLimit = "") {
+    return queueSpec(
+        {resourceGroup({"cpu"}, {flavor("default-flavor", {quota("cpu", nominal, borrowingLimit, lendingLimit)})})},
+        "team");
+  };
+  return {
+      {"fits in the first flavor",
+       {{"cluster-queue", spotThenOnDemand}},
+       {},
+       {podSet("main", 3, {{"cpu", "1"}, {"memory", "1Gi"}})},
+       {{{"cpu", "spot"}, {"memory", "spot"}}}},
+      {"falls to the second flavor when the first is used up",
+       {{"cluster-queue", spotThenOnDemand}},
+       {{"user-queue", {podSet("main", 1, cpu("3"))}}},
+       {podSet("main", 2, cpu("1"))},
+       {{{"cpu", "on-demand"}}}},
+      {"every resource of a group in one flavor",
+       {{"cluster-queue", spotThenOnDemand}},
+       {{"user-queue", {podSet("main", 1, {{"cpu", "1"}, {"memory", "7Gi"}})}}},
+       {podSet("main", 1, {{"cpu", "1"}, {"memory", "2Gi"}})},
+       {{{"cpu", "on-demand"}, {"memory", "on-demand"}}}},
+      {"does not fit anywhere: waits for quota",
+       {{"cluster-queue", gpus}},
+       {{"user-queue", {podSet("main", 2, {{"nvidia.com/gpu", "1"}})}}},
+       {podSet("main", 4, {{"cpu", "500m"}, {"nvidia.com/gpu", "1"}})},
+       {},
+       "WaitingForQuota",
+       "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu, 2 more "
+       "needed"},
+      {"each flavor tried says what it lacks",
+       {{"cluster-queue", spotThenOnDemand}},
+       {{"user-queue", {podSet("main", 1, cpu("3"))}}, {"user-queue", {podSet("main", 1, cpu("3500m"))}}},
+       {podSet("main", 1, cpu("2"))},
+       {},
+       "WaitingForQuota",
+       "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 1500m more "
+       "needed, insufficient unused quota for cpu in flavor spot, 1 more needed"},
+      {"more than the ClusterQueue could ever give",
+       {{"cluster-queue", gpus}},
+       {},
+       {podSet("main", 8, {{"nvidia.com/gpu", "1"}})},
+       {},
+       "ExceedsMaxQuota",
+       "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor gpu, previously "
+       "considered podsets requests (0) + current podset request (8) > maximum capacity (4)"},
+      {"a resource no resource group covers",
+       {{"cluster-queue", gpus}},
+       {},
+       {podSet("main", 1, {{"cpu", "1"}, {"example.com/fpga", "1"}})},
+       {},
+       "NoMatchingFlavor",
+       "couldn't assign flavors to pod set main: resource example.com/fpga unavailable in ClusterQueue"},
+      {"borrows the cohort's unused quota",
+       {{"cluster-queue", inCohort("2")}, {"lender", inCohort("4")}},
+       {{"lender-queue", {podSet("main", 1, cpu("1"))}}},
+       {podSet("main", 5, cpu("1"))},
+       {{{"cpu", "default-flavor"}}}},
+      {"borrows no more than the cohort has unused",
+       {{"cluster-queue", inCohort("2")}, {"lender", inCohort("4")}},
+       {{"lender-queue", {podSet("main", 1, cpu("2"))}}},
+       {podSet("main", 5, cpu("1"))},
+       {},
+       "WaitingForQuota",
+       "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 1 more "
+       "needed"},
+      {"borrowingLimit caps the borrowing",
+       {{"cluster-queue", inCohort("2", "1")}, {"lender", inCohort("4")}},
+       {},
+       {podSet("main", 4, cpu("1"))},
+       {},
+       "ExceedsMaxQuota",
+       "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default-flavor, previously "
+       "considered podsets requests (0) + current podset request (4) > maximum capacity (3)"},
+      {"lendingLimit caps what a lender lends",
+       {{"cluster-queue", inCohort("2")}, {"lender", inCohort("4", "", "1")}},
+       {},
+       {podSet("main", 4, cpu("1"))},
+       {},
+       "ExceedsMaxQuota",
+       "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default-flavor, previously "
+       "considered podsets requests (0) + current podset request (4) > maximum capacity (3)"},
+      {"all pod sets fit together",
+       {{"cluster-queue", cpuQueue("4")}},
+       {},
+       {podSet("driver", 1, cpu("1")), podSet("workers", 2, cpu("1500m"))},
+       {{{"cpu", "default-flavor"}}, {{"cpu", "default-flavor"}}}},
+      {"all pod sets or none",
+       {{"cluster-queue", cpuQueue("4")}},
+       {},
+       {podSet("driver", 1, cpu("2")), podSet("workers", 2, cpu("1500m"))},
+       {},
+       "ExceedsMaxQuota",
+       "couldn't assign flavors to pod set workers: insufficient quota for cpu in flavor default-flavor, previously "
+       "considered podsets requests (2) + current podset request (3) > maximum capacity (4)"},
+  };
+}
+
+MKA_TABLE_TEST_F(KueueStandInTest, QuotaReservation, QuotaCase, quotaReservationCases()) {
+  const QuotaCase& c = testCase();
+  for (std::size_t i = 0; i < c.clusterQueues.size(); ++i) {
+    const auto& [name, spec] = c.clusterQueues[i];
+    createClusterQueue(name, spec, i == 0 ? "user-queue" : name + "-queue");
+  }
+  start(worker());
+  for (std::size_t i = 0; i < c.held.size(); ++i) {
+    const auto name = "held-" + std::to_string(i);
+    submit(name, c.held[i].second, json::object(), c.held[i].first);
+    awaitQuotaReserved(name, "True");
+  }
+  submit("wl", c.podSets);
+  if (!c.flavors.empty()) {
+    awaitQuotaReserved("wl", "True");
+    const auto wl = *workload("wl");
+    const auto& assignments = wl["status"]["admission"]["podSetAssignments"];
+    ASSERT_EQ(assignments.size(), c.flavors.size());
+    for (std::size_t i = 0; i < c.flavors.size(); ++i) EXPECT_EQ(assignments[i]["flavors"], c.flavors[i]) << i;
+    EXPECT_EQ(conditionStatus(wl, "Admitted"), "True");
+    return;
+  }
+  awaitQuotaReserved("wl", "False");
+  const auto wl = *workload("wl");
+  EXPECT_EQ(conditionOf(wl, "QuotaReserved")["reason"], c.reason);
+  EXPECT_EQ(conditionOf(wl, "QuotaReserved")["message"], c.message);
+  EXPECT_EQ(conditionOf(wl, "Admitted")["reason"], "NoReservation");
+  EXPECT_FALSE(wl["status"].contains("admission"));
+  EXPECT_EQ(kueue->admittedCount(), c.held.size()) << "nothing of the pending Workload is held";
+}
+
+// A pending Workload is reconsidered whenever quota is released, however it is released.
+enum class Release { Finished, Deleted, EvictedAndReleased, QuotaRaised };
+struct ReleaseCase {
+  std::string name;
+  Release release;
+};
+
+std::vector<ReleaseCase> releaseCases() {
+  return {{"the holder finishes", Release::Finished},
+          {"the holder is deleted", Release::Deleted},
+          {"the holder is evicted and its reservation released", Release::EvictedAndReleased},
+          {"the ClusterQueue's quota grows", Release::QuotaRaised}};
+}
+
+MKA_TABLE_TEST_F(KueueStandInTest, ReleasedQuotaAdmitsThePendingWorkload, ReleaseCase, releaseCases()) {
+  const ReleaseCase& c = testCase();
+  createClusterQueue("cluster-queue", cpuQueue("2"), "user-queue");
+  auto options = worker();
+  options.readmitDelay = std::chrono::minutes{1};  // the evicted holder does not take its room back
+  start(options);
+  submit("holder", {podSet("main", 1, cpu("2"))});
+  awaitQuotaReserved("holder", "True");
+  submit("waiting", {podSet("main", 1, cpu("1"))});
+  awaitQuotaReserved("waiting", "False");
+  EXPECT_EQ(conditionOf(*workload("waiting"), "QuotaReserved")["message"],
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 1 "
+            "more needed");
+
+  switch (c.release) {
+    case Release::Finished: finishExternally("holder"); break;
+    case Release::Deleted: api.remove(wlRef("holder")); break;
+    case Release::EvictedAndReleased:
+      kueue->evict("default", "holder");
+      ASSERT_TRUE(settled());
+      EXPECT_EQ(conditionStatus(*workload("waiting"), "QuotaReserved"), "False") << "evicted, not yet released";
+      releaseReservation("holder");
+      break;
+    case Release::QuotaRaised:
+      ASSERT_TRUE(mka::test::eventually([&] {
+        auto cq = clusterQueue("cluster-queue");
+        cq["spec"] = cpuQueue("3");
+        try {
+          api.update({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""}, cq);
+          return true;
+        } catch (const ApiError& e) {
+          if (e.code() == 409) return false;  // the stand-in wrote its status in between
+          throw;
+        }
+      }));
+      break;
+  }
+  awaitQuotaReserved("waiting", "True");
+  EXPECT_EQ(conditionStatus(*workload("waiting"), "Admitted"), "True");
+}
+
+// Pending Workloads go by priority, then age; one that does not fit does not hold back a
+// smaller one behind it (BestEffortFIFO).
+TEST_F(KueueStandInTest, PendingWorkloadsGoByPriorityAndDoNotBlockSmallerOnes) {
+  createClusterQueue("cluster-queue", cpuQueue("3"), "user-queue");
+  submit("a-low", {podSet("main", 1, cpu("1"))});
+  submit("b-mid", {podSet("main", 1, cpu("2"))}, {{"priority", 5}});
+  submit("c-high", {podSet("main", 1, cpu("2"))}, {{"priority", 10}});
+  start(worker());  // all three pending at its first look
+  awaitQuotaReserved("c-high", "True");
+  awaitQuotaReserved("a-low", "True");
+  const auto mid = *workload("b-mid");
+  EXPECT_EQ(conditionStatus(mid, "QuotaReserved"), "False") << "ahead of c-high by age (name), not by priority";
+  // What it lacks now that a-low holds the last CPU (every pass says it anew).
+  EXPECT_EQ(conditionOf(mid, "QuotaReserved")["message"],
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 "
+            "more needed");
+  EXPECT_EQ(kueue->admittedCount(), 2u);
+}
+
+// The ClusterQueue's status as Kueue's ClusterQueue controller writes it: what its Workloads
+// reserve and what the admitted ones use, per flavor and resource, with what is borrowed from
+// the cohort, and the counts. On a manager the difference shows: a reservation waits for its
+// admission check.
+TEST_F(KueueStandInTest, ClusterQueueStatusCountsReservationsAndUsage) {
+  setCheckActive("multikueue", "True");
+  auto spec = queueSpec(
+      {resourceGroup({"cpu", "memory"}, {flavor("default-flavor", {quota("cpu", "2"), quota("memory", "4Gi")})})},
+      "team");
+  spec["admissionChecksStrategy"]["admissionChecks"] = json::array({{{"name", "multikueue"}}});
+  createClusterQueue("cluster-queue", spec, "user-queue");
+  createClusterQueue("other",
+                     queueSpec({resourceGroup({"cpu", "memory"},
+                                              {flavor("default-flavor", {quota("cpu", "4"), quota("memory", "4Gi")})})},
+                               "team"),
+                     "other-queue");
+  start({});
+  submit("wl-a", {podSet("main", 1, {{"cpu", "2500m"}, {"memory", "1536Mi"}})});
+  submit("wl-b", {podSet("main", 1, cpu("4"))});
+  awaitQuotaReserved("wl-a", "True");
+  awaitQuotaReserved("wl-b", "False");
+  EXPECT_EQ(conditionOf(*workload("wl-b"), "QuotaReserved")["message"],
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, "
+            "500m more needed");
+
+  const auto flavorUsage = [](const std::string& cpu, const std::string& borrowed, const std::string& memory) {
+    return json::array({{{"name", "default-flavor"},
+                         {"resources",
+                          {{{"name", "cpu"}, {"total", cpu}, {"borrowed", borrowed}},
+                           {{"name", "memory"}, {"total", memory}, {"borrowed", "0"}}}}}});
+  };
+  auto cq = clusterQueue("cluster-queue");
+  EXPECT_EQ(cq["status"]["flavorsReservation"], flavorUsage("2500m", "500m", "1536Mi"));
+  EXPECT_EQ(cq["status"]["flavorsUsage"], flavorUsage("0", "0", "0")) << "reserved, not admitted";
+  EXPECT_EQ(cq["status"]["pendingWorkloads"], 1);
+  EXPECT_EQ(cq["status"]["reservingWorkloads"], 1);
+  EXPECT_EQ(cq["status"]["admittedWorkloads"], 0);
+  EXPECT_FALSE(managedBy(cq, "kueue-standin", "status").is_null()) << "written through /status";
+  const auto other = clusterQueue("other");
+  EXPECT_EQ(other["status"]["flavorsReservation"], flavorUsage("0", "0", "0")) << "the lender's own usage";
+  EXPECT_EQ(other["status"]["pendingWorkloads"], 0);
+
+  setCheck("wl-a", "multikueue", "Ready", "");
+  ASSERT_TRUE(eventuallyCondition("wl-a", "Admitted", "True"));
+  ASSERT_TRUE(settled());
+  cq = clusterQueue("cluster-queue");
+  EXPECT_EQ(cq["status"]["flavorsUsage"], flavorUsage("2500m", "500m", "1536Mi"));
+  EXPECT_EQ(cq["status"]["admittedWorkloads"], 1);
+
+  finishExternally("wl-a");
+  awaitQuotaReserved("wl-b", "True");
+  cq = clusterQueue("cluster-queue");
+  EXPECT_EQ(cq["status"]["flavorsReservation"], flavorUsage("4", "2", "0"));
+  EXPECT_EQ(cq["status"]["flavorsUsage"], flavorUsage("0", "0", "0"));
+  EXPECT_EQ(cq["status"]["pendingWorkloads"], 0);
+  EXPECT_EQ(cq["status"]["reservingWorkloads"], 1);
+  EXPECT_EQ(cq["status"]["admittedWorkloads"], 0);
+}
+
+// ---- preemption --------------------------------------------------------------------------
+
+// A Workload that fits only if lower-priority ones go: whether it preempts them. The
+// ClusterQueue has 3 CPUs, held by "low-1" (priority 1), "low-2" (priority 2) and "peer"
+// (priority 10, as the preemptor); the preemptor asks for 1 CPU.
+struct PreemptionCase {
+  std::string name;
+  std::string withinClusterQueue;
+  json gates;         // spec.preemptionGates
+  std::string gate;   // its status position, "" for no status entry
+  bool orchestrated;  // Options::orchestratedPreemption
+  // Expected: the preemptor's QuotaReserved reason and message; whether low-1 is preempted.
+  std::string reason;
+  std::string message;
+  bool preempts;
+};
+
+std::vector<PreemptionCase> preemptionCases() {
+  const json gate = json::array({{{"name", kMultiKueueGate}}});
+  const std::string lacks =
+      "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 1 more "
+      "needed";
+  const std::string gated = "Workload requires preemption, but it's gated";
+  return {
+      {"LowerPriority evicts the lowest-priority Workload", "LowerPriority", nullptr, "", true,
+       "WaitingForPreemptedWorkloads", lacks + ". Pending the preemption of 1 workload(s)", true},
+      {"Never preempts nobody", "Never", nullptr, "", true, "WaitingForQuota", lacks, false},
+      {"a gate without a status entry is closed", "LowerPriority", gate, "", true, "AdmissionGated", gated, false},
+      {"a Closed gate blocks", "LowerPriority", gate, "Closed", true, "AdmissionGated", gated, false},
+      {"an Open gate lets it preempt", "LowerPriority", gate, "Open", true, "WaitingForPreemptedWorkloads",
+       lacks + ". Pending the preemption of 1 workload(s)", true},
+      {"without orchestrated preemption gates are ignored", "LowerPriority", gate, "Closed", false,
+       "WaitingForPreemptedWorkloads", lacks + ". Pending the preemption of 1 workload(s)", true},
+  };
+}
+
+MKA_TABLE_TEST_F(KueueStandInTest, PreemptionWithinTheClusterQueue, PreemptionCase, preemptionCases()) {
+  const PreemptionCase& c = testCase();
+  createClusterQueue("cluster-queue", cpuQueue("3", c.withinClusterQueue), "user-queue");
+  auto options = worker();
+  options.orchestratedPreemption = c.orchestrated;
+  start(options);
+  for (const auto& [name, priority] : {std::pair{"low-1", 1}, std::pair{"low-2", 2}, std::pair{"peer", 10}}) {
+    submit(name, {podSet("main", 1, cpu("1"))}, {{"priority", priority}});
+    awaitQuotaReserved(name, "True");
+  }
+  // The preemptor appears with its gates' positions already written, as the stand-in would see
+  // a Workload the dispatcher created and MultiKueue then gated or opened.
+  kueue->stop();
+  json spec = {{"priority", 10}};
+  if (!c.gates.is_null()) spec["preemptionGates"] = c.gates;
+  submit("preemptor", {podSet("main", 1, cpu("1"))}, spec);
+  if (!c.gate.empty()) setGate("preemptor", c.gate);
+  kueue->start();
+  awaitQuotaReserved("preemptor", "False");
+
+  const auto preemptor = *workload("preemptor");
+  EXPECT_EQ(conditionOf(preemptor, "QuotaReserved")["reason"], c.reason);
+  EXPECT_EQ(conditionOf(preemptor, "QuotaReserved")["message"], c.message);
+  const auto blocked = conditionOf(preemptor, "BlockedOnPreemptionGates");
+  if (c.reason == "AdmissionGated") {
+    EXPECT_EQ(blocked["status"], "True");
+    EXPECT_EQ(blocked["reason"], "PreemptionGated");
+    EXPECT_EQ(blocked["message"], c.message);
+  } else {
+    EXPECT_TRUE(blocked.is_null());
+  }
+  const auto low = *workload("low-1");
+  if (c.preempts) {
+    const auto message =
+        "Preempted to accommodate a workload (UID: " + preemptor["metadata"]["uid"].get<std::string>() +
+        ", JobUID: UNKNOWN) due to prioritization in the ClusterQueue; preemptor path: "
+        "/cluster-queue; preemptee path: /cluster-queue";
+    EXPECT_EQ(conditionStatus(low, "Evicted"), "True");
+    EXPECT_EQ(conditionOf(low, "Evicted")["reason"], "Preempted");
+    EXPECT_EQ(conditionOf(low, "Evicted")["message"], message);
+    EXPECT_EQ(conditionStatus(low, "Preempted"), "True");
+    EXPECT_EQ(conditionOf(low, "Preempted")["reason"], "InClusterQueue");
+    EXPECT_EQ(conditionOf(low, "Preempted")["message"], message);
+    EXPECT_EQ(conditionStatus(low, "QuotaReserved"), "True") << "the job integration's to release";
+  } else {
+    EXPECT_EQ(conditionStatus(low, "Evicted"), "");
+  }
+  EXPECT_EQ(conditionStatus(*workload("low-2"), "Evicted"), "") << "one eviction is enough";
+  EXPECT_EQ(conditionStatus(*workload("peer"), "Evicted"), "") << "not of lower priority";
+}
+
+// MultiKueue's orchestrated preemption on a worker (KEP-8303): a gated Workload says it needs to
+// preempt and waits; once the manager opens its gate it preempts, and when its victim's
+// reservation is released it is reserved, no longer blocked.
+TEST_F(KueueStandInTest, AGatedWorkloadPreemptsOnceItsGateOpens) {
+  createClusterQueue("cluster-queue", cpuQueue("1", "LowerPriority"), "user-queue");
+  start(worker());
+  submit("low", {podSet("main", 1, cpu("1"))});
+  awaitQuotaReserved("low", "True");
+  submit("high", {podSet("main", 1, cpu("1"))},
+         {{"priority", 10}, {"preemptionGates", json::array({{{"name", kMultiKueueGate}}})}});
+  awaitQuotaReserved("high", "False");
+  ASSERT_TRUE(eventuallyCondition("high", "BlockedOnPreemptionGates", "True"));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(conditionOf(*workload("high"), "QuotaReserved")["reason"], "AdmissionGated");
+  EXPECT_EQ(conditionStatus(*workload("low"), "Evicted"), "") << "gated: no preemption";
+
+  setGate("high", "Open");
+  ASSERT_TRUE(eventuallyCondition("low", "Evicted", "True"));
+  ASSERT_TRUE(settled());
+  auto high = *workload("high");
+  EXPECT_EQ(conditionOf(high, "QuotaReserved")["reason"], "WaitingForPreemptedWorkloads");
+  EXPECT_EQ(conditionStatus(high, "BlockedOnPreemptionGates"), "True") << "Kueue lifts it on reservation";
+
+  releaseReservation("low");
+  awaitQuotaReserved("high", "True");
+  high = *workload("high");
+  const auto blocked = conditionOf(high, "BlockedOnPreemptionGates");
+  EXPECT_EQ(blocked["status"], "False");
+  EXPECT_EQ(blocked["reason"], "QuotaReserved");
+  EXPECT_EQ(blocked["message"], "Previously: Workload requires preemption, but it's gated");
+  EXPECT_EQ(high["status"]["preemptionGates"][0]["position"], "Open") << "closed again only by an eviction";
+  const auto low = *workload("low");
+  EXPECT_EQ(conditionOf(low, "QuotaReserved")["reason"], "WaitingForQuota") << "no one of lower priority to preempt";
 }
 
 }  // namespace
