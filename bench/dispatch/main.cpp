@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
   int timeoutSeconds = 600;
   std::string adapter = MKA_BENCH_ADAPTER;
   std::string gcInterval;
+  std::string dispatcher = "all-at-once";
   app.add_option("--jobs", jobs, "Jobs to submit (PipelineRuns)")->capture_default_str();
   app.add_option("--workers", workers, "Worker clusters")->capture_default_str();
   app.add_option("--timeout", timeoutSeconds, "Give up after this many seconds")->capture_default_str();
@@ -175,6 +176,9 @@ int main(int argc, char** argv) {
   app.add_option("--gc-interval", gcInterval,
                  "multiKueue.gcInterval for the adapter (a Go duration, e.g. 5s); default: the adapter's (1m), "
                  "which a 10,000-job run does not reach");
+  app.add_option("--dispatcher", dispatcher, "all-at-once, incremental or quota-aware")
+      ->check(CLI::IsMember({"all-at-once", "incremental", "quota-aware"}))
+      ->capture_default_str();
   // The benchmark always runs as deployed with the job integration (see the top of this file);
   // the flag that asked for it is still accepted, so recorded command lines run unchanged.
   app.add_flag("--integration")->description("Accepted and ignored: the job integration always runs");
@@ -190,6 +194,9 @@ int main(int argc, char** argv) {
     mka::demo::Environment::Options eo;
     eo.workers.clear();
     for (int i = 1; i <= workers; ++i) eo.workers.push_back("worker" + std::to_string(i));
+    // Capacity for all: every worker's ClusterQueue can hold every job (the steady phase's too),
+    // so the figures measure dispatch, not waiting for room.
+    for (const auto& w : eo.workers) eo.workerJobQuota[w] = jobs + 1000;
     eo.crdDirectory = fs::path(MKA_BENCH_SOURCE_DIR) / "test" / "fixtures" / "crds";
     eo.samplesDirectory = fs::path(MKA_BENCH_SOURCE_DIR) / "manifests" / "samples";
     eo.runTime = std::chrono::hours{1};  // jobs keep running: all N are tracked at the end
@@ -214,6 +221,11 @@ multiKueue:
 )";
     if (!gcInterval.empty())
       std::ofstream(dir / "config.yaml", std::ios::app) << "  gcInterval: " << gcInterval << "\n";
+    const std::map<std::string, std::string> dispatchers = {
+        {"all-at-once", "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"},
+        {"incremental", "kueue.x-k8s.io/multikueue-dispatcher-incremental"},
+        {"quota-aware", "multikueue-adapter.dev/quota-aware"}};
+    std::ofstream(dir / "config.yaml", std::ios::app) << "  dispatcherName: " << dispatchers.at(dispatcher) << "\n";
     std::ofstream(dir / "config.yaml", std::ios::app)
         << "integrations:\n  frameworks:\n  - name: PipelineRun.v1.tekton.dev\n  - name: "
            "Workflow.v1alpha1.argoproj.io\n";
@@ -226,8 +238,12 @@ multiKueue:
                            {[](const json& job) { return job.contains("status"); }});
     // Per worker: job copies created (property 0) and showing a status (property 1).
     constexpr std::size_t kCreated = 0, kWithStatus = 1;
-    std::vector<std::unique_ptr<Recorder>> remote;
+    std::vector<std::unique_ptr<Recorder>> remote, remoteWorkloads;
     for (const auto& w : eo.workers) {
+      // Every Workload copy created there, winners and losers alike (the dispatcher's cost).
+      remoteWorkloads.push_back(
+          std::make_unique<Recorder>(env.cluster(w), "kueue.x-k8s.io", "workloads",
+                                     std::vector<Recorder::Predicate>{[](const json&) { return true; }}));
       remote.push_back(std::make_unique<Recorder>(
           env.cluster(w), "tekton.dev", "pipelineruns",
           std::vector<Recorder::Predicate>{[](const json&) { return true; },
@@ -267,9 +283,9 @@ multiKueue:
     // an outage): how fast it works through them. Nothing makes their Workloads until the
     // adapter's integration runs: its backlog starts at the jobs.
     std::printf(
-        "dispatch_bench: %d PipelineRuns, %d workers (%s build), with the job integration (the adapter "
-        "creates the manager's Workloads)\n",
-        jobs, workers, MKA_BENCH_BUILD_TYPE);
+        "dispatch_bench: %d PipelineRuns, %d workers, dispatcher %s (%s build), with the job integration (the "
+        "adapter creates the manager's Workloads)\n",
+        jobs, workers, dispatcher.c_str(), MKA_BENCH_BUILD_TYPE);
     const auto submitStart = Steady::now();
     submit(0, jobs, std::chrono::milliseconds{0});
     std::printf("backlog: %d suspended jobs submitted in %.1f s, no Workload yet\n", jobs,
@@ -431,7 +447,15 @@ multiKueue:
           "per reconcile\n",
           backlogReconciles, backlogReconciles / jobs, 1e6 * afterBacklog.cpuSeconds / backlogReconciles);
     }
+    {
+      // Names repeat across workers (a copy keeps its Workload's name): counted per worker.
+      std::size_t copies = 0;
+      for (auto& r : remoteWorkloads) copies += r->count();
+      std::printf("remote copies       %.2f Workload copies created per job (%zu for %d jobs on %d workers)\n",
+                  static_cast<double>(copies) / (jobs + steady), copies, jobs + steady, workers);
+    }
     bool lost = reserved.lost() || managerStatus.lost();
+    for (auto& r : remoteWorkloads) lost = lost || r->lost();
     for (auto& r : remote) lost = lost || r->lost();
     if (lost) std::printf("!!! a recorder's watch fell behind the history kept; figures are incomplete\n");
     kill(child, SIGTERM);

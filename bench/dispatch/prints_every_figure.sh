@@ -12,7 +12,8 @@ for line in \
   ' +workers: [0-9.]+ ms per job for the 2 of them \(reconcilers [0-9.]+, informers [0-9.]+' \
   'backlog end to end +[0-9]+ jobs/s' \
   'dispatch latency +p50' \
-  'adapter CPU +[0-9.]+ ms per job'; do
+  'adapter CPU +[0-9.]+ ms per job' \
+  'remote copies +[0-9.]+ Workload copies created per job'; do
   echo "$out" | grep -Eq "$line" || { echo "missing: $line"; exit 1; }
 done
 if echo "$out" | grep -q '!!!'; then echo "a recorder fell behind"; exit 1; fi

@@ -223,7 +223,13 @@ int run(int argc, char** argv) {
   demoCmd->add_option("--dir", demoOptions.dir,
                       "Directory for kubeconfigs, certificates and the adapter's config (default: a temp directory)");
   auto* workersOption =
-      demoCmd->add_option("--workers", demoWorkers, "Comma-separated worker cluster names")->capture_default_str();
+      demoCmd->add_option("--workers", demoWorkers, "Comma-separated worker cluster names, or how many (worker1..N)")
+          ->capture_default_str();
+  demoCmd
+      ->add_option("--dispatcher", demoOptions.dispatcher,
+                   "all-at-once, incremental or quota-aware (each worker then holds a different number of jobs)")
+      ->check(CLI::IsMember({"all-at-once", "incremental", "quota-aware"}))
+      ->capture_default_str();
   auto* singleFlag =
       demoCmd
           ->add_flag("--single-cluster", demoOptions.singleCluster,
@@ -291,6 +297,11 @@ int run(int argc, char** argv) {
   if (demoCmd->parsed()) {
     demoOptions.workers.clear();
     if (demoOptions.ocm) demoWorkers = "worker1,worker2,worker3";
+    if (!demoWorkers.empty() && std::all_of(demoWorkers.begin(), demoWorkers.end(), ::isdigit)) {
+      std::string names;
+      for (int i = 1; i <= std::stoi(demoWorkers); ++i) names += (i > 1 ? "," : "") + ("worker" + std::to_string(i));
+      demoWorkers = names;
+    }
     for (const auto& name : strings::split(demoWorkers, ',')) {
       const auto trimmed = strings::trim(name);
       if (!trimmed.empty()) demoOptions.workers.emplace_back(trimmed);

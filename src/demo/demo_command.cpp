@@ -1,5 +1,7 @@
 #include "mka/demo/demo_command.h"
 
+#include <httplib.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iomanip>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "mka/api/kinds.h"
+#include "mka/api/views.h"
 #include "mka/api/workload_status.h"
 #include "mka/app/dispatch_runner.h"
 #include "mka/app/service.h"
@@ -215,6 +218,15 @@ class Demo {
       say("Starting a sandbox: a manager and " + std::to_string(options_.workers.size()) +
           " workers (emulated Kubernetes API servers on loopback), Kueue stand-ins, Kueue's sample objects");
       eo.workers = options_.workers;
+      if (quotaAware()) {
+        std::string room;
+        for (std::size_t i = 0; i < options_.workers.size(); ++i) {
+          eo.workerJobQuota[options_.workers[i]] = static_cast<std::int64_t>(i);
+          room += (room.empty() ? "" : ", ") + options_.workers[i] + " " + std::to_string(i);
+        }
+        say("Quota-aware dispatch: each worker's ClusterQueue holds a different number of PipelineRuns at once (" +
+            room + "); jobs go where there is room, one copy each");
+      }
       if (ocm() && options_.workers.size() != 3)
         throw Error("--ocm needs three workers (two chosen by the Placement, one relabelled into it)");
     }
@@ -317,8 +329,19 @@ class Demo {
     }
   }
 
+  // The full multiKueue.dispatcherName of --dispatcher.
+  std::string dispatcherName() const {
+    if (options_.dispatcher == "all-at-once") return std::string(config::kDispatcherAllAtOnce);
+    if (options_.dispatcher == "incremental") return std::string(config::kDispatcherIncremental);
+    if (options_.dispatcher == "quota-aware") return std::string(config::kDispatcherQuotaAware);
+    throw Error("--dispatcher " + options_.dispatcher + ": use all-at-once, incremental or quota-aware");
+  }
+  bool quotaAware() const { return options_.dispatcher == "quota-aware"; }
+
   void startAdapter() {
-    const auto text = std::string(kAdapterConfiguration) + (ocm() ? "placement: {enabled: true}\n" : "");
+    auto text = std::string(kAdapterConfiguration) + (ocm() ? "placement: {enabled: true}\n" : "");
+    const std::string anchor = "  workerLostTimeout: 15m\n";
+    text.insert(text.find(anchor) + anchor.size(), "  dispatcherName: " + dispatcherName() + "\n");
     const auto configFile = writeFile(dir_ / "config.yaml", text);
     startService(kManager, text, configFile, true);
     say("multikueue-adapter running on the manager: webhook https://127.0.0.1:" +
@@ -580,7 +603,9 @@ class Demo {
       auto nominated = api::nominatedClusters(*wl);
       const auto worker = workerOf(api::clusterName(*wl));
       // A poll that missed the nomination: every worker of the config then was nominated.
-      if (nominated.empty() && !worker.empty()) nominated = ocm() ? configClusters() : options_.workers;
+      // (The quota-aware dispatcher sends one copy where there is room.)
+      if (nominated.empty() && !worker.empty())
+        nominated = ocm() ? configClusters() : quotaAware() ? std::vector<std::string>{worker} : options_.workers;
       if (ocm()) {
         const auto* placementCheck = api::findCheckState(*wl, kPlacement);
         if (placementCheck != nullptr && placementCheck->value("state", "") == api::check_state::kReady)
@@ -591,7 +616,15 @@ class Demo {
       if (!nominated.empty()) {
         std::string list;
         for (const auto& n : nominated) list += (list.empty() ? "" : ", ") + workerOf(n);
-        step(t, "dispatched", "Workload copies sent to " + list + " (first to admit wins)");
+        step(t, "dispatched",
+             quotaAware() ? "Workload copy sent to " + list + " (the quota-aware dispatcher's choice)"
+                          : "Workload copies sent to " + list + " (first to admit wins)");
+      }
+      // The quota-aware dispatcher says in the check's message where it looked and why not.
+      for (const auto& entry : api::WorkloadView(*wl).admissionChecks()) {
+        const auto message = entry.value("message", "");
+        if (quotaAware() && (message.starts_with("Nominated") || message.starts_with("No worker")))
+          step(t, "why:" + message, "dispatcher: " + message);
       }
       if (!worker.empty()) {
         t.worker = worker;
@@ -702,6 +735,20 @@ class Demo {
     return ok;
   }
 
+  // multikueue_workloads_dispatched_total summed from the adapter's /metrics; -1 when unread.
+  double copiesCreated() const {
+    if (!service_ || service_->metricsPort() <= 0) return -1;
+    httplib::Client client("127.0.0.1", service_->metricsPort());
+    const auto res = client.Get("/metrics");
+    if (!res || res->status != 200) return -1;
+    double total = 0;
+    std::istringstream lines(res->body);
+    for (std::string line; std::getline(lines, line);)
+      if (line.starts_with("multikueue_workloads_dispatched_total{"))
+        total += std::stod(line.substr(line.rfind(' ') + 1));
+    return total;
+  }
+
   void summary(bool ok, const std::vector<std::string>& refused) {
     out_ << "\nSummary\n";
     out_ << std::left << std::setw(34) << "JOB" << std::setw(13) << "KIND" << std::setw(10) << "WORKER" << std::setw(12)
@@ -715,6 +762,14 @@ class Demo {
            << (t.worker.empty() ? "-" : t.worker) << std::setw(12) << (t.complete ? t.result : "not done")
            << (t.complete ? time.str() : "-") << '\n';
       if (t.admittedOn.size() > 1) out_ << "  note: admitted on more than one worker over its life (requeued)\n";
+    }
+    if (!single() && !ocm()) {
+      const auto copies = copiesCreated();
+      if (copies >= 0)
+        out_ << "\nRemote Workload copies created: " << static_cast<long long>(copies) << " for " << jobs_.size()
+             << " jobs (" << std::fixed << std::setprecision(2)
+             << (jobs_.empty() ? 0.0 : copies / static_cast<double>(jobs_.size())) << " per job, dispatcher "
+             << options_.dispatcher << ")\n";
     }
     if (!ok) {
       out_ << "\nSome jobs did not finish within the timeout (see the log lines above).\n";

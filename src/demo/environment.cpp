@@ -15,6 +15,11 @@
 
 namespace mka::demo {
 
+namespace {
+// What each PipelineRun's Workload requests one of (the integration's built-in Tekton profile).
+constexpr const char* kJobCountResource = "tekton.dev/pipelineruns";
+}  // namespace
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -115,6 +120,7 @@ Environment::Environment(Options options) : options_(std::move(options)) {
       options_.workerSamplesDirectory.empty() ? options_.samplesDirectory / "worker" : options_.workerSamplesDirectory;
   for (const auto& worker : options_.workers)
     for (const auto& file : yamlFilesIn(workerSamples)) createFromFile(worker, file);
+  for (const auto& [worker, quota] : options_.workerJobQuota) setJobQuota(worker, quota);
 
   for (const auto& name : names) {
     standin::KueueStandIn::Options o;
@@ -208,6 +214,25 @@ integrations:
   auto config = *loaded.config;
   config.clientConnection.qps = 0;  // off: the sandbox is local (a file cannot say 0, code can)
   return config;
+}
+
+void Environment::setJobQuota(const std::string& worker, std::int64_t quota) {
+  const sandbox::ResourceRef ref{"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""};
+  auto cq = sandbox_->cluster(worker).api().get(ref);
+  auto& groups = cq["spec"]["resourceGroups"];
+  if (!groups.is_array() || groups.empty() || groups[0]["flavors"].empty())
+    throw Error("worker " + worker +
+                ": ClusterQueue cluster-queue has no resource group to hold tekton.dev/pipelineruns");
+  auto& group = groups[0];
+  auto& covered = group["coveredResources"];
+  if (std::find(covered.begin(), covered.end(), json(kJobCountResource)) == covered.end()) {
+    covered.push_back(kJobCountResource);
+    group["flavors"][0]["resources"].push_back({{"name", kJobCountResource}, {"nominalQuota", "0"}});
+  }
+  for (auto& flavor : group["flavors"])
+    for (auto& resource : flavor["resources"])
+      if (resource.value("name", "") == kJobCountResource) resource["nominalQuota"] = std::to_string(quota);
+  sandbox_->cluster(worker).api().update(ref, cq);
 }
 
 std::vector<json> Environment::createFromFile(const std::string& cluster, const fs::path& file) {

@@ -770,11 +770,11 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
     roomNow = std::any_of(current.begin(), current.end(), [&](const std::string& n) { return among(now, n); });
   } else {
     if (!now.empty()) {
-      // Best fit first: the worker whose quota the Workload fills the most.
+      // The best fit only (the worker whose quota the Workload fills the most): it has room, so a
+      // second copy would only race it and be deleted.
       std::stable_sort(now.begin(), now.end(),
                        [](const Candidate& a, const Candidate& b) { return a.fit.score < b.fit.score; });
-      for (const auto& c : now)
-        if (nominated.size() < static_cast<std::size_t>(options_.incrementalStepSize)) nominated.push_back(c.name);
+      nominated.push_back(now.front().name);
       roomNow = true;
     } else {
       // Nowhere has room now: queue it where it could run, behind the fewest.

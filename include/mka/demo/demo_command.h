@@ -39,6 +39,10 @@ struct DemoOptions {
   // clusters, a Placement choosing the labelled ones, the built-in placement controller; jobs
   // before and after a worker is relabelled.
   bool ocm = false;
+  // multiKueue.dispatcherName as a short name: all-at-once (the default), incremental or
+  // quota-aware. With quota-aware, worker i's ClusterQueue holds i-1 PipelineRuns at once (worker1
+  // none), so the jobs are placed by room and the check's message says why a worker was skipped.
+  std::string dispatcher = "all-at-once";
 };
 
 // Returns the exit code: 0 when every sample job finished on exactly one worker with its

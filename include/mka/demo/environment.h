@@ -55,6 +55,10 @@ class Environment {
     // Each worker runs an integration of the environment's own. false: the caller runs the
     // adapter there (the single-cluster demo runs the whole Service).
     bool workerIntegrations = true;
+    // Per worker: how many PipelineRuns its ClusterQueue "cluster-queue" holds at once (the
+    // nominal quota of tekton.dev/pipelineruns, which each PipelineRun's Workload requests one
+    // of), replacing the sample's. Workers not listed keep the sample's quota.
+    std::map<std::string, std::int64_t> workerJobQuota;
   };
 
   // Starts everything; throws mka::Error naming what failed (a missing CRD directory, a bad
@@ -102,6 +106,7 @@ class Environment {
   static std::filesystem::path findSamplesDirectory(const std::filesystem::path& start);
 
  private:
+  void setJobQuota(const std::string& worker, std::int64_t quota);
   void startIntegration(const std::string& worker);
 
   Options options_;

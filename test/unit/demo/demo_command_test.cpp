@@ -46,6 +46,27 @@ TEST(DemoCommandTest, EverySampleJobRunsOnOneWorkerAndIsCleanedUp) {
   EXPECT_THAT(text, HasSubstr("demo --keep"));
 }
 
+// `demo --workers 3 --dispatcher quota-aware`: worker1 holds no PipelineRun, so none runs there,
+// and every job gets one copy.
+TEST(DemoCommandTest, QuotaAwareDispatchPlacesJobsByRoomWithOneCopyEach) {
+  test::TempDir dir;
+  DemoOptions options = fromTheCheckout(dir);
+  options.workers = {"worker1", "worker2", "worker3"};
+  options.dispatcher = "quota-aware";
+  std::ostringstream out;
+  ASSERT_EQ(demoCommand(options, out), 0) << out.str();
+  const auto text = out.str();
+  EXPECT_THAT(text, HasSubstr("holds a different number of PipelineRuns at once (worker1 0, worker2 1, worker3 2)"));
+  EXPECT_THAT(text, HasSubstr("Remote Workload copies created: 4 for 4 jobs (1.00 per job, dispatcher quota-aware)"));
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("PipelineRun default/") == std::string::npos && !line.starts_with("default/hello-pipeline") &&
+        !line.starts_with("default/build-and-test"))
+      continue;
+    EXPECT_EQ(line.find("worker1"), std::string::npos) << "no room for a PipelineRun on worker1: " << line;
+  }
+}
+
 // `demo --single-cluster`: Kueue queueing for an Argo Workflow and an in-house TrainingRun on
 // one cluster, the adapter with dispatch off.
 TEST(DemoCommandTest, SingleClusterQueuesAWorkflowAndAnInHouseJobThroughKueue) {
