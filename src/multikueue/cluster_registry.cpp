@@ -39,6 +39,10 @@ namespace {
 // owner does not enqueue on `true`, and is how the establishment timeout is noticed.
 constexpr std::chrono::seconds kConnectingRecheck{1};
 
+// How long a copy the dispatcher chose for a worker is charged there before the worker's
+// informer shows it (a create that failed, or was never sent, stops counting after this).
+constexpr std::chrono::seconds kPlacementHold{30};
+
 std::shared_ptr<spdlog::logger> registryLogger() {
   static const auto log = namedLogger("multikueue-cluster");
   return log;
@@ -84,15 +88,34 @@ class Remote final : public RemoteCluster {
       if (why) *why = capacityError_.empty() ? "its ClusterQueues and LocalQueues are not listed yet" : capacityError_;
       return nullptr;
     }
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = placed_.begin(); it != placed_.end();) {
+      if (now - it->second.at < kPlacementHold) {
+        ++it;
+        continue;
+      }
+      it = placed_.erase(it);  // never created (the reconcile failed before): not charged any longer
+      capacityDirty_ = true;
+    }
     if (!snapshot_ || capacityDirty_) {
       auto next = std::make_shared<capacity::Snapshot>();
       clusterQueues_->forEach([&](const json& cq) { next->addClusterQueue(capacity::ClusterQueue::from(cq)); });
       localQueues_->forEach([&](const json& lq) { next->addLocalQueue(lq); });
       for (const auto& [key, copy] : pending_) next->addPending(copy);
+      for (const auto& [key, copy] : reserved_) next->addPending(copy);
+      for (const auto& [key, placed] : placed_)
+        if (!pending_.contains(key) && !reserved_.contains(key)) next->addPending(placed.copy);
       snapshot_ = std::move(next);
       capacityDirty_ = false;
     }
     return snapshot_;
+  }
+
+  void placed(capacity::PendingCopy copy) override {
+    std::lock_guard lock(capacityMutex_);
+    auto key = copy.workloadKey;
+    placed_[std::move(key)] = {std::move(copy), std::chrono::steady_clock::now()};
+    capacityDirty_ = true;
   }
 
   // Before start() only.
@@ -110,32 +133,24 @@ class Remote final : public RemoteCluster {
   void addCapacity(const kube::InformerOptions& base, std::function<void()> onChange) {
     auto options = base;
     options.onSynced = [this, onChange] {
-      capacityChanged(std::nullopt);
+      capacityChanged(std::nullopt, false);
       onChange();
     };
     options.onError = [this, onChange](const std::exception& e) {
-      capacityChanged(std::string("its ClusterQueues or LocalQueues cannot be read: ") + e.what());
+      capacityChanged(std::string("its ClusterQueues or LocalQueues cannot be read: ") + e.what(), false);
       onChange();
     };
-    const kube::InformerHandlers handlers{.onAdd =
-                                              [this, onChange](const json&) {
-                                                capacityChanged(std::nullopt);
-                                                onChange();
-                                              },
-                                          .onUpdateNew =
-                                              [this, onChange](const json&) {
-                                                capacityChanged(std::nullopt);
-                                                onChange();
-                                              },
-                                          .onDelete =
-                                              [this, onChange](const json&) {
-                                                capacityChanged(std::nullopt);
-                                                onChange();
-                                              }};
+    // A ClusterQueue's new status counts the reservations made before it was written.
+    const auto changed = [this, onChange](bool clusterQueue) {
+      return [this, onChange, clusterQueue](const json&) {
+        capacityChanged(std::nullopt, clusterQueue);
+        onChange();
+      };
+    };
     clusterQueues_ = std::make_unique<kube::Informer>(*client_, api::kClusterQueueGvk, options);
-    clusterQueues_->addHandlers(handlers);
+    clusterQueues_->addHandlers({.onAdd = changed(true), .onUpdateNew = changed(true), .onDelete = changed(true)});
     localQueues_ = std::make_unique<kube::Informer>(*client_, api::kLocalQueueGvk, options);
-    localQueues_->addHandlers(handlers);
+    localQueues_->addHandlers({.onAdd = changed(false), .onUpdateNew = changed(false), .onDelete = changed(false)});
   }
 
   // A copy of ours on the worker changed: waiting for its Kueue (charged) or not.
@@ -144,8 +159,19 @@ class Remote final : public RemoteCluster {
     const auto key = kube::Informer::keyOf(workload);
     const bool waiting = !deleted && !view.quotaReserved() && !view.finished() && !view.terminating();
     std::lock_guard lock(capacityMutex_);
+    if (deleted) {
+      const bool charged = pending_.erase(key) + reserved_.erase(key) + placed_.erase(key) > 0;
+      capacityDirty_ = charged || capacityDirty_;
+      return;
+    }
     if (!waiting) {
-      capacityDirty_ = pending_.erase(key) > 0 || capacityDirty_;
+      // Reserved: charged until its ClusterQueue's status, written after, counts it.
+      if (auto it = pending_.find(key); it != pending_.end()) {
+        if (view.quotaReserved() && !view.finished()) reserved_.insert(*it);
+        pending_.erase(it);
+        capacityDirty_ = true;
+      }
+      capacityDirty_ = placed_.erase(key) > 0 || capacityDirty_;
       return;
     }
     if (pending_.contains(key)) return;
@@ -156,6 +182,7 @@ class Remote final : public RemoteCluster {
       return;  // the worker's Kueue refuses it as well: it takes no quota
     }
     pending_.emplace(key, std::move(copy));
+    placed_.erase(key);
     capacityDirty_ = true;
   }
 
@@ -205,9 +232,10 @@ class Remote final : public RemoteCluster {
   mutable std::mutex kindsMutex_;
   std::set<api::GroupVersionKind> missing_;  // configured kinds whose CRD the worker lacks
 
-  void capacityChanged(std::optional<std::string> error) {
+  void capacityChanged(std::optional<std::string> error, bool clusterQueue) {
     std::lock_guard lock(capacityMutex_);
     capacityDirty_ = true;
+    if (clusterQueue) reserved_.clear();
     if (error) {
       capacityError_ = std::move(*error);
     } else {
@@ -219,6 +247,14 @@ class Remote final : public RemoteCluster {
   mutable bool capacityDirty_ = true;
   std::string capacityError_;
   std::map<std::string, capacity::PendingCopy> pending_;  // our copies the worker has not reserved
+  // Reserved since the last ClusterQueue event: its status may not count them yet.
+  std::map<std::string, capacity::PendingCopy> reserved_;
+  // Chosen by the dispatcher and not yet seen on the worker; forgotten after kPlacementHold.
+  struct Placed {
+    capacity::PendingCopy copy;
+    std::chrono::steady_clock::time_point at;
+  };
+  mutable std::map<std::string, Placed> placed_;
 };
 
 }  // namespace

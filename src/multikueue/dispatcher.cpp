@@ -33,9 +33,6 @@ namespace {
 // for it without a backlog.
 constexpr std::chrono::milliseconds kWorkloadEventHold{1000};
 
-// How long a worker's room may change before the Workloads waiting for room look again.
-constexpr std::chrono::milliseconds kCapacityHold{200};
-
 std::string objectName(const json& object) { return json_fields::metadataString(object, "name"); }
 
 std::int64_t generationOf(const json& object) {
@@ -235,11 +232,12 @@ struct Dispatcher::Impl {
       workloadController->enqueue(workloadKey);
     });
     registry->onKubeconfigChange([this](const std::string& cluster) { clusterController->enqueue(cluster); });
-    // A worker's room changed: once per burst (each reservation there rewrites a ClusterQueue's
-    // status), the Workloads waiting for room look again and the metrics follow.
+    // A worker's room changed: the Workloads waiting for room look again and the metrics follow.
+    // A burst (each reservation there rewrites a ClusterQueue's status) is one reconcile while
+    // its key waits in the queue.
     registry->onCapacityChange([this](const std::string& cluster) {
       workloadReconciler->capacityChanged();
-      capacityController->enqueueAfter(cluster, kCapacityHold);
+      capacityController->enqueue(cluster);
     });
     registry->onConnectionChange([this](const std::string& cluster, bool connected) {
       // The reconcile publishes the new Active condition at once (and, when lost, backs off).

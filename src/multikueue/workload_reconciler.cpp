@@ -707,6 +707,9 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
   const api::WorkloadView view(workload);
   const std::string localQueue = std::string(view.namespace_()) + "/" + std::string(view.queueName());
   const auto podSets = capacity::podSetRequests(workload);
+  // One decision at a time, each charged on its workers before the next reads their room: two
+  // Workloads must not both take the last free slot of a worker.
+  std::lock_guard placement(placementMutex_);
 
   struct Candidate {
     std::string name;
@@ -792,6 +795,10 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
     std::lock_guard lock(mutex_);
     if (auto it = quotaRound_.find(group.key); it != quotaRound_.end()) it->second.roomNow = roomNow;
   }
+
+  for (const auto& name : nominated)
+    if (const auto it = group.available.find(name); it != group.available.end() && !group.remotes.contains(name))
+      it->second->placed({group.key, localQueue, podSets});
 
   if (nominated.empty()) {
     message = std::string(message::kNoWorkerCanHold) + (skipped.empty() ? "" : ": " + strings::join(skipped, "; "));

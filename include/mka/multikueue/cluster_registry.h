@@ -94,6 +94,9 @@ class RemoteCluster {
   // Kueue has not reserved yet; null until both kinds are listed, and then `why` (when given)
   // says what is missing. Rebuilt only after a change; shared, never modified.
   virtual std::shared_ptr<const capacity::Snapshot> capacity(std::string* why = nullptr) const = 0;
+  // A copy the quota-aware dispatcher chose to create here: charged at once, before the
+  // worker's informer shows it, so that the next decision does not count the same room.
+  virtual void placed(capacity::PendingCopy copy) = 0;
 };
 
 struct ClusterRegistryOptions {

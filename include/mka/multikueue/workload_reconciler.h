@@ -186,7 +186,8 @@ class WorkloadReconciler {
   };
   std::map<std::string, QuotaRound> quotaRound_;  // key -> the quota-aware dispatcher's round
   std::atomic<std::uint64_t> capacityGeneration_{0};
-  std::map<std::string, long long> written_;           // key -> revision of our last status write
+  std::mutex placementMutex_;                 // the quota-aware decisions, one at a time (see quotaAwareNomination)
+  std::map<std::string, long long> written_;  // key -> revision of our last status write
   std::map<std::string, std::string> removedRemotes_;  // "cluster|gvk|key" -> uid we deleted
 };
 

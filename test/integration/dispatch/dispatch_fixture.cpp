@@ -20,6 +20,8 @@ void DispatchFixture::setUpEnvironment(Setup setup) {
   options.startWorkerKueues = setup.startWorkerKueues;
   options.pollInterval = std::chrono::milliseconds{2};
   options.readmitDelay = setup.readmitDelay;
+  options.workerJobQuota = setup.workerJobQuota;
+  observer_ = setup.observer;
   env_ = std::make_unique<demo::Environment>(options);
   config_ = env_->adapterConfiguration();
   config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();  // tests run the GC by hand
@@ -45,6 +47,7 @@ std::unique_ptr<multikueue::Dispatcher> DispatchFixture::startAdapterFor(const s
   options.config = std::move(config);
   options.registry.informerInitialBackoff = std::chrono::milliseconds{20};
   options.registry.informerMaxBackoff = std::chrono::milliseconds{200};
+  if (manager == "manager") options.dispatchObserver = observer_;
   if (integrations_.count(manager) == 0 && !jobkind::integratedKindsOf(options.config).empty()) {
     auto integration = std::make_unique<integration::IntegrationController>(
         env_->client(manager), jobkind::integratedKindsOf(options.config), clock_,

@@ -48,6 +48,9 @@ class DispatchFixture {
     // How long, on the fake clock, an evicted Workload waits before every stand-in reserves it
     // again (0: at once, which can hide a worker's eviction from the adapter).
     std::chrono::nanoseconds readmitDelay{0};
+    // Per worker: PipelineRuns its ClusterQueue holds at once (demo::Environment::workerJobQuota).
+    std::map<std::string, std::int64_t> workerJobQuota;
+    multikueue::DispatchObserver* observer = nullptr;  // given to the adapter under test
   };
 
   void setUpEnvironment(Setup setup);
@@ -106,6 +109,7 @@ class DispatchFixture {
   // Each manager's adapter runs its integration beside its Dispatcher.
   std::map<std::string, std::unique_ptr<integration::IntegrationController>> integrations_;
   std::string checkName_ = "multikueue-adapter";
+  multikueue::DispatchObserver* observer_ = nullptr;
 };
 
 }  // namespace mka::e2e
