@@ -7,6 +7,13 @@
 #include "mka/placement/placement_controller.h"
 
 namespace mka::app {
+namespace {
+
+// How long a group waits for the manager's caches before its start counts as failed (and is
+// retried); a stop ends the wait sooner.
+constexpr std::chrono::seconds kCacheSyncTimeout{60};
+
+}  // namespace
 
 bool sameDispatchSettings(const config::Configuration& a, const config::Configuration& b) {
   auto frameworks = [](const config::Configuration& c) {
@@ -106,45 +113,45 @@ controller::LeaderRunner::Options DispatchRunner::runnerOptions() {
   };
   // The integration first: on a worker it creates the Workloads the dispatch loop's peer on the
   // manager waits for; the groups are independent otherwise.
-  options.groups.push_back({kIntegrationGroup, [this]() -> std::optional<controller::LeaderRunner::Stop> {
-                              if (running_->integrations.frameworks.empty()) return std::nullopt;
-                              integration::IntegrationController::Options o;
-                              o.informers = informers_.get();
-                              o.controllerObserver = observer_.get();
-                              o.integrationObserver = observer_.get();
-                              auto integration = std::make_shared<integration::IntegrationController>(
-                                  manager_, jobkind::integratedKindsOf(*running_), kube::systemClock(), o);
-                              integration->start();
-                              return [integration] { integration->stop(); };
-                            }});
-  options.groups.push_back({kPlacementGroup, [this]() -> std::optional<controller::LeaderRunner::Stop> {
-                              if (!running_->placement.enabled) return std::nullopt;
-                              auto o = placement::PlacementController::Options::from(*running_);
-                              o.informers = informers_.get();
-                              o.controllerObserver = observer_.get();
-                              auto placement =
-                                  std::make_shared<placement::PlacementController>(manager_, kube::systemClock(), o);
-                              placement->start();
-                              return [placement] { placement->stop(); };
-                            }});
-  options.groups.push_back({kDispatchGroup, [this]() -> std::optional<controller::LeaderRunner::Stop> {
-                              if (!running_->dispatch.enabled) return std::nullopt;
-                              multikueue::Dispatcher::Options o;
-                              o.config = *running_;
-                              // Each worker's audit log names the replica that wrote there, as the
-                              // manager's does.
-                              o.registry.clientOptions.userAgent = manager_.rest().options().userAgent;
-                              o.informers = informers_.get();
-                              o.controllerObserver = observer_.get();
-                              o.dispatchObserver = observer_.get();
-                              o.onClusterConnection = [this](const std::string& cluster, bool connected) {
-                                metrics_.setClusterConnected(cluster, connected);
-                              };
-                              auto dispatcher =
-                                  std::make_shared<multikueue::Dispatcher>(manager_, kube::systemClock(), o);
-                              dispatcher->start();
-                              return [dispatcher] { dispatcher->stop(); };
-                            }});
+  options.groups.push_back(
+      {kIntegrationGroup, [this](std::stop_token stopping) -> std::optional<controller::LeaderRunner::Stop> {
+         if (running_->integrations.frameworks.empty()) return std::nullopt;
+         integration::IntegrationController::Options o;
+         o.informers = informers_.get();
+         o.controllerObserver = observer_.get();
+         o.integrationObserver = observer_.get();
+         auto integration = std::make_shared<integration::IntegrationController>(
+             manager_, jobkind::integratedKindsOf(*running_), kube::systemClock(), o);
+         integration->start(kCacheSyncTimeout, stopping);
+         return [integration] { integration->stop(); };
+       }});
+  options.groups.push_back(
+      {kPlacementGroup, [this](std::stop_token stopping) -> std::optional<controller::LeaderRunner::Stop> {
+         if (!running_->placement.enabled) return std::nullopt;
+         auto o = placement::PlacementController::Options::from(*running_);
+         o.informers = informers_.get();
+         o.controllerObserver = observer_.get();
+         auto placement = std::make_shared<placement::PlacementController>(manager_, kube::systemClock(), o);
+         placement->start(kCacheSyncTimeout, stopping);
+         return [placement] { placement->stop(); };
+       }});
+  options.groups.push_back(
+      {kDispatchGroup, [this](std::stop_token stopping) -> std::optional<controller::LeaderRunner::Stop> {
+         if (!running_->dispatch.enabled) return std::nullopt;
+         multikueue::Dispatcher::Options o;
+         o.config = *running_;
+         // Each worker's audit log names the replica that wrote there, as the manager's does.
+         o.registry.clientOptions.userAgent = manager_.rest().options().userAgent;
+         o.informers = informers_.get();
+         o.controllerObserver = observer_.get();
+         o.dispatchObserver = observer_.get();
+         o.onClusterConnection = [this](const std::string& cluster, bool connected) {
+           metrics_.setClusterConnected(cluster, connected);
+         };
+         auto dispatcher = std::make_shared<multikueue::Dispatcher>(manager_, kube::systemClock(), o);
+         dispatcher->start(kCacheSyncTimeout, stopping);
+         return [dispatcher] { dispatcher->stop(); };
+       }});
   return options;
 }
 

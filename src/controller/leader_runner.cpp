@@ -38,6 +38,7 @@ void LeaderRunner::start() {
 }
 
 void LeaderRunner::stop() {
+  stopping_.request_stop();        // a group's start waiting for caches gives up
   if (elector_) elector_->stop();  // may post Follow
   post({Message::Type::Stop, {}});
   if (thread_.joinable()) thread_.join();
@@ -119,9 +120,10 @@ void LeaderRunner::startGroups() {
   }
   for (std::size_t i = 0; i < options_.groups.size(); ++i) {
     if (stops_[i] || idle_[i]) continue;
+    if (stopping_.stop_requested()) return;
     const auto& group = options_.groups[i];
     try {
-      auto stop = group.start();
+      auto stop = group.start(stopping_.get_token());
       if (!stop) {
         idle_[i] = true;
         continue;
@@ -130,6 +132,10 @@ void LeaderRunner::startGroups() {
       std::lock_guard lock(mutex_);
       running_.insert(group.name);
     } catch (const std::exception& e) {
+      if (stopping_.stop_requested()) {
+        log::info(group.name + " not started: the replica is stopping", {{"error", e.what()}});
+        return;
+      }
       // The caches cannot sync (CRDs missing, RBAC): stay up for the webhooks, say why, retry.
       log::error(group.name + " not started", {{"error", e.what()}});
     }

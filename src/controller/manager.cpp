@@ -39,10 +39,12 @@ void Manager::add(std::function<void()> start, std::function<void()> stop) {
   runnables_.push_back(Runnable{.start = std::move(start), .stop = std::move(stop)});
 }
 
-void Manager::start(std::chrono::milliseconds syncTimeout, std::string_view hint) {
+void Manager::start(std::chrono::milliseconds syncTimeout, std::string_view hint, std::stop_token stopping) {
   if (started_ || stopped_) return;
   started_ = true;
-  const auto missing = kube::startAndWaitForSync(informers_, syncTimeout);
+  const auto missing = kube::startAndWaitForSync(informers_, syncTimeout, stopping);
+  if (!missing.empty() && stopping.stop_requested())
+    throw Error(options_.name + ": not started: stopping before the caches synced for: " + missing);
   if (!missing.empty())
     throw Error(options_.name + ": the caches did not sync within " + std::to_string(syncTimeout.count()) +
                 " ms for: " + missing + "; " + std::string(hint));

@@ -113,11 +113,11 @@ IntegrationController::IntegrationController(kube::Client& client, const std::ve
 
 IntegrationController::~IntegrationController() { stop(); }
 
-void IntegrationController::start(std::chrono::milliseconds syncTimeout) {
+void IntegrationController::start(std::chrono::milliseconds syncTimeout, std::stop_token stopping) {
   if (impl_->runtime.started()) return;
   try {
     impl_->runtime.start(syncTimeout,
-                         "are the CRDs installed and may the adapter's ServiceAccount list and watch them?");
+                         "are the CRDs installed and may the adapter's ServiceAccount list and watch them?", stopping);
   } catch (...) {
     stop();
     throw;

@@ -65,6 +65,7 @@ const char* toString(Reason reason) {
     case Reason::Timeout: return "Timeout";
     case Reason::Unavailable: return "Unavailable";
     case Reason::Internal: return "Internal";
+    case Reason::Cancelled: return "Cancelled";
     case Reason::Unknown: break;
   }
   return "Unknown";

@@ -94,7 +94,7 @@ std::string encodeQueryValue(std::string_view value) {
 
 Discovery::Discovery(RestClient& rest) : rest_(rest) {}
 
-ResourceInfo Discovery::resourceFor(const api::GroupVersionKind& gvk) {
+ResourceInfo Discovery::resourceFor(const api::GroupVersionKind& gvk, std::stop_token stop) {
   const auto apiVersion = gvk.apiVersion();
   {
     std::lock_guard lock(mutex_);
@@ -108,7 +108,7 @@ ResourceInfo Discovery::resourceFor(const api::GroupVersionKind& gvk) {
   const std::string path = gvk.group.empty() ? "/api/" + gvk.version : "/apis/" + apiVersion;
   std::map<std::string, ResourceInfo> kinds;
   try {
-    auto list = parseBody(rest_.request("GET", path), "GET " + path);
+    auto list = parseBody(rest_.request("GET", path, "", "application/json", "application/json", stop), "GET " + path);
     std::map<std::string, bool> statusOf;
     for (const auto& r : list.value("resources", json::array())) {
       const auto name = r.value("name", "");
@@ -169,23 +169,25 @@ json Client::get(const api::GroupVersionKind& gvk, const std::string& ns, const 
   return parseBody(rest_->request("GET", target), "GET " + target);
 }
 
-json Client::list(const api::GroupVersionKind& gvk, const std::string& ns, const ListOptions& options) {
-  auto target = path(discovery_.resourceFor(gvk), ns);
+json Client::list(const api::GroupVersionKind& gvk, const std::string& ns, const ListOptions& options,
+                  std::stop_token stop) {
+  auto target = path(discovery_.resourceFor(gvk, stop), ns);
   appendQuery(target, "labelSelector", options.labelSelector);
   appendQuery(target, "fieldSelector", options.fieldSelector);
   if (options.limit > 0) appendQuery(target, "limit", std::to_string(options.limit));
   appendQuery(target, "continue", options.continueToken);
   appendQuery(target, "resourceVersion", options.resourceVersion);
-  auto response = rest_->request("GET", target);
+  auto response = rest_->request("GET", target, "", "application/json", "application/json", stop);
   if (options.withoutManagedFields)
     response.body = json_text::withoutMember(response.body, {"items", "[]", "metadata", "managedFields"}, false);
   return parseBody(response, "GET " + target);
 }
 
 void Client::listEach(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options,
-                      const std::function<void(json& item)>& onItem, std::string* resourceVersion) {
+                      const std::function<void(json& item)>& onItem, std::string* resourceVersion,
+                      std::stop_token stop) {
   while (true) {
-    auto page = list(gvk, ns, options);
+    auto page = list(gvk, ns, options, stop);
     if (auto items = page.find("items"); items != page.end() && items->is_array()) {
       for (auto& item : *items) {
         // Lists may leave out each item's kind and apiVersion (built-ins do); informers want them.
@@ -263,8 +265,8 @@ void Client::remove(const api::GroupVersionKind& gvk, const std::string& ns, con
 }
 
 void Client::watch(const api::GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
-                   const std::function<bool(WatchEvent&)>& onEvent, RestClient::StreamHandle& handle) {
-  auto target = path(discovery_.resourceFor(gvk), ns);
+                   const std::function<bool(WatchEvent&)>& onEvent, std::stop_token stop) {
+  auto target = path(discovery_.resourceFor(gvk, stop), ns);
   appendQuery(target, "watch", "true");
   appendQuery(target, "labelSelector", options.labelSelector);
   appendQuery(target, "fieldSelector", options.fieldSelector);
@@ -292,7 +294,7 @@ void Client::watch(const api::GroupVersionKind& gvk, const std::string& ns, cons
         }
         return onEvent(event);
       },
-      handle, readTimeout);
+      stop, readTimeout);
   if (failure) throw *failure;
 }
 

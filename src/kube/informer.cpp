@@ -59,26 +59,30 @@ void Informer::start() {
   std::lock_guard lock(mutex_);
   if (thread_.joinable()) return;
   stopping_ = false;
-  thread_ = std::thread([this] {
+  stop_ = std::stop_source();
+  thread_ = std::thread([this, stop = stop_.get_token()] {
     nameThisThread("inf-" + gvk_.kind);  // "inf-PipelineRun": which cache a profile's time goes to
     if (!options_.threadCache) disableThreadCache();
-    run();
+    run(stop);
   });
 }
 
 void Informer::stop() {
+  std::stop_source running;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    if (stream_) stream_->cancel();
+    running = stop_;
   }
+  running.request_stop();  // runs the interrupts of the reflector's calls in flight, here
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
-bool Informer::waitForSync(std::chrono::milliseconds timeout) const {
+bool Informer::waitForSync(std::chrono::milliseconds timeout, std::stop_token caller) const {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return synced_.load() || stopping_; }) && synced_.load();
+  changed_.wait_for(lock, caller, timeout, [&] { return synced_.load() || stopping_; });
+  return synced_.load();
 }
 
 std::optional<json> Informer::get(const std::string& key) const {
@@ -234,22 +238,21 @@ bool Informer::sleepFor(std::chrono::milliseconds delay) {
   return !changed_.wait_for(lock, delay, [&] { return stopping_; });
 }
 
-void Informer::run() {
+void Informer::run(const std::stop_token& stop) {
   auto backoff = options_.initialBackoff;
   bool needList = true;
   while (true) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
+    if (stop.stop_requested()) return;
     try {
       if (needList) {
-        relist();
+        relist(stop);
         needList = false;
       }
-      watchOnce();
+      watchOnce(stop);
       backoff = options_.initialBackoff;  // a watch that ran and ended: resume right away
     } catch (const ApiError& e) {
+      // What a stop cut short is no failure to report.
+      if (stop.stop_requested()) return;
       if (e.reason() == Reason::Gone) {
         log::info("informer relists after 410 Gone",
                   {{"kind", gvk_.goString()}, {"resourceVersion", lastResourceVersion()}});
@@ -261,6 +264,7 @@ void Informer::run() {
       if (!sleepFor(backoff)) return;
       backoff = std::min(backoff * 2, options_.maxBackoff);
     } catch (const std::exception& e) {
+      if (stop.stop_requested()) return;
       log::error("informer retries", {{"kind", gvk_.goString()}, {"backoffMs", backoff.count()}, {"error", e.what()}});
       if (options_.onError) options_.onError(e);
       if (!sleepFor(backoff)) return;
@@ -269,7 +273,7 @@ void Informer::run() {
   }
 }
 
-void Informer::relist() {
+void Informer::relist(const std::stop_token& stop) {
   ListOptions list;
   list.labelSelector = options_.labelSelector;
   list.fieldSelector = options_.fieldSelector;
@@ -302,7 +306,7 @@ void Informer::relist() {
         const auto at = std::find(listed.begin(), listed.end(), key);
         *at = fresh.assign(key, blob);
       },
-      &rv);
+      &rv, stop);
   ++lists_;
 
   // Reconcile the cache with the list; handlers see what changed (client-go's Replace).
@@ -361,35 +365,21 @@ void Informer::relist() {
   if (options_.onSynced) options_.onSynced();
 }
 
-void Informer::watchOnce() {
-  RestClient::StreamHandle handle;
+void Informer::watchOnce(const std::stop_token& stop) {
   WatchOptions watch;
   watch.labelSelector = options_.labelSelector;
   watch.fieldSelector = options_.fieldSelector;
   watch.timeoutSeconds = options_.watchTimeoutSeconds;
   watch.withoutManagedFields = options_.withoutManagedFields;
-  {
-    std::lock_guard lock(mutex_);
-    if (stopping_) return;
-    watch.resourceVersion = resourceVersion_;
-    stream_ = &handle;
-  }
+  watch.resourceVersion = lastResourceVersion();
   ++watches_;
-  try {
-    client_.watch(
-        gvk_, options_.namespace_, watch,
-        [&](WatchEvent& event) {
-          apply(event.type, std::move(event.object));
-          return true;
-        },
-        handle);
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    stream_ = nullptr;
-    throw;
-  }
-  std::lock_guard lock(mutex_);
-  stream_ = nullptr;
+  client_.watch(
+      gvk_, options_.namespace_, watch,
+      [&](WatchEvent& event) {
+        apply(event.type, std::move(event.object));
+        return true;
+      },
+      stop);
 }
 
 void dropManagedFields(json& object) {
@@ -457,14 +447,15 @@ void Informer::setResourceVersion(const json& object) {
   resourceVersion_ = rv;
 }
 
-std::string startAndWaitForSync(const std::vector<Informer*>& informers, std::chrono::milliseconds timeout) {
+std::string startAndWaitForSync(const std::vector<Informer*>& informers, std::chrono::milliseconds timeout,
+                                std::stop_token caller) {
   for (auto* informer : informers) informer->start();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string missing;
   for (auto* informer : informers) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (!informer->waitForSync(std::max(left, std::chrono::milliseconds{0})))
+    if (!informer->waitForSync(std::max(left, std::chrono::milliseconds{0}), caller))
       missing += (missing.empty() ? "" : ", ") + informer->gvk().goString();
   }
   return missing;

@@ -126,11 +126,17 @@ std::chrono::nanoseconds TokenBucket::reserve() {
   return std::chrono::duration_cast<nanoseconds>(std::max(r.timeToAct - now, Clock::TimePoint::duration::zero()));
 }
 
-bool TokenBucket::accept() {
+bool TokenBucket::accept(std::stop_token caller) {
+  // Notified under the lock, so that a stop between a waiter's check and its wait is not
+  // missed. Made before the lock is taken: a stop requested already runs it here, at once.
+  std::stop_callback wake(caller, [this] {
+    std::lock_guard lock(mutex_);
+    wake_.notify_all();
+  });
   std::unique_lock lock(mutex_);
-  if (stopped_) return false;
+  if (stopped_ || caller.stop_requested()) return false;
   const auto r = reserveLocked(clock_.now(), Clock::TimePoint::duration::max());
-  return waitFor(r, lock);
+  return waitFor(r, lock, caller);
 }
 
 bool TokenBucket::acceptBefore(Clock::TimePoint deadline) {
@@ -143,12 +149,12 @@ bool TokenBucket::acceptBefore(Clock::TimePoint deadline) {
   return waitFor(r, lock);
 }
 
-bool TokenBucket::waitFor(const Reservation& r, std::unique_lock<std::mutex>& lock) {
+bool TokenBucket::waitFor(const Reservation& r, std::unique_lock<std::mutex>& lock, const std::stop_token& caller) {
   ++waiting_;
   bool acquired = true;
   for (;;) {
     const auto now = clock_.now();
-    if (stopped_) {
+    if (stopped_ || caller.stop_requested()) {
       cancelLocked(r, now);
       acquired = false;
       break;
@@ -158,7 +164,7 @@ bool TokenBucket::waitFor(const Reservation& r, std::unique_lock<std::mutex>& lo
     // recheckClock() is never missed: either this read sees it or the wait below is woken.
     const auto seen = clockChecks_;
     const auto realWait = std::min<Clock::TimePoint::duration>(r.timeToAct - now, kMaxWait);
-    wake_.wait_for(lock, realWait, [&] { return stopped_ || clockChecks_ != seen; });
+    wake_.wait_for(lock, realWait, [&] { return stopped_ || caller.stop_requested() || clockChecks_ != seen; });
   }
   --waiting_;
   if (waiting_ == 0 && stopped_) wake_.notify_all();  // the destructor may be waiting

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <condition_variable>
 #include <fstream>
 #include <sstream>
-#include <thread>
+#include <stop_token>
 #include <tuple>
 
 #include <httplib.h>
@@ -91,7 +94,8 @@ std::chrono::milliseconds toMillis(time_t seconds, time_t microseconds) {
 // httplib treats the client as plain HTTP (is_ssl() stays false: its TLS steps are
 // SSLClient's); the Host header therefore names the port, which the API server accepts.
 //
-// Threads: like httplib's client, one request at a time; stop() may come from another thread.
+// Threads: like httplib's client, one request at a time; interrupt() may come from another
+// thread.
 class TlsClient final : public httplib::ClientImpl {
  public:
   // `context`: the connection's TLS settings (verification, client certificate), shared with
@@ -100,15 +104,63 @@ class TlsClient final : public httplib::ClientImpl {
   TlsClient(const std::string& host, int port, SSL_CTX* context, void* verdictSink)
       : httplib::ClientImpl(host, port), context_(context), verdictSink_(verdictSink) {
     SSL_CTX_up_ref(context);
+    // Every socket httplib makes passes here before it connects.
+    set_socket_options([this](socket_t sock) { follow(sock, true); });
   }
 
   // ClientImpl's destructor closes the socket and knows nothing of TLS.
   ~TlsClient() override {
-    std::lock_guard lock(socket_mutex_);
-    shutdown_ssl(socket_, true);
+    {
+      std::lock_guard lock(socket_mutex_);
+      shutdown_ssl(socket_, true);
+    }
+    endCall();
+  }
+
+  // From beginCall() to endCall() (on the calling thread) the call may be interrupted from
+  // another thread: interrupt() shuts its socket down for reading, which wakes every wait of a
+  // request but a write into a full socket buffer (bounded by the write timeout): the connect,
+  // the handshake and the wait for the answer. Only for reading: after SHUT_WR a write raises
+  // SIGPIPE, which ends a process that does not ignore it (OpenSSL writes with write(2)).
+  void beginCall() {
+    std::lock_guard lock(interruptMutex_);
+    inCall_ = true;
+    interrupted_ = false;
+  }
+  // Whether the call was interrupted: then its socket must not carry another request.
+  bool endCall() {
+    std::lock_guard lock(interruptMutex_);
+    const bool interrupted = interrupted_;
+    inCall_ = false;
+    interrupted_ = false;
+    if (followed_ >= 0) ::close(followed_);
+    followed_ = -1;
+    followedFd_ = -1;
+    return interrupted;
+  }
+  void interrupt() {
+    std::lock_guard lock(interruptMutex_);
+    interrupted_ = true;
+    if (followed_ >= 0) ::shutdown(followed_, SHUT_RD);
   }
 
  private:
+  // Keeps the call's socket `fd` (a new one when `fresh`) as a descriptor of this client's own:
+  // httplib may close its descriptor on the calling thread while interrupt() runs, and the
+  // number may then name another socket by the time it is shut down; the copy names this
+  // socket until endCall(). False once the call was interrupted.
+  bool follow(int fd, bool fresh) {
+    std::lock_guard lock(interruptMutex_);
+    if (!inCall_) return true;
+    if (fresh || fd != followedFd_ || followed_ < 0) {
+      if (followed_ >= 0) ::close(followed_);
+      followed_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      followedFd_ = fd;
+    }
+    if (interrupted_ && followed_ >= 0) ::shutdown(followed_, SHUT_RD);
+    return !interrupted_;
+  }
+
   // Answers are a few KB; what OpenSSL decrypted beyond waits in its record buffer.
   static constexpr std::size_t kReadAhead = 4 * 1024;
 
@@ -158,7 +210,10 @@ class TlsClient final : public httplib::ClientImpl {
 
   bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
     SSL* ssl = socket.ssl;
-    if (ssl == nullptr) return false;
+    // A kept-alive socket was made for an earlier call: this one follows it from here. An
+    // interrupt that came before its socket was connected (when a shutdown does nothing)
+    // stops it here.
+    if (ssl == nullptr || !follow(socket.sock, false)) return false;
     net::SocketStream stream(socket.sock, ssl, host_, port_, toMillis(read_timeout_sec_, read_timeout_usec_),
                              toMillis(write_timeout_sec_, write_timeout_usec_), kReadAhead);
     stream.holdWrites(true);
@@ -178,7 +233,25 @@ class TlsClient final : public httplib::ClientImpl {
 
   const net::OpensslPtr<SSL_CTX> context_;
   void* const verdictSink_;
+  std::mutex interruptMutex_;
+  bool inCall_ = false;
+  bool interrupted_ = false;
+  int followed_ = -1;    // this client's copy of the call's socket, or -1
+  int followedFd_ = -1;  // httplib's descriptor it copies
 };
+
+ApiError cancelled(const std::string& what) {
+  return ApiError(Reason::Cancelled, 0, what + ": cancelled: the caller is stopping");
+}
+
+// Waits `delay`; false (at once) when stop is requested first.
+bool sleepUnlessStopped(std::chrono::milliseconds delay, const std::stop_token& stop) {
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  std::unique_lock lock(mutex);
+  wake.wait_for(lock, stop, delay, [] { return false; });
+  return !stop.stop_requested();
+}
 
 // RFC 9110 tchar: what a product name, version or comment word may hold without quoting.
 std::string asToken(std::string_view text) {
@@ -229,12 +302,6 @@ struct RestClient::Connection {
     return describe(error);
   }
 };
-
-void RestClient::StreamHandle::cancel() {
-  cancelled_ = true;
-  std::lock_guard lock(mutex_);
-  if (stop_) stop_();
-}
 
 RestClient::RestClient(RestConfig config, ClientOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
@@ -396,20 +463,24 @@ std::string RestClient::authorization(const std::optional<ExecCredential>& crede
   return token_.empty() ? std::string{} : "Bearer " + token_;
 }
 
-// client-go's flowcontrol limiter in front of every request; a client being destroyed stops
-// waiting.
-void RestClient::throttle() {
-  if (limiter_ && !limiter_->accept())
-    throw ApiError(Reason::Unavailable, 0, "cluster " + config_.cluster + ": the client is shutting down");
+// client-go's flowcontrol limiter in front of every request. False when `stop` was requested
+// first; a client being destroyed stops waiting too, with an error.
+bool RestClient::throttle(const std::stop_token& stop) {
+  if (stop.stop_requested()) return false;
+  if (!limiter_ || limiter_->accept(stop)) return true;
+  if (stop.stop_requested()) return false;
+  throw ApiError(Reason::Unavailable, 0, "cluster " + config_.cluster + ": the client is shutting down");
 }
 
 Response RestClient::request(const std::string& method, const std::string& target, const std::string& body,
-                             const std::string& contentType, const std::string& accept) {
+                             const std::string& contentType, const std::string& accept, std::stop_token stop) {
   const std::string what = method + " " + config_.host + target;
+  if (method != "GET" && method != "POST" && method != "PUT" && method != "PATCH" && method != "DELETE")
+    throw Error("kube client: unsupported HTTP method " + method);
   auto backoff = options_.retryBackoff;
   bool refusedOnce = false;
   for (int attempt = 0;; ++attempt) {
-    throttle();
+    if (!throttle(stop)) throw cancelled(what);
     httplib::Headers headers = {{"Accept", accept}, {"User-Agent", options_.userAgent}};
     std::optional<ExecCredential> credential;
     if (config_.credentials) credential = execCredential();
@@ -418,14 +489,23 @@ Response RestClient::request(const std::string& method, const std::string& targe
     auto& c = *connection->client;
     ++sent_;
     const auto started = SteadyClock::now();
+    if (stop.stop_possible()) c.beginCall();
     httplib::Result result = [&] {
+      std::stop_callback interrupt(stop, [&c] { c.interrupt(); });
       if (method == "GET") return c.Get(target, headers);
       if (method == "POST") return c.Post(target, headers, body, contentType);
       if (method == "PUT") return c.Put(target, headers, body, contentType);
       if (method == "PATCH") return c.Patch(target, headers, body, contentType);
-      if (method == "DELETE") return c.Delete(target, headers, body, contentType);
-      throw Error("kube client: unsupported HTTP method " + method);
+      return c.Delete(target, headers, body, contentType);
     }();
+    const bool interrupted = c.endCall();
+    // An answer that came in full before the stop is the call's answer; anything else of a
+    // stopped call is the stop's doing.
+    if (!result && stop.stop_requested()) throw cancelled(what);
+    // Back to the pool, unless the stop shut its socket down.
+    const auto reuse = [&] {
+      if (!interrupted) release(std::move(connection));
+    };
 
     std::optional<ApiError> failure;
     bool retryable = false;
@@ -445,7 +525,7 @@ Response RestClient::request(const std::string& method, const std::string& targe
     } else {
       const auto& res = result.value();
       if (res.status >= 200 && res.status < 300) {
-        release(std::move(connection));
+        reuse();
         return {res.status, res.body, res.get_header_value("Content-Type")};
       }
       auto error = ApiError::fromResponse(res.status, res.body, what);
@@ -465,12 +545,12 @@ Response RestClient::request(const std::string& method, const std::string& targe
         config_.credentials->refused(*credential);
         if (!refusedOnce) {
           refusedOnce = true;
-          release(std::move(connection));
+          reuse();
           continue;
         }
       }
       failure = error;
-      release(std::move(connection));
+      reuse();
     }
     if (!retryable || attempt >= options_.maxRetries) throw *failure;
     auto delay = failure->retryAfterSeconds() > 0
@@ -478,59 +558,55 @@ Response RestClient::request(const std::string& method, const std::string& targe
                      : backoff;
     log::debug("kube client retries",
                {{"request", what}, {"attempt", attempt + 1}, {"delayMs", delay.count()}, {"error", failure->what()}});
-    std::this_thread::sleep_for(delay);
+    if (!sleepUnlessStopped(delay, stop)) throw cancelled(what);
     backoff = std::min(backoff * 2, options_.retryBackoffCap);
   }
 }
 
 void RestClient::stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine,
-                        StreamHandle& handle, std::chrono::seconds readTimeout) {
+                        std::stop_token stop, std::chrono::seconds readTimeout) {
   const std::string what = "GET " + config_.host + target;
-  throttle();
+  if (!throttle(stop)) return;
   std::optional<ExecCredential> credential;
   if (config_.credentials) credential = execCredential();
   auto connection = connect(readTimeout);
   auto& c = *connection->client;
-  {
-    std::lock_guard lock(handle.mutex_);
-    if (handle.cancelled_) return;
-    handle.stop_ = [&c] { c.stop(); };
-  }
   httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.userAgent}};
   if (auto auth = authorization(credential); !auth.empty()) headers.emplace("Authorization", auth);
   ++sent_;
   int status = 0;
   std::string errorBody, pending;
   bool stoppedByCallback = false;
-  auto result = c.Get(
-      target, headers,
-      [&](const httplib::Response& res) {
-        status = res.status;
-        return true;
-      },
-      [&](const char* data, std::size_t length) {
-        if (status != 200) {
-          errorBody.append(data, length);
-          return errorBody.size() < 64 * 1024;
-        }
-        pending.append(data, length);
-        std::size_t start = 0;
-        for (auto nl = pending.find('\n', start); nl != std::string::npos; nl = pending.find('\n', start)) {
-          std::string_view line(pending.data() + start, nl - start);
-          start = nl + 1;
-          if (!line.empty() && !onLine(line)) {
-            stoppedByCallback = true;
-            return false;
+  if (stop.stop_possible()) c.beginCall();
+  auto result = [&] {
+    std::stop_callback interrupt(stop, [&c] { c.interrupt(); });
+    return c.Get(
+        target, headers,
+        [&](const httplib::Response& res) {
+          status = res.status;
+          return true;
+        },
+        [&](const char* data, std::size_t length) {
+          if (status != 200) {
+            errorBody.append(data, length);
+            return errorBody.size() < 64 * 1024;
           }
-        }
-        pending.erase(0, start);
-        return !handle.cancelled_;
-      });
-  {
-    std::lock_guard lock(handle.mutex_);
-    handle.stop_ = nullptr;
-  }
-  if (handle.cancelled_ || stoppedByCallback) return;
+          pending.append(data, length);
+          std::size_t start = 0;
+          for (auto nl = pending.find('\n', start); nl != std::string::npos; nl = pending.find('\n', start)) {
+            std::string_view line(pending.data() + start, nl - start);
+            start = nl + 1;
+            if (!line.empty() && !onLine(line)) {
+              stoppedByCallback = true;
+              return false;
+            }
+          }
+          pending.erase(0, start);
+          return !stop.stop_requested();
+        });
+  }();
+  c.endCall();
+  if (stop.stop_requested() || stoppedByCallback) return;
   if (status == 401 && credential) config_.credentials->refused(*credential);
   if (status != 0 && status != 200) throw ApiError::fromResponse(status, errorBody, what);
   if (!result && status == 0) throw ApiError::transport(what, connection->describeFailure(result.error()));

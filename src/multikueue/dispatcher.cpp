@@ -274,10 +274,11 @@ Dispatcher::Dispatcher(kube::Client& manager, const Clock& clock, Options option
 
 Dispatcher::~Dispatcher() { stop(); }
 
-void Dispatcher::start(std::chrono::milliseconds syncTimeout) {
+void Dispatcher::start(std::chrono::milliseconds syncTimeout, std::stop_token stopping) {
   if (impl_->runtime.started()) return;
-  impl_->runtime.start(
-      syncTimeout, "check that the CRDs are installed on the manager and that the adapter's RBAC allows list/watch");
+  impl_->runtime.start(syncTimeout,
+                       "check that the CRDs are installed on the manager and that the adapter's RBAC allows list/watch",
+                       stopping);
   log::info("dispatcher started", {{"controller", impl_->options.config.dispatch.admissionCheckControllerName},
                                    {"origin", impl_->options.config.multiKueue.origin},
                                    {"frameworks", impl_->options.config.multiKueue.externalFrameworks.size()},

@@ -49,7 +49,8 @@ std::string errorText(const std::exception& e) {
 json generatedConfig(const std::string& placement, const std::vector<std::string>& clusters) {
   return {{"apiVersion", api::kMultiKueueConfigGvk.apiVersion()},
           {"kind", api::kMultiKueueConfigGvk.kind},
-          {"metadata", {{"name", placement}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
+          {"metadata",
+           {{"name", generatedConfigName(placement)}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
           {"spec", {{"clusters", clusters}}}};
 }
 
@@ -85,6 +86,20 @@ void removeIfExists(kube::Client& client, const api::GroupVersionKind& gvk, cons
 
 }  // namespace
 
+std::string generatedConfigName(const std::string& placement) { return placement; }
+
+std::string generatedClusterName(const std::string& placement, const std::string& cluster) {
+  return placement + "-" + cluster;
+}
+
+bool wouldGenerate(const std::string& placement, const api::GroupVersionKind& kind, std::string_view name) {
+  if (placement.empty()) return false;
+  if (kind == api::kMultiKueueConfigGvk) return name == generatedConfigName(placement);
+  if (kind != api::kMultiKueueClusterGvk) return false;
+  const auto prefix = generatedClusterName(placement, "");
+  return name.size() > prefix.size() && name.starts_with(prefix);
+}
+
 std::string labelValue(const json& object, std::string_view key) {
   return std::string(api::ObjectView(object).label(key));
 }
@@ -118,11 +133,12 @@ json generatedCluster(const std::string& placement, const std::string& cluster, 
                                       : json{{"kubeConfig",
                                               {{"locationType", std::string(api::kLocationTypeSecret)},
                                                {"location", std::string(kSecretPrefix) + cluster}}}};
-  return {
-      {"apiVersion", api::kMultiKueueClusterGvk.apiVersion()},
-      {"kind", api::kMultiKueueClusterGvk.kind},
-      {"metadata", {{"name", placement + "-" + cluster}, {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
-      {"spec", {{"clusterSource", source}}}};
+  return {{"apiVersion", api::kMultiKueueClusterGvk.apiVersion()},
+          {"kind", api::kMultiKueueClusterGvk.kind},
+          {"metadata",
+           {{"name", generatedClusterName(placement, cluster)},
+            {"labels", {{std::string(kGeneratedForLabel), placement}}}}},
+          {"spec", {{"clusterSource", source}}}};
 }
 
 PlacementCheckReconciler::PlacementCheckReconciler(kube::Client& manager, const controller::ObjectReader& objects,

@@ -1,6 +1,7 @@
 #include "mka/placement/placement_controller.h"
 
 #include <set>
+#include <utility>
 
 #include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
@@ -16,8 +17,6 @@
 #include "mka/placement/workload_check_reconciler.h"
 
 namespace mka::placement {
-
-using controller::Controller;
 
 using controller::Controller;
 using nlohmann::json;
@@ -109,10 +108,30 @@ struct PlacementController::Impl {
                    {.onAdd = placementChanged, .onUpdateNew = placementChanged, .onDelete = placementChanged});
     auto decisionChanged = [this](const json& d) { enqueueChecksOf(labelValue(d, kPlacementLabel)); };
     runtime.handle(*decisions, {.onAdd = decisionChanged, .onUpdateNew = decisionChanged, .onDelete = decisionChanged});
-    // A generated object changed or deleted by someone else is put back.
-    auto generatedChanged = [this](const json& o) { enqueueChecksOf(labelValue(o, kGeneratedForLabel)); };
-    for (auto* i : {configs, clusters})
-      runtime.handle(*i, {.onUpdateNew = generatedChanged, .onDelete = generatedChanged});
+    // A generated object changed or deleted by someone else is put back; a user's object of a
+    // generated name (without our label) made the check refuse, and its deletion lets it go on
+    // at once rather than at the error's next retry.
+    for (const auto& [kind, informer] :
+         {std::pair{&api::kMultiKueueConfigGvk, configs}, std::pair{&api::kMultiKueueClusterGvk, clusters}}) {
+      auto named = [this, kind](const json& o) {
+        enqueueChecksOf(labelValue(o, kGeneratedForLabel));
+        for (const auto& placement : placementsNaming(*kind, checkName(o))) enqueueChecksOf(placement);
+      };
+      runtime.handle(*informer, {.onAdd = named, .onUpdateNew = named, .onDelete = named});
+    }
+  }
+
+  // The Placements (in the cache) that generate, or would, an object of `kind` named `name`.
+  std::vector<std::string> placementsNaming(const api::GroupVersionKind& kind, const std::string& name) const {
+    std::vector<std::string> out;
+    // Only the keys are read: a Placement's name is its key's.
+    placements->forEach([](const json&) {},
+                        [&](const std::string& key) {
+                          const std::string placement(kube::Informer::splitKey(key).second);
+                          if (wouldGenerate(placement, kind, name)) out.push_back(placement);
+                          return false;
+                        });
+    return out;
   }
 
   kube::Client& manager;
@@ -133,11 +152,12 @@ PlacementController::PlacementController(kube::Client& manager, const Clock& clo
 
 PlacementController::~PlacementController() { stop(); }
 
-void PlacementController::start(std::chrono::milliseconds syncTimeout) {
+void PlacementController::start(std::chrono::milliseconds syncTimeout, std::stop_token stopping) {
   if (impl_->runtime.started()) return;
   impl_->runtime.start(syncTimeout,
                        "install OCM's Placement and PlacementDecision CRDs on the manager, check that the adapter's "
-                       "RBAC allows list/watch, or set placement.enabled to false");
+                       "RBAC allows list/watch, or set placement.enabled to false",
+                       stopping);
   log::info("placement controller started",
             {{"namespace", impl_->options.namespace_}, {"clusterProfiles", impl_->options.clusterProfiles}});
 }

@@ -32,22 +32,24 @@ void QueueIndexInformers::start() {
   std::lock_guard lock(mutex_);
   if (starter_.joinable()) return;
   stopping_ = false;
-  starter_ = std::thread([this] {
+  stop_ = std::stop_source();
+  starter_ = std::thread([this, stop = stop_.get_token()] {
     auto backoff = std::chrono::milliseconds{200};
     while (true) {
       try {
         // Kueue v1beta2 first; a cluster with an older Kueue serves v1beta1 only.
         std::string version = "v1beta2";
         try {
-          client_.discovery().resourceFor({"kueue.x-k8s.io", version, "LocalQueue"});
+          client_.discovery().resourceFor({"kueue.x-k8s.io", version, "LocalQueue"}, stop);
         } catch (const kube::ApiError& e) {
           if (e.reason() != kube::Reason::NotFound) throw;
           version = "v1beta1";
-          client_.discovery().resourceFor({"kueue.x-k8s.io", version, "LocalQueue"});
+          client_.discovery().resourceFor({"kueue.x-k8s.io", version, "LocalQueue"}, stop);
         }
         startInformers(version);
         return;
       } catch (const std::exception& e) {
+        if (stop.stop_requested()) return;
         log::warn("queue index cannot start yet, retrying", {{"backoffMs", backoff.count()}, {"error", e.what()}});
       }
       std::unique_lock lock(mutex_);
@@ -93,10 +95,13 @@ void QueueIndexInformers::startInformers(const std::string& version) {
 }
 
 void QueueIndexInformers::stop() {
+  std::stop_source starter;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    starter = stop_;
   }
+  starter.request_stop();
   wake_.notify_all();
   if (starter_.joinable()) starter_.join();
   for (auto* informer : {localQueues_.get(), clusterQueues_.get(), admissionChecks_.get()})

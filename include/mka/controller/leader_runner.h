@@ -13,8 +13,9 @@
 // Threads: owns one thread ("leader") that starts and stops the groups in answer to messages
 // posted by the elector's thread (leadership gained or lost), restartIf()'s caller and stop().
 // Starting a group waits for caches, so it never runs on the elector's thread (that would delay
-// lease renewals). Every Options function runs on the "leader" thread; leading() and running()
-// from any thread.
+// lease renewals), and stop() does not wait for it: it requests stop on the token every start
+// is given, which ends the wait. Every Options function runs on the "leader" thread; leading()
+// and running() from any thread.
 
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,8 +43,10 @@ class LeaderRunner {
     std::string name;  // in logs and in running()
     // Builds and starts the group. Returns its stop function, or nullopt when the group has
     // nothing to run (its feature is off): then it is not retried. Throws when it cannot start;
-    // the error is logged and the start retried.
-    std::function<std::optional<Stop>()> start;
+    // the error is logged and the start retried. Once stop is requested on `stopping` (the
+    // runner stops), a start still waiting (for caches) gives up: it throws, or returns what
+    // stops what it started.
+    std::function<std::optional<Stop>(std::stop_token stopping)> start;
   };
   struct Options {
     std::vector<Group> groups;  // started in this order, stopped in the reverse
@@ -99,6 +103,7 @@ class LeaderRunner {
   bool leading_ = false;
   std::set<std::string> running_;
   bool stopped_ = false;
+  std::stop_source stopping_;  // requested by stop(): a group's start in progress gives up
 
   // Owned by the "leader" thread.
   std::vector<std::optional<Stop>> stops_;  // per group: nullopt not started (or failed)

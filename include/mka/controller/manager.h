@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,8 +66,10 @@ class Manager {
 
   // Starts the informers, waits up to `syncTimeout` for their caches, then starts what was
   // added, in order. Throws mka::Error naming the kinds whose cache did not sync, followed by
-  // `hint` (what the user should check); the owner then discards the manager. Idempotent.
-  void start(std::chrono::milliseconds syncTimeout, std::string_view hint);
+  // `hint` (what the user should check), or saying that the start was given up when stop was
+  // requested on `stopping` during the wait (the owner is stopping); the owner then discards
+  // the manager. Idempotent.
+  void start(std::chrono::milliseconds syncTimeout, std::string_view hint, std::stop_token stopping = {});
   // Removes the handlers, stops what was added in reverse order, then the informers the manager
   // owns. Final: a stopped manager is not started again. Idempotent.
   void stop();

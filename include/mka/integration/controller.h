@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stop_token>
 #include <vector>
 
 #include "mka/common/clock.h"
@@ -44,7 +45,8 @@ class IntegrationController {
 
   // Starts the informers, waits (up to `syncTimeout`) for their caches, then the controllers.
   // Throws mka::Error naming the kinds whose cache did not sync (CRD or RBAC missing).
-  void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60});
+  // A stop requested on `stopping` (the owner stopping) ends the wait: it throws then too.
+  void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60}, std::stop_token stopping = {});
   void stop();
 
   std::size_t kinds() const;

@@ -28,6 +28,7 @@ enum class Reason {
   Timeout,          // 504, or the server's Timeout reason, or the client's deadline
   Unavailable,      // 503, or the server could not be reached
   Internal,         // 500
+  Cancelled,        // the caller asked the call to stop (its std::stop_token): no answer is coming
   Unknown,
 };
 const char* toString(Reason reason);
@@ -72,6 +73,10 @@ inline bool isAlreadyExists(const std::exception& e) {
 inline bool isGone(const std::exception& e) {
   auto* a = dynamic_cast<const ApiError*>(&e);
   return a && a->reason() == Reason::Gone;
+}
+inline bool isCancelled(const std::exception& e) {
+  auto* a = dynamic_cast<const ApiError*>(&e);
+  return a && a->reason() == Reason::Cancelled;
 }
 
 }  // namespace mka::kube

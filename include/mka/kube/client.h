@@ -3,13 +3,16 @@
 // discovery do: objects are nlohmann::json, kinds are resolved to their resource (plural,
 // scope, status subresource) through discovery, cached and refreshed on a miss.
 //
-// Threads: any thread; Discovery's cache is guarded by its own lock.
+// Threads: any thread; Discovery's cache is guarded by its own lock. The calls that take a
+// std::stop_token end soon after stop is requested on its source (see RestClient): a reader
+// that stops (an informer) is not held by a request in flight or its retries.
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,8 +35,9 @@ class Discovery {
  public:
   explicit Discovery(RestClient& rest);
   // Throws ApiError NotFound `no matches for kind "X" in version "g/v"` when the server does
-  // not serve it (after one refresh of that group-version).
-  ResourceInfo resourceFor(const api::GroupVersionKind& gvk);
+  // not serve it (after one refresh of that group-version); Cancelled when stop is requested
+  // on `stop` during the refresh.
+  ResourceInfo resourceFor(const api::GroupVersionKind& gvk, std::stop_token stop = {});
   void invalidate();
 
  private:
@@ -107,11 +111,13 @@ class Client {
 
   nlohmann::json get(const api::GroupVersionKind& gvk, const std::string& ns, const std::string& name);
   // One page (a <Kind>List).
-  nlohmann::json list(const api::GroupVersionKind& gvk, const std::string& ns, const ListOptions& options = {});
+  nlohmann::json list(const api::GroupVersionKind& gvk, const std::string& ns, const ListOptions& options = {},
+                      std::stop_token stop = {});
   // Every page, following `continue`, item by item: a page is dropped once its items were seen,
   // so a large list never sits in memory whole. `resourceVersion` receives the list's revision.
   void listEach(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options,
-                const std::function<void(nlohmann::json& item)>& onItem, std::string* resourceVersion = nullptr);
+                const std::function<void(nlohmann::json& item)>& onItem, std::string* resourceVersion = nullptr,
+                std::stop_token stop = {});
   // Every page, following `continue`; `resourceVersion` receives the list's revision.
   std::vector<nlohmann::json> listAll(const api::GroupVersionKind& gvk, const std::string& ns, ListOptions options = {},
                                       std::string* resourceVersion = nullptr);
@@ -126,10 +132,11 @@ class Client {
               const DeleteOptions& options = {});
 
   // One watch request: `onEvent` gets every event until the stream ends (returns normally:
-  // resume from the last resourceVersion seen), `onEvent` returns false, or `handle` is
-  // cancelled. Throws ApiError; a 410 (as an HTTP answer or an ERROR event) is Reason::Gone.
+  // resume from the last resourceVersion seen), `onEvent` returns false, or stop is requested
+  // on `stop` (returns normally too). Throws ApiError; a 410 (as an HTTP answer or an ERROR
+  // event) is Reason::Gone.
   void watch(const api::GroupVersionKind& gvk, const std::string& ns, const WatchOptions& options,
-             const std::function<bool(WatchEvent&)>& onEvent, RestClient::StreamHandle& handle);
+             const std::function<bool(WatchEvent&)>& onEvent, std::stop_token stop = {});
 
   RestClient& rest() { return *rest_; }
   Discovery& discovery() { return discovery_; }

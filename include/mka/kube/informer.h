@@ -9,8 +9,11 @@
 // through InformerOptions::onSynced and ::onError.
 //
 // Threads: owns one thread (the reflector, named "inf-<Kind>"), which also calls the handlers
-// and the hooks, in event order; get/list/hasSynced may be called from any thread. Hooks must
-// not call stop() on their own informer (it joins the thread they run on).
+// and the hooks, in event order; get/list/hasSynced may be called from any thread. stop() ends
+// that thread promptly whatever it waits for: its requests (discovery, list, watch) are made
+// with the stop token of its run, so a request in flight, a retry's backoff and the rate
+// limiter end with the reflector's own backoff. Hooks must not call stop() on their own
+// informer (it joins the thread they run on).
 
 #include <atomic>
 #include <chrono>
@@ -20,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -102,11 +106,12 @@ class Informer {
   // to may go (a controller stopping while a shared informer keeps running).
   void removeHandlers(HandlerId id);
   void start();
-  void stop();  // ends the watch promptly and joins
+  void stop();  // ends the reflector's requests and waits promptly, and joins
 
   bool hasSynced() const { return synced_.load(); }
-  // Waits until synced or `timeout`; false on timeout or stop.
-  bool waitForSync(std::chrono::milliseconds timeout) const;
+  // Waits until synced or `timeout`, or until stop is requested on `caller` (a start that is
+  // being given up); false unless synced.
+  bool waitForSync(std::chrono::milliseconds timeout, std::stop_token caller = {}) const;
 
   // Cache reads: key is "namespace/name" ("name" for cluster-scoped kinds). A read decodes
   // the stored object (see ObjectCodec) unless it is among the recent objects, and copies
@@ -137,9 +142,9 @@ class Informer {
   static std::pair<std::string_view, std::string_view> splitKey(std::string_view key);
 
  private:
-  void run();
-  void relist();
-  void watchOnce();
+  void run(const std::stop_token& stop);
+  void relist(const std::stop_token& stop);
+  void watchOnce(const std::stop_token& stop);
   void apply(const std::string& type, nlohmann::json object);
   void setResourceVersion(const nlohmann::json& object);
   bool sleepFor(std::chrono::milliseconds delay);  // false when stopping
@@ -159,9 +164,9 @@ class Informer {
   InformerOptions options_;
 
   mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  ObjectCodec codec_;  // encodes on the reflector thread only
-  BlobMap cache_;      // key -> codec_-encoded object
+  mutable std::condition_variable_any changed_;  // any: waitForSync also wakes on a caller's stop token
+  ObjectCodec codec_;                            // encodes on the reflector thread only
+  BlobMap cache_;                                // key -> codec_-encoded object
   // Decoded copies of at most options_.recentObjects entries of cache_, always equal to them
   // (apply stores or drops them with the entry, relist drops them all), most recently used
   // first.
@@ -182,15 +187,17 @@ class Informer {
   std::shared_ptr<const Handlers> handlers_ = std::make_shared<const Handlers>();
   std::string resourceVersion_;
   bool stopping_ = false;
+  std::stop_source stop_;  // the running thread's, requested by stop(); a new one per start()
   std::atomic<bool> synced_{false};
   std::atomic<std::uint64_t> lists_{0}, watches_{0};
   mutable std::atomic<std::uint64_t> decodes_{0};
-  RestClient::StreamHandle* stream_ = nullptr;  // the watch in flight, cancelled by stop()
   std::thread thread_;
 };
 
 // Starts `informers` (those already started go on) and waits, all within `timeout`, for their
-// caches; returns the kinds that did not sync, comma-separated ("" when all did).
-std::string startAndWaitForSync(const std::vector<Informer*>& informers, std::chrono::milliseconds timeout);
+// caches; returns the kinds that did not sync, comma-separated ("" when all did). A stop
+// requested on `caller` ends the wait (the informers go on: their owner stops them).
+std::string startAndWaitForSync(const std::vector<Informer*>& informers, std::chrono::milliseconds timeout,
+                                std::stop_token caller = {});
 
 }  // namespace mka::kube

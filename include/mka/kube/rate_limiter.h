@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,7 +40,8 @@ const Clock& systemClock();
 // the real-time equivalent of their remaining wait has passed, or every 10 s at most).
 //
 // Threads: every method may be called from any thread. accept() blocks the calling thread;
-// stop() (typically from the owner's shutdown path) releases every blocked caller.
+// stop() (typically from the owner's shutdown path) releases every blocked caller, a stop
+// requested on a caller's token that caller alone.
 class TokenBucket {
  public:
   // client-go's rest.Config defaults (rest.DefaultQPS, rest.DefaultBurst).
@@ -62,8 +64,10 @@ class TokenBucket {
   std::chrono::nanoseconds reserve();
 
   // Blocks until a token is available and takes it (flowcontrol's Accept). Returns false,
-  // without consuming a token, when stop() is called before then or was called already.
-  [[nodiscard]] bool accept();
+  // without consuming a token, when stop() is called before then or was called already, or
+  // when stop is requested on `caller` (a caller that stops while the bucket goes on for
+  // others; rate.Wait with a cancelled context).
+  [[nodiscard]] bool accept(std::stop_token caller = {});
 
   // Like accept(), but returns false at once, consuming nothing, when the token would not be
   // available by `deadline` (rate.Wait with a context deadline).
@@ -98,7 +102,7 @@ class TokenBucket {
   // Tokens available at `now` (capped at burst); `now` earlier than the last update counts as
   // the last update (a clock that went back adds nothing).
   double tokensAt(Clock::TimePoint& now) const;
-  bool waitFor(const Reservation& r, std::unique_lock<std::mutex>& lock);
+  bool waitFor(const Reservation& r, std::unique_lock<std::mutex>& lock, const std::stop_token& caller = {});
   bool unlimited() const;
 
   const double qps_;

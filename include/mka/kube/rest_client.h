@@ -7,7 +7,10 @@
 // requests that may have reached the server are retried only when they are reads).
 //
 // Threads: any thread may call request() and stream() concurrently; each call takes a pooled
-// connection of its own.
+// connection of its own. A call given a std::stop_token ends soon after stop is requested on
+// its source, from any thread (the owner of the calling thread, stopping it): a retry's
+// backoff or a rate-limit wait ends at once, and the socket of the request in flight is shut
+// down for reading, which ends a connect, a TLS handshake and a wait for the answer alike.
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,31 +64,23 @@ class RestClient {
 
   // `target` is the path with its query ("/api/v1/namespaces/a/configmaps?limit=5"); `accept`
   // the Accept header. Returns the 2xx answer; throws ApiError otherwise (after the retries the
-  // answer allows).
+  // answer allows), Reason::Cancelled once stop is requested on `stop` (never retried).
   Response request(const std::string& method, const std::string& target, const std::string& body = "",
-                   const std::string& contentType = "application/json", const std::string& accept = "application/json");
+                   const std::string& contentType = "application/json", const std::string& accept = "application/json",
+                   std::stop_token stop = {});
 
   // A long-lived GET (watch): `onLine` receives each newline-terminated line of the body until
-  // the server ends it, `onLine` returns false, or cancel() is called on `handle`. Throws
+  // the server ends it, `onLine` returns false, or stop is requested on `stop`. Throws
   // ApiError when the answer is not 200 or the server cannot be reached; returns normally when
-  // the stream ends for any other reason (the caller resumes).
-  class StreamHandle {
-   public:
-    void cancel();
-    bool cancelled() const { return cancelled_; }
-
-   private:
-    friend class RestClient;
-    std::mutex mutex_;
-    std::function<void()> stop_;
-    std::atomic<bool> cancelled_{false};
-  };
-  void stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine, StreamHandle& handle,
+  // the stream ends for any other reason (the caller resumes, or stops).
+  void stream(const std::string& target, const std::function<bool(std::string_view line)>& onLine, std::stop_token stop,
               std::chrono::seconds readTimeout);
 
   const RestConfig& config() const { return config_; }
   const ClientOptions& options() const { return options_; }
   std::uint64_t requestsSent() const { return sent_.load(); }
+  // Calls waiting for the rate limiter's token right now.
+  std::size_t throttled() const { return limiter_ ? limiter_->waiting() : 0; }
 
  private:
   struct Connection;
@@ -99,7 +95,9 @@ class RestClient {
   // becomes the one new connections present, and the idle ones (the old one's) are closed.
   ExecCredential execCredential();
   std::string authorization(const std::optional<ExecCredential>& credential);
-  void throttle();
+  // Waits for the rate limiter's token: false when stop is requested first; throws ApiError
+  // when the client is being destroyed.
+  bool throttle(const std::stop_token& stop);
 
   RestConfig config_;
   ClientOptions options_;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "mka/common/clock.h"
@@ -49,7 +50,8 @@ class Dispatcher {
 
   // Starts the informers, waits (up to `syncTimeout`) for the manager caches, then starts the
   // controllers and the GC. Throws mka::Error naming the kinds whose cache did not sync.
-  void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60});
+  // A stop requested on `stopping` (the owner stopping) ends the wait: it throws then too.
+  void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60}, std::stop_token stopping = {});
   void stop();
 
   // Every controller quiet (tests await it after a change, together with the stand-ins).

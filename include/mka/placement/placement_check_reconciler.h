@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/gvk.h"
 #include "mka/common/clock.h"
 #include "mka/controller/controller.h"
 #include "mka/controller/object_reader.h"
@@ -52,6 +53,16 @@ std::string labelValue(const nlohmann::json& object, std::string_view key);
 // The decided clusters of a set of PlacementDecisions: every status.decisions[].clusterName,
 // sorted, without duplicates (OCM's decision tracker takes the union of every decision group).
 std::vector<std::string> decidedClusters(const std::vector<nlohmann::json>& decisions);
+
+// The names of what is generated for `placement`: its MultiKueueConfig is named after it, the
+// MultiKueueCluster of each decided cluster `<placement>-<cluster>`.
+std::string generatedConfigName(const std::string& placement);
+std::string generatedClusterName(const std::string& placement, const std::string& cluster);
+// Whether `placement` generates, or would for some decided cluster, an object of `kind`
+// (MultiKueueConfig or MultiKueueCluster) named `name`: whoever wrote such an object, a change
+// to it concerns that Placement's check (a user's object of that name is why the check
+// refuses; its deletion is what lets the check go on).
+bool wouldGenerate(const std::string& placement, const api::GroupVersionKind& kind, std::string_view name);
 
 // The MultiKueueCluster generated for `cluster` of `placement` (name, label, cluster source).
 nlohmann::json generatedCluster(const std::string& placement, const std::string& cluster, bool clusterProfiles);

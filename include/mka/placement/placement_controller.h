@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stop_token>
 
 #include "mka/common/clock.h"
 #include "mka/config/configuration.h"
@@ -44,7 +45,8 @@ class PlacementController {
 
   // Starts the informers, waits (up to `syncTimeout`) for their caches, then the controllers.
   // Throws mka::Error naming the kinds whose cache did not sync (a CRD not installed).
-  void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60});
+  // A stop requested on `stopping` (the owner stopping) ends the wait: it throws then too.
+  void start(std::chrono::milliseconds syncTimeout = std::chrono::seconds{60}, std::stop_token stopping = {});
   void stop();
   bool idle() const;
   // After a test's FakeClock moved: requeues whose time has come run now.

@@ -5,12 +5,13 @@
 // from memory, never calling the API server inside an admission request.
 //
 // Threads: start()/stop() by the owner; a starter thread finds the Kueue version (retrying
-// with backoff while the cluster cannot be reached), then the informers' threads write into
-// the index.
+// with backoff while the cluster cannot be reached; stop() ends its request and its backoff),
+// then the informers' threads write into the index.
 
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -41,6 +42,7 @@ class QueueIndexInformers {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::stop_source stop_;  // the starter's discovery requests, requested by stop()
   std::string version_;
   std::unique_ptr<kube::Informer> localQueues_, clusterQueues_, admissionChecks_;
   std::thread starter_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ class Steps {
 };
 
 LeaderRunner::Group recorded(Steps& steps, const std::string& name) {
-  return {name, [&steps, name]() -> std::optional<LeaderRunner::Stop> {
+  return {name, [&steps, name](std::stop_token) -> std::optional<LeaderRunner::Stop> {
             steps.add("start " + name);
             return [&steps, name] { steps.add("stop " + name); };
           }};
@@ -95,7 +96,7 @@ TEST_F(LeaderRunnerTest, WithoutElectionTheGroupsRunFromStartToStopInOrder) {
 
 TEST_F(LeaderRunnerTest, AGroupThatCannotStartIsRetriedWhileTheOthersRun) {
   std::atomic<int> attempts{0};
-  LeaderRunner::Group flaky{"flaky", [&]() -> std::optional<LeaderRunner::Stop> {
+  LeaderRunner::Group flaky{"flaky", [&](std::stop_token) -> std::optional<LeaderRunner::Stop> {
                               if (++attempts < 3) throw Error("caches of kind X did not sync");
                               steps.add("start flaky");
                               return [this] { steps.add("stop flaky"); };
@@ -112,9 +113,31 @@ TEST_F(LeaderRunnerTest, AGroupThatCannotStartIsRetriedWhileTheOthersRun) {
       << "b, started before flaky could, still stops first: the reverse of the groups' order";
 }
 
+// A group whose start waits (for caches of a kind whose CRD is missing) does not hold stop():
+// the start gives up when stop is requested on its token, and the groups after it never start.
+// The wait is an hour long: only the stop ends it within the test's time.
+TEST_F(LeaderRunnerTest, StopGivesUpAGroupStartThatWaits) {
+  LeaderRunner::Group waiting{"waiting", [&](std::stop_token stopping) -> std::optional<LeaderRunner::Stop> {
+                                steps.add("start waiting");
+                                std::mutex mutex;
+                                std::condition_variable_any wake;
+                                std::unique_lock lock(mutex);
+                                wake.wait_for(lock, stopping, 1h, [] { return false; });
+                                steps.add("waiting gave up");
+                                throw Error("caches of kind X did not sync");
+                              }};
+  LeaderRunner runner(*client, withSteps({recorded(steps, "a"), waiting, recorded(steps, "b")}));
+  runner.start();
+  ASSERT_TRUE(test::eventually([&] { return steps.all().size() == 3u; }));
+  runner.stop();
+  EXPECT_EQ(steps.all(),
+            (std::vector<std::string>{"before", "start a", "start waiting", "waiting gave up", "stop a", "after"}));
+  EXPECT_FALSE(runner.running("b"));
+}
+
 TEST_F(LeaderRunnerTest, AGroupWithNothingToRunIsNotRetried) {
   std::atomic<int> attempts{0};
-  LeaderRunner::Group off{"off", [&]() -> std::optional<LeaderRunner::Stop> {
+  LeaderRunner::Group off{"off", [&](std::stop_token) -> std::optional<LeaderRunner::Stop> {
                             ++attempts;
                             return std::nullopt;
                           }};

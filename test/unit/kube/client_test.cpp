@@ -177,14 +177,10 @@ TEST_F(ClientTest, WatchEventsComeWithoutManagedFieldsWhenAsked) {
     options.timeoutSeconds = 10;
     options.withoutManagedFields = without;
     std::optional<WatchEvent> first;
-    RestClient::StreamHandle handle;
-    client->watch(
-        kConfigMap, "default", options,
-        [&](WatchEvent& event) {
-          first = std::move(event);
-          return false;  // one event is enough
-        },
-        handle);
+    client->watch(kConfigMap, "default", options, [&](WatchEvent& event) {
+      first = std::move(event);
+      return false;  // one event is enough
+    });
     ASSERT_TRUE(first.has_value());
     EXPECT_EQ(first->type, "ADDED");
     EXPECT_EQ(first->object.at("metadata").at("name"), "a");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <stop_token>
 #include <thread>
 
 #include "support/eventually.h"
@@ -138,6 +139,31 @@ TEST(TokenBucketTest, StopReleasesBlockedAcceptAndHandsTheTokenBack) {
   clock.advance(1s);
   EXPECT_FALSE(bucket.accept());
   EXPECT_FALSE(bucket.acceptBefore(clock.now() + 1h));
+}
+
+// A caller that stops (an informer whose owner stops it) leaves the wait and hands its token
+// back; the bucket goes on for the others.
+TEST(TokenBucketTest, ACallersStopReleasesThatCallerOnlyAndHandsItsTokenBack) {
+  FakeClock clock;
+  TokenBucket bucket(1, 1, clock);
+  ASSERT_TRUE(bucket.tryAccept());
+
+  std::stop_source stopping;
+  std::atomic<int> result{-1};
+  std::thread caller([&] { result = bucket.accept(stopping.get_token()) ? 1 : 0; });
+  ASSERT_TRUE(eventually([&] { return bucket.waiting() == 1; }));
+  stopping.request_stop();
+  caller.join();
+  EXPECT_EQ(result, 0);
+  EXPECT_FALSE(bucket.stopped());
+  EXPECT_FALSE(bucket.accept(stopping.get_token())) << "a stopped caller is refused at once";
+
+  // One second later exactly one token is there: the stopped caller's went back.
+  clock.advance(1s);
+  EXPECT_TRUE(bucket.tryAccept());
+  EXPECT_FALSE(bucket.tryAccept());
+  clock.advance(1s);
+  EXPECT_TRUE(bucket.accept()) << "the others' calls go on";
 }
 
 TEST(TokenBucketTest, StopReleasesEveryBlockedCaller) {
