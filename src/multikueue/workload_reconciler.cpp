@@ -752,8 +752,12 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
     std::lock_guard lock(mutex_);
     const auto it = quotaRound_.find(group.key);
     if (!current.empty() && it != quotaRound_.end()) {
-      const bool roomOnNominated =
-          std::any_of(current.begin(), current.end(), [&](const std::string& n) { return among(now, n); });
+      // A nominee whose copy holds quota there already has its room (its ClusterQueue's status
+      // counts that copy, so a fit would count the Workload against itself).
+      const bool roomOnNominated = std::any_of(current.begin(), current.end(), [&](const std::string& n) {
+        const auto copy = group.remotes.find(n);
+        return among(now, n) || (copy != group.remotes.end() && api::WorkloadView(copy->second).quotaReserved());
+      });
       const bool stillPossible =
           std::all_of(current.begin(), current.end(), [&](const std::string& n) { return among(ever, n); });
       const bool roundOver = clockNow - it->second.start >= kIncrementalRoundTimeout;
