@@ -57,7 +57,9 @@ std::string finalOutcome(const json& job) {
   return job.value("status", json::object()).value("phase", "");
 }
 
-class ChaosTest : public ::testing::Test {
+// Each dispatcher keeps every invariant: the default (every worker races) and ours, which sends
+// one copy where there is room.
+class ChaosTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const char* seedText = std::getenv("MKA_CHAOS_SEED");
@@ -73,6 +75,7 @@ class ChaosTest : public ::testing::Test {
     env_ = std::make_unique<demo::Environment>(o);
     config_ = env_->adapterConfiguration();
     config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();
+    config_.multiKueue.dispatcherName = GetParam();
   }
   void TearDown() override {
     stopAdapter();
@@ -266,7 +269,7 @@ class ChaosTest : public ::testing::Test {
   std::set<std::string> uids_;
 };
 
-TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
+TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
   startAdapter();
   int created = 0;
   int round = 0;
@@ -326,10 +329,11 @@ TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
     ranOnManager += env_->frameworkController("manager", kind)->starts("default/" + name) > 0 ? 1 : 0;
   }
   std::printf(
-      "chaos seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu on_none=%zu "
+      "chaos dispatcher=%s seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu "
+      "on_none=%zu "
       "started_once=%zu started_on_manager=%zu run_without_admission=%d remote_job_copies_created=%zu leftovers=%zu",
-      seed_, kJobs, finished, onOne, onSeveral, onNone, ranOnce, ranOnManager, violations_, uids_.size(),
-      remoteLeftovers());
+      GetParam().c_str(), seed_, kJobs, finished, onOne, onSeveral, onNone, ranOnce, ranOnManager, violations_,
+      uids_.size(), remoteLeftovers());
   for (const auto& [what, n] : counts_) std::printf(" %s=%d", what.c_str(), n);
   std::printf("\n");
 
@@ -343,6 +347,13 @@ TEST_F(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
   for (const auto& wl : items(env_->cluster("manager"), workloads()))
     EXPECT_TRUE(api::isFinished(wl)) << wl.at("metadata").value("name", "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Dispatchers, ChaosTest,
+                         ::testing::Values(std::string(config::kDispatcherAllAtOnce),
+                                           std::string(config::kDispatcherQuotaAware)),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == config::kDispatcherAllAtOnce ? "AllAtOnce" : "QuotaAware";
+                         });
 
 }  // namespace
 }  // namespace mka::e2e
