@@ -506,6 +506,7 @@ std::optional<Result> WorkloadReconciler::cleanupWhenNotRunning(const json& work
   {
     std::lock_guard lock(mutex_);
     incrementalRound_.erase(group.key);
+    quotaRound_.erase(group.key);
   }
   bool any = false;
   for (auto& [name, remote] : group.available) any = any || anyRemoteObject(group, name, *remote);

@@ -1,9 +1,7 @@
 // `multikueue-adapter serve` as deployed, a process of its own against a sandbox manager: told to
 // stop (SIGTERM) while the dispatch loop waits for the cache of a configured kind whose CRD the
 // manager lacks, it is gone within 2 s (issue 43), exit code 0.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
@@ -16,12 +14,11 @@
 #include <vector>
 
 #include "mka/sandbox/sandbox.h"
+#include "support/child_process.h"
 #include "support/eventually.h"
 #include "support/ports.h"
 #include "support/temp_dir.h"
 #include "support/tls.h"
-
-extern char** environ;
 
 // Its own namespace: the app tests share a unity build.
 namespace mka::app::serve_process {
@@ -62,45 +59,6 @@ sandbox::ClusterOptions managerWithoutArgo() {
   return options;
 }
 
-// One `serve` process, its output in a file; killed when the test ends without it having exited.
-class ServeProcess {
- public:
-  ServeProcess(const std::vector<std::string>& args, const std::filesystem::path& log) {
-    std::vector<std::string> argv = {MKA_BINARY, "serve"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargs;
-    for (auto& a : argv) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, MKA_BINARY, &actions, nullptr, cargs.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~ServeProcess() {
-    if (pid_ > 0 && !status_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  ServeProcess(const ServeProcess&) = delete;
-  ServeProcess& operator=(const ServeProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  void signal(int number) const { ::kill(pid_, number); }
-  // Its wait status once it has exited.
-  std::optional<int> exited() {
-    int status = 0;
-    if (!status_ && pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
-    return status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<int> status_;
-};
-
 int readyz(int port) {
   httplib::Client client("127.0.0.1", port);
   const auto res = client.Get("/readyz");
@@ -118,11 +76,12 @@ TEST(ServeProcessTest, SigtermEndsItWithinTwoSecondsWhileAConfiguredKindsCrdIsMi
   test::writeServingFiles(dir / "certs", ca, ca.issue());
   const int probePort = test::freeLoopbackPort();
   const auto log = dir / "serve.log";
-  ServeProcess serve(
-      {"--config", (dir / "config.yaml").string(), "--kubeconfig", (dir / "manager.kubeconfig").string(), "--cert-dir",
-       (dir / "certs").string(), "--webhook-bind-address", "127.0.0.1:0", "--health-probe-bind-address",
+  test::ChildProcess serve(
+      MKA_BINARY,
+      {"serve", "--config", (dir / "config.yaml").string(), "--kubeconfig", (dir / "manager.kubeconfig").string(),
+       "--cert-dir", (dir / "certs").string(), "--webhook-bind-address", "127.0.0.1:0", "--health-probe-bind-address",
        "127.0.0.1:" + std::to_string(probePort), "--metrics-bind-address", "127.0.0.1:0"},
-      log);
+      log, log);
   ASSERT_TRUE(serve.started());
 
   // Up, and its dispatch loop waiting for the Workflow cache: the reflector retries the list.
@@ -135,17 +94,17 @@ TEST(ServeProcessTest, SigtermEndsItWithinTwoSecondsWhileAConfiguredKindsCrdIsMi
       },
       kStartTimeout))
       << test::readFile(log);
-  ASSERT_FALSE(serve.exited()) << test::readFile(log);
+  ASSERT_FALSE(serve.waitStatus()) << test::readFile(log);
 
   const auto signalled = std::chrono::steady_clock::now();
   serve.signal(SIGTERM);
-  const bool exited = test::eventually([&] { return serve.exited().has_value(); }, 30s);
+  const bool exited = test::eventually([&] { return serve.waitStatus().has_value(); }, 30s);
   const auto took = std::chrono::steady_clock::now() - signalled;
   ASSERT_TRUE(exited) << "still running 30 s after SIGTERM\n" << test::readFile(log);
   EXPECT_LT(took, kPromptly) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                              << " ms after SIGTERM\n"
                              << test::readFile(log);
-  const int status = *serve.exited();
+  const int status = *serve.waitStatus();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status << "\n" << test::readFile(log);
 }
 

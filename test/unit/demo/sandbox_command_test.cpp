@@ -8,10 +8,7 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <spawn.h>
 #include <sys/wait.h>
-
-#include <fcntl.h>
 
 #include <algorithm>
 #include <csignal>
@@ -20,11 +17,10 @@
 #include <sstream>
 
 #include "mka/common/errors.h"
+#include "support/child_process.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
 #include "support/yaml_file.h"
-
-extern char** environ;
 
 namespace mka::demo {
 namespace {
@@ -43,56 +39,20 @@ std::string decodeBase64(const std::string& text) {
   return out;
 }
 
-// The binary running `args`, stdout and stderr into files; killed (SIGKILL) if still running
-// when the test ends.
-class Child {
- public:
-  Child(const std::vector<std::string>& args, const std::filesystem::path& out, const std::filesystem::path& err) {
-    std::vector<std::string> argv = {MKA_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargs;
-    for (auto& a : argv) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, MKA_BINARY, &actions, nullptr, cargs.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Child() {
-    if (pid_ > 0 && !exitCode_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-  // The exit code once it has exited (-1 when killed by a signal).
-  std::optional<int> poll() {
-    if (exitCode_ || pid_ <= 0) return exitCode_;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return exitCode_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<int> exitCode_;
-};
-
 TEST(SandboxCommandTest, ServesClustersUntilSigterm) {
   test::TempDir dir;
-  Child child({"sandbox", "--dir", (dir / "kube").string(), "--clusters", "manager, worker1", "--no-crds"},
-              dir / "out.txt", dir / "err.txt");
+  test::ChildProcess child(MKA_BINARY,
+                           {"sandbox", "--dir", (dir / "kube").string(), "--clusters", "manager, worker1", "--no-crds"},
+                           dir / "out.txt", dir / "err.txt");
   ASSERT_GT(child.pid(), 0);
   ASSERT_TRUE(eventually(
       [&] {
         const std::string out = test::readFile(dir / "out.txt");
-        return std::count(out.begin(), out.end(), '\n') == 2 || child.poll().has_value();
+        return std::count(out.begin(), out.end(), '\n') == 2 || child.exitCode().has_value();
       },
       60s))
       << test::readFile(dir / "err.txt");
-  ASSERT_FALSE(child.poll().has_value()) << test::readFile(dir / "err.txt");
+  ASSERT_FALSE(child.exitCode().has_value()) << test::readFile(dir / "err.txt");
 
   std::istringstream lines(test::readFile(dir / "out.txt"));
   for (const std::string name : {"manager", "worker1"}) {
@@ -126,16 +86,17 @@ TEST(SandboxCommandTest, ServesClustersUntilSigterm) {
   }
 
   ASSERT_EQ(::kill(child.pid(), SIGTERM), 0);
-  ASSERT_TRUE(eventually([&] { return child.poll().has_value(); }, 30s));
-  EXPECT_EQ(child.poll(), 0) << test::readFile(dir / "err.txt");
+  ASSERT_TRUE(eventually([&] { return child.exitCode().has_value(); }, 30s));
+  EXPECT_EQ(child.exitCode(), 0) << test::readFile(dir / "err.txt");
 }
 
 TEST(SandboxCommandTest, FailsWithExitCode1OnABadClusterName) {
   test::TempDir dir;
-  Child child({"sandbox", "--dir", (dir / "kube").string(), "--clusters", "Bad_Name", "--no-crds"}, dir / "out.txt",
-              dir / "err.txt");
-  ASSERT_TRUE(eventually([&] { return child.poll().has_value(); }, 30s));
-  EXPECT_EQ(child.poll(), 1);
+  test::ChildProcess child(MKA_BINARY,
+                           {"sandbox", "--dir", (dir / "kube").string(), "--clusters", "Bad_Name", "--no-crds"},
+                           dir / "out.txt", dir / "err.txt");
+  ASSERT_TRUE(eventually([&] { return child.exitCode().has_value(); }, 30s));
+  EXPECT_EQ(child.exitCode(), 1);
   const std::string log = test::readFile(dir / "out.txt") + test::readFile(dir / "err.txt");
   EXPECT_THAT(log, HasSubstr("Bad_Name"));
   EXPECT_THAT(log, HasSubstr("DNS label"));
@@ -143,9 +104,9 @@ TEST(SandboxCommandTest, FailsWithExitCode1OnABadClusterName) {
 
 TEST(SandboxCommandTest, HelpExplainsTheCrdDefaults) {
   test::TempDir dir;
-  Child child({"sandbox", "--help"}, dir / "out.txt", dir / "err.txt");
-  ASSERT_TRUE(eventually([&] { return child.poll().has_value(); }, 30s));
-  EXPECT_EQ(child.poll(), 0);
+  test::ChildProcess child(MKA_BINARY, {"sandbox", "--help"}, dir / "out.txt", dir / "err.txt");
+  ASSERT_TRUE(eventually([&] { return child.exitCode().has_value(); }, 30s));
+  EXPECT_EQ(child.exitCode(), 0);
   const std::string help = test::readFile(dir / "out.txt");
   EXPECT_THAT(help, HasSubstr("--crds"));
   EXPECT_THAT(help, HasSubstr("../shared/crds"));
