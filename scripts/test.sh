@@ -130,7 +130,7 @@ if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   # shared-worker variants of DispatchE2E. TwoReplicas runs the TSan binary as two processes
   # (leader election, hand-over, a leader that cannot renew).
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-    -R '^(FileWatcher|HttpServer|EventServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|TokenController|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ManagerTest|LeaderRunner|Stopping|QuotaAwareE2E|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|TwoReplicas)' \
+    -R '^(FileWatcher|HttpServer|EventServer|Certificate|ElasticTaskQueue|TaskQueue|ConfigReloader|ConfigStore|Tls|ObjectStore|ObjectCodec|GarbageCollector|TokenController|WatchHttp|FaultHttp|FaultInjector|Admission|Sandbox|WorkQueue|TokenBucket|BucketRateLimiter|InformerTest|ClientTest|KueueStandIn|LeaderProcess|ControllerTest|ManagerTest|LeaderRunner|Stopping|ClusterRegistry|AdmissionCheckReconciler|DispatchE2E|TwoReplicas)' \
     -E 'AHundredOpenWatchesDoNotStarveOrdinaryRequests|AThousandKeepAliveConnections|DispatchE2E\.(Rejected|Incremental|ExternalDispatcher|WorkloadConcurrency|GarbageCollector|ObjectsOfAnotherOrigin)'
 fi
 
