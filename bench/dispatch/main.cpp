@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
     eo.runTime = std::chrono::hours{1};  // jobs keep running: all N are tracked at the end
     eo.watchHistory = 50 * static_cast<std::size_t>(jobs) + 10'000;
     mka::demo::Environment env(eo);
+    env.setJobQuota("manager", jobs + 1000);  // the manager's queue admits every job too
     const auto kubeconfigs = env.sandbox().writeKubeconfigs(dir / "kubeconfigs");
 
     mka::net::CertificateAuthority ca;

@@ -216,12 +216,12 @@ integrations:
   return config;
 }
 
-void Environment::setJobQuota(const std::string& worker, std::int64_t quota) {
+void Environment::setJobQuota(const std::string& cluster, std::int64_t quota) {
   const sandbox::ResourceRef ref{"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""};
-  auto cq = sandbox_->cluster(worker).api().get(ref);
+  auto cq = sandbox_->cluster(cluster).api().get(ref);
   auto& groups = cq["spec"]["resourceGroups"];
   if (!groups.is_array() || groups.empty() || groups[0]["flavors"].empty())
-    throw Error("worker " + worker +
+    throw Error("cluster " + cluster +
                 ": ClusterQueue cluster-queue has no resource group to hold tekton.dev/pipelineruns");
   auto& group = groups[0];
   auto& covered = group["coveredResources"];
@@ -232,7 +232,7 @@ void Environment::setJobQuota(const std::string& worker, std::int64_t quota) {
   for (auto& flavor : group["flavors"])
     for (auto& resource : flavor["resources"])
       if (resource.value("name", "") == kJobCountResource) resource["nominalQuota"] = std::to_string(quota);
-  sandbox_->cluster(worker).api().update(ref, cq);
+  sandbox_->cluster(cluster).api().update(ref, cq);
 }
 
 std::vector<json> Environment::createFromFile(const std::string& cluster, const fs::path& file) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "mka/api/views.h"
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"

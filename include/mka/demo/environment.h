@@ -74,6 +74,9 @@ class Environment {
   kube::Client& client(const std::string& name);
   const std::vector<std::string>& workers() const { return options_.workers; }
   const Clock& clock() const;
+  // Sets how many PipelineRuns `cluster`'s ClusterQueue "cluster-queue" holds at once (the
+  // nominal quota of tekton.dev/pipelineruns), on a manager or a worker.
+  void setJobQuota(const std::string& cluster, std::int64_t quota);
 
   // The adapter configuration matching the environment: PipelineRun.v1.tekton.dev and
   // Workflow.v1alpha1.argoproj.io (built-in profiles, dispatched and integrated),
@@ -106,7 +109,6 @@ class Environment {
   static std::filesystem::path findSamplesDirectory(const std::filesystem::path& start);
 
  private:
-  void setJobQuota(const std::string& worker, std::int64_t quota);
   void startIntegration(const std::string& worker);
 
   Options options_;
