@@ -764,7 +764,11 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
       const bool roundOver = clockNow - it->second.start >= kIncrementalRoundTimeout;
       // A nominee with room keeps its copy (its Kueue is reserving); a round still waiting for
       // room keeps its nominees until the room changes anywhere or the round times out.
-      keep = roomOnNominated || (stillPossible && !roundOver && it->second.generation == generation);
+      // A round that started with room keeps its nominee for the round: its copy is being
+      // reserved there, and the room others' reservations seem to take (a ClusterQueue's status
+      // and our charges overlap for a moment) is no reason to send a second copy elsewhere.
+      keep = roomOnNominated ||
+             (stillPossible && !roundOver && (it->second.startedWithRoom || it->second.generation == generation));
       if (keep)
         result = Result::after(kIncrementalRoundTimeout -
                                std::chrono::duration_cast<nanoseconds>(clockNow - it->second.start));
@@ -794,7 +798,7 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
     }
     result = Result::after(kIncrementalRoundTimeout);
     std::lock_guard lock(mutex_);
-    quotaRound_[group.key] = {clockNow, generation, roomNow};
+    quotaRound_[group.key] = {clockNow, generation, roomNow, roomNow};
   }
   {
     std::lock_guard lock(mutex_);

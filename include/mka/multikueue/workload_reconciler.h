@@ -183,6 +183,7 @@ class WorkloadReconciler {
     Clock::TimePoint start;
     std::uint64_t generation = 0;  // capacityGeneration_ when it started
     bool roomNow = false;          // a nominee had room at the last look
+    bool startedWithRoom = false;  // the nominee had room when the round started
   };
   std::map<std::string, QuotaRound> quotaRound_;  // key -> the quota-aware dispatcher's round
   std::atomic<std::uint64_t> capacityGeneration_{0};
