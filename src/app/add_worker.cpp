@@ -94,10 +94,6 @@ std::string serverMessage(const kube::ApiError& e) {
   return e.what();
 }
 
-bool kindNotServed(const kube::ApiError& e) {
-  return e.reason() == kube::Reason::NotFound && std::string(e.what()).find("no matches for kind") != std::string::npos;
-}
-
 // "<cluster>: cannot <verb> <object>: <server's message>: <what to do>".
 std::string failure(const Side& side, std::string_view verb, const Ref& ref, const kube::ApiError& e) {
   const std::string what =
@@ -120,7 +116,7 @@ std::string failure(const Side& side, std::string_view verb, const Ref& ref, con
                   ? ""
                   : " and check with `kubectl --context " + side.config.context + " get namespaces`");
     case kube::Reason::NotFound:
-      if (kindNotServed(e))
+      if (kube::isKindNotServed(e))
         return what + "the " + side.role + " does not serve " + ref.gvk.kind + " (" + ref.gvk.apiVersion() +
                "): install " + (ref.gvk.group == api::kWorkloadGvk.group ? "Kueue" : "its CRD") + " there first";
       if (verb == "create" && !ref.namespace_.empty())
@@ -156,7 +152,7 @@ std::optional<json> getIfPresent(const Side& side, const Ref& ref) {
     try {
       return side.client->get(ref.gvk, ref.namespace_, ref.name);
     } catch (const kube::ApiError& e) {
-      if (e.reason() == kube::Reason::NotFound && !kindNotServed(e)) return std::nullopt;
+      if (e.reason() == kube::Reason::NotFound && !kube::isKindNotServed(e)) return std::nullopt;
       throw;
     }
   });
@@ -224,7 +220,7 @@ void removeIfPresent(const Side& side, Report& report, const Ref& ref) {
       side.client->remove(ref.gvk, ref.namespace_, ref.name);
       return true;
     } catch (const kube::ApiError& e) {
-      if (e.reason() == kube::Reason::NotFound && !kindNotServed(e)) return false;
+      if (e.reason() == kube::Reason::NotFound && !kube::isKindNotServed(e)) return false;
       throw;
     }
   });
@@ -337,7 +333,7 @@ std::string checkKindsServed(const Side& worker, const config::Configuration& cf
     try {
       worker.client->discovery().resourceFor(gvk);
     } catch (const kube::ApiError& e) {
-      if (!kindNotServed(e)) throw Error(failure(worker, "discover", {gvk, "", "", ""}, e));
+      if (!kube::isKindNotServed(e)) throw Error(failure(worker, "discover", {gvk, "", "", ""}, e));
       if (gvk == api::kWorkloadGvk)
         throw Error(worker.describe() + ": does not serve " + gvk.kind + " (" + gvk.apiVersion() +
                     "): the dispatch loop needs Kueue's Workloads there: install Kueue on the worker first");

@@ -77,7 +77,7 @@ void readWorker(const json& cluster, const controller::ObjectReader& manager, co
       client->discovery().resourceFor(f.gvk);
       row.kindsServed.push_back(f.name);
     } catch (const kube::ApiError& e) {
-      if (e.reason() != kube::Reason::NotFound) throw;
+      if (!kube::isKindNotServed(e)) throw;
       row.kindsMissing.push_back(f.name);
     }
   }

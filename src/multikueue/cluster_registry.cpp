@@ -50,13 +50,6 @@ std::shared_ptr<spdlog::logger> registryLogger() {
 }
 
 // Kueue's watch-establishment timeout (§3.4): 1m, 2m, 4m, 8m, then 10m for the first value 1m.
-// The worker has no CRD for the kind (discovery's answer), as opposed to a failed request.
-bool kindNotServed(const std::exception& e) {
-  const auto* api = dynamic_cast<const kube::ApiError*>(&e);
-  return api != nullptr && api->reason() == kube::Reason::NotFound &&
-         std::string_view(e.what()).find("no matches for kind") != std::string_view::npos;
-}
-
 std::chrono::milliseconds establishTimeout(std::chrono::milliseconds first, int failedAttempts) {
   const int factor = failedAttempts >= 4 ? 10 : (1 << std::max(0, failedAttempts));
   return first * factor;
@@ -617,7 +610,7 @@ struct ClusterRegistry::Impl {
         informerSynced(name, attempt);
       };
       jobs.onError = [this, name, attempt, gvk](const std::exception& e) {
-        if (kindNotServed(e)) {
+        if (kube::isKindNotServed(e)) {
           kindServed(name, attempt, gvk, false, e.what());
         } else {
           informerFailed(name, attempt, e.what());

@@ -6,6 +6,7 @@
 // Threads: a value.
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -77,6 +78,13 @@ inline bool isGone(const std::exception& e) {
 inline bool isCancelled(const std::exception& e) {
   auto* a = dynamic_cast<const ApiError*>(&e);
   return a && a->reason() == Reason::Cancelled;
+}
+// The cluster has no CRD for the kind (discovery's "no matches for kind"), as opposed to a
+// missing object or a failed request.
+inline bool isKindNotServed(const std::exception& e) {
+  auto* a = dynamic_cast<const ApiError*>(&e);
+  return a && a->reason() == Reason::NotFound &&
+         std::string_view(e.what()).find("no matches for kind") != std::string_view::npos;
 }
 
 }  // namespace mka::kube
