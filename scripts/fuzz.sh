@@ -7,6 +7,7 @@
 #                                                   kube_protobuf sandbox_request; default all)
 # MKA_FUZZ_BUILD_TYPE=Debug builds unoptimised into build-fuzz-debug: half the build time, for
 # short smoke runs (scripts/test.sh); long runs want the default, RelWithDebInfo in build-fuzz.
+# MKA_FUZZ_BUILD_ONLY=1 builds the targets and runs none (scripts/test.sh builds them meanwhile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -21,6 +22,7 @@ build=build-fuzz
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
   -DMKA_BUILD_FUZZ=ON -DMKA_BUILD_TESTS=OFF -DMKA_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
 ninja -C "$build" "${targets[@]/%/_fuzz}"
+[ "${MKA_FUZZ_BUILD_ONLY:-0}" != 1 ] || exit 0
 
 corpus=$build/corpus
 mkdir -p "$build/crashes"

@@ -30,16 +30,54 @@ sanitized_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON)
 cmake -S . -B build-asan -G Ninja -DMKA_SANITIZE=address,undefined -DMKA_BUILD_BENCH=ON "${sanitized_flags[@]}" >/dev/null
 ninja -C build-asan -j"$jobs"
 
-# The image's binary builds meanwhile, at low priority: the tests below leave part of the CPUs
-# idle while they wait on sockets and timers, and that build needs minutes of CPU.
-mkdir -p build-image
+# The builds the later stages need run meanwhile, one after another at low priority: the image's
+# binary, the TSan build, the fuzz targets. The tests below leave part of the CPUs idle while
+# they wait on sockets and timers; those builds need minutes of CPU each. Each stage waits for
+# its build and shows the build's log when it failed.
+tsan_targets=(net_test common_test config_test sandbox_test standin_test kube_test controller_test multikueue_test
+  dispatch_test multikueue-adapter)
+mkdir -p build-image build-tsan
 nice -n 10 ./scripts/build-image-binary.sh build-image >build-image/build.log 2>&1 &
 image_build=$!
+tsan_build=""
+if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
+  (
+    tail --pid="$image_build" -f /dev/null
+    cmake -S . -B build-tsan -G Ninja -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF "${sanitized_flags[@]}" >/dev/null &&
+      nice -n 10 ninja -C build-tsan -j"$jobs" "${tsan_targets[@]}"
+  ) >build-tsan/build.log 2>&1 &
+  tsan_build=$!
+fi
+fuzz_build=""
+if [ "${MKA_SKIP_FUZZ:-0}" != 1 ]; then
+  mkdir -p build-fuzz-debug
+  (
+    tail --pid="${tsan_build:-$image_build}" -f /dev/null
+    MKA_FUZZ_BUILD_TYPE=Debug MKA_FUZZ_BUILD_ONLY=1 nice -n 10 ./scripts/fuzz.sh
+  ) >build-fuzz-debug/build.log 2>&1 &
+  fuzz_build=$!
+fi
+# A stage that fails ends the script: the builds still running end with it (ninja ends its
+# compilers).
+process_tree() {
+  echo "$1"
+  local child
+  for child in $(pgrep -P "$1"); do process_tree "$child"; done
+}
+trap 'for p in $(jobs -p); do kill $(process_tree "$p") 2>/dev/null || true; done' EXIT
+# await_build PID LOG NAME: the build's exit status; its log when it failed.
+await_build() {
+  if ! wait "$1"; then
+    cat "$2"
+    echo "FAILED: $3"
+    exit 1
+  fi
+}
 
 stage "unit tests (ASan+UBSan)"
-# The chaos test's 150 jobs keep its faults, restarts and lost worker at half the time (300 by
-# default, as developers run it).
-MKA_CHAOS_JOBS=150 ctest --test-dir build-asan --output-on-failure -j"$jobs"
+# The chaos test's 90 jobs go through its rounds of faults, restarts, a lost worker and worker-set
+# changes as its default 300 do (developers run those), in a third of the time.
+MKA_CHAOS_JOBS=90 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 stage "integration tests (ASan+UBSan binary)"
 failed=0
@@ -52,11 +90,7 @@ done
 # RelWithDebInfo) is built here by the script the Dockerfile runs, and checked as the image
 # would run it: its libraries against the runtime stage's packages, `version`, `validate-config`.
 stage "image binary and allocator tests (the image's own build, jemalloc)"
-if ! wait "$image_build"; then
-  cat build-image/build.log
-  echo "FAILED: scripts/build-image-binary.sh build-image"
-  exit 1
-fi
+await_build "$image_build" build-image/build.log "scripts/build-image-binary.sh build-image"
 image_binary=build-image/multikueue-adapter
 "$image_binary" version || failed=$((failed + 1))
 "$image_binary" validate-config manifests/base/config.yaml || failed=$((failed + 1))
@@ -118,8 +152,7 @@ MKA_EXPECT_JEMALLOC=1 build-jemalloc/test/common_test --gtest_filter='ThreadCach
 
 if [ "${MKA_SKIP_TSAN:-0}" != 1 ]; then
   stage "concurrency tests (TSan)"
-  cmake -S . -B build-tsan -G Ninja -DMKA_SANITIZE=thread -DMKA_BUILD_BENCH=OFF "${sanitized_flags[@]}" >/dev/null
-  ninja -C build-tsan -j"$jobs" net_test common_test config_test sandbox_test standin_test kube_test controller_test multikueue_test dispatch_test multikueue-adapter
+  await_build "$tsan_build" build-tsan/build.log "the TSan build (build-tsan)"
   # The sandbox's request handling is covered by WatchHttp and FaultHttp (threads per watch and
   # per connection) and by every dispatch test; ClusterHttp's rendering tests and the hundred-
   # watch load test add minutes under TSan and no thread the others do not already run (nor does
@@ -138,6 +171,7 @@ fi
 # compilers, and a parser change that a fuzzer breaks in seconds is caught here.
 if [ "${MKA_SKIP_FUZZ:-0}" != 1 ]; then
   stage "fuzz targets (clang, libFuzzer, 5 s each)"
+  await_build "$fuzz_build" build-fuzz-debug/build.log "the fuzz targets' build (build-fuzz-debug)"
   MKA_FUZZ_BUILD_TYPE=Debug ./scripts/fuzz.sh 5 || failed=$((failed + 1))
 fi
 
