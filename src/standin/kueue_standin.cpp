@@ -258,6 +258,9 @@ struct KueueStandIn::Impl {
   const Clock& clock;
   const Options options;
   std::vector<WatchSlot> slots;  // worker thread only
+  // The Workloads as the watch delivered them (worker thread only), as Kueue's cache keeps them:
+  // a scheduling pass reads these shared objects instead of listing (copying) every Workload.
+  std::map<Key, sandbox::StoredObject> workloads;
 
   mutable std::mutex mutex;
   std::condition_variable wake;
@@ -317,6 +320,7 @@ struct KueueStandIn::Impl {
         try {
           // "0": synthetic ADDED events for what exists, so a (re)opened watch is a relist.
           slot.watch = api.watch(slot.ref, {}, "0");
+          if (slot.kind == WatchSlot::Kind::Workload) workloads.clear();
         } catch (const ApiError& e) {
           if (e.code() != 404)
             log::warn(
@@ -333,6 +337,14 @@ struct KueueStandIn::Impl {
           break;
         }
         if (event->type == EventType::Bookmark) continue;
+        if (slot.kind == WatchSlot::Kind::Workload) {
+          const Key key{nsOf(*event->object), nameOf(*event->object)};
+          if (event->type == EventType::Deleted) {
+            workloads.erase(key);
+          } else {
+            workloads[key] = event->object;
+          }
+        }
         onEvent(slot, *event->object);
       }
     }
@@ -588,7 +600,6 @@ struct KueueStandIn::Impl {
 
   // Returns false when a write conflicted with another writer (the next pass rereads).
   bool schedulePass() {
-    const auto workloads = listWorkloads();
     const auto clusterQueues = listItems(clusterQueueRef(""));
     std::map<std::string, std::string> localQueues;  // namespace/name -> ClusterQueue
     for (const auto& lq : listItems(localQueueRef("", "")))
@@ -602,7 +613,8 @@ struct KueueStandIn::Impl {
       pass.counts[nameOf(cq)];
     }
     std::vector<Pending> pending;
-    for (const auto& wl : workloads) {
+    for (const auto& [key, stored] : workloads) {
+      const json& wl = *stored;
       if (deleting(wl) || conditionTrue(wl, kFinished)) continue;
       if (holdsQuota(wl)) {
         const auto cq = stringAtPointer(wl, json::json_pointer("/status/admission/clusterQueue"));
