@@ -1,5 +1,7 @@
 #include "mka/app/dispatch_runner.h"
 
+#include <tuple>
+
 #include "mka/common/log.h"
 #include "mka/integration/controller.h"
 #include "mka/kube/rate_limiter.h"
@@ -17,8 +19,10 @@ constexpr std::chrono::seconds kCacheSyncTimeout{60};
 
 bool sameDispatchSettings(const config::Configuration& a, const config::Configuration& b) {
   auto frameworks = [](const config::Configuration& c) {
-    std::vector<std::pair<std::string, config::ManagedByLocation>> out;
-    for (const auto& f : c.multiKueue.externalFrameworks) out.emplace_back(f.name, f.managedBy);
+    using Rules = std::tuple<std::string, config::ManagedByLocation, config::RemoteCopy, std::vector<std::string>>;
+    std::vector<Rules> out;
+    for (const auto& f : c.multiKueue.externalFrameworks)
+      out.emplace_back(f.name, f.managedBy, f.remoteCopy, f.statusExclude);
     return out;
   };
   return a.namespace_ == b.namespace_ && a.dispatch.enabled == b.dispatch.enabled &&

@@ -47,25 +47,39 @@ struct Profile {
   ManagedByLocation::Type type;
   std::string_view pathOrLabel;
   std::string_view value;
+  std::string_view copyRemoves = {};  // a JSON pointer the worker's copy leaves out
 };
 constexpr Profile kProfiles[] = {
     {"tekton.dev", "PipelineRun", ManagedByLocation::Type::Path, "spec.managedBy", api::kMultiKueueControllerName},
-    {"argoproj.io", "Workflow", ManagedByLocation::Type::Label, kArgoInstanceIdLabel, kArgoInstanceIdValue},
+    // A Workflow's ttlStrategy deletes the finished copy, possibly before its final status
+    // reached the manager, which then sees its job gone (kueue#14734 did the same for Jobs).
+    {"argoproj.io", "Workflow", ManagedByLocation::Type::Label, kArgoInstanceIdLabel, kArgoInstanceIdValue,
+     "/spec/ttlStrategy"},
 };
+
+const Profile* profileOf(const api::GroupVersionKind& gvk) {
+  for (const auto& profile : kProfiles)
+    if (gvk.group == profile.group && gvk.kind == profile.kind) return &profile;
+  return nullptr;
+}
 
 }  // namespace
 
 std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk) {
-  for (const auto& profile : kProfiles) {
-    if (gvk.group != profile.group || gvk.kind != profile.kind) continue;
-    ManagedByLocation where;
-    where.type = profile.type;
-    where.path = profile.type == ManagedByLocation::Type::Path ? std::string(profile.pathOrLabel) : "";
-    where.labelKey = profile.type == ManagedByLocation::Type::Label ? std::string(profile.pathOrLabel) : "";
-    where.value = std::string(profile.value);
-    return where;
-  }
-  return std::nullopt;
+  const auto* profile = profileOf(gvk);
+  if (profile == nullptr) return std::nullopt;
+  ManagedByLocation where;
+  where.type = profile->type;
+  where.path = profile->type == ManagedByLocation::Type::Path ? std::string(profile->pathOrLabel) : "";
+  where.labelKey = profile->type == ManagedByLocation::Type::Label ? std::string(profile->pathOrLabel) : "";
+  where.value = std::string(profile->value);
+  return where;
+}
+
+std::vector<std::string> builtinRemoteCopyRemovals(const api::GroupVersionKind& gvk) {
+  const auto* profile = profileOf(gvk);
+  if (profile == nullptr || profile->copyRemoves.empty()) return {};
+  return {std::string(profile->copyRemoves)};
 }
 
 bool LabelSelector::matches(const nlohmann::json& labels) const {

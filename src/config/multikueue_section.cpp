@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "formats.h"
+#include "mka/yaml/json.h"
 
 namespace mka::config::detail {
 namespace {
@@ -51,33 +52,6 @@ void readManagedBy(YamlReader& reader, MapReader m, ExternalFramework& framework
   framework.managedByFromProfile = false;
 }
 
-void readFramework(YamlReader& reader, const yaml::Node& item, const std::string& path, UnknownKeys policy,
-                   ExternalFramework& framework) {
-  if (item.isScalar() && !item.isNull()) {
-    // Kueue's integrations.externalFrameworks is a plain list of names; this list is not.
-    reader.error(path, "must be a mapping with a name, not " + describe(item), "write it as - name: " + item.scalar());
-    return;
-  }
-  MapReader f(reader, &item, path, kFrameworkExample);
-  f.checkKeys({"name", "managedBy"}, policy);
-  f.read("name", framework.name);
-  if (auto gvk = api::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
-
-  if (f.has("managedBy") && policy == UnknownKeys::KueueStrict) {
-    reader.error(f.pathOf("managedBy"), "is a multikueue-adapter extension, which Kueue's Configuration cannot hold",
-                 "remove it (Kueue decodes its Configuration strictly and would not start with it), or move the "
-                 "frameworks to an AdapterConfiguration (apiVersion: config.multikueue-adapter.dev/v1alpha1, kind: "
-                 "AdapterConfiguration)");
-  } else if (f.has("managedBy")) {
-    readManagedBy(reader, f.child("managedBy", kManagedByExample), framework);
-    return;
-  }
-  if (auto profile = builtinProfile(framework.gvk)) {
-    framework.managedBy = *profile;
-    framework.managedByFromProfile = true;
-  }
-}
-
 std::vector<std::string> readStringList(MapReader& m, std::string_view key, std::string_view example) {
   std::vector<std::string> out;
   const auto* list = m.get(key);
@@ -96,6 +70,78 @@ std::vector<std::string> readStringList(MapReader& m, std::string_view key, std:
     out.push_back(item->scalar());
   }
   return out;
+}
+
+constexpr std::string_view kRemoteCopyExample =
+    "{removeFields: [/spec/ttlStrategy], patches: [{op: add, path: /metadata/labels/site, value: worker}]}";
+constexpr std::string_view kPatchExample = "{op: add, path: /metadata/labels/site, value: worker}";
+
+// remoteCopy as written: keys and types; the operations' values are checked by
+// validateConfiguration.
+void readRemoteCopy(YamlReader& reader, MapReader m, RemoteCopy& copy) {
+  m.checkKeys({"removeFields", "patches"}, UnknownKeys::Reject);
+  copy.removeFields = readStringList(m, "removeFields", "[/spec/ttlStrategy]");
+  const auto* list = m.get("patches");
+  if (list == nullptr) return;
+  if (!list->isSequence()) {
+    reader.error(m.pathOf("patches"), "must be a list of RFC 6902 operations, not " + describe(*list),
+                 "write it as - " + std::string(kPatchExample));
+    return;
+  }
+  std::size_t i = 0;
+  for (const auto& item : list->items()) {
+    MapReader op(reader, item.get(), indexPath(m.pathOf("patches"), i++), kPatchExample);
+    op.checkKeys({"op", "path", "value", "from"}, UnknownKeys::Reject);
+    nlohmann::json operation = nlohmann::json::object();
+    for (const char* key : {"op", "path", "from"}) {
+      if (!op.hasKey(key)) continue;
+      std::string text;
+      op.read(key, text);
+      operation[key] = text;
+    }
+    // A null value is a value (add: null), so it is kept as written.
+    if (op.hasKey("value")) operation["value"] = op.has("value") ? yaml::toJson(*op.get("value")) : nullptr;
+    copy.patches.push_back(std::move(operation));
+  }
+}
+
+void readRemoteStatus(MapReader m, std::vector<std::string>& exclude) {
+  m.checkKeys({"exclude"}, UnknownKeys::Reject);
+  exclude = readStringList(m, "exclude", "[/nodes]");
+}
+
+void readFramework(YamlReader& reader, const yaml::Node& item, const std::string& path, UnknownKeys policy,
+                   ExternalFramework& framework) {
+  if (item.isScalar() && !item.isNull()) {
+    // Kueue's integrations.externalFrameworks is a plain list of names; this list is not.
+    reader.error(path, "must be a mapping with a name, not " + describe(item), "write it as - name: " + item.scalar());
+    return;
+  }
+  MapReader f(reader, &item, path, kFrameworkExample);
+  f.checkKeys({"name", "managedBy", "remoteCopy", "remoteStatus"}, policy);
+  f.read("name", framework.name);
+  if (auto gvk = api::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
+
+  const auto extension = [&](std::string_view key) {
+    if (!f.has(key) || policy != UnknownKeys::KueueStrict) return false;
+    reader.error(f.pathOf(key), "is a multikueue-adapter extension, which Kueue's Configuration cannot hold",
+                 "remove it (Kueue decodes its Configuration strictly and would not start with it), or move the "
+                 "frameworks to an AdapterConfiguration (apiVersion: config.multikueue-adapter.dev/v1alpha1, kind: "
+                 "AdapterConfiguration)");
+    return true;
+  };
+  if (!extension("remoteCopy") && f.has("remoteCopy"))
+    readRemoteCopy(reader, f.child("remoteCopy", kRemoteCopyExample), framework.remoteCopy);
+  if (!extension("remoteStatus") && f.has("remoteStatus"))
+    readRemoteStatus(f.child("remoteStatus", "{exclude: [/nodes]}"), framework.statusExclude);
+  if (!extension("managedBy") && f.has("managedBy")) {
+    readManagedBy(reader, f.child("managedBy", kManagedByExample), framework);
+    return;
+  }
+  if (auto profile = builtinProfile(framework.gvk)) {
+    framework.managedBy = *profile;
+    framework.managedByFromProfile = true;
+  }
 }
 
 // client-go's ExecConfig keys, as Kueue decodes them (strictly).

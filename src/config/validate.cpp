@@ -1,6 +1,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "mka/common/strings.h"
@@ -189,8 +190,72 @@ class Validator {
               "remove one of the two entries");
       }
       if (!f.managedByFromProfile) managedBy(childPath(path, "managedBy"), f.managedBy);
+      remoteCopy(childPath(path, "remoteCopy"), f.remoteCopy);
+      const auto exclude = childPath(childPath(path, "remoteStatus"), "exclude");
+      for (std::size_t j = 0; j < f.statusExclude.size(); ++j)
+        pointer(indexPath(exclude, j), f.statusExclude[j], "/nodes", /*identity=*/false);
     }
     if (mk.clusterProfile) clusterProfile(*mk.clusterProfile);
+  }
+
+  // A JSON pointer (RFC 6901) naming a field. `identity`: a pointer into the worker's copy,
+  // which may not touch what makes it the job's copy (its kind, name and namespace).
+  bool pointer(const std::string& path, const std::string& text, std::string_view example, bool identity) {
+    if (text.empty() || text.front() != '/') {
+      add(path, quote(text) + " is not a JSON pointer to a field",
+          "start it with / and separate the keys with /, such as " + std::string(example));
+      return false;
+    }
+    try {
+      (void)nlohmann::json::json_pointer(text);
+    } catch (const nlohmann::json::exception&) {
+      add(path, quote(text) + " is not a valid JSON pointer: a ~ must be followed by 0 or 1",
+          "write ~ in a key as ~0 and / as ~1, such as /metadata/labels/example.com~1site");
+      return false;
+    }
+    if (!identity) return true;
+    for (const std::string_view fixed : {"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace"}) {
+      if (text == "/metadata" || text == fixed || text.starts_with(std::string(fixed) + "/")) {
+        add(path, quote(text) + " would change the copy's kind, name or namespace, which make it the job's copy",
+            "point at a field under spec, metadata.labels or metadata.annotations");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // RFC 6902, as the worker's copy is patched: the operations and the fields each needs.
+  void remoteCopy(const std::string& base, const RemoteCopy& copy) {
+    for (std::size_t j = 0; j < copy.removeFields.size(); ++j)
+      pointer(indexPath(childPath(base, "removeFields"), j), copy.removeFields[j], "/spec/ttlStrategy", true);
+    static const std::set<std::string> kOps = {"add", "remove", "replace", "move", "copy", "test"};
+    for (std::size_t j = 0; j < copy.patches.size(); ++j) {
+      const auto& op = copy.patches[j];
+      const auto at = indexPath(childPath(base, "patches"), j);
+      const std::string name = op.value("op", "");
+      if (!kOps.contains(name)) {
+        add(childPath(at, "op"), name.empty() ? "is required" : quote(name) + " is not an RFC 6902 operation",
+            "use add, remove, replace, move, copy or test");
+        continue;
+      }
+      if (!op.contains("path")) {
+        add(childPath(at, "path"), "is required",
+            "point at the field to " + name + ", such as /spec/serviceAccountName");
+      } else {
+        // test only reads; every other operation writes at its path.
+        pointer(childPath(at, "path"), op.value("path", ""), "/spec/serviceAccountName", name != "test");
+      }
+      const bool needsValue = name == "add" || name == "replace" || name == "test";
+      if (needsValue && !op.contains("value"))
+        add(childPath(at, "value"), "is required by " + name, "give the value to " + name);
+      if (!needsValue && op.contains("value")) add(childPath(at, "value"), "is not used by " + name, "remove it");
+      const bool needsFrom = name == "move" || name == "copy";
+      if (needsFrom && !op.contains("from"))
+        add(childPath(at, "from"), "is required by " + name, "point at the field to " + name + " from");
+      else if (needsFrom)
+        pointer(childPath(at, "from"), op.value("from", ""), "/spec/serviceAccountName", name == "move");
+      if (!needsFrom && op.contains("from")) add(childPath(at, "from"), "is only used by move and copy", "remove it");
+    }
   }
 
   // Kueue's rules (validateClusterProfileAccessProviders, after client-go's), plus the

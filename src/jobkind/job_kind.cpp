@@ -1,12 +1,19 @@
 #include "mka/jobkind/job_kind.h"
 
+#include <algorithm>
+
 #include "mka/jobkind/managed_by.h"
 
 namespace mka::jobkind {
 
 JobKind::JobKind(config::ExternalFramework framework, std::optional<config::IntegratedFramework> integration,
                  bool dispatched)
-    : framework_(std::move(framework)), integration_(std::move(integration)), dispatched_(dispatched) {}
+    : framework_(std::move(framework)), integration_(std::move(integration)), dispatched_(dispatched) {
+  copyRemovals_ = config::builtinRemoteCopyRemovals(framework_.gvk);
+  for (const auto& field : framework_.remoteCopy.removeFields)
+    if (std::find(copyRemovals_.begin(), copyRemovals_.end(), field) == copyRemovals_.end())
+      copyRemovals_.push_back(field);
+}
 
 std::string JobKind::managedByField() const {
   const auto& where = framework_.managedBy;

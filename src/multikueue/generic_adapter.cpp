@@ -47,6 +47,35 @@ json mergePatchBetween(const json& before, const json& after) {
   return patch;
 }
 
+// Removes the field `pointer` names from `object` when it is there.
+void removeAt(json& object, const json::json_pointer& pointer) {
+  if (pointer.empty() || !object.contains(pointer)) return;
+  auto& parent = object[pointer.parent_pointer()];
+  if (parent.is_object()) {
+    parent.erase(pointer.back());
+  } else if (parent.is_array()) {
+    parent.erase(static_cast<std::size_t>(std::stoul(pointer.back())));
+  }
+}
+
+// The kind's removals, then its patches, one operation at a time so a failure names its own.
+void applyRemoteCopy(json& copy, const jobkind::JobKind& kind) {
+  for (const auto& field : kind.remoteCopyRemovals()) removeAt(copy, json::json_pointer(field));
+  const auto& patches = kind.remoteCopyPatches();
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    try {
+      copy = copy.patch(json::array({patches[i]}));
+    } catch (const json::exception& e) {
+      const auto& meta = json_fields::objectMember(copy, "metadata");
+      throw RemoteCopyError(kind.gvk().kind + " " + std::string(json_fields::stringView(meta, "namespace")) + "/" +
+                            std::string(json_fields::stringView(meta, "name")) + ": remoteCopy.patches[" +
+                            std::to_string(i) + "] (" + patches[i].value("op", "") + " " +
+                            patches[i].value("path", "") + ") of " + kind.name() + " does not apply: " + e.what() +
+                            "; no worker gets a copy until the job or the patch changes");
+    }
+  }
+}
+
 json& mapAt(json& meta, const char* field) {
   auto& map = meta[field];
   if (!map.is_object()) map = json::object();
@@ -69,6 +98,7 @@ json remoteJob(const json& local, const jobkind::JobKind& kind, const std::strin
                const std::string& origin, PrebuiltLink link) {
   json out = reducedCopy(local);
   kind.removeManagedBy(out);
+  applyRemoteCopy(out, kind);
   auto& meta = out["metadata"];
   auto& labels = mapAt(meta, "labels");
   labels[std::string(api::kOriginLabel)] = origin;
@@ -78,12 +108,19 @@ json remoteJob(const json& local, const jobkind::JobKind& kind, const std::strin
   return out;
 }
 
-std::optional<json> statusPatch(const json& local, const json& remote) {
+std::optional<json> statusPatch(const json& local, const json& remote, const std::vector<std::string>& exclude) {
   const auto remoteStatus = remote.find("status");
   if (remoteStatus == remote.end() || remoteStatus->is_null()) return std::nullopt;
   const json localStatus = local.value("status", json(nullptr));
-  if (localStatus == *remoteStatus) return std::nullopt;
-  return json{{"status", mergePatchBetween(localStatus, *remoteStatus)}};
+  const json* wanted = &*remoteStatus;
+  json filtered;  // copied only when something is left out
+  if (!exclude.empty()) {
+    filtered = *remoteStatus;
+    for (const auto& field : exclude) removeAt(filtered, json::json_pointer(field));
+    wanted = &filtered;
+  }
+  if (localStatus == *wanted) return std::nullopt;
+  return json{{"status", mergePatchBetween(localStatus, *wanted)}};
 }
 
 std::optional<std::string> prebuiltWorkloadName(const json& job) {
@@ -104,6 +141,18 @@ bool ownedByOrigin(const json& object, const std::string& origin) {
 }
 
 GenericAdapter::GenericAdapter(jobkind::JobKind kind, PrebuiltLink link) : kind_(std::move(kind)), link_(link) {}
+
+std::optional<std::string> GenericAdapter::copyProblem(const json& localJob) const {
+  if (kind_.remoteCopyPatches().empty()) return std::nullopt;  // removals always apply
+  json copy = reducedCopy(localJob);
+  kind_.removeManagedBy(copy);
+  try {
+    applyRemoteCopy(copy, kind_);
+  } catch (const RemoteCopyError& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> GenericAdapter::notManaged(const json& localJob) const {
   return kind_.notManagedByMultiKueue(localJob);
@@ -133,7 +182,7 @@ SyncOutcome GenericAdapter::syncJob(const SyncRequest& r) const {
   }
   if (!ownedByOrigin(*r.remoteJob, r.origin)) throw notOwned();
   if (r.localJob == nullptr) return SyncOutcome::NoLocalJob;
-  const auto patch = statusPatch(*r.localJob, *r.remoteJob);
+  const auto patch = statusPatch(*r.localJob, *r.remoteJob, kind_.remoteStatusExclude());
   if (!patch) return SyncOutcome::Unchanged;
   const auto resource = r.manager.discovery().resourceFor(gvk);
   r.manager.patch(gvk, r.namespace_, r.jobName, kube::PatchType::Merge, *patch,

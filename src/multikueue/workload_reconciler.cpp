@@ -398,15 +398,23 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
   } else {
     copy = cachedRemote(remote, gvk, jobKey(group));
   }
-  const auto outcome = group.adapter->syncJob({.manager = manager_,
-                                               .remote = remote.client(),
-                                               .cluster = remote.name(),
-                                               .namespace_ = group.ns,
-                                               .jobName = group.ownerName,
-                                               .workloadName = group.name,
-                                               .origin = options_.origin,
-                                               .localJob = group.localJob ? &*group.localJob : nullptr,
-                                               .remoteJob = copy ? &*copy : nullptr});
+  SyncOutcome outcome{};
+  try {
+    outcome = group.adapter->syncJob({.manager = manager_,
+                                      .remote = remote.client(),
+                                      .cluster = remote.name(),
+                                      .namespace_ = group.ns,
+                                      .jobName = group.ownerName,
+                                      .workloadName = group.name,
+                                      .origin = options_.origin,
+                                      .localJob = group.localJob ? &*group.localJob : nullptr,
+                                      .remoteJob = copy ? &*copy : nullptr});
+  } catch (const RemoteCopyError& e) {
+    // The remote Workload was created before the patch stopped applying (the job or the
+    // configuration changed since): the user reads why on the job; the retry backs off.
+    if (group.localJob) events_.record(*group.localJob, "Warning", kEventRemoteCopyFailed, e.what());
+    throw;
+  }
   if (outcome == SyncOutcome::Created)
     log::info("remote job created",
               {{"workload", group.key}, {"cluster", remote.name()}, {"kind", gvk.kind}, {"job", group.ownerName}});
@@ -521,11 +529,17 @@ std::optional<Result> WorkloadReconciler::finishFromRemote(const json& workload,
   if (finished == nullptr) return std::nullopt;
   const auto& [cluster, remoteWl] = *finished;
   const auto* c = findCondition(remoteWl, api::condition::kFinished);
-  if (c->value("reason", "") == kReasonOutOfSync) {
+  const auto reason = c->value("reason", "");
+  // Not the job's end: the copy and its job disagree (OutOfSync), or the worker's job went away
+  // under its Workload (OwnerNotFound, kueue#14997). Both go back for re-dispatch.
+  if (reason == kReasonOutOfSync || reason == kReasonOwnerNotFound) {
     if (state != api::check_state::kReady) return Result::done();
-    const auto message = withPreviousState("Remote workload on worker cluster \"" + cluster +
-                                               "\" is out of sync with its user job, resetting for re-dispatch",
-                                           api::check_state::kReady);
+    const auto message =
+        withPreviousState("Remote workload on worker cluster \"" + cluster + "\" " +
+                              (reason == kReasonOutOfSync ? std::string("is out of sync with its user job")
+                                                          : std::string("lost its job there (OwnerNotFound)")) +
+                              ", resetting for re-dispatch",
+                          api::check_state::kReady);
     if (setCheckFromReady(workload, check, std::string(api::check_state::kRetry), message))
       events_.record(workload, "Warning", kEventReason, message);
     return Result::done();
@@ -828,6 +842,15 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
     if (json_fields::stringView(entry, "name") != check &&
         json_fields::stringView(entry, "state") != api::check_state::kReady)
       return Result::done();
+
+  // A copy that cannot be made would leave remote Workloads holding quota with no job: no worker
+  // is nominated until the job or the patch changes (the retry backs off).
+  if (group.localJob) {
+    if (const auto problem = group.adapter->copyProblem(*group.localJob)) {
+      events_.record(*group.localJob, "Warning", kEventRemoteCopyFailed, *problem);
+      throw Error(group.key + ": " + *problem);
+    }
+  }
 
   Result result;
   std::vector<std::string> nominated;

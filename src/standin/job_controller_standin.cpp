@@ -292,6 +292,29 @@ struct JobControllerStandIn::Impl {
     }
   }
 
+  // Argo's TTL controller: a finished Workflow with spec.ttlStrategy is deleted that many
+  // seconds after status.finishedAt (secondsAfterSuccess or secondsAfterFailure for its outcome
+  // before secondsAfterCompletion).
+  void expireFinished(const json& job, const std::string& key) {
+    const auto ttl = job.value("spec", json::object()).value("ttlStrategy", json::object());
+    if (!ttl.is_object() || ttl.empty()) return;
+    const bool succeeded = stringAt(job, json::json_pointer("/status/phase")) == "Succeeded";
+    json seconds = ttl.value(succeeded ? "secondsAfterSuccess" : "secondsAfterFailure", json());
+    if (!seconds.is_number_integer()) seconds = ttl.value("secondsAfterCompletion", json());
+    const auto finishedAt = parseRfc3339(stringAt(job, json::json_pointer("/status/finishedAt")));
+    if (!seconds.is_number_integer() || !finishedAt) return;
+    const auto deleteAt = *finishedAt + std::chrono::seconds{seconds.get<std::int64_t>()};
+    if (clock.now() < deleteAt) {
+      dueAt.insert({deleteAt, key});
+      return;
+    }
+    try {
+      api.remove(ref(job["metadata"].value("namespace", ""), job["metadata"].value("name", "")));
+    } catch (const sandbox::ApiError& e) {
+      if (e.code() != 404) throw;
+    }
+  }
+
   // What the controller does with one job as it is now.
   void step(const json& job) {
     const std::string key = keyOf(job);
@@ -301,7 +324,11 @@ struct JobControllerStandIn::Impl {
       return;
     }
     forgetRuns(key, uid);
-    if (!ours(options.style, job) || finishedRun(options.style, job)) return;
+    if (!ours(options.style, job)) return;
+    if (finishedRun(options.style, job)) {
+      if (options.style == Style::Argo) expireFinished(job, key);
+      return;
+    }
     const std::string stamp = toRfc3339(clock.now());
     const Wanted want = wanted(options.style, job);
     const std::string run = key + "/" + uid;

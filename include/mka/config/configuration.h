@@ -54,11 +54,26 @@ struct ManagedByLocation {
   bool operator==(const ManagedByLocation&) const = default;
 };
 
+// What a worker's copy of a job leaves out or changes (externalFrameworks[].remoteCopy): applied
+// to the clone after the marker is removed, before the origin label and the prebuilt-workload
+// link are set (those stay the dispatch loop's).
+struct RemoteCopy {
+  // JSON pointers removed when present: the built-in profile's first (a Workflow's
+  // /spec/ttlStrategy), then those written.
+  std::vector<std::string> removeFields;
+  nlohmann::json patches = nlohmann::json::array();  // RFC 6902 operations, validated at load
+  bool operator==(const RemoteCopy&) const = default;
+};
+
 struct ExternalFramework {
   std::string name;  // as written, "PipelineRun.v1.tekton.dev"
   api::GroupVersionKind gvk;
   ManagedByLocation managedBy;
   bool managedByFromProfile = false;  // true when no managedBy was written and a built-in profile chose it
+  RemoteCopy remoteCopy;
+  // remoteStatus.exclude: JSON pointers under the worker job's status that are not copied back
+  // (a Workflow's multi-megabyte /nodes).
+  std::vector<std::string> statusExclude;
 };
 
 enum class ManagedByDefaulting { MultiKueueQueues, QueueLabeled, Never };
@@ -289,5 +304,9 @@ struct Configuration {
 // none: PipelineRun.*.tekton.dev -> spec.managedBy;
 // Workflow.*.argoproj.io -> label workflows.argoproj.io/controller-instanceid=multikueue.
 std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk);
+// The fields the built-in profile of `gvk` removes from a worker's copy: a field that deletes
+// the finished copy before its final status reaches the manager (Argo's spec.ttlStrategy) would
+// have the job dispatched again.
+std::vector<std::string> builtinRemoteCopyRemovals(const api::GroupVersionKind& gvk);
 
 }  // namespace mka::config

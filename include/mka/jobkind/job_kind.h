@@ -44,6 +44,13 @@ class JobKind {
   void removeManagedBy(nlohmann::json& job) const;
 
   const config::ExternalFramework& framework() const { return framework_; }
+  // What the worker's copy leaves out: the built-in profile's fields (a Workflow's
+  // /spec/ttlStrategy), then remoteCopy.removeFields; JSON pointers.
+  const std::vector<std::string>& remoteCopyRemovals() const { return copyRemovals_; }
+  // remoteCopy.patches: RFC 6902 operations applied to the copy after the removals.
+  const nlohmann::json& remoteCopyPatches() const { return framework_.remoteCopy.patches; }
+  // remoteStatus.exclude: JSON pointers under status that are not copied back to the manager.
+  const std::vector<std::string>& remoteStatusExclude() const { return framework_.statusExclude; }
 
   // The job integration's rules (SPEC §7.1) when the kind is listed in integrations.frameworks:
   // our integration controller queues its jobs; nullptr when something else (Kueue, tekton-kueue)
@@ -56,6 +63,7 @@ class JobKind {
   config::ExternalFramework framework_;
   std::optional<config::IntegratedFramework> integration_;
   bool dispatched_ = true;
+  std::vector<std::string> copyRemovals_;
 };
 
 // One JobKind per configured external framework, in configuration order, with its integration

@@ -62,6 +62,12 @@ class Adapter {
   // WorkloadKeyFor: the manager Workload ("namespace/name") a worker's job belongs to; nullopt
   // when the job carries no link to one.
   virtual std::optional<std::string> workloadKeyFor(const nlohmann::json& remoteJob) const = 0;
+  // Why no worker can get a copy of `localJob` (a remoteCopy patch that fails on it), checked
+  // before any remote Workload is created; nullopt when a copy can be made.
+  virtual std::optional<std::string> copyProblem(const nlohmann::json& localJob) const {
+    (void)localJob;
+    return std::nullopt;
+  }
 };
 
 // The adapters of the configured kinds, looked up by the kind they serve.

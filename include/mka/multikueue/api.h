@@ -23,10 +23,15 @@ inline constexpr std::string_view kAdmissionFieldManager = "kueue-admission";
 
 // Remote Workload condition reasons.
 inline constexpr std::string_view kReasonOutOfSync = "OutOfSync";
+// The worker's job went away under its Workload (deleted there, or a race in its controllers):
+// not the job's end (kueue#14997).
+inline constexpr std::string_view kReasonOwnerNotFound = "OwnerNotFound";
 inline constexpr std::string_view kReasonEvictedOnManagerCluster = "EvictedOnManagerCluster";
 
 // Workload events written by MultiKueue: reason and action.
 inline constexpr std::string_view kEventReason = "MultiKueue";
+// On the manager's job: no worker can get a copy of it (a remoteCopy patch fails on it).
+inline constexpr std::string_view kEventRemoteCopyFailed = "RemoteCopyFailed";
 
 // Admission check messages (§2.8). The `, Previously: "<old>"` suffix is added by
 // checkMessageWithPrevious() for the transitions Kueue writes through its helper.

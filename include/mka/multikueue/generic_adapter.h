@@ -11,9 +11,11 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "mka/common/errors.h"
 #include "mka/config/configuration.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/multikueue/adapter.h"
@@ -34,16 +36,27 @@ enum class PrebuiltLink {
 // kueue.x-k8s.io/multikueue, not the manager's own gates.
 nlohmann::json remoteWorkload(const nlohmann::json& local, const std::string& origin, bool preemptionGated = false);
 
+// A remoteCopy patch that cannot be applied to one job (a `test` that fails, a `replace` of a
+// field the job lacks): no copy is made, never a partial one.
+class RemoteCopyError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The job to create on a worker (§2.5): apiVersion, kind, metadata reduced to name, namespace,
 // labels and annotations, the local spec; the managedBy marker removed where `kind` keeps
-// it; origin label and prebuilt-workload link (= the Workload's name) added.
+// it; then the kind's remoteCopy removals and patches; origin label and prebuilt-workload link
+// (= the Workload's name) added last, so no patch can take them away. Throws RemoteCopyError
+// naming the patch operation that failed.
 nlohmann::json remoteJob(const nlohmann::json& local, const jobkind::JobKind& kind, const std::string& workloadName,
                          const std::string& origin, PrebuiltLink link = PrebuiltLink::AnnotationAndLabel);
 
 // The JSON merge patch that makes the local job's status equal to the remote's (fields gone
 // from the remote are removed locally), or nullopt when there is nothing to send: the remote
-// has no status yet, or both are equal already.
-std::optional<nlohmann::json> statusPatch(const nlohmann::json& local, const nlohmann::json& remote);
+// has no status yet, or both are equal already. `exclude`: JSON pointers under status that
+// are never copied (remoteStatus.exclude); the manager's job keeps none of them.
+std::optional<nlohmann::json> statusPatch(const nlohmann::json& local, const nlohmann::json& remote,
+                                          const std::vector<std::string>& exclude = {});
 
 // The Workload a remote job is linked to (annotation first, then label, as Kueue >= 0.18
 // reads it); nullopt when neither is set.
@@ -67,6 +80,7 @@ class GenericAdapter final : public Adapter {
   SyncOutcome syncJob(const SyncRequest& request) const override;
   bool deleteRemoteObject(kube::Client& remote, const std::string& namespace_, const std::string& name) const override;
   std::optional<std::string> workloadKeyFor(const nlohmann::json& remoteJob) const override;
+  std::optional<std::string> copyProblem(const nlohmann::json& localJob) const override;
 
  private:
   jobkind::JobKind kind_;

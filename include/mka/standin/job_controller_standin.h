@@ -16,6 +16,8 @@
 //   startedAt even while spec.suspend is true (as Argo does: a queued Workflow reads Running with
 //   no nodes); runs pods only while not suspended (a suspended run makes no progress) and ends
 //   with phase Succeeded or Failed. Its status goes through the main resource (no subresource).
+//   As Argo's TTL controller, it deletes a finished Workflow spec.ttlStrategy seconds after its
+//   status.finishedAt.
 // Writes carry the resourceVersion read; after a conflict the job's newer version, which the
 // watch brings, is looked at again.
 //

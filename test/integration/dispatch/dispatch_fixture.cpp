@@ -169,8 +169,9 @@ int DispatchFixture::startsOn(const std::string& cluster, const JobKind& kind, c
   return controller == nullptr ? 0 : controller->starts("default/" + name);
 }
 
-std::pair<std::string, std::string> DispatchFixture::runOnAWorker(const JobKind& kind, const std::string& name) {
-  createJob(kind, name);
+std::pair<std::string, std::string> DispatchFixture::runOnAWorker(const JobKind& kind, const std::string& name,
+                                                                  const std::function<void(json&)>& mutate) {
+  createJob(kind, name, true, mutate);
   const auto wl = awaitWorkload(kind, name);
   EXPECT_TRUE(test::eventually([&] { return checkIs(wl, "Ready"); })) << checkState(wl).dump();
   const auto worker = api::clusterName(*workload("manager", wl));

@@ -93,8 +93,9 @@ class DispatchFixture {
 
   // Where a job runs: creates it on the manager, awaits its Workload's check Ready and its copy
   // started on the worker that admitted it. Returns {Workload name, worker}; empty after a
-  // failed assertion.
-  std::pair<std::string, std::string> runOnAWorker(const JobKind& kind, const std::string& name);
+  // failed assertion. `mutate` edits the job before it is created.
+  std::pair<std::string, std::string> runOnAWorker(const JobKind& kind, const std::string& name,
+                                                   const std::function<void(nlohmann::json&)>& mutate = {});
   // Times the worker's controller stand-in of `kind` started job `name` (namespace default).
   int startsOn(const std::string& cluster, const JobKind& kind, const std::string& name);
   // Jobs the workers' Tekton and Argo controller stand-ins run right now.

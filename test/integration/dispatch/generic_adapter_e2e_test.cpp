@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "dispatch_fixture.h"
+#include "mka/sandbox/object_store.h"
 
 namespace mka::e2e {
 namespace {
@@ -160,6 +161,74 @@ TEST_P(GenericAdapterE2E, DeletedWhileWorkersAreUnreachableIsCollectedWhenTheyRe
     dispatcher_->collector().collect();
     return !workload("worker1", wl) && !get("worker1", kind().gvk, "job1");
   }));
+}
+
+// The copy rules of a kind (externalFrameworks[].remoteCopy, remoteStatus), with Argo Workflows.
+class CopyRulesE2E : public ::testing::Test, public DispatchFixture {
+ protected:
+  void TearDown() override { tearDownEnvironment(); }
+  // Every version of every Workflow on the workers, as their API servers stored them.
+  std::vector<json> workerWorkflowVersions() {
+    std::vector<json> out;
+    for (auto& watch : watches_)
+      while (auto event = watch->next(std::chrono::milliseconds{0}))
+        if (event->object) out.push_back(*event->object);
+    return out;
+  }
+  void watchWorkers() {
+    for (const auto* worker : {"worker1", "worker2"})
+      watches_.push_back(env_->cluster(worker).store().watch("argoproj.io", "workflows", "", 0, nullptr));
+  }
+  std::vector<std::unique_ptr<sandbox::ObjectStore::Watch>> watches_;
+};
+
+// Argo's TTL controller deletes a finished Workflow ttlStrategy seconds after it ends: on the
+// worker that could be before its final status reached the manager, which would then find its
+// job gone there (OwnerNotFound) and dispatch it again. The copy never carries the field.
+TEST_F(CopyRulesE2E, AWorkflowWithATtlStrategyRunsOnceAndItsFinalStatusReachesTheManager) {
+  setUpEnvironment({});
+  watchWorkers();
+  startAdapter();
+  const auto [wl, worker] = runOnAWorker(kWorkflow, "ttl", [](json& job) {
+    job["spec"]["ttlStrategy"] = {{"secondsAfterCompletion", 0}};
+  });
+  ASSERT_FALSE(worker.empty());
+  advance(std::chrono::seconds{10});
+  ASSERT_TRUE(eventually([&] { return api::isFinished(*workload("manager", wl)); }));
+  const auto local = get("manager", kWorkflow.gvk, "ttl");
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(local->at("status").value("phase", ""), "Succeeded") << local->dump();
+  EXPECT_EQ(api::findCondition(*workload("manager", wl), "Finished")->value("reason", ""), "Succeeded");
+  EXPECT_TRUE(local->at("spec").contains("ttlStrategy")) << "the manager's job keeps its own";
+  ASSERT_TRUE(eventually([&] { return !get(worker, kWorkflow.gvk, "ttl"); }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(startsOn("worker1", kWorkflow, "ttl") + startsOn("worker2", kWorkflow, "ttl"), 1);
+  const auto versions = workerWorkflowVersions();
+  EXPECT_FALSE(versions.empty());
+  for (const auto& version : versions) EXPECT_FALSE(version.at("spec").contains("ttlStrategy")) << version.dump();
+}
+
+// remoteStatus.exclude: the worker's status.nodes stays there; the phase reaches the manager.
+TEST_F(CopyRulesE2E, ExcludedStatusFieldsStayOnTheWorker) {
+  setUpEnvironment({.configure = [](config::Configuration& c) {
+    for (auto& f : c.multiKueue.externalFrameworks)
+      if (f.gvk == kWorkflow.gvk) f.statusExclude = {"/nodes"};
+  }});
+  startAdapter();
+  const auto [wl, worker] = runOnAWorker(kWorkflow, "lean");
+  ASSERT_FALSE(worker.empty());
+  ASSERT_TRUE(eventually([&] {
+    const auto remote = get(worker, kWorkflow.gvk, "lean");
+    const auto local = get("manager", kWorkflow.gvk, "lean");
+    return remote && local && remote->contains("status") && remote->at("status").contains("nodes") &&
+           local->contains("status") && local->at("status").value("phase", "") == "Running";
+  }));
+  EXPECT_FALSE(get("manager", kWorkflow.gvk, "lean")->at("status").contains("nodes"));
+  advance(std::chrono::seconds{10});
+  ASSERT_TRUE(eventually([&] { return api::isFinished(*workload("manager", wl)); }));
+  const auto local = get("manager", kWorkflow.gvk, "lean");
+  EXPECT_EQ(local->at("status").value("phase", ""), "Succeeded") << local->dump();
+  EXPECT_FALSE(local->at("status").contains("nodes")) << local->dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GenericAdapterE2E, ::testing::Values(kPipelineRun, kWorkflow),

@@ -39,6 +39,15 @@ TEST(SameDispatchSettings, EverySettingTheDispatcherIsBuiltFromRestartsIt) {
              {"Workflow.v1alpha1.argoproj.io", {"argoproj.io", "v1alpha1", "Workflow"}, {}, false});
        }},
       {"a framework's managedBy", [](auto& c) { c.multiKueue.externalFrameworks[0].managedBy.path = "spec.x"; }},
+      {"a framework's remoteCopy.removeFields",
+       [](auto& c) { c.multiKueue.externalFrameworks[0].remoteCopy.removeFields = {"/spec/timeouts"}; }},
+      {"a framework's remoteCopy.patches",
+       [](auto& c) {
+         c.multiKueue.externalFrameworks[0].remoteCopy.patches =
+             nlohmann::json::parse(R"([{"op": "remove", "path": "/spec/timeouts"}])");
+       }},
+      {"a framework's remoteStatus.exclude",
+       [](auto& c) { c.multiKueue.externalFrameworks[0].statusExclude = {"/childReferences"}; }},
       {"multiKueue.gcInterval", [](auto& c) { c.multiKueue.gcInterval = 5min; }},
       {"multiKueue.origin", [](auto& c) { c.multiKueue.origin = "eu-manager"; }},
       {"multiKueue.workerLostTimeout", [](auto& c) { c.multiKueue.workerLostTimeout = 1h; }},

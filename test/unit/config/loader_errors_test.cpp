@@ -260,5 +260,73 @@ std::vector<Case> managedByShapeCases() {
 
 MKA_TABLE_TEST(LoaderErrors, ManagedByShape, Case, managedByShapeCases()) { runCase(testCase()); }
 
+std::vector<Case> remoteCopyCases() {
+  const auto entry = [](const std::string& keys) {
+    return adapterDoc("multiKueue: {externalFrameworks: [{name: Workflow.v1alpha1.argoproj.io, " + keys + "}]}\n");
+  };
+  const std::string at = "multiKueue.externalFrameworks[0].remoteCopy";
+  return {
+      {"removeFields not a list",
+       entry("remoteCopy: {removeFields: /spec/ttlStrategy}"),
+       {at + ".removeFields: must be a list, not \"/spec/ttlStrategy\": write it as [/spec/ttlStrategy]"}},
+      {"a field that is not a pointer",
+       entry("remoteCopy: {removeFields: [spec.ttlStrategy]}"),
+       {at + ".removeFields[0]: \"spec.ttlStrategy\" is not a JSON pointer to a field: start it with / and separate "
+             "the keys with /, such as /spec/ttlStrategy"}},
+      {"a pointer with a bad escape",
+       entry("remoteCopy: {removeFields: [/metadata/labels/a~2b]}"),
+       {at + ".removeFields[0]: \"/metadata/labels/a~2b\" is not a valid JSON pointer: a ~ must be followed by 0 or "
+             "1: write ~ in a key as ~0 and / as ~1, such as /metadata/labels/example.com~1site"}},
+      {"removing the copy's name",
+       entry("remoteCopy: {removeFields: [/metadata/name]}"),
+       {at + ".removeFields[0]: \"/metadata/name\" would change the copy's kind, name or namespace, which make it "
+             "the job's copy: point at a field under spec, metadata.labels or metadata.annotations"}},
+      {"patches not a list",
+       entry("remoteCopy: {patches: {op: add}}"),
+       {at + ".patches: must be a list of RFC 6902 operations, not a mapping: write it as - {op: add, path: "
+             "/metadata/labels/site, value: worker}"}},
+      {"unknown operation, named by its index",
+       entry("remoteCopy: {patches: [{op: add, path: /spec/a, value: 1}, {op: merge, path: /spec/b}]}"),
+       {at + ".patches[1].op: \"merge\" is not an RFC 6902 operation: use add, remove, replace, move, copy or "
+             "test"}},
+      {"unknown key in an operation",
+       entry("remoteCopy: {patches: [{op: add, path: /spec/a, valeu: 1}]}"),
+       {at + ".patches[0].valeu: unknown field: did you mean \"value\"?",
+        at + ".patches[0].value: is required by add: give the value to add"}},
+      {"no path",
+       entry("remoteCopy: {patches: [{op: remove}]}"),
+       {at + ".patches[0].path: is required: point at the field to remove, such as /spec/serviceAccountName"}},
+      {"a value remove does not use",
+       entry("remoteCopy: {patches: [{op: remove, path: /spec/a, value: 1}]}"),
+       {at + ".patches[0].value: is not used by remove: remove it"}},
+      {"move without from",
+       entry("remoteCopy: {patches: [{op: move, path: /spec/b}]}"),
+       {at + ".patches[0].from: is required by move: point at the field to move from"}},
+      {"from on add",
+       entry("remoteCopy: {patches: [{op: add, path: /spec/b, value: 1, from: /spec/a}]}"),
+       {at + ".patches[0].from: is only used by move and copy: remove it"}},
+      {"replacing the namespace",
+       entry("remoteCopy: {patches: [{op: replace, path: /metadata/namespace, value: other}]}"),
+       {at + ".patches[0].path: \"/metadata/namespace\" would change the copy's kind, name or namespace, which make "
+             "it the job's copy: point at a field under spec, metadata.labels or metadata.annotations"}},
+      {"test may read the name",
+       entry("remoteCopy: {patches: [{op: test, path: /metadata/name, value: x}, {op: remove, path: kind}]}"),
+       {at + ".patches[1].path: \"kind\" is not a JSON pointer to a field: start it with / and separate the keys "
+             "with /, such as /spec/serviceAccountName"}},
+      {"status exclude not a pointer",
+       entry("remoteStatus: {exclude: [nodes]}"),
+       {"multiKueue.externalFrameworks[0].remoteStatus.exclude[0]: \"nodes\" is not a JSON pointer to a field: "
+        "start it with / and separate the keys with /, such as /nodes"}},
+      {"remoteCopy in a Kueue kind, which Kueue refuses",
+       kueueDoc("multiKueue: {externalFrameworks: [{name: X.v1.a.b, remoteCopy: {removeFields: [/spec/a]}}]}\n"),
+       {"multiKueue.externalFrameworks[0].remoteCopy: is a multikueue-adapter extension, which Kueue's "
+        "Configuration cannot hold: remove it (Kueue decodes its Configuration strictly and would not start with "
+        "it), or move the frameworks to an AdapterConfiguration (apiVersion: "
+        "config.multikueue-adapter.dev/v1alpha1, kind: AdapterConfiguration)"}},
+  };
+}
+
+MKA_TABLE_TEST(LoaderErrors, RemoteCopy, Case, remoteCopyCases()) { runCase(testCase()); }
+
 }  // namespace
 }  // namespace mka::config

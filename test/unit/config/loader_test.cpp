@@ -115,6 +115,32 @@ TEST(Loader, FrameworkGvkIsParsed) {
   EXPECT_EQ(c.multiKueue.externalFrameworks[0].gvk, (api::GroupVersionKind{"argoproj.io", "v1alpha1", "Workflow"}));
 }
 
+TEST(Loader, RemoteCopyAndRemoteStatusAreRead) {
+  auto c = mustParse(adapterDoc(R"(multiKueue:
+  externalFrameworks:
+  - name: Workflow.v1alpha1.argoproj.io
+    remoteCopy:
+      removeFields: [/spec/podGC, /metadata/annotations/example.com~1note]
+      patches:
+      - {op: add, path: /metadata/labels/site, value: worker}
+      - {op: replace, path: /spec/serviceAccountName, value: {name: runner}}
+      - {op: add, path: /spec/x, value: null}
+      - {op: move, from: /spec/a, path: /spec/b}
+    remoteStatus: {exclude: [/nodes, /storedTemplates]}
+)"));
+  ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 1u);
+  const auto& f = c.multiKueue.externalFrameworks[0];
+  EXPECT_EQ(f.remoteCopy.removeFields,
+            (std::vector<std::string>{"/spec/podGC", "/metadata/annotations/example.com~1note"}))
+      << "as written: the built-in profile's removals are the JobKind's to add";
+  EXPECT_EQ(f.remoteCopy.patches, nlohmann::json::parse(R"([
+    {"op": "add", "path": "/metadata/labels/site", "value": "worker"},
+    {"op": "replace", "path": "/spec/serviceAccountName", "value": {"name": "runner"}},
+    {"op": "add", "path": "/spec/x", "value": null},
+    {"op": "move", "from": "/spec/a", "path": "/spec/b"}])"));
+  EXPECT_EQ(f.statusExclude, (std::vector<std::string>{"/nodes", "/storedTemplates"}));
+}
+
 struct KueueStyleDefaultingCase {
   std::string name;
   std::string body;

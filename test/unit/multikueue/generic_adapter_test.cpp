@@ -108,6 +108,116 @@ TEST(GenericAdapter, StatusPatchCopiesTheRemoteStatusOnlyWhenItChanged) {
   EXPECT_EQ(*statusPatch(json::object(), remote), json({{"status", remote["status"]}}));
 }
 
+json managerWorkflow() {
+  return {{"apiVersion", "argoproj.io/v1alpha1"},
+          {"kind", "Workflow"},
+          {"metadata",
+           {{"name", "hello"},
+            {"namespace", "argo"},
+            {"labels", {{"workflows.argoproj.io/controller-instanceid", "multikueue"}, {"team", "a"}}}}},
+          {"spec",
+           {{"entrypoint", "main"},
+            {"ttlStrategy", {{"secondsAfterCompletion", 0}}},
+            {"podGC", {{"strategy", "OnPodCompletion"}}},
+            {"arguments", {{"parameters", json::array({{{"name", "a"}}, {{"name", "b"}}})}}}}}};
+}
+
+// A Workflow kind whose remoteCopy is `copy`, written as in the configuration.
+jobkind::JobKind workflowsCopied(const json& removeFields, const json& patches) {
+  auto kind = workflows();
+  auto f = kind.framework();
+  f.remoteCopy.removeFields = removeFields.get<std::vector<std::string>>();
+  f.remoteCopy.patches = patches;
+  return jobkind::JobKind(std::move(f));
+}
+
+TEST(GenericAdapter, AWorkflowsCopyNeverCarriesItsTtlStrategy) {
+  // The built-in profile: a copy that deletes itself once finished could go before its final
+  // status reached the manager, which would then see its job gone.
+  auto copy = remoteJob(managerWorkflow(), workflows(), "wl", "multikueue");
+  EXPECT_FALSE(copy["spec"].contains("ttlStrategy"));
+  EXPECT_EQ(copy["spec"]["podGC"], managerWorkflow()["spec"]["podGC"]) << "only the profile's field goes";
+  EXPECT_EQ(workflows().remoteCopyRemovals(), (std::vector<std::string>{"/spec/ttlStrategy"}));
+  EXPECT_TRUE(pipelineRuns().remoteCopyRemovals().empty());
+}
+
+TEST(GenericAdapter, RemoveFieldsAddToTheProfileAndSkipWhatIsAbsent) {
+  const auto kind = workflowsCopied(
+      json::array({"/spec/podGC", "/spec/arguments/parameters/0", "/spec/absent/x", "/spec/ttlStrategy"}),
+      json::array());
+  EXPECT_EQ(kind.remoteCopyRemovals(), (std::vector<std::string>{"/spec/ttlStrategy", "/spec/podGC",
+                                                                 "/spec/arguments/parameters/0", "/spec/absent/x"}))
+      << "the profile's first, each once";
+  auto copy = remoteJob(managerWorkflow(), kind, "wl", "multikueue");
+  EXPECT_FALSE(copy["spec"].contains("ttlStrategy"));
+  EXPECT_FALSE(copy["spec"].contains("podGC"));
+  EXPECT_EQ(copy["spec"]["arguments"]["parameters"], json::parse(R"([{"name": "b"}])")) << "a list element goes";
+  EXPECT_EQ(copy["spec"]["entrypoint"], "main");
+}
+
+TEST(GenericAdapter, PatchesApplyInOrderAndTheDispatchLoopsOwnFieldsWin) {
+  const auto kind = workflowsCopied(json::array(), json::parse(R"([
+    {"op": "add", "path": "/metadata/labels/site", "value": "worker"},
+    {"op": "replace", "path": "/spec/entrypoint", "value": "worker-main"},
+    {"op": "copy", "from": "/spec/entrypoint", "path": "/metadata/labels/entry"},
+    {"op": "remove", "path": "/metadata/labels/team"},
+    {"op": "add", "path": "/spec/serviceAccountName", "value": "runner"},
+    {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1multikueue-origin", "value": "someone-else"}])"));
+  auto copy = remoteJob(managerWorkflow(), kind, "wl", "multikueue");
+  EXPECT_EQ(copy["metadata"]["labels"]["site"], "worker");
+  EXPECT_EQ(copy["spec"]["entrypoint"], "worker-main");
+  EXPECT_EQ(copy["metadata"]["labels"]["entry"], "worker-main") << "each operation sees the ones before it";
+  EXPECT_FALSE(copy["metadata"]["labels"].contains("team"));
+  EXPECT_EQ(copy["spec"]["serviceAccountName"], "runner");
+  EXPECT_EQ(copy["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"], "multikueue")
+      << "the origin label is set after the patches: no patch takes a copy out of the dispatch loop's hands";
+  EXPECT_EQ(copy["metadata"]["annotations"][std::string(api::kPrebuiltWorkloadNameKey)], "wl");
+}
+
+TEST(GenericAdapter, APatchThatDoesNotApplyNamesItsOperationAndGivesNoCopy) {
+  const auto kind = workflowsCopied(json::array(), json::parse(R"([
+    {"op": "add", "path": "/metadata/labels/site", "value": "worker"},
+    {"op": "test", "path": "/spec/entrypoint", "value": "other"}])"));
+  try {
+    (void)remoteJob(managerWorkflow(), kind, "wl", "multikueue");
+    FAIL() << "expected RemoteCopyError";
+  } catch (const RemoteCopyError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Workflow argo/hello: remoteCopy.patches[1] (test /spec/entrypoint) of "
+                        "Workflow.v1alpha1.argoproj.io does not apply: "),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("no worker gets a copy until the job or the patch changes"), std::string::npos) << what;
+  }
+  const GenericAdapter adapter(kind);
+  const auto problem = adapter.copyProblem(managerWorkflow());
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_NE(problem->find("remoteCopy.patches[1]"), std::string::npos) << *problem;
+  auto matching = managerWorkflow();
+  matching["spec"]["entrypoint"] = "other";
+  EXPECT_EQ(adapter.copyProblem(matching), std::nullopt) << "a job the patch fits gets its copy";
+
+  const GenericAdapter replaceMissing(
+      workflowsCopied(json::array(), json::parse(R"([{"op": "replace", "path": "/spec/missing", "value": 1}])")));
+  EXPECT_TRUE(replaceMissing.copyProblem(managerWorkflow()).has_value()) << "replace needs the field";
+}
+
+TEST(GenericAdapter, StatusPatchLeavesOutTheExcludedFields) {
+  json remote = {{"status", {{"phase", "Running"}, {"nodes", {{"n1", {{"phase", "Running"}}}}}, {"progress", "1/2"}}}};
+  const std::vector<std::string> exclude{"/nodes", "/absent"};
+  auto patch = statusPatch(json::object(), remote, exclude);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(*patch, json::parse(R"({"status": {"phase": "Running", "progress": "1/2"}})"));
+
+  json local = {{"status", {{"phase", "Running"}, {"progress", "1/2"}}}};
+  remote["status"]["nodes"]["n2"] = {{"phase", "Pending"}};
+  EXPECT_FALSE(statusPatch(local, remote, exclude).has_value()) << "only excluded fields changed: nothing to send";
+
+  json stale = {{"status", {{"phase", "Running"}, {"progress", "1/2"}, {"nodes", {{"old", 1}}}}}};
+  EXPECT_EQ(*statusPatch(stale, remote, exclude), json::parse(R"({"status": {"nodes": null}})"))
+      << "the manager's job keeps none of them";
+}
+
 TEST(GenericAdapter, OwnershipIsByOriginLabel) {
   json object = {{"metadata", {{"labels", {{"kueue.x-k8s.io/multikueue-origin", "a"}}}}}};
   EXPECT_TRUE(ownedByOrigin(object, "a"));

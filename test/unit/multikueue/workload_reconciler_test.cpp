@@ -126,7 +126,13 @@ json managerJob(const std::string& managedBy = std::string(api::kMultiKueueContr
   return job;
 }
 
-Adapters adapters() { return fixture::pipelineRunAdapters(); }
+// `patches`: the kind's remoteCopy.patches.
+Adapters adapters(const json& patches = json::array()) {
+  if (patches.empty()) return fixture::pipelineRunAdapters();
+  config::ExternalFramework f{"PipelineRun.v1.tekton.dev", fixture::kPipelineRun, config::ManagedByLocation{}, true};
+  f.remoteCopy.patches = patches;
+  return Adapters({std::make_shared<GenericAdapter>(jobkind::JobKind(std::move(f)))});
+}
 
 // The worker's copy of the manager's Workload, as the reconciler creates it, with `conditions`.
 json remoteCopy(const json& conditions = json::array(), const json& local = managerWorkload()) {
@@ -214,6 +220,7 @@ struct Given {
   std::map<std::string, std::vector<json>> workerQueues;
   bool orchestratedPreemption = true;
   std::set<std::string> withoutJobKind;  // workers without the PipelineRun CRD
+  json copyPatches = json::array();      // the kind's remoteCopy.patches
 };
 
 // What a case expects after one reconcile.
@@ -228,6 +235,7 @@ struct Expected {
   std::map<std::string, bool> remoteWorkloads;  // worker -> copy present (unlisted: not checked)
   std::map<std::string, bool> remoteJobs;
   std::vector<std::string> events;
+  std::vector<std::string> eventKinds;  // the kind of object each event is about; empty: not checked
   std::vector<std::string> dispatched;
   std::vector<std::string> admitted;
   json localJobStatus = nullptr;     // the manager's job status, when checked
@@ -297,7 +305,7 @@ class World {
     clock_.advance(given.advance);
 
     WorkloadReconciler::Options options;
-    options.adapters = adapters();
+    options.adapters = adapters(given.copyPatches);
     options.dispatcherName = given.dispatcher;
     options.incrementalStepSize = 1;
     options.orchestratedPreemption = given.orchestratedPreemption;
@@ -472,6 +480,9 @@ void verify(World& world, const Expected& want) {
   for (const auto& [worker, present] : want.remoteJobs)
     EXPECT_EQ(world.workerObject(worker, kPipelineRuns).has_value(), present) << "job copy on " << worker;
   EXPECT_EQ(world.events().events(), want.events);
+  if (!want.eventKinds.empty()) {
+    EXPECT_EQ(world.events().kinds(), want.eventKinds);
+  }
   EXPECT_EQ(world.observer().dispatched(), want.dispatched);
   EXPECT_EQ(world.observer().admitted(), want.admitted);
   if (!want.localJobStatus.is_null()) {
@@ -708,6 +719,21 @@ std::vector<Case> remoteFinishedOrEvictedCases() {
     const std::string message =
         "Remote workload on worker cluster \"worker1\" is out of sync with its user job, resetting for re-dispatch, "
         "Previously: \"Ready\"";
+    c.expected.checkState = "Retry";
+    c.expected.checkMessage = message;
+    c.expected.clusterName = "worker1";
+    c.expected.events = {"Warning MultiKueue: " + message};
+    cases.push_back(c);
+  }
+  {
+    // kueue#14997 (pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup): the
+    // worker's job went away under its Workload; not the job's end.
+    Case c{"finished OwnerNotFound while Ready: Retry, re-dispatched, a Warning", {}, {}};
+    c.given.workload = running;
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(json::array({condition("Finished", true, "OwnerNotFound")}))}};
+    const std::string message =
+        "Remote workload on worker cluster \"worker1\" lost its job there (OwnerNotFound), resetting for "
+        "re-dispatch, Previously: \"Ready\"";
     c.expected.checkState = "Retry";
     c.expected.checkMessage = message;
     c.expected.clusterName = "worker1";
@@ -1042,6 +1068,21 @@ std::vector<Case> nominationAndDispatchCases() {
     c.expected.checkState = "Pending";
     c.expected.nominated = {"worker1", "worker2"};
     c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", true}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"a remoteCopy patch that fails on the job: no copy anywhere, a Warning on the job", {}, {}};
+    c.given.copyPatches = json::parse(R"([{"op": "test", "path": "/spec/pipelineRef/name", "value": "other"}])");
+    const std::string problem =
+        "PipelineRun default/job: remoteCopy.patches[0] (test /spec/pipelineRef/name) of PipelineRun.v1.tekton.dev "
+        "does not apply: [json.exception.other_error.501] unsuccessful: "
+        "{\"op\":\"test\",\"path\":\"/spec/pipelineRef/name\",\"value\":\"other\"}; no worker gets a copy until "
+        "the job or the patch changes";
+    c.expected.error = problem;
+    c.expected.checkState = "Pending";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    c.expected.events = {"Warning RemoteCopyFailed: " + problem};
+    c.expected.eventKinds = {"PipelineRun"};
     cases.push_back(c);
   }
   {
