@@ -9,6 +9,9 @@ packages=(
   libyaml-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev
   curl jq wrk clang clang-format libclang-rt-14-dev python3 python3-yaml python3-kubernetes
+  # For the tests only: its promtool checks the alert rules (`manifests --prometheus-rules`)
+  # and what /metrics shows. Nothing runs the Prometheus server it ships.
+  prometheus
 )
 
 missing=()

@@ -70,6 +70,10 @@ class DispatchRunner::Observer : public controller::ControllerObserver,
     }
     metrics_.setWorkerClusterQueues(cluster, queues);
   }
+  void oldestInCheckState(const std::string& state, std::optional<Clock::TimePoint> since) override {
+    metrics_.setOldestInCheckState(
+        state, since ? std::optional(std::chrono::duration<double>(since->time_since_epoch()).count()) : std::nullopt);
+  }
   void workloadCreated(const std::string& kind) override { metrics_.recordIntegrationWorkloadCreated(kind); }
   void jobResumed(const std::string& kind) override { metrics_.recordIntegrationJobResumed(kind); }
   void jobStopped(const std::string& kind) override { metrics_.recordIntegrationJobStopped(kind); }
@@ -149,12 +153,21 @@ controller::LeaderRunner::Options DispatchRunner::runnerOptions() {
          o.informers = informers_.get();
          o.controllerObserver = observer_.get();
          o.dispatchObserver = observer_.get();
-         o.onClusterConnection = [this](const std::string& cluster, bool connected) {
-           metrics_.setClusterConnected(cluster, connected);
+         o.onClusterConnection = [this](const std::string& cluster, std::optional<bool> connected) {
+           if (connected) {
+             metrics_.setClusterConnected(cluster, *connected);
+           } else {
+             metrics_.removeCluster(cluster);
+           }
          };
          auto dispatcher = std::make_shared<multikueue::Dispatcher>(manager_, kube::systemClock(), o);
          dispatcher->start(kCacheSyncTimeout, stopping);
-         return [dispatcher] { dispatcher->stop(); };
+         // A replica that stops dispatching (lost the lease, restarts the loop) publishes no
+         // Workload as waiting on it: the next loop's reconciles publish their own.
+         return [this, dispatcher] {
+           dispatcher->stop();
+           metrics_.clearOldestInCheckStates();
+         };
        }});
   return options;
 }

@@ -144,7 +144,11 @@ Service::Service(ServeOptions options)
   const std::filesystem::path certDir = cfg->webhook.certDir;
   certificates_ =
       std::make_shared<net::CertificateReloader>(certDir / cfg->webhook.certName, certDir / cfg->webhook.keyName);
-  certificates_->setReloadListener([this](bool success) { metrics_->recordCertificateReload(success); });
+  certificates_->setReloadListener([this](bool success) {
+    metrics_->recordCertificateReload(success);
+    if (const auto expiry = certificates_->notAfter())
+      metrics_->setWebhookCertificateExpiry(std::chrono::duration<double>(expiry->time_since_epoch()).count());
+  });
   net::EventServerOptions wo;
   wo.name = "webhook";
   wo.host = cfg->webhook.host.empty() ? "0.0.0.0" : cfg->webhook.host;

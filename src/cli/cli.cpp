@@ -12,9 +12,11 @@
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
 #include "mka/app/workers_command.h"
+#include "mka/common/duration.h"
 #include "mka/common/errors.h"
 #include "mka/common/strings.h"
 #include "mka/deploy/manifests.h"
+#include "mka/deploy/prometheus_rules.h"
 #include "mka/observability/logging.h"
 #include "mka/version.h"
 
@@ -183,6 +185,18 @@ int run(int argc, char** argv) {
                          "Add a cert-manager Issuer and Certificate for the webhooks' serving certificate, and the "
                          "CA injection annotations");
   manifestsCmd->add_option("--image", manifestsOptions.image, "The adapter's container image")->capture_default_str();
+  bool prometheusRules = false;
+  std::string stuckAfter = "30m";
+  auto* prometheusRulesFlag = manifestsCmd->add_flag(
+      "--prometheus-rules", prometheusRules,
+      "Print only a PrometheusRule (monitoring.coreos.com/v1) with the adapter's alerts, each with "
+      "a runbook, instead of the deployment");
+  manifestsCmd
+      ->add_option("--stuck-after", stuckAfter,
+                   "With --prometheus-rules: how long a running Workload may stay Pending or Retry in the dispatch "
+                   "loop's admission check before an alert fires (a Go duration, at least 1s)")
+      ->capture_default_str()
+      ->needs(prometheusRulesFlag);
 
 #if MKA_WITH_SANDBOX
   SandboxCommandOptions sandboxOptions;
@@ -280,6 +294,17 @@ int run(int argc, char** argv) {
   if (removeWorkerCmd->parsed()) return app::removeWorkerCommand(workerOptions, std::cout, std::cerr);
   if (workersCmd->parsed()) return app::workersCommand(workersOptions, std::cout, std::cerr);
   if (validateCmd->parsed()) return app::validateConfigCommand(validateFile, std::cout, std::cerr, validateKueueConfig);
+  if (manifestsCmd->parsed() && prometheusRules) {
+    const auto parsed = parseDuration(stuckAfter);
+    if (!parsed || *parsed < std::chrono::seconds{1}) {
+      std::cerr << "manifests: --stuck-after: \"" << stuckAfter
+                << "\" is not a Go duration of at least 1s: write e.g. --stuck-after=30m or --stuck-after=2h\n";
+      return 2;
+    }
+    deploy::PrometheusRuleOptions rulesOptions;
+    rulesOptions.stuckAfter = std::chrono::duration_cast<std::chrono::seconds>(*parsed);
+    return deploy::prometheusRulesCommand(manifestsConfig, rulesOptions, std::cout, std::cerr);
+  }
   if (manifestsCmd->parsed()) {
     manifestsOptions.role = *deploy::parseRole(manifestsRole);  // checked by CLI::IsMember
     return deploy::manifestsCommand(manifestsConfig, manifestsOptions, std::cout, std::cerr);

@@ -32,11 +32,6 @@ Json stringArray(const std::vector<std::string>& items) {
   return out;
 }
 
-// The labels every object carries (kustomize's `labels` of the base did the same).
-Json commonLabels() {
-  return {{"app.kubernetes.io/name", std::string(kName)}, {"app.kubernetes.io/part-of", std::string(kName)}};
-}
-
 // The labels that select the pods: the Deployment's, the Services', the PodDisruptionBudget's.
 Json podSelector() {
   return {{"app.kubernetes.io/name", std::string(kName)}, {std::string(kComponentLabel), "adapter"}};
@@ -501,6 +496,10 @@ std::string readText(const std::filesystem::path& file) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json commonLabels() {
+  return {{"app.kubernetes.io/name", std::string(kName)}, {"app.kubernetes.io/part-of", std::string(kName)}};
+}
 
 std::vector<api::GroupVersionKind> configuredKinds(const config::Configuration& cfg) {
   std::vector<api::GroupVersionKind> out;

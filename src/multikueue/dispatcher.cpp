@@ -246,7 +246,11 @@ struct Dispatcher::Impl {
       for (const auto& check : checks) checkController->enqueue(check);
       enqueueWorkloadsOfChecks(checks);
       capacityController->enqueue(cluster);  // metrics: the worker's queues, or none
-      if (options.onClusterConnection) options.onClusterConnection(cluster, connected);
+      if (options.onClusterConnection) {
+        const auto object = connected ? std::nullopt : clustersInformer->get(cluster);
+        const bool gone = !connected && (!object || isTerminating(*object));
+        options.onClusterConnection(cluster, gone ? std::nullopt : std::optional(connected));
+      }
     });
   }
 

@@ -210,7 +210,9 @@ Result WorkloadReconciler::reconcile(const std::string& key) {
   const json& workload = loaded->object;
   const bool deleted = loaded->deleted;
 
-  const auto check = activeCheck(workload);
+  const auto ours = ourCheck(workload);
+  if (observer_) trackCheckState(key, deleted ? nullptr : &workload, ours);
+  const auto check = activeCheck(workload, ours);
   if (!check) {
     if (deleted) forgetWorkload(key);
     return Result::done();
@@ -250,12 +252,28 @@ void WorkloadReconciler::forgetWorkload(const std::string& key) {
   written_.erase(key);
 }
 
-std::optional<std::string> WorkloadReconciler::activeCheck(const json& workload) const {
+std::optional<std::string> WorkloadReconciler::activeCheck(const json& workload,
+                                                           const std::optional<std::string>& check) const {
   // (§2.1 step 2) Our check, unless it is Rejected.
-  const auto check = ourCheck(workload);
   const json* state = check ? findCheckState(workload, *check) : nullptr;
   if (!check || state == nullptr || state->value("state", "") == api::check_state::kRejected) return std::nullopt;
   return check;
+}
+
+void WorkloadReconciler::trackCheckState(const std::string& key, const json* workload,
+                                         const std::optional<std::string>& check) {
+  std::optional<OldestPerState::Entry> entry;
+  const json* state = workload != nullptr && check ? findCheckState(*workload, *check) : nullptr;
+  // Only a running Workload waits on the dispatch loop: before its quota is reserved it waits
+  // on the manager's own queue, and a finished one on nothing.
+  if (state != nullptr && hasQuotaReservation(*workload) && !isFinished(*workload)) {
+    const auto* reserved = findCondition(*workload, api::condition::kQuotaReserved);
+    entry =
+        OldestPerState::Entry{state->value("state", ""), std::max(transitionTime(*state), transitionTime(*reserved))};
+  }
+  std::lock_guard lock(checkStatesMutex_);
+  for (const auto& change : checkStates_.set(key, std::move(entry)))
+    observer_->oldestInCheckState(change.state, change.oldest);
 }
 
 std::optional<Result> WorkloadReconciler::resolveAdapter(const json& workload, const std::string& check, bool deleted,

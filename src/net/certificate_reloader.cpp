@@ -26,6 +26,7 @@ struct CertificateReloader::KeyPair {
   STACK_OF(X509) * chain = nullptr;
   std::string subject;
   std::string notAfter;
+  std::chrono::system_clock::time_point expiry;
 
   KeyPair() = default;
   KeyPair(const KeyPair&) = delete;
@@ -70,6 +71,12 @@ std::string subjectOf(X509* cert) {
   char* data = nullptr;
   const long len = BIO_get_mem_data(bio.get(), &data);
   return {data, static_cast<std::size_t>(len)};
+}
+
+std::chrono::system_clock::time_point timePoint(const ASN1_TIME* time) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(time, &tm) != 1) return {};
+  return std::chrono::system_clock::from_time_t(::timegm(&tm));
 }
 
 std::string isoTime(const ASN1_TIME* time) {
@@ -186,6 +193,12 @@ std::string CertificateReloader::lastError() const {
   return lastError_;
 }
 
+std::optional<std::chrono::system_clock::time_point> CertificateReloader::notAfter() const {
+  const auto pair = current();
+  if (!pair) return std::nullopt;
+  return pair->expiry;
+}
+
 std::shared_ptr<const CertificateReloader::KeyPair> CertificateReloader::current() const {
   std::lock_guard lock(mutex_);
   return pair_;
@@ -241,6 +254,7 @@ std::shared_ptr<Pair> loadPair(const std::filesystem::path& certFile, const std:
   }
   pair->subject = subjectOf(pair->cert);
   pair->notAfter = isoTime(X509_get0_notAfter(pair->cert));
+  pair->expiry = timePoint(X509_get0_notAfter(pair->cert));
   return pair;
 }
 

@@ -116,15 +116,19 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()), id_(ne
                         .Name("multikueue_adapter_config_reloads_total")
                         .Help("Configuration reloads, by result (success, failure).")
                         .Register(*registry_);
-  configLastReloadOk_ = &prometheus::BuildGauge()
-                             .Name("multikueue_adapter_config_last_reload_successful")
-                             .Help("1 if the last configuration (re)load succeeded, else 0.")
-                             .Register(*registry_)
-                             .Add({});
+  configLastReloadOkFamily_ = &prometheus::BuildGauge()
+                                   .Name("multikueue_adapter_config_last_reload_successful")
+                                   .Help("1 if the last configuration (re)load succeeded, else 0.")
+                                   .Register(*registry_);
+  configLastReloadOk_ = &configLastReloadOkFamily_->Add({});
   certificateReloads_ = &prometheus::BuildCounter()
                              .Name("multikueue_adapter_certificate_reloads_total")
                              .Help("Serving certificate (re)loads, by result (success, failure).")
                              .Register(*registry_);
+  certificateExpiry_ = &prometheus::BuildGauge()
+                            .Name("multikueue_adapter_webhook_certificate_expiry_timestamp_seconds")
+                            .Help("When the serving certificate in use expires (its notAfter), in unix seconds.")
+                            .Register(*registry_);
   dispatched_ = &prometheus::BuildCounter()
                      .Name("multikueue_workloads_dispatched_total")
                      .Help("Remote Workload copies created on worker clusters, by ClusterQueue and worker.")
@@ -137,6 +141,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()), id_(ne
                            .Name("multikueue_adapter_cluster_connected")
                            .Help("1 when the worker cluster is connected (every watch established), else 0.")
                            .Register(*registry_);
+  oldestInCheckState_ =
+      &prometheus::BuildGauge()
+           .Name("multikueue_adapter_admission_check_state_oldest_timestamp_seconds")
+           .Help(
+               "Per state of the dispatch loop's admission check, when the running Workload (quota reserved, "
+               "not finished) longest in that state entered it, in unix seconds.")
+           .Register(*registry_);
   workerNominal_ = &prometheus::BuildGauge()
                         .Name("multikueue_adapter_worker_cluster_queue_nominal_quota")
                         .Help("A worker ClusterQueue's nominal quota per flavor and resource, as the manager reads it.")
@@ -256,6 +267,32 @@ void Metrics::setClusterConnected(std::string_view cluster, bool connected) {
   clusterConnected_->Add({{"cluster", std::string(cluster)}}).Set(connected ? 1 : 0);
 }
 
+void Metrics::setOldestInCheckState(std::string_view state, std::optional<double> unixSeconds) {
+  std::lock_guard lock(checkStateMutex_);
+  auto it = checkStateSeries_.find(state);
+  if (!unixSeconds) {
+    if (it == checkStateSeries_.end()) return;
+    oldestInCheckState_->Remove(it->second);
+    checkStateSeries_.erase(it);
+    return;
+  }
+  if (it == checkStateSeries_.end())
+    it =
+        checkStateSeries_.emplace(std::string(state), &oldestInCheckState_->Add({{"state", std::string(state)}})).first;
+  it->second->Set(*unixSeconds);
+}
+
+void Metrics::clearOldestInCheckStates() {
+  std::lock_guard lock(checkStateMutex_);
+  for (const auto& [state, gauge] : checkStateSeries_) oldestInCheckState_->Remove(gauge);
+  checkStateSeries_.clear();
+}
+
+void Metrics::removeCluster(std::string_view cluster) {
+  // Add finds the series when it exists (and makes it when not: removed all the same).
+  clusterConnected_->Remove(&clusterConnected_->Add({{"cluster", std::string(cluster)}}));
+}
+
 void Metrics::setWorkerClusterQueues(std::string_view cluster, const std::vector<WorkerClusterQueue>& queues) {
   std::lock_guard lock(workerMutex_);
   auto it = workerSeries_.find(cluster);
@@ -338,6 +375,38 @@ void Metrics::recordConfigReload(bool success) {
 
 void Metrics::recordCertificateReload(bool success) {
   certificateReloads_->Add({{"result", success ? "success" : "failure"}}).Increment();
+}
+
+void Metrics::setWebhookCertificateExpiry(double unixSeconds) { certificateExpiry_->Add({}).Set(unixSeconds); }
+
+std::vector<std::string> Metrics::familyNames() const {
+  // The families themselves: the registry collects only those with a sample.
+  std::vector<std::string> names;
+  const auto add = [&](const auto* family) { names.push_back(family->GetName()); };
+  add(admissionRequests_);
+  add(admissionLatency_);
+  add(configReloads_);
+  add(configLastReloadOkFamily_);
+  add(certificateReloads_);
+  add(certificateExpiry_);
+  add(dispatched_);
+  add(admitted_);
+  add(clusterConnected_);
+  add(oldestInCheckState_);
+  add(workerNominal_);
+  add(workerReservation_);
+  add(workerPending_);
+  add(integrationCreated_);
+  add(integrationResumed_);
+  add(integrationStopped_);
+  add(integrationFinished_);
+  add(reconciles_);
+  add(reconcileTime_);
+  add(queueDepth_);
+  add(buildInfo_);
+  add(leaderStatus_);
+  for (const auto& family : processFamilies()) names.push_back(family.name);
+  return names;
 }
 
 std::string Metrics::render() const {

@@ -20,9 +20,10 @@ namespace mka::test {
 
 class ChildProcess {
  public:
-  // `out` and `err` may be one file: both streams then go there. The environment is the test's.
+  // `out` and `err` may be one file: both streams then go there. Standard input is `in` when
+  // given, else the test's. The environment is the test's.
   ChildProcess(const std::string& program, const std::vector<std::string>& args, const std::filesystem::path& out,
-               const std::filesystem::path& err) {
+               const std::filesystem::path& err, const std::filesystem::path& in = {}) {
     std::vector<std::string> argv = {program};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargs;
@@ -30,6 +31,7 @@ class ChildProcess {
     cargs.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    if (!in.empty()) posix_spawn_file_actions_addopen(&actions, 0, in.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err == out) {
       posix_spawn_file_actions_adddup2(&actions, 1, 2);

@@ -54,6 +54,9 @@ struct ManifestOptions {
   std::string image = std::string(kDefaultImage);
 };
 
+// The labels every object carries.
+nlohmann::ordered_json commonLabels();
+
 // Every configured kind once (dispatched first, then integrated): what the webhook rules and
 // RBAC of a configuration name.
 std::vector<api::GroupVersionKind> configuredKinds(const config::Configuration& configuration);

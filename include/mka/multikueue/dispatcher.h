@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -35,8 +36,10 @@ class Dispatcher {
     PrebuiltLink prebuiltLink = PrebuiltLink::AnnotationAndLabel;  // how the adapters link job copies
     controller::ControllerObserver* controllerObserver = nullptr;  // borrowed, may be null
     DispatchObserver* dispatchObserver = nullptr;                  // borrowed, may be null
-    // Called when a worker's connection changes (the per-cluster gauge).
-    std::function<void(const std::string& cluster, bool connected)> onClusterConnection;
+    // Called when a worker's connection changes (the per-cluster gauge), with nullopt when it
+    // ends because its MultiKueueCluster is gone (deleted or being deleted): nothing is to
+    // connect any more, and the gauge goes with it.
+    std::function<void(const std::string& cluster, std::optional<bool> connected)> onClusterConnection;
     // The manager's informers, shared with the job integration (borrowed; its owner stops
     // them). Null: the dispatcher keeps its own, stopped by stop().
     kube::InformerPool* informers = nullptr;

@@ -40,6 +40,7 @@
 #include "mka/multikueue/adapter.h"
 #include "mka/multikueue/capacity.h"
 #include "mka/multikueue/cluster_registry.h"
+#include "mka/multikueue/oldest_per_state.h"
 
 namespace mka::multikueue {
 
@@ -53,6 +54,14 @@ class DispatchObserver {
   virtual void workerCapacity(const std::string& cluster, std::shared_ptr<const capacity::Snapshot> snapshot) {
     (void)cluster;
     (void)snapshot;
+  }
+  // When the running Workload (quota reserved, not finished) longest in `state` of our check
+  // entered it: the later of the state's and QuotaReserved's lastTransitionTime. nullopt: no
+  // running Workload is in that state any more. Called with the reconciler's lock held, in the
+  // order the changes happen.
+  virtual void oldestInCheckState(const std::string& state, std::optional<Clock::TimePoint> since) {
+    (void)state;
+    (void)since;
   }
 };
 
@@ -105,8 +114,11 @@ class WorkloadReconciler {
 
   // reconcile(), in the order of KUEUE-MULTIKUEUE.md §2.1: each step returns a controller::Result when the
   // reconcile ends there, nullopt to go on.
-  std::optional<Loaded> loadWorkload(const std::string& key);                    // step 1
-  std::optional<std::string> activeCheck(const nlohmann::json& workload) const;  // step 2
+  std::optional<Loaded> loadWorkload(const std::string& key);  // step 1
+  // step 2: `ours` (ourCheck) unless its state is missing or Rejected
+  std::optional<std::string> activeCheck(const nlohmann::json& workload, const std::optional<std::string>& ours) const;
+  // The Workload's state of `check` into checkStates_ (null workload, or no check: out of it).
+  void trackCheckState(const std::string& key, const nlohmann::json* workload, const std::optional<std::string>& check);
   std::optional<std::string> ourCheck(const nlohmann::json& workload) const;
   std::optional<controller::Result> resolveAdapter(const nlohmann::json& workload, const std::string& check,
                                                    bool deleted,
@@ -190,6 +202,8 @@ class WorkloadReconciler {
   std::mutex placementMutex_;                 // the quota-aware decisions, one at a time (see quotaAwareNomination)
   std::map<std::string, long long> written_;  // key -> revision of our last status write
   std::map<std::string, std::string> removedRemotes_;  // "cluster|gvk|key" -> uid we deleted
+  std::mutex checkStatesMutex_;                        // its own: the observer is called under it
+  OldestPerState checkStates_;                         // the running Workloads' states of our check, for the observer
 };
 
 }  // namespace mka::multikueue

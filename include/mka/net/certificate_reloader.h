@@ -6,11 +6,13 @@
 //
 // Threads: reload() runs on the watcher thread; handshakes read concurrently.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "mka/common/file_watcher.h"
@@ -34,6 +36,8 @@ class CertificateReloader {
   bool loaded() const;
   std::uint64_t generation() const;  // bumps on every successful load
   std::string lastError() const;
+  // When the certificate in use expires (its notAfter); nullopt before the first good load.
+  std::optional<std::chrono::system_clock::time_point> notAfter() const;
 
   // Sets TLS 1.2 as the minimum, http/1.1 ALPN, and a certificate callback that serves the
   // current pair. Called once per SSL_CTX.

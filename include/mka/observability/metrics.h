@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -60,6 +61,10 @@ class Metrics {
   void setReplicaRole(std::string_view role, std::string_view leaseName = "");
   // multikueue_adapter_certificate_reloads_total{result}.
   void recordCertificateReload(bool success);
+  // multikueue_adapter_webhook_certificate_expiry_timestamp_seconds: the serving certificate's
+  // notAfter in unix seconds, set on every load, so that an alert sees a renewal that never came.
+  // No series before the first load: an alert must not read a missing certificate as expired.
+  void setWebhookCertificateExpiry(double unixSeconds);
 
   // The dispatch loop. Kueue's series, so its dashboards work unchanged:
   // multikueue_workloads_dispatched_total{cluster_queue,cluster,replica_role} (remote Workloads
@@ -68,6 +73,15 @@ class Metrics {
   void recordWorkloadDispatched(std::string_view clusterQueue, std::string_view cluster);
   void recordWorkloadAdmitted(std::string_view clusterQueue, std::string_view cluster);
   void setClusterConnected(std::string_view cluster, bool connected);
+  // The worker's MultiKueueCluster is gone: its multikueue_adapter_cluster_connected series goes
+  // too (a 0 left behind would read as a worker still disconnected).
+  void removeCluster(std::string_view cluster);
+  // multikueue_adapter_admission_check_state_oldest_timestamp_seconds{state}: when the running
+  // Workload longest in this state of the dispatch loop's check entered it (unix seconds);
+  // nullopt removes the series (no Workload in that state).
+  void setOldestInCheckState(std::string_view state, std::optional<double> unixSeconds);
+  // Removes every state's series: the dispatch loop stopped, nothing waits on it here.
+  void clearOldestInCheckStates();
   // A worker's ClusterQueues as the dispatch loop reads them, named after Kueue's own series:
   // multikueue_adapter_worker_cluster_queue_nominal_quota{cluster,cluster_queue,flavor,resource},
   // ..._resource_reservation{...} (in the resource's unit) and
@@ -99,17 +113,25 @@ class Metrics {
   // libraries export (CPU seconds, resident and virtual memory, open and maximum file
   // descriptors, start time), read from /proc/self when rendered.
   std::string render() const;
+  // The name of every family render() can show, whether or not it has a sample yet (histograms
+  // by their base name, without _bucket, _sum and _count): what an alert rule may name.
+  std::vector<std::string> familyNames() const;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* admissionRequests_;
   prometheus::Family<prometheus::Histogram>* admissionLatency_;
   prometheus::Family<prometheus::Counter>* configReloads_;
+  prometheus::Family<prometheus::Gauge>* configLastReloadOkFamily_;
   prometheus::Gauge* configLastReloadOk_;
   prometheus::Family<prometheus::Counter>* certificateReloads_;
+  prometheus::Family<prometheus::Gauge>* certificateExpiry_;  // no series before a certificate loads
   prometheus::Family<prometheus::Counter>* dispatched_;
   prometheus::Family<prometheus::Counter>* admitted_;
   prometheus::Family<prometheus::Gauge>* clusterConnected_;
+  prometheus::Family<prometheus::Gauge>* oldestInCheckState_;
+  mutable std::mutex checkStateMutex_;
+  std::map<std::string, prometheus::Gauge*, std::less<>> checkStateSeries_;  // state -> its series
   prometheus::Family<prometheus::Gauge>* workerNominal_;
   prometheus::Family<prometheus::Gauge>* workerReservation_;
   prometheus::Family<prometheus::Gauge>* workerPending_;

@@ -283,6 +283,20 @@ TEST_F(MetricsScrape, EveryListedManagerMetricMovesAsDocumented) {
       std::chrono::seconds{60}))
       << scrape().text();
 
+  // Once the job finished, no running Workload waits in a state of the check.
+  EXPECT_TRUE(eventually([&] {
+    return !scrape().sum("multikueue_adapter_admission_check_state_oldest_timestamp_seconds").has_value();
+  })) << scrape().text();
+  // The serving certificate's expiry, from its first load on (writeServingFiles: 24 h).
+  EXPECT_GT(s.value("multikueue_adapter_webhook_certificate_expiry_timestamp_seconds"), 1.7e9) << s.text();
+
+  // A worker removed: its series goes rather than reading as disconnected for ever.
+  env_->client("manager").remove(api::kMultiKueueClusterGvk, "", "worker2");
+  EXPECT_TRUE(eventually([&] {
+    return !scrape().sum("multikueue_adapter_cluster_connected", {{"cluster", "worker2"}}).has_value();
+  })) << scrape().text();
+  EXPECT_EQ(scrape().value("multikueue_adapter_cluster_connected", {{"cluster", "worker1"}}), 1);
+
   // Hot reloads: a bad file is refused (the alert fires), the good one back clears it.
   std::ofstream(configFile_) << "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
                                 "dispatch: {enabled: maybe}\n";

@@ -65,6 +65,24 @@ multikueue: {}
   EXPECT_NE(missing.output.find("missing.yaml"), std::string::npos) << missing.output;
 }
 
+TEST(CliTest, ManifestsPrometheusRulesPrintsOnlyTheRuleWithTheStuckAfterThreshold) {
+  const std::string config = std::string(MKA_FIXTURES_DIR) + "/alerts/config.yaml";
+  auto rules = run("manifests --config " + config + " --prometheus-rules --stuck-after 2h");
+  EXPECT_EQ(rules.exitCode, 0) << rules.output;
+  EXPECT_NE(rules.output.find("kind: PrometheusRule"), std::string::npos) << rules.output;
+  EXPECT_EQ(rules.output.find("kind: Deployment"), std::string::npos) << rules.output;
+  EXPECT_NE(rules.output.find("> 7200"), std::string::npos) << rules.output;
+
+  auto notADuration = run("manifests --config " + config + " --prometheus-rules --stuck-after 30");
+  EXPECT_EQ(notADuration.exitCode, 2) << notADuration.output;
+  EXPECT_NE(notADuration.output.find("--stuck-after: \"30\" is not a Go duration of at least 1s"), std::string::npos)
+      << notADuration.output;
+  auto withoutRules = run("manifests --config " + config + " --stuck-after 1h");
+  EXPECT_EQ(withoutRules.exitCode, 2) << withoutRules.output;
+  EXPECT_NE(withoutRules.output.find("--stuck-after requires --prometheus-rules"), std::string::npos)
+      << withoutRules.output;
+}
+
 TEST(CliTest, ValidateConfigReadsStandardInputAndEscapesControlBytes) {
   test::TempDir dir;
   const auto good =

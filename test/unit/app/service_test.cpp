@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -171,6 +172,117 @@ TEST(ServiceTest, NotReadyWithoutCertificateUntilTheFilesAppear) {
   test::TestCa ca;
   test::writeServingFiles(dir / "certs", ca, ca.issue());
   EXPECT_TRUE(eventually([&] { return probe(service.probePort(), "/readyz") == 200; }));
+}
+
+// The gauge's value in a scrape, or nullopt when the scrape has no such series.
+std::optional<double> certificateExpiry(const std::string& metrics) {
+  const std::string name = "\nmultikueue_adapter_webhook_certificate_expiry_timestamp_seconds ";
+  const auto at = metrics.find(name);
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(metrics.substr(at + name.size()));
+}
+
+TEST(ServiceTest, ExportsTheServingCertificatesExpiryOnceLoadedAndOnEachRenewal) {
+  test::TempDir dir;
+  dir.write("config.yaml", kQueueLabeledConfig);
+  std::filesystem::create_directories(dir / "certs");
+  Service service(optionsFor(dir));
+  service.start();
+  EXPECT_FALSE(certificateExpiry(get(service.metricsPort(), "/metrics")).has_value()) << "no certificate yet";
+
+  test::TestCa ca;
+  for (const auto validity : {std::chrono::hours{24 * 5}, std::chrono::hours{24 * 90}}) {
+    // The CA sets notAfter to the second it signs plus the validity.
+    const auto earliest = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) + validity;
+    const auto leaf = ca.issue({.validity = validity});
+    const auto latest = std::chrono::system_clock::now() + validity;
+    test::writeServingFiles(dir / "certs", ca, leaf);
+    const auto seconds = [](auto t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
+    EXPECT_TRUE(eventually([&] {
+      const auto expiry = certificateExpiry(get(service.metricsPort(), "/metrics"));
+      return expiry && *expiry >= seconds(earliest) && *expiry <= seconds(latest);
+    })) << validity.count()
+        << "h: " << get(service.metricsPort(), "/metrics");
+  }
+  service.stop();
+}
+
+// The series the stuck-Workloads alert reads: published while the dispatch loop runs, gone when
+// it stops (a replica that no longer dispatches has nothing waiting on it).
+TEST(ServiceTest, TheOldestWorkloadInACheckStateIsPublishedWhileTheDispatchLoopRuns) {
+  sandbox::Sandbox sandbox;
+  const std::filesystem::path crds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
+  sandbox::ClusterOptions clusterOptions{.name = "manager"};
+  for (const auto& entry : std::filesystem::directory_iterator(crds))
+    if (entry.path().filename().string().starts_with("kueue.x-k8s.io_") ||
+        entry.path().filename().string().starts_with("tekton.dev_"))
+      clusterOptions.crdFiles.push_back(entry.path());
+  auto& manager = sandbox.addCluster(clusterOptions);
+  auto& api = manager.api();
+  api.create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "kueue-system"}}}});
+  // Our check, its MultiKueueConfig naming a worker that does not exist (the check stays
+  // Pending), and a PipelineRun for MultiKueue that owns the Workload.
+  api.create({"kueue.x-k8s.io", "v1beta2", "admissionchecks", "", "", ""},
+             {{"metadata", {{"name", "mk"}}},
+              {"spec",
+               {{"controllerName", "multikueue-adapter.dev/dispatcher"},
+                {"parameters", {{"apiGroup", "kueue.x-k8s.io"}, {"kind", "MultiKueueConfig"}, {"name", "mk"}}}}}});
+  api.create({"kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "", "", ""},
+             {{"metadata", {{"name", "mk"}}}, {"spec", {{"clusters", json::array({"worker1"})}}}});
+  api.create({"tekton.dev", "v1", "pipelineruns", "default", "", ""},
+             {{"metadata", {{"name", "job"}, {"namespace", "default"}}},
+              {"spec", {{"pipelineRef", {{"name", "build"}}}, {"managedBy", "kueue.x-k8s.io/multikueue"}}}});
+  const sandbox::ResourceRef workloads{"kueue.x-k8s.io", "v1beta2", "workloads", "default", "", ""};
+  auto workload = *api.create(
+      workloads,
+      {{"metadata",
+        {{"name", "wl"},
+         {"namespace", "default"},
+         {"ownerReferences", json::array({{{"apiVersion", "tekton.dev/v1"},
+                                           {"kind", "PipelineRun"},
+                                           {"name", "job"},
+                                           {"uid", "uid-job"},
+                                           {"controller", true}}})}}},
+       {"spec",
+        {{"queueName", "q"},
+         {"podSets",
+          json::array({{{"name", "main"},
+                        {"count", 1},
+                        {"template",
+                         {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}})}}}});
+  workload["status"] = {
+      {"conditions", json::array({{{"type", "QuotaReserved"},
+                                   {"status", "True"},
+                                   {"reason", "QuotaReserved"},
+                                   {"message", ""},
+                                   {"lastTransitionTime", "2026-11-26T10:00:00Z"}}})},
+      {"admissionChecks",
+       json::array(
+           {{{"name", "mk"}, {"state", "Pending"}, {"message", ""}, {"lastTransitionTime", "2026-11-26T10:05:00Z"}}})}};
+  api.update({"kueue.x-k8s.io", "v1beta2", "workloads", "default", "wl", "status"}, workload);
+
+  test::TempDir dir;
+  dir.write("config.yaml", R"(apiVersion: config.multikueue-adapter.dev/v1alpha1
+kind: AdapterConfiguration
+leaderElection: {leaderElect: false}
+dispatch: {enabled: true}
+multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+)");
+  test::TestCa ca;
+  Service service(optionsWithCluster(dir, manager, ca));
+  service.start();
+  const std::string pending =
+      R"(multikueue_adapter_admission_check_state_oldest_timestamp_seconds{state="Pending"} )" +
+      std::to_string(std::chrono::system_clock::to_time_t(*parseRfc3339("2026-11-26T10:05:00Z")));
+  EXPECT_TRUE(eventually([&] { return service.metrics().render().find(pending) != std::string::npos; },
+                         std::chrono::seconds{60}))
+      << service.metrics().render();
+  service.stop();
+  EXPECT_EQ(service.metrics().render().find("multikueue_adapter_admission_check_state_oldest_timestamp_seconds{"),
+            std::string::npos)
+      << service.metrics().render();
 }
 
 TEST(ServiceTest, InvalidConfigurationRefusesToStartWithEveryError) {

@@ -193,10 +193,20 @@ class CountingObserver final : public DispatchObserver {
     std::lock_guard lock(mutex_);
     return admitted_;
   }
+  void oldestInCheckState(const std::string& state, std::optional<Clock::TimePoint> since) override {
+    std::lock_guard lock(mutex_);
+    oldest_[state] = since;
+  }
+  // The last oldest heard per state (nullopt: that none is in it); states never heard of are absent.
+  std::map<std::string, std::optional<Clock::TimePoint>> oldest() const {
+    std::lock_guard lock(mutex_);
+    return oldest_;
+  }
 
  private:
   mutable std::mutex mutex_;
   std::vector<std::string> dispatched_, admitted_;
+  std::map<std::string, std::optional<Clock::TimePoint>> oldest_;
 };
 
 // What a case starts from.
@@ -1493,6 +1503,32 @@ TEST(WorkloadReconcilerQuotaAware, AWorkerWhoseQueuesCannotBeReadIsSkippedSaying
   EXPECT_THAT(findCheckState(*wl, kCheck)->value("message", ""),
               ::testing::StartsWith("Nominated worker1; skipped worker2: room unknown, its ClusterQueues or "
                                     "LocalQueues cannot be read: "));
+}
+
+// The oldest running Workload per state of our check, for the stuck-Workloads alert.
+TEST(WorkloadReconcilerCheckStates, ARunningWorkloadCountsFromTheLaterOfItsCheckStateAndItsQuota) {
+  Given given;
+  checkEntry(given.workload)["lastTransitionTime"] = "2026-11-26T10:05:00Z";  // quota reserved at 10:00
+  World world(given);
+  world.reconcileWhenCached();
+  using Oldest = std::map<std::string, std::optional<Clock::TimePoint>>;
+  EXPECT_EQ(world.observer().oldest(), (Oldest{{"Pending", parseRfc3339("2026-11-26T10:05:00Z")}}));
+}
+
+TEST(WorkloadReconcilerCheckStates, AWorkloadWithoutQuotaWaitsOnTheManagersQueueNotOnTheDispatchLoop) {
+  Given given;
+  given.workload = withoutQuota(managerWorkload());
+  World world(given);
+  world.reconcileWhenCached();
+  EXPECT_TRUE(world.observer().oldest().empty());
+}
+
+TEST(WorkloadReconcilerCheckStates, AFinishedWorkloadWaitsOnNothing) {
+  Given given;
+  given.workload = withCondition(managerWorkload(), condition("Finished", true, "Succeeded"));
+  World world(given);
+  world.reconcileWhenCached();
+  EXPECT_TRUE(world.observer().oldest().empty());
 }
 
 }  // namespace

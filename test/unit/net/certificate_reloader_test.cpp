@@ -48,6 +48,31 @@ TEST_F(CertificateReloaderTest, LoadsAMatchingPair) {
   EXPECT_EQ(reloader.lastError(), "");
 }
 
+TEST_F(CertificateReloaderTest, NotAfterIsTheExpiryOfTheCertificateInUse) {
+  CertificateReloader reloader(cert_, key_);
+  EXPECT_FALSE(reloader.notAfter().has_value());  // nothing loaded yet
+  // The CA sets notAfter to the second it signs plus the validity: between these bounds.
+  const auto issued = [&](std::chrono::hours validity) {
+    const auto before = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    const auto leaf = ca_.issue({.validity = validity});
+    const auto after = std::chrono::system_clock::now();
+    writePair(leaf.certPem, leaf.keyPem);
+    return std::pair{before + validity, after + validity};
+  };
+  for (const auto validity : {std::chrono::hours{24 * 7}, std::chrono::hours{24 * 90}}) {
+    const auto [earliest, latest] = issued(validity);
+    ASSERT_EQ(reloader.reload(), "");
+    ASSERT_TRUE(reloader.notAfter().has_value());
+    EXPECT_GE(*reloader.notAfter(), earliest) << validity.count() << "h";
+    EXPECT_LE(*reloader.notAfter(), latest) << validity.count() << "h";
+  }
+  // A bad new pair leaves the one in use, and its expiry, in place.
+  const auto inUse = reloader.notAfter();
+  writePair("not a certificate", leaf_.keyPem);
+  EXPECT_NE(reloader.reload(), "");
+  EXPECT_EQ(reloader.notAfter(), inUse);
+}
+
 TEST_F(CertificateReloaderTest, AcceptsACertificateFollowedByItsChain) {
   writePair(leaf_.certPem + ca_.certPem(), leaf_.keyPem);
   CertificateReloader reloader(cert_, key_);

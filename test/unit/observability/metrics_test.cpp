@@ -2,13 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/promtool.h"
 #include "support/table_test.h"
+#include "support/temp_dir.h"
 
 namespace mka::observability {
 namespace {
@@ -260,6 +264,109 @@ TEST(MetricsTest, EveryFamilyHasHelp) {
         "multikueue_adapter_certificate_reloads_total"}) {
     EXPECT_TRUE(contains(text, std::string("# HELP ") + name + " ")) << name;
   }
+}
+
+TEST(MetricsTest, TheCertificateExpiryAppearsOnceSetAndFollowsEachLoad) {
+  Metrics metrics;
+  // No certificate loaded: no series, which an expiry alert would read as long expired.
+  EXPECT_FALSE(contains(metrics.render(), "\nmultikueue_adapter_webhook_certificate_expiry_timestamp_seconds "));
+  metrics.setWebhookCertificateExpiry(1800000000);
+  EXPECT_TRUE(
+      contains(metrics.render(), "\nmultikueue_adapter_webhook_certificate_expiry_timestamp_seconds 1800000000\n"))
+      << metrics.render();
+  metrics.setWebhookCertificateExpiry(1807776000);
+  EXPECT_TRUE(
+      contains(metrics.render(), "\nmultikueue_adapter_webhook_certificate_expiry_timestamp_seconds 1807776000\n"))
+      << metrics.render();
+}
+
+TEST(MetricsTest, ARemovedClusterTakesItsConnectedSeriesWithIt) {
+  Metrics metrics;
+  metrics.setClusterConnected("worker1", false);
+  metrics.setClusterConnected("worker2", true);
+  metrics.removeCluster("worker1");
+  metrics.removeCluster("worker3");  // never seen
+  const auto text = metrics.render();
+  EXPECT_FALSE(contains(text, R"(cluster="worker1")")) << text;
+  EXPECT_FALSE(contains(text, R"(cluster="worker3")")) << text;
+  EXPECT_TRUE(contains(text, R"(multikueue_adapter_cluster_connected{cluster="worker2"} 1)")) << text;
+}
+
+TEST(MetricsTest, TheOldestInACheckStateIsASeriesPerStateThatGoesWithTheLastWorkload) {
+  Metrics metrics;
+  metrics.setOldestInCheckState("Pending", 1800000000);
+  metrics.setOldestInCheckState("Retry", 1800000600);
+  metrics.setOldestInCheckState("Pending", 1800000300);
+  std::string text = metrics.render();
+  EXPECT_TRUE(contains(
+      text, R"(multikueue_adapter_admission_check_state_oldest_timestamp_seconds{state="Pending"} 1800000300)"))
+      << text;
+  EXPECT_TRUE(
+      contains(text, R"(multikueue_adapter_admission_check_state_oldest_timestamp_seconds{state="Retry"} 1800000600)"))
+      << text;
+  metrics.setOldestInCheckState("Pending", std::nullopt);
+  metrics.setOldestInCheckState("Ready", std::nullopt);  // never set: nothing to remove
+  text = metrics.render();
+  EXPECT_FALSE(contains(text, R"(state="Pending")")) << text;
+  EXPECT_TRUE(contains(text, R"(state="Retry")")) << text;
+  metrics.setOldestInCheckState("Ready", 1800000900);
+  metrics.clearOldestInCheckStates();
+  text = metrics.render();
+  EXPECT_FALSE(contains(text, "multikueue_adapter_admission_check_state_oldest_timestamp_seconds{")) << text;
+  metrics.setOldestInCheckState("Retry", 1800001200);  // a series again after the clear
+  EXPECT_TRUE(
+      contains(metrics.render(),
+               R"(multikueue_adapter_admission_check_state_oldest_timestamp_seconds{state="Retry"} 1800001200)"));
+}
+
+// Every series of every family, so that a scrape shows them all.
+void populateEveryFamily(Metrics& metrics) {
+  metrics.observeAdmission("mutate", "PipelineRun", "CREATE", "patched", 0.0002);
+  metrics.recordConfigReload(false);
+  metrics.recordCertificateReload(true);
+  metrics.setWebhookCertificateExpiry(1800000000);
+  metrics.setBuildInfo("v1.2.3");
+  metrics.setReplicaRole("leader", "multikueue-adapter");
+  metrics.recordWorkloadDispatched("cq", "worker1");
+  metrics.recordWorkloadAdmitted("cq", "worker1");
+  metrics.setClusterConnected("worker1", true);
+  metrics.setOldestInCheckState("Pending", 1800000000);
+  metrics.setWorkerClusterQueues("worker1", {{"cq", 2, {{"default", "cpu", 8, 2}}}});
+  metrics.recordIntegrationWorkloadCreated("PipelineRun.v1.tekton.dev");
+  metrics.recordIntegrationJobResumed("PipelineRun.v1.tekton.dev");
+  metrics.recordIntegrationJobStopped("PipelineRun.v1.tekton.dev");
+  metrics.recordIntegrationWorkloadFinished("PipelineRun.v1.tekton.dev", "Succeeded");
+  metrics.observeReconcile("mk-workload", "success", 0.001);
+  metrics.setQueueDepth("mk-workload", 3);
+}
+
+TEST(MetricsTest, FamilyNamesListEveryFamilyAScrapeShows) {
+  Metrics metrics;
+  const auto before = metrics.familyNames();  // with no sample yet
+  populateEveryFamily(metrics);
+  const auto names = metrics.familyNames();
+  EXPECT_EQ(names, before);
+  std::istringstream lines(metrics.render());
+  int families = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("# TYPE ")) continue;
+    ++families;
+    const auto name = line.substr(7, line.find(' ', 7) - 7);
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name << " is missing from familyNames()";
+  }
+  EXPECT_EQ(families, static_cast<int>(names.size())) << metrics.render();
+}
+
+TEST(MetricsTest, EveryFamilyPassesPromtoolCheckMetrics) {
+  const auto promtool = test::findPromtool();
+  ASSERT_TRUE(promtool) << test::kPromtoolMissing;
+  Metrics metrics;
+  populateEveryFamily(metrics);
+  test::TempDir dir;
+  const auto exposition = dir.write("metrics.txt", metrics.render());
+  const auto run = test::runTool(*promtool, {"check", "metrics"}, exposition);
+  EXPECT_EQ(run.exitCode, 0) << run.output;
+  EXPECT_EQ(run.output, "") << "promtool's lints:\n" << run.output << "\n" << metrics.render();
 }
 
 }  // namespace
