@@ -146,10 +146,19 @@ std::optional<json> WorkloadReconciler::cachedRemote(RemoteCluster& remote, cons
   return object;
 }
 
-void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const json& object) {
+void WorkloadReconciler::forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const json& object,
+                                      const std::string& workloadKey) {
   const auto slot = remote.name() + "|" + gvk.goString() + "|" + kube::Informer::keyOf(object);
   std::lock_guard lock(mutex_);
   removedRemotes_[slot] = metadataString(object, "uid");
+  auto& slots = removedSlotsOf_[workloadKey];
+  if (std::find(slots.begin(), slots.end(), slot) == slots.end()) slots.push_back(slot);
+}
+
+std::size_t WorkloadReconciler::remembered() const {
+  std::lock_guard lock(mutex_);
+  return deleted_.size() + removedRemotes_.size() + removedSlotsOf_.size() + incrementalRound_.size() +
+         quotaRound_.size() + written_.size();
 }
 
 void WorkloadReconciler::rememberDeleted(const json& workload) {
@@ -247,6 +256,10 @@ std::optional<WorkloadReconciler::Loaded> WorkloadReconciler::loadWorkload(const
 void WorkloadReconciler::forgetWorkload(const std::string& key) {
   std::lock_guard lock(mutex_);
   deleted_.erase(key);
+  if (auto it = removedSlotsOf_.find(key); it != removedSlotsOf_.end()) {
+    for (const auto& slot : it->second) removedRemotes_.erase(slot);
+    removedSlotsOf_.erase(it);
+  }
   incrementalRound_.erase(key);
   quotaRound_.erase(key);
   written_.erase(key);
@@ -385,7 +398,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
     const auto job = cachedRemote(remote, gvk, jobKey(group));
     if (job && ownedByOrigin(*job, options_.origin)) {
       group.adapter->deleteRemoteObject(remote.client(), group.ns, group.ownerName);
-      forgetRemote(remote, gvk, *job);
+      forgetRemote(remote, gvk, *job, group.key);
       log::info("remote job deleted", {{"workload", group.key}, {"cluster", remote.name()}, {"kind", gvk.kind}});
     }
   }
@@ -404,7 +417,7 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
     });
   }
   ignoring(kube::Reason::NotFound, [&] { remote.client().remove(api::kWorkloadGvk, group.ns, group.name); });
-  forgetRemote(remote, api::kWorkloadGvk, *copy);
+  forgetRemote(remote, api::kWorkloadGvk, *copy, group.key);
   log::info("remote workload deleted", {{"workload", group.key}, {"cluster", remote.name()}});
 }
 

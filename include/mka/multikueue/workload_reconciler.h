@@ -91,6 +91,10 @@ class WorkloadReconciler {
   // The manager's Workload informer saw `workload` deleted: keep it so the next reconcile can
   // clean the workers (§2.1 step 1).
   void rememberDeleted(const nlohmann::json& workload);
+  // Entries the reconciler keeps about Workloads between reconciles (deleted Workloads not yet
+  // cleaned, remote objects it deleted that a cache may still show, rounds, its own writes):
+  // they go with the Workload, so a long run does not grow with the jobs it has seen.
+  std::size_t remembered() const;
 
   // Keys of cached Workloads with a state for one of `checks` (event mapping), in one pass over
   // the cache. The keys `skip` accepts are passed over without decoding their Workloads (the
@@ -178,7 +182,10 @@ class WorkloadReconciler {
   // A worker's cached object, except one this reconciler deleted and the cache still shows.
   std::optional<nlohmann::json> cachedRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk,
                                              const std::string& key);
-  void forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const nlohmann::json& object);
+  // Remembers that `object` on `remote` was deleted for Workload `workloadKey`, until the cache
+  // catches up or the Workload is forgotten.
+  void forgetRemote(RemoteCluster& remote, const api::GroupVersionKind& gvk, const nlohmann::json& object,
+                    const std::string& workloadKey);
 
   kube::Client& manager_;
   const controller::ObjectReader& objects_;
@@ -202,8 +209,11 @@ class WorkloadReconciler {
   std::mutex placementMutex_;                 // the quota-aware decisions, one at a time (see quotaAwareNomination)
   std::map<std::string, long long> written_;  // key -> revision of our last status write
   std::map<std::string, std::string> removedRemotes_;  // "cluster|gvk|key" -> uid we deleted
-  std::mutex checkStatesMutex_;                        // its own: the observer is called under it
-  OldestPerState checkStates_;                         // the running Workloads' states of our check, for the observer
+  // Workload key -> its slots in removedRemotes_: a Workload's last removals are never looked up
+  // again, so they go with the Workload (else one entry per finished job, for ever).
+  std::map<std::string, std::vector<std::string>> removedSlotsOf_;
+  std::mutex checkStatesMutex_;  // its own: the observer is called under it
+  OldestPerState checkStates_;   // the running Workloads' states of our check, for the observer
 };
 
 }  // namespace mka::multikueue

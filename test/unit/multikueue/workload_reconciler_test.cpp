@@ -245,7 +245,8 @@ struct Expected {
   std::map<std::string, bool> remoteWorkloads;  // worker -> copy present (unlisted: not checked)
   std::map<std::string, bool> remoteJobs;
   std::vector<std::string> events;
-  std::vector<std::string> eventKinds;  // the kind of object each event is about; empty: not checked
+  std::vector<std::string> eventKinds;    // the kind of object each event is about; empty: not checked
+  std::optional<std::size_t> remembered;  // WorkloadReconciler::remembered() after the reconcile
   std::vector<std::string> dispatched;
   std::vector<std::string> admitted;
   json localJobStatus = nullptr;     // the manager's job status, when checked
@@ -490,6 +491,9 @@ void verify(World& world, const Expected& want) {
   for (const auto& [worker, present] : want.remoteJobs)
     EXPECT_EQ(world.workerObject(worker, kPipelineRuns).has_value(), present) << "job copy on " << worker;
   EXPECT_EQ(world.events().events(), want.events);
+  if (want.remembered) {
+    EXPECT_EQ(world.reconciler().remembered(), *want.remembered) << "kept after the Workload went";
+  }
   if (!want.eventKinds.empty()) {
     EXPECT_EQ(world.events().kinds(), want.eventKinds);
   }
@@ -648,14 +652,16 @@ std::vector<Case> cleanupWhenDeletedOrNotRunningCases() {
     return c;
   };
   {
-    Case c{"deleted (remembered from the informer): every copy removed", {}, {}};
+    Case c{"deleted (remembered from the informer): every copy removed, nothing kept", {}, {}};
     c.given.deletedBeforeReconcile = true;
+    c.expected.remembered = 0;
     cases.push_back(withCopies(c));
   }
   {
     Case c{"deleted with its owner job gone: every copy removed still", {}, {}};
     c.given.deletedBeforeReconcile = true;
     c.given.job = nullptr;
+    c.expected.remembered = 0;
     cases.push_back(withCopies(c));
   }
   {
