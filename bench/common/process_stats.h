@@ -22,6 +22,7 @@ namespace mka::bench {
 struct ProcessStats {
   double cpuSeconds = 0;  // user + system so far (/proc/<pid>/stat); 0 when unreadable
   double peakRssMiB = 0;  // VmHWM (/proc/<pid>/status)
+  double rssMiB = 0;      // VmRSS (/proc/<pid>/status): now
 };
 
 // utime + stime from a /proc/.../stat file, in seconds; 0 when unreadable. The command name may
@@ -46,8 +47,10 @@ inline ProcessStats statsOf(pid_t pid) {
   stats.cpuSeconds = cpuSecondsOfStat("/proc/" + std::to_string(pid) + "/stat");
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
-  while (std::getline(status, line))
+  while (std::getline(status, line)) {
     if (line.rfind("VmHWM:", 0) == 0) stats.peakRssMiB = std::stod(line.substr(6)) / 1024.0;
+    if (line.rfind("VmRSS:", 0) == 0) stats.rssMiB = std::stod(line.substr(6)) / 1024.0;
+  }
   return stats;
 }
 
