@@ -575,16 +575,21 @@ std::string toYamlStream(const std::vector<Manifest>& manifests) {
   return out;
 }
 
+std::optional<config::Configuration> loadConfigurationOrReport(const std::filesystem::path& configFile,
+                                                               std::ostream& err) {
+  auto result = config::loadConfigurationFile(configFile);
+  if (result.ok()) return std::move(*result.config);
+  for (const auto& error : result.errors) err << error.toString() << '\n';
+  err << configFile.string() << ": " << result.errors.size() << (result.errors.size() == 1 ? " error" : " errors")
+      << '\n';
+  return std::nullopt;
+}
+
 int manifestsCommand(const std::filesystem::path& configFile, const ManifestOptions& options, std::ostream& out,
                      std::ostream& err) {
-  auto result = config::loadConfigurationFile(configFile);
-  if (!result.ok()) {
-    for (const auto& error : result.errors) err << error.toString() << '\n';
-    err << configFile.string() << ": " << result.errors.size() << (result.errors.size() == 1 ? " error" : " errors")
-        << '\n';
-    return 1;
-  }
-  const auto& cfg = *result.config;
+  const auto loaded = loadConfigurationOrReport(configFile, err);
+  if (!loaded) return 1;
+  const auto& cfg = *loaded;
   if (options.role == Role::Worker && cfg.dispatch.enabled) {
     err << configFile.string()
         << ": dispatch.enabled: is true, but a worker runs no dispatch loop (--role worker): set dispatch.enabled: "

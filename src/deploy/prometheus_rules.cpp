@@ -180,16 +180,11 @@ Manifest renderPrometheusRule(const config::Configuration& cfg, const Prometheus
 
 int prometheusRulesCommand(const std::filesystem::path& configFile, const PrometheusRuleOptions& options,
                            std::ostream& out, std::ostream& err) {
-  auto result = config::loadConfigurationFile(configFile);
-  if (!result.ok()) {
-    for (const auto& error : result.errors) err << error.toString() << '\n';
-    err << configFile.string() << ": " << result.errors.size() << (result.errors.size() == 1 ? " error" : " errors")
-        << '\n';
-    return 1;
-  }
+  const auto loaded = loadConfigurationOrReport(configFile, err);
+  if (!loaded) return 1;
   out << "# multikueue-adapter manifests --prometheus-rules --stuck-after " << formatDuration(options.stuckAfter)
       << ": the adapter's alerts, rendered from its configuration file.\n"
-      << toYamlStream({renderPrometheusRule(*result.config, options)});
+      << toYamlStream({renderPrometheusRule(*loaded, options)});
   return 0;
 }
 

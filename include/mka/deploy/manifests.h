@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,11 @@ std::vector<Manifest> renderManifests(const config::Configuration& configuration
 // A multi-document YAML stream ("---" between documents), each object after its comment;
 // multi-line strings (the configuration) as literal blocks.
 std::string toYamlStream(const std::vector<Manifest>& manifests);
+
+// The configuration in `configFile`, or nullopt after writing each problem and their count to
+// `err` as validate-config does: what every rendering command reads first.
+std::optional<config::Configuration> loadConfigurationOrReport(const std::filesystem::path& configFile,
+                                                               std::ostream& err);
 
 // The `manifests` subcommand: reads and validates `configFile` (a configuration validate-config
 // refuses is refused with the same messages on `err`), checks it suits the role, and writes the

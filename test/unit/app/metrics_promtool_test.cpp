@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app_test_util.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/child_process.h"
 #include "support/eventually.h"
@@ -41,39 +42,10 @@ multiKueue:
   - name: PipelineRun.v1.tekton.dev
 )";
 
-sandbox::ClusterOptions managerWithKueueAndTekton() {
-  const std::filesystem::path crds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
-  sandbox::ClusterOptions options{.name = "manager"};
-  for (const auto& entry : std::filesystem::directory_iterator(crds)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with("kueue.x-k8s.io_") || name.starts_with("tekton.dev_"))
-      options.crdFiles.push_back(entry.path());
-  }
-  return options;
-}
-
 std::string scrape(int port) {
   httplib::Client client("127.0.0.1", port);
   const auto res = client.Get("/metrics");
   return res && res->status == 200 ? res->body : std::string();
-}
-
-json pipelineRunReview() {
-  return {
-      {"apiVersion", "admission.k8s.io/v1"},
-      {"kind", "AdmissionReview"},
-      {"request",
-       {{"uid", "uid-1"},
-        {"kind", {{"group", "tekton.dev"}, {"version", "v1"}, {"kind", "PipelineRun"}}},
-        {"resource", {{"group", "tekton.dev"}, {"version", "v1"}, {"resource", "pipelineruns"}}},
-        {"name", "build-1"},
-        {"namespace", "ci"},
-        {"operation", "CREATE"},
-        {"object",
-         {{"apiVersion", "tekton.dev/v1"},
-          {"kind", "PipelineRun"},
-          {"metadata", {{"name", "build-1"}, {"namespace", "ci"}, {"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}},
-          {"spec", {{"pipelineRef", {{"name", "p"}}}}}}}}}};
 }
 
 TEST(MetricsPromtoolTest, WhatServeExportsPassesPromtoolCheckMetrics) {
@@ -81,7 +53,7 @@ TEST(MetricsPromtoolTest, WhatServeExportsPassesPromtoolCheckMetrics) {
   ASSERT_TRUE(promtool) << test::kPromtoolMissing;
 
   sandbox::Sandbox sandbox;
-  auto& manager = sandbox.addCluster(managerWithKueueAndTekton());
+  auto& manager = sandbox.addCluster(test_util::managerWithKueueAndTekton());
   manager.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "kueue-system"}}}});
   // A worker whose kubeconfig Secret is missing: the cluster controller reconciles it.
   manager.api().create(
@@ -121,7 +93,7 @@ TEST(MetricsPromtoolTest, WhatServeExportsPassesPromtoolCheckMetrics) {
   httplib::SSLClient webhook("127.0.0.1", webhookPort);
   webhook.set_ca_cert_path(files.ca.string().c_str());
   webhook.enable_server_certificate_verification(true);
-  const auto answer = webhook.Post("/mutate", pipelineRunReview().dump(), "application/json");
+  const auto answer = webhook.Post("/mutate", test_util::pipelineRunReview().dump(), "application/json");
   ASSERT_TRUE(answer && answer->status == 200) << test::readFile(log);
 
   const auto text = scrape(metricsPort);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app_test_util.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/child_process.h"
 #include "support/eventually.h"
@@ -48,17 +49,6 @@ multiKueue:
   - name: Workflow.v1alpha1.argoproj.io
 )";
 
-sandbox::ClusterOptions managerWithoutArgo() {
-  const std::filesystem::path crds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
-  sandbox::ClusterOptions options{.name = "manager"};
-  for (const auto& entry : std::filesystem::directory_iterator(crds)) {
-    const auto name = entry.path().filename().string();
-    if (name.starts_with("kueue.x-k8s.io_") || name.starts_with("tekton.dev_"))
-      options.crdFiles.push_back(entry.path());
-  }
-  return options;
-}
-
 int readyz(int port) {
   httplib::Client client("127.0.0.1", port);
   const auto res = client.Get("/readyz");
@@ -67,7 +57,7 @@ int readyz(int port) {
 
 TEST(ServeProcessTest, SigtermEndsItWithinTwoSecondsWhileAConfiguredKindsCrdIsMissing) {
   sandbox::Sandbox sandbox;
-  auto& manager = sandbox.addCluster(managerWithoutArgo());
+  auto& manager = sandbox.addCluster(test_util::managerWithKueueAndTekton());  // no Argo CRD
   manager.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "kueue-system"}}}});
   test::TempDir dir;
   dir.write("config.yaml", kConfiguration);

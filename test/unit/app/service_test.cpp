@@ -1,5 +1,6 @@
 // The `serve` service in-process: wiring of config, certificates, webhook, probes and metrics.
 #include "mka/app/service.h"
+#include "app_test_util.h"
 
 #include <httplib.h>
 
@@ -33,6 +34,8 @@
 namespace mka::app {
 namespace {
 
+using test_util::pipelineRunReview;
+
 using nlohmann::json;
 using test::eventually;
 
@@ -44,24 +47,6 @@ multiKueue:
   externalFrameworks:
   - name: PipelineRun.v1.tekton.dev
 )";
-
-json pipelineRunReview(const std::string& uid = "uid-1") {
-  return {
-      {"apiVersion", "admission.k8s.io/v1"},
-      {"kind", "AdmissionReview"},
-      {"request",
-       {{"uid", uid},
-        {"kind", {{"group", "tekton.dev"}, {"version", "v1"}, {"kind", "PipelineRun"}}},
-        {"resource", {{"group", "tekton.dev"}, {"version", "v1"}, {"resource", "pipelineruns"}}},
-        {"name", "build-1"},
-        {"namespace", "ci"},
-        {"operation", "CREATE"},
-        {"object",
-         {{"apiVersion", "tekton.dev/v1"},
-          {"kind", "PipelineRun"},
-          {"metadata", {{"name", "build-1"}, {"namespace", "ci"}, {"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}},
-          {"spec", {{"pipelineRef", {{"name", "p"}}}}}}}}}};
-}
 
 ServeOptions optionsFor(const test::TempDir& dir) {
   ServeOptions o;
