@@ -213,7 +213,11 @@ TEST_F(PlacementE2E, Story2LabelSelectedWorkersAndADecisionChangeMovesNewJobs) {
   EXPECT_EQ(startsOn(before, kPipelineRun, "story2-before"), 1) << "ran once, where it was admitted";
   // The remote copies go in the reconcile after the one that marks the Workload finished.
   EXPECT_TRUE(eventually([&] { return !workload("worker3", beforeWl).has_value(); })) << "nothing left on worker3";
-  ASSERT_TRUE(eventually([&] { return activeIs(checkName_, "True", "Active"); })) << active(checkName_).dump();
+  // Under load a decided worker's connection attempt may fail; its retry waits on the fake clock.
+  ASSERT_TRUE(eventually([&] {
+    advance(std::chrono::seconds{5});
+    return activeIs(checkName_, "True", "Active");
+  })) << active(checkName_).dump();
   for (int i = 0; i < 2; ++i) runOnDecided("story2-after-" + std::to_string(i), name, {"worker1", "worker2"});
 }
 
