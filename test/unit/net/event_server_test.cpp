@@ -26,6 +26,7 @@
 #include "support/log_capture.h"
 #include "support/ports.h"
 #include "support/raw_http.h"
+#include "support/sanitizers.h"
 #include "support/serving_certificates.h"
 #include "support/table_test.h"
 #include "support/tls_record_proxy.h"
@@ -261,6 +262,8 @@ TEST_F(EventServerTest, HalfSentRequestsKeepTheirBytesWhileTheLoopServesOtherCon
 // kube-apiserver holds a keep-alive connection per concurrent call; a fleet's worth of them,
 // each with requests in flight back to back, all get their own answers.
 TEST_F(EventServerTest, AThousandKeepAliveConnectionsWithPipelinedRequestsEachGetTheirAnswers) {
+  if (mka::test::kUnderThreadSanitizer)
+    GTEST_SKIP() << "a thousand connections: minutes under TSan, on the loops the other tests run";
   rlimit files{};
   ::getrlimit(RLIMIT_NOFILE, &files);
   if (files.rlim_cur < 2100 && files.rlim_max >= 2100) {

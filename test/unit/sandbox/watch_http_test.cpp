@@ -8,6 +8,7 @@
 
 #include "mka/sandbox/sandbox.h"
 #include "sandbox_http.h"
+#include "support/sanitizers.h"
 #include "support/tls_record_proxy.h"
 
 namespace mka::sandbox {
@@ -294,6 +295,8 @@ TEST_F(WatchHttpTest, MetadataOnlyWatchesSendPartialObjectMetadata) {
 }
 
 TEST_F(WatchHttpTest, AHundredOpenWatchesDoNotStarveOrdinaryRequests) {
+  if (mka::test::kUnderThreadSanitizer)
+    GTEST_SKIP() << "a hundred watches: minutes under TSan, and the threads of one watch, which the other tests run";
   std::vector<std::unique_ptr<test::WatchReader>> watches;
   for (int i = 0; i < 100; ++i) {
     watches.push_back(

@@ -179,7 +179,7 @@ MKA_TABLE_TEST(FixturesTest, EachFixtureGetsItsAnswer, Case, eachFixtureGetsItsA
 }
 
 // The fixtures stand for real jobs, so they must keep looking like them.
-TEST(Fixtures, LookLikeRealJobs) {
+TEST(WebhookFixtures, LookLikeRealJobs) {
   const std::filesystem::path dir = std::filesystem::path(MKA_FIXTURES_DIR) / "admission";
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

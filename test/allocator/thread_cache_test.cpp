@@ -8,7 +8,7 @@
 namespace mka {
 namespace {
 
-// Only meaningful on jemalloc (common_test links it when the build does: not under sanitizers).
+// Only meaningful on jemalloc (allocator_test links it when the build does: not under sanitizers).
 // scripts/test.sh runs it in such a build with MKA_EXPECT_JEMALLOC=1, where skipping would hide
 // a broken link.
 TEST(ThreadCacheTest, ADisabledThreadHasNoCacheAndOtherThreadsKeepTheirs) {
