@@ -86,10 +86,13 @@ void Controller::work() {
       }
     } catch (const kube::ApiError& e) {
       outcome = "error";
-      // A conflict is a stale cache, not a fault: the retry reads the newer object.
-      log::at(
-          e.reason() == kube::Reason::Conflict ? spdlog::level::debug : spdlog::level::warn, "reconcile failed",
-          {{"controller", options_.name}, {"key", *key}, {"retries", queue_->numRequeues(*key)}, {"error", e.what()}});
+      // A conflict (the object changed) or a NotFound (it was deleted, e.g. a finished job's
+      // Workload) after a read from the cache is a stale cache, not a fault: the retry reads the
+      // newer state, so the first retries log at debug. One that persists is something else.
+      const int retries = queue_->numRequeues(*key);
+      const bool stale = e.reason() == kube::Reason::Conflict || e.reason() == kube::Reason::NotFound;
+      log::at(stale && retries < kStaleCacheRetries ? spdlog::level::debug : spdlog::level::warn, "reconcile failed",
+              {{"controller", options_.name}, {"key", *key}, {"retries", retries}, {"error", e.what()}});
       queue_->addRateLimited(*key);
     } catch (const std::exception& e) {
       outcome = "error";

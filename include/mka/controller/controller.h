@@ -45,6 +45,9 @@ class ControllerObserver {
 class Controller {
  public:
   using Reconcile = std::function<Result(const std::string& key)>;
+  // A Conflict or NotFound from the API server is logged at debug for this many retries of a
+  // key (a stale cache clears on the next read), at warn after.
+  static constexpr int kStaleCacheRetries = 3;
   struct Options {
     std::string name;  // logs, thread names (keep it short: threads are named "<name>-N")
     std::size_t workers = 1;

@@ -83,9 +83,11 @@ TEST(ControllerTest, AnErrorRetriesTheKeyWithBackoffUntilItSucceeds) {
   EXPECT_EQ(observer.count("test", "success"), 1);
 }
 
-// A conflict is a stale read, retried like any error but logged at debug: a fleet with many
-// writers would otherwise warn on every ordinary race. Other failures warn.
-TEST(ControllerTest, AConflictIsLoggedAtDebugAndOtherFailuresWarn) {
+// A conflict or a NotFound is a stale read (the object changed or was deleted since the cache
+// saw it), retried like any error but logged at debug for the first retries: a fleet with many
+// writers and finished jobs would otherwise warn on every ordinary race. One that persists warns,
+// as other failures do.
+TEST(ControllerTest, StaleReadsAreLoggedAtDebugUntilTheyPersistAndOtherFailuresWarn) {
   const auto previous = spdlog::default_logger();
   auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
   sink->set_formatter(log::makeFormatter(log::Format::Text));
@@ -97,20 +99,27 @@ TEST(ControllerTest, AConflictIsLoggedAtDebugAndOtherFailuresWarn) {
     Controller controller({"test", 1, nullptr}, [&](const std::string&) {
       ++calls;
       if (calls == 1) throw kube::ApiError(kube::Reason::Conflict, 409, "PUT /x: the object has been modified");
-      if (calls == 2) throw kube::ApiError(kube::Reason::Forbidden, 403, "PUT /x: forbidden");
+      if (calls == 2) throw kube::ApiError(kube::Reason::NotFound, 404, "PUT /x: not found");
+      if (calls == 3) throw kube::ApiError(kube::Reason::Forbidden, 403, "PUT /x: forbidden");
+      if (calls == 4) throw kube::ApiError(kube::Reason::NotFound, 404, "PUT /x: not found");
       return Result::done();
     });
     controller.start();
     controller.enqueue("a");
-    ASSERT_TRUE(eventually([&] { return calls.load() == 3 && controller.idle(); }));
+    ASSERT_TRUE(eventually([&] { return calls.load() == 5 && controller.idle(); }));
   }
   spdlog::set_default_logger(previous);
+  static_assert(Controller::kStaleCacheRetries == 3, "the fourth call is the first past the stale retries");
   const auto lines = sink->last_formatted();
-  ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(lines);
-  EXPECT_THAT(lines[0], ::testing::HasSubstr(" level=debug "));
-  EXPECT_THAT(lines[0], ::testing::HasSubstr(R"(msg="reconcile failed" controller=test key=a retries=0 error=)"));
-  EXPECT_THAT(lines[1], ::testing::HasSubstr(" level=warn "));
-  EXPECT_THAT(lines[1], ::testing::HasSubstr(R"(msg="reconcile failed" controller=test key=a retries=1 error=)"));
+  ASSERT_EQ(lines.size(), 4u) << ::testing::PrintToString(lines);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"debug", "retries=0"}, {"debug", "retries=1"}, {"warn", "retries=2"}, {"warn", "retries=3"}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(lines[i]);
+    EXPECT_THAT(lines[i], ::testing::HasSubstr(" level=" + expected[i].first + " "));
+    EXPECT_THAT(lines[i], ::testing::HasSubstr(R"(msg="reconcile failed" controller=test key=a )" + expected[i].second +
+                                               " error="));
+  }
 }
 
 TEST(ControllerTest, RequeueAfterBringsTheKeyBackWhenTheClockSaysSo) {
