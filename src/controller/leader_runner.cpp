@@ -1,5 +1,7 @@
 #include "mka/controller/leader_runner.h"
 
+#include <algorithm>
+
 #include "mka/common/log.h"
 #include "mka/common/thread_cache.h"
 #include "mka/common/thread_name.h"
@@ -19,7 +21,7 @@ void LeaderRunner::start() {
   if (options_.election) {
     auto le = *options_.election;
     le.onStartedLeading = [this] { post({Message::Type::Lead, {}}); };
-    le.onStoppedLeading = [this] { post({Message::Type::Follow, {}}); };
+    le.onStoppedLeading = [this] { loseLeadership(); };
     le.onNewLeader = [](const std::string& identity) { log::info("leader observed", {{"identity", identity}}); };
     elector_ = std::make_unique<kube::LeaderElector>(client_, le);  // throws on bad durations
   }
@@ -38,7 +40,11 @@ void LeaderRunner::start() {
 }
 
 void LeaderRunner::stop() {
-  stopping_.request_stop();        // a group's start waiting for caches gives up
+  {
+    std::lock_guard lock(mutex_);
+    stopping_.request_stop();
+    term_.request_stop();  // a group's start waiting for caches gives up
+  }
   if (elector_) elector_->stop();  // may post Follow
   post({Message::Type::Stop, {}});
   if (thread_.joinable()) thread_.join();
@@ -56,6 +62,18 @@ bool LeaderRunner::leading() const {
 bool LeaderRunner::running(const std::string& group) const {
   std::lock_guard lock(mutex_);
   return running_.count(group) != 0;
+}
+
+// On the elector's thread. A group's start in progress gives up at once: the groups must not
+// run, even for a moment, once another replica may lead. The Follow is queued under the same
+// lock, so a Lead being handled either sees it queued or gets a term that this stops.
+void LeaderRunner::loseLeadership() {
+  {
+    std::lock_guard lock(mutex_);
+    term_.request_stop();
+    messages_.push_back({Message::Type::Follow, {}});
+  }
+  wake_.notify_all();
 }
 
 void LeaderRunner::post(Message message) {
@@ -88,7 +106,15 @@ void LeaderRunner::run() {
       }
       message = std::move(messages_.front());
       messages_.pop_front();
-      if (message.type == Message::Type::Lead) leading_ = true;
+      if (message.type == Message::Type::Lead) {
+        leading_ = true;
+        // A new term, unless the leadership was lost again before this was handled (its Follow
+        // is queued behind): then the term stays stopped and nothing starts.
+        const bool lostAgain = std::any_of(messages_.begin(), messages_.end(), [](const Message& m) {
+          return m.type == Message::Type::Follow || m.type == Message::Type::Stop;
+        });
+        if (term_.stop_requested() && !stopping_.stop_requested() && !lostAgain) term_ = std::stop_source{};
+      }
       if (message.type == Message::Type::Follow || message.type == Message::Type::Stop) leading_ = false;
     }
     switch (message.type) {
@@ -114,16 +140,22 @@ void LeaderRunner::run() {
 }
 
 void LeaderRunner::startGroups() {
+  std::stop_token term;
+  {
+    std::lock_guard lock(mutex_);
+    term = term_.get_token();
+  }
+  if (term.stop_requested()) return;
   if (!prepared_) {
     if (options_.beforeStart) options_.beforeStart();
     prepared_ = true;
   }
   for (std::size_t i = 0; i < options_.groups.size(); ++i) {
     if (stops_[i] || idle_[i]) continue;
-    if (stopping_.stop_requested()) return;
+    if (term.stop_requested()) return;
     const auto& group = options_.groups[i];
     try {
-      auto stop = group.start(stopping_.get_token());
+      auto stop = group.start(term);
       if (!stop) {
         idle_[i] = true;
         continue;
@@ -132,8 +164,8 @@ void LeaderRunner::startGroups() {
       std::lock_guard lock(mutex_);
       running_.insert(group.name);
     } catch (const std::exception& e) {
-      if (stopping_.stop_requested()) {
-        log::info(group.name + " not started: the replica is stopping", {{"error", e.what()}});
+      if (term.stop_requested()) {
+        log::info(group.name + " not started: the replica is stopping or lost the leadership", {{"error", e.what()}});
         return;
       }
       // The caches cannot sync (CRDs missing, RBAC): stay up for the webhooks, say why, retry.

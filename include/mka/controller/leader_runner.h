@@ -13,9 +13,9 @@
 // Threads: owns one thread ("leader") that starts and stops the groups in answer to messages
 // posted by the elector's thread (leadership gained or lost), restartIf()'s caller and stop().
 // Starting a group waits for caches, so it never runs on the elector's thread (that would delay
-// lease renewals), and stop() does not wait for it: it requests stop on the token every start
-// is given, which ends the wait. Every Options function runs on the "leader" thread; leading()
-// and running() from any thread.
+// lease renewals), and neither stop() nor a lost leadership waits for it: each requests stop on
+// the token the start was given (one per leadership term), which ends the wait. Every Options
+// function runs on the "leader" thread; leading() and running() from any thread.
 
 #include <chrono>
 #include <condition_variable>
@@ -44,8 +44,8 @@ class LeaderRunner {
     // Builds and starts the group. Returns its stop function, or nullopt when the group has
     // nothing to run (its feature is off): then it is not retried. Throws when it cannot start;
     // the error is logged and the start retried. Once stop is requested on `stopping` (the
-    // runner stops), a start still waiting (for caches) gives up: it throws, or returns what
-    // stops what it started.
+    // runner stops, or the replica lost the leadership), a start still waiting (for caches)
+    // gives up: it throws, or returns what stops what it started.
     std::function<std::optional<Stop>(std::stop_token stopping)> start;
   };
   struct Options {
@@ -88,6 +88,7 @@ class LeaderRunner {
     std::function<bool()> changed;  // Restart only
   };
   void post(Message message);
+  void loseLeadership();
   void run();
   void startGroups();
   void stopGroups();
@@ -103,7 +104,10 @@ class LeaderRunner {
   bool leading_ = false;
   std::set<std::string> running_;
   bool stopped_ = false;
-  std::stop_source stopping_;  // requested by stop(): a group's start in progress gives up
+  std::stop_source stopping_;  // requested by stop()
+  // The current leadership term, requested by stop() and when the leadership is lost: a group's
+  // start in progress gives up. A Lead after a lost term starts a new one.
+  std::stop_source term_;
 
   // Owned by the "leader" thread.
   std::vector<std::optional<Stop>> stops_;  // per group: nullopt not started (or failed)

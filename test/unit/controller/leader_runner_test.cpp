@@ -135,6 +135,45 @@ TEST_F(LeaderRunnerTest, StopGivesUpAGroupStartThatWaits) {
   EXPECT_FALSE(runner.running("b"));
 }
 
+// The leadership lost while a group's start waits for its caches: the start gives up then, not
+// when the caches sync (an hour here), so the groups never run once another replica may lead.
+TEST_F(LeaderRunnerTest, LosingTheLeadershipGivesUpAGroupStartThatWaits) {
+  LeaderRunner::Group waiting{"waiting", [&](std::stop_token stopping) -> std::optional<LeaderRunner::Stop> {
+                                steps.add("start waiting");
+                                std::mutex mutex;
+                                std::condition_variable_any wake;
+                                std::unique_lock lock(mutex);
+                                wake.wait_for(lock, stopping, 1h, [] { return false; });
+                                steps.add("waiting gave up");
+                                throw Error("caches of kind X did not sync");
+                              }};
+  auto options = withSteps({recorded(steps, "a"), waiting, recorded(steps, "b")});
+  options.election = lease("first");
+  std::atomic<int> lost{0};
+  options.onLeading = [&](bool leading) {
+    if (!leading) ++lost;
+  };
+  LeaderRunner runner(*client, options);
+  runner.start();
+  ASSERT_TRUE(test::eventually([&] { return steps.all().size() == 3u; }));
+
+  // Another replica holds the Lease for an hour (as after a partition): renewals fail until the
+  // renew deadline, and this replica does not lead again within the test.
+  const sandbox::ResourceRef ref{"coordination.k8s.io", "v1", "leases", "default", "runner", ""};
+  auto held = cluster.api().get(ref);
+  held["spec"]["holderIdentity"] = "other";
+  held["spec"]["leaseDurationSeconds"] = 3600;
+  cluster.api().update(ref, held);
+  ASSERT_TRUE(test::eventually([&] { return lost.load() == 1 && steps.all().size() == 6u; }));
+  EXPECT_EQ(steps.all(),
+            (std::vector<std::string>{"before", "start a", "start waiting", "waiting gave up", "stop a", "after"}));
+  EXPECT_FALSE(runner.leading());
+  EXPECT_FALSE(runner.running("a"));
+  EXPECT_FALSE(runner.running("b"));
+  runner.stop();
+  EXPECT_EQ(steps.all().size(), 6u);
+}
+
 TEST_F(LeaderRunnerTest, AGroupWithNothingToRunIsNotRetried) {
   std::atomic<int> attempts{0};
   LeaderRunner::Group off{"off", [&](std::stop_token) -> std::optional<LeaderRunner::Stop> {
