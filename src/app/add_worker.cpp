@@ -377,7 +377,8 @@ std::string decoded(const json& secret, const char* key) {
 }
 
 // The built kubeconfig passes the dispatcher's own security rules, and works: it lists
-// Workloads and every dispatched kind on the worker, as the dispatch loop's informers will.
+// Workloads and every dispatched kind the worker serves, as the dispatch loop's informers will
+// (a kind it lacks was noted by checkKindsServed).
 void checkKubeconfig(const Side& worker, const std::string& kubeconfig, const std::string& name,
                      const config::Configuration& cfg, std::chrono::milliseconds timeout) {
   if (const auto problem = kube::validateKubeconfigSecurity(kubeconfig))
@@ -398,6 +399,7 @@ void checkKubeconfig(const Side& worker, const std::string& kubeconfig, const st
         probe.client->list(gvk, "", {.limit = 1});
         break;
       } catch (const kube::ApiError& e) {
+        if (gvk != api::kWorkloadGvk && kube::isKindNotServed(e)) break;
         // A new token or binding can take a moment to be honoured everywhere.
         const bool settling = e.reason() == kube::Reason::Unauthorized || e.reason() == kube::Reason::Forbidden;
         if (!settling || std::chrono::steady_clock::now() >= deadline) throw Error(failure(probe, "list", ref, e));

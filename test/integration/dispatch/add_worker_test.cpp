@@ -209,6 +209,23 @@ TEST_F(AddWorker, ConnectsTheWorkerAndAJobRunsThere) {
   EXPECT_GT(calls, 0u) << "the dispatch loop never authenticated as the ServiceAccount";
 }
 
+// A worker without one dispatched kind's CRD is onboarded all the same: the dispatch loop keeps
+// it for the kinds it serves (multikueue/cluster_registry.h), so add-worker notes the missing
+// kind instead of refusing, and the other kinds' jobs run there.
+TEST_F(AddWorker, AWorkerWithoutAKindsCrdIsAddedWithANoteAndTakesTheOtherKinds) {
+  env_->client(kWorker).remove({"apiextensions.k8s.io", "v1", "CustomResourceDefinition"}, "", "workflows.argoproj.io");
+  const auto added = add(options());
+  ASSERT_EQ(added.code, 0) << added.err;
+  EXPECT_THAT(added.err, HasSubstr("note: worker (context worker2, https://"));
+  EXPECT_THAT(added.err, HasSubstr(" does not serve Workflow.v1alpha1.argoproj.io: their jobs go to other workers "
+                                   "until their CRDs are installed there"));
+  EXPECT_THAT(added.err, Not(HasSubstr("PipelineRun")));
+  EXPECT_THAT(added.out, HasSubstr("MultiKueueCluster worker2 created"));
+  EXPECT_EQ(configClusters(), (std::vector<std::string>{"worker1", kWorker}));
+  ASSERT_TRUE(awaitReconnect(kWorker)) << "the dispatch loop did not connect to " << kWorker;
+  EXPECT_EQ(runOnAWorker(kPipelineRun, "pr-without-argo").second, kWorker);
+}
+
 TEST_F(AddWorker, DryRunPrintsBothClustersAndWritesNothing) {
   quiesce();
   const auto manager = revision("manager"), worker = revision(kWorker);
