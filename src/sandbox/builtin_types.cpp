@@ -19,6 +19,7 @@ const std::map<std::pair<std::string, std::string>, std::string> kTyped = {
     {{"", "secrets"}, "Secret"},
     {{"", "namespaces"}, "Namespace"},
     {{"", "serviceaccounts"}, "ServiceAccount"},
+    {{"", "services"}, "Service"},
     {{"", "events"}, "Event"},
     {{"events.k8s.io", "events"}, "Event"},
     {{"coordination.k8s.io", "leases"}, "Lease"},

@@ -326,6 +326,20 @@ TEST_F(ClusterHttpTest, BuiltinKindsAreTypedAsKubeApiserverDecodesThem) {
   EXPECT_EQ(test::bodyOf(res)["message"],
             "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 3");
 
+  // A Service's port is an int32 (a string is a 400, as kube-apiserver answers), its targetPort
+  // an int or a name.
+  res = post("/api/v1/namespaces/default/services",
+             {{"metadata", {{"name", "svc"}}}, {"spec", {{"ports", {{{"port", "443"}, {"targetPort", "https"}}}}}}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(test::bodyOf(res)["message"],
+            "Service in version \"v1\" cannot be handled as a Service: json: cannot unmarshal string into Go struct "
+            "field ServicePort.spec.ports.port of type int32");
+  res = post("/api/v1/namespaces/default/services",
+             {{"metadata", {{"name", "svc"}}}, {"spec", {{"ports", {{{"port", 443}, {"targetPort", "https"}}}}}}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 201) << res->body;
+
   res = post("/api/v1/namespaces/default/secrets",
              {{"metadata", {{"name", "s"}}}, {"data", {{"k", "dg=="}, {"a", "eA=="}}}, {"stringData", {{"a", "b"}}}});
   ASSERT_TRUE(res);
