@@ -4,29 +4,22 @@
 
 #include "mka/api/kueue.h"
 #include "mka/api/views.h"
+#include "mka/app/command_setup.h"
+#include "mka/app/worker_client.h"
 #include "mka/common/errors.h"
 #include "mka/common/quantity.h"
 #include "mka/common/strings.h"
-#include "mka/config/loader.h"
 #include "mka/controller/object_reader.h"
-#include "mka/controller/status_update.h"
 #include "mka/kube/api_error.h"
 #include "mka/kube/kubeconfig.h"
-#include "mka/kube/rate_limiter.h"
 #include "mka/multikueue/api.h"
 #include "mka/multikueue/capacity.h"
-#include "mka/multikueue/cluster_source.h"
 
 namespace mka::app {
 
 using nlohmann::json;
 
 namespace {
-
-std::string errorOf(const std::exception& e) {
-  if (const auto* api = dynamic_cast<const kube::ApiError*>(&e)) return controller::apiErrorMessage(*api);
-  return e.what();
-}
 
 std::string note(const WorkerRow& row) {
   std::vector<std::string> parts;
@@ -38,26 +31,12 @@ std::string note(const WorkerRow& row) {
 // One worker, read through its MultiKueueCluster's source.
 void readWorker(const json& cluster, const controller::ObjectReader& manager, const config::Configuration& cfg,
                 std::chrono::milliseconds timeout, WorkerRow& row) {
-  const auto source =
-      multikueue::loadClusterSource(manager, cluster, cfg.namespace_, std::string(multikueue::kKubeconfigPathPrefix),
-                                    cfg.multiKueue.clusterProfile ? &*cfg.multiKueue.clusterProfile : nullptr);
-  if (!source.ok()) {
-    row.error = source.reason + ": " + source.error;
+  auto connection = connectWorker(cluster, manager, cfg, timeout, "multikueue-adapter workers");
+  if (!connection.client) {
+    row.error = connection.error;
     return;
   }
-  std::unique_ptr<kube::Client> client;
-  try {
-    kube::ClientOptions options;
-    options.qps = 0;
-    options.maxRetries = 0;
-    options.timeout = timeout;
-    options.userAgent = "multikueue-adapter workers";
-    client = std::make_unique<kube::Client>(
-        std::make_shared<kube::RestClient>(multikueue::restConfigOf(row.name, source, kube::systemClock()), options));
-  } catch (const std::exception& e) {
-    row.error = e.what();
-    return;
-  }
+  auto& client = connection.client;
   // Connected as the dispatch loop is: its copies of this manager's Workloads can be listed.
   kube::ListOptions ours;
   ours.labelSelector = std::string(api::kOriginLabel) + "=" + cfg.multiKueue.origin;
@@ -69,7 +48,7 @@ void readWorker(const json& cluster, const controller::ObjectReader& manager, co
     }
     row.connected = true;
   } catch (const std::exception& e) {
-    row.error = "cannot list its Workloads: " + errorOf(e);
+    row.error = "cannot list its Workloads: " + errorText(e);
     return;
   }
   for (const auto& f : cfg.multiKueue.externalFrameworks) {
@@ -94,7 +73,7 @@ void readWorker(const json& cluster, const controller::ObjectReader& manager, co
           }
     }
   } catch (const std::exception& e) {
-    row.error = "cannot list its ClusterQueues: " + errorOf(e);
+    row.error = "cannot list its ClusterQueues: " + errorText(e);
   }
 }
 
@@ -122,18 +101,7 @@ void printTable(const std::vector<WorkerRow>& rows, bool wide, std::ostream& out
       line.insert(line.begin() + 2, r.activeStatus.empty() ? "-" : r.activeStatus + " (" + r.activeReason + ")");
     table.push_back(std::move(line));
   }
-  std::vector<std::size_t> width(header.size(), 0);
-  for (const auto& line : table)
-    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  for (const auto& line : table) {
-    std::string text;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      text += line[i];
-      if (i + 1 < line.size()) text += std::string(width[i] - line[i].size() + 3, ' ');
-    }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
-    out << text << "\n";
-  }
+  printColumns(table, out);
 }
 
 }  // namespace
@@ -154,7 +122,7 @@ std::vector<WorkerRow> readWorkers(kube::Client& manager, const config::Configur
     try {
       readWorker(cluster, reader, cfg, timeout, row);
     } catch (const std::exception& e) {
-      row.error = errorOf(e);
+      row.error = errorText(e);
     }
     rows.push_back(std::move(row));
   }
@@ -190,21 +158,12 @@ int workersCommand(const WorkersCommandOptions& options, std::ostream& out, std:
     err << "error: -o " << options.output << ": unknown output format: use wide or json\n";
     return 2;
   }
+  const auto cfg = loadCommandConfiguration(options.configFile, err);
+  if (!cfg) return 1;
   try {
-    config::Configuration cfg;
-    if (!options.configFile.empty()) {
-      auto loaded = config::loadConfigurationFile(options.configFile);
-      if (!loaded.ok()) {
-        err << "error: " << options.configFile.string() << ": not a valid configuration (validate-config says why)\n";
-        return 1;
-      }
-      cfg = *loaded.config;
-    }
-    kube::ClientOptions clientOptions;
-    clientOptions.userAgent = "multikueue-adapter workers";
-    kube::Client manager(std::make_shared<kube::RestClient>(
-        kube::loadRestConfig(kube::LoadingRules::fromEnvironment(options.managerKubeconfig)), clientOptions));
-    const auto rows = readWorkers(manager, cfg, options.timeout);
+    auto manager =
+        managerClient(managerRestConfig({options.managerKubeconfig, options.context}), "multikueue-adapter workers");
+    const auto rows = readWorkers(*manager, *cfg, options.timeout);
     if (options.output == "json") {
       out << workersJson(rows).dump(2) << "\n";
     } else if (rows.empty()) {
@@ -214,7 +173,7 @@ int workersCommand(const WorkersCommandOptions& options, std::ostream& out, std:
     }
     return 0;
   } catch (const std::exception& e) {
-    err << "error: manager: " << errorOf(e) << "\n";
+    err << "error: manager: " << errorText(e) << "\n";
     return 1;
   }
 }

@@ -1,6 +1,7 @@
 #include "mka/cli/cli.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include "mka/app/add_worker.h"
+#include "mka/app/explain_command.h"
+#include "mka/app/jobs_command.h"
 #include "mka/app/service.h"
 #include "mka/app/validate_config.h"
 #include "mka/app/workers_command.h"
@@ -39,12 +42,23 @@ using demo::DemoOptions;
 using demo::SandboxCommandOptions;
 #endif
 
-const std::vector<std::string> kSubcommands = {"serve",     "validate-config", "version",       "sandbox", "demo",
-                                               "manifests", "add-worker",      "remove-worker", "workers"};
+const std::vector<std::string> kSubcommands = {"serve",   "validate-config", "version",    "sandbox",
+                                               "demo",    "manifests",       "add-worker", "remove-worker",
+                                               "workers", "explain",         "jobs"};
+
+// Invoked as `kubectl-multikueue` (a symlink in PATH), the binary is the kubectl plugin
+// `kubectl multikueue`: the read-only commands only, with kubectl's flags, and no default
+// subcommand (kubectl's plugins answer a bare name with their usage).
+constexpr std::string_view kPluginName = "kubectl-multikueue";
+const std::vector<std::string> kPluginSubcommands = {"explain", "jobs", "workers"};
+
+bool invokedAsPlugin(int argc, char** argv) {
+  return argc > 0 && std::filesystem::path(argv[0]).filename() == kPluginName;
+}
 
 // `multikueue-adapter --config f.yaml` means `multikueue-adapter serve --config f.yaml`: serve is
 // the default subcommand, as the container's plain `args:` expect.
-std::vector<std::string> withDefaultSubcommand(int argc, char** argv) {
+std::vector<std::string> withDefaultSubcommand(int argc, char** argv, bool plugin) {
   std::vector<std::string> args(argv + 1, argv + argc);
   bool hasSubcommand = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end();
@@ -52,7 +66,7 @@ std::vector<std::string> withDefaultSubcommand(int argc, char** argv) {
   bool wantsHelp = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "-h" || a == "--help" || a == "--help-all" || a == "--version";
   });
-  if (!hasSubcommand && !wantsHelp) args.insert(args.begin(), "serve");
+  if (!hasSubcommand && !wantsHelp && !plugin) args.insert(args.begin(), "serve");
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   return args;
 }
@@ -78,7 +92,10 @@ int notBuiltInCommand(const std::string& name) {
 }  // namespace
 
 int run(int argc, char** argv) {
-  CLI::App app{"multikueue-adapter: Kueue MultiKueue for any Job-like custom resource", "multikueue-adapter"};
+  const bool plugin = invokedAsPlugin(argc, argv);
+  CLI::App app{plugin ? "kubectl multikueue: where MultiKueue jobs are and why (explain, jobs, workers)"
+                      : "multikueue-adapter: Kueue MultiKueue for any Job-like custom resource",
+               plugin ? "kubectl multikueue" : "multikueue-adapter"};
   app.require_subcommand(1);
   app.fallthrough();
   app.set_version_flag("--version", std::string("multikueue-adapter ") + MKA_VERSION, "Print the version and exit");
@@ -164,11 +181,43 @@ int run(int argc, char** argv) {
       "One row per MultiKueueCluster, read through the kubeconfigs the manager holds: connected, the configured "
       "kinds it serves, its ClusterQueues' free/nominal quota per flavor and resource, this manager's pending and "
       "admitted Workloads there");
-  workersCmd->add_option("--manager-kubeconfig", workersOptions.managerKubeconfig,
+  workersCmd->add_option("--manager-kubeconfig,--kubeconfig", workersOptions.managerKubeconfig,
                          "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  workersCmd->add_option("--context", workersOptions.context, "The kubeconfig context of the manager");
   workersCmd->add_option("--config", workersOptions.configFile,
                          "The adapter's configuration file: its namespace, origin and multiKueue.externalFrameworks");
   workersCmd->add_option("-o,--output", workersOptions.output, "wide or json");
+
+  app::ExplainCommandOptions explainOptions;
+  auto* explainCmd = app.add_subcommand(
+      "explain",
+      "Where a job of a configured kind is and why: the facts read on the manager and on the worker it was "
+      "dispatched to (through the kubeconfigs the manager holds), then one sentence: multikueue-adapter explain "
+      "pipelinerun/hello -n ci");
+  explainCmd->add_option("JOB", explainOptions.target, "KIND/NAME (pipelinerun/hello), or KIND followed by NAME")
+      ->required();
+  explainCmd->add_option("NAME", explainOptions.name, "The job's name when KIND is given apart");
+  explainCmd->add_option("-n,--namespace", explainOptions.namespace_,
+                         "The job's namespace (default: the context's, else default)");
+  explainCmd->add_option("--kubeconfig,--manager-kubeconfig", explainOptions.manager.kubeconfig,
+                         "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  explainCmd->add_option("--context", explainOptions.manager.context, "The kubeconfig context of the manager");
+  explainCmd->add_option("--config", explainOptions.configFile,
+                         "The adapter's configuration file: its kinds, namespace, origin and workerLostTimeout");
+  explainCmd->add_option("-o,--output", explainOptions.output, "json");
+
+  app::JobsCommandOptions jobsOptions;
+  auto* jobsCmd = app.add_subcommand(
+      "jobs", "One row per job of the configured kinds on the manager: queue, state (as explain says it), worker, age");
+  jobsCmd->add_flag("-A,--all-namespaces", jobsOptions.allNamespaces, "Every namespace");
+  jobsCmd->add_option("-n,--namespace", jobsOptions.namespace_, "The namespace (default: the context's, else default)");
+  jobsCmd->add_option("--kind", jobsOptions.kind, "One configured kind (pipelinerun, Workflow.v1alpha1.argoproj.io)");
+  jobsCmd->add_option("--kubeconfig,--manager-kubeconfig", jobsOptions.manager.kubeconfig,
+                      "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  jobsCmd->add_option("--context", jobsOptions.manager.context, "The kubeconfig context of the manager");
+  jobsCmd->add_option("--config", jobsOptions.configFile,
+                      "The adapter's configuration file: its kinds and workerLostTimeout");
+  jobsCmd->add_option("-o,--output", jobsOptions.output, "wide or json");
 
   deploy::ManifestOptions manifestsOptions;
   std::string manifestsConfig, manifestsRole = "manager";
@@ -264,8 +313,14 @@ int run(int argc, char** argv) {
   auto* demoCmd = notBuiltIn(app, "demo");
 #endif
 
+  // The plugin's --help lists only what it serves.
+  if (plugin)
+    for (auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (std::find(kPluginSubcommands.begin(), kPluginSubcommands.end(), sub->get_name()) == kPluginSubcommands.end())
+        sub->group("");
+
   try {
-    app.parse(withDefaultSubcommand(argc, argv));
+    app.parse(withDefaultSubcommand(argc, argv, plugin));
   } catch (const CLI::ParseError& e) {
     // --help and --version answer 0; every usage error exits 2, as Go's flag package and
     // kubectl do (CLI11's own codes, 105-119, mean nothing to a script).
@@ -286,6 +341,18 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  if (plugin) {
+    const auto parsed = app.get_subcommands();
+    const bool served = !parsed.empty() && std::find(kPluginSubcommands.begin(), kPluginSubcommands.end(),
+                                                     parsed.front()->get_name()) != kPluginSubcommands.end();
+    if (!served) {
+      std::cerr << "kubectl multikueue: serves explain, jobs and workers; run multikueue-adapter "
+                << (parsed.empty() ? std::string("--help") : parsed.front()->get_name()) << " for the other commands\n";
+      return 2;
+    }
+  }
+  if (explainCmd->parsed()) return app::explainCommand(explainOptions, std::cout, std::cerr);
+  if (jobsCmd->parsed()) return app::jobsCommand(jobsOptions, std::cout, std::cerr);
   if (versionCmd->parsed()) {
     std::cout << "multikueue-adapter " << MKA_VERSION << '\n';
     return 0;

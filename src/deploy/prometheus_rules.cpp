@@ -52,6 +52,9 @@ std::vector<Alert> alerts(const config::Configuration& cfg, const PrometheusRule
                                           " -o jsonpath='{.spec.holderIdentity}')."
                                     : "";
   const std::string workers = "multikueue-adapter workers --config <your configuration file>";
+  const std::string jobs = "multikueue-adapter jobs -A --config <your configuration file>";
+  const std::string explain =
+      "multikueue-adapter explain <kind>/<name> -n <namespace> --config <your configuration file>";
 
   std::vector<Alert> out;
   if (cfg.dispatch.enabled)
@@ -66,8 +69,9 @@ std::vector<Alert> alerts(const config::Configuration& cfg, const PrometheusRule
              "kubectl get multikueuecluster {{ $labels.cluster }} -o yaml (its Active condition) and " +
              logs + " | grep {{ $labels.cluster }}. A stale kubeconfig or token: " +
              "multikueue-adapter add-worker {{ $labels.cluster }} --worker-kubeconfig <the worker's admin "
-             "kubeconfig> writes a new one." +
-             leaderPod});
+             "kubeconfig> writes a new one. " +
+             jobs + " lists the jobs Waiting for {{ $labels.cluster }}; " + explain +
+             " says since when and how long before the job is dispatched again (workerLostTimeout)." + leaderPod});
   out.push_back({"MultiKueueAdapterConfigReloadFailed", "multikueue_adapter_config_last_reload_successful == 0", "",
                  "warning", "The adapter on {{ $labels.instance }} refused its new configuration",
                  "The last reload of the configuration file failed: the replica goes on with the configuration it "
@@ -136,7 +140,8 @@ std::vector<Alert> alerts(const config::Configuration& cfg, const PrometheusRule
                  logs +
                      " | grep -E 'level=(error|warn)' (reconciles that fail are retried: "
                      "controller_runtime_reconcile_total{result=\"error\"} by controller); " +
-                     workers + " (mk-workload waits on the workers); kubectl -n " + ns +
+                     workers + " (mk-workload waits on the workers); " + jobs +
+                     " (how many jobs are Dispatching or Waiting, and on which workers); kubectl -n " + ns +
                      " top pods (CPU). Reconciles that succeed but are slow: raise dispatch.workloadConcurrency." +
                      leaderPod});
   if (cfg.dispatch.enabled) {
@@ -152,11 +157,12 @@ std::vector<Alert> alerts(const config::Configuration& cfg, const PrometheusRule
          "A Workload has been {{ $labels.state }} in its MultiKueue admission check for more than " + after,
          "The running Workload (quota reserved on the manager) longest in state {{ $labels.state }} of the "
          "dispatch loop's admission check entered it {{ $value | humanizeDuration }} ago.",
-         "Run " + workers +
+         "Run " + jobs + ": the jobs Dispatching (the check Pending) or Waiting (Retry); then " + explain +
+             " for one of them: its last line says why (copies on which workers, none admitted and why: no room, "
+             "LocalQueue missing, a worker unreachable), above it the check's message and each worker's copy. " +
+             workers +
              ": every worker connected? free quota and pending Workloads per worker say whether the workers have "
-             "room (Pending waits until a worker admits a copy). kubectl get workloads -A, then kubectl describe "
-             "workload <name>: the check's message says where the copies went and why not. Retry: a worker was "
-             "lost or evicted it. " +
+             "room. Retry: a worker was lost or evicted it. " +
              logs + " | grep <namespace>/<name> shows what the dispatch loop did with it." + leaderPod});
   }
   return out;

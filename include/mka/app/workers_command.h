@@ -1,7 +1,7 @@
 #pragma once
 // `multikueue-adapter workers`: one row per MultiKueueCluster on the manager, read the way the
 // dispatch loop reads it (its kubeconfig Secret or Path, or its ClusterProfile, through
-// multikueue/cluster_source.h and Kueue's security rules): whether this command could reach the
+// worker_client.h and Kueue's security rules): whether this command could reach the
 // worker, the configured kinds it serves and those it lacks, each ClusterQueue's free and nominal
 // quota per flavor and resource (multikueue/capacity.h), and this manager's Workloads there
 // (pending, admitted). A worker it cannot reach is a row saying why, never an abort.
@@ -24,6 +24,7 @@ namespace mka::app {
 struct WorkersCommandOptions {
   // The manager: this file, else as the adapter's --kubeconfig does without it.
   std::string managerKubeconfig;
+  std::string context;                                          // its context; "" = the current one
   std::filesystem::path configFile;                             // the adapter's configuration; "" = the defaults
   std::string output;                                           // "" (a table), "wide" or "json"
   std::chrono::milliseconds timeout{std::chrono::seconds{10}};  // per request to a worker

@@ -174,6 +174,12 @@ TEST(PrometheusRuleObject, EveryAlertHasASeverityASummaryADescriptionAndARunbook
               HasSubstr("multikueue-adapter workers"));
   EXPECT_THAT(alertNamed(manifest, "MultiKueueAdapterConfigReloadFailed")["annotations"].value("runbook", ""),
               HasSubstr("multikueue-adapter validate-config"));
+  // The jobs an alert is about: which ones, and why each.
+  for (const char* alert : {"MultiKueueAdapterWorkerDisconnected", "MultiKueueAdapterWorkloadsStuck"}) {
+    const auto runbook = alertNamed(manifest, alert)["annotations"].value("runbook", "");
+    EXPECT_THAT(runbook, HasSubstr("multikueue-adapter jobs -A")) << alert;
+    EXPECT_THAT(runbook, HasSubstr("multikueue-adapter explain <kind>/<name>")) << alert;
+  }
 }
 
 TEST(PrometheusRuleConfiguration, StuckAfterIsTheThresholdOfTheStuckAlert) {
