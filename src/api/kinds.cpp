@@ -8,6 +8,7 @@ namespace mka::api {
 
 const GroupVersionKind kEventGvk{"", "v1", "Event"};
 const GroupVersionKind kSecretGvk{"", "v1", "Secret"};
+const GroupVersionKind kConfigMapGvk{"", "v1", "ConfigMap"};
 const GroupVersionKind kNamespaceGvk{"", "v1", "Namespace"};
 const GroupVersionKind kServiceAccountGvk{"", "v1", "ServiceAccount"};
 const GroupVersionKind kPriorityClassGvk{"scheduling.k8s.io", "v1", "PriorityClass"};

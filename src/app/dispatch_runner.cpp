@@ -19,10 +19,11 @@ constexpr std::chrono::seconds kCacheSyncTimeout{60};
 
 bool sameDispatchSettings(const config::Configuration& a, const config::Configuration& b) {
   auto frameworks = [](const config::Configuration& c) {
-    using Rules = std::tuple<std::string, config::ManagedByLocation, config::RemoteCopy, std::vector<std::string>>;
+    using Rules = std::tuple<std::string, config::ManagedByLocation, config::RemoteCopy, std::vector<std::string>, bool,
+                             std::vector<config::DependencyPath>>;
     std::vector<Rules> out;
     for (const auto& f : c.multiKueue.externalFrameworks)
-      out.emplace_back(f.name, f.managedBy, f.remoteCopy, f.statusExclude);
+      out.emplace_back(f.name, f.managedBy, f.remoteCopy, f.statusExclude, f.syncDependencies, f.dependencies);
     return out;
   };
   return a.namespace_ == b.namespace_ && a.dispatch.enabled == b.dispatch.enabled &&

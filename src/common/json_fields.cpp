@@ -115,4 +115,52 @@ nlohmann::json& statusList(nlohmann::json& object, std::string_view list) {
   return items;
 }
 
+namespace {
+
+constexpr std::string_view kEach = "[*]";
+
+// `segment` without its trailing [*], and whether it had one.
+std::pair<std::string_view, bool> splitEach(std::string_view segment) {
+  if (segment.ends_with(kEach)) return {segment.substr(0, segment.size() - kEach.size()), true};
+  return {segment, false};
+}
+
+void collectStrings(const nlohmann::json& node, const std::vector<std::string>& segments, std::size_t at,
+                    std::vector<std::string>& out) {
+  if (at == segments.size()) {
+    if (node.is_string() && !node.get_ref<const std::string&>().empty()) out.push_back(node.get<std::string>());
+    return;
+  }
+  const auto [key, each] = splitEach(segments[at]);
+  const auto* member = memberOf(node, key);
+  if (member == nullptr) return;
+  if (!each) return collectStrings(*member, segments, at + 1, out);
+  if (!member->is_array()) return;
+  for (const auto& item : *member) collectStrings(item, segments, at + 1, out);
+}
+
+}  // namespace
+
+std::optional<std::string> listPathProblem(std::string_view path) {
+  if (path.empty()) return "is empty";
+  for (const auto& segment : strings::split(path, '.')) {
+    const auto [key, each] = splitEach(segment);
+    if (key.empty()) return "has an empty segment in \"" + std::string(path) + "\"";
+    if (key.find_first_of("[]*") != std::string_view::npos)
+      return "segment \"" + std::string(segment) +
+             "\" may end in [*] (each item of a list) and hold no other "
+             "brackets or *";
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> stringsAt(const nlohmann::json& object, std::string_view path) {
+  std::vector<std::string> out;
+  if (listPathProblem(path)) return out;
+  std::vector<std::string> segments;
+  for (const auto& segment : strings::split(path, '.')) segments.emplace_back(segment);
+  collectStrings(object, segments, 0, out);
+  return out;
+}
+
 }  // namespace mka::json_fields

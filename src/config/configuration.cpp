@@ -1,6 +1,7 @@
 #include "mka/config/configuration.h"
 
 #include <algorithm>
+#include <span>
 
 namespace mka::config {
 
@@ -40,6 +41,24 @@ std::vector<std::string> Configuration::multiKueueControllerNames() const {
 
 namespace {
 
+// Where a built-in kind names the objects its jobs need (syncDependencies).
+struct DependencyRow {
+  std::string_view kind;
+  std::string_view path;
+};
+constexpr DependencyRow kPipelineRunDependencies[] = {
+    {"Secret", "spec.workspaces[*].secret.secretName"},
+    {"ConfigMap", "spec.workspaces[*].configMap.name"},
+    {"ServiceAccount", "spec.taskRunTemplate.serviceAccountName"},
+    {"ServiceAccount", "spec.taskRunSpecs[*].serviceAccountName"},
+};
+constexpr DependencyRow kWorkflowDependencies[] = {
+    {"ServiceAccount", "spec.serviceAccountName"},
+    {"Secret", "spec.imagePullSecrets[*].name"},
+    {"Secret", "spec.volumes[*].secret.secretName"},
+    {"ConfigMap", "spec.volumes[*].configMap.name"},
+};
+
 // The built-in profiles, by group and kind (any version).
 struct Profile {
   std::string_view group;
@@ -48,13 +67,20 @@ struct Profile {
   std::string_view pathOrLabel;
   std::string_view value;
   std::string_view copyRemoves = {};  // a JSON pointer the worker's copy leaves out
+  std::span<const DependencyRow> dependencies = {};
 };
 constexpr Profile kProfiles[] = {
-    {"tekton.dev", "PipelineRun", ManagedByLocation::Type::Path, "spec.managedBy", api::kMultiKueueControllerName},
+    {"tekton.dev",
+     "PipelineRun",
+     ManagedByLocation::Type::Path,
+     "spec.managedBy",
+     api::kMultiKueueControllerName,
+     {},
+     kPipelineRunDependencies},
     // A Workflow's ttlStrategy deletes the finished copy, possibly before its final status
     // reached the manager, which then sees its job gone (kueue#14734 did the same for Jobs).
     {"argoproj.io", "Workflow", ManagedByLocation::Type::Label, kArgoInstanceIdLabel, kArgoInstanceIdValue,
-     "/spec/ttlStrategy"},
+     "/spec/ttlStrategy", kWorkflowDependencies},
 };
 
 const Profile* profileOf(const api::GroupVersionKind& gvk) {
@@ -74,6 +100,14 @@ std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk
   where.labelKey = profile->type == ManagedByLocation::Type::Label ? std::string(profile->pathOrLabel) : "";
   where.value = std::string(profile->value);
   return where;
+}
+
+std::vector<DependencyPath> builtinDependencies(const api::GroupVersionKind& gvk) {
+  const auto* profile = profileOf(gvk);
+  if (profile == nullptr) return {};
+  std::vector<DependencyPath> out;
+  for (const auto& row : profile->dependencies) out.push_back({std::string(row.kind), std::string(row.path)});
+  return out;
 }
 
 std::vector<std::string> builtinRemoteCopyRemovals(const api::GroupVersionKind& gvk) {

@@ -105,6 +105,28 @@ void readRemoteCopy(YamlReader& reader, MapReader m, RemoteCopy& copy) {
   }
 }
 
+constexpr std::string_view kDependencyExample = "{kind: Secret, path: spec.credentials.secretName}";
+
+// dependencies as written: keys and types; kinds and paths are checked by validateConfiguration.
+void readDependencies(YamlReader& reader, MapReader& f, std::vector<DependencyPath>& out) {
+  const auto* list = f.get("dependencies");
+  if (list == nullptr) return;
+  if (!list->isSequence()) {
+    reader.error(f.pathOf("dependencies"), "must be a list of {kind, path}, not " + describe(*list),
+                 "write it as - " + std::string(kDependencyExample));
+    return;
+  }
+  std::size_t i = 0;
+  for (const auto& item : list->items()) {
+    MapReader d(reader, item.get(), indexPath(f.pathOf("dependencies"), i++), kDependencyExample);
+    d.checkKeys({"kind", "path"}, UnknownKeys::Reject);
+    DependencyPath dependency;
+    d.read("kind", dependency.kind);
+    d.read("path", dependency.path);
+    out.push_back(std::move(dependency));
+  }
+}
+
 void readRemoteStatus(MapReader m, std::vector<std::string>& exclude) {
   m.checkKeys({"exclude"}, UnknownKeys::Reject);
   exclude = readStringList(m, "exclude", "[/nodes]");
@@ -118,7 +140,7 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
     return;
   }
   MapReader f(reader, &item, path, kFrameworkExample);
-  f.checkKeys({"name", "managedBy", "remoteCopy", "remoteStatus"}, policy);
+  f.checkKeys({"name", "managedBy", "remoteCopy", "remoteStatus", "syncDependencies", "dependencies"}, policy);
   f.read("name", framework.name);
   if (auto gvk = api::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
 
@@ -134,6 +156,9 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
     readRemoteCopy(reader, f.child("remoteCopy", kRemoteCopyExample), framework.remoteCopy);
   if (!extension("remoteStatus") && f.has("remoteStatus"))
     readRemoteStatus(f.child("remoteStatus", "{exclude: [/nodes]}"), framework.statusExclude);
+  if (!extension("syncDependencies") && f.has("syncDependencies"))
+    f.read("syncDependencies", framework.syncDependencies);
+  if (!extension("dependencies") && f.has("dependencies")) readDependencies(reader, f, framework.dependencies);
   if (!extension("managedBy") && f.has("managedBy")) {
     readManagedBy(reader, f.child("managedBy", kManagedByExample), framework);
     return;

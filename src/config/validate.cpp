@@ -1,9 +1,11 @@
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
 #include "mka/config/loader.h"
@@ -194,6 +196,7 @@ class Validator {
       const auto exclude = childPath(childPath(path, "remoteStatus"), "exclude");
       for (std::size_t j = 0; j < f.statusExclude.size(); ++j)
         pointer(indexPath(exclude, j), f.statusExclude[j], "/nodes", /*identity=*/false);
+      dependencies(path, f);
     }
     if (mk.clusterProfile) clusterProfile(*mk.clusterProfile);
   }
@@ -222,6 +225,30 @@ class Validator {
       }
     }
     return true;
+  }
+
+  // syncDependencies and dependencies: each entry a kind we copy and a path into the job; a kind
+  // that turns syncing on has somewhere to look.
+  void dependencies(const std::string& base, const ExternalFramework& f) {
+    const auto list = childPath(base, "dependencies");
+    for (std::size_t j = 0; j < f.dependencies.size(); ++j) {
+      const auto& d = f.dependencies[j];
+      const auto at = indexPath(list, j);
+      if (std::find(std::begin(kDependencyKinds), std::end(kDependencyKinds), d.kind) == std::end(kDependencyKinds))
+        add(childPath(at, "kind"), d.kind.empty() ? "is required" : quote(d.kind) + " is not a kind that is copied",
+            "use Secret, ConfigMap or ServiceAccount (other kinds are never copied to workers)");
+      if (const auto problem = json_fields::listPathProblem(d.path))
+        add(childPath(at, "path"), *problem,
+            "write the dotted path to the name from the job's root, [*] after a list, such as "
+            "spec.volumes[*].secret.secretName");
+    }
+    if (!f.dependencies.empty() && !f.syncDependencies)
+      add(list, "has no effect while syncDependencies is false",
+          "set syncDependencies: true on this kind, or remove dependencies");
+    if (f.syncDependencies && f.dependencies.empty() && builtinDependencies(f.gvk).empty())
+      add(childPath(base, "syncDependencies"), "is true but " + f.gvk.kind + " has no built-in dependency paths",
+          "list where its jobs name Secrets, ConfigMaps or ServiceAccounts under dependencies, such as - "
+          "{kind: Secret, path: spec.credentials.secretName}");
   }
 
   // RFC 6902, as the worker's copy is patched: the operations and the fields each needs.

@@ -63,6 +63,13 @@ const std::vector<ApiAccess> kTable = {
      .scope = Scope::ConfiguredNamespace,
      .reason = "the workers' kubeconfigs, Secrets named by MultiKueueClusters (an informer on that namespace only)"},
     {.component = Component::DispatchLoop,
+     .group = "",
+     .resources = {"secrets", "configmaps", "serviceaccounts"},
+     .verbs = {"get"},
+     .condition = Condition::SyncDependencies,
+     .reason = "syncDependencies only: the objects a job names, read to copy them to its worker (dependencies.cpp "
+               "syncDependencies, missingDependency)"},
+    {.component = Component::DispatchLoop,
      .group = "multicluster.x-k8s.io",
      .resources = {"clusterprofiles"},
      .verbs = {"list", "watch"},
@@ -191,6 +198,9 @@ bool applies(Condition condition, const config::Configuration& cfg) {
     case Condition::Always: return true;
     case Condition::DropInMode: return cfg.dispatch.admissionCheckControllerName == api::kMultiKueueControllerName;
     case Condition::ClusterProfiles: return cfg.multiKueue.clusterProfile.has_value();
+    case Condition::SyncDependencies:
+      return std::any_of(cfg.multiKueue.externalFrameworks.begin(), cfg.multiKueue.externalFrameworks.end(),
+                         [](const auto& f) { return f.syncDependencies; });
     case Condition::JobRetention:
       return std::any_of(cfg.integrations.frameworks.begin(), cfg.integrations.frameworks.end(),
                          [](const auto& f) { return f.deleteAfterDeactivatedByKueue.has_value(); });

@@ -53,7 +53,28 @@ const std::vector<ApiAccess> kRows = {
      .reason = "the job copy created on the winning worker, re-read when that create meets AlreadyExists or for "
                "the final status copy (generic_adapter.cpp syncJob, workload_reconciler.cpp), deleted with "
                "Background propagation when done and as an orphan (deleteRemoteObject, garbage_collector.cpp)"},
+    {.component = Component::DispatchLoop,
+     .group = "",
+     .resources = {"namespaces"},
+     .verbs = {"list", "watch"},
+     .reason = "a worker that answered a copy's create with its namespace missing: its Namespaces watched (started "
+               "then, not part of the connection) until that namespace appears (cluster_registry.cpp "
+               "namespaceMissing, workload_reconciler.cpp nominateAndSync)"},
+    {.component = Component::DispatchLoop,
+     .group = "",
+     .resources = {"secrets", "configmaps", "serviceaccounts"},
+     .verbs = {"list", "get", "create", "update", "delete"},
+     .condition = Condition::SyncDependencies,
+     .reason = "syncDependencies only: the objects a job names, created and kept in sync on its worker before its "
+               "copy, their owners updated and the last owner's copy deleted (dependencies.cpp); ours listed by "
+               "origin label when a Workload's copies go (removeRemoteObjects) and by the orphan collector"},
 };
+
+bool applies(const ApiAccess& row, const config::Configuration& cfg) {
+  if (row.condition != Condition::SyncDependencies) return true;
+  return std::any_of(cfg.multiKueue.externalFrameworks.begin(), cfg.multiKueue.externalFrameworks.end(),
+                     [](const auto& f) { return f.syncDependencies; });
+}
 
 // The (group, resource) pairs of a row under `cfg`, each dispatched kind once.
 std::vector<std::pair<std::string, std::string>> rowResources(const ApiAccess& row, const config::Configuration& cfg) {
@@ -82,9 +103,11 @@ const std::vector<ApiAccess>& workerAccessTable() { return worker_access::kRows;
 
 std::vector<Grant> workerGrants(const config::Configuration& configuration) {
   std::vector<Grant> out;
-  for (const auto& row : worker_access::kRows)
+  for (const auto& row : worker_access::kRows) {
+    if (!worker_access::applies(row, configuration)) continue;
     for (const auto& [group, resource] : worker_access::rowResources(row, configuration))
       for (const auto verb : row.verbs) out.push_back({&row, group, resource, std::string(verb), ""});
+  }
   return out;
 }
 

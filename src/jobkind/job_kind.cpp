@@ -13,6 +13,12 @@ JobKind::JobKind(config::ExternalFramework framework, std::optional<config::Inte
   for (const auto& field : framework_.remoteCopy.removeFields)
     if (std::find(copyRemovals_.begin(), copyRemovals_.end(), field) == copyRemovals_.end())
       copyRemovals_.push_back(field);
+  if (framework_.syncDependencies) {
+    dependencyPaths_ = config::builtinDependencies(framework_.gvk);
+    for (const auto& path : framework_.dependencies)
+      if (std::find(dependencyPaths_.begin(), dependencyPaths_.end(), path) == dependencyPaths_.end())
+        dependencyPaths_.push_back(path);
+  }
 }
 
 std::string JobKind::managedByField() const {

@@ -8,10 +8,12 @@
 #include <set>
 #include <thread>
 
+#include "mka/api/kinds.h"
 #include "mka/api/views.h"
 #include "mka/common/clock.h"
 #include "mka/common/errors.h"
 #include "mka/common/file_watcher.h"
+#include "mka/common/json_fields.h"
 #include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/common/thread_cache.h"
@@ -112,6 +114,56 @@ class Remote final : public RemoteCluster {
     capacityDirty_ = true;
   }
 
+  bool lacksNamespace(const std::string& ns) const override {
+    const kube::Informer* namespaces = nullptr;
+    {
+      // The informer is made once and lives as long as this object; its cache is read outside
+      // the lock, which its handler takes.
+      std::lock_guard lock(namespacesMutex_);
+      namespaces = namespaces_.get();
+    }
+    if (namespaces == nullptr || !namespaces->hasSynced()) return false;
+    return !namespaces->get(ns).has_value();
+  }
+
+  void namespaceMissing(const std::string& ns, const std::string& workloadKey) override {
+    const kube::Informer* namespaces = nullptr;
+    {
+      std::lock_guard lock(namespacesMutex_);
+      waitingForNamespace_[ns].insert(workloadKey);
+      if (!namespaces_ && !stopped_ && namespaceAppeared_) {
+        namespaces_ = std::make_unique<kube::Informer>(*client_, api::kNamespaceGvk, namespaceOptions_);
+        namespaces_->addHandlers(
+            {.onAdd = [this](const json& object) { namespaceAdded(json_fields::metadataString(object, "name")); }});
+        namespaces_->start();
+        return;
+      }
+      namespaces = namespaces_.get();
+    }
+    // It may have appeared between the caller's lacksNamespace() and the line above: its add
+    // event then found no one waiting.
+    if (namespaces != nullptr && namespaces->hasSynced() && namespaces->get(ns)) namespaceAdded(ns);
+  }
+
+  // Tells the Workloads waiting for `ns` that it is there.
+  void namespaceAdded(const std::string& ns) {
+    std::set<std::string> keys;
+    {
+      std::lock_guard lock(namespacesMutex_);
+      auto it = waitingForNamespace_.find(ns);
+      if (it == waitingForNamespace_.end()) return;
+      keys = std::move(it->second);
+      waitingForNamespace_.erase(it);
+    }
+    for (const auto& key : keys) namespaceAppeared_(key);
+  }
+
+  // How the Namespace watch is built and whom it tells (before start() only).
+  void watchNamespacesWith(kube::InformerOptions options, std::function<void(const std::string&)> appeared) {
+    namespaceOptions_ = std::move(options);
+    namespaceAppeared_ = std::move(appeared);
+  }
+
   // Before start() only.
   kube::Informer& addWorkloads(kube::InformerOptions options) {
     workloads_ = std::make_unique<kube::Informer>(*client_, api::kWorkloadGvk, std::move(options));
@@ -192,6 +244,13 @@ class Remote final : public RemoteCluster {
     for (auto& [gvk, informer] : jobs_) informer->stop();
     if (clusterQueues_) clusterQueues_->stop();
     if (localQueues_) localQueues_->stop();
+    kube::Informer* namespaces = nullptr;
+    {
+      std::lock_guard lock(namespacesMutex_);
+      stopped_ = true;
+      namespaces = namespaces_.get();
+    }
+    if (namespaces) namespaces->stop();  // not under the lock: its handler takes it
   }
   // Connected once the Workloads are listed and each configured kind is listed or known not
   // served there (its CRD missing): a worker serves the kinds it has.
@@ -223,6 +282,13 @@ class Remote final : public RemoteCluster {
   std::unique_ptr<kube::Informer> workloads_;
   std::map<api::GroupVersionKind, std::unique_ptr<kube::Informer>> jobs_;
   std::unique_ptr<kube::Informer> clusterQueues_, localQueues_;
+  // The worker's Namespaces, watched from the first create refused for a missing one.
+  mutable std::mutex namespacesMutex_;
+  std::unique_ptr<kube::Informer> namespaces_;
+  bool stopped_ = false;
+  std::map<std::string, std::set<std::string>> waitingForNamespace_;  // namespace -> Workload keys
+  kube::InformerOptions namespaceOptions_;
+  std::function<void(const std::string&)> namespaceAppeared_;
   mutable std::mutex kindsMutex_;
   std::set<api::GroupVersionKind> missing_;  // configured kinds whose CRD the worker lacks
 
@@ -592,6 +658,8 @@ struct ClusterRegistry::Impl {
     queues.withoutManagedFields = true;
     queues.threadCache = false;
     remote->addCapacity(queues, [this, name, attempt] { emitCapacityChange(name, attempt); });
+    // Namespaces: watched only once a create meets a missing one; not part of the connection.
+    remote->watchNamespacesWith(queues, [this, name](const std::string& key) { emitRemoteEvent(name, key); });
     // A remote job maps through its adapter (the generic adapter: its prebuilt-workload link).
     for (const auto& adapter : options.adapters.all()) {
       auto onJob = [this, name, adapter](const json& object) {

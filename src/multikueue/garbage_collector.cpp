@@ -7,6 +7,7 @@
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/adapter.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/dependencies.h"
 #include "mka/multikueue/generic_adapter.h"
 
 namespace mka::multikueue {
@@ -20,6 +21,12 @@ OrphanCollector::OrphanCollector(kube::Client& manager, kube::Informer& workload
     : manager_(manager), workloads_(workloads), clusters_(clusters), options_(std::move(options)) {}
 
 OrphanCollector::~OrphanCollector() { stop(); }
+
+bool OrphanCollector::syncsDependencies() const {
+  for (const auto& adapter : options_.adapters.all())
+    if (adapter->kind().syncsDependencies()) return true;
+  return false;
+}
 
 bool OrphanCollector::liveLocally(const std::string& key) {
   if (const auto cached = workloads_.get(key)) return !isTerminating(*cached);
@@ -84,6 +91,17 @@ OrphanCollector::Stats OrphanCollector::collect() {
         }
       });
     }
+    // Dependency copies none of whose owners has a live Workload copy here (the adapter stopped
+    // between a copy's removal and releasing what it used).
+    if (syncsDependencies()) {
+      try {
+        stats.dependenciesDeleted += collectDependencies(
+            remote->client(), options_.origin,
+            [&](const std::string& key) { return remote->workload(key).has_value() && liveLocally(key); });
+      } catch (const std::exception& e) {
+        log::warn("gc skipped dependencies", {{"cluster", name}, {"error", e.what()}});
+      }
+    }
   }
   return stats;
 }
@@ -106,8 +124,10 @@ void OrphanCollector::start() {
       }
       try {
         const auto stats = collect();
-        if (stats.workloadsDeleted + stats.jobsDeleted > 0)
-          log::info("gc pass done", {{"workloadsDeleted", stats.workloadsDeleted}, {"jobsDeleted", stats.jobsDeleted}});
+        if (stats.workloadsDeleted + stats.jobsDeleted + stats.dependenciesDeleted > 0)
+          log::info("gc pass done", {{"workloadsDeleted", stats.workloadsDeleted},
+                                     {"jobsDeleted", stats.jobsDeleted},
+                                     {"dependenciesDeleted", stats.dependenciesDeleted}});
       } catch (const std::exception& e) {
         log::warn("gc pass failed", {{"error", e.what()}});
       }

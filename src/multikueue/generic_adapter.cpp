@@ -4,6 +4,7 @@
 #include "mka/common/json_fields.h"
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/dependencies.h"
 
 namespace mka::multikueue {
 namespace {
@@ -154,6 +155,11 @@ std::optional<std::string> GenericAdapter::copyProblem(const json& localJob) con
   return std::nullopt;
 }
 
+std::optional<std::string> GenericAdapter::missingDependency(kube::Client& manager, const json& localJob) const {
+  if (!kind_.syncsDependencies()) return std::nullopt;
+  return multikueue::missingDependency(manager, localJob, kind_, json_fields::metadataString(localJob, "namespace"));
+}
+
 std::optional<std::string> GenericAdapter::notManaged(const json& localJob) const {
   return kind_.notManagedByMultiKueue(localJob);
 }
@@ -167,8 +173,14 @@ SyncOutcome GenericAdapter::syncJob(const SyncRequest& r) const {
                  r.origin + "\" on " + gvk.kind + " \"" + r.namespace_ + "/" + r.jobName +
                  "\"; delete or rename that object on the worker");
   };
+  std::vector<std::string> ignored;
+  auto& notices = r.notices != nullptr ? *r.notices : ignored;
   if (r.remoteJob == nullptr) {
     if (r.localJob == nullptr) return SyncOutcome::NoLocalJob;
+    // The objects the job names first: a copy without them would not start there.
+    if (kind_.syncsDependencies())
+      syncDependencies(r.manager, r.remote, r.cluster, *r.localJob, kind_, r.namespace_, r.workloadName, r.origin,
+                       notices);
     try {
       r.remote.create(remoteJob(*r.localJob, kind_, r.workloadName, r.origin, link_),
                       {.answer = kube::WriteOptions::Answer::None});
@@ -182,6 +194,16 @@ SyncOutcome GenericAdapter::syncJob(const SyncRequest& r) const {
   }
   if (!ownedByOrigin(*r.remoteJob, r.origin)) throw notOwned();
   if (r.localJob == nullptr) return SyncOutcome::NoLocalJob;
+  if (kind_.syncsDependencies()) {
+    // Kept equal to the manager's while the job runs; one deleted on the manager meanwhile stays
+    // as it was on the worker (the job runs with it), and its status still comes back.
+    try {
+      syncDependencies(r.manager, r.remote, r.cluster, *r.localJob, kind_, r.namespace_, r.workloadName, r.origin,
+                       notices);
+    } catch (const DependencyMissing& e) {
+      notices.push_back(std::string(e.what()) + " (the job's copy runs already: the worker keeps what it has)");
+    }
+  }
   const auto patch = statusPatch(*r.localJob, *r.remoteJob, kind_.remoteStatusExclude());
   if (!patch) return SyncOutcome::Unchanged;
   const auto resource = r.manager.discovery().resourceFor(gvk);

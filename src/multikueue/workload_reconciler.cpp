@@ -13,6 +13,7 @@
 #include "mka/kube/api_error.h"
 #include "mka/multikueue/admission_check_reconciler.h"
 #include "mka/multikueue/api.h"
+#include "mka/multikueue/dependencies.h"
 #include "mka/multikueue/generic_adapter.h"
 
 namespace mka::multikueue {
@@ -80,6 +81,20 @@ void ignoring(kube::Reason reason, F&& f) {
   }
 }
 
+// The namespace a create was refused for because the worker lacks it (404 on namespaces);
+// nullopt for any other error.
+std::optional<std::string> missingNamespaceOf(const kube::ApiError& e) {
+  if (e.reason() != kube::Reason::NotFound) return std::nullopt;
+  const auto& details = json_fields::objectMember(e.status(), "details");
+  if (json_fields::stringView(details, "kind") != "namespaces") return std::nullopt;
+  return json_fields::stringMember(details, "name");
+}
+
+std::string namespaceMissingMessage(const std::string& cluster, const std::string& ns) {
+  return "Worker \"" + cluster + "\" has no namespace \"" + ns +
+         "\": it is skipped for this workload until the namespace exists there";
+}
+
 }  // namespace
 
 // Everything one reconcile knows about a Workload and its copies (§2.1 step 5).
@@ -109,7 +124,10 @@ WorkloadReconciler::WorkloadReconciler(kube::Client& manager, const ObjectReader
       events_(events),
       clock_(clock),
       options_(std::move(options)),
-      observer_(observer) {}
+      observer_(observer) {
+  for (const auto& adapter : options_.adapters.all())
+    syncsDependencies_ = syncsDependencies_ || adapter->kind().syncsDependencies();
+}
 
 namespace {
 
@@ -403,7 +421,10 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
     }
   }
   const auto copy = cachedRemote(remote, api::kWorkloadGvk, group.key);
-  if (!copy) return;
+  if (!copy) {
+    releaseDependencies(remote, group);
+    return;
+  }
   const auto& finalizers = api::ObjectView(*copy).finalizers();
   if (std::find(finalizers.begin(), finalizers.end(), json(api::kResourceInUseFinalizer)) != finalizers.end()) {
     ignoring(kube::Reason::NotFound, [&] {
@@ -419,6 +440,15 @@ void WorkloadReconciler::removeRemoteObjects(RemoteCluster& remote, const Group&
   ignoring(kube::Reason::NotFound, [&] { remote.client().remove(api::kWorkloadGvk, group.ns, group.name); });
   forgetRemote(remote, api::kWorkloadGvk, *copy, group.key);
   log::info("remote workload deleted", {{"workload", group.key}, {"cluster", remote.name()}});
+  releaseDependencies(remote, group);
+}
+
+void WorkloadReconciler::releaseDependencies(RemoteCluster& remote, const Group& group) {
+  // After the job and its Workload: the owners annotation then names no copy of this Workload.
+  if (!syncsDependencies_) return;
+  const auto deleted = multikueue::releaseDependencies(remote.client(), group.ns, group.name, options_.origin);
+  if (deleted > 0)
+    log::info("remote dependencies deleted", {{"workload", group.key}, {"cluster", remote.name()}, {"count", deleted}});
 }
 
 void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool freshRead) {
@@ -430,6 +460,7 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
     copy = cachedRemote(remote, gvk, jobKey(group));
   }
   SyncOutcome outcome{};
+  std::vector<std::string> notices;
   try {
     outcome = group.adapter->syncJob({.manager = manager_,
                                       .remote = remote.client(),
@@ -439,13 +470,21 @@ void WorkloadReconciler::syncJob(RemoteCluster& remote, const Group& group, bool
                                       .workloadName = group.name,
                                       .origin = options_.origin,
                                       .localJob = group.localJob ? &*group.localJob : nullptr,
-                                      .remoteJob = copy ? &*copy : nullptr});
+                                      .remoteJob = copy ? &*copy : nullptr,
+                                      .notices = &notices});
   } catch (const RemoteCopyError& e) {
     // The remote Workload was created before the patch stopped applying (the job or the
     // configuration changed since): the user reads why on the job; the retry backs off.
     if (group.localJob) events_.record(*group.localJob, "Warning", kEventRemoteCopyFailed, e.what());
     throw;
+  } catch (const DependencyMissing& e) {
+    // Deleted on the manager since the nomination: the retry backs off until it is back.
+    if (group.localJob) events_.record(*group.localJob, "Warning", kEventDependencyMissing, e.what());
+    throw;
   }
+  if (group.localJob)
+    for (const auto& notice : notices)
+      events_.record(*group.localJob, "Warning", kEventDependencyNotCopied, remote.name() + ": " + notice);
   if (outcome == SyncOutcome::Created)
     log::info("remote job created",
               {{"workload", group.key}, {"cluster", remote.name()}, {"kind", gvk.kind}, {"job", group.ownerName}});
@@ -728,7 +767,8 @@ std::vector<std::string> WorkloadReconciler::incrementalNomination(const json& w
     if (added >= options_.incrementalStepSize) break;
     if (std::find(nominated.begin(), nominated.end(), name) != nominated.end()) continue;
     if (const auto it = group.available.find(name);
-        it != group.available.end() && !it->second->serves(group.adapter->gvk()))
+        it != group.available.end() &&
+        (!it->second->serves(group.adapter->gvk()) || it->second->lacksNamespace(group.ns)))
       continue;
     nominated.push_back(name);
     ++added;
@@ -771,6 +811,10 @@ std::vector<std::string> WorkloadReconciler::quotaAwareNomination(const json& wo
     }
     if (!it->second->serves(group.adapter->gvk())) {
       skipped.push_back(name + ": does not serve " + group.adapter->gvk().dotted());
+      continue;
+    }
+    if (it->second->lacksNamespace(group.ns)) {
+      skipped.push_back(name + ": has no namespace \"" + group.ns + "\" (skipped until it exists there)");
       continue;
     }
     std::string why;
@@ -881,19 +925,41 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
       events_.record(*group.localJob, "Warning", kEventRemoteCopyFailed, *problem);
       throw Error(group.key + ": " + *problem);
     }
+    // A copy without the objects it names would not start: none is sent until they are all on
+    // the manager. The manager's Secrets are not watched (that would cache every Secret of the
+    // cluster), so the job looks again after kDependencyRecheck, not after a growing backoff.
+    if (const auto missing = group.adapter->missingDependency(manager_, *group.localJob)) {
+      events_.record(*group.localJob, "Warning", kEventDependencyMissing, *missing);
+      log::info("workload waits for a dependency", {{"workload", group.key}, {"reason", *missing}});
+      return Result::after(kDependencyRecheck);
+    }
   }
 
   Result result;
   std::vector<std::string> nominated;
   std::string checkMessage;  // the quota-aware dispatcher says where it looked and why
   bool writeNominated = false;
+  // Workers known to lack the namespace (their Namespace watch says so) are skipped until it
+  // appears there; the watch brings the Workload back then.
+  std::vector<std::string> namespaceSkips;
+  for (const auto& [name, remote] : group.available) {
+    if (!remote->lacksNamespace(group.ns)) continue;
+    namespaceSkips.push_back(namespaceMissingMessage(name, group.ns));
+    remote->namespaceMissing(group.ns, group.key);  // this Workload too is taken up when it appears
+  }
+  const auto differentMessage = [&](const std::string& text) {
+    const auto* entry = findCheckState(workload, check);
+    return !text.empty() && entry != nullptr && entry->value("message", "") != text;
+  };
   if (options_.dispatcherName == config::kDispatcherAllAtOnce) {
     for (const auto& [name, remote] : group.available)  // sorted (std::map)
-      if (remote->serves(group.adapter->gvk())) nominated.push_back(name);
-    writeNominated = !sameSet(nominated, nominatedClusters(workload));
+      if (remote->serves(group.adapter->gvk()) && !remote->lacksNamespace(group.ns)) nominated.push_back(name);
+    checkMessage = strings::join(namespaceSkips, "; ");
+    writeNominated = !sameSet(nominated, nominatedClusters(workload)) || differentMessage(checkMessage);
   } else if (options_.dispatcherName == config::kDispatcherIncremental) {
     nominated = incrementalNomination(workload, group, result);
-    writeNominated = !sameSet(nominated, nominatedClusters(workload));
+    checkMessage = strings::join(namespaceSkips, "; ");
+    writeNominated = !sameSet(nominated, nominatedClusters(workload)) || differentMessage(checkMessage);
   } else if (options_.dispatcherName == config::kDispatcherQuotaAware) {
     nominated = quotaAwareNomination(workload, group, result, checkMessage);
     const auto* entry = findCheckState(workload, check);
@@ -918,6 +984,7 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
   }
 
   std::string errors;
+  std::vector<std::string> lacking;  // workers whose create just met a missing namespace
   for (const auto& name : nominated)
     if (!group.available.contains(name))
       errors +=
@@ -934,6 +1001,17 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
           remote->client().create(remoteWorkload(workload, options_.origin, options_.orchestratedPreemption),
                                   {.answer = Answer::None});
         } catch (const kube::ApiError& e) {
+          if (const auto ns = missingNamespaceOf(e)) {
+            // Not an error to retry: the worker's Namespace watch brings the Workload back.
+            remote->namespaceMissing(*ns, group.key);
+            const auto message = namespaceMissingMessage(name, *ns);
+            events_.record(workload, "Warning", kEventNamespaceMissing, message);
+            log::info("worker lacks the workload's namespace",
+                      {{"workload", group.key}, {"cluster", name}, {"namespace", *ns}});
+            lacking.push_back(name);
+            namespaceSkips.push_back(message);
+            continue;
+          }
           if (e.reason() != kube::Reason::AlreadyExists) throw;
           created = false;
         }
@@ -947,6 +1025,28 @@ Result WorkloadReconciler::nominateAndSync(const json& workload, const std::stri
     } catch (const std::exception& e) {
       errors += (errors.empty() ? "" : "; ") + std::string("cluster ") + name + ": " + e.what();
     }
+  }
+  if (!lacking.empty()) {
+    const bool externalDispatcher = options_.dispatcherName != config::kDispatcherAllAtOnce &&
+                                    options_.dispatcherName != config::kDispatcherIncremental &&
+                                    options_.dispatcherName != config::kDispatcherQuotaAware;
+    const auto message = strings::join(namespaceSkips, "; ");
+    updateStatus(manager_, workload, [&](json& wl) {
+      if (!clusterName(wl).empty()) return false;
+      bool changed = false;
+      const auto* entry = findCheckState(wl, check);
+      if (entry != nullptr && entry->value("state", "") == api::check_state::kPending &&
+          entry->value("message", "") != message)
+        changed = setCheckState(wl, check, api::check_state::kPending, message, clock_.now());
+      // Our dispatchers' nominations drop it; an external dispatcher's stay its own.
+      if (!externalDispatcher) {
+        auto kept = nominatedClusters(wl);
+        std::erase_if(
+            kept, [&](const std::string& n) { return std::find(lacking.begin(), lacking.end(), n) != lacking.end(); });
+        if (!sameSet(kept, nominatedClusters(wl))) changed = setNominatedClusters(wl, kept) || changed;
+      }
+      return changed;
+    });
   }
   if (!errors.empty()) throw Error(group.key + ": " + errors);
   return result;

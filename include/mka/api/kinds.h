@@ -12,6 +12,7 @@ namespace mka::api {
 
 extern const GroupVersionKind kEventGvk;
 extern const GroupVersionKind kSecretGvk;
+extern const GroupVersionKind kConfigMapGvk;
 extern const GroupVersionKind kNamespaceGvk;
 extern const GroupVersionKind kServiceAccountGvk;
 extern const GroupVersionKind kPriorityClassGvk;  // scheduling.k8s.io

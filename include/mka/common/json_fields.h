@@ -5,6 +5,7 @@
 //
 // Threads: pure functions.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,5 +49,14 @@ void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json va
 nlohmann::json setFieldPatch(const nlohmann::json& object, const std::vector<std::string>& keys, nlohmann::json value);
 // Removes the value at `path`; false when it was absent.
 bool eraseFieldAt(nlohmann::json& object, std::string_view path);
+
+// Dotted paths whose segments may end in [*] ("spec.workspaces[*].secret.secretName"): each
+// item of that list, as a configuration names the fields a job refers to other objects by.
+// Why `path` is not such a path (an empty segment, a bracket other than a trailing [*]);
+// nullopt when it is one.
+std::optional<std::string> listPathProblem(std::string_view path);
+// The non-empty strings at `path` in `object`, in document order: a missing segment, a parent
+// of another type or a value that is not a string yields nothing for that branch.
+std::vector<std::string> stringsAt(const nlohmann::json& object, std::string_view path);
 
 }  // namespace mka::json_fields

@@ -65,6 +65,16 @@ struct RemoteCopy {
   bool operator==(const RemoteCopy&) const = default;
 };
 
+// Where a job names an object the worker's copy needs (externalFrameworks[].dependencies): a
+// Secret, ConfigMap or ServiceAccount of the job's namespace, by name.
+struct DependencyPath {
+  std::string kind;  // "Secret", "ConfigMap" or "ServiceAccount"
+  std::string path;  // dotted, [*] for each item of a list: "spec.workspaces[*].secret.secretName"
+  bool operator==(const DependencyPath&) const = default;
+};
+// The kinds a dependency may be.
+inline constexpr std::string_view kDependencyKinds[] = {"Secret", "ConfigMap", "ServiceAccount"};
+
 struct ExternalFramework {
   std::string name;  // as written, "PipelineRun.v1.tekton.dev"
   api::GroupVersionKind gvk;
@@ -74,6 +84,11 @@ struct ExternalFramework {
   // remoteStatus.exclude: JSON pointers under the worker job's status that are not copied back
   // (a Workflow's multi-megabyte /nodes).
   std::vector<std::string> statusExclude;
+  // syncDependencies: the Secrets, ConfigMaps and ServiceAccounts its jobs name are created on
+  // the winning worker before the job's copy (off unless written).
+  bool syncDependencies = false;
+  // dependencies: where its jobs name them, beside the built-in profile's paths.
+  std::vector<DependencyPath> dependencies;
 };
 
 enum class ManagedByDefaulting { MultiKueueQueues, QueueLabeled, Never };
@@ -308,5 +323,8 @@ std::optional<ManagedByLocation> builtinProfile(const api::GroupVersionKind& gvk
 // the finished copy before its final status reaches the manager (Argo's spec.ttlStrategy) would
 // have the job dispatched again.
 std::vector<std::string> builtinRemoteCopyRemovals(const api::GroupVersionKind& gvk);
+// Where the built-in profile of `gvk` finds the objects a job needs on a worker (a PipelineRun's
+// workspaces and service accounts, a Workflow's service account, pull secrets and volumes).
+std::vector<DependencyPath> builtinDependencies(const api::GroupVersionKind& gvk);
 
 }  // namespace mka::config

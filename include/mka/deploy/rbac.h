@@ -61,9 +61,10 @@ enum class Scope {
 // A row that applies to some configurations of its component only.
 enum class Condition {
   Always,
-  DropInMode,       // dispatch.admissionCheckControllerName is Kueue's own (kueue.x-k8s.io/multikueue)
-  JobRetention,     // integrations.objectRetentionPolicies.workloads.afterDeactivatedByKueue is set
-  ClusterProfiles,  // multiKueue.clusterProfile is set
+  DropInMode,        // dispatch.admissionCheckControllerName is Kueue's own (kueue.x-k8s.io/multikueue)
+  JobRetention,      // integrations.objectRetentionPolicies.workloads.afterDeactivatedByKueue is set
+  ClusterProfiles,   // multiKueue.clusterProfile is set
+  SyncDependencies,  // a kind of multiKueue.externalFrameworks has syncDependencies: true
 };
 
 struct ApiAccess {

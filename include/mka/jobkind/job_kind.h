@@ -51,6 +51,11 @@ class JobKind {
   const nlohmann::json& remoteCopyPatches() const { return framework_.remoteCopy.patches; }
   // remoteStatus.exclude: JSON pointers under status that are not copied back to the manager.
   const std::vector<std::string>& remoteStatusExclude() const { return framework_.statusExclude; }
+  // syncDependencies: the worker gets the Secrets, ConfigMaps and ServiceAccounts its jobs name.
+  bool syncsDependencies() const { return framework_.syncDependencies; }
+  // Where its jobs name them: the built-in profile's paths, then dependencies as written; empty
+  // unless syncDependencies is on.
+  const std::vector<config::DependencyPath>& dependencyPaths() const { return dependencyPaths_; }
 
   // The job integration's rules (SPEC §7.1) when the kind is listed in integrations.frameworks:
   // our integration controller queues its jobs; nullptr when something else (Kueue, tekton-kueue)
@@ -64,6 +69,7 @@ class JobKind {
   std::optional<config::IntegratedFramework> integration_;
   bool dispatched_ = true;
   std::vector<std::string> copyRemovals_;
+  std::vector<config::DependencyPath> dependencyPaths_;
 };
 
 // One JobKind per configured external framework, in configuration order, with its integration

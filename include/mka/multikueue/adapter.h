@@ -32,6 +32,9 @@ struct SyncRequest {
   std::string origin;               // the origin label value of our copies
   const nlohmann::json* localJob;   // null: the manager's job is gone
   const nlohmann::json* remoteJob;  // null: no copy on the worker as far as the caller knows
+  // Gets one line per dependency not copied (syncDependencies): refused, or the worker's own
+  // object used as it is. Null: not wanted.
+  std::vector<std::string>* notices = nullptr;
 };
 
 enum class SyncOutcome {
@@ -52,8 +55,10 @@ class Adapter {
   // text after "The owner is not managed by Kueue: ").
   virtual std::optional<std::string> notManaged(const nlohmann::json& localJob) const = 0;
   // SyncJob: creates the worker's copy when there is none, else copies its status to the
-  // manager's job. Throws mka::Error when the worker holds an object of that name that is not
-  // ours (no origin label): it is never touched.
+  // manager's job; with syncDependencies, first creates or updates the objects the job names
+  // there (throws DependencyMissing, dependencies.h, rather than create a copy without them).
+  // Throws mka::Error when the worker holds an object of that name that is not ours (no origin
+  // label): it is never touched.
   virtual SyncOutcome syncJob(const SyncRequest& request) const = 0;
   // DeleteRemoteObject: deletes the worker's copy (background propagation). Returns false when
   // it was gone already.
@@ -65,6 +70,13 @@ class Adapter {
   // Why no worker can get a copy of `localJob` (a remoteCopy patch that fails on it), checked
   // before any remote Workload is created; nullopt when a copy can be made.
   virtual std::optional<std::string> copyProblem(const nlohmann::json& localJob) const {
+    (void)localJob;
+    return std::nullopt;
+  }
+  // The first Secret, ConfigMap or ServiceAccount `localJob` names that the manager lacks
+  // (syncDependencies), checked before any remote Workload is created; nullopt when none.
+  virtual std::optional<std::string> missingDependency(kube::Client& manager, const nlohmann::json& localJob) const {
+    (void)manager;
     (void)localJob;
     return std::nullopt;
   }

@@ -4,6 +4,7 @@
 // workers read them, so they are part of the contract; every use goes through these names.
 
 #include <chrono>
+#include <cstddef>
 #include <string_view>
 
 #include "mka/api/kueue.h"
@@ -32,6 +33,21 @@ inline constexpr std::string_view kReasonEvictedOnManagerCluster = "EvictedOnMan
 inline constexpr std::string_view kEventReason = "MultiKueue";
 // On the manager's job: no worker can get a copy of it (a remoteCopy patch fails on it).
 inline constexpr std::string_view kEventRemoteCopyFailed = "RemoteCopyFailed";
+// On the manager's job: a Secret, ConfigMap or ServiceAccount it names is not on the manager;
+// no worker gets a copy until it is there.
+inline constexpr std::string_view kEventDependencyMissing = "DependencyMissing";
+// On the manager's job: one it names is not copied (a service-account token, over 1 MiB, in
+// another namespace), or the worker holds its own of that name, used as it is.
+inline constexpr std::string_view kEventDependencyNotCopied = "DependencyNotCopied";
+// On the manager's Workload: a worker lacks the job's namespace, so it is skipped until it has it.
+inline constexpr std::string_view kEventNamespaceMissing = "NamespaceMissingOnWorker";
+
+// On a worker's copy of a dependency (with our origin label): the manager's Workloads in its
+// namespace whose jobs name it there, comma-separated and sorted. The copy is deleted when none
+// of them has a copy on that worker any longer; restart-safe, as it is read from the worker.
+inline constexpr std::string_view kDependencyOwnersAnnotation = "multikueue-adapter.dev/dependency-of";
+// A dependency larger than this (its JSON) is never copied: the API server's own object limit.
+inline constexpr std::size_t kMaxDependencyBytes = 1024 * 1024;
 
 // Admission check messages (§2.8). The `, Previously: "<old>"` suffix is added by
 // checkMessageWithPrevious() for the transitions Kueue writes through its helper.
@@ -50,6 +66,10 @@ inline constexpr std::string_view kNoWorkerCanHold = "No worker can hold this wo
 // + "<nominees>; <worker>: <why>; ..."
 inline constexpr std::string_view kWaitingForRoom = "No worker has room now; queued on ";
 }  // namespace message
+
+// Ours: how soon a job held by a Secret, ConfigMap or ServiceAccount missing on the manager
+// looks again (syncDependencies).
+inline constexpr std::chrono::seconds kDependencyRecheck{30};
 
 // Timings Kueue hard-codes (§6).
 inline constexpr std::chrono::seconds kSyncDeferredRequeue{2};

@@ -97,6 +97,19 @@ class RemoteCluster {
   // A copy the quota-aware dispatcher chose to create here: charged at once, before the
   // worker's informer shows it, so that the next decision does not count the same room.
   virtual void placed(capacity::PendingCopy copy) = 0;
+  // Whether the worker is known to lack namespace `ns`: its Namespace watch (started by
+  // namespaceMissing) has listed them and `ns` is not there. false while that is unknown.
+  virtual bool lacksNamespace(const std::string& ns) const {
+    (void)ns;
+    return false;
+  }
+  // A create in `ns` was refused because the worker lacks it: watch the worker's Namespaces (the
+  // first call starts the watch, which is not part of the connection) and report `workloadKey`
+  // through onRemoteEvent when `ns` appears.
+  virtual void namespaceMissing(const std::string& ns, const std::string& workloadKey) {
+    (void)ns;
+    (void)workloadKey;
+  }
 };
 
 struct ClusterRegistryOptions {

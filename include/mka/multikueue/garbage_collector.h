@@ -3,7 +3,9 @@
 // worker, remote Workloads and jobs carrying our origin label whose manager Workload is gone or
 // terminating are deleted, the job first, then the Workload. Objects with another origin are
 // never touched (several managers can share workers). A job copy whose Workload copy is gone
-// already is collected too (Kueue leaves it; a job left behind would keep running).
+// already is collected too (Kueue leaves it; a job left behind would keep running). With
+// syncDependencies, dependency copies whose owners (dependencies.h) have no live Workload copy
+// on that worker are deleted as well.
 //
 // Threads: collect() on the caller's thread; start() runs it every `interval` on a thread of
 // its own ("mk-gc"), in real time (0 disables it, as Kueue does); tests call collect().
@@ -33,6 +35,7 @@ class OrphanCollector {
   struct Stats {
     std::size_t workloadsDeleted = 0;
     std::size_t jobsDeleted = 0;
+    std::size_t dependenciesDeleted = 0;  // Secrets, ConfigMaps, ServiceAccounts (syncDependencies)
   };
 
   // All borrowed. `workloads` is the manager's Workload informer (a miss is confirmed with a GET
@@ -47,6 +50,7 @@ class OrphanCollector {
 
  private:
   bool liveLocally(const std::string& key);
+  bool syncsDependencies() const;
 
   kube::Client& manager_;
   kube::Informer& workloads_;

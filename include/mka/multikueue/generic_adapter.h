@@ -81,6 +81,7 @@ class GenericAdapter final : public Adapter {
   bool deleteRemoteObject(kube::Client& remote, const std::string& namespace_, const std::string& name) const override;
   std::optional<std::string> workloadKeyFor(const nlohmann::json& remoteJob) const override;
   std::optional<std::string> copyProblem(const nlohmann::json& localJob) const override;
+  std::optional<std::string> missingDependency(kube::Client& manager, const nlohmann::json& localJob) const override;
 
  private:
   jobkind::JobKind kind_;

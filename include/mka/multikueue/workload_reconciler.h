@@ -164,6 +164,8 @@ class WorkloadReconciler {
 
   controller::Result cleanupAll(Group& group);
   void removeRemoteObjects(RemoteCluster& remote, const Group& group);
+  // Takes the Workload off the owners of its dependency copies on `remote` (syncDependencies).
+  void releaseDependencies(RemoteCluster& remote, const Group& group);
   void syncJob(RemoteCluster& remote, const Group& group, bool freshRead);
   // Whether `cluster` holds a Workload copy or a job copy of the group.
   bool anyRemoteObject(const Group& group, const std::string& cluster, RemoteCluster& remote);
@@ -194,6 +196,7 @@ class WorkloadReconciler {
   const Clock& clock_;
   Options options_;
   DispatchObserver* observer_;
+  bool syncsDependencies_ = false;  // a configured kind has syncDependencies on
 
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> deleted_;             // key -> last seen Workload

@@ -5,7 +5,8 @@
 // unreachable for a while, two adapter restarts, and the MultiKueueConfig's worker set changed
 // three times with jobs in flight. Seeded (MKA_CHAOS_SEED, default 20261122) and
 // bounded. Afterwards every job finished on exactly one worker, ran there once and never on the
-// manager, with its final status on the manager, and no remote object with our origin is left;
+// manager, with its final status on the manager, and no remote object with our origin is left
+// (jobs, Workloads, and the Secrets and ServiceAccounts the jobs name, syncDependencies on);
 // at every quiet point, every job running on a worker had an admitted Workload. The counts are
 // printed.
 //
@@ -47,6 +48,12 @@ const std::vector<std::string> kWorkers{"worker1", "worker2", "worker3"};
 sandbox::ResourceRef pipelineRuns() { return {"tekton.dev", "v1", "pipelineruns", "default", "", ""}; }
 sandbox::ResourceRef workflows() { return {"argoproj.io", "v1alpha1", "workflows", "default", "", ""}; }
 sandbox::ResourceRef workloads() { return {"kueue.x-k8s.io", "v1beta2", "workloads", "", "", ""}; }
+// The kinds syncDependencies copies to workers (every namespace).
+const std::vector<sandbox::ResourceRef> kDependencyRefs{
+    {"", "v1", "secrets", "", "", ""}, {"", "v1", "configmaps", "", "", ""}, {"", "v1", "serviceaccounts", "", "", ""}};
+// The Secrets the jobs share (by index modulo their count) and the ServiceAccount all run as.
+constexpr int kSharedSecrets = 3;
+const std::string kServiceAccount = "chaos-runner";
 
 std::vector<json> items(sandbox::Cluster& cluster, const sandbox::ResourceRef& ref, const std::string& selector = "") {
   const auto list = cluster.api().list(ref, {.labelSelector = selector});
@@ -77,6 +84,19 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
     config_ = env_->adapterConfiguration();
     config_.multiKueue.gcInterval = std::chrono::nanoseconds::zero();
     config_.multiKueue.dispatcherName = GetParam();
+    // Every job names Secrets and a ServiceAccount, which travel with it and must all go.
+    for (auto& f : config_.multiKueue.externalFrameworks) f.syncDependencies = true;
+    auto& manager = env_->cluster("manager").api();
+    for (int i = 0; i < kSharedSecrets; ++i)
+      manager.create({"", "v1", "secrets", "default", "", ""},
+                     json{{"apiVersion", "v1"},
+                          {"kind", "Secret"},
+                          {"metadata", {{"name", "chaos-secret-" + std::to_string(i)}, {"namespace", "default"}}},
+                          {"data", {{"token", "Y2hhb3M="}}}});
+    manager.create({"", "v1", "serviceaccounts", "default", "", ""},
+                   json{{"apiVersion", "v1"},
+                        {"kind", "ServiceAccount"},
+                        {"metadata", {{"name", kServiceAccount}, {"namespace", "default"}}}});
   }
   void TearDown() override {
     stopAdapter();
@@ -154,6 +174,8 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
     ++counts_["worker set changes"];
   }
 
+  static std::string sharedSecret(int i) { return "chaos-secret-" + std::to_string(i % kSharedSecrets); }
+
   void createJob(int i) {
     const auto name = "chaos-" + std::to_string(i);
     if (i % 2 == 0) {
@@ -165,7 +187,9 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
                {"spec",
                 {{"managedBy", "kueue.x-k8s.io/multikueue"},
                  {"status", "PipelineRunPending"},
-                 {"pipelineRef", {{"name", "build"}}}}}});
+                 {"pipelineRef", {{"name", "build"}}},
+                 {"workspaces", json::array({{{"name", "git"}, {"secret", {{"secretName", sharedSecret(i)}}}}})},
+                 {"taskRunTemplate", {{"serviceAccountName", kServiceAccount}}}}}});
     } else {
       env_->cluster("manager").api().create(workflows(),
                                             json{{"apiVersion", "argoproj.io/v1alpha1"},
@@ -175,7 +199,11 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
                                                    {"labels",
                                                     {{"kueue.x-k8s.io/queue-name", "user-queue"},
                                                      {"workflows.argoproj.io/controller-instanceid", "multikueue"}}}}},
-                                                 {"spec", {{"entrypoint", "main"}, {"suspend", true}}}});
+                                                 {"spec",
+                                                  {{"entrypoint", "main"},
+                                                   {"suspend", true},
+                                                   {"serviceAccountName", kServiceAccount},
+                                                   {"imagePullSecrets", json::array({{{"name", sharedSecret(i)}}})}}}});
     }
   }
 
@@ -189,6 +217,10 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
           uids_.insert(job.at("metadata").value("uid", ""));
         }
       }
+      for (const auto& ref : kDependencyRefs)
+        for (const auto& object : items(env_->cluster(worker), ref, "kueue.x-k8s.io/multikueue-origin=multikueue"))
+          dependencyCopies_.insert(worker + "/" + object.value("kind", ref.plural) + "/" +
+                                   object.at("metadata").value("uid", ""));
     }
   }
 
@@ -203,6 +235,10 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
     std::size_t left = 0;
     for (const auto& worker : kWorkers)
       for (const auto& ref : {pipelineRuns(), workflows(), workloads()})
+        left += items(env_->cluster(worker), ref, "kueue.x-k8s.io/multikueue-origin=multikueue").size();
+    // No dependency copy of ours either (syncDependencies): each goes with the last job using it.
+    for (const auto& worker : kWorkers)
+      for (const auto& ref : kDependencyRefs)
         left += items(env_->cluster(worker), ref, "kueue.x-k8s.io/multikueue-origin=multikueue").size();
     return left;
   }
@@ -268,6 +304,7 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
   std::map<std::string, int> counts_;
   std::map<std::string, std::set<std::string>> copies_;
   std::set<std::string> uids_;
+  std::set<std::string> dependencyCopies_;  // worker/kind/uid of every dependency copy seen at a tick
 };
 
 TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
@@ -332,9 +369,10 @@ TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
   std::printf(
       "chaos dispatcher=%s seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu "
       "on_none=%zu "
-      "started_once=%zu started_on_manager=%zu run_without_admission=%d remote_job_copies_created=%zu leftovers=%zu",
+      "started_once=%zu started_on_manager=%zu run_without_admission=%d remote_job_copies_created=%zu "
+      "dependency_copies_seen=%zu leftovers=%zu",
       GetParam().c_str(), seed_, kJobs, finished, onOne, onSeveral, onNone, ranOnce, ranOnManager, violations_,
-      uids_.size(), remoteLeftovers());
+      uids_.size(), dependencyCopies_.size(), remoteLeftovers());
   for (const auto& [what, n] : counts_) std::printf(" %s=%d", what.c_str(), n);
   std::printf("\n");
 
@@ -345,6 +383,8 @@ TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
   EXPECT_EQ(ranOnManager, 0u) << "seed " << seed_;
   EXPECT_EQ(violations_, 0) << "seed " << seed_;
   EXPECT_EQ(remoteLeftovers(), 0u) << "seed " << seed_;
+  EXPECT_GT(dependencyCopies_.size(), 0u) << "no Secret or ServiceAccount ever travelled: the invariant above says "
+                                             "nothing";
   for (const auto& wl : items(env_->cluster("manager"), workloads()))
     EXPECT_TRUE(api::isFinished(wl)) << wl.at("metadata").value("name", "");
 }

@@ -293,6 +293,11 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
                 "  clusterProfile:\n    accessProviders:\n    - name: token-provider\n      execConfig: "
                 "{command: /usr/local/bin/cp-creds, apiVersion: client.authentication.k8s.io/v1, "
                 "interactiveMode: Never}\n");
+    // PipelineRuns take the Secrets, ConfigMaps and ServiceAccounts they name to their worker.
+    const std::string pipelineRuns = "  - name: PipelineRun.v1.tekton.dev\n";
+    const auto entry = text.find(pipelineRuns);
+    EXPECT_NE(entry, std::string::npos) << "the shipped configuration dispatches no PipelineRuns";
+    text.insert(entry + pipelineRuns.size(), "    syncDependencies: true\n");
     return text + "placement: {enabled: true}\n";  // and runs the built-in placement controller
   });
   ASSERT_FALSE(::testing::Test::HasFailure());
@@ -317,6 +322,21 @@ TEST_F(RbacCoverage, EveryCallIsGrantedAndEveryGrantIsCalled) {
   const auto wfWorkload = integration::workloadName(kWorkflowGvk, "wf1", wf["metadata"].value("uid", ""));
   auto pending = job("pipelinerun-hello.yaml", "pr1");
   pending["spec"]["status"] = "PipelineRunPending";  // as tekton-kueue's webhook leaves it
+  // Its dependencies, read on the manager and copied to the worker.
+  env_->create(kManager, {{"apiVersion", "v1"},
+                          {"kind", "Secret"},
+                          {"metadata", {{"name", "pr1-git"}, {"namespace", "default"}}},
+                          {"data", {{"token", "dG9rZW4="}}}});
+  env_->create(kManager, {{"apiVersion", "v1"},
+                          {"kind", "ConfigMap"},
+                          {"metadata", {{"name", "pr1-conf"}, {"namespace", "default"}}},
+                          {"data", {{"a", "b"}}}});
+  env_->create(kManager, {{"apiVersion", "v1"},
+                          {"kind", "ServiceAccount"},
+                          {"metadata", {{"name", "pr1-runner"}, {"namespace", "default"}}}});
+  pending["spec"]["workspaces"] = json::array({{{"name", "git"}, {"secret", {{"secretName", "pr1-git"}}}},
+                                               {{"name", "conf"}, {"configMap", {{"name", "pr1-conf"}}}}});
+  pending["spec"]["taskRunTemplate"] = {{"serviceAccountName", "pr1-runner"}};
   auto pr = env_->create(kManager, pending);
   EXPECT_EQ(pr["spec"].value("managedBy", ""), api::kMultiKueueControllerName);
   const auto podSets = integration::podSetsFor(pr, *config::integrationProfile(kPipelineRunGvk));

@@ -46,8 +46,10 @@ TEST(AddWorkerObjects, GrantTheDispatchLoopsCallsAndBindThemToTheServiceAccount)
     {"apiGroups":["kueue.x-k8s.io"],"resources":["clusterqueues","localqueues"],"verbs":["list","watch"]},
     {"apiGroups":["kueue.x-k8s.io"],"resources":["workloads/status"],"verbs":["update"]},
     {"apiGroups":["tekton.dev"],"resources":["pipelineruns"],"verbs":["get","list","watch","create","delete"]},
-    {"apiGroups":["argoproj.io"],"resources":["workflows"],"verbs":["get","list","watch","create","delete"]}
-  ])"));
+    {"apiGroups":["argoproj.io"],"resources":["workflows"],"verbs":["get","list","watch","create","delete"]},
+    {"apiGroups":[""],"resources":["namespaces"],"verbs":["list","watch"]}
+  ])"))
+      << "no Secrets, ConfigMaps or ServiceAccounts while no kind syncs its dependencies";
   EXPECT_EQ(objects[2]["kind"], "ClusterRoleBinding");
   EXPECT_EQ(objects[2]["roleRef"]["name"], "multikueue-adapter-dispatcher");
   EXPECT_EQ(objects[2]["subjects"][0]["namespace"], "kueue-system");
@@ -62,8 +64,21 @@ TEST(AddWorkerObjects, EveryRowOfTheWorkerTableHasAReasonAndVerbs) {
     EXPECT_FALSE(row.verbs.empty());
     EXPECT_EQ(row.scope, deploy::Scope::Cluster);
   }
-  // Without dispatched kinds only the Workload rows and the queues' row remain.
-  EXPECT_EQ(deploy::workerClusterRoleRules(config::Configuration{}).size(), 3u);
+  // Without dispatched kinds only the Workload rows, the queues' row and the namespaces' remain.
+  EXPECT_EQ(deploy::workerClusterRoleRules(config::Configuration{}).size(), 4u);
+}
+
+TEST(AddWorkerObjects, SecretsConfigMapsAndServiceAccountsAreGrantedOnlyWhenAKindSyncsThem) {
+  auto cfg = baseConfiguration();
+  const json dependencyRule = json::parse(R"({"apiGroups":[""],"resources":["secrets","configmaps","serviceaccounts"],)"
+                                          R"("verbs":["get","list","create","update","delete"]})");
+  const auto rulesOf = [](const config::Configuration& c) {
+    return json::parse(deploy::workerClusterRoleRules(c).dump());
+  };
+  for (const auto& rule : rulesOf(cfg)) EXPECT_NE(rule, dependencyRule);
+  cfg.multiKueue.externalFrameworks.at(0).syncDependencies = true;
+  const auto rules = rulesOf(cfg);
+  EXPECT_NE(std::find(rules.begin(), rules.end(), dependencyRule), rules.end()) << rules.dump();
 }
 
 TEST(AddWorkerKubeconfig, IsInlineAndPassesTheDispatchersSecurityRules) {

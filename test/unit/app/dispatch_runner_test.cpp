@@ -48,6 +48,11 @@ TEST(SameDispatchSettings, EverySettingTheDispatcherIsBuiltFromRestartsIt) {
        }},
       {"a framework's remoteStatus.exclude",
        [](auto& c) { c.multiKueue.externalFrameworks[0].statusExclude = {"/childReferences"}; }},
+      {"a framework's syncDependencies", [](auto& c) { c.multiKueue.externalFrameworks[0].syncDependencies = true; }},
+      {"a framework's dependencies",
+       [](auto& c) {
+         c.multiKueue.externalFrameworks[0].dependencies = {{"Secret", "spec.credentials"}};
+       }},
       {"multiKueue.gcInterval", [](auto& c) { c.multiKueue.gcInterval = 5min; }},
       {"multiKueue.origin", [](auto& c) { c.multiKueue.origin = "eu-manager"; }},
       {"multiKueue.workerLostTimeout", [](auto& c) { c.multiKueue.workerLostTimeout = 1h; }},

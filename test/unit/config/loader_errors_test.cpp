@@ -328,5 +328,52 @@ std::vector<Case> remoteCopyCases() {
 
 MKA_TABLE_TEST(LoaderErrors, RemoteCopy, Case, remoteCopyCases()) { runCase(testCase()); }
 
+std::vector<Case> dependencyCases() {
+  const auto entry = [](const std::string& name, const std::string& keys) {
+    return adapterDoc("multiKueue: {externalFrameworks: [{name: " + name + ", " + keys + "}]}\n");
+  };
+  const std::string at = "multiKueue.externalFrameworks[0]";
+  return {
+      {"a kind that is never copied",
+       entry("PipelineRun.v1.tekton.dev", "syncDependencies: true, dependencies: [{kind: Pod, path: spec.pod}]"),
+       {at + ".dependencies[0].kind: \"Pod\" is not a kind that is copied: use Secret, ConfigMap or ServiceAccount "
+             "(other kinds are never copied to workers)"}},
+      {"a bracket other than [*]",
+       entry("PipelineRun.v1.tekton.dev",
+             "syncDependencies: true, dependencies: [{kind: Secret, path: \"spec.volumes[0].name\"}]"),
+       {at + ".dependencies[0].path: segment \"volumes[0]\" may end in [*] (each item of a list) and hold no other "
+             "brackets or *: write the dotted path to the name from the job's root, [*] after a list, such as "
+             "spec.volumes[*].secret.secretName"}},
+      {"an empty segment",
+       entry("PipelineRun.v1.tekton.dev", "syncDependencies: true, dependencies: [{kind: Secret, path: spec..name}]"),
+       {at + ".dependencies[0].path: has an empty segment in \"spec..name\": write the dotted path to the name from "
+             "the job's root, [*] after a list, such as spec.volumes[*].secret.secretName"}},
+      {"dependencies while syncing is off",
+       entry("PipelineRun.v1.tekton.dev", "dependencies: [{kind: Secret, path: spec.credentials}]"),
+       {at + ".dependencies: has no effect while syncDependencies is false: set syncDependencies: true on this "
+             "kind, or remove dependencies"}},
+      {"syncing on for a kind without built-in paths",
+       entry("Job.v1.example.com", "syncDependencies: true"),
+       {at + ".syncDependencies: is true but Job has no built-in dependency paths: list where its jobs name "
+             "Secrets, ConfigMaps or ServiceAccounts under dependencies, such as - {kind: Secret, path: "
+             "spec.credentials.secretName}"}},
+      {"dependencies not a list",
+       entry("PipelineRun.v1.tekton.dev", "syncDependencies: true, dependencies: {kind: Secret}"),
+       {at + ".dependencies: must be a list of {kind, path}, not a mapping: write it as - {kind: Secret, path: "
+             "spec.credentials.secretName}"}},
+      {"syncDependencies in a Kueue kind, which Kueue refuses",
+       kueueDoc("multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev, syncDependencies: true}]}\n"),
+       {at + ".syncDependencies: is a multikueue-adapter extension, which Kueue's Configuration cannot hold: remove "
+             "it (Kueue decodes its Configuration strictly and would not start with it), or move the frameworks to "
+             "an AdapterConfiguration (apiVersion: config.multikueue-adapter.dev/v1alpha1, kind: "
+             "AdapterConfiguration)"}},
+      {"syncDependencies not a bool",
+       entry("PipelineRun.v1.tekton.dev", "syncDependencies: yes-please"),
+       {at + ".syncDependencies: must be true or false, not \"yes-please\": write true or false without quotes"}},
+  };
+}
+
+MKA_TABLE_TEST(LoaderErrors, Dependencies, Case, dependencyCases()) { runCase(testCase()); }
+
 }  // namespace
 }  // namespace mka::config

@@ -141,6 +141,40 @@ TEST(Loader, RemoteCopyAndRemoteStatusAreRead) {
   EXPECT_EQ(f.statusExclude, (std::vector<std::string>{"/nodes", "/storedTemplates"}));
 }
 
+TEST(Loader, SyncDependenciesAndDependenciesAreRead) {
+  auto c = mustParse(adapterDoc(R"(multiKueue:
+  externalFrameworks:
+  - name: PipelineRun.v1.tekton.dev
+    syncDependencies: true
+    dependencies:
+    - {kind: Secret, path: "spec.params[*].value"}
+  - name: Workflow.v1alpha1.argoproj.io
+)"));
+  ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 2u);
+  const auto& f = c.multiKueue.externalFrameworks[0];
+  EXPECT_TRUE(f.syncDependencies);
+  EXPECT_EQ(f.dependencies, (std::vector<DependencyPath>{{"Secret", "spec.params[*].value"}}))
+      << "as written: the built-in profile's paths are the JobKind's to add";
+  EXPECT_FALSE(c.multiKueue.externalFrameworks[1].syncDependencies) << "off unless written";
+  EXPECT_EQ(builtinDependencies(f.gvk).size(), 4u);
+}
+
+// The worked examples of docs/configuration.md, "Dependent objects", load as written.
+TEST(Loader, TheDependentObjectsExamplesLoad) {
+  for (const auto* frameworks : {
+           "  - name: PipelineRun.v1.tekton.dev\n    syncDependencies: true\n",
+           "  - name: Workflow.v1alpha1.argoproj.io\n    syncDependencies: true\n    dependencies:\n"
+           "    - {kind: Secret, path: \"spec.arguments.parameters[*].value\"}\n",
+           "  - name: Build.v1.example.com\n    syncDependencies: true\n    dependencies:\n"
+           "    - {kind: Secret, path: spec.credentials.secretName}\n"
+           "    - {kind: ConfigMap, path: \"spec.steps[*].configMapName\"}\n",
+       }) {
+    const auto c = mustParse(adapterDoc(std::string("multiKueue:\n  externalFrameworks:\n") + frameworks));
+    ASSERT_EQ(c.multiKueue.externalFrameworks.size(), 1u) << frameworks;
+    EXPECT_TRUE(c.multiKueue.externalFrameworks[0].syncDependencies) << frameworks;
+  }
+}
+
 struct KueueStyleDefaultingCase {
   std::string name;
   std::string body;

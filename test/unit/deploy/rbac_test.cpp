@@ -112,6 +112,16 @@ std::vector<FollowTheConfigurationCase> followTheConfigurationCases() {
        {"patch ml.example.com/trainingruns/status", "patch ml.example.com/trainingruns",
         "get ml.example.com/trainingruns"},
        {}},
+      {"syncDependencies reads the Secrets, ConfigMaps and ServiceAccounts jobs name, and writes none here",
+       Role::Manager,
+       "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev, syncDependencies: true}]}\n",
+       {"get /secrets", "get /configmaps", "get /serviceaccounts"},
+       {"create /secrets", "update /secrets", "list /configmaps"}},
+      {"without it, none of them",
+       Role::Manager,
+       "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}\n",
+       {},
+       {"get /secrets", "get /configmaps", "get /serviceaccounts"}},
       {"QueueLabeled needs no queue index",
        Role::Manager,
        "managedByDefaulting: QueueLabeled\n" + kManager,
@@ -134,9 +144,12 @@ MKA_TABLE_TEST(RbacGrantsFor, FollowTheConfiguration, FollowTheConfigurationCase
   const auto grants = granted(c.role, c.sections);
   for (const auto& g : c.granted) EXPECT_TRUE(grants.contains(g)) << "lacks " << g;
   for (const auto& g : c.notGranted) EXPECT_FALSE(grants.contains(g)) << "grants " << g;
-  // Never granted by any configuration: unused by the code.
+  // Never granted by any configuration: unused by the code (ConfigMaps: read only with
+  // syncDependencies, as a job's dependency).
   for (const auto& g : grants) {
-    EXPECT_EQ(g.find("configmaps"), std::string::npos) << g;
+    if (c.sections.find("syncDependencies: true") == std::string::npos) {
+      EXPECT_EQ(g.find("configmaps"), std::string::npos) << g;
+    }
     EXPECT_EQ(g.find("events.k8s.io"), std::string::npos) << g;
   }
 }

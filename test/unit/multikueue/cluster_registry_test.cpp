@@ -120,6 +120,32 @@ TEST_F(ClusterRegistryTest, ConnectsWithASecretKubeconfigAndReportsActive) {
   EXPECT_EQ(clusterObject("worker1")["metadata"]["resourceVersion"], version);
 }
 
+// A namespace a create found missing is watched, not retried; the Workloads
+// waiting for it come back through onRemoteEvent when it appears, each once.
+TEST_F(ClusterRegistryTest, AMissingNamespaceIsWatchedAndItsWorkloadsComeBackWhenItAppears) {
+  createSecretCluster("worker1", worker1.kubeconfig());
+  auto& r = startRegistry(registryOptions());
+  r.reconcile("worker1");
+  ASSERT_TRUE(test::eventually([&] { return r.connected("worker1") != nullptr; }));
+  const auto remote = r.connected("worker1");
+  EXPECT_FALSE(remote->lacksNamespace("team-x")) << "unknown until the watch has listed the namespaces";
+  remote->namespaceMissing("team-x", "team-x/wl-1");
+  remote->namespaceMissing("team-x", "team-x/wl-2");
+  ASSERT_TRUE(test::eventually([&] { return remote->lacksNamespace("team-x"); }));
+  EXPECT_FALSE(remote->lacksNamespace("default"));
+  EXPECT_EQ(recorder.events("worker1", "team-x/wl-1"), 0);
+
+  worker1.api().create(fixture::kNamespaces, {{"metadata", {{"name", "team-x"}}}});
+  ASSERT_TRUE(test::eventually([&] {
+    return recorder.events("worker1", "team-x/wl-1") == 1 && recorder.events("worker1", "team-x/wl-2") == 1;
+  }));
+  EXPECT_FALSE(remote->lacksNamespace("team-x"));
+  // Asked about once it is there (the caller read lacksNamespace before it appeared): told at once.
+  remote->namespaceMissing("team-x", "team-x/wl-3");
+  EXPECT_EQ(recorder.events("worker1", "team-x/wl-3"), 1);
+  EXPECT_EQ(recorder.events("worker1", "team-x/wl-1"), 1) << "each waiter is told once";
+}
+
 // Scenarios 79, 82, 89 and 92: a client that cannot be built; backoff windows.
 TEST_F(ClusterRegistryTest, FailedAttemptsBackOffAndReconcilesInsideTheWindowNeitherTryNorCount) {
   createSecretCluster("worker1", unbuildable());

@@ -126,11 +126,12 @@ json managerJob(const std::string& managedBy = std::string(api::kMultiKueueContr
   return job;
 }
 
-// `patches`: the kind's remoteCopy.patches.
-Adapters adapters(const json& patches = json::array()) {
-  if (patches.empty()) return fixture::pipelineRunAdapters();
+// `patches`: the kind's remoteCopy.patches; `sync`: its syncDependencies.
+Adapters adapters(const json& patches = json::array(), bool sync = false) {
+  if (patches.empty() && !sync) return fixture::pipelineRunAdapters();
   config::ExternalFramework f{"PipelineRun.v1.tekton.dev", fixture::kPipelineRun, config::ManagedByLocation{}, true};
   f.remoteCopy.patches = patches;
+  f.syncDependencies = sync;
   return Adapters({std::make_shared<GenericAdapter>(jobkind::JobKind(std::move(f)))});
 }
 
@@ -229,8 +230,12 @@ struct Given {
   // registry has read them before the reconcile (the quota-aware dispatcher's view).
   std::map<std::string, std::vector<json>> workerQueues;
   bool orchestratedPreemption = true;
-  std::set<std::string> withoutJobKind;  // workers without the PipelineRun CRD
-  json copyPatches = json::array();      // the kind's remoteCopy.patches
+  std::set<std::string> withoutJobKind;    // workers without the PipelineRun CRD
+  json copyPatches = json::array();        // the kind's remoteCopy.patches
+  bool syncDependencies = false;           // the kind's syncDependencies
+  std::vector<json> managerObjects;        // Secrets and ServiceAccounts in the manager's default namespace
+  std::set<std::string> withoutNamespace;  // workers whose namespace default is deleted before the reconcile
+  std::map<std::string, std::vector<json>> workerObjects;  // worker -> Secrets and ServiceAccounts there
 };
 
 // What a case expects after one reconcile.
@@ -255,6 +260,8 @@ struct Expected {
   // status is Open (its lastTransitionTime; "" = not open).
   std::map<std::string, json> remoteSpecGates;
   std::map<std::string, std::string> gateOpenedAt;
+  // Per worker, the dependency copies there ("Secret/name") and the owners each names.
+  std::map<std::string, std::map<std::string, std::string>> dependencyOwners;
 };
 
 class World {
@@ -276,6 +283,20 @@ class World {
       workers_[w] = &sandbox_.addCluster({.name = w, .crdFiles = workerCrds});
     }
     manager_->api().create(fixture::kNamespaces, {{"metadata", {{"name", "kueue-system"}}}});
+    for (const auto& w : given.withoutNamespace) {
+      workers_.at(w)->api().remove(fixture::named(fixture::kNamespaces, "default"));
+      EXPECT_TRUE(test::eventually([&] {
+        return !getIfExists(*workers_.at(w), fixture::named(fixture::kNamespaces, "default"));
+      })) << "namespace default not deleted on "
+          << w;
+    }
+    const auto createCore = [](sandbox::Cluster& cluster, const json& object) {
+      const std::string plural = object["kind"] == "Secret" ? "secrets" : "serviceaccounts";
+      cluster.api().create({"", "v1", plural, "default", "", ""}, object);
+    };
+    for (const auto& object : given.managerObjects) createCore(*manager_, object);
+    for (const auto& [w, objects] : given.workerObjects)
+      for (const auto& object : objects) createCore(*workers_.at(w), object);
     managerClient_ = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(
         kube::restConfigFor(kube::Kubeconfig::parse(manager_->kubeconfig())), fastClient()));
 
@@ -316,7 +337,7 @@ class World {
     clock_.advance(given.advance);
 
     WorkloadReconciler::Options options;
-    options.adapters = adapters(given.copyPatches);
+    options.adapters = adapters(given.copyPatches, given.syncDependencies);
     options.dispatcherName = given.dispatcher;
     options.incrementalStepSize = 1;
     options.orchestratedPreemption = given.orchestratedPreemption;
@@ -372,6 +393,19 @@ class World {
   std::optional<json> managerObject(const sandbox::ResourceRef& ref, const std::string& name) {
     return getIfExists(*manager_, fixture::named(ref, name));
   }
+  // "Kind/name" -> owners annotation of every dependency copy on `worker`.
+  std::map<std::string, std::string> dependencyCopies(const std::string& worker) {
+    std::map<std::string, std::string> out;
+    for (const auto* plural : {"secrets", "configmaps", "serviceaccounts"}) {
+      const auto list = workers_.at(worker)->api().list(
+          {"", "v1", plural, "default", "", ""}, {.labelSelector = "kueue.x-k8s.io/multikueue-origin=multikueue"});
+      for (const auto& item : list.value("items", json::array()))
+        out[item.value("kind", std::string(plural)) + "/" + item["metadata"].value("name", "")] =
+            item["metadata"].value("annotations", json::object()).value(std::string(kDependencyOwnersAnnotation), "");
+    }
+    return out;
+  }
+  sandbox::Cluster& worker(const std::string& name) { return *workers_.at(name); }
   std::optional<json> workerObject(const std::string& worker, const sandbox::ResourceRef& ref) {
     const auto name = ref.plural == "workloads" ? "wl" : "job";
     return getIfExists(*workers_.at(worker), fixture::named(ref, name));
@@ -518,6 +552,8 @@ void verify(World& world, const Expected& want) {
         opened = g.value("lastTransitionTime", "");
     EXPECT_EQ(opened, at) << worker;
   }
+  for (const auto& [worker, copies] : want.dependencyOwners)
+    EXPECT_EQ(world.dependencyCopies(worker), copies) << "dependency copies on " << worker;
   if (!want.deactivationTargetOn.empty()) {
     const auto copy = world.workerObject(want.deactivationTargetOn, kWorkloads);
     ASSERT_TRUE(copy.has_value());
@@ -1167,6 +1203,146 @@ std::vector<Case> nominationAndDispatchCases() {
   }
   return cases;
 }
+// A worker without the Workload's namespace.
+std::vector<Case> namespaceMissingCases() {
+  const std::string message =
+      "Worker \"worker2\" has no namespace \"default\": it is skipped for this workload until the namespace exists "
+      "there";
+  std::vector<Case> cases;
+  {
+    Case c{"a worker refusing the copy for its missing namespace is named and left out", {}, {}};
+    c.given.withoutNamespace = {"worker2"};
+    c.expected.checkState = "Pending";
+    c.expected.checkMessage = message;
+    c.expected.nominated = {"worker1"};
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.events = {"Warning NamespaceMissingOnWorker: " + message};
+    c.expected.eventKinds = {"Workload"};
+    c.expected.dispatched = {"cq/worker1"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the incremental dispatcher leaves it out as well", {}, {}};
+    c.given.dispatcher = std::string(config::kDispatcherIncremental);
+    c.given.withoutNamespace = {"worker1", "worker2"};
+    c.expected.result = Result::after(kIncrementalRoundTimeout);
+    c.expected.checkState = "Pending";
+    c.expected.checkMessage =
+        "Worker \"worker1\" has no namespace \"default\": it is skipped for this workload "
+        "until the namespace exists there";
+    c.expected.nominated = {};
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    c.expected.events = {"Warning NamespaceMissingOnWorker: " + c.expected.checkMessage};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+MKA_TABLE_TEST(WorkloadReconcilerTest, NamespaceMissing, Case, namespaceMissingCases()) { runCase(testCase()); }
+
+// Once the worker's Namespace watch has listed them, the worker is skipped without a create (no
+// retry, no second Event); when the namespace appears it gets its copy.
+TEST(WorkloadReconcilerNamespaces, AWorkerIsSkippedUntilItsNamespaceAppears) {
+  Given given;
+  given.withoutNamespace = {"worker2"};
+  World world(given);
+  world.reconciler().reconcile(kKey);
+  ASSERT_TRUE(test::eventually([&] { return world.remote("worker2")->lacksNamespace("default"); }));
+  EXPECT_FALSE(world.remote("worker1")->lacksNamespace("default")) << "never watched there";
+  world.reconcileWhenCached();
+  EXPECT_EQ(world.events().events().size(), 1u) << "no second create, no second Event";
+  EXPECT_FALSE(world.workerObject("worker2", kWorkloads));
+  world.worker("worker2").api().create(fixture::kNamespaces, {{"metadata", {{"name", "default"}}}});
+  ASSERT_TRUE(test::eventually([&] { return !world.remote("worker2")->lacksNamespace("default"); }));
+  world.reconcileWhenCached();
+  EXPECT_TRUE(world.workerObject("worker2", kWorkloads)) << "nominated again once it has the namespace";
+}
+
+json dependencySecret(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"data", {{"token", "dG9rZW4="}}}};
+}
+
+json jobNaming(const std::string& secret, const std::string& serviceAccount) {
+  auto job = managerJob();
+  job["spec"]["workspaces"] = json::array({{{"name", "git"}, {"secret", {{"secretName", secret}}}}});
+  job["spec"]["taskRunTemplate"] = {{"serviceAccountName", serviceAccount}};
+  return job;
+}
+
+// Dependent objects: the objects a job names travel before it, and leave with it.
+std::vector<Case> dependencyCases() {
+  std::vector<Case> cases;
+  const std::string missing =
+      "Secret \"default/git-auth\" (spec.workspaces[*].secret.secretName), named by PipelineRun default/job, is not on "
+      "the manager: no worker gets the job until it is there; create it in namespace \"default\" or remove it from "
+      "the job";
+  const json serviceAccount = {
+      {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "builder"}, {"namespace", "default"}}}};
+  {
+    Case c{"a dependency missing on the manager: no copy anywhere, a Warning on the job, a look again soon", {}, {}};
+    c.given.syncDependencies = true;
+    c.given.job = jobNaming("git-auth", "builder");
+    c.given.managerObjects = {serviceAccount};
+    c.expected.result = Result::after(kDependencyRecheck);
+    c.expected.checkState = "Pending";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    c.expected.events = {"Warning DependencyMissing: " + missing};
+    c.expected.eventKinds = {"PipelineRun"};
+    cases.push_back(c);
+  }
+  {
+    Case c{"the winner gets the job's Secret and ServiceAccount with the job, the others nothing", {}, {}};
+    c.given.syncDependencies = true;
+    c.given.job = jobNaming("git-auth", "builder");
+    c.given.managerObjects = {dependencySecret("git-auth"), serviceAccount};
+    c.given.workload["status"]["nominatedClusterNames"] = json::array({"worker1", "worker2"});
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}, {"worker2", remoteCopy()}};
+    c.expected.result = Result::after(minutes{15});
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.remoteWorkloads = {{"worker1", true}, {"worker2", false}};
+    c.expected.remoteJobs = {{"worker1", true}, {"worker2", false}};
+    c.expected.events = {"Normal MultiKueue: " + kAdmittedMessage};
+    c.expected.admitted = {"cq/worker1"};
+    c.expected.dependencyOwners = {{"worker1", {{"Secret/git-auth", "wl"}, {"ServiceAccount/builder", "wl"}}},
+                                   {"worker2", {}}};
+    cases.push_back(c);
+  }
+  {
+    Case c{"finished: the copies go, and the dependencies only this Workload used with them", {}, {}};
+    c.given.syncDependencies = true;
+    c.given.job = jobNaming("git-auth", "builder");
+    c.given.workload = withClusterName(withCondition(withCheck(managerWorkload(), "Ready", kAdmittedMessage),
+                                                     condition("Finished", true, "Succeeded")),
+                                       "worker1");
+    c.given.remoteWorkloads = {{"worker1", remoteCopy(admittedAt(kWhen))}};
+    c.given.remoteJobs = {{"worker1", remoteJobCopy()}};
+    const auto ours = [](json object, const std::string& owners) {
+      object["metadata"]["labels"] = {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}};
+      object["metadata"]["annotations"] = {{std::string(kDependencyOwnersAnnotation), owners}};
+      return object;
+    };
+    c.given.workerObjects = {{"worker1",
+                              {ours(dependencySecret("git-auth"), "wl"), ours(serviceAccount, "wl"),
+                               ours(dependencySecret("shared"), "other-wl,wl")}}};
+    c.expected.checkState = "Ready";
+    c.expected.checkMessage = kAdmittedMessage;
+    c.expected.clusterName = "worker1";
+    c.expected.finishedReason = "Succeeded";
+    c.expected.remoteWorkloads = {{"worker1", false}};
+    c.expected.remoteJobs = {{"worker1", false}};
+    c.expected.dependencyOwners = {{"worker1", {{"Secret/shared", "other-wl"}}}};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+MKA_TABLE_TEST(WorkloadReconcilerTest, Dependencies, Case, dependencyCases()) { runCase(testCase()); }
+
 MKA_TABLE_TEST(WorkloadReconcilerTest, NominationAndDispatch, Case, nominationAndDispatchCases()) {
   runCase(testCase());
 }
