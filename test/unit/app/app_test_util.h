@@ -1,12 +1,14 @@
 #pragma once
-// What several app tests build alike: a manager cluster with Kueue's and Tekton's CRDs, and an
-// AdmissionReview of a queued PipelineRun.
+// What several app tests build alike: a manager cluster with Kueue's and Tekton's CRDs, a
+// MultiKueueCluster reading its kubeconfig from a Secret, and an AdmissionReview of a queued
+// PipelineRun.
 
 #include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "mka/common/base64.h"
 #include "mka/sandbox/sandbox.h"
 
 namespace mka::app::test_util {
@@ -21,6 +23,20 @@ inline sandbox::ClusterOptions managerWithKueueAndTekton() {
       options.crdFiles.push_back(entry.path());
   }
   return options;
+}
+
+// MultiKueueCluster `name` on `manager`, its kubeconfig in Secret kueue-system/`name`.
+inline void addSecretCluster(sandbox::Cluster& manager, const std::string& name, const std::string& kubeconfig) {
+  manager.api().create({"", "v1", "secrets", "kueue-system", "", ""},
+                       {{"apiVersion", "v1"},
+                        {"kind", "Secret"},
+                        {"metadata", {{"name", name}, {"namespace", "kueue-system"}}},
+                        {"data", {{"kubeconfig", base64Encode(kubeconfig)}}}});
+  manager.api().create({"kueue.x-k8s.io", "v1beta2", "multikueueclusters", "", "", ""},
+                       {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                        {"kind", "MultiKueueCluster"},
+                        {"metadata", {{"name", name}}},
+                        {"spec", {{"clusterSource", {{"kubeConfig", {{"location", name}}}}}}}});
 }
 
 // A CREATE review of PipelineRun ci/build-1 queued on LocalQueue q.

@@ -3,6 +3,7 @@
 // Events the job integration there records, worker3 unreachable. One job per state; every
 // sentence is asserted whole, its durations read on a fake clock.
 #include "mka/app/explain_command.h"
+#include "app_test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +15,6 @@
 #include <sstream>
 
 #include "mka/app/jobs_command.h"
-#include "mka/common/base64.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/temp_dir.h"
@@ -35,7 +35,6 @@ sandbox::ResourceRef ref(const std::string& group, const std::string& plural, co
   return {group, version, plural, ns, "", ""};
 }
 const sandbox::ResourceRef kNamespaces{"", "v1", "namespaces", "", "", ""};
-const sandbox::ResourceRef kSecrets{"", "v1", "secrets", "kueue-system", "", ""};
 const sandbox::ResourceRef kEvents{"", "v1", "events", kNs, "", ""};
 const auto kClusters = ref("kueue.x-k8s.io", "multikueueclusters");
 const auto kClusterQueues = ref("kueue.x-k8s.io", "clusterqueues");
@@ -87,14 +86,7 @@ class ExplainCommand : public ::testing::Test {
   Clock::TimePoint now() const { return clock.now(); }
 
   void register_(const std::string& name, const std::string& kubeconfig) {
-    manager.api().create(kSecrets, {{"apiVersion", "v1"},
-                                    {"kind", "Secret"},
-                                    {"metadata", {{"name", name}, {"namespace", "kueue-system"}}},
-                                    {"data", {{"kubeconfig", base64Encode(kubeconfig)}}}});
-    manager.api().create(kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                                     {"kind", "MultiKueueCluster"},
-                                     {"metadata", {{"name", name}}},
-                                     {"spec", {{"clusterSource", {{"kubeConfig", {{"location", name}}}}}}}});
+    test_util::addSecretCluster(manager, name, kubeconfig);
   }
 
   // Writes `status` through the status subresource (a create ignores it, as kube-apiserver does).

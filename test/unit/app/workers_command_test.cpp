@@ -2,13 +2,13 @@
 // Kueue's queues and both configured kinds, worker2 without the Workflow CRD, worker3
 // unreachable, and a fourth whose Secret is missing.
 #include "mka/app/workers_command.h"
+#include "app_test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "mka/common/base64.h"
 #include "mka/sandbox/sandbox.h"
 #include "support/temp_dir.h"
 
@@ -19,7 +19,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 
 const std::filesystem::path kCrds = std::filesystem::path(MKA_FIXTURES_DIR) / "crds";
-const sandbox::ResourceRef kSecrets{"", "v1", "secrets", "kueue-system", "", ""};
 const sandbox::ResourceRef kClusters{"kueue.x-k8s.io", "v1beta2", "multikueueclusters", "", "", ""};
 const sandbox::ResourceRef kQueues{"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "", ""};
 const sandbox::ResourceRef kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", "default", "", ""};
@@ -104,14 +103,7 @@ class WorkersCommand : public ::testing::Test {
   }
 
   void addCluster(const std::string& name, const std::string& kubeconfig) {
-    manager.api().create(kSecrets, {{"apiVersion", "v1"},
-                                    {"kind", "Secret"},
-                                    {"metadata", {{"name", name}, {"namespace", "kueue-system"}}},
-                                    {"data", {{"kubeconfig", base64Encode(kubeconfig)}}}});
-    manager.api().create(kClusters, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                                     {"kind", "MultiKueueCluster"},
-                                     {"metadata", {{"name", name}}},
-                                     {"spec", {{"clusterSource", {{"kubeConfig", {{"location", name}}}}}}}});
+    test_util::addSecretCluster(manager, name, kubeconfig);
   }
 
   std::vector<WorkerRow> rows() {

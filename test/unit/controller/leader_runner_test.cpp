@@ -45,6 +45,20 @@ LeaderRunner::Group recorded(Steps& steps, const std::string& name) {
           }};
 }
 
+// A group whose start waits an hour (for caches of a kind whose CRD is missing) unless stop is
+// requested on its token, then gives up.
+LeaderRunner::Group waitingForAnHour(Steps& steps) {
+  return {"waiting", [&steps](std::stop_token stopping) -> std::optional<LeaderRunner::Stop> {
+            steps.add("start waiting");
+            std::mutex mutex;
+            std::condition_variable_any wake;
+            std::unique_lock lock(mutex);
+            wake.wait_for(lock, stopping, 1h, [] { return false; });
+            steps.add("waiting gave up");
+            throw Error("caches of kind X did not sync");
+          }};
+}
+
 class LeaderRunnerTest : public ::testing::Test {
  protected:
   LeaderRunnerTest() : cluster(sandbox.addCluster({.name = "manager"})) {
@@ -117,15 +131,7 @@ TEST_F(LeaderRunnerTest, AGroupThatCannotStartIsRetriedWhileTheOthersRun) {
 // the start gives up when stop is requested on its token, and the groups after it never start.
 // The wait is an hour long: only the stop ends it within the test's time.
 TEST_F(LeaderRunnerTest, StopGivesUpAGroupStartThatWaits) {
-  LeaderRunner::Group waiting{"waiting", [&](std::stop_token stopping) -> std::optional<LeaderRunner::Stop> {
-                                steps.add("start waiting");
-                                std::mutex mutex;
-                                std::condition_variable_any wake;
-                                std::unique_lock lock(mutex);
-                                wake.wait_for(lock, stopping, 1h, [] { return false; });
-                                steps.add("waiting gave up");
-                                throw Error("caches of kind X did not sync");
-                              }};
+  const auto waiting = waitingForAnHour(steps);
   LeaderRunner runner(*client, withSteps({recorded(steps, "a"), waiting, recorded(steps, "b")}));
   runner.start();
   ASSERT_TRUE(test::eventually([&] { return steps.all().size() == 3u; }));
@@ -138,15 +144,7 @@ TEST_F(LeaderRunnerTest, StopGivesUpAGroupStartThatWaits) {
 // The leadership lost while a group's start waits for its caches: the start gives up then, not
 // when the caches sync (an hour here), so the groups never run once another replica may lead.
 TEST_F(LeaderRunnerTest, LosingTheLeadershipGivesUpAGroupStartThatWaits) {
-  LeaderRunner::Group waiting{"waiting", [&](std::stop_token stopping) -> std::optional<LeaderRunner::Stop> {
-                                steps.add("start waiting");
-                                std::mutex mutex;
-                                std::condition_variable_any wake;
-                                std::unique_lock lock(mutex);
-                                wake.wait_for(lock, stopping, 1h, [] { return false; });
-                                steps.add("waiting gave up");
-                                throw Error("caches of kind X did not sync");
-                              }};
+  const auto waiting = waitingForAnHour(steps);
   auto options = withSteps({recorded(steps, "a"), waiting, recorded(steps, "b")});
   options.election = lease("first");
   std::atomic<int> lost{0};
