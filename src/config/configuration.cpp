@@ -185,6 +185,15 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     finished.failed = {"Failed", "Error"};
     finished.messagePath = "status.message";
     f.finished = finished;
+    // Suspending a Workflow stops no running pod: each runs until its step ends. Pod nodes
+    // (status.nodes, keyed by node id) say which still run.
+    ActiveRule active;
+    active.type = ActiveRule::Type::Pods;
+    active.items = "/status/nodes";
+    active.filter = FieldValue{"type", "Pod"};
+    active.path = "phase";
+    active.running = {"Pending", "Running"};
+    f.active = active;
     return f;
   }
   if (gvk.group == "tekton.dev" && gvk.kind == "PipelineRun") {
@@ -197,6 +206,15 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     finished.type = FinishedRule::Type::Condition;
     finished.conditionType = "Succeeded";
     f.finished = finished;
+    // A run is under way (its TaskRuns' pods too, until Tekton has stopped or cancelled them)
+    // while Succeeded is Unknown; a pending run, Unknown with reason PipelineRunPending, has
+    // none.
+    ActiveRule active;
+    active.type = ActiveRule::Type::Condition;
+    active.conditionType = "Succeeded";
+    active.conditionStatus = "Unknown";
+    active.exceptReasons = {"PipelineRunPending"};
+    f.active = active;
     return f;
   }
   return std::nullopt;

@@ -21,7 +21,14 @@ constexpr std::string_view kPodSetExample =
 constexpr std::string_view kFinishedExample =
     "{condition: {type: Succeeded}} or {phase: {path: status.phase, succeeded: [Succeeded], failed: [Failed]}}";
 
-FieldValue readFieldValue(MapReader m) {
+constexpr std::string_view kActiveExample =
+    "{pods: {items: /status/nodes, filter: {path: type, value: Pod}, state: {path: phase, running: [Pending, "
+    "Running]}}}, {condition: {type: Running, status: \"True\"}} or {phase: {path: status.phase, running: "
+    "[Running]}}";
+
+FieldValue readFieldValue(MapReader m, std::string_view valueFix =
+                                           "write the value the field holds while the job is suspended, "
+                                           "such as true") {
   m.checkKeys({"path", "value"}, UnknownKeys::Reject);
   FieldValue out;
   m.read("path", out.path);
@@ -29,8 +36,7 @@ FieldValue readFieldValue(MapReader m) {
     if (value->isScalar()) {
       out.value = yaml::scalarToJson(*value);
     } else {
-      m.reader().error(m.pathOf("value"), "must be a single value, not " + describe(*value),
-                       "write the value the field holds while the job is suspended, such as true");
+      m.reader().error(m.pathOf("value"), "must be a single value, not " + describe(*value), std::string(valueFix));
     }
   }
   return out;
@@ -103,10 +109,48 @@ FinishedRule readFinished(MapReader m) {
   return out;
 }
 
+ActiveRule readActive(MapReader m) {
+  m.checkKeys({"condition", "phase", "pods"}, UnknownKeys::Reject);
+  ActiveRule out;
+  const int shapes = int(m.has("condition")) + int(m.has("phase")) + int(m.has("pods"));
+  if (shapes > 1) {
+    m.reader().error(m.path(), "sets more than one of condition, phase and pods",
+                     "keep the one that tells whether the job's pods may still run");
+    return out;
+  }
+  if (m.has("condition")) {
+    out.type = ActiveRule::Type::Condition;
+    auto condition = m.child("condition", kActiveExample);
+    condition.checkKeys({"type", "status", "exceptReasons"}, UnknownKeys::Reject);
+    condition.read("type", out.conditionType);
+    condition.read("status", out.conditionStatus);
+    out.exceptReasons = readStrings(condition, "exceptReasons");
+  } else if (m.has("phase")) {
+    out.type = ActiveRule::Type::Phase;
+    auto phase = m.child("phase", kActiveExample);
+    phase.checkKeys({"path", "running"}, UnknownKeys::Reject);
+    phase.read("path", out.path);
+    out.running = readStrings(phase, "running");
+  } else if (m.has("pods")) {
+    out.type = ActiveRule::Type::Pods;
+    auto pods = m.child("pods", kActiveExample);
+    pods.checkKeys({"items", "filter", "state"}, UnknownKeys::Reject);
+    pods.read("items", out.items);
+    if (pods.has("filter"))
+      out.filter = readFieldValue(pods.child("filter", "{path: type, value: Pod}"),
+                                  "write the value the item's field holds for a pod, such as Pod");
+    auto state = pods.child("state", "{path: phase, running: [Pending, Running]}");
+    state.checkKeys({"path", "running"}, UnknownKeys::Reject);
+    state.read("path", out.path);
+    out.running = readStrings(state, "running");
+  }
+  return out;
+}
+
 void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const std::string& path,
                              IntegratedFramework& out) {
   MapReader f(reader, &item, path, kIntegrationExample);
-  f.checkKeys({"name", "suspend", "stop", "podSets", "finished"}, UnknownKeys::Reject);
+  f.checkKeys({"name", "suspend", "stop", "podSets", "finished", "active"}, UnknownKeys::Reject);
   f.read("name", out.name);
   if (auto gvk = api::GroupVersionKind::parseDotted(out.name)) {
     if (auto profile = integrationProfile(*gvk)) {
@@ -120,6 +164,7 @@ void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const s
   if (f.has("suspend")) out.suspend = readFieldValue(f.child("suspend", kFieldValueExample));
   if (f.has("stop")) out.stop = readFieldValue(f.child("stop", kFieldValueExample));
   if (f.has("finished")) out.finished = readFinished(f.child("finished", kFinishedExample));
+  if (f.has("active")) out.active = readActive(f.child("active", kActiveExample));
   if (const auto* list = f.get("podSets")) {
     out.podSets.clear();
     out.podSetsFrom = PodSetsFrom::Rules;

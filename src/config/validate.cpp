@@ -509,6 +509,7 @@ class IntegrationsValidator {
     } else {
       finished(childPath(path, "finished"), *f.finished);
     }
+    if (f.active) active(childPath(path, "active"), *f.active);
   }
 
   void fieldValue(const std::string& path, const FieldValue& fv) {
@@ -584,6 +585,70 @@ class IntegrationsValidator {
     if (!rule.messagePath.empty())
       if (auto problem = fieldPathProblem(rule.messagePath, ""))
         v_.add(childPath(phase, "message"), *problem, "write the message field's dotted path, such as status.message");
+  }
+
+  void active(const std::string& path, const ActiveRule& rule) {
+    switch (rule.type) {
+      case ActiveRule::Type::Condition: {
+        if (rule.conditionType.empty()) {
+          v_.add(path, "must set condition, phase or pods",
+                 "write {pods: {items: /status/nodes, filter: {path: type, value: Pod}, state: {path: phase, running: "
+                 "[Pending, Running]}}}, {condition: {type: Running, status: \"True\"}} or {phase: {path: "
+                 "status.phase, running: [Running]}}");
+          return;
+        }
+        const auto condition = childPath(path, "condition");
+        static const std::set<std::string> kStatuses = {"True", "False", "Unknown"};
+        if (!kStatuses.contains(rule.conditionStatus))
+          v_.add(childPath(condition, "status"), "must be True, False or Unknown, not " + quote(rule.conditionStatus),
+                 "write the status the condition has while the job's pods may run, such as \"True\"");
+        return;
+      }
+      case ActiveRule::Type::Phase: {
+        const auto phase = childPath(path, "phase");
+        if (auto problem = fieldPathProblem(rule.path, ""))
+          v_.add(childPath(phase, "path"), *problem, "write the phase field's dotted path, such as status.phase");
+        if (rule.running.empty())
+          v_.add(childPath(phase, "running"), "must list at least one phase",
+                 "list the phases in which the job's pods may run, such as [Running]");
+        return;
+      }
+      case ActiveRule::Type::Pods: {
+        const auto pods = childPath(path, "pods");
+        if (rule.items.empty())
+          v_.add(childPath(pods, "items"), "is required",
+                 "write a JSON pointer to the job's list or map of pods, such as /status/nodes");
+        else
+          v_.pointer(childPath(pods, "items"), rule.items, "/status/nodes", /*identity=*/false);
+        if (rule.filter) {
+          const auto filter = childPath(pods, "filter");
+          if (auto problem = itemPathProblem(rule.filter->path))
+            v_.add(childPath(filter, "path"), *problem, "write the item's field, such as type");
+          if (rule.filter->value.is_null())
+            v_.add(childPath(filter, "value"), "is required",
+                   "write the value the item's field holds for a pod, such as Pod");
+        }
+        const auto state = childPath(pods, "state");
+        if (auto problem = itemPathProblem(rule.path))
+          v_.add(childPath(state, "path"), *problem, "write the item's state field, such as phase");
+        if (rule.running.empty())
+          v_.add(childPath(state, "running"), "must list at least one state",
+                 "list the states in which a pod may run, such as [Pending, Running]");
+        return;
+      }
+    }
+  }
+
+  // A dotted path of field names within a list's item ("phase", "status.phase"); nullopt when
+  // usable.
+  static std::optional<std::string> itemPathProblem(const std::string& path) {
+    if (path.empty()) return "is required";
+    for (const auto& s : strings::split(path, '.')) {
+      bool valid = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0]));
+      for (char c : s) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!valid) return "must be a dotted field path, not " + quote(path);
+    }
+    return std::nullopt;
   }
 
   // A dotted path of field names (below `root` when one is given); nullopt when usable.

@@ -226,15 +226,26 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
       stop(job, nullptr, std::string(reason::kNoMatchingWorkload), std::string(message::kMissingWorkload));
       throw Error("prebuilt workload not found: " + metadataString(job, "namespace") + "/" + prebuilt);
     }
-    if (isActive(job, rules_)) return Result::done();
+    if (active(job)) return Result::done();
     return createWorkload(job);
   }
   if (isEvicted(*workload)) {  // 18
     const auto* evicted = findCondition(*workload, api::condition::kEvicted);
     const bool stopped =
         stop(job, &*workload, std::string(reason::kWorkloadEvicted), stringMember(*evicted, "message"));
-    const bool stillActive = !stopped && isActive(job, rules_);
-    if (hasQuotaReservation(*workload) && !stillActive) clearReservation(*workload);
+    // Stopped, but pods that still run hold their capacity: by the active rule, the reservation
+    // stays until the job's status says they ended (its update brings the job back here).
+    // Without one, a job this pass stopped counts as ended: its stop value (Tekton's
+    // StoppedRunFinally) may leave it neither suspended nor finished.
+    const bool stillActive = (byActiveRule(job) || !stopped) && active(job);
+    if (hasQuotaReservation(*workload)) {
+      if (!stillActive) {
+        clearReservation(*workload);
+      } else {
+        log::debug("evicted job still has pods running, its Workload keeps its reservation",
+                   {{"kind", kind_.gvk().kind}, {"job", keyOf(job)}, {"workload", keyOf(*workload)}});
+      }
+    }
     return afterDeactivation(job, *workload, *evicted);
   }
   if (isSuspended(job, rules_)) {  // 20
@@ -386,7 +397,7 @@ JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
     toUpdate = std::move(others.front());
     others.erase(others.begin());
   }
-  if (!match && isActive(job, rules_)) {
+  if (!match && !isSuspended(job, rules_) && !finished(job, rules_)) {
     if (others.size() == 1) {
       stop(job, &others.front(), std::string(reason::kNoMatchingWorkload), std::string(message::kNoMatchRestore));
     } else {
@@ -475,6 +486,15 @@ Result JobReconciler::createWorkload(const json& job) {
 
 bool JobReconciler::markedForMultiKueue(const json& job) const {
   return kind_.managedByValue(job) == kind_.managedBy().value;
+}
+
+bool JobReconciler::byActiveRule(const json& job) const { return rules_.active && !markedForMultiKueue(job); }
+
+bool JobReconciler::active(const json& job) const {
+  if (!rules_.active || byActiveRule(job)) return isActive(job, rules_);
+  auto withoutRule = rules_;
+  withoutRule.active.reset();
+  return isActive(job, withoutRule);
 }
 
 Result JobReconciler::start(const json& job, const json& workload) {

@@ -96,7 +96,35 @@ std::optional<Finished> finished(const json& job, const config::IntegratedFramew
 }
 
 bool isActive(const json& job, const config::IntegratedFramework& framework) {
-  return !isSuspended(job, framework) && !finished(job, framework);
+  if (!framework.active) return !isSuspended(job, framework) && !finished(job, framework);
+  const auto& rule = *framework.active;
+  const auto listed = [&](const json* value) {
+    return value != nullptr && value->is_string() &&
+           std::find(rule.running.begin(), rule.running.end(), value->get<std::string>()) != rule.running.end();
+  };
+  switch (rule.type) {
+    case config::ActiveRule::Type::Condition:
+      for (const auto& c : arrayMember(objectMember(job, "status"), "conditions")) {
+        if (stringMember(c, "type") != rule.conditionType) continue;
+        const auto& except = rule.exceptReasons;
+        return stringMember(c, "status") == rule.conditionStatus &&
+               std::find(except.begin(), except.end(), stringMember(c, "reason")) == except.end();
+      }
+      return false;
+    case config::ActiveRule::Type::Phase: return listed(fieldAt(job, rule.path));
+    case config::ActiveRule::Type::Pods: {
+      const json::json_pointer pointer(rule.items);
+      if (!job.contains(pointer)) return false;
+      const json& items = job.at(pointer);
+      if (!items.is_array() && !items.is_object()) return false;
+      for (const auto& item : items) {  // a map's values are its items
+        if (rule.filter && !holds(item, *rule.filter)) continue;
+        if (listed(fieldAt(item, rule.path))) return true;
+      }
+      return false;
+    }
+  }
+  return false;
 }
 
 std::variant<std::vector<PodSetInfo>, std::string> podSetInfos(const json& workload, const FlavorLookup& flavor) {

@@ -1,10 +1,13 @@
 #include "mka/standin/job_controller_standin.h"
 
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "mka/common/log.h"
 #include "mka/sandbox/api_error.h"
@@ -65,6 +68,51 @@ Wanted wanted(Style style, const json& job) {
   return spec.value("suspend", false) ? Wanted::Wait : Wanted::Run;
 }
 
+// Argo's node id (Workflow.NodeID): the Workflow's name for its root node, else the name and
+// the FNV-1a hash of the node's name.
+std::string argoNodeId(const std::string& workflow, const std::string& nodeName) {
+  if (nodeName == workflow) return workflow;
+  std::uint32_t hash = 2166136261u;
+  for (unsigned char c : nodeName) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  return workflow + "-" + std::to_string(hash);
+}
+
+// What a Workflow runs, as Argo runs it: the entrypoint template's step groups one after
+// another, each step of a group a pod; any other entrypoint (a container) is one pod, the root
+// node itself.
+struct ArgoPlan {
+  bool steps = false;
+  std::vector<std::vector<std::string>> groups;  // step names per group
+};
+
+ArgoPlan argoPlan(const json& workflow) {
+  const json spec = workflow.value("spec", json::object());
+  const std::string entrypoint = spec.value("entrypoint", "");
+  for (const auto& t : spec.value("templates", json::array())) {
+    if (!t.is_object() || t.value("name", "") != entrypoint || !t.contains("steps")) continue;
+    ArgoPlan plan{true, {}};
+    for (const auto& group : t["steps"]) {
+      std::vector<std::string> names;
+      for (const auto& step : group) names.push_back(step.value("name", ""));
+      if (!names.empty()) plan.groups.push_back(std::move(names));
+    }
+    if (!plan.groups.empty()) return plan;
+  }
+  return {false, {{""}}};
+}
+
+// The node names of step group `g`'s pods: "<workflow>[g].<step>", or the root's for a
+// container entrypoint.
+std::vector<std::string> argoPodNames(const std::string& workflow, const ArgoPlan& plan, std::size_t g) {
+  if (!plan.steps) return {workflow};
+  std::vector<std::string> names;
+  for (const auto& step : plan.groups[g]) names.push_back(workflow + "[" + std::to_string(g) + "]." + step);
+  return names;
+}
+
 json tektonCondition(const std::string& status, const std::string& reason, const std::string& message,
                      const std::string& stamp) {
   return json::array({{{"type", "Succeeded"},
@@ -111,16 +159,19 @@ struct JobControllerStandIn::Impl {
     return {options.group, options.version, options.plural, ns, name, sub};
   }
 
-  // Argo's CRD has no status subresource: its controller writes the whole object.
-  void writeStatus(const json& job, json status) {
+  // Argo's CRD has no status subresource: its controller writes the whole object. False when
+  // the job changed meanwhile or is gone: the next pass reads it again.
+  bool writeStatus(const json& job, json status) {
     json next = job;
     next["status"] = std::move(status);
     const auto ns = job["metadata"].value("namespace", "");
     const auto name = job["metadata"].value("name", "");
     try {
       api.update(ref(ns, name, options.style == Style::Argo ? "" : "status"), next);
+      return true;
     } catch (const sandbox::ApiError& e) {
-      if (e.code() != 409 && e.code() != 404) throw;  // the next pass reads it again
+      if (e.code() != 409 && e.code() != 404) throw;
+      return false;
     }
   }
 
@@ -137,10 +188,7 @@ struct JobControllerStandIn::Impl {
         status["conditions"] = tektonCondition(
             "Unknown", "Running", "Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: 1, Skipped: 0", stamp);
         break;
-      case Style::Argo:
-        status["phase"] = "Running";
-        if (!status.contains("startedAt")) status["startedAt"] = stamp;
-        status["nodes"] = {{job["metadata"].value("name", ""), {{"phase", "Running"}, {"startedAt", stamp}}}};
+      case Style::Argo:  // argoStep
         break;
     }
     return status;
@@ -168,13 +216,7 @@ struct JobControllerStandIn::Impl {
                                : "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0",
             stamp);
         break;
-      case Style::Argo:
-        status["phase"] = success ? "Succeeded" : "Failed";
-        if (!status.contains("startedAt")) status["startedAt"] = stamp;
-        status["finishedAt"] = stamp;
-        if (status.contains("nodes"))
-          for (auto& [name, node] : status["nodes"].items()) node["phase"] = status["phase"];
-        if (!success) status["message"] = "the workflow failed";
+      case Style::Argo:  // argoStep
         break;
     }
     return status;
@@ -315,6 +357,105 @@ struct JobControllerStandIn::Impl {
     }
   }
 
+  // Argo's pass over a Workflow it has started (workflow/controller/operator.go operate): pods
+  // are reconciled first (a pod whose step has ended makes its node Succeeded, suspended or
+  // not); a suspended Workflow then returns, starting nothing and staying Running; otherwise the
+  // next step group starts, or, every step done, the Workflow ends.
+  void argoStep(const json& job, const std::string& key, const std::string& run, bool suspended) {
+    const std::string name = job["metadata"].value("name", "");
+    const std::string stamp = toRfc3339(clock.now());
+    const auto runTime = std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime);
+    const ArgoPlan plan = argoPlan(job);
+    json status = job.value("status", json::object());
+    if (!status.contains("nodes") || !status["nodes"].is_object()) status["nodes"] = json::object();
+    json& nodes = status["nodes"];
+    const auto phaseOf = [&](const std::string& nodeName) {
+      const auto it = nodes.find(argoNodeId(name, nodeName));
+      return it == nodes.end() ? std::string() : it->value("phase", "");
+    };
+    const auto setPhase = [&](const std::string& nodeName, const std::string& phase) {
+      json& node = nodes[argoNodeId(name, nodeName)];
+      node["phase"] = phase;
+      if (phase == "Succeeded" || phase == "Failed") node["finishedAt"] = stamp;
+    };
+    const auto groupPhase = [&](std::size_t g) { return phaseOf(argoPodNames(name, plan, g).front()); };
+    std::size_t done = 0;  // step groups whose pods succeeded
+    while (done < plan.groups.size() && groupPhase(done) == "Succeeded") ++done;
+    bool failed = done < plan.groups.size() && groupPhase(done) == "Failed";
+    bool changed = false;
+
+    if (done < plan.groups.size() && groupPhase(done) == "Running") {
+      Clock::TimePoint since;
+      {
+        std::lock_guard lock(mutex);
+        since = runningSince.emplace(run, clock.now()).first->second;  // now, after a restart
+      }
+      if (clock.now() < since + runTime) {  // suspended or not, the pods run on
+        dueAt.insert({since + runTime, key});
+        return;
+      }
+      failed = done + 1 == plan.groups.size() && options.runFails && options.runFails(job);
+      const std::string phase = failed ? "Failed" : "Succeeded";
+      for (const auto& pod : argoPodNames(name, plan, done)) setPhase(pod, phase);
+      if (plan.steps) setPhase(name + "[" + std::to_string(done) + "]", phase);
+      if (!failed) ++done;
+      changed = true;
+    }
+    // The pods that ran are written with what follows in the same pass, as Argo does.
+    const auto written = [&](bool ok) {
+      if (!ok) return;
+      std::lock_guard lock(mutex);
+      if (changed) runningSince.erase(run);
+    };
+    if (suspended) {  // nothing new starts; the Workflow stays Running
+      if (changed) written(writeStatus(job, status));
+      return;
+    }
+    if (failed || done == plan.groups.size()) {
+      status["phase"] = failed ? "Failed" : "Succeeded";
+      status["finishedAt"] = stamp;
+      if (plan.steps) setPhase(name, status["phase"].get<std::string>());
+      if (failed) status["message"] = "the workflow failed";
+      written(writeStatus(job, status));
+      return;
+    }
+    // The next step group's pods start.
+    json children = json::array();
+    for (const auto& pod : argoPodNames(name, plan, done)) {
+      const std::string id = argoNodeId(name, pod);
+      nodes[id] = {
+          {"id", id},      {"name", pod},        {"displayName", plan.steps ? pod.substr(pod.rfind('.') + 1) : name},
+          {"type", "Pod"}, {"phase", "Running"}, {"startedAt", stamp}};
+      if (!plan.steps) nodes[id]["templateName"] = job["spec"].value("entrypoint", "");
+      children.push_back(id);
+    }
+    if (plan.steps) {
+      const std::string groupName = name + "[" + std::to_string(done) + "]";
+      const std::string groupId = argoNodeId(name, groupName);
+      nodes[groupId] = {{"id", groupId},       {"name", groupName},  {"displayName", "[" + std::to_string(done) + "]"},
+                        {"type", "StepGroup"}, {"phase", "Running"}, {"startedAt", stamp},
+                        {"children", children}};
+      json& root = nodes[name];
+      if (!root.contains("id"))
+        root = {{"id", name},
+                {"name", name},
+                {"displayName", name},
+                {"type", "Steps"},
+                {"phase", "Running"},
+                {"startedAt", stamp},
+                {"templateName", job["spec"].value("entrypoint", "")},
+                {"children", json::array()}};
+      root["children"].push_back(groupId);
+    }
+    if (!writeStatus(job, status)) return;
+    {
+      std::lock_guard lock(mutex);
+      runningSince[run] = clock.now();
+      if (done == 0) ++starts[key];
+    }
+    dueAt.insert({clock.now() + runTime, key});
+  }
+
   // What the controller does with one job as it is now.
   void step(const json& job) {
     const std::string key = keyOf(job);
@@ -336,9 +477,13 @@ struct JobControllerStandIn::Impl {
     const auto since = runningSince.find(run);
     const bool running = since != runningSince.end();
 
-    if (options.style == Style::Argo && stringAt(job, json::json_pointer("/status/phase")).empty()) {
-      lock.unlock();  // Argo's first pass, suspended or not
-      json status = job.value("status", json::object());
+    if (options.style == Style::Argo) {
+      lock.unlock();
+      if (!stringAt(job, json::json_pointer("/status/phase")).empty()) {
+        argoStep(job, key, run, want == Wanted::Wait);
+        return;
+      }
+      json status = job.value("status", json::object());  // Argo's first pass, suspended or not
       status["phase"] = "Running";
       status["startedAt"] = stamp;
       writeStatus(job, status);
@@ -352,7 +497,6 @@ struct JobControllerStandIn::Impl {
     }
     if (want == Wanted::Wait) {
       if (!running) return;
-      if (options.style == Style::Argo) return;  // pods of a suspended Workflow keep their progress
       runningSince.erase(since);
       lock.unlock();
       json status = job.value("status", json::object());

@@ -238,6 +238,27 @@ struct FinishedRule {
   bool operator==(const FinishedRule&) const = default;
 };
 
+// When a job may still have pods running (Kueue's IsActive): while it does, an evicted or
+// deactivated job's Workload keeps its quota reservation (the job is stopped at once).
+struct ActiveRule {
+  enum class Type { Condition, Phase, Pods };
+  Type type = Type::Condition;
+  // Condition: the condition of this type has this status, and its reason is none of these
+  // (Tekton's Succeeded Unknown, except PipelineRunPending: a pending run has no pods).
+  std::string conditionType;
+  std::string conditionStatus = "True";
+  std::vector<std::string> exceptReasons;
+  // Phase: the dotted path of the phase field. Pods: the dotted path, within each item, of its
+  // state field.
+  std::string path;
+  std::vector<std::string> running;  // Phase, Pods: the values that count as running
+  // Pods: a JSON pointer to a list or a map of items (a map's values are its items: Argo's
+  // status.nodes is keyed by node id), and an optional item field (dotted path) == value.
+  std::string items;
+  std::optional<FieldValue> filter;
+  bool operator==(const ActiveRule&) const = default;
+};
+
 // Where a kind's pod sets come from: the rules, or what a built-in profile computes.
 enum class PodSetsFrom {
   Rules,
@@ -253,7 +274,8 @@ struct IntegratedFramework {
   std::vector<PodSetRule> podSets;
   PodSetsFrom podSetsFrom = PodSetsFrom::Rules;
   std::optional<FinishedRule> finished;
-  bool profile = false;  // a built-in profile gave the defaults the rules override
+  std::optional<ActiveRule> active;  // absent: active while neither suspended, stopped nor finished
+  bool profile = false;              // a built-in profile gave the defaults the rules override
   // integrations.labelKeysToCopy (Kueue's setting of that name): the job's labels a new
   // Workload carries too. The same list for every kind.
   std::vector<std::string> labelKeysToCopy;

@@ -32,7 +32,9 @@ struct Finished {
 // the lists; nullopt while running or when the kind has no finished rule.
 std::optional<Finished> finished(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
-// Kueue's IsActive for a configured kind: neither suspended nor finished.
+// Kueue's IsActive for a configured kind: whether the job's pods may still run, by the active
+// rule (a condition, a phase, or pods listed in the job's status); without one, while the job
+// is neither suspended nor finished.
 bool isActive(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
 // What one admitted pod set adds to its pod template (Kueue's podset.PodSetInfo).

@@ -14,10 +14,16 @@
 // - Argo, the workflow controller without an instanceID: ignores Workflows labelled
 //   workflows.argoproj.io/controller-instanceid; on its first pass sets phase Running and
 //   startedAt even while spec.suspend is true (as Argo does: a queued Workflow reads Running with
-//   no nodes); runs pods only while not suspended (a suspended run makes no progress) and ends
-//   with phase Succeeded or Failed. Its status goes through the main resource (no subresource).
-//   As Argo's TTL controller, it deletes a finished Workflow spec.ttlStrategy seconds after its
-//   status.finishedAt.
+//   no nodes). Not suspended, it runs the entrypoint template's step groups one after another,
+//   each step a pod running for Options::runTime (any other entrypoint is one pod), recorded in
+//   status.nodes as Argo records them: a root node of type Steps (id: the Workflow's name), a
+//   StepGroup node per group and a node of type Pod per step (ids: the name and the FNV-1a hash
+//   of the node's name); a container entrypoint's one node is the root, of type Pod. Suspending
+//   stops no running pod: it runs until its step ends and its node goes Succeeded; no new step
+//   starts and the Workflow stays Running until it is resumed, when the remaining steps run.
+//   Every step done, the Workflow ends with phase Succeeded or Failed. Its status goes through
+//   the main resource (no subresource). As Argo's TTL controller, it deletes a finished
+//   Workflow spec.ttlStrategy seconds after its status.finishedAt.
 // Writes carry the resourceVersion read; after a conflict the job's newer version, which the
 // watch brings, is looked at again.
 //
@@ -67,9 +73,10 @@ class JobControllerStandIn {
   void start();
   void stop();
 
-  // Times job "ns/name" started running (each resume of a suspended job counts).
+  // Times job "ns/name" started running (each resume of a suspended job counts; a Workflow
+  // counts when its first step starts).
   int starts(const std::string& key) const;
-  // Jobs running right now.
+  // Jobs running right now (a Workflow: with a pod running).
   std::size_t running() const;
   // Every job started so far, by key, with its start count.
   std::map<std::string, int> allStarts() const;

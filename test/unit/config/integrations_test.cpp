@@ -36,6 +36,12 @@ TEST(Integrations, BuiltInProfilesNeedOnlyAName) {
   EXPECT_EQ(argo.finished->succeeded, std::vector<std::string>{"Succeeded"});
   EXPECT_EQ(argo.finished->failed, (std::vector<std::string>{"Failed", "Error"}));
   EXPECT_EQ(argo.finished->messagePath, "status.message");
+  ASSERT_TRUE(argo.active) << "suspending a Workflow stops no running pod";
+  EXPECT_EQ(argo.active->type, ActiveRule::Type::Pods);
+  EXPECT_EQ(argo.active->items, "/status/nodes");
+  EXPECT_EQ(argo.active->filter, (FieldValue{"type", "Pod"}));
+  EXPECT_EQ(argo.active->path, "phase");
+  EXPECT_EQ(argo.active->running, (std::vector<std::string>{"Pending", "Running"}));
 
   const auto& tekton = c.integrations.frameworks[1];
   EXPECT_EQ(tekton.suspend, (FieldValue{"spec.status", "PipelineRunPending"}));
@@ -46,6 +52,11 @@ TEST(Integrations, BuiltInProfilesNeedOnlyAName) {
   ASSERT_TRUE(tekton.finished);
   EXPECT_EQ(tekton.finished->type, FinishedRule::Type::Condition);
   EXPECT_EQ(tekton.finished->conditionType, "Succeeded");
+  ASSERT_TRUE(tekton.active);
+  EXPECT_EQ(tekton.active->type, ActiveRule::Type::Condition);
+  EXPECT_EQ(tekton.active->conditionType, "Succeeded");
+  EXPECT_EQ(tekton.active->conditionStatus, "Unknown");
+  EXPECT_EQ(tekton.active->exceptReasons, std::vector<std::string>{"PipelineRunPending"});
   EXPECT_EQ(c.integrations.find(tekton.gvk), &tekton);
 }
 
@@ -80,6 +91,31 @@ TEST(Integrations, AnyOtherKindIsDescribedByItsRules) {
   finished.failed = {"Crashed", "Killed"};
   finished.messagePath = "status.reason";
   EXPECT_EQ(f.finished, finished);
+  EXPECT_EQ(f.active, std::nullopt) << "absent: active while neither suspended nor finished";
+}
+
+TEST(Integrations, TheActiveRuleIsAConditionAPhaseOrPods) {
+  const auto activeOf = [](const std::string& rule) {
+    return parsed(adapterDoc("integrations:\n  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n    active: " +
+                             rule + "\n"))
+        .integrations.frameworks.at(0)
+        .active;
+  };
+  EXPECT_EQ(activeOf("{condition: {type: Running}}"),
+            (ActiveRule{.type = ActiveRule::Type::Condition, .conditionType = "Running", .conditionStatus = "True"}))
+      << "status defaults to True";
+  EXPECT_EQ(activeOf("{condition: {type: Succeeded, status: Unknown, exceptReasons: [Pending]}}"),
+            (ActiveRule{.type = ActiveRule::Type::Condition,
+                        .conditionType = "Succeeded",
+                        .conditionStatus = "Unknown",
+                        .exceptReasons = {"Pending"}}));
+  EXPECT_EQ(activeOf("{phase: {path: status.phase, running: [Running]}}"),
+            (ActiveRule{.type = ActiveRule::Type::Phase, .path = "status.phase", .running = {"Running"}}));
+  EXPECT_EQ(
+      activeOf("{pods: {items: /status/replicaStatuses, state: {path: state.name, running: [Up]}}}"),
+      (ActiveRule{
+          .type = ActiveRule::Type::Pods, .path = "state.name", .running = {"Up"}, .items = "/status/replicaStatuses"}))
+      << "the filter is optional";
 }
 
 TEST(Integrations, RulesOverrideAProfileOneRuleAtATime) {
@@ -150,7 +186,44 @@ std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCase
             "suspended, such as true",
         p + ".finished: sets both condition and phase: keep the one that tells when the job is done",
         p + ".bogus: unknown field: remove it; the fields accepted in " + p +
-            " are name, suspend, stop, podSets, finished"}},
+            " are name, suspend, stop, podSets, finished, active"}},
+      {"active rules",
+       "  - name: Workflow.v1alpha1.argoproj.io\n"
+       "    active: {}\n"
+       "  - name: PipelineRun.v1.tekton.dev\n"
+       "    active: {condition: {type: Succeeded, status: unknown}, phase: {path: status.phase}}\n"
+       "  - name: TrainingRun.v1.ml.example.com\n"
+       "    suspend: {path: spec.suspend, value: true}\n"
+       "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+       "    finished: {condition: {type: Succeeded}}\n"
+       "    active: {phase: {path: phase}}\n"
+       "  - name: Job.v1.example.com\n"
+       "    suspend: {path: spec.suspend, value: true}\n"
+       "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+       "    finished: {condition: {type: Succeeded}}\n"
+       "    active: {pods: {items: status.nodes, filter: {path: type}, state: {path: .phase, running: []}}}\n",
+       {p + ".active: must set condition, phase or pods: write {pods: {items: /status/nodes, filter: {path: type, "
+            "value: Pod}, state: {path: phase, running: [Pending, Running]}}}, {condition: {type: Running, status: "
+            "\"True\"}} or {phase: {path: status.phase, running: [Running]}}",
+        "integrations.frameworks[1].active: sets more than one of condition, phase and pods: keep the one that "
+        "tells whether the job's pods may still run",
+        "integrations.frameworks[2].active.phase.path: must be a dotted field path, not \"phase\": write the "
+        "phase field's dotted path, such as status.phase",
+        "integrations.frameworks[2].active.phase.running: must list at least one phase: list the phases in which "
+        "the job's pods may run, such as [Running]",
+        "integrations.frameworks[3].active.pods.items: \"status.nodes\" is not a JSON pointer to a field: start "
+        "it with / and separate the keys with /, such as /status/nodes",
+        "integrations.frameworks[3].active.pods.filter.value: is required: write the value the item's field holds "
+        "for a pod, such as Pod",
+        "integrations.frameworks[3].active.pods.state.path: must be a dotted field path, not \".phase\": write "
+        "the item's state field, such as phase",
+        "integrations.frameworks[3].active.pods.state.running: must list at least one state: list the states in "
+        "which a pod may run, such as [Pending, Running]"}},
+      {"an active condition's status",
+       "  - name: PipelineRun.v1.tekton.dev\n"
+       "    active: {condition: {type: Succeeded, status: unknown}}\n",
+       {p + ".active.condition.status: must be True, False or Unknown, not \"unknown\": write the status the "
+            "condition has while the job's pods may run, such as \"True\""}},
       {"the same kind twice",
        "  - name: Workflow.v1alpha1.argoproj.io\n  - name: Workflow.v1alpha1.argoproj.io\n",
        {"integrations.frameworks[1].name: duplicates integrations.frameworks[0].name "

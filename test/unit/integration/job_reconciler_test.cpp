@@ -102,6 +102,7 @@ struct Given {
   std::optional<Duration> deleteAfterDeactivatedByKueue;  // the kind's retention
   json namespaceLabels = json::object();                  // of team-a, the job's namespace
   std::vector<std::pair<sandbox::ResourceRef, json>> objects;  // created first (priority classes)
+  std::optional<config::ActiveRule> active;                    // the kind's active rule
 };
 
 struct Seen {
@@ -223,6 +224,7 @@ class World {
     rules.stop = given.stop;
     rules.namespaceSelector = given.namespaceSelector;
     rules.deleteAfterDeactivatedByKueue = given.deleteAfterDeactivatedByKueue;
+    rules.active = given.active;
     return jobkind::JobKind(trainingRuns().framework(), rules, false);
   }
 
@@ -750,6 +752,128 @@ std::vector<Case> startStopAndEvictionCases() {
   };
 }
 MKA_TABLE_TEST(JobReconcilerTest, StartStopAndEviction, Case, startStopAndEvictionCases()) { runCase(testCase()); }
+
+// ---- §2 IsActive, §4.2 steps 15 and 18: quota held while pods run ------------------------
+
+// The TrainingRun's active rule in these cases: its Running condition is True while replicas run.
+const config::ActiveRule kRunningCondition{
+    .type = config::ActiveRule::Type::Condition, .conditionType = "Running", .conditionStatus = "True"};
+
+// `spec` with the Running condition `status`: its replicas running ("True") or ended ("False").
+json withReplicas(const json& spec, const std::string& status) {
+  json job = trainingRun(spec);
+  job["status"] = {{"conditions", {condition("Running", status, status == "True" ? "Running" : "Ended")}}};
+  return job;
+}
+
+// The Workload still holds its quota: nothing of the reservation was touched.
+void expectReservationKept(const Seen& seen) {
+  const auto& w = seen.workloads.at(0);
+  EXPECT_TRUE(w["status"].contains("admission"));
+  EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("status", ""), "True");
+  EXPECT_EQ(conditionOf(w, "Requeued"), nullptr);
+}
+
+// The reservation is cleared as Kueue clears it after an eviction (§1.3).
+void expectReservationCleared(const Seen& seen, const std::string& requeued, const std::string& reason,
+                              const std::string& message) {
+  const auto& w = seen.workloads.at(0);
+  EXPECT_FALSE(w["status"].contains("admission"));
+  EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("status", ""), "False");
+  EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("reason", ""), "PendingEvaluation");
+  EXPECT_EQ(conditionOf(w, "QuotaReserved")->value("message", ""), message);
+  EXPECT_EQ(conditionOf(w, "Admitted")->value("reason", ""), "NoReservation");
+  EXPECT_EQ(conditionOf(w, "Requeued")->value("status", ""), requeued);
+  EXPECT_EQ(conditionOf(w, "Requeued")->value("reason", ""), reason);
+}
+
+constexpr std::string_view kPreempted = "Preempted by a higher priority workload";
+
+std::function<std::vector<json>(const json&)> preempted() {
+  return [](const json& job) {
+    return std::vector<json>{ownWorkload(job, evicted(reserved(true), "Preempted", std::string(kPreempted)))};
+  };
+}
+
+std::function<std::vector<json>(const json&)> deactivated() {
+  return [](const json& job) {
+    json w = ownWorkload(job, evicted(reserved(true), "Deactivated", "The workload is deactivated"));
+    w["spec"]["active"] = false;
+    return std::vector<json>{w};
+  };
+}
+
+Given withRule(json job, std::function<std::vector<json>(const json&)> workloads, json managedBy = nullptr) {
+  Given g{std::move(job), std::move(workloads)};
+  g.managedBy = std::move(managedBy);
+  g.active = kRunningCondition;
+  return g;
+}
+
+std::vector<Case> activeWhilePodsRunCases() {
+  return {
+      {"evicted with replicas running: stopped at once, the reservation kept",
+       withRule(withReplicas(kRunning, "True"), preempted()),
+       {{"Normal Stopped: " + std::string(kPreempted)},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          expectReservationKept(seen);
+        }}},
+      {"evicted and stopped, replicas still running: nothing changes",
+       withRule(withReplicas(kSuspended, "True"), preempted()),
+       {{}, "", expectReservationKept}},
+      {"evicted and stopped, the replicas ended: the reservation cleared, requeued",
+       withRule(withReplicas(kSuspended, "False"), preempted()),
+       {{},
+        "",
+        [](const Seen& seen) { expectReservationCleared(seen, "True", "Preempted", std::string(kPreempted)); }}},
+      {"evicted while running with no active rule: the reservation cleared at once",
+       {withReplicas(kRunning, "True"), preempted()},
+       {{"Normal Stopped: " + std::string(kPreempted)},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          expectReservationCleared(seen, "True", "Preempted", std::string(kPreempted));
+        }}},
+      {"deactivated with replicas running: stopped at once, the reservation kept",
+       withRule(withReplicas(kRunning, "True"), deactivated()),
+       {{"Normal Stopped: The workload is deactivated"},
+        "",
+        [](const Seen& seen) {
+          EXPECT_TRUE(suspended(seen));
+          expectReservationKept(seen);
+        }}},
+      {"deactivated and stopped, the replicas ended: the reservation cleared, not requeued",
+       withRule(withReplicas(kSuspended, "False"), deactivated()),
+       {{},
+        "",
+        [](const Seen& seen) {
+          expectReservationCleared(seen, "False", "Deactivated", "The workload is deactivated");
+        }}},
+      {"deactivated while running with no active rule: the reservation cleared at once",
+       {withReplicas(kRunning, "True"), deactivated()},
+       {{"Normal Stopped: The workload is deactivated"},
+        "",
+        [](const Seen& seen) {
+          expectReservationCleared(seen, "False", "Deactivated", "The workload is deactivated");
+        }}},
+      {"marked for MultiKueue (its status a worker's copy): the reservation cleared at once",
+       withRule(withReplicas(kRunning, "True"), preempted(), "kueue.x-k8s.io/multikueue"),
+       {{"Normal Stopped: " + std::string(kPreempted)},
+        "",
+        [](const Seen& seen) { expectReservationCleared(seen, "True", "Preempted", std::string(kPreempted)); }}},
+      {"stopped with replicas still running and no Workload: waits for them (step 15)",
+       withRule(withReplicas(kSuspended, "True"), nullptr),
+       {{}, "", [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"suspended, the replicas ended, no Workload: gets one",
+       withRule(withReplicas(kSuspended, "False"), nullptr),
+       {{"Normal CreatedWorkload: Created Workload: team-a/"},
+        "",
+        [](const Seen& seen) { EXPECT_EQ(seen.workloads.size(), 1u); }}},
+  };
+}
+MKA_TABLE_TEST(JobReconcilerTest, ActiveWhilePodsRun, Case, activeWhilePodsRunCases()) { runCase(testCase()); }
 
 // ---- §3.7: prebuilt Workloads (a MultiKueue worker's job copy) ------------------------------
 

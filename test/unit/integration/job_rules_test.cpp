@@ -45,6 +45,67 @@ TEST(JobRules, SuspendedFinishedAndActiveByTheRules) {
   EXPECT_FALSE(isActive(failed, tekton));
 }
 
+// Argo's status.nodes: the root (type Steps) and pod nodes keyed by node id.
+json workflowWithPods(const std::string& podPhase, bool suspended) {
+  json job = {{"spec", json::object()},
+              {"status",
+               {{"phase", "Running"},
+                {"nodes",
+                 {{"wf-x7k2p", {{"id", "wf-x7k2p"}, {"type", "Steps"}, {"phase", "Running"}}},
+                  {"wf-x7k2p-1967249376", {{"id", "wf-x7k2p-1967249376"}, {"type", "Pod"}, {"phase", podPhase}}}}}}}};
+  if (suspended) job["spec"]["suspend"] = true;
+  return job;
+}
+
+TEST(JobRules, ActiveWhileTheArgoProfilesPodNodesRun) {
+  const auto argo = profile(kWorkflow);
+  EXPECT_TRUE(isActive(workflowWithPods("Running", true), argo)) << "suspending stops no running pod";
+  EXPECT_TRUE(isActive(workflowWithPods("Pending", true), argo));
+  EXPECT_FALSE(isActive(workflowWithPods("Succeeded", true), argo)) << "the root node Running is no pod";
+  EXPECT_FALSE(isActive(workflowWithPods("Failed", false), argo));
+  EXPECT_FALSE(isActive({{"status", {{"phase", "Running"}}}}, argo)) << "a queued Workflow reads Running, no nodes";
+  EXPECT_FALSE(isActive({{"status", {{"nodes", "not a map"}}}}, argo));
+}
+
+TEST(JobRules, ActiveWhileTheTektonProfilesRunIsUnderWay) {
+  const auto tekton = profile(kPipelineRun);
+  const auto run = [](const std::string& status, const std::string& reason) {
+    return json{{"status", {{"conditions", {{{"type", "Succeeded"}, {"status", status}, {"reason", reason}}}}}}};
+  };
+  EXPECT_TRUE(isActive(run("Unknown", "Running"), tekton));
+  EXPECT_TRUE(isActive(run("Unknown", "PipelineRunStopping"), tekton)) << "stopped, its tasks still end";
+  EXPECT_FALSE(isActive(run("Unknown", "PipelineRunPending"), tekton)) << "a pending run has no pods";
+  EXPECT_FALSE(isActive(run("False", "StoppedRunFinally"), tekton));
+  EXPECT_FALSE(isActive(json::object(), tekton));
+}
+
+TEST(JobRules, ActiveByAPhaseOrByAListOfPods) {
+  auto byPhase = inHouse();
+  byPhase.active = config::ActiveRule{
+      .type = config::ActiveRule::Type::Phase, .path = "status.phase", .running = {"Starting", "Running"}};
+  EXPECT_TRUE(isActive({{"spec", {{"suspend", true}}}, {"status", {{"phase", "Running"}}}}, byPhase));
+  EXPECT_FALSE(isActive({{"status", {{"phase", "Stopped"}}}}, byPhase));
+  EXPECT_FALSE(isActive(json::object(), byPhase)) << "no phase: nothing runs";
+
+  auto byList = inHouse();
+  byList.active = config::ActiveRule{.type = config::ActiveRule::Type::Pods,
+                                     .path = "state.name",
+                                     .running = {"Running"},
+                                     .items = "/status/replicas"};
+  const auto replicas = [](const json& states) {
+    json list = json::array();
+    for (const auto& s : states) list.push_back({{"state", {{"name", s}}}});
+    return json{{"status", {{"replicas", list}}}};
+  };
+  EXPECT_TRUE(isActive(replicas({"Done", "Running"}), byList)) << "without a filter every item counts";
+  EXPECT_FALSE(isActive(replicas({"Done", "Done"}), byList));
+  EXPECT_FALSE(isActive(replicas(json::array()), byList));
+
+  // Without a rule: neither suspended nor finished.
+  EXPECT_TRUE(isActive({{"spec", json::object()}}, inHouse()));
+  EXPECT_FALSE(isActive({{"spec", {{"suspend", true}}}}, inHouse()));
+}
+
 json admitted(const json& checks) {
   const json assignment = {{"name", "main"}, {"flavors", {{"cpu", "spot"}, {"memory", "spot"}, {"gpu", "a100"}}}};
   const json status = {{"admission", {{"clusterQueue", "cq"}, {"podSetAssignments", json::array({assignment})}}},

@@ -12,6 +12,7 @@
 #include "mka/integration/controller.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
 #include "mka/standin/job_controller_standin.h"
@@ -236,6 +237,104 @@ TEST_F(SingleCluster, AWorkflowRunsWithItsFlavorInTheWorkflowWideNodeSelector) {
   EXPECT_EQ(workflow()["spec"]["nodeSelector"], json({{"disk", "ssd"}})) << "as the user wrote it";
   EXPECT_FALSE(workflow()["spec"].contains("podMetadata")) << workflow().dump();
   EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+}
+
+// Suspending a Workflow stops no running pod (Argo runs it until its step ends): a deactivated
+// Workflow is stopped at once, but its Workload keeps the quota until its pod node says the pod
+// ended, and only then does Kueue admit the next Workflow onto that capacity (Kueue's IsActive,
+// KUEUE-JOBFRAMEWORK.md §4.2 step 18). Everything runs on the fake clock.
+TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
+  standin::JobControllerStandIn argo(cluster.api(), clock, {.style = standin::JobControllerStandIn::Style::Argo});
+  argo.start();
+  auto integration = startIntegration();
+  const sandbox::ResourceRef workflows{"argoproj.io", "v1alpha1", "workflows", "team-a", "", ""};
+  // Two steps of 5 CPUs each: the ClusterQueue (8 CPUs) has room for one such Workflow.
+  const auto createWorkflow = [&](const std::string& name) {
+    json wf = json::parse(R"({
+      "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+      "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+      "spec": {"suspend": true, "entrypoint": "main", "templates": [
+        {"name": "main", "steps": [[{"name": "extract", "template": "work"}], [{"name": "load", "template": "work"}]]},
+        {"name": "work", "container": {"image": "busybox", "resources": {"requests": {"cpu": "5"}}}}]}})");
+    wf["metadata"]["name"] = name;
+    cluster.api().create(workflows, wf);
+  };
+  const auto workflow = [&](const std::string& name) {
+    auto ref = workflows;
+    ref.name = name;
+    return cluster.api().get(ref);
+  };
+  const auto workloadOf = [&](const std::string& job) -> std::optional<json> {
+    for (const auto& w : workloads())
+      if (w.at(json::json_pointer("/metadata/ownerReferences/0/name")) == job) return w;
+    return std::nullopt;
+  };
+  const auto reserved = [&](const std::string& job) {
+    const auto w = workloadOf(job);
+    return w && api::hasQuotaReservation(*w);
+  };
+  // A's pod node for its first step ("a[0].extract"; Argo's id: the name and the FNV-1a hash).
+  const auto extractPhase = [&] {
+    const json nodes = workflow("a").value("status", json::object()).value("nodes", json::object());
+    for (const auto& [id, node] : nodes.items())
+      if (node.value("name", "") == "a[0].extract") return node.value("phase", "");
+    return std::string();
+  };
+  const auto settled = [&] { return integration->idle() && kueue.idle(); };
+
+  createWorkflow("a");
+  ASSERT_TRUE(test::eventually([&] { return extractPhase() == "Running"; })) << workflow("a").dump();
+  createWorkflow("b");
+  ASSERT_TRUE(test::eventually([&] { return workloadOf("b") && settled(); }));
+  ASSERT_FALSE(reserved("b")) << "no room while A runs: " << workloadOf("b")->dump();
+
+  // A's Workload is deactivated: Kueue evicts it, the integration stops A at once.
+  for (int attempt = 0;; ++attempt) {
+    json w = *workloadOf("a");
+    w["spec"]["active"] = false;
+    try {
+      cluster.api().update(
+          {kWorkloads.group, kWorkloads.version, kWorkloads.plural, "team-a", w["metadata"].value("name", ""), ""}, w);
+      break;
+    } catch (const sandbox::ApiError& e) {
+      ASSERT_TRUE(e.code() == 409 && attempt < 20) << e.what();
+    }
+  }
+  ASSERT_TRUE(test::eventually([&] {
+    return workflow("a")["spec"].value("suspend", false) && api::isEvicted(*workloadOf("a")) && settled();
+  })) << workloadOf("a")->dump();
+  EXPECT_EQ(extractPhase(), "Running") << "suspending stops no running pod";
+  EXPECT_TRUE(reserved("a")) << "the pod still holds its capacity: " << workloadOf("a")->dump();
+  EXPECT_FALSE(reserved("b"));
+
+  // Half the step later the pod still runs: A keeps the quota, B waits.
+  clock.advance(std::chrono::seconds{5});
+  kueue.poke();
+  ASSERT_TRUE(test::eventually(settled));
+  EXPECT_EQ(extractPhase(), "Running");
+  EXPECT_TRUE(reserved("a"));
+  EXPECT_FALSE(reserved("b"));
+
+  // The step ends: A's pod node goes Succeeded, no new step starts, the integration releases
+  // A's reservation and Kueue admits B, which runs.
+  clock.advance(std::chrono::seconds{5});
+  kueue.poke();
+  ASSERT_TRUE(test::eventually([&] { return reserved("b") && argo.starts("team-a/b") == 1; }))
+      << workloadOf("b")->dump();
+  EXPECT_EQ(extractPhase(), "Succeeded");
+  EXPECT_EQ(workflow("a")["status"].value("phase", ""), "Running") << "suspended, not finished";
+  const json released = *workloadOf("a");
+  EXPECT_FALSE(api::hasQuotaReservation(released));
+  EXPECT_FALSE(released["status"].contains("admission"));
+  const auto* requeued = api::findCondition(released, "Requeued");
+  ASSERT_NE(requeued, nullptr) << released.dump();
+  EXPECT_EQ(requeued->value("status", ""), "False");
+  EXPECT_EQ(requeued->value("reason", ""), "Deactivated");
+  const auto events = eventsAbout("a");
+  EXPECT_EQ(std::count(events.begin(), events.end(), "Normal Stopped: The workload is deactivated"), 1)
+      << ::testing::PrintToString(events);
+  EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+  argo.stop();
 }
 
 // Counts the reconciles that failed (and wait for a backoff on the test's clock).

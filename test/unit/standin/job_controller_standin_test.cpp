@@ -125,9 +125,55 @@ TEST_F(JobControllerStandInTest, ArgoReadsRunningWhileSuspendedAndRunsPodsOnlyWh
   edit(flows, "queued", [](json& job) { job["spec"].erase("suspend"); });
   ASSERT_TRUE(test::eventually([&] { return status(flows, "queued").contains("nodes"); }));
   EXPECT_EQ(controller->starts("default/queued"), 1);
+  // A container entrypoint's one node is the root, the Workflow's pod.
+  const json node = status(flows, "queued")["nodes"].value("queued", json::object());
+  EXPECT_EQ(node.value("type", ""), "Pod") << status(flows, "queued").dump();
+  EXPECT_EQ(node.value("phase", ""), "Running");
   clock.advance(std::chrono::seconds{10});
   ASSERT_TRUE(test::eventually([&] { return status(flows, "queued").value("phase", "") == "Succeeded"; }));
+  EXPECT_EQ(status(flows, "queued")["nodes"]["queued"].value("phase", ""), "Succeeded");
   EXPECT_FALSE(get(flows, "managers-copy").contains("status")) << "a controller without an instanceID ignores it";
+}
+
+// Suspending a Workflow stops no running pod: it runs until its step ends; no new step starts
+// and the Workflow stays Running until it is resumed, when the remaining steps run.
+TEST_F(JobControllerStandInTest, ASuspendedWorkflowsPodRunsUntilItsStepEndsAndNoNewStepStarts) {
+  api.create(flows, json::parse(R"({
+    "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "etl"},
+    "spec": {"entrypoint": "main", "templates": [
+      {"name": "main", "steps": [[{"name": "extract", "template": "work"}], [{"name": "load", "template": "work"}]]},
+      {"name": "work", "container": {"image": "busybox"}}]}})"));
+  start(Style::Argo);
+  // Argo's node ids: the Workflow's name for the root, else the name and the FNV-1a hash of the
+  // node's name ("etl[0].extract").
+  const std::string extract = "etl-3078942605", load = "etl-3635643563";
+  const auto nodes = [&] { return status(flows, "etl").value("nodes", json::object()); };
+  const auto phaseOf = [&](const std::string& id) { return nodes().value(id, json::object()).value("phase", ""); };
+  ASSERT_TRUE(test::eventually([&] { return phaseOf(extract) == "Running"; })) << status(flows, "etl").dump();
+  EXPECT_EQ(nodes()["etl"].value("type", ""), "Steps");
+  EXPECT_EQ(nodes()["etl"].value("phase", ""), "Running");
+  EXPECT_EQ(nodes()[extract].value("type", ""), "Pod");
+  EXPECT_EQ(nodes()[extract].value("name", ""), "etl[0].extract");
+  EXPECT_EQ(nodes()["etl-1416280458"].value("type", ""), "StepGroup");
+  EXPECT_EQ(controller->running(), 1u);
+
+  edit(flows, "etl", [](json& job) { job["spec"]["suspend"] = true; });
+  clock.advance(std::chrono::seconds{5});
+  EXPECT_EQ(phaseOf(extract), "Running") << "the pod runs on";
+  clock.advance(std::chrono::seconds{5});
+  ASSERT_TRUE(test::eventually([&] { return phaseOf(extract) == "Succeeded"; })) << status(flows, "etl").dump();
+  // Written in the pass that would have started the next step, had the Workflow been resumed.
+  EXPECT_FALSE(nodes().contains(load)) << "no new step while suspended";
+  EXPECT_EQ(status(flows, "etl").value("phase", ""), "Running");
+  EXPECT_TRUE(test::eventually([&] { return controller->running() == 0; }));
+
+  edit(flows, "etl", [](json& job) { job["spec"].erase("suspend"); });
+  ASSERT_TRUE(test::eventually([&] { return phaseOf(load) == "Running"; })) << status(flows, "etl").dump();
+  EXPECT_EQ(controller->starts("default/etl"), 1) << "one run, resumed";
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return status(flows, "etl").value("phase", "") == "Succeeded"; }));
+  EXPECT_EQ(phaseOf(load), "Succeeded");
+  EXPECT_EQ(phaseOf("etl"), "Succeeded");
 }
 
 TEST_F(JobControllerStandInTest, AnInHouseRunStartsOverAfterASuspension) {
