@@ -1,6 +1,45 @@
 #include "mka/api/gvk.h"
 
+#include <array>
+#include <cctype>
+
 namespace mka::api {
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out;
+  for (const char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool vowel(char c) { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u'; }
+
+}  // namespace
+
+std::string guessResource(std::string_view kind) {
+  const std::string singular = lower(kind);
+  if (singular.empty() || singular.ends_with("endpoints")) return singular;
+  if (singular.back() == 's') return singular + "es";
+  if (singular.back() == 'y') return singular.substr(0, singular.size() - 1) + "ies";
+  return singular + "s";
+}
+
+std::optional<std::string> resourceGuessDoubt(std::string_view kind) {
+  const std::string singular = lower(kind);
+  const std::string guess = guessResource(kind);
+  const auto doubt = [&](std::string_view why) {
+    return "kube-apiserver's guess from the kind is " + guess + ", but " + std::string(why);
+  };
+  if (singular.size() >= 2 && singular.back() == 'y' && vowel(singular[singular.size() - 2]))
+    return doubt("a kind ending in a vowel and y usually takes -ys (gateways)");
+  for (const std::string_view ending : {"x", "z", "ch", "sh"})
+    if (singular.ends_with(ending)) return doubt("a kind ending in -" + std::string(ending) + " usually takes -es");
+  for (const std::string_view ending : {"is", "us", "f", "fe", "o", "man", "person", "child", "datum", "index"})
+    if (singular.ends_with(ending))
+      return doubt("the plural of a kind ending in -" + std::string(ending) + " varies (analyses, statuses, leaves)");
+  return std::nullopt;
+}
 
 std::string GroupVersionKind::apiVersion() const { return group.empty() ? version : group + "/" + version; }
 

@@ -376,6 +376,32 @@ std::string decoded(const json& secret, const char* key) {
   return base64Decode(value->get<std::string>()).value_or("");
 }
 
+// The worker's ClusterRole names each dispatched kind by its resource (plural): the worker's
+// discovery says it for a kind it serves (a `resource:` written otherwise is refused), the
+// configuration or the guess from the kind for one it lacks (refused when the guess is doubtful
+// and none is written: config::unresolvedResources).
+void resolveResources(const Side& worker, const WorkerCommandOptions& o, config::Configuration& cfg) {
+  for (std::size_t i = 0; i < cfg.multiKueue.externalFrameworks.size(); ++i) {
+    auto& f = cfg.multiKueue.externalFrameworks[i];
+    try {
+      const auto served = worker.client->discovery().resourceFor(f.gvk);
+      if (!f.resource.empty() && f.resource != served.plural)
+        throw Error(worker.describe() + ": serves " + f.gvk.kind + " (" + f.gvk.apiVersion() + ") as resource " +
+                    served.plural + ", but " + o.configFile.string() + " says multiKueue.externalFrameworks[" +
+                    std::to_string(i) + "].resource: " + f.resource + ": write resource: " + served.plural);
+      f.resource = served.plural;
+    } catch (const kube::ApiError& e) {
+      if (!kube::isKindNotServed(e)) throw Error(failure(worker, "discover", {f.gvk, "", "", ""}, e));
+    }
+  }
+  const auto problems = config::unresolvedResources(cfg);
+  if (problems.empty()) return;
+  std::vector<std::string> lines;
+  for (const auto& p : problems) lines.push_back(p.toString());
+  throw Error(o.configFile.string() + ": the worker's ClusterRole cannot name every dispatched kind:\n" +
+              strings::join(lines, "\n"));
+}
+
 // The built kubeconfig passes the dispatcher's own security rules, and works: it lists
 // Workloads and every dispatched kind the worker serves, as the dispatch loop's informers will
 // (a kind it lacks was noted by checkKindsServed).
@@ -393,7 +419,7 @@ void checkKubeconfig(const Side& worker, const std::string& kubeconfig, const st
   for (const auto& f : cfg.multiKueue.externalFrameworks) kinds.push_back(f.gvk);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (const auto& gvk : kinds) {
-    const Ref ref{gvk, deploy::resourceOf(gvk.kind), "", "(all namespaces)"};
+    const Ref ref{gvk, cfg.resourceOf(gvk), "", "(all namespaces)"};
     for (;;) {
       try {
         probe.client->list(gvk, "", {.limit = 1});
@@ -517,9 +543,10 @@ int dryRun(const Side& manager, const Side& worker, const WorkerCommandOptions& 
 
 int addWorker(const WorkerCommandOptions& o, std::ostream& out, std::ostream& err) {
   checkName(o.name);
-  const auto cfg = loadConfiguration(o, err);
+  auto cfg = loadConfiguration(o, err);
   const auto manager = connect("manager", managerRules(o));
   const auto worker = connect("worker", workerRules(o));
+  resolveResources(worker, o, cfg);
   const auto plan = planAdd(manager, worker, o, cfg);
   if (!plan.note.empty()) err << plan.note << "\n";
   if (o.dryRun) {

@@ -30,6 +30,17 @@ const ExternalFramework* Configuration::findFramework(const api::GroupVersionKin
   return nullptr;
 }
 
+std::string Configuration::resourceOf(const api::GroupVersionKind& gvk) const {
+  const auto same = [&](const api::GroupVersionKind& other) {
+    return other.group == gvk.group && other.kind == gvk.kind;
+  };
+  for (const auto& f : multiKueue.externalFrameworks)
+    if (same(f.gvk) && !f.resource.empty()) return f.resource;
+  for (const auto& f : integrations.frameworks)
+    if (same(f.gvk) && !f.resource.empty()) return f.resource;
+  return api::guessResource(gvk.kind);
+}
+
 std::vector<std::string> Configuration::multiKueueControllerNames() const {
   std::vector<std::string> names;
   if (!dispatch.admissionCheckControllerName.empty()) names.push_back(dispatch.admissionCheckControllerName);

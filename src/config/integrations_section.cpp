@@ -150,7 +150,7 @@ ActiveRule readActive(MapReader m) {
 void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const std::string& path,
                              IntegratedFramework& out) {
   MapReader f(reader, &item, path, kIntegrationExample);
-  f.checkKeys({"name", "suspend", "stop", "podSets", "finished", "active"}, UnknownKeys::Reject);
+  f.checkKeys({"name", "resource", "suspend", "stop", "podSets", "finished", "active"}, UnknownKeys::Reject);
   f.read("name", out.name);
   if (auto gvk = api::GroupVersionKind::parseDotted(out.name)) {
     if (auto profile = integrationProfile(*gvk)) {
@@ -160,6 +160,7 @@ void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const s
     }
     out.gvk = *gvk;
   }
+  if (f.has("resource")) f.read("resource", out.resource);
   // What is written overrides the profile, a whole rule at a time.
   if (f.has("suspend")) out.suspend = readFieldValue(f.child("suspend", kFieldValueExample));
   if (f.has("stop")) out.stop = readFieldValue(f.child("stop", kFieldValueExample));

@@ -140,7 +140,8 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
     return;
   }
   MapReader f(reader, &item, path, kFrameworkExample);
-  f.checkKeys({"name", "managedBy", "remoteCopy", "remoteStatus", "syncDependencies", "dependencies"}, policy);
+  f.checkKeys({"name", "resource", "managedBy", "remoteCopy", "remoteStatus", "syncDependencies", "dependencies"},
+              policy);
   f.read("name", framework.name);
   if (auto gvk = api::GroupVersionKind::parseDotted(framework.name)) framework.gvk = *gvk;
 
@@ -152,6 +153,7 @@ void readFramework(YamlReader& reader, const yaml::Node& item, const std::string
                  "AdapterConfiguration)");
     return true;
   };
+  if (!extension("resource") && f.has("resource")) f.read("resource", framework.resource);
   if (!extension("remoteCopy") && f.has("remoteCopy"))
     readRemoteCopy(reader, f.child("remoteCopy", kRemoteCopyExample), framework.remoteCopy);
   if (!extension("remoteStatus") && f.has("remoteStatus"))

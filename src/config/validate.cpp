@@ -191,6 +191,7 @@ class Validator {
                   ")",
               "remove one of the two entries");
       }
+      resource(childPath(path, "resource"), f.resource);
       if (!f.managedByFromProfile) managedBy(childPath(path, "managedBy"), f.managedBy);
       remoteCopy(childPath(path, "remoteCopy"), f.remoteCopy);
       const auto exclude = childPath(childPath(path, "remoteStatus"), "exclude");
@@ -199,6 +200,14 @@ class Validator {
       dependencies(path, f);
     }
     if (mk.clusterProfile) clusterProfile(*mk.clusterProfile);
+  }
+
+  // A kind's resource as a CRD's spec.names.plural must be: a lower-case DNS label.
+  void resource(const std::string& path, const std::string& value) {
+    if (value.empty()) return;
+    addAll(path, value, validation::dns1123Label(value),
+           "write the plural of the kind's CRD (kubectl get crd -o jsonpath='{.spec.names.plural}'), such as "
+           "pipelineruns");
   }
 
   // A JSON pointer (RFC 6901) naming a field. `identity`: a pointer into the worker's copy,
@@ -494,6 +503,7 @@ class IntegrationsValidator {
   static constexpr std::string_view kNoProfile = "is required for a kind without a built-in profile";
 
   void framework(const std::string& path, const IntegratedFramework& f) {
+    v_.resource(childPath(path, "resource"), f.resource);
     if (!f.suspend) {
       v_.add(childPath(path, "suspend"), std::string(kNoProfile),
              "add suspend: {path: spec.suspend, value: true}, the field and value that keep the job from running");
@@ -674,6 +684,40 @@ FieldErrors validateMetricsServing(const Configuration& c) {
   Validator v;
   v.metricsSecure(c);
   return v.take();
+}
+
+FieldErrors unresolvedResources(const Configuration& c) {
+  FieldErrors out;
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> written;  // kind -> path, value
+  const auto check = [&](const std::string& path, const api::GroupVersionKind& gvk, const std::string& resource) {
+    const auto key = std::make_pair(gvk.group, gvk.kind);
+    if (!resource.empty()) {
+      const auto [it, inserted] = written.emplace(key, std::make_pair(path, resource));
+      if (!inserted && it->second.second != resource)
+        out.push_back({childPath(path, "resource"),
+                       quote(resource) + " differs from " + childPath(it->second.first, "resource") + " (" +
+                           quote(it->second.second) + ") for the same kind " + gvk.kind + "." + gvk.group,
+                       "write the plural of the kind's CRD in both"});
+      return;
+    }
+    if (c.resourceOf(gvk) != api::guessResource(gvk.kind)) return;  // written in the other list
+    if (const auto doubt = api::resourceGuessDoubt(gvk.kind))
+      out.push_back({childPath(path, "resource"),
+                     "is required for " + gvk.kind + ": " + *doubt +
+                         ", and RBAC and webhook rules need the plural "
+                         "its CRD declares",
+                     "add resource: <the CRD's plural> (kubectl get crd -o jsonpath='{.spec.names.plural}' on a "
+                     "cluster that has it)"});
+  };
+  for (std::size_t i = 0; i < c.multiKueue.externalFrameworks.size(); ++i) {
+    const auto& f = c.multiKueue.externalFrameworks[i];
+    check(indexPath("multiKueue.externalFrameworks", i), f.gvk, f.resource);
+  }
+  for (std::size_t i = 0; i < c.integrations.frameworks.size(); ++i) {
+    const auto& f = c.integrations.frameworks[i];
+    check(indexPath("integrations.frameworks", i), f.gvk, f.resource);
+  }
+  return out;
 }
 
 FieldErrors validateConfiguration(const Configuration& c) {

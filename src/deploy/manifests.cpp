@@ -83,12 +83,13 @@ Json webhookClientConfig(std::string_view path) {
             {"port", kWebhookServicePort}}}};
 }
 
-Json jobRules(const std::vector<api::GroupVersionKind>& kinds, const std::vector<std::string>& operations) {
+Json jobRules(const config::Configuration& cfg, const std::vector<api::GroupVersionKind>& kinds,
+              const std::vector<std::string>& operations) {
   Json rules = Json::array();
   for (const auto& gvk : kinds)
     rules.push_back({{"apiGroups", stringArray({gvk.group})},
                      {"apiVersions", stringArray({gvk.version})},
-                     {"resources", stringArray({resourceOf(gvk.kind)})},
+                     {"resources", stringArray({cfg.resourceOf(gvk)})},
                      {"operations", stringArray(operations)},
                      {"scope", "Namespaced"}});
   return rules;
@@ -340,7 +341,7 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
     Json hook = {{"name", name + ".multikueue-adapter.dev"},
                  {"admissionReviewVersions", stringArray({"v1"})},
                  {"clientConfig", webhookClientConfig(path)},
-                 {"rules", jobRules(hookKinds, operations)}};
+                 {"rules", jobRules(cfg, hookKinds, operations)}};
     common(hook, kWebhookTimeoutSeconds);
     if (mutating) hook["reinvocationPolicy"] = "Never";
     hook["namespaceSelector"] = std::move(namespaces);
@@ -590,6 +591,10 @@ int manifestsCommand(const std::filesystem::path& configFile, const ManifestOpti
   const auto loaded = loadConfigurationOrReport(configFile, err);
   if (!loaded) return 1;
   const auto& cfg = *loaded;
+  if (const auto problems = config::unresolvedResources(cfg); !problems.empty()) {
+    for (const auto& p : problems) err << configFile.string() << ": " << p.toString() << '\n';
+    return 1;
+  }
   if (options.role == Role::Worker && cfg.dispatch.enabled) {
     err << configFile.string()
         << ": dispatch.enabled: is true, but a worker runs no dispatch loop (--role worker): set dispatch.enabled: "

@@ -242,7 +242,7 @@ std::vector<std::pair<std::string, std::string>> resourcesOf(const ApiAccess& ro
     for (const auto& f : cfg.multiKueue.externalFrameworks) gvks.push_back(f.gvk);
   }
   for (const auto& gvk : distinct(std::move(gvks))) {
-    const auto plural = resourceOf(gvk.kind);
+    const auto plural = cfg.resourceOf(gvk);
     if (row.kinds != Kinds::DispatchedStatus) {
       out.emplace_back(gvk.group, plural);
       continue;
@@ -308,15 +308,6 @@ std::vector<Grant> grantsFor(Role role, const config::Configuration& cfg) {
         out.push_back({&row, group, resource, std::string(verb), namespaceOf(row.scope, cfg)});
   }
   return out;
-}
-
-std::string resourceOf(std::string_view kind) {
-  std::string singular;
-  for (const char c : kind) singular += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (singular.empty() || singular.ends_with("endpoints")) return singular;
-  if (singular.back() == 's') return singular + "es";
-  if (singular.back() == 'y') return singular.substr(0, singular.size() - 1) + "ies";
-  return singular + "s";
 }
 
 std::optional<bool> knownStatusSubresource(const api::GroupVersionKind& gvk) {

@@ -86,7 +86,7 @@ std::vector<std::pair<std::string, std::string>> rowResources(const ApiAccess& r
   if (row.kinds == Kinds::None) {
     for (const auto resource : row.resources) add(std::string(row.group), std::string(resource));
   } else {
-    for (const auto& f : cfg.multiKueue.externalFrameworks) add(f.gvk.group, resourceOf(f.gvk.kind));
+    for (const auto& f : cfg.multiKueue.externalFrameworks) add(f.gvk.group, cfg.resourceOf(f.gvk));
   }
   return out;
 }

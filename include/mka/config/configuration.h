@@ -89,6 +89,10 @@ struct ExternalFramework {
   bool syncDependencies = false;
   // dependencies: where its jobs name them, beside the built-in profile's paths.
   std::vector<DependencyPath> dependencies;
+  // The kind's resource (its CRD's spec.names.plural) for what is rendered without a cluster
+  // (`manifests`' RBAC and webhook rules, `add-worker`'s ClusterRole); "" = kube-apiserver's
+  // guess (api::guessResource). The running adapter asks discovery instead.
+  std::string resource;
 };
 
 enum class ManagedByDefaulting { MultiKueueQueues, QueueLabeled, Never };
@@ -286,6 +290,7 @@ struct IntegratedFramework {
   // integrations.managedJobsNamespaceSelector (Kueue's managedJobsNamespaceSelector): jobs in
   // namespaces it does not select are left alone, queue name or not. The same for every kind.
   LabelSelector namespaceSelector;
+  std::string resource;  // as ExternalFramework::resource
 
   const FieldValue& stopRule() const { return stop ? *stop : *suspend; }
   bool operator==(const IntegratedFramework&) const = default;
@@ -332,6 +337,9 @@ struct Configuration {
 
   // The configured framework for an object's kind, or nullptr.
   const ExternalFramework* findFramework(const api::GroupVersionKind& gvk) const;
+  // The resource (plural) of `gvk` for rendering: a framework's `resource` (either list),
+  // else kube-apiserver's guess.
+  std::string resourceOf(const api::GroupVersionKind& gvk) const;
   // AdmissionCheck controller names that mean "this queue is dispatched by MultiKueue":
   // ours and Kueue's own.
   std::vector<std::string> multiKueueControllerNames() const;

@@ -32,6 +32,11 @@ FieldErrors validateConfiguration(const Configuration& config);
 // and healthProbeBindAddress (for settings that flags override).
 FieldErrors validateMetricsServing(const Configuration& config);
 
+// For what is rendered without a cluster (`manifests`, `add-worker`): each configured kind whose
+// resource (plural) is neither written (`resource:`) nor safely guessed from its kind, with the
+// fix. The running adapter needs none of them (it asks discovery).
+FieldErrors unresolvedResources(const Configuration& config);
+
 // Reads and parses a file; an unreadable file is one error whose path is the file name.
 LoadResult loadConfigurationFile(const std::filesystem::path& file);
 // The same from an open stream (standard input), `name` standing for the file in errors.

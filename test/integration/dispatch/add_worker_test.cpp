@@ -226,6 +226,26 @@ TEST_F(AddWorker, AWorkerWithoutAKindsCrdIsAddedWithANoteAndTakesTheOtherKinds) 
   EXPECT_EQ(runOnAWorker(kPipelineRun, "pr-without-argo").second, kWorker);
 }
 
+// The worker's ClusterRole names each kind by the resource the worker serves it as: a
+// configuration that says otherwise is refused before anything is written.
+TEST_F(AddWorker, AResourceTheWorkerDoesNotServeIsRefused) {
+  auto o = options();
+  o.configFile = dir_.write("config.yaml",
+                            "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                            "multiKueue:\n  externalFrameworks:\n  - name: PipelineRun.v1.tekton.dev\n"
+                            "    resource: pipelinerunz\n");
+  quiesce();
+  const auto manager = revision("manager"), worker = revision(kWorker);
+  const auto refused = add(o);
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_THAT(refused.err,
+              HasSubstr("serves PipelineRun (tekton.dev/v1) as resource pipelineruns, but " + o.configFile.string() +
+                        " says multiKueue.externalFrameworks[0].resource: pipelinerunz: write resource: "
+                        "pipelineruns"));
+  EXPECT_EQ(revision(kWorker), worker);
+  EXPECT_EQ(revision("manager"), manager);
+}
+
 TEST_F(AddWorker, DryRunPrintsBothClustersAndWritesNothing) {
   quiesce();
   const auto manager = revision("manager"), worker = revision(kWorker);

@@ -1,5 +1,6 @@
 #include "mka/api/gvk.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "support/table_test.h"
@@ -79,6 +80,45 @@ TEST(GroupVersionKind, OrderingIsUsableAsAMapKey) {
   EXPECT_LT(a, b);
   EXPECT_NE(a, b);
   EXPECT_EQ(a, (GroupVersionKind{"a.io", "v1", "X"}));
+}
+
+// Each case is named by its kind.
+struct ResourceOfCase {
+  std::string name;
+  std::string plural;
+};
+
+std::vector<ResourceOfCase> guessesThePluralAsKubeApiserverDoesCases() {
+  return {{"PipelineRun", "pipelineruns"}, {"Workflow", "workflows"}, {"TrainingRun", "trainingruns"},
+          {"Policy", "policies"},          {"Ingress", "ingresses"},  {"Status", "statuses"},
+          {"Endpoints", "endpoints"}};
+}
+
+MKA_TABLE_TEST(GuessResource, IsKubeApiserversGuess, ResourceOfCase, guessesThePluralAsKubeApiserverDoesCases()) {
+  const auto& [kind, plural] = testCase();
+  EXPECT_EQ(guessResource(kind), plural) << kind;
+}
+
+// The kinds whose English plural does not follow the guess are named; the regular ones not.
+struct ResourceGuessDoubtCase {
+  std::string name;  // the kind
+  bool doubtful;
+};
+
+std::vector<ResourceGuessDoubtCase> resourceGuessDoubtCases() {
+  return {{"PipelineRun", false}, {"Workflow", false}, {"TrainingRun", false}, {"Policy", false}, {"Ingress", false},
+          {"Gateway", true},      {"Matrix", true},    {"Batch", true},        {"Mesh", true},    {"Analysis", true},
+          {"Leaf", true},         {"Person", true},    {"Repo", true}};
+}
+
+MKA_TABLE_TEST(ResourceGuessDoubt, NamesTheKindsWhosePluralIsNotTheGuess, ResourceGuessDoubtCase,
+               resourceGuessDoubtCases()) {
+  const auto& c = testCase();
+  const auto doubt = resourceGuessDoubt(c.name);
+  EXPECT_EQ(doubt.has_value(), c.doubtful) << c.name << ": " << doubt.value_or("");
+  if (doubt) {
+    EXPECT_THAT(*doubt, ::testing::HasSubstr("kube-apiserver's guess from the kind is " + guessResource(c.name)));
+  }
 }
 
 }  // namespace

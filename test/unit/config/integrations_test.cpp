@@ -186,7 +186,7 @@ std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCase
             "suspended, such as true",
         p + ".finished: sets both condition and phase: keep the one that tells when the job is done",
         p + ".bogus: unknown field: remove it; the fields accepted in " + p +
-            " are name, suspend, stop, podSets, finished, active"}},
+            " are name, resource, suspend, stop, podSets, finished, active"}},
       {"active rules",
        "  - name: Workflow.v1alpha1.argoproj.io\n"
        "    active: {}\n"

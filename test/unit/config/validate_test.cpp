@@ -89,6 +89,45 @@ TEST(Validate, DuplicateFrameworksNameTheEarlierIndex) {
                 "(argoproj.io/v1alpha1, Kind=Workflow): remove one of the two entries"}));
 }
 
+// A kind's resource is its CRD's plural: a lower-case DNS label, read from either list; the
+// renderings (manifests, add-worker) need one where the guess from the kind is doubtful, and
+// the same everywhere for a kind.
+TEST(Validate, ResourcesAreCrdPluralsAndRequiredWhereTheGuessIsDoubtful) {
+  runBadValueCase({"upper case", framework("PipelineRun.v1.tekton.dev") + "    resource: PipelineRuns\n",
+                   "multiKueue.externalFrameworks[0].resource",
+                   "invalid value \"PipelineRuns\": a lowercase RFC 1123 label",
+                   "write the plural of the kind's CRD (kubectl get crd -o jsonpath='{.spec.names.plural}')"});
+
+  const auto gateway = [](const std::string& resource) {
+    return adapterDoc(
+        "dispatch: {enabled: false}\nmanagedByDefaulting: Never\n"
+        "integrations:\n  frameworks:\n  - name: Gateway.v1.net.example.com\n" +
+        (resource.empty() ? "" : "    resource: " + resource + "\n") +
+        "    suspend: {path: spec.suspend, value: true}\n"
+        "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+        "    finished: {condition: {type: Succeeded}}\n");
+  };
+  const auto guessed = parseConfiguration(gateway(""));
+  ASSERT_TRUE(guessed.ok()) << joinErrors(guessed.errors);
+  EXPECT_EQ(guessed.config->resourceOf({"net.example.com", "v1", "Gateway"}), "gatewaies");
+  const auto unresolved = unresolvedResources(*guessed.config);
+  ASSERT_EQ(unresolved.size(), 1u);
+  EXPECT_EQ(unresolved[0].path, "integrations.frameworks[0].resource");
+  const auto written = parseConfiguration(gateway("gateways"));
+  ASSERT_TRUE(written.ok()) << joinErrors(written.errors);
+  EXPECT_EQ(written.config->resourceOf({"net.example.com", "v1", "Gateway"}), "gateways");
+  EXPECT_TRUE(unresolvedResources(*written.config).empty());
+
+  auto twice = *written.config;
+  twice.multiKueue.externalFrameworks.push_back(
+      {.name = "Gateway.v1.net.example.com", .gvk = {"net.example.com", "v1", "Gateway"}, .resource = "gateway"});
+  EXPECT_EQ(rendered(unresolvedResources(twice)),
+            (std::vector<std::string>{
+                "integrations.frameworks[0].resource: \"gateways\" differs from "
+                "multiKueue.externalFrameworks[0].resource (\"gateway\") for the same kind Gateway.net.example.com: "
+                "write the plural of the kind's CRD in both"}));
+}
+
 std::vector<BadValueCase> multiKueueValuesCases() {
   return {
       {"negative gcInterval", "multiKueue: {gcInterval: -1m}\n", "multiKueue.gcInterval",

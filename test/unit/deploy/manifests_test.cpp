@@ -218,6 +218,10 @@ std::vector<RulesNameExactlyTheConfiguredKindsCase> rulesNameExactlyTheConfigure
        "true}\n    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n    finished: {condition: "
        "{type: Succeeded}}\n",
        {"ml.example.com/v1/trainingruns"}},
+      {"a kind whose plural is irregular, by its resource key",
+       "multiKueue:\n  externalFrameworks:\n  - name: Gateway.v1.net.example.com\n    resource: gateways\n"
+       "    managedBy: {path: spec.managedBy}\n",
+       {"net.example.com/v1/gateways"}},
   };
   return cases;
 }
@@ -292,6 +296,26 @@ TEST(ManifestsCommand, RefusesWhatValidateConfigRefusesWithTheSameMessages) {
     EXPECT_EQ(manifests.errors, validate.errors);
     EXPECT_NE(manifests.errors.find(file.filename().string()), std::string::npos) << manifests.errors;
   }
+}
+
+// RBAC and webhook rules name a kind by its resource: one whose plural cannot be guessed from
+// the kind is refused until the configuration writes it.
+TEST(ManifestsCommand, RefusesAKindWhosePluralItCannotGuess) {
+  test::TempDir dir;
+  const auto file = dir.write("gateway.yaml",
+                              "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+                              "multiKueue:\n  externalFrameworks:\n  - name: Gateway.v1.net.example.com\n"
+                              "    managedBy: {path: spec.managedBy}\n");
+  const auto r = run("manifests --config " + file.string(), dir);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "");
+  EXPECT_EQ(r.errors, file.string() +
+                          ": multiKueue.externalFrameworks[0].resource: is required for Gateway: kube-apiserver's "
+                          "guess from the kind is gatewaies, but a kind ending in a vowel and y usually takes -ys "
+                          "(gateways), and RBAC and webhook rules need the plural its CRD declares: add resource: "
+                          "<the CRD's plural> (kubectl get crd -o jsonpath='{.spec.names.plural}' on a cluster that "
+                          "has it)\n");
+  EXPECT_EQ(run("validate-config " + file.string(), dir).exitCode, 0) << "the running adapter asks discovery";
 }
 
 TEST(ManifestsCommand, AWorkerConfigurationMustNotDispatch) {

@@ -31,24 +31,6 @@ const std::string kManager =
     "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}, {name: Workflow.v1alpha1.argoproj.io}]}\n";
 const std::string kIntegrateWorkflows = "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}\n";
 
-// Each case is named by its kind.
-struct ResourceOfCase {
-  std::string name;
-  std::string plural;
-};
-
-std::vector<ResourceOfCase> guessesThePluralAsKubeApiserverDoesCases() {
-  return {{"PipelineRun", "pipelineruns"}, {"Workflow", "workflows"}, {"TrainingRun", "trainingruns"},
-          {"Policy", "policies"},          {"Ingress", "ingresses"},  {"Status", "statuses"},
-          {"Endpoints", "endpoints"}};
-}
-
-MKA_TABLE_TEST(RbacResourceOf, GuessesThePluralAsKubeApiserverDoes, ResourceOfCase,
-               guessesThePluralAsKubeApiserverDoesCases()) {
-  const auto& [kind, plural] = testCase();
-  EXPECT_EQ(resourceOf(kind), plural) << kind;
-}
-
 // Each case: a configuration, what its rules must grant, and what they must not.
 struct FollowTheConfigurationCase {
   std::string name;
