@@ -8,6 +8,7 @@
 
 #include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
+#include "mka/config/kueue_builtin_kinds.h"
 #include "mka/config/loader.h"
 #include "mka/yaml/json.h"
 
@@ -18,8 +19,9 @@ namespace {
 // What of Kueue's Configuration (`kueueConfig`) the integration depends on, or the reason it
 // cannot be read.
 struct KueueFrameworks {
-  std::vector<std::string> names;  // integrations.externalFrameworks, "Kind.version.group"
-  bool waitForPodsReady = false;   // waitForPodsReady.enable
+  std::vector<std::string> names;       // integrations.externalFrameworks, "Kind.version.group"
+  std::vector<std::string> frameworks;  // integrations.frameworks, Kueue's own kinds ("batch/job")
+  bool waitForPodsReady = false;        // waitForPodsReady.enable
   std::string error;
 };
 
@@ -42,6 +44,10 @@ KueueFrameworks readKueueFrameworks(const std::filesystem::path& kueueConfig) {
     if (list != nullptr && list->is_array())
       for (const auto& name : *list)
         if (name.is_string()) out.names.push_back(name.get<std::string>());
+    const nlohmann::json* builtins = json_fields::fieldAt(documents[0], "integrations.frameworks");
+    if (builtins != nullptr && builtins->is_array())
+      for (const auto& name : *builtins)
+        if (name.is_string()) out.frameworks.push_back(name.get<std::string>());
     const nlohmann::json* enable = json_fields::fieldAt(documents[0], "waitForPodsReady.enable");
     out.waitForPodsReady = enable != nullptr && *enable == true;
   } catch (const std::exception& e) {
@@ -104,6 +110,26 @@ int validateConfigCommand(const std::filesystem::path& path, std::ostream& out, 
         << " integrates kinds whose pods it does not watch, so their Workloads never become PodsReady and Kueue "
         << "evicts them after waitForPodsReady.timeout: set waitForPodsReady.enable to false\n";
     return 1;
+  }
+  // Drop-in mode answers every check of Kueue's MultiKueue controller name, and dispatches only
+  // the configured kinds: a job of Kueue's own kinds on such a ClusterQueue would be Rejected.
+  if (config::isDropIn(cfg)) {
+    const auto builtins = config::multiKueueDispatchedFrameworks(kueue.frameworks);
+    if (!builtins.empty()) {
+      err << kueueConfig.string() << ": integrations.frameworks: Kueue integrates " << strings::join(builtins, ", ")
+          << (kueue.frameworks.empty() ? " (its default when the list is empty)" : "")
+          << ", which its MultiKueue dispatches, but " << file.string()
+          << " is in drop-in mode (dispatch.admissionCheckControllerName: " << api::kMultiKueueControllerName
+          << ", Kueue's MultiKueue off on the manager): the adapter then answers every MultiKueue admission "
+          << "check and dispatches only its configured kinds, so such a job on a MultiKueue ClusterQueue has its "
+          << "check Rejected (\"No multikueue adapter found for owner kind ...\"): use the dispatcher mode (leave "
+          << "dispatch.admissionCheckControllerName at " << config::kDefaultDispatchControllerName
+          << " and Kueue's MultiKueue on), or list only kinds Kueue's MultiKueue does not dispatch in "
+          << "integrations.frameworks\n";
+      return 1;
+    }
+    out << kueueConfig.string() << ": integrations.frameworks lists none of Kueue's kinds that its MultiKueue "
+        << "dispatches, as drop-in mode needs\n";
   }
   return missing.empty() ? 0 : 1;
 }

@@ -188,8 +188,8 @@ struct Node {
   Op op = Op::Add;
   Function function = Function::Size;
   Macro macro = Macro::All;
-  // Ident, once resolved: a declared variable (index into kVariables) or the variable of the
-  // comprehension `slot` levels deep.
+  // Ident, once resolved: a declared variable (index into Parsed::variables) or the variable of
+  // the comprehension `slot` levels deep.
   int variable = -1;
   int slot = -1;
   std::vector<std::unique_ptr<Node>> children;
@@ -197,22 +197,21 @@ struct Node {
   std::shared_ptr<const Regex> regex;
 };
 
-// The variables an expression may read, in the order of Node::variable.
-inline constexpr std::string_view kVariables[] = {"self", "oldSelf"};
-inline constexpr int kVariableCount = 2;
-
 struct Parsed {
   std::unique_ptr<Node> root;
   // How many comprehensions nest at most (the evaluator's slots).
   int slots = 0;
-  bool uses[kVariableCount] = {};
+  // The variables the expression may read, in the order of Node::variable, and whether it does.
+  std::vector<std::string> variables;
+  std::vector<bool> uses;
 };
 
-// Parses, expands macros, checks functions and resolves names. Throws CompileError.
-Parsed parse(std::string_view expression);
+// Parses, expands macros, checks functions and resolves names against `variables`. Throws
+// CompileError.
+Parsed parse(std::string_view expression, std::vector<std::string> variables);
 
-// Evaluates `root` with the declared variables' values (`variables[i]` for kVariables[i], null
-// when absent and unused). Throws Failure or CostExceeded.
+// Evaluates `root` with the declared variables' values (`variables[i]` for Parsed::variables[i],
+// null when absent and unused). Throws Failure or CostExceeded.
 Value evaluate(const Node& root, const std::vector<const json*>& variables, int slots, std::uint64_t costLimit);
 
 }  // namespace mka::cel::internal

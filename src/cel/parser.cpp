@@ -474,15 +474,17 @@ class Resolver {
         return;
       }
     }
-    for (int v = 0; v < kVariableCount; ++v) {
-      if (kVariables[v] == n.name) {
-        n.variable = v;
+    for (std::size_t v = 0; v < out_.variables.size(); ++v) {
+      if (out_.variables[v] == n.name) {
+        n.variable = static_cast<int>(v);
         out_.uses[v] = true;
         return;
       }
     }
+    std::string declared;
+    for (const auto& v : out_.variables) declared += v + ", ";
     failCompile(text_, n.offset, "undeclared reference to " + inQuotes(n.name),
-                "a rule reads self, oldSelf and the variables its macros declare");
+                "the expression reads " + declared + "and the variables its macros declare");
   }
 
   std::string_view text_;
@@ -492,8 +494,10 @@ class Resolver {
 
 }  // namespace
 
-Parsed parse(std::string_view expression) {
+Parsed parse(std::string_view expression, std::vector<std::string> variables) {
   Parsed out;
+  out.uses.assign(variables.size(), false);
+  out.variables = std::move(variables);
   out.root = Parser(expression).run();
   Resolver(expression, out).run(*out.root);
   return out;

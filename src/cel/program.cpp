@@ -2,9 +2,6 @@
 
 namespace mka::cel {
 
-using internal::kVariableCount;
-using internal::kVariables;
-
 struct Program::Compiled {
   std::string expression;
   internal::Parsed parsed;
@@ -15,27 +12,29 @@ CompileError::CompileError(const std::string& message, int line, int column)
 
 EvalError::EvalError(const std::string& message, int column) : Error(message), column_(column) {}
 
-Program Program::compile(std::string_view expression) {
+Program Program::compile(std::string_view expression) { return compile(expression, {"self", "oldSelf"}); }
+
+Program Program::compile(std::string_view expression, std::vector<std::string> variables) {
   auto compiled = std::make_shared<Compiled>();
   compiled->expression = std::string(expression);
-  compiled->parsed = internal::parse(compiled->expression);
+  compiled->parsed = internal::parse(compiled->expression, std::move(variables));
   return Program(std::move(compiled));
 }
 
 nlohmann::json Program::evaluate(const Activation& activation, std::uint64_t costLimit) const {
   const auto& parsed = compiled_->parsed;
-  std::vector<const nlohmann::json*> values(kVariableCount, nullptr);
-  for (int v = 0; v < kVariableCount; ++v) {
+  std::vector<const nlohmann::json*> values(parsed.variables.size(), nullptr);
+  for (std::size_t v = 0; v < parsed.variables.size(); ++v) {
     if (!parsed.uses[v]) continue;
-    const auto it = activation.variables.find(kVariables[v]);
+    const std::string& name = parsed.variables[v];
+    const auto it = activation.variables.find(name);
     if (it == activation.variables.end() || !it->second) {
-      throw EvalError("no value for " + std::string(kVariables[v]) + ", which the expression reads: " +
-                          (kVariables[v] == "oldSelf"
-                               ? "a transition rule is evaluated on updates only, with the stored value as oldSelf"
-                               : "pass the value the rule validates as self"),
-                      0);
+      std::string fix = "pass its value in the activation";
+      if (name == "oldSelf") fix = "a transition rule is evaluated on updates only, with the stored value as oldSelf";
+      if (name == "self") fix = "pass the value the rule validates as self";
+      throw EvalError("no value for " + name + ", which the expression reads: " + fix, 0);
     }
-    values[static_cast<std::size_t>(v)] = it->second;
+    values[v] = it->second;
   }
   try {
     return internal::evaluate(*parsed.root, values, parsed.slots, costLimit).toJson();
@@ -47,7 +46,14 @@ nlohmann::json Program::evaluate(const Activation& activation, std::uint64_t cos
   }
 }
 
-bool Program::usesOldSelf() const { return compiled_->parsed.uses[1]; }
+bool Program::usesOldSelf() const { return uses("oldSelf"); }
+
+bool Program::uses(std::string_view variable) const {
+  const auto& parsed = compiled_->parsed;
+  for (std::size_t v = 0; v < parsed.variables.size(); ++v)
+    if (parsed.variables[v] == variable) return parsed.uses[v];
+  return false;
+}
 
 const std::string& Program::expression() const { return compiled_->expression; }
 

@@ -11,6 +11,7 @@
 #include "mka/common/bounded_read.h"
 #include "mka/common/strings.h"
 #include "mka/config/loader.h"
+#include "mka/deploy/webhook_conditions.h"
 #include "mka/yaml/json.h"
 
 namespace mka::deploy {
@@ -383,7 +384,13 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
   }
   Json validating = configuration("ValidatingWebhookConfiguration");
   validating["webhooks"] = Json::array();
-  if (!kinds.empty()) validating["webhooks"] = jobHooks("validate", "/validate", {"CREATE", "UPDATE"}, false);
+  if (!kinds.empty()) {
+    validating["webhooks"] = jobHooks("validate", "/validate", {"CREATE", "UPDATE"}, false);
+    // An UPDATE is sent only when it changes what /validate checks (webhook_conditions.h): an
+    // outage then refuses nothing a running job writes (Argo's whole-object status writes,
+    // Tekton's metadata updates).
+    for (auto& hook : validating["webhooks"]) hook["matchConditions"] = validateMatchConditions(cfg);
+  }
   Json configHook = {{"name", "validate-config.multikueue-adapter.dev"},
                      {"admissionReviewVersions", stringArray({"v1"})},
                      {"clientConfig", webhookClientConfig("/validate-config")},
@@ -398,8 +405,14 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
   validating["webhooks"].push_back(configHook);
   out.push_back({std::move(validating),
                  "/validate on CREATE and UPDATE of the configured kinds that carry (or carried) Kueue's "
-                 "queue-name or prebuilt-workload label (the marker is immutable, Kueue's labels are checked); "
-                 "while the adapter is unreachable their writes are refused, Argo's status writes included. "
+                 "queue-name or prebuilt-workload label (the marker is immutable, Kueue's labels are checked). "
+                 "matchConditions (kube-apiserver >= 1.28) send an UPDATE only when it changes what /validate "
+                 "checks: the kind's managedBy marker, Kueue's queue-name, prebuilt-workload-name, "
+                 "max-exec-time-seconds and priority-class labels, the prebuilt-workload-name annotation. "
+                 "Why: under failurePolicy Fail an adapter outage refuses every write sent here, and Argo "
+                 "writes a Workflow's status by updating the whole object, Tekton updates a PipelineRun's "
+                 "metadata; those writes change none of these fields, so running jobs keep going while the "
+                 "adapter is down, and only those changes (and CREATEs) are refused.\n"
                  "/validate-config on ConfigMaps labelled " +
                      std::string(config::kConfigMapLabel) +
                      "=true (only kube-system is skipped: the adapter's own "

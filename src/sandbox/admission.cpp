@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "log.h"
+#include "match_conditions.h"
 #include "mka/common/json_fields.h"
 #include "mka/net/openssl.h"
 #include "mka/sandbox/api_error.h"
@@ -37,7 +38,8 @@
 //   served at v1beta1 and v1, say), converted as a CRD with conversion strategy None is: only
 //   apiVersion changes. kube-apiserver also maps resources across groups (events <->
 //   events.k8s.io/events, ...), which the sandbox does not.
-// - No matchConditions (CEL), no auditAnnotations, no v1beta1 AdmissionReview.
+// - matchConditions are evaluated by mka/cel's subset (match_conditions.h says what differs);
+//   no auditAnnotations, no v1beta1 AdmissionReview.
 // - The webhook client trusts the caBundle and, because cpp-httplib 0.11 always adds them, the
 //   system's default roots as well (kube-apiserver: caBundle only).
 
@@ -499,6 +501,35 @@ class Caller {
 
   const std::string& version() const { return version_; }
 
+  // generic.Webhook.ShouldCallHook's last step: whether `hook`'s matchConditions all hold for
+  // the request with `object` (at the version the webhook is called with). Throws kube-apiserver's
+  // 403 when one failed to evaluate under failurePolicy Fail.
+  bool conditionsHold(const Hook& hook, const std::string& invocationVersion, const json& object) const {
+    if (!hook.spec.contains("matchConditions")) return true;
+    const std::string apiVersion = apiVersionOf(a_.ref.group, invocationVersion);
+    // The CEL variable is the typed AdmissionRequest: fields left unset read as their zero value.
+    json request = requestOf(invocationVersion, "");
+    for (const char* key : {"name", "namespace", "subResource", "requestSubResource"})
+      if (!request.contains(key)) request[key] = "";
+    const auto outcome = detail::evaluateMatchConditions(hook.spec, atVersion(object, apiVersion),
+                                                         atVersion(a_.oldObject, apiVersion), request);
+    if (outcome.error) {
+      log::warn(logger(), "failed evaluating match conditions, failing closed",
+                {{"webhook", hook.name()}, {"configuration", hook.configuration}, {"error", *outcome.error}});
+      // apierrors.NewForbidden(attr.GetResource().GroupResource(), attr.GetName(), err).
+      const std::string resource = a_.ref.plural + (a_.ref.group.empty() ? "" : "." + a_.ref.group);
+      const std::string name = requestName(a_);
+      json details = json::object();
+      if (!name.empty()) details["name"] = name;
+      if (!a_.ref.group.empty()) details["group"] = a_.ref.group;
+      details["kind"] = a_.ref.plural;
+      throw ApiError(403, "Forbidden",
+                     resource + (name.empty() ? "" : " " + goQuote(name)) + " is forbidden: " + *outcome.error,
+                     std::move(details));
+    }
+    return outcome.call;
+  }
+
   // Calls one webhook with `object` as the request's object. Returns the patched object (for
   // a mutating webhook; `object` unchanged otherwise). Throws ApiError for a denial or an
   // error no failurePolicy covers, CallFailure for a failed call.
@@ -528,25 +559,9 @@ class Caller {
     const std::string uid = detail::newUid();
     const std::string requestApiVersion = apiVersionOf(a_.ref.group, version_);
     const std::string hookApiVersion = apiVersionOf(a_.ref.group, invocationVersion);
-    json request = {
-        {"uid", uid},
-        {"kind", {{"group", a_.ref.group}, {"version", invocationVersion}, {"kind", kind_}}},
-        {"resource", {{"group", a_.ref.group}, {"version", invocationVersion}, {"resource", a_.ref.plural}}},
-        {"requestKind", {{"group", a_.ref.group}, {"version", version_}, {"kind", kind_}}},
-        {"requestResource", {{"group", a_.ref.group}, {"version", version_}, {"resource", a_.ref.plural}}},
-        {"operation", a_.operation},
-        {"userInfo", {{"username", a_.user.name}, {"groups", a_.user.groups}}},
-        {"object", atVersion(object, hookApiVersion)},
-        {"oldObject", atVersion(a_.oldObject, hookApiVersion)},
-        {"dryRun", a_.dryRun},
-        {"options", operationOptions(a_)},
-    };
-    if (!a_.ref.subresource.empty()) {
-      request["subResource"] = a_.ref.subresource;
-      request["requestSubResource"] = a_.ref.subresource;
-    }
-    if (const std::string n = requestName(a_); !n.empty()) request["name"] = n;
-    if (!a_.ref.namespace_.empty()) request["namespace"] = a_.ref.namespace_;
+    json request = requestOf(invocationVersion, uid);
+    request["object"] = atVersion(object, hookApiVersion);
+    request["oldObject"] = atVersion(a_.oldObject, hookApiVersion);
     const json review = {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", request}};
 
     const json answer = post(endpoint, stringMember(clientConfig, "caBundle"), timeoutSeconds, review);
@@ -582,6 +597,28 @@ class Caller {
   }
 
  private:
+  // The AdmissionRequest without its objects, for a webhook called at `invocationVersion`.
+  json requestOf(const std::string& invocationVersion, const std::string& uid) const {
+    json request = {
+        {"uid", uid},
+        {"kind", {{"group", a_.ref.group}, {"version", invocationVersion}, {"kind", kind_}}},
+        {"resource", {{"group", a_.ref.group}, {"version", invocationVersion}, {"resource", a_.ref.plural}}},
+        {"requestKind", {{"group", a_.ref.group}, {"version", version_}, {"kind", kind_}}},
+        {"requestResource", {{"group", a_.ref.group}, {"version", version_}, {"resource", a_.ref.plural}}},
+        {"operation", a_.operation},
+        {"userInfo", {{"username", a_.user.name}, {"groups", a_.user.groups}}},
+        {"dryRun", a_.dryRun},
+        {"options", operationOptions(a_)},
+    };
+    if (!a_.ref.subresource.empty()) {
+      request["subResource"] = a_.ref.subresource;
+      request["requestSubResource"] = a_.ref.subresource;
+    }
+    if (const std::string n = requestName(a_); !n.empty()) request["name"] = n;
+    if (!a_.ref.namespace_.empty()) request["namespace"] = a_.ref.namespace_;
+    return request;
+  }
+
   // request.VerifyAdmissionResponse for admission.k8s.io/v1. Returns .response.
   static json verify(const json& answer, const std::string& uid, bool mutating) {
     const auto invalid = [](const std::string& why) {
@@ -679,7 +716,7 @@ nlohmann::json AdmissionChain::admit(const AdmissionAttributes& attributes, std:
   bool anyReinvoke = false;
   for (std::size_t i = 0; i < mutating.size(); ++i) {
     const auto version = shouldCall(mutating[i].spec, attributes, caller.version(), object, store_);
-    if (!version) continue;
+    if (!version || !caller.conditionsHold(mutating[i], *version, object)) continue;
     json next = invoke(caller, mutating[i], true, *version, object);
     if (next != object) {
       for (std::size_t j = 0; j < i; ++j) {
@@ -692,12 +729,13 @@ nlohmann::json AdmissionChain::admit(const AdmissionAttributes& attributes, std:
   for (std::size_t i = 0; anyReinvoke && i < mutating.size(); ++i) {
     if (!reinvoke[i]) continue;
     const auto version = shouldCall(mutating[i].spec, attributes, caller.version(), object, store_);
-    if (version) object = invoke(caller, mutating[i], true, *version, object);
+    if (version && caller.conditionsHold(mutating[i], *version, object))
+      object = invoke(caller, mutating[i], true, *version, object);
   }
 
   for (const auto& hook : hooksOf(store_, "validatingwebhookconfigurations")) {
     const auto version = shouldCall(hook.spec, attributes, caller.version(), object, store_);
-    if (version) invoke(caller, hook, false, *version, object);
+    if (version && caller.conditionsHold(hook, *version, object)) invoke(caller, hook, false, *version, object);
   }
   return object;
 }

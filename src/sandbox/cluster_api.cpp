@@ -11,6 +11,7 @@
 #include <set>
 
 #include "builtin_types.h"
+#include "match_conditions.h"
 #include "mka/common/log.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
@@ -60,6 +61,10 @@ std::string randomSuffix() {
 }
 
 bool isCrd(const ResourceType& type) { return type.group == kCrdGroup && type.plural == "customresourcedefinitions"; }
+bool isWebhookConfiguration(const ResourceType& type) {
+  return type.builtin && type.group == "admissionregistration.k8s.io" &&
+         (type.plural == "mutatingwebhookconfigurations" || type.plural == "validatingwebhookconfigurations");
+}
 bool isNamespace(const ResourceType& type) { return type.group.empty() && type.plural == "namespaces"; }
 
 // metadata.generation exists for custom resources and CRDs (kinds with a spec); kube-apiserver
@@ -521,11 +526,16 @@ void omitEmptyMetadata(json& object) {
   }
 }
 
-// What kube-apiserver checks before it stores an object: its metadata, and a custom resource
-// against its version's schema and then its rules (`old` is the stored object on an update,
-// null on create), all problems in one answer.
+// What kube-apiserver checks before it stores an object: its metadata, a webhook
+// configuration's matchConditions, and a custom resource against its version's schema and then
+// its rules (`old` is the stored object on an update, null on create), all problems in one
+// answer.
 FieldErrors validateObject(const Target& t, const json& object, const json* old) {
   auto errors = validateMetadata(*t.type, object);
+  if (isWebhookConfiguration(*t.type)) {
+    auto conditionErrors = detail::validateMatchConditions(object, old != nullptr ? *old : json(nullptr));
+    errors.insert(errors.end(), conditionErrors.begin(), conditionErrors.end());
+  }
   if (!t.type->builtin && !t.version->schema.is_null()) {
     auto schemaErrors = schema::validate(object, t.version->schema, t.version->compiled.get());
     errors.insert(errors.end(), schemaErrors.begin(), schemaErrors.end());

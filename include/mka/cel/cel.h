@@ -13,7 +13,8 @@
 //                e.map(x, f), e.map(x, p, f), over lists and over map keys
 //   functions    size, contains, startsWith, endsWith, matches, lowerAscii, upperAscii,
 //                int, uint, double, string, bool, dyn
-//   variables    self and oldSelf (a rule that reads oldSelf is a transition rule)
+//   variables    self and oldSelf (a rule that reads oldSelf is a transition rule), or those
+//                the caller declares (a webhook's matchConditions: object, oldObject, request)
 // with CEL's semantics: int, uint and double are distinct types, but == and the orderings
 // compare them by numeric value (as Kubernetes' cel-go does); integer overflow and division by
 // zero are errors; && and || absorb an error when the other side decides the result; selecting
@@ -34,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -88,8 +90,10 @@ class Program {
   // How deep operators and parentheses may nest.
   static constexpr int kMaxNesting = 100;
 
-  // Throws CompileError.
+  // A CRD validation rule, reading self and oldSelf. Throws CompileError.
   static Program compile(std::string_view expression);
+  // An expression that may read `variables` (and no others). Throws CompileError.
+  static Program compile(std::string_view expression, std::vector<std::string> variables);
 
   // The value of the expression: a boolean for a rule, a string for a messageExpression (or
   // any other JSON value). Throws EvalError, also when a variable the expression reads is not
@@ -99,6 +103,9 @@ class Program {
   // True when the expression reads oldSelf: kube-apiserver evaluates such a transition rule on
   // updates only.
   bool usesOldSelf() const;
+  // True when the expression reads `variable` (a declared one; an iteration variable of that
+  // name hides it).
+  bool uses(std::string_view variable) const;
   const std::string& expression() const;
 
   // The checked tree (src/cel).

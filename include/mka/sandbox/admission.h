@@ -4,11 +4,11 @@
 // AdmissionReview v1 over HTTPS verified with the webhook's caBundle, rules (operations,
 // apiGroups, apiVersions, resources incl. "*" and "<plural>/status", scope), namespaceSelector
 // (matched against the Namespace object's labels), objectSelector (old and new object),
-// matchPolicy, timeoutSeconds, failurePolicy (Fail rejects, Ignore skips), sideEffects/dryRun,
-// mutating webhooks in order with their JSONPatch applied, then validating webhooks.
-// Denials become kube-apiserver's error: `admission webhook "<name>" denied the request: <msg>`
-// with the webhook's status code; a failing call under Fail: 500 InternalError
-// `failed calling webhook "<name>": ...`.
+// matchConditions (CEL over object, oldObject and request; a failed evaluation refused with 403
+// under Fail, skipped under Ignore), matchPolicy, timeoutSeconds, failurePolicy (Fail rejects, Ignore skips),
+// sideEffects/dryRun, mutating webhooks in order with their JSONPatch applied, then validating webhooks. Denials become
+// kube-apiserver's error: `admission webhook "<name>" denied the request: <msg>` with the webhook's status code; a
+// failing call under Fail: 500 InternalError `failed calling webhook "<name>": ...`.
 //
 // Threads: any request thread; holds no state between calls but the resolver.
 

@@ -1,8 +1,9 @@
 // Which jobs kube-apiserver sends to the webhooks `manifests` renders. The rendered
 // configurations are registered on a sandbox cluster (which matches rules, namespaceSelector and
-// objectSelector as kube-apiserver does) with their Service left unreachable: under failurePolicy
-// Fail every request that is sent fails, naming the webhook, and every request that is not sent
-// goes through. So an adapter outage refuses only jobs meant for Kueue.
+// objectSelector, and evaluates matchConditions, as kube-apiserver does) with their Service left
+// unreachable: under failurePolicy Fail every request that is sent fails, naming the webhook, and
+// every request that is not sent goes through. So an adapter outage refuses only jobs meant for
+// Kueue, and of their updates only those that change what /validate checks.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -151,10 +152,15 @@ std::vector<RoutingUpdateCase> routingUpdateCases() {
          wf["status"] = {{"phase", "Running"}};
        },
        ""},
+      // The validating webhooks' matchConditions send an UPDATE only when it changes what
+      // /validate checks (webhook_outage_test.cpp has the rest).
       {"a queued Workflow's status", "queued",
        [](json& wf) {
          wf["status"] = {{"phase", "Running"}};
        },
+       ""},
+      {"a queued Workflow's queue-name label changed", "queued",
+       [](json& wf) { wf["metadata"]["labels"][std::string(api::kQueueNameLabel)] = "other-queue"; },
        "validate.multikueue-adapter.dev"},
       {"the queue-name label added", "plain",
        [](json& wf) {
@@ -167,7 +173,7 @@ std::vector<RoutingUpdateCase> routingUpdateCases() {
   };
 }
 
-MKA_TABLE_TEST_F(WebhookRouting, UpdatesAreSentWhenTheOldOrTheNewObjectCarriesAKueueLabel, RoutingUpdateCase,
+MKA_TABLE_TEST_F(WebhookRouting, UpdatesAreSentWhenAKueueLabelIsCarriedAndChanged, RoutingUpdateCase,
                  routingUpdateCases()) {
   const auto& c = testCase();
   json job = api().get(ref("default", c.job));

@@ -241,5 +241,58 @@ TEST(CliTest, ValidateConfigSaysWhichIntegratedKindsKueueDoesNotKnow) {
                             "waitForPodsReady.enable to false\n");
 }
 
+// Drop-in mode dispatches only the configured kinds: a Kueue that integrates its own kinds that
+// its MultiKueue dispatches (batch/job by default) is refused, naming them and both ways out.
+TEST(CliTest, ValidateConfigRefusesDropInWhereKueueIntegratesKindsItsMultiKueueDispatches) {
+  test::TempDir dir;
+  const std::string adapterText =
+      "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n"
+      "dispatch: {admissionCheckControllerName: kueue.x-k8s.io/multikueue}\n"
+      "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}\n";
+  auto dropIn = dir.write("drop-in.yaml", adapterText);
+  auto dispatcher = dir.write("dispatcher.yaml",
+                              "apiVersion: config.multikueue-adapter.dev/v1alpha1\n"
+                              "kind: AdapterConfiguration\n"
+                              "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}\n");
+  const auto kueue = [&](const std::string& name, const std::string& integrations) {
+    return dir.write(name, "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + integrations);
+  };
+  const auto refusal = [&](const std::filesystem::path& file, const std::string& listed, const std::string& note) {
+    return file.string() + ": integrations.frameworks: Kueue integrates " + listed + note +
+           ", which its MultiKueue dispatches, but " + dropIn.string() +
+           " is in drop-in mode (dispatch.admissionCheckControllerName: kueue.x-k8s.io/multikueue, Kueue's "
+           "MultiKueue off on the manager): the adapter then answers every MultiKueue admission check and "
+           "dispatches only its configured kinds, so such a job on a MultiKueue ClusterQueue has its check "
+           "Rejected (\"No multikueue adapter found for owner kind ...\"): use the dispatcher mode (leave "
+           "dispatch.admissionCheckControllerName at multikueue-adapter.dev/dispatcher and Kueue's MultiKueue on), "
+           "or list only kinds Kueue's MultiKueue does not dispatch in integrations.frameworks\n";
+  };
+
+  const auto byDefault = kueue("kueue-default.yaml", "");
+  std::ostringstream out, err;
+  EXPECT_EQ(validateConfigCommand(dropIn, out, err, byDefault), 1);
+  EXPECT_EQ(err.str(), refusal(byDefault, "batch/job", " (its default when the list is empty)"));
+
+  const auto listed = kueue("kueue-jobset.yaml",
+                            "integrations:\n  frameworks: [deployment, jobset.x-k8s.io/jobset, "
+                            "kubeflow.org/pytorchjob]\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(validateConfigCommand(dropIn, out2, err2, listed), 1);
+  EXPECT_EQ(err2.str(), refusal(listed, "jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob", ""));
+
+  // The dispatcher mode leaves Kueue's kinds to Kueue's MultiKueue.
+  std::ostringstream out3, err3;
+  EXPECT_EQ(validateConfigCommand(dispatcher, out3, err3, listed), 0) << err3.str();
+
+  // A Kueue that integrates none of them suits drop-in mode, and is told so.
+  const auto none = kueue("kueue-none.yaml", "integrations:\n  frameworks: [deployment]\n");
+  std::ostringstream out4, err4;
+  EXPECT_EQ(validateConfigCommand(dropIn, out4, err4, none), 0) << err4.str();
+  EXPECT_NE(out4.str().find(none.string() + ": integrations.frameworks lists none of Kueue's kinds that its "
+                                            "MultiKueue dispatches, as drop-in mode needs"),
+            std::string::npos)
+      << out4.str();
+}
+
 }  // namespace
 }  // namespace mka::app

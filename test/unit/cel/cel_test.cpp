@@ -787,6 +787,32 @@ TEST(Cel, VariablesAndTransitionRules) {
   EXPECT_EQ(Program::compile("1 + 1").evaluate({}), 2);
 }
 
+// A caller may declare other variables (a webhook's matchConditions read object, oldObject and
+// request); then self is as unknown as any other name.
+TEST(Cel, DeclaredVariablesReplaceSelfAndOldSelf) {
+  const std::vector<std::string> variables = {"object", "oldObject", "request"};
+  const Program program = Program::compile("request.operation != 'UPDATE' || object.a != oldObject.a", variables);
+  EXPECT_TRUE(program.uses("object"));
+  EXPECT_TRUE(program.uses("request"));
+  EXPECT_FALSE(program.uses("self"));
+  EXPECT_FALSE(program.usesOldSelf());
+  const json object = {{"a", 1}};
+  const json same = {{"a", 1}};
+  const json update = {{"operation", "UPDATE"}};
+  Activation activation;
+  activation.variables = {{"object", &object}, {"oldObject", &same}, {"request", &update}};
+  EXPECT_EQ(program.evaluate(activation), false);
+  const json other = {{"a", 2}};
+  activation.variables["oldObject"] = &other;
+  EXPECT_EQ(program.evaluate(activation), true);
+
+  const auto error = test::thrownBy<CompileError>([&] { Program::compile("self.a == 1", variables); });
+  EXPECT_THAT(error.what(), HasSubstr("undeclared reference to \"self\" at column 1: the expression reads object, "
+                                      "oldObject, request, and the variables its macros declare"));
+  EXPECT_THAT(test::messageOf<EvalError>([&] { Program::compile("request.dryRun", variables).evaluate({}); }),
+              HasSubstr("no value for request"));
+}
+
 TEST(Cel, OneProgramEvaluatesOnManyThreads) {
   const Program program = Program::compile("self.filter(x, x.matches('^[0-9]')).map(x, int(x) * 2)");
   std::vector<json> inputs;

@@ -800,6 +800,77 @@ TEST_F(AdmissionTest, DeleteSendsTheOldObjectAndMayNotBePatched) {
                "object, which is not supported for this operation");
 }
 
+// matchConditions, as kube-apiserver evaluates them after the selectors: every condition true
+// calls the webhook, any false one skips it; object, oldObject (null on CREATE) and request are
+// the variables.
+TEST_F(AdmissionTest, MatchConditionsDecideWhetherTheWebhookIsCalled) {
+  on("/check", [](const json&) { return allow(); });
+  const auto withConditions = [&](const json& conditions) {
+    validating("checker", {hook("check.example.com", "/check", json::array({configMapRule()}),
+                                {{"matchConditions", conditions}})});
+  };
+  withConditions(json::array(
+      {{{"name", "labelled"}, {"expression", "has(object.metadata.labels) && 'app' in object.metadata.labels"}},
+       {{"name", "not-dry-run"}, {"expression", "!request.dryRun"}}}));
+  chain_.admit(create("team-a", configMap("team-a", "plain")));
+  EXPECT_TRUE(calls("/check").empty()) << "the first condition is false";
+  chain_.admit(create("team-a", configMap("team-a", "web", {{"app", "web"}})));
+  EXPECT_EQ(calls("/check").size(), 1u) << "both conditions are true";
+
+  // An update that leaves the label as it was is not sent; one that changes it is.
+  forgetCalls();
+  withConditions(json::array(
+      {{{"name", "app-changed"},
+        {"expression", "request.operation != 'UPDATE' || object.metadata.labels.app != oldObject.metadata.labels.app"}},
+       // "namespace" is a reserved word the sandbox's CEL does not select with a dot.
+       {{"name", "this-namespace"},
+        {"expression", "request['namespace'] == 'team-a' && request.kind.kind == 'ConfigMap'"}},
+       {{"name", "old-object-on-update-only"},
+        {"expression", "(request.operation == 'CREATE') == (oldObject == null)"}}}));
+  chain_.admit(attributes("UPDATE", "team-a", configMap("team-a", "web", {{"app", "web"}, {"x", "1"}}),
+                          configMap("team-a", "web", {{"app", "web"}})));
+  EXPECT_TRUE(calls("/check").empty());
+  chain_.admit(attributes("UPDATE", "team-a", configMap("team-a", "web", {{"app", "db"}}),
+                          configMap("team-a", "web", {{"app", "web"}})));
+  EXPECT_EQ(calls("/check").size(), 1u);
+  chain_.admit(create("team-a", configMap("team-a", "new", {{"app", "web"}})));
+  EXPECT_EQ(calls("/check").size(), 2u) << "a CREATE has no old object";
+  chain_.admit(create("team-b", configMap("team-b", "other", {{"app", "web"}})));
+  EXPECT_EQ(calls("/check").size(), 2u) << "request.namespace is the request's";
+}
+
+// A condition that fails to evaluate (and none false): failurePolicy Fail refuses the request
+// with kube-apiserver's 403, Ignore skips the webhook; the webhook is never called.
+TEST_F(AdmissionTest, AMatchConditionThatFailsToEvaluateIsDecidedByFailurePolicy) {
+  on("/check", [](const json&) { return allow(); });
+  const std::string failing = "object.metadata.labels.missing == 'x'";
+  const auto withConditions = [&](const json& conditions, const std::string& failurePolicy) {
+    validating("checker", {hook("check.example.com", "/check", json::array({configMapRule()}),
+                                {{"matchConditions", conditions}, {"failurePolicy", failurePolicy}})});
+  };
+  withConditions(
+      json::array({{{"name", "true"}, {"expression", "true"}}, {{"name", "failing"}, {"expression", failing}}}),
+      "Fail");
+  const auto e = mka::test::thrownBy<ApiError>([&] {
+    chain_.admit(create("team-a", configMap("team-a", "cm", {{"app", "web"}})));
+  });
+  EXPECT_EQ(e.code(), 403);
+  EXPECT_EQ(e.reason(), "Forbidden");
+  EXPECT_EQ(std::string(e.what()),
+            "configmaps \"cm\" is forbidden: expression '" + failing + "' resulted in error: no such key: missing");
+  EXPECT_EQ(e.status()["details"], json({{"name", "cm"}, {"kind", "configmaps"}}));
+
+  withConditions(
+      json::array({{{"name", "failing"}, {"expression", failing}}, {{"name", "false"}, {"expression", "false"}}}),
+      "Fail");
+  EXPECT_NO_THROW(chain_.admit(create("team-a", configMap("team-a", "cm", {{"app", "web"}}))))
+      << "a false condition skips the webhook whatever the others do";
+
+  withConditions(json::array({{{"name", "failing"}, {"expression", failing}}}), "Ignore");
+  EXPECT_NO_THROW(chain_.admit(create("team-a", configMap("team-a", "cm", {{"app", "web"}}))));
+  EXPECT_TRUE(calls("/check").empty());
+}
+
 TEST_F(AdmissionTest, WebhookConfigurationsAreNeverSentToWebhooks) {
   on("/all", [](const json&) { return json{{"allowed", false}}; });
   validating("all", {hook("all.example.com", "/all", json::array({rule({"*"}, {"*"}, {"*"}, {"*/*"})}))});
