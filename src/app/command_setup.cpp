@@ -26,6 +26,17 @@ std::unique_ptr<kube::Client> managerClient(const kube::RestConfig& config, cons
   return std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(config, options));
 }
 
+ManagerConnection connectManager(const ManagerAccess& access, const std::string& userAgent) {
+  auto rest = managerRestConfig(access);
+  auto client = managerClient(rest, userAgent);
+  return {std::move(rest), std::move(client)};
+}
+
+const Clock& commandClock(const Clock* given) {
+  static const SystemClock systemClock;
+  return given != nullptr ? *given : systemClock;
+}
+
 void printColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<std::size_t> width;
   for (const auto& row : rows)

@@ -96,11 +96,9 @@ int explainCommand(const ExplainCommandOptions& options, std::ostream& out, std:
   }
   const auto cfg = loadCommandConfiguration(options.configFile, err);
   if (!cfg) return 1;
-  static const SystemClock systemClock;
-  const Clock& clock = options.clock != nullptr ? *options.clock : systemClock;
+  const Clock& clock = commandClock(options.clock);
   try {
-    const auto rest = managerRestConfig(options.manager);
-    auto manager = managerClient(rest, "multikueue-adapter explain");
+    const auto [rest, manager] = connectManager(options.manager, "multikueue-adapter explain");
     const auto ns = !options.namespace_.empty() ? options.namespace_ : rest.namespace_;
     std::optional<jobkind::JobKind> resolved;
     try {

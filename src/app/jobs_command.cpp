@@ -64,11 +64,9 @@ int jobsCommand(const JobsCommandOptions& options, std::ostream& out, std::ostre
   }
   const auto cfg = loadCommandConfiguration(options.configFile, err);
   if (!cfg) return 1;
-  static const SystemClock systemClock;
-  const Clock& clock = options.clock != nullptr ? *options.clock : systemClock;
+  const Clock& clock = commandClock(options.clock);
   try {
-    const auto rest = managerRestConfig(options.manager);
-    auto manager = managerClient(rest, "multikueue-adapter jobs");
+    const auto [rest, manager] = connectManager(options.manager, "multikueue-adapter jobs");
     std::vector<jobkind::JobKind> kinds;
     try {
       kinds = options.kind.empty() ? configuredKinds(*cfg)

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mka/common/clock.h"
 #include "mka/config/configuration.h"
 #include "mka/kube/client.h"
 #include "mka/kube/kubeconfig.h"
@@ -32,6 +33,16 @@ kube::RestConfig managerRestConfig(const ManagerAccess& access);
 
 // A client of the manager with `userAgent`.
 std::unique_ptr<kube::Client> managerClient(const kube::RestConfig& config, const std::string& userAgent);
+
+// Both: the settings (the context's namespace) and a client; throws as managerRestConfig.
+struct ManagerConnection {
+  kube::RestConfig rest;
+  std::unique_ptr<kube::Client> client;
+};
+ManagerConnection connectManager(const ManagerAccess& access, const std::string& userAgent);
+
+// The clock a command reads ages by: `given` (a test's), else the system clock.
+const Clock& commandClock(const Clock* given);
 
 // Rows as kubectl prints a table: columns padded to their widest cell and three spaces apart,
 // no trailing blanks. The first row is the header.
