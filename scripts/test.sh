@@ -135,9 +135,9 @@ if [ "$sandbox_symbols" -ne 0 ]; then
   grep -E "$sandbox_pattern" build-image/symbols.txt | head -5
   failed=$((failed + 1))
 fi
-# 2904 KiB when measured (RelWithDebInfo, GCC 12, Debian 12; 4960 KiB with the sandbox built in):
-# the ceiling leaves about 15 % for growth.
-image_size_ceiling=$((3340 * 1024))
+# 3516 KiB when measured (RelWithDebInfo, GCC 12, Debian 12; 4960 KiB with the sandbox built in
+# at 2904 KiB without): the ceiling leaves about 15 % for growth.
+image_size_ceiling=$((4040 * 1024))
 strip -o build-image/multikueue-adapter.stripped "$image_binary"
 image_size=$(stat -c %s build-image/multikueue-adapter.stripped)
 echo "image binary: $image_size bytes stripped ($((image_size / 1024)) KiB; ceiling $((image_size_ceiling / 1024)) KiB)"
