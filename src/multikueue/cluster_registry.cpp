@@ -127,22 +127,33 @@ class Remote final : public RemoteCluster {
   }
 
   void namespaceMissing(const std::string& ns, const std::string& workloadKey) override {
-    const kube::Informer* namespaces = nullptr;
     {
       std::lock_guard lock(namespacesMutex_);
       waitingForNamespace_[ns].insert(workloadKey);
-      if (!namespaces_ && !stopped_ && namespaceAppeared_) {
-        namespaces_ = std::make_unique<kube::Informer>(*client_, api::kNamespaceGvk, namespaceOptions_);
-        namespaces_->addHandlers(
-            {.onAdd = [this](const json& object) { namespaceAdded(json_fields::metadataString(object, "name")); }});
-        namespaces_->start();
-        return;
-      }
-      namespaces = namespaces_.get();
     }
-    // It may have appeared between the caller's lacksNamespace() and the line above: its add
-    // event then found no one waiting.
-    if (namespaces != nullptr && namespaces->hasSynced() && namespaces->get(ns)) namespaceAdded(ns);
+    const auto [namespaces, started] = namespaceWatch();
+    // A watch started now lists every namespace to its handler. An older one's add event may
+    // have come between the caller's lacksNamespace() and the insert above, finding no one.
+    if (!started && namespaces != nullptr && namespaces->hasSynced() && namespaces->get(ns)) namespaceAdded(ns);
+  }
+
+  // The Namespace watch, started on first use: {the informer (null when stopped), whether this
+  // call started it}. namespacesMutex_ is never held around the informer's calls: its thread
+  // calls namespaceAdded, which takes it, while holding the informer's dispatch lock.
+  // namespacesStartMutex_ makes the start and stop() one after the other.
+  std::pair<const kube::Informer*, bool> namespaceWatch() {
+    std::lock_guard start(namespacesStartMutex_);
+    {
+      std::lock_guard lock(namespacesMutex_);
+      if (namespaces_ || stopped_ || !namespaceAppeared_) return {namespaces_.get(), false};
+    }
+    auto informer = std::make_unique<kube::Informer>(*client_, api::kNamespaceGvk, namespaceOptions_);
+    informer->addHandlers(
+        {.onAdd = [this](const json& object) { namespaceAdded(json_fields::metadataString(object, "name")); }});
+    informer->start();
+    std::lock_guard lock(namespacesMutex_);
+    namespaces_ = std::move(informer);
+    return {namespaces_.get(), true};
   }
 
   // Tells the Workloads waiting for `ns` that it is there.
@@ -244,13 +255,14 @@ class Remote final : public RemoteCluster {
     for (auto& [gvk, informer] : jobs_) informer->stop();
     if (clusterQueues_) clusterQueues_->stop();
     if (localQueues_) localQueues_->stop();
+    std::lock_guard start(namespacesStartMutex_);
     kube::Informer* namespaces = nullptr;
     {
       std::lock_guard lock(namespacesMutex_);
       stopped_ = true;
       namespaces = namespaces_.get();
     }
-    if (namespaces) namespaces->stop();  // not under the lock: its handler takes it
+    if (namespaces) namespaces->stop();  // not under namespacesMutex_: its handler takes it
   }
   // Connected once the Workloads are listed and each configured kind is listed or known not
   // served there (its CRD missing): a worker serves the kinds it has.
@@ -284,6 +296,7 @@ class Remote final : public RemoteCluster {
   std::unique_ptr<kube::Informer> clusterQueues_, localQueues_;
   // The worker's Namespaces, watched from the first create refused for a missing one.
   mutable std::mutex namespacesMutex_;
+  std::mutex namespacesStartMutex_;  // namespaceWatch() and stop(), one after the other
   std::unique_ptr<kube::Informer> namespaces_;
   bool stopped_ = false;
   std::map<std::string, std::set<std::string>> waitingForNamespace_;  // namespace -> Workload keys
