@@ -10,7 +10,7 @@
 // CREATEs always reach it. Why: under failurePolicy Fail, an adapter outage refuses every write
 // the webhook is called for, and Argo writes a Workflow's status by updating the whole object,
 // Tekton updates a PipelineRun's metadata: running jobs would stop making progress. Their writes
-// change none of these fields, so they no longer wait on the adapter.
+// change none of these fields, so they go through while the adapter is down.
 //
 // Threads: pure functions.
 
