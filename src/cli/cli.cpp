@@ -89,6 +89,14 @@ int notBuiltInCommand(const std::string& name) {
 }
 #endif
 
+// The read-only commands find the manager as kubectl does, with kubectl's flags (the plugin
+// passes them through).
+void addManagerFlags(CLI::App* command, std::string& kubeconfig, std::string& context) {
+  command->add_option("--kubeconfig,--manager-kubeconfig", kubeconfig,
+                      "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  command->add_option("--context", context, "The kubeconfig context of the manager");
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -181,9 +189,7 @@ int run(int argc, char** argv) {
       "One row per MultiKueueCluster, read through the kubeconfigs the manager holds: connected, the configured "
       "kinds it serves, its ClusterQueues' free/nominal quota per flavor and resource, this manager's pending and "
       "admitted Workloads there");
-  workersCmd->add_option("--manager-kubeconfig,--kubeconfig", workersOptions.managerKubeconfig,
-                         "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
-  workersCmd->add_option("--context", workersOptions.context, "The kubeconfig context of the manager");
+  addManagerFlags(workersCmd, workersOptions.managerKubeconfig, workersOptions.context);
   workersCmd->add_option("--config", workersOptions.configFile,
                          "The adapter's configuration file: its namespace, origin and multiKueue.externalFrameworks");
   workersCmd->add_option("-o,--output", workersOptions.output, "wide or json");
@@ -199,9 +205,7 @@ int run(int argc, char** argv) {
   explainCmd->add_option("NAME", explainOptions.name, "The job's name when KIND is given apart");
   explainCmd->add_option("-n,--namespace", explainOptions.namespace_,
                          "The job's namespace (default: the context's, else default)");
-  explainCmd->add_option("--kubeconfig,--manager-kubeconfig", explainOptions.manager.kubeconfig,
-                         "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
-  explainCmd->add_option("--context", explainOptions.manager.context, "The kubeconfig context of the manager");
+  addManagerFlags(explainCmd, explainOptions.manager.kubeconfig, explainOptions.manager.context);
   explainCmd->add_option("--config", explainOptions.configFile,
                          "The adapter's configuration file: its kinds, namespace, origin and workerLostTimeout");
   explainCmd->add_option("-o,--output", explainOptions.output, "json");
@@ -212,9 +216,7 @@ int run(int argc, char** argv) {
   jobsCmd->add_flag("-A,--all-namespaces", jobsOptions.allNamespaces, "Every namespace");
   jobsCmd->add_option("-n,--namespace", jobsOptions.namespace_, "The namespace (default: the context's, else default)");
   jobsCmd->add_option("--kind", jobsOptions.kind, "One configured kind (pipelinerun, Workflow.v1alpha1.argoproj.io)");
-  jobsCmd->add_option("--kubeconfig,--manager-kubeconfig", jobsOptions.manager.kubeconfig,
-                      "Kubeconfig of the manager (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
-  jobsCmd->add_option("--context", jobsOptions.manager.context, "The kubeconfig context of the manager");
+  addManagerFlags(jobsCmd, jobsOptions.manager.kubeconfig, jobsOptions.manager.context);
   jobsCmd->add_option("--config", jobsOptions.configFile,
                       "The adapter's configuration file: its kinds and workerLostTimeout");
   jobsCmd->add_option("-o,--output", jobsOptions.output, "wide or json");
