@@ -226,7 +226,7 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
       stop(job, nullptr, std::string(reason::kNoMatchingWorkload), std::string(message::kMissingWorkload));
       throw Error("prebuilt workload not found: " + metadataString(job, "namespace") + "/" + prebuilt);
     }
-    if (active(job)) return Result::done();
+    if (isActive(job, rules_)) return Result::done();
     return createWorkload(job);
   }
   if (isEvicted(*workload)) {  // 18
@@ -234,10 +234,12 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     const bool stopped =
         stop(job, &*workload, std::string(reason::kWorkloadEvicted), stringMember(*evicted, "message"));
     // Stopped, but pods that still run hold their capacity: by the active rule, the reservation
-    // stays until the job's status says they ended (its update brings the job back here).
+    // stays until the job's status says they ended (its update brings the job back here). On
+    // a MultiKueue manager that status is the worker's, which the dispatch loop keeps copying
+    // back while the copies are evicted and removes them only after this releases the quota.
     // Without one, a job this pass stopped counts as ended: its stop value (Tekton's
     // StoppedRunFinally) may leave it neither suspended nor finished.
-    const bool stillActive = (byActiveRule(job) || !stopped) && active(job);
+    const bool stillActive = (rules_.active || !stopped) && isActive(job, rules_);
     if (hasQuotaReservation(*workload)) {
       if (!stillActive) {
         clearReservation(*workload);
@@ -486,15 +488,6 @@ Result JobReconciler::createWorkload(const json& job) {
 
 bool JobReconciler::markedForMultiKueue(const json& job) const {
   return kind_.managedByValue(job) == kind_.managedBy().value;
-}
-
-bool JobReconciler::byActiveRule(const json& job) const { return rules_.active && !markedForMultiKueue(job); }
-
-bool JobReconciler::active(const json& job) const {
-  if (!rules_.active || byActiveRule(job)) return isActive(job, rules_);
-  auto withoutRule = rules_;
-  withoutRule.active.reset();
-  return isActive(job, withoutRule);
 }
 
 Result JobReconciler::start(const json& job, const json& workload) {

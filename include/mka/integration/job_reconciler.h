@@ -124,12 +124,6 @@ class JobReconciler {
   std::optional<nlohmann::json> cachedWorkload(const std::string& key) const;
   // The job's managedBy marker says MultiKueue: it runs on a worker, never here.
   bool markedForMultiKueue(const nlohmann::json& job) const;
-  // Kueue's IsActive here (job_rules.h isActive). A job marked for MultiKueue runs no pod here
-  // and its status is a worker's copy, which the dispatch loop stops following once the
-  // Workload is evicted: it is judged as a kind without an active rule.
-  bool active(const nlohmann::json& job) const;
-  // Whether active() reads the kind's active rule for `job`.
-  bool byActiveRule(const nlohmann::json& job) const;
 
   kube::Client& client_;
   const jobkind::JobKind& kind_;

@@ -7,8 +7,9 @@
 // bounded. Afterwards every job finished on exactly one worker, ran there once and never on the
 // manager, with its final status on the manager, and no remote object with our origin is left
 // (jobs, Workloads, and the Secrets and ServiceAccounts the jobs name, syncDependencies on);
-// at every quiet point, every job running on a worker had an admitted Workload. The counts are
-// printed.
+// at every quiet point, every job running on a worker had an admitted Workload, every job whose
+// pods still ran (a suspended Workflow's pod runs to its step's end) had one holding quota, and
+// no worker's reservations exceeded its ClusterQueue's nominal quota. The counts are printed.
 //
 // Verification reads the clusters in-process (ClusterApi), so injected faults never touch it.
 
@@ -22,10 +23,12 @@
 
 #include "mka/api/workload_status.h"
 #include "mka/common/clock.h"
+#include "mka/common/quantity.h"
 #include "mka/demo/environment.h"
 #include "mka/integration/controller.h"
 #include "mka/multikueue/dispatcher.h"
 #include "mka/multikueue/garbage_collector.h"
+#include "mka/sandbox/api_error.h"
 #include "mka/sandbox/object_store.h"
 #include "support/eventually.h"
 
@@ -53,11 +56,36 @@ const std::vector<sandbox::ResourceRef> kDependencyRefs{
     {"", "v1", "secrets", "", "", ""}, {"", "v1", "configmaps", "", "", ""}, {"", "v1", "serviceaccounts", "", "", ""}};
 // The Secrets the jobs share (by index modulo their count) and the ServiceAccount all run as.
 constexpr int kSharedSecrets = 3;
+// One pod of half a CPU: the workers' ClusterQueues (8 CPUs) hold sixteen Workflows at once, so
+// the copies that race for them (every worker's, under AllAtOnce) fill them.
+const json kWorkflowTemplates = json::parse(R"([{"name": "main", "container": {"image": "busybox",
+    "resources": {"requests": {"cpu": "500m"}}}}])");
 const std::string kServiceAccount = "chaos-runner";
 
 std::vector<json> items(sandbox::Cluster& cluster, const sandbox::ResourceRef& ref, const std::string& selector = "") {
   const auto list = cluster.api().list(ref, {.labelSelector = selector});
   return list.value("items", std::vector<json>{});
+}
+
+// A quantity as a ClusterQueue or a Workload writes it (a string, or a number), in thousandths.
+std::int64_t milli(const json& quantity) {
+  const auto parsed = quantity::parseMilli(quantity.is_string() ? quantity.get<std::string>() : quantity.dump());
+  if (!parsed) throw std::runtime_error("not a quantity: " + quantity.dump());
+  return *parsed;
+}
+
+// Whether a job's pods may still run, as the frameworks record them: a Workflow's Pod nodes
+// Pending or Running; a PipelineRun under way (Succeeded Unknown, other than pending).
+bool podsRun(const json& job) {
+  if (const auto* c = api::findCondition(job, "Succeeded"))
+    return c->value("status", "") == "Unknown" && c->value("reason", "") != "PipelineRunPending";
+  const json::json_pointer nodes("/status/nodes");
+  if (!job.contains(nodes) || !job.at(nodes).is_object()) return false;
+  for (const auto& [id, node] : job.at(nodes).items()) {
+    const auto phase = node.value("phase", "");
+    if (node.value("type", "") == "Pod" && (phase == "Pending" || phase == "Running")) return true;
+  }
+  return false;
 }
 
 std::string finalOutcome(const json& job) {
@@ -202,6 +230,7 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
                                                  {"spec",
                                                   {{"entrypoint", "main"},
                                                    {"suspend", true},
+                                                   {"templates", kWorkflowTemplates},
                                                    {"serviceAccountName", kServiceAccount},
                                                    {"imagePullSecrets", json::array({{{"name", sharedSecret(i)}}})}}}});
     }
@@ -273,6 +302,105 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
+  // Kueue's promise while pods run (issue 44): at a quiet point every job copy whose pods still
+  // run, suspended or not (a suspended Workflow's pod runs until its step ends), has a Workload
+  // that holds quota, and what the Workloads holding quota on a worker reserve fits its
+  // ClusterQueue's nominal quota, per flavor and resource (no cohort here: nothing to borrow).
+  void checkRunningPodsHoldQuota() {
+    for (const auto& worker : kWorkers) {
+      auto& cluster = env_->cluster(worker);
+      std::set<std::string> holding;
+      std::map<std::pair<std::string, std::string>, std::int64_t> reserved;
+      for (const auto& wl : items(cluster, workloads())) {
+        if (!api::hasQuotaReservation(wl)) continue;
+        holding.insert(wl.at("metadata").value("name", ""));
+        for (const auto& assignment : wl.at("status").at("admission").at("podSetAssignments")) {
+          const json usage = assignment.value("resourceUsage", json::object());
+          for (const auto& [resource, value] : usage.items())
+            reserved[{assignment.at("flavors").value(resource, ""), resource}] += milli(value);
+        }
+      }
+      const auto cq = cluster.api().get({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""});
+      for (const auto& group : cq.at("spec").at("resourceGroups"))
+        for (const auto& flavor : group.at("flavors"))
+          for (const auto& resource : flavor.at("resources")) {
+            const std::pair<std::string, std::string> key{flavor.value("name", ""), resource.value("name", "")};
+            const auto& nominal = resource.at("nominalQuota");
+            if (key.second == "cpu" && reserved[key] * 4 >= milli(nominal) * 3)
+              ++counts_["worker cpu quota seen 3/4 full"];
+            if (reserved[key] > milli(nominal)) {
+              ++violations_;
+              ADD_FAILURE() << worker << ": " << key.first << "/" << key.second << " reserved "
+                            << quantity::formatMilli(reserved[key]) << " over its nominal quota " << nominal.dump();
+            }
+          }
+      for (const auto& ref : {pipelineRuns(), workflows()}) {
+        for (const auto& job : items(cluster, ref)) {
+          if (!podsRun(job)) continue;
+          if (job.at("spec").value("suspend", false)) ++counts_["stopped jobs seen with pods running"];
+          const auto wlName = job.at("metadata")
+                                  .value("annotations", json::object())
+                                  .value("kueue.x-k8s.io/prebuilt-workload-name", "");
+          if (holding.contains(wlName)) continue;
+          ++violations_;
+          ADD_FAILURE() << worker << ": job " << job.at("metadata").value("name", "")
+                        << " has pods running, its Workload " << wlName << " holds no quota";
+        }
+      }
+    }
+  }
+
+  // Kueue deactivates a running job now and then (as an administrator, a requeuing limit or a
+  // maximum execution time would): the manager's Workload is evicted, the worker's copy stopped,
+  // and the copy's pod runs on to its end, holding quota on both clusters until then. Returns
+  // whether a Workflow running on a worker was found.
+  bool deactivateARunningWorkflow() {
+    auto& manager = env_->cluster("manager").api();
+    for (auto wl : items(env_->cluster("manager"), workloads())) {
+      const auto worker = api::clusterName(wl);
+      const auto owner = wl.at("metadata").value("ownerReferences", json::array());
+      if (worker.empty() || owner.empty() || owner[0].value("kind", "") != "Workflow") continue;
+      if (!api::isAdmitted(wl) || api::isEvicted(wl) || api::isFinished(wl)) continue;
+      const auto name = owner[0].value("name", "");
+      if (deactivated_.contains(name)) continue;
+      auto ref = workflows();
+      ref.name = name;
+      std::optional<json> copy;
+      try {
+        copy = env_->cluster(worker).api().get(ref);
+      } catch (const sandbox::ApiError&) {
+        continue;
+      }
+      if (!podsRun(*copy)) continue;
+      wl["spec"]["active"] = false;
+      try {
+        manager.update({"kueue.x-k8s.io", "v1beta2", "workloads", "default", wl.at("metadata").value("name", ""), ""},
+                       wl);
+      } catch (const sandbox::ApiError&) {
+        continue;  // changed since it was listed: another one
+      }
+      deactivated_[name] = wl.at("metadata").value("name", "");
+      ++counts_["running Workflows deactivated"];
+      return true;
+    }
+    return false;
+  }
+  // A deactivated Workload whose quota is released is activated again: Kueue requeues it.
+  void reactivateReleased() {
+    auto& manager = env_->cluster("manager").api();
+    for (const auto& [job, wlName] : deactivated_) {
+      const sandbox::ResourceRef ref{"kueue.x-k8s.io", "v1beta2", "workloads", "default", wlName, ""};
+      try {
+        auto wl = manager.get(ref);
+        if (wl.at("spec").value("active", true) || api::hasQuotaReservation(wl)) continue;
+        wl["spec"]["active"] = true;
+        manager.update(ref, wl);
+      } catch (const sandbox::ApiError&) {
+        // Changed since it was read: the next tick looks again.
+      }
+    }
+  }
+
   // Fake time moves only once the platform is quiet and every reachable worker is connected:
   // otherwise time would race past workerLostTimeout while a reconnect is merely slow.
   void tick() {
@@ -286,7 +414,11 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
           return true;
         },
         10s);
-    if (dispatcher_ && env_->kueuesIdle() && dispatcher_->idle() && integration_->idle()) checkRunningJobsAreAdmitted();
+    if (dispatcher_ && env_->kueuesIdle() && dispatcher_->idle() && integration_->idle()) {
+      checkRunningJobsAreAdmitted();
+      checkRunningPodsHoldQuota();
+    }
+    reactivateReleased();
     clock_.advance(5s);
     env_->pokeKueues();
     if (dispatcher_) dispatcher_->recheckClock();
@@ -304,7 +436,8 @@ class ChaosTest : public ::testing::TestWithParam<std::string> {
   std::map<std::string, int> counts_;
   std::map<std::string, std::set<std::string>> copies_;
   std::set<std::string> uids_;
-  std::set<std::string> dependencyCopies_;  // worker/kind/uid of every dependency copy seen at a tick
+  std::set<std::string> dependencyCopies_;          // worker/kind/uid of every dependency copy seen at a tick
+  std::map<std::string, std::string> deactivated_;  // job -> its manager Workload, deactivated once
 };
 
 TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
@@ -329,6 +462,7 @@ TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
     if (round == 4) setWorkerSet({"worker1", "worker3"});
     if (round == 7) setWorkerSet({"worker2", "worker3"});
     if (round == 9) setWorkerSet(kWorkers);
+    if (round % 3 == 2) deactivateARunningWorkflow();
     for (const int at : restartAt) {
       if (created - batch < at && created >= at) {
         stopAdapter();
@@ -359,17 +493,24 @@ TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
     const auto name = "chaos-" + std::to_string(i);
     const auto it = copies_.find(name);
     const auto n = it == copies_.end() ? 0 : it->second.size();
-    (n == 1 ? onOne : n == 0 ? onNone : onSeveral)++;
     const std::string kind = i % 2 == 0 ? "PipelineRun" : "Workflow";
     int starts = 0;
     for (const auto& worker : kWorkers) starts += env_->frameworkController(worker, kind)->starts("default/" + name);
+    if (deactivated_.contains(name)) {
+      // Stopped once while running: its one pod may have ended the Workflow (it never ran
+      // again), or it ran again once, possibly on another worker, after its reactivation.
+      (n == 1 || n == 2 ? onOne : n == 0 ? onNone : onSeveral)++;
+      ranOnce += starts == 1 || starts == 2 ? 1 : 0;
+      continue;
+    }
+    (n == 1 ? onOne : n == 0 ? onNone : onSeveral)++;
     ranOnce += starts == 1 ? 1 : 0;
     ranOnManager += env_->frameworkController("manager", kind)->starts("default/" + name) > 0 ? 1 : 0;
   }
   std::printf(
       "chaos dispatcher=%s seed=%u jobs=%d finished_with_final_status=%zu ran_on_one_worker=%zu on_several=%zu "
       "on_none=%zu "
-      "started_once=%zu started_on_manager=%zu run_without_admission=%d remote_job_copies_created=%zu "
+      "started_once=%zu started_on_manager=%zu invariant_violations=%d remote_job_copies_created=%zu "
       "dependency_copies_seen=%zu leftovers=%zu",
       GetParam().c_str(), seed_, kJobs, finished, onOne, onSeveral, onNone, ranOnce, ranOnManager, violations_,
       uids_.size(), dependencyCopies_.size(), remoteLeftovers());

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "dispatch_fixture.h"
+#include "mka/kube/client.h"
+#include "mka/sandbox/cluster_api.h"
 
 namespace mka::e2e {
 namespace {
@@ -106,6 +108,96 @@ TEST_P(IntegrationE2E, AWorkerAdapterRestartedMidFlightResumesOnceAndFinishesOnc
 
 INSTANTIATE_TEST_SUITE_P(Kinds, IntegrationE2E, ::testing::Values(kPipelineRun, kWorkflow),
                          [](const ::testing::TestParamInfo<JobKind>& info) { return info.param.name; });
+
+// A Workflow evicted on the manager while its copy's pod runs on a worker (issue 44, item 1):
+// suspending stops no running pod, so the worker's Workload and the manager's keep their quota
+// until the worker's status, copied back, says the pod ended; only then are the copies removed
+// and the next Workflow admitted on the manager.
+class EvictedWorkflow : public ::testing::Test, public DispatchFixture {
+ protected:
+  void TearDown() override { tearDownEnvironment(); }
+
+  // Two steps of 5 CPUs each, one step's pod at a time: a ClusterQueue of 8 CPUs holds one.
+  static void twoBigSteps(json& wf) {
+    wf["spec"]["templates"] = json::parse(R"([
+      {"name": "main", "steps": [[{"name": "extract", "template": "work"}], [{"name": "load", "template": "work"}]]},
+      {"name": "work", "container": {"image": "busybox", "resources": {"requests": {"cpu": "5"}}}}])");
+    wf["spec"].erase("arguments");
+  }
+  void setManagerCpu(const std::string& quantity) {
+    const sandbox::ResourceRef ref{"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "cluster-queue", ""};
+    auto& api = env_->cluster("manager").api();
+    auto cq = api.get(ref);
+    for (auto& flavor : cq["spec"]["resourceGroups"][0]["flavors"])
+      for (auto& resource : flavor["resources"])
+        if (resource.value("name", "") == "cpu") resource["nominalQuota"] = quantity;
+    api.update(ref, cq);
+  }
+  // The phase of the copy's pod node for step `node` ("a[0].extract") on `cluster`.
+  std::string podPhase(const std::string& cluster, const std::string& job, const std::string& node) {
+    const auto wf = get(cluster, kWorkflow.gvk, job);
+    if (!wf) return "";
+    const json::json_pointer nodes("/status/nodes");
+    if (!wf->contains(nodes) || !wf->at(nodes).is_object()) return "";
+    for (const auto& [id, n] : wf->at(nodes).items())
+      if (n.value("name", "") == node) return n.value("phase", "");
+    return "";
+  }
+  bool reserved(const std::string& cluster, const std::string& wl) {
+    const auto w = workload(cluster, wl);
+    return w && api::hasQuotaReservation(*w);
+  }
+};
+
+TEST_F(EvictedWorkflow, KeepsItsQuotaOnTheManagerUntilItsPodOnTheWorkerEnds) {
+  setUpEnvironment({});
+  setManagerCpu("8");
+  startAdapter();
+  const auto [a, worker] = runOnAWorker(kWorkflow, "a", twoBigSteps);
+  ASSERT_FALSE(worker.empty());
+  ASSERT_TRUE(eventually([&] { return podPhase(worker, "a", "a[0].extract") == "Running"; }));
+  createJob(kWorkflow, "b", true, twoBigSteps);
+  const auto b = awaitWorkload(kWorkflow, "b");
+  ASSERT_TRUE(settled());
+  ASSERT_FALSE(reserved("manager", b)) << "no room on the manager while A holds its quota";
+
+  // A's Workload is deactivated on the manager: Kueue evicts it, the adapter asks the worker to
+  // deactivate its copy, both integrations stop their Workflow at once.
+  kube::retryOnConflict([&] {
+    auto w = *workload("manager", a);
+    w["spec"]["active"] = false;
+    env_->client("manager").update(w);
+  });
+  ASSERT_TRUE(eventually([&] {
+    const auto remote = workload(worker, a);
+    return api::isEvicted(*workload("manager", a)) && remote && api::isEvicted(*remote) &&
+           get(worker, kWorkflow.gvk, "a")->at("spec").value("suspend", false);
+  }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(podPhase(worker, "a", "a[0].extract"), "Running") << "suspending stops no running pod";
+  EXPECT_TRUE(reserved(worker, a)) << "the worker's pod holds the worker's capacity";
+  EXPECT_TRUE(reserved("manager", a)) << "and the manager's: " << workload("manager", a)->dump();
+  EXPECT_EQ(podPhase("manager", "a", "a[0].extract"), "Running") << "the worker's status came back";
+  EXPECT_FALSE(reserved("manager", b));
+
+  // Half the step later the pod still runs.
+  advance(std::chrono::seconds{5});
+  ASSERT_TRUE(settled());
+  EXPECT_TRUE(reserved("manager", a));
+  EXPECT_TRUE(workload(worker, a).has_value()) << "the copies stay while the pod runs";
+  EXPECT_FALSE(reserved("manager", b));
+
+  // The step ends: the worker's status says nothing runs; the manager releases A's quota, the
+  // copies go, and B is admitted and runs.
+  advance(std::chrono::seconds{5});
+  ASSERT_TRUE(eventually([&] { return !reserved("manager", a) && reserved("manager", b); }))
+      << workload("manager", a)->dump();
+  ASSERT_TRUE(eventually([&] { return !workload(worker, a) && !get(worker, kWorkflow.gvk, "a"); }));
+  ASSERT_TRUE(eventually([&] { return checkIs(b, "Ready"); }));
+  EXPECT_EQ(podPhase("manager", "a", "a[0].extract"), "Succeeded");
+  EXPECT_EQ(podPhase("manager", "a", "a[1].load"), "") << "no new step started";
+  EXPECT_EQ(startsOn(worker, kWorkflow, "a"), 1);
+}
 
 class HonestStandIns : public ::testing::Test, public DispatchFixture {
  protected:

@@ -858,9 +858,12 @@ std::vector<Case> activeWhilePodsRunCases() {
         [](const Seen& seen) {
           expectReservationCleared(seen, "False", "Deactivated", "The workload is deactivated");
         }}},
-      {"marked for MultiKueue (its status a worker's copy): the reservation cleared at once",
+      {"marked for MultiKueue, the worker's copied status says replicas run: the reservation kept",
        withRule(withReplicas(kRunning, "True"), preempted(), "kueue.x-k8s.io/multikueue"),
-       {{"Normal Stopped: " + std::string(kPreempted)},
+       {{"Normal Stopped: " + std::string(kPreempted)}, "", expectReservationKept}},
+      {"marked for MultiKueue, the worker's copied status says they ended: the reservation cleared",
+       withRule(withReplicas(kSuspended, "False"), preempted(), "kueue.x-k8s.io/multikueue"),
+       {{},
         "",
         [](const Seen& seen) { expectReservationCleared(seen, "True", "Preempted", std::string(kPreempted)); }}},
       {"stopped with replicas still running and no Workload: waits for them (step 15)",
