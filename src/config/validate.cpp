@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "mka/api/kueue.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/strings.h"
 #include "mka/common/validation.h"
@@ -537,6 +538,12 @@ class IntegrationsValidator {
              "add podSets: [{name: main, count: {path: spec.replicas, default: 1}, template: spec.template}]");
       return;
     }
+    if (f.podSets.size() > api::kMaxPodSets)
+      v_.add(path,
+             "lists " + std::to_string(f.podSets.size()) + " pod sets for " + f.gvk.kind + ", more than the " +
+                 std::to_string(api::kMaxPodSets) + " a Kueue Workload holds (its CRD's spec.podSets maxItems)",
+             "merge pod sets whose pods are alike (same template, counts added) until at most " +
+                 std::to_string(api::kMaxPodSets) + " remain");
     std::map<std::string, std::size_t> seen;
     for (std::size_t i = 0; i < f.podSets.size(); ++i) {
       const auto& p = f.podSets[i];

@@ -1,6 +1,7 @@
 #include "mka/integration/job_reconciler.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
@@ -43,6 +44,11 @@ constexpr std::string_view kStopped = "Stopped";
 constexpr std::string_view kFinishedWorkload = "FinishedWorkload";
 // Ours: the job's rules cannot be read, so it gets no Workload.
 constexpr std::string_view kInvalidJob = "InvalidJob";
+// Ours: the API server refused the Workload built from the job (422), so it gets none until it
+// changes.
+constexpr std::string_view kInvalidWorkload = "InvalidWorkload";
+// Ours: a flavor the admission names is not there; the start is retried with backoff.
+constexpr std::string_view kResourceFlavorNotFound = "ResourceFlavorNotFound";
 constexpr std::string_view kWorkloadPriorityClassNotFound = "WorkloadPriorityClassNotFound";
 constexpr std::string_view kSucceeded = "Succeeded";
 constexpr std::string_view kFailed = "Failed";
@@ -115,6 +121,39 @@ bool coveredBy(const json& jobSide, const json& workloadSide) {
     return true;
   }
   return jobSide == workloadSide;
+}
+
+// A field of the job's Workload as the job's field it comes from: inside a pod set's
+// template, the rule's template path ("spec.podSets[0].template.spec.containers" ->
+// "spec.template.spec.containers"); else the Workload's own field, said to be one.
+std::string jobFieldOf(const std::string& field, const config::IntegratedFramework& rules) {
+  constexpr std::string_view prefix = "spec.podSets[";
+  if (!field.starts_with(prefix)) return "Workload " + field;
+  const auto close = field.find(']', prefix.size());
+  const std::string index = field.substr(prefix.size(), close == std::string::npos ? 0 : close - prefix.size());
+  const std::string_view rest = close == std::string::npos ? "" : std::string_view(field).substr(close + 1);
+  constexpr std::string_view kTemplate = ".template";
+  std::size_t i = 0;
+  const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+  const bool indexed = !index.empty() && ec == std::errc{} && end == index.data() + index.size();
+  if (!indexed || !rest.starts_with(kTemplate) || i >= rules.podSets.size() || rules.podSets[i].templatePath.empty())
+    return "Workload " + field;
+  return rules.podSets[i].templatePath + std::string(rest.substr(kTemplate.size()));
+}
+
+// kube-apiserver's note that follows a schema error: it names no field and no fix of its own.
+constexpr std::string_view kRulesNotChecked = "some validation rules were not checked because the object was invalid";
+
+// What the API server said of a refused Workload, each cause at the job's field it comes from.
+std::string refusalText(const kube::ApiError& e, const config::IntegratedFramework& rules) {
+  std::string out;
+  for (const auto& cause : arrayMember(objectMember(e.status(), "details"), "causes")) {
+    if (stringMember(cause, "message").find(kRulesNotChecked) != std::string::npos) continue;
+    const std::string field = stringMember(cause, "field");
+    out += (out.empty() ? "" : "; ") + (field.empty() ? "" : jobFieldOf(field, rules) + ": ") +
+           stringMember(cause, "message");
+  }
+  return out.empty() ? stringMember(e.status(), "message") : out;
 }
 
 std::int64_t countOr(const json& object, std::string_view key, std::int64_t absent) {
@@ -276,6 +315,7 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
 }
 
 Result JobReconciler::finalize(const std::string& jobKey) {
+  forgetRefused(jobKey);
   for (const auto& key : owners_.workloadsOf(jobKey)) {
     auto workload = cachedWorkload(key);
     if (!workload) continue;
@@ -425,7 +465,9 @@ JobReconciler::Ensured JobReconciler::ensureOwn(json& job) {
     const json active = objectMember(*toUpdate, "spec").value("active", json());
     updated["spec"] = fresh["spec"];
     if (!active.is_null()) updated["spec"]["active"] = active;
-    auto written = client_.update(updated);
+    json written;
+    if (!writeUnlessRefused(job, updated, [&] { written = client_.update(updated); }))
+      return {std::nullopt, Result::done()};
     events_.record(job, "Normal", reason::kUpdatedWorkload,
                    "Updated not matching Workload for suspended job: " + keyOf(*toUpdate));
     return {std::move(written), std::nullopt};
@@ -473,17 +515,59 @@ Result JobReconciler::createWorkload(const json& job) {
   if (!podSets) return Result::done();
   const Priority priority = priorityFor(job, *podSets);
   const json workload = newWorkload(job, kind_.gvk(), std::move(*podSets), priority, rules_.labelKeysToCopy);
-  try {
-    client_.create(workload, {.answer = kube::WriteOptions::Answer::None});
-  } catch (const kube::ApiError& e) {
-    // Created by an earlier reconcile whose result the cache has not shown yet: its event
-    // brings the job back.
-    if (e.reason() == kube::Reason::AlreadyExists) return Result::done();
-    throw;
-  }
+  bool created = false;
+  const bool written = writeUnlessRefused(job, workload, [&] {
+    try {
+      client_.create(workload, {.answer = kube::WriteOptions::Answer::None});
+      created = true;
+    } catch (const kube::ApiError& e) {
+      // Created by an earlier reconcile whose result the cache has not shown yet: its event
+      // brings the job back.
+      if (e.reason() != kube::Reason::AlreadyExists) throw;
+    }
+  });
+  if (!written || !created) return Result::done();
   events_.record(job, "Normal", reason::kCreatedWorkload, "Created Workload: " + keyOf(workload));
   if (observer_) observer_->workloadCreated(kind_.name());
   return Result::done();
+}
+
+bool JobReconciler::writeUnlessRefused(const json& job, const json& workload, const std::function<void()>& write) {
+  const std::string jobKey = keyOf(job);
+  const std::size_t digest = std::hash<std::string>{}(workload.dump());
+  {
+    std::lock_guard lock(refusedMutex_);
+    if (auto it = refused_.find(jobKey); it != refused_.end() && it->second == digest) return false;
+  }
+  try {
+    write();
+  } catch (const kube::ApiError& e) {
+    if (e.reason() != kube::Reason::Invalid) throw;
+    rememberRefusal(job, workload, digest, e);
+    return false;
+  }
+  forgetRefused(jobKey);
+  return true;
+}
+
+void JobReconciler::rememberRefusal(const json& job, const json& workload, std::size_t digest,
+                                    const kube::ApiError& refusal) {
+  const std::string jobKey = keyOf(job);
+  {
+    std::lock_guard lock(refusedMutex_);
+    refused_[jobKey] = digest;
+  }
+  log::warn("Workload refused by the API server, not sent again until the job changes",
+            {{"kind", kind_.gvk().kind}, {"job", jobKey}, {"workload", keyOf(workload)}, {"error", refusal.what()}});
+  events_.record(job, "Warning", reason::kInvalidWorkload,
+                 "the API server refused the job's Workload: " + refusalText(refusal, rules_) +
+                     "; correct the job (a pod template must be a valid PodTemplateSpec): it stays suspended "
+                     "without a Workload until it changes");
+}
+
+void JobReconciler::forgetRefused(const std::string& jobKey) {
+  std::lock_guard lock(refusedMutex_);
+  refused_.erase(jobKey);
 }
 
 bool JobReconciler::markedForMultiKueue(const json& job) const {
@@ -492,9 +576,19 @@ bool JobReconciler::markedForMultiKueue(const json& job) const {
 
 Result JobReconciler::start(const json& job, const json& workload) {
   if (markedForMultiKueue(job)) return Result::done();
-  auto infos = podSetInfos(workload, [&](const std::string& name) -> std::optional<json> {
-    return client_.get(api::kResourceFlavorGvk, "", name);
-  });
+  // Flavors are read from the API server: one GET per start, and no informer follows them.
+  const controller::ClientReader server(client_);
+  auto infos =
+      podSetInfos(workload, [&](const std::string& name) { return server.get(api::kResourceFlavorGvk, "", name); });
+  if (const auto* missing = std::get_if<FlavorNotFound>(&infos)) {
+    // As Kueue: not permanent, the start is retried with backoff until the flavor is there.
+    const std::string message = "ResourceFlavor \"" + missing->name + "\" of pod set " + missing->podSet +
+                                " in the admission of Workload " + keyOf(workload) +
+                                " is not there: create it, or remove it from the ClusterQueue; the job stays "
+                                "suspended and its start is retried with backoff";
+    events_.record(job, "Warning", reason::kResourceFlavorNotFound, message);
+    throw Error(keyOf(job) + ": " + message);
+  }
   std::variant<json, std::string> running = std::string();
   if (auto* error = std::get_if<std::string>(&infos)) {
     running = *error;

@@ -127,7 +127,8 @@ bool isActive(const json& job, const config::IntegratedFramework& framework) {
   return false;
 }
 
-std::variant<std::vector<PodSetInfo>, std::string> podSetInfos(const json& workload, const FlavorLookup& flavor) {
+std::variant<std::vector<PodSetInfo>, std::string, FlavorNotFound> podSetInfos(const json& workload,
+                                                                               const FlavorLookup& flavor) {
   const json& spec = objectMember(workload, "spec");
   const json& status = objectMember(workload, "status");
   const json& specPodSets = arrayMember(spec, "podSets");
@@ -152,7 +153,7 @@ std::variant<std::vector<PodSetInfo>, std::string> podSetInfos(const json& workl
     for (const auto& [resource, name] : objectMember(assignment, "flavors").items()) {
       if (!name.is_string() || !seen.insert(name.get<std::string>()).second) continue;
       const auto object = flavor(name.get<std::string>());
-      if (!object) return "ResourceFlavor \"" + name.get<std::string>() + "\" not found";
+      if (!object) return FlavorNotFound{name.get<std::string>(), info.name};
       const json& flavorSpec = objectMember(*object, "spec");
       for (const auto& [key, value] : objectMember(flavorSpec, "nodeLabels").items()) info.nodeSelector[key] = value;
       appendTolerations(info.tolerations, arrayMember(flavorSpec, "tolerations"));

@@ -81,46 +81,90 @@ void copyPodFields(const json& job, const config::PodFieldPaths& paths, json& po
   }
 }
 
-// A container's (or template's) resources.requests added into `into` (`max`: kept at the
-// larger of the two). Unreadable quantities are skipped: the Workflow's own CRD and Argo refuse
-// them before they run.
-void addRequests(Requests& into, const json& container, bool max) {
-  const json* requests = json_fields::fieldAt(container, "resources.requests");
-  if (requests == nullptr || !requests->is_object()) return;
+// `parent`'s child `key` as a field path: dotted, or bracketed when the key has dots of its own
+// (resource names such as nvidia.com/gpu).
+std::string childField(const std::string& parent, const std::string& key) {
+  return key.find('.') == std::string::npos ? parent + "." + key : parent + "[" + key + "]";
+}
+
+// A request's value in thousandths: a quantity written as a string or a JSON number, as
+// Kubernetes' Quantity reads both.
+std::optional<std::int64_t> requestMilli(const json& value) {
+  if (value.is_string()) return quantity::parseMilli(value.get<std::string>());
+  if (value.is_number()) return quantity::parseMilli(value.dump());
+  return std::nullopt;
+}
+
+// One container of a Workflow template: where it is, for the error that names a bad request.
+struct ArgoContainer {
+  const json& container;
+  std::string field;         // its path in the Workflow, "spec.templates[2].container"
+  const std::string& owner;  // its template's name
+};
+
+// The container's resources.requests added into `into` (`max`: kept at the larger of the two).
+// A request that is not a quantity is an error naming its field: the pod set would miss what
+// the pod needs, and the pod itself could not be created.
+std::optional<RuleError> addRequests(Requests& into, const ArgoContainer& c, bool max) {
+  const json* requests = json_fields::fieldAt(c.container, "resources.requests");
+  if (requests == nullptr || !requests->is_object()) return std::nullopt;
   for (const auto& [name, value] : requests->items()) {
-    std::optional<std::int64_t> milli;
-    if (value.is_string()) milli = quantity::parseMilli(value.get<std::string>());
-    if (value.is_number_integer()) milli = value.get<std::int64_t>() * 1000;
-    if (!milli) continue;
+    const auto milli = requestMilli(value);
+    if (!milli || *milli < 0) {
+      return RuleError{childField(c.field + ".resources.requests", name),
+                       "template \"" + c.owner + "\" requests " + value.dump() + " of " + name +
+                           ", which is not a quantity: write a non-negative quantity such as \"4\", \"500m\" or "
+                           "\"2Gi\" in the Workflow"};
+    }
     auto& slot = into[name];
     slot = max ? std::max(slot, *milli) : slot + *milli;
   }
+  return std::nullopt;
 }
 
 void maxInto(Requests& into, const Requests& other) {
   for (const auto& [name, milli] : other) into[name] = std::max(into[name], milli);
 }
 
-// The requests of each Workflow template that runs a pod, maxed element-wise.
-Requests argoRequests(const json& workflow) {
-  Requests out;
-  for (const auto& tmpl : json_fields::arrayMember(json_fields::objectMember(workflow, "spec"), "templates")) {
-    Requests pod;
-    bool runsPod = false;
-    for (const char* single : {"container", "script"}) {
-      if (auto it = tmpl.find(single); it != tmpl.end() && it->is_object()) {
-        addRequests(pod, *it, false);
-        runsPod = true;
-      }
-    }
-    if (auto set = tmpl.find("containerSet"); set != tmpl.end() && set->is_object()) {
-      for (const auto& c : json_fields::arrayMember(*set, "containers")) addRequests(pod, c, false);
+// The requests of one Workflow template's pod (Kubernetes' pod request: containers and sidecars
+// summed, init containers maxed), or nullopt when the template runs no pod.
+std::optional<Requests> templateRequests(const json& tmpl, const std::string& field, std::optional<RuleError>& error) {
+  const std::string name = json_fields::stringMember(tmpl, "name");
+  Requests pod;
+  bool runsPod = false;
+  const auto add = [&](const json& container, const std::string& at, bool max) {
+    if (!error) error = addRequests(pod, {container, at, name}, max);
+  };
+  for (const char* single : {"container", "script"}) {
+    if (auto it = tmpl.find(single); it != tmpl.end() && it->is_object()) {
+      add(*it, field + "." + single, false);
       runsPod = true;
     }
-    if (!runsPod) continue;
-    for (const auto& sidecar : json_fields::arrayMember(tmpl, "sidecars")) addRequests(pod, sidecar, false);
-    for (const auto& init : json_fields::arrayMember(tmpl, "initContainers")) addRequests(pod, init, true);
-    maxInto(out, pod);
+  }
+  if (auto set = tmpl.find("containerSet"); set != tmpl.end() && set->is_object()) {
+    const auto& containers = json_fields::arrayMember(*set, "containers");
+    for (std::size_t i = 0; i < containers.size(); ++i)
+      add(containers[i], field + ".containerSet.containers[" + std::to_string(i) + "]", false);
+    runsPod = true;
+  }
+  if (!runsPod) return std::nullopt;
+  for (const auto& [list, max] : {std::pair{"sidecars", false}, std::pair{"initContainers", true}}) {
+    const auto& containers = json_fields::arrayMember(tmpl, list);
+    for (std::size_t i = 0; i < containers.size(); ++i)
+      add(containers[i], field + "." + list + "[" + std::to_string(i) + "]", max);
+  }
+  return pod;
+}
+
+// The requests of each Workflow template that runs a pod, maxed element-wise; an error names
+// the first request that is not a quantity.
+Requests argoRequests(const json& workflow, std::optional<RuleError>& error) {
+  Requests out;
+  const auto& templates = json_fields::arrayMember(json_fields::objectMember(workflow, "spec"), "templates");
+  for (std::size_t i = 0; i < templates.size(); ++i) {
+    const auto pod = templateRequests(templates[i], "spec.templates[" + std::to_string(i) + "]", error);
+    if (error) return out;
+    if (pod) maxInto(out, *pod);
   }
   return out;
 }
@@ -176,15 +220,15 @@ Requests tektonRequests(const json& job, std::optional<RuleError>& error) {
   return out;
 }
 
-}  // namespace
-
-PodSetsResult podSetsFor(const json& job, const config::IntegratedFramework& framework) {
-  if (framework.podSetsFrom == config::PodSetsFrom::Rules) return podSetsFromRules(job, framework);
+// The pod sets a profile computes (PodSetsFrom other than Rules).
+PodSetsResult computedPodSets(const json& job, const config::IntegratedFramework& framework) {
   PodSetsResult out;
   auto stated = statedRequests(job, out.error);
   if (out.error) return out;
   if (framework.podSetsFrom == config::PodSetsFrom::ArgoTemplates) {
-    out.podSets.push_back(syntheticPodSet("main", "dummy", stated ? *stated : argoRequests(job)));
+    const Requests requests = stated ? *stated : argoRequests(job, out.error);
+    if (out.error) return out;
+    out.podSets.push_back(syntheticPodSet("main", "dummy", requests));
     // What the Workflow gives all its pods is the pod set's too: Kueue matches flavors against
     // its node selector, and stopping restores the Workflow's fields from it.
     if (!framework.podSets.empty()) copyPodFields(job, framework.podSets.front().podFieldPaths(), out.podSets.back());
@@ -194,6 +238,22 @@ PodSetsResult podSetsFor(const json& job, const config::IntegratedFramework& fra
   if (out.error) return out;
   requests[std::string(kTektonPipelineRunsResource)] = 1000;
   out.podSets.push_back(syntheticPodSet("pod-set-1", "dummy", requests));
+  return out;
+}
+
+}  // namespace
+
+PodSetsResult podSetsFor(const json& job, const config::IntegratedFramework& framework) {
+  PodSetsResult out = framework.podSetsFrom == config::PodSetsFrom::Rules ? podSetsFromRules(job, framework)
+                                                                          : computedPodSets(job, framework);
+  // Configuration refuses more rules than this; pod sets a profile computes are checked here,
+  // before the API server refuses the Workload on every pass.
+  if (!out.error && out.podSets.size() > api::kMaxPodSets) {
+    out.error = RuleError{"Workload spec.podSets", "the job's pod sets number " + std::to_string(out.podSets.size()) +
+                                                       ", more than the " + std::to_string(api::kMaxPodSets) +
+                                                       " a Kueue Workload holds (its CRD's maxItems): " +
+                                                       "split the job, or merge pod sets whose pods are alike"};
+  }
   return out;
 }
 

@@ -40,6 +40,8 @@ inline constexpr std::string_view kWorkloadAnnotation = "kueue.x-k8s.io/workload
 
 // Label values are at most 63 characters (validation.LabelValue).
 inline constexpr std::size_t kMaxLabelValueLength = 63;
+// A Workload holds at most this many pod sets (its CRD's spec.podSets maxItems).
+inline constexpr std::size_t kMaxPodSets = 18;
 
 // Workload condition types.
 namespace condition {

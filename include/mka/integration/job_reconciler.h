@@ -17,8 +17,12 @@
 // Threads: reconcile() on the integration controller's workers, one key at a time per key;
 // WorkloadOwners' handlers on the Workload informer's thread.
 
+#include <cstddef>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +34,7 @@
 #include "mka/integration/key_links.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/jobkind/job_kind.h"
+#include "mka/kube/api_error.h"
 #include "mka/kube/client.h"
 #include "mka/kube/informer.h"
 
@@ -96,6 +101,15 @@ class JobReconciler {
   Ensured ensureOwn(nlohmann::json& job);
   Ensured ensurePrebuilt(nlohmann::json& job, const std::string& name);
   controller::Result createWorkload(const nlohmann::json& job);
+  // Runs `write` (a create or update of `workload` for `job`) unless the API server refused this
+  // same Workload before; false when it is not written. A refusal (422) is the job's to fix:
+  // one Warning Event naming the job's fields, and no retry until the job changes what its
+  // Workload would be.
+  bool writeUnlessRefused(const nlohmann::json& job, const nlohmann::json& workload,
+                          const std::function<void()>& write);
+  void rememberRefusal(const nlohmann::json& job, const nlohmann::json& workload, std::size_t digest,
+                       const kube::ApiError& refusal);
+  void forgetRefused(const std::string& jobKey);
   controller::Result start(const nlohmann::json& job, const nlohmann::json& workload);
   // Stops a running job and restores its templates from `workload` (may be null); `job` becomes
   // the stopped object. False when it was not running (already suspended or stopped).
@@ -133,6 +147,11 @@ class JobReconciler {
   controller::EventRecorder& events_;
   const Clock& clock_;
   IntegrationObserver* observer_;
+  // By job key, a digest of the Workload the API server refused for it (422): sending the same
+  // Workload again would only be refused again. In memory only: after a restart the Workload is
+  // sent once more, and refused with one more Warning.
+  std::mutex refusedMutex_;
+  std::unordered_map<std::string, std::size_t> refused_;
 };
 
 }  // namespace mka::integration

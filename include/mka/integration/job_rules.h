@@ -48,16 +48,26 @@ struct PodSetInfo {
   bool operator==(const PodSetInfo&) const = default;
 };
 
-// A ResourceFlavor by name, or nullopt when it cannot be read (the caller's cache or GET).
+// A ResourceFlavor by name (the caller's cache or GET), nullopt when it is not there; a failed
+// read throws.
 using FlavorLookup = std::function<std::optional<nlohmann::json>(const std::string& name)>;
+
+// A flavor an admission names that is not there (Kueue's FromAssignment answered NotFound): not
+// permanent, Kueue retries the start with backoff until the flavor is created.
+struct FlavorNotFound {
+  std::string name;
+  std::string podSet;  // the assignment's pod set
+  bool operator==(const FlavorNotFound&) const = default;
+};
 
 // The infos of an admitted Workload (Kueue's getPodSetsInfoFromStatus): per pod set
 // assignment, its count (the spec's when absent), the union of its distinct flavors' node
 // labels and tolerations, the `kueue.x-k8s.io/podset` label, then each admission check's
-// podSetUpdates in status order. A string is the error: a flavor that cannot be read, or a
-// conflicting podSetUpdate, worded as Kueue words it.
-std::variant<std::vector<PodSetInfo>, std::string> podSetInfos(const nlohmann::json& workload,
-                                                               const FlavorLookup& flavor);
+// podSetUpdates in status order. A FlavorNotFound is the first flavor that is not there; a
+// string is a conflicting podSetUpdate (permanent: Kueue's ErrInvalidPodSetUpdate), worded as
+// Kueue words it.
+std::variant<std::vector<PodSetInfo>, std::string, FlavorNotFound> podSetInfos(const nlohmann::json& workload,
+                                                                               const FlavorLookup& flavor);
 
 // `job` started (Kueue's RunWithPodSetsInfo): the suspend field removed and each rule's pod
 // template given its info's labels, annotations, node selector and tolerations. Pod sets with

@@ -54,7 +54,9 @@ inline constexpr std::string_view kTektonPipelineRunsResource = "tekton.dev/pipe
 // maximum over the Workflow's pod-running templates (each template's pod request as Kubernetes
 // computes it: containers and sidecars summed, init containers maxed); or for the Tekton
 // profile one pod set "pod-set-1" as tekton-kueue builds it. kPodSetRequestsAnnotation replaces
-// the computed requests of either profile.
+// the computed requests of either profile. An error names the first field that cannot be read: a
+// rule's, a Workflow template's request that is not a quantity, or more pod sets than a Workload
+// holds (api::kMaxPodSets).
 PodSetsResult podSetsFor(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
 // The priority the Workload gets (resolvePriority, priority.h): the class it comes from and its

@@ -140,6 +140,18 @@ struct ProblemsNameTheFieldAndTheFixCase {
   std::vector<std::string> errors;
 };
 
+// A TrainingRun whose rules list `count` pod sets, "ps-0", "ps-1", ...
+std::string trainingRunWithPodSets(int count) {
+  std::string out =
+      "  - name: TrainingRun.v1.ml.example.com\n"
+      "    suspend: {path: spec.suspend, value: true}\n"
+      "    finished: {condition: {type: Succeeded}}\n"
+      "    podSets:\n";
+  for (int i = 0; i < count; ++i)
+    out += "    - {name: ps-" + std::to_string(i) + ", count: {value: 1}, template: spec.t" + std::to_string(i) + "}\n";
+  return out;
+}
+
 std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCases() {
   const std::string p = "integrations.frameworks[0]";
   const std::vector<ProblemsNameTheFieldAndTheFixCase> cases = {
@@ -224,6 +236,11 @@ std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCase
        "    active: {condition: {type: Succeeded, status: unknown}}\n",
        {p + ".active.condition.status: must be True, False or Unknown, not \"unknown\": write the status the "
             "condition has while the job's pods may run, such as \"True\""}},
+      {"more pod sets than a Workload holds",
+       trainingRunWithPodSets(19),
+       {p + ".podSets: lists 19 pod sets for TrainingRun, more than the 18 a Kueue Workload holds (its CRD's "
+            "spec.podSets maxItems): merge pod sets whose pods are alike (same template, counts added) until at "
+            "most 18 remain"}},
       {"the same kind twice",
        "  - name: Workflow.v1alpha1.argoproj.io\n  - name: Workflow.v1alpha1.argoproj.io\n",
        {"integrations.frameworks[1].name: duplicates integrations.frameworks[0].name "
@@ -238,6 +255,13 @@ MKA_TABLE_TEST(Integrations, ProblemsNameTheFieldAndTheFix, ProblemsNameTheField
   auto result = parseConfiguration(adapterDoc("integrations:\n  frameworks:\n" + c.frameworks));
   EXPECT_FALSE(result.ok());
   EXPECT_EQ(rendered(result.errors), c.errors);
+}
+
+// The Workload CRD's limit itself is accepted: only more pod sets than it holds are refused.
+TEST(Integrations, AsManyPodSetsAsAWorkloadHoldsAreAccepted) {
+  auto c = parsed(adapterDoc("integrations:\n  frameworks:\n" + trainingRunWithPodSets(18)));
+  ASSERT_EQ(c.integrations.frameworks.size(), 1u);
+  EXPECT_EQ(c.integrations.frameworks[0].podSets.size(), 18u);
 }
 
 // Kueue's integrations.labelKeysToCopy, the same list for every kind; each key checked.

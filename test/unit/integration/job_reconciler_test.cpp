@@ -103,6 +103,8 @@ struct Given {
   json namespaceLabels = json::object();                  // of team-a, the job's namespace
   std::vector<std::pair<sandbox::ResourceRef, json>> objects;  // created first (priority classes)
   std::optional<config::ActiveRule> active;                    // the kind's active rule
+  int reconciles = 1;                           // passes over the same job, the error of the last one expected
+  std::vector<config::PodSetRule> podSetRules;  // the kind's pod sets; empty: TrainingRun's one
 };
 
 struct Seen {
@@ -120,6 +122,7 @@ struct Expected {
   std::string error;                // a substring; empty: none
   std::function<void(const Seen& seen)> check;
   std::chrono::nanoseconds requeueAfter{0};  // the reconcile's result
+  std::size_t refusedWrites = 0;             // writes the cluster refused as invalid (422)
 };
 
 struct Case {
@@ -192,6 +195,18 @@ class World {
   const json& storedJob() const { return job_; }
   std::vector<std::string> invalidWrites() const { return cluster_->invalidWrites(); }
 
+  // Changes the stored job with `edit` and waits until the job cache holds the change.
+  void changeJob(const std::function<void(json&)>& edit) {
+    json job = api().get(named(kJobs, "train"));
+    edit(job);
+    const json stored = *api().update(named(kJobs, "train"), job);
+    const std::string version = stored["metadata"]["resourceVersion"].get<std::string>();
+    EXPECT_TRUE(test::eventually([&] {
+      const auto cached = jobs_->get("team-a/train");
+      return cached && cached->at("metadata").value("resourceVersion", "") == version;
+    }));
+  }
+
   Seen seen() {
     Seen out;
     try {
@@ -225,6 +240,7 @@ class World {
     rules.namespaceSelector = given.namespaceSelector;
     rules.deleteAfterDeactivatedByKueue = given.deleteAfterDeactivatedByKueue;
     rules.active = given.active;
+    if (!given.podSetRules.empty()) rules.podSets = given.podSetRules;
     return jobkind::JobKind(trainingRuns().framework(), rules, false);
   }
 
@@ -243,10 +259,13 @@ void runCase(const Case& c) {
   if (::testing::Test::HasFatalFailure()) return;
   std::string error;
   Result result;
-  try {
-    result = world.reconciler().reconcile("team-a/train");
-  } catch (const std::exception& e) {
-    error = e.what();
+  for (int pass = 0; pass < c.given.reconciles; ++pass) {
+    error.clear();
+    try {
+      result = world.reconciler().reconcile("team-a/train");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
   }
   EXPECT_EQ(result.requeueAfter, c.expected.requeueAfter);
   if (c.expected.error.empty()) {
@@ -258,7 +277,12 @@ void runCase(const Case& c) {
   EXPECT_EQ(events.size(), c.expected.events.size()) << ::testing::PrintToString(events);
   for (std::size_t i = 0; i < std::min(events.size(), c.expected.events.size()); ++i)
     EXPECT_THAT(events[i], ::testing::StartsWith(c.expected.events[i]));
-  EXPECT_EQ(world.invalidWrites(), std::vector<std::string>{}) << "a write a real cluster refuses";
+  if (c.expected.refusedWrites == 0) {
+    EXPECT_EQ(world.invalidWrites(), std::vector<std::string>{}) << "a write a real cluster refuses";
+  } else {
+    EXPECT_EQ(world.invalidWrites().size(), c.expected.refusedWrites)
+        << ::testing::PrintToString(world.invalidWrites());
+  }
   if (c.expected.check) c.expected.check(world.seen());
 }
 
@@ -1160,6 +1184,105 @@ std::vector<Case> priorityCases() {
   };
 }
 MKA_TABLE_TEST(JobReconcilerTest, WorkloadPriority, Case, priorityCases()) { runCase(testCase()); }
+
+// ---- Bad input: a Warning naming the field, no retry storm ----------------------------------
+
+// An object, but not a PodTemplateSpec the Workload CRD takes: its container has no name.
+const json kNamelessContainer = {{"spec", {{"containers", {{{"image", "busybox"}}}}}}};
+const json kNamelessSuspended = {{"suspend", true}, {"replicas", 2}, {"template", kNamelessContainer}};
+const std::string kRefused =
+    "Warning InvalidWorkload: the API server refused the job's Workload: spec.template.spec.containers[0].name: "
+    "Required value; correct the job (a pod template must be a valid PodTemplateSpec): it stays suspended without "
+    "a Workload until it changes";
+
+// Admitted in flavor `flavor` (the sandbox has only "on-demand").
+json reservedOn(const std::string& flavor) {
+  json status = reserved(true);
+  status["admission"]["podSetAssignments"][0]["flavors"]["cpu"] = flavor;
+  return status;
+}
+
+std::vector<config::PodSetRule> podSetRules(std::size_t count) {
+  std::vector<config::PodSetRule> out;
+  for (std::size_t i = 0; i < count; ++i) out.push_back({"ps-" + std::to_string(i), {"", 1, 1}, "spec.template"});
+  return out;
+}
+
+std::vector<Case> badInputCases() {
+  return {
+      {"a pod template the Workload CRD refuses: one Warning naming the job's field, sent once over three passes",
+       {.job = trainingRun(kNamelessSuspended), .reconciles = 3},
+       {.events = {kRefused},
+        .check =
+            [](const Seen& seen) {
+              EXPECT_TRUE(seen.workloads.empty());
+              EXPECT_TRUE(suspended(seen));
+            },
+        .refusedWrites = 1}},
+      {"a suspended job changed to a refused template: its Workload is not updated, one Warning",
+       {.job = trainingRun(
+            {{"suspend", true}, {"replicas", 2}, {"template", {{"spec", {{"containers", {{{"image", "alpine"}}}}}}}}}),
+        .workloads =
+            [](const json& job) {
+              json valid = job;
+              valid["spec"]["template"] = kTemplate;
+              return std::vector<json>{ownWorkload(valid)};
+            },
+        .reconciles = 2},
+       {.events = {kRefused},
+        .check =
+            [](const Seen& seen) {
+              ASSERT_EQ(seen.workloads.size(), 1u);
+              EXPECT_EQ(seen.workloads[0]["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["name"], "c")
+                  << "as it was";
+            },
+        .refusedWrites = 1}},
+      {"an admission naming a flavor that is not there: a Warning naming it, retried with backoff, not finished",
+       {.job = trainingRun(kSuspended),
+        .workloads = [](const json& job) { return std::vector<json>{ownWorkload(job, reservedOn("spot"))}; }},
+       {.events = {"Warning ResourceFlavorNotFound: ResourceFlavor \"spot\" of pod set main in the admission of "
+                   "Workload team-a/trainingrun-train-"},
+        .error = "ResourceFlavor \"spot\" of pod set main",
+        .check =
+            [](const Seen& seen) {
+              EXPECT_TRUE(suspended(seen));
+              EXPECT_EQ(conditionOf(seen.workloads.at(0), "Finished"), nullptr) << "Kueue retries, so do we";
+            }}},
+      {"more pod sets than a Workload holds: a Warning, no Workload, not retried",
+       {.job = trainingRun(kSuspended), .podSetRules = podSetRules(19)},
+       {.events = {"Warning InvalidJob: Workload spec.podSets: the job's pod sets number 19, more than the 18 a Kueue "
+                   "Workload holds (its CRD's maxItems): split the job, or merge pod sets whose pods are alike; the "
+                   "job stays suspended without a Workload until this is fixed"},
+        .check = [](const Seen& seen) { EXPECT_TRUE(seen.workloads.empty()); }}},
+      {"as many pod sets as a Workload holds: its Workload",
+       {.job = trainingRun(kSuspended), .podSetRules = podSetRules(18)},
+       {.events = {"Normal CreatedWorkload: Created Workload: team-a/"},
+        .check = [](const Seen& seen) { EXPECT_EQ(seen.workloads.at(0)["spec"]["podSets"].size(), 18u); }}},
+  };
+}
+MKA_TABLE_TEST(JobReconcilerTest, BadInput, Case, badInputCases()) { runCase(testCase()); }
+
+// A refused Workload is not sent again for a change that leaves it the same (an annotation);
+// a change that makes it another (the template fixed) is sent, and taken.
+TEST(JobReconcilerTest, ARefusedWorkloadIsSentAgainOnlyWhenTheJobChangesIt) {
+  World world({.job = trainingRun(kNamelessSuspended)});
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  world.reconciler().reconcile("team-a/train");
+  ASSERT_EQ(world.invalidWrites().size(), 1u);
+
+  world.changeJob([](json& job) { job["metadata"]["annotations"]["example.com/note"] = "looked at"; });
+  world.reconciler().reconcile("team-a/train");
+  EXPECT_EQ(world.invalidWrites().size(), 1u) << "the same Workload is not sent again";
+
+  world.changeJob([](json& job) { job["spec"]["template"] = kTemplate; });
+  world.reconciler().reconcile("team-a/train");
+  EXPECT_EQ(world.invalidWrites().size(), 1u);
+  const auto events = world.events().events();
+  ASSERT_EQ(events.size(), 2u) << ::testing::PrintToString(events);
+  EXPECT_THAT(events[0], ::testing::StartsWith(kRefused));
+  EXPECT_THAT(events[1], ::testing::StartsWith("Normal CreatedWorkload: Created Workload: team-a/"));
+  EXPECT_EQ(world.seen().workloads.size(), 1u);
+}
 
 }  // namespace
 }  // namespace mka::integration

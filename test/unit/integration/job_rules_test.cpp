@@ -144,6 +144,18 @@ TEST(JobRules, PodSetInfosUniteFlavorsAndChecksOrConflict) {
             "conflict for key=zone, value1=a, value2=b");
 }
 
+// Kueue's FromAssignment answers NotFound for a flavor that is not there: retried, not a
+// conflict that finishes the Workload.
+TEST(JobRules, PodSetInfosNameAFlavorThatIsNotThere) {
+  const auto onlySpot = [](const std::string& name) -> std::optional<json> {
+    if (name == "spot") return json{{"spec", json::object()}};
+    return std::nullopt;
+  };
+  const auto infos = podSetInfos(admitted(json::array()), onlySpot);
+  ASSERT_TRUE(std::holds_alternative<FlavorNotFound>(infos));
+  EXPECT_EQ(std::get<FlavorNotFound>(infos), (FlavorNotFound{"a100", "main"}));
+}
+
 TEST(JobRules, StartedTakesTheInfosAndStoppedRestoresTheTemplate) {
   const json podTemplate = {{"metadata", {{"labels", {{"app", "x"}}}}},
                             {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};

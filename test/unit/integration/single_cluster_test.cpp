@@ -5,6 +5,7 @@
 // selector.
 #include <algorithm>
 #include <atomic>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "mka/integration/controller.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/kubeconfig.h"
+#include "mka/kube/rate_limiter.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
@@ -337,13 +339,16 @@ TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
   argo.stop();
 }
 
-// Counts the reconciles that failed (and wait for a backoff on the test's clock).
-class FailedReconciles final : public controller::ControllerObserver {
+// Counts every reconcile (to await the one a change brings) and those that failed (and wait for
+// a backoff on the test's clock).
+class CountedReconciles final : public controller::ControllerObserver {
  public:
   void reconciled(const std::string&, const std::string& result, double) override {
+    ++all;
     if (result == "error") ++errors;
   }
   void queueDepth(const std::string&, std::size_t) override {}
+  std::atomic<int> all{0};
   std::atomic<int> errors{0};
 };
 
@@ -351,7 +356,7 @@ class FailedReconciles final : public controller::ControllerObserver {
 // job reconciled before its prebuilt Workload is there waits for a backoff on the clock; the
 // Workload's arrival brings it back at once (the clock never moves in this test).
 TEST_F(SingleCluster, AJobWhosePrebuiltWorkloadArrivesLaterIsAdoptedAtOnce) {
-  FailedReconciles failed;
+  CountedReconciles failed;
   auto integration = startIntegration({.controllerObserver = &failed});
   json copy = trainingRun("train");
   copy["metadata"]["annotations"] = {{"kueue.x-k8s.io/prebuilt-workload-name", "remote-wl"}};
@@ -371,6 +376,97 @@ TEST_F(SingleCluster, AJobWhosePrebuiltWorkloadArrivesLaterIsAdoptedAtOnce) {
   const auto adopted = workloads().at(0);
   EXPECT_EQ(adopted.at(json::json_pointer("/metadata/ownerReferences/0/uid")), created["metadata"]["uid"]);
   EXPECT_EQ(workloads().size(), 1u) << "none of its own";
+}
+
+// A pod template that is an object but not a PodTemplateSpec: the API server refuses the
+// Workload (422). One Warning naming the job's field, one create; a change that leaves the
+// Workload the same sends nothing; the fixed template is taken and the job runs.
+TEST_F(SingleCluster, ARefusedPodTemplateWarnsOnceIsNotSentAgainAndRunsOnceFixed) {
+  CountedReconciles reconciles;
+  auto integration = startIntegration({.controllerObserver = &reconciles});
+  json bad = trainingRun("train");
+  bad["spec"]["template"]["spec"]["containers"][0].erase("name");
+  cluster.api().create(kJobs, bad);
+  const auto refusedCreates = [&] {
+    const auto writes = cluster.invalidWrites();
+    return std::count_if(writes.begin(), writes.end(), [](const std::string& write) {
+      return write.starts_with("POST ") && write.find("/namespaces/team-a/workloads") != std::string::npos;
+    });
+  };
+  const auto settled = [&] { return integration->idle() && kueue.idle(); };
+  ASSERT_TRUE(test::eventually([&] { return trainEvents("InvalidWorkload") == 1 && settled(); }))
+      << ::testing::PrintToString(eventsAbout("train"));
+  EXPECT_EQ(eventsAbout("train"),
+            std::vector<std::string>{"Warning InvalidWorkload: the API server refused the job's Workload: "
+                                     "spec.template.spec.containers[0].name: Required value; correct the job (a pod "
+                                     "template must be a valid PodTemplateSpec): it stays suspended without a "
+                                     "Workload until it changes"});
+  EXPECT_EQ(refusedCreates(), 1);
+
+  const auto change = [&](const std::function<void(json&)>& edit) {
+    const int before = reconciles.all;
+    json stored = job();
+    edit(stored);
+    cluster.api().update({kJobs.group, kJobs.version, kJobs.plural, "team-a", "train", ""}, stored);
+    ASSERT_TRUE(test::eventually([&] { return reconciles.all > before && settled(); }));
+  };
+  change([](json& j) { j["metadata"]["annotations"]["example.com/note"] = "looked at"; });
+  EXPECT_EQ(refusedCreates(), 1) << "the same Workload is not sent again";
+  EXPECT_EQ(trainEvents("InvalidWorkload"), 1);
+  EXPECT_TRUE(workloads().empty());
+
+  change([](json& j) { j["spec"]["template"]["spec"]["containers"][0]["name"] = "c"; });
+  ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; })) << job().dump();
+  EXPECT_EQ(workloads().size(), 1u);
+  EXPECT_EQ(refusedCreates(), 1);
+  EXPECT_EQ(trainEvents("InvalidWorkload"), 1);
+  EXPECT_EQ(trainEvents("CreatedWorkload"), 1);
+}
+
+// An admission names a flavor that is not there (deleted after Kueue admitted on it): as Kueue,
+// the start is retried with backoff, a Warning naming the flavor, the Workload not finished;
+// once the flavor is created the next retry starts the job with its node labels.
+TEST_F(SingleCluster, AnAdmissionOnAMissingFlavorIsRetriedAndStartsOnceTheFlavorExists) {
+  const sandbox::ResourceRef flavors{"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "", ""};
+  auto onDemand = flavors;
+  onDemand.name = "on-demand";
+  const json flavor = cluster.api().get(onDemand);
+  cluster.api().remove(onDemand);
+  CountedReconciles reconciles;
+  auto integration = startIntegration({.controllerObserver = &reconciles});
+  createJob();
+
+  ASSERT_TRUE(test::eventually([&] { return reconciles.errors >= 1 && trainEvents("ResourceFlavorNotFound") >= 1; }))
+      << ::testing::PrintToString(eventsAbout("train"));
+  const auto warnings = eventsAbout("train");
+  EXPECT_NE(std::find_if(warnings.begin(), warnings.end(),
+                         [](const std::string& e) {
+                           return e.starts_with(
+                               "Warning ResourceFlavorNotFound: ResourceFlavor \"on-demand\" of pod set main in the "
+                               "admission of Workload team-a/trainingrun-train-");
+                         }),
+            warnings.end())
+      << ::testing::PrintToString(warnings);
+  // Each backoff on the clock brings another attempt; the job waits suspended, its Workload
+  // admitted and not finished.
+  const int failed = reconciles.errors;
+  clock.advance(kube::ItemExponentialFailureRateLimiter::kDefaultMaxDelay);
+  ASSERT_TRUE(test::eventually([&] { return reconciles.errors > failed; })) << "retried";
+  EXPECT_TRUE(job()["spec"].value("suspend", false));
+  ASSERT_EQ(workloads().size(), 1u);
+  EXPECT_TRUE(api::isAdmitted(workloads()[0]));
+  EXPECT_FALSE(api::isFinished(workloads()[0])) << workloads()[0].dump();
+
+  json recreated = flavor;
+  recreated["metadata"] = {{"name", "on-demand"}};
+  cluster.api().create(flavors, recreated);
+  clock.advance(kube::ItemExponentialFailureRateLimiter::kDefaultMaxDelay);
+  ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; })) << job().dump();
+  EXPECT_EQ(job().at(json::json_pointer("/spec/template/spec/nodeSelector")),
+            json({{"example.com/capacity", "on-demand"}}));
+  EXPECT_TRUE(test::eventually([&] { return trainEvents("Started") == 1; }))
+      << ::testing::PrintToString(eventsAbout("train"));
+  EXPECT_EQ(runner.starts("team-a/train"), 1);
 }
 
 // Bad input on one job is that job's problem: a Warning naming the field, no Workload, the job
@@ -396,6 +492,16 @@ TEST_F(SingleCluster, BadInputWarnsNamesTheFieldAndOtherJobsGoOn) {
                                     {{"suspend", true},
                                      {"entrypoint", "main"},
                                      {"templates", {{{"name", "main"}, {"container", {{"image", "busybox"}}}}}}}}});
+  cluster.api().create(
+      workflows, {{"apiVersion", "argoproj.io/v1alpha1"},
+                  {"kind", "Workflow"},
+                  {"metadata", {{"name", "bad-quantity"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
+                  {"spec",
+                   {{"suspend", true},
+                    {"entrypoint", "main"},
+                    {"templates",
+                     {{{"name", "main"},
+                       {"container", {{"image", "busybox"}, {"resources", {{"requests", {{"cpu", "lots"}}}}}}}}}}}}});
   createJob();
 
   ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; })) << "the good job goes on";
@@ -421,6 +527,10 @@ TEST_F(SingleCluster, BadInputWarnsNamesTheFieldAndOtherJobsGoOn) {
        "Warning InvalidJob: metadata.annotations[multikueue-adapter.dev/pod-set-requests]: must be a JSON object of "
        "resource names to quantities, such as {\"cpu\":\"4\"}, not 'cpu=4'; the job stays suspended without a "
        "Workload until this is fixed"},
+      {"bad-quantity", workflows,
+       "Warning InvalidJob: spec.templates[0].container.resources.requests.cpu: template \"main\" requests \"lots\" "
+       "of cpu, which is not a quantity: write a non-negative quantity such as \"4\", \"500m\" or \"2Gi\" in the "
+       "Workflow; the job stays suspended without a Workload until this is fixed"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.job);
@@ -431,7 +541,7 @@ TEST_F(SingleCluster, BadInputWarnsNamesTheFieldAndOtherJobsGoOn) {
     EXPECT_TRUE(cluster.api().get(ref)["spec"].value("suspend", false)) << "stays suspended";
   }
   EXPECT_EQ(runner.starts("team-a/count-not-integer") + runner.starts("team-a/no-template"), 0);
-  EXPECT_EQ(argo.starts("team-a/bad-requests"), 0);
+  EXPECT_EQ(argo.starts("team-a/bad-requests") + argo.starts("team-a/bad-quantity"), 0);
   EXPECT_EQ(runner.starts("team-a/train"), 1);
   argo.stop();
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "mka/api/kueue.h"
 #include "mka/common/clock.h"
 #include "mka/sandbox/cluster_api.h"
 #include "support/crd_fixtures.h"
@@ -118,6 +119,92 @@ MKA_TABLE_TEST(PodSetsFromRules, CountsAndTemplatesOrTheFieldThatIsWrong, PodSet
   if (!c.error) {
     EXPECT_EQ(result.podSets, c.podSets);
   }
+}
+
+// ---- The Argo profile's requests: a request that is not a quantity is named, no pod set ------
+
+struct ArgoRequestsCase {
+  std::string name;
+  json templates;  // the Workflow's spec.templates
+  json requests;   // the pod set's requests when no error
+  std::optional<RuleError> error;
+};
+
+json withRequests(const json& requests) { return {{"image", "busybox"}, {"resources", {{"requests", requests}}}}; }
+
+std::vector<ArgoRequestsCase> argoRequestsCases() {
+  const auto notAQuantity = [](const std::string& field, const std::string& tmpl, const std::string& value,
+                               const std::string& resource) {
+    return RuleError{field, "template \"" + tmpl + "\" requests " + value + " of " + resource +
+                                ", which is not a quantity: write a non-negative quantity such as \"4\", \"500m\" "
+                                "or \"2Gi\" in the Workflow"};
+  };
+  const auto container = [](const std::string& name, const json& requests) {
+    return json{{"name", name}, {"container", withRequests(requests)}};
+  };
+  json containerSet = {{"name", "set"}};
+  containerSet["containerSet"]["containers"] =
+      json::array({withRequests({{"cpu", "1"}}), withRequests({{"nvidia.com/gpu", true}})});
+  json withInit = container("main", {{"cpu", "1"}});
+  withInit["sidecars"] = json::array({withRequests({{"cpu", "1"}})});
+  withInit["initContainers"] = json::array({withRequests({{"cpu", "2 cores"}})});
+  json steps = {{"name", "steps"}, {"steps", json::array()}};
+  steps["sidecars"] = json::array({withRequests({{"cpu", "x"}})});
+  json script = {{"name", "main"}};
+  script["script"] = withRequests({{"memory", "-1Gi"}});
+  return {
+      {"quantities as strings and numbers",
+       json::array({container("main", {{"cpu", 1.5}, {"memory", "1Gi"}, {"nvidia.com/gpu", 1}})}),
+       {{"cpu", "1500m"}, {"memory", "1073741824"}, {"nvidia.com/gpu", "1"}},
+       std::nullopt},
+      {"a container's request that is not a quantity",
+       json::array({container("ok", {{"cpu", "1"}}), container("train", {{"cpu", "lots"}})}), nullptr,
+       notAQuantity("spec.templates[1].container.resources.requests.cpu", "train", "\"lots\"", "cpu")},
+      {"a negative request", json::array({script}), nullptr,
+       notAQuantity("spec.templates[0].script.resources.requests.memory", "main", "\"-1Gi\"", "memory")},
+      {"a container set's request, its resource name bracketed", json::array({containerSet}), nullptr,
+       notAQuantity("spec.templates[0].containerSet.containers[1].resources.requests[nvidia.com/gpu]", "set", "true",
+                    "nvidia.com/gpu")},
+      {"an init container's", json::array({withInit}), nullptr,
+       notAQuantity("spec.templates[0].initContainers[0].resources.requests.cpu", "main", "\"2 cores\"", "cpu")},
+      {"a template that runs no pod is not read",
+       json::array({steps, container("main", {{"cpu", "1"}})}),
+       {{"cpu", "1"}},
+       std::nullopt},
+  };
+}
+
+MKA_TABLE_TEST(ArgoPodSets, RequestsOrTheOneThatIsNotAQuantity, ArgoRequestsCase, argoRequestsCases()) {
+  const auto& c = testCase();
+  const json workflow = {{"metadata", {{"name", "wf"}}}, {"spec", {{"templates", c.templates}}}};
+  const auto result = podSetsFor(workflow, *config::integrationProfile({"argoproj.io", "v1alpha1", "Workflow"}));
+  EXPECT_EQ(result.error, c.error);
+  if (c.error) {
+    EXPECT_EQ(result.podSets, json::array()) << "no pod set, so no Workload";
+  } else {
+    EXPECT_EQ(result.podSets.at(0)["template"]["spec"]["containers"][0]["resources"]["requests"], c.requests);
+  }
+}
+
+// ---- More pod sets than a Workload holds ----------------------------------------------------
+
+// The TrainingRun's rules with `count` pod sets: what configuration refuses beyond
+// api::kMaxPodSets, built here as a profile's computed pod sets would be.
+config::IntegratedFramework withPodSets(std::size_t count) {
+  auto f = trainingRun();
+  f.podSets.clear();
+  for (std::size_t i = 0; i < count; ++i) f.podSets.push_back({"ps-" + std::to_string(i), {"", 1, 1}, "spec.template"});
+  return f;
+}
+
+TEST(PodSetsFor, MoreThanAWorkloadHoldsIsAnErrorNotAWorkload) {
+  const json job = trainingJob({{"template", kPod}});
+  EXPECT_FALSE(podSetsFor(job, withPodSets(api::kMaxPodSets)).error) << "the limit itself is fine";
+  const auto result = podSetsFor(job, withPodSets(api::kMaxPodSets + 1));
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(*result.error, (RuleError{"Workload spec.podSets",
+                                      "the job's pod sets number 19, more than the 18 a Kueue Workload holds (its "
+                                      "CRD's maxItems): split the job, or merge pod sets whose pods are alike"}));
 }
 
 TEST(NewWorkload, CarriesKueuesIdentityAndPassesTheWorkloadCrd) {
