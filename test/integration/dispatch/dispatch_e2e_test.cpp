@@ -16,6 +16,17 @@ namespace {
 using nlohmann::json;
 using test::eventually;
 
+// A Workflow whose status shows a Pod node running: on the manager, the worker's status copied
+// back, which the manager's integration reads to keep an evicted Workload's quota.
+bool podRunning(const std::optional<json>& workflow) {
+  if (!workflow) return false;
+  const json::json_pointer nodes("/status/nodes");
+  if (!workflow->contains(nodes) || !workflow->at(nodes).is_object()) return false;
+  for (const auto& [id, node] : workflow->at(nodes).items())
+    if (node.value("type", "") == "Pod" && node.value("phase", "") == "Running") return true;
+  return false;
+}
+
 class DispatchE2E : public ::testing::Test, public DispatchFixture {
  protected:
   void TearDown() override { tearDownEnvironment(); }
@@ -153,14 +164,20 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
   createJob(kWorkflow, "job1");
   const auto wl = awaitWorkload(kWorkflow, "job1");
   const auto first = admittedOn(wl);
-  ASSERT_TRUE(eventually([&] { return get(first, kWorkflow.gvk, "job1").has_value(); }));
+  ASSERT_TRUE(eventually([&] { return podRunning(get("manager", kWorkflow.gvk, "job1")); }));
   env_->kueue(first).evict("default", wl);
-  // Retry, then Kueue's eviction resets the check to Pending (retryCount 1) and the adapter
-  // deletes the remote copies; once the requeue delay has passed, Ready again.
+  // Retry, then Kueue's eviction resets the check to Pending (retryCount 1). The copy's pod runs
+  // on to its end (runTime), holding quota on the worker and on the manager, whose copied status
+  // says so; then the adapter deletes the remote copies; once the requeue delay has passed, Ready
+  // again.
   ASSERT_TRUE(eventually([&] {
     const auto s = checkState(wl);
     return s.value("retryCount", 0) >= 1 && s.value("state", "") == "Pending";
   })) << checkState(wl).dump();
+  ASSERT_TRUE(settled());
+  EXPECT_TRUE(api::hasQuotaReservation(*workload("manager", wl))) << "the pod still runs";
+  EXPECT_TRUE(workload(first, wl).has_value());
+  advance(std::chrono::seconds{10});
   ASSERT_TRUE(eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl); }));
   advance(kReadmitDelay);
   ASSERT_TRUE(eventually([&] {
@@ -183,11 +200,11 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
   EXPECT_EQ(copies, 1);
 }
 
-// The manager evicts an admitted Workload (preemption): our integration finds the manager's job
-// suspended (it never runs there) and releases the reservation at once, so the dispatcher removes
-// the remote objects and Kueue dispatches the Workload afresh. (Kueue's own integrations keep the
-// reservation while a copied status looks active; the dispatcher then deactivates the remote copy
-// first: that branch is the Workload reconciler's tables'.)
+// The manager evicts an admitted Workload (preemption): the dispatcher has the worker deactivate
+// its copy; the copy's pod runs on to its end, and the manager's integration keeps the
+// reservation while the copied status says so (as Kueue does for a MultiKueue batch Job); then
+// it releases it, the dispatcher removes the remote objects and Kueue dispatches the Workload
+// afresh.
 TEST_F(DispatchE2E, ManagerEvictionRemovesTheRemoteCopiesAndTheJobIsDispatchedAfresh) {
   constexpr auto kReadmitDelay = std::chrono::minutes{1};
   setUpEnvironment({.readmitDelay = kReadmitDelay});
@@ -197,7 +214,15 @@ TEST_F(DispatchE2E, ManagerEvictionRemovesTheRemoteCopiesAndTheJobIsDispatchedAf
   const auto worker = admittedOn(wl);
   ASSERT_TRUE(eventually([&] { return get(worker, kWorkflow.gvk, "job1").has_value(); }));
   const auto firstCopy = get(worker, kWorkflow.gvk, "job1")->at("metadata").value("uid", "");
+  ASSERT_TRUE(eventually([&] { return podRunning(get("manager", kWorkflow.gvk, "job1")); }));
   env_->kueue("manager").evict("default", wl);  // as Kueue's preemption does: Evicted, checks reset
+  ASSERT_TRUE(eventually([&] {
+    const auto remote = workload(worker, wl);
+    return remote && api::isEvicted(*remote) && api::isEvicted(*workload("manager", wl));
+  }));
+  ASSERT_TRUE(settled());
+  EXPECT_TRUE(api::hasQuotaReservation(*workload("manager", wl))) << "the copy's pod still runs";
+  advance(std::chrono::seconds{10});
   ASSERT_TRUE(eventually([&] {
     const auto local = *workload("manager", wl);
     const auto* requeued = api::findCondition(local, "Requeued");
