@@ -21,9 +21,31 @@ namespace {
 struct KueueFrameworks {
   std::vector<std::string> names;       // integrations.externalFrameworks, "Kind.version.group"
   std::vector<std::string> frameworks;  // integrations.frameworks, Kueue's own kinds ("batch/job")
-  bool waitForPodsReady = false;        // waitForPodsReady.enable
+  bool waitForPodsReady = false;        // on, by kueueWaitsForPodsReady
+  std::string waitForPodsReadyWhy;      // how the file turns it on, for the message
   std::string error;
 };
+
+// Whether Kueue runs with waitForPodsReady, as its config loading decides: v1beta1 only with
+// waitForPodsReady.enable: true; v1beta2 (which has no enable) fills the section in by default
+// (Kueue's SetDefaults_Configuration), so it is on unless featureGates.DisableWaitForPodsReady
+// is true.
+void kueueWaitsForPodsReady(const nlohmann::json& document, KueueFrameworks& out) {
+  if (document.value("apiVersion", "") == "config.kueue.x-k8s.io/v1beta1") {
+    const nlohmann::json* enable = json_fields::fieldAt(document, "waitForPodsReady.enable");
+    out.waitForPodsReady = enable != nullptr && *enable == true;
+    out.waitForPodsReadyWhy = "waitForPodsReady.enable: true";
+    return;
+  }
+  const nlohmann::json* gates = json_fields::fieldAt(document, "featureGates");
+  const bool disabled =
+      gates != nullptr && gates->is_object() && gates->value("DisableWaitForPodsReady", false) == true;
+  out.waitForPodsReady = !disabled;
+  out.waitForPodsReadyWhy = document.contains("waitForPodsReady")
+                                ? "waitForPodsReady is set"
+                                : "waitForPodsReady is on (Kueue's v1beta2 default; featureGates "
+                                  "DisableWaitForPodsReady: true turns it off)";
+}
 
 KueueFrameworks readKueueFrameworks(const std::filesystem::path& kueueConfig) {
   KueueFrameworks out;
@@ -48,8 +70,7 @@ KueueFrameworks readKueueFrameworks(const std::filesystem::path& kueueConfig) {
     if (builtins != nullptr && builtins->is_array())
       for (const auto& name : *builtins)
         if (name.is_string()) out.frameworks.push_back(name.get<std::string>());
-    const nlohmann::json* enable = json_fields::fieldAt(documents[0], "waitForPodsReady.enable");
-    out.waitForPodsReady = enable != nullptr && *enable == true;
+    kueueWaitsForPodsReady(documents[0], out);
   } catch (const std::exception& e) {
     out.error = e.what();
   }
@@ -103,13 +124,28 @@ int validateConfigCommand(const std::filesystem::path& path, std::ostream& out, 
         << "manages the job's pods on its own: add \"" << name << "\" to integrations.externalFrameworks\n";
   }
   if (missing.empty()) out << kueueConfig.string() << ": integrations.externalFrameworks lists every integrated kind\n";
-  // Kueue evicts an admitted Workload whose PodsReady condition is not True within the timeout;
-  // the integration reads no pods, so it never writes that condition.
+  // Kueue evicts an admitted Workload whose PodsReady condition is not True within its timeout:
+  // the integration must keep that condition, for every kind.
   if (kueue.waitForPodsReady && !cfg.integrations.frameworks.empty()) {
-    err << kueueConfig.string() << ": waitForPodsReady.enable: true, but " << file.string()
-        << " integrates kinds whose pods it does not watch, so their Workloads never become PodsReady and Kueue "
-        << "evicts them after waitForPodsReady.timeout: set waitForPodsReady.enable to false\n";
-    return 1;
+    std::vector<std::string> withoutRule;
+    for (const auto& fw : cfg.integrations.frameworks)
+      if (!fw.podsReady) withoutRule.push_back(fw.gvk.dotted());
+    const bool enabled = cfg.integrations.frameworks.front().waitForPodsReady;
+    if (!withoutRule.empty()) {
+      err << kueueConfig.string() << ": " << kueue.waitForPodsReadyWhy << ", but " << file.string()
+          << " has no podsReady rule for " << strings::join(withoutRule, ", ")
+          << ", so their Workloads never become PodsReady and Kueue evicts them after waitForPodsReady.timeout: add "
+          << "a podsReady rule to each in integrations.frameworks, or turn waitForPodsReady off in Kueue\n";
+      return 1;
+    }
+    if (!enabled) {
+      err << kueueConfig.string() << ": " << kueue.waitForPodsReadyWhy << ", but " << file.string()
+          << " does not set waitForPodsReady.enable: true, so the integration writes no PodsReady condition and "
+          << "Kueue evicts its Workloads after waitForPodsReady.timeout: set waitForPodsReady.enable: true in "
+          << file.string() << "\n";
+      return 1;
+    }
+    out << kueueConfig.string() << ": waitForPodsReady is on, and every integrated kind has a podsReady rule\n";
   }
   // Drop-in mode answers every check of Kueue's MultiKueue controller name, and dispatches only
   // the configured kinds: a job of Kueue's own kinds on such a ClusterQueue would be Rejected.

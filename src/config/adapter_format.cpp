@@ -34,7 +34,7 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
   MapReader top(reader, &root, "");
   top.checkKeys({"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
                  "metricsSecure", "metricsCertDir", "leaderElection", "clientConnection", "managedByDefaulting",
-                 "dispatch", "multiKueue", "integrations", "placement"},
+                 "dispatch", "multiKueue", "integrations", "placement", "waitForPodsReady"},
                 UnknownKeys::Reject);
   top.read("namespace", out.namespace_);
 
@@ -84,8 +84,25 @@ void readAdapterConfiguration(YamlReader& reader, const yaml::Node& root, Config
   placement.checkKeys({"enabled"}, UnknownKeys::Reject);
   placement.read("enabled", out.placement.enabled);
 
+  // Kueue's key, so one value can be written in both files. Its timeouts and requeuing are
+  // Kueue's workload controller's, not the integration's: only whether it is on is read here.
+  auto podsReady = top.child("waitForPodsReady", "waitForPodsReady: {enable: true}");
+  const std::vector<std::string> kueueOnly = {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"};
+  for (const auto& key : kueueOnly) {
+    if (podsReady.hasKey(key))
+      top.reader().error(podsReady.pathOf(key),
+                         "is Kueue's setting: Kueue's workload controller times Workloads out and requeues them, "
+                         "not the adapter",
+                         "set it in Kueue's Configuration and keep only enable here");
+  }
+  std::vector<std::string> known = kueueOnly;
+  known.push_back("enable");
+  podsReady.checkKeys(known, UnknownKeys::Reject);
+  bool waitForPodsReady = false;
+  podsReady.read("enable", waitForPodsReady);
+
   readIntegrations(top.child("integrations", "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}"),
-                   out.namespace_, out.integrations);
+                   out.namespace_, waitForPodsReady, out.integrations);
 }
 
 }  // namespace mka::config::detail

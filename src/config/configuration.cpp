@@ -205,6 +205,13 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     active.path = "phase";
     active.running = {"Pending", "Running"};
     f.active = active;
+    // Pods started: a Pod node that runs or ran. Not phase Running: a Workflow reads Running from
+    // Argo's first pass, queued and suspended with no node yet, so it would read started before
+    // any pod exists and Kueue's timeout would never apply. A Pending Pod node is a pod the
+    // scheduler has not placed. A finished Workflow counts as started (podsReady rule).
+    ActiveRule podsReady = active;
+    podsReady.running = {"Running", "Succeeded", "Failed"};
+    f.podsReady = podsReady;
     return f;
   }
   if (gvk.group == "tekton.dev" && gvk.kind == "PipelineRun") {
@@ -226,6 +233,14 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     active.conditionStatus = "Unknown";
     active.exceptReasons = {"PipelineRunPending"};
     f.active = active;
+    // Started: Succeeded Unknown with reason Running (its TaskRuns created; Tekton does not say
+    // whether their pods were scheduled), or finished (podsReady rule).
+    ActiveRule podsReady;
+    podsReady.type = ActiveRule::Type::Condition;
+    podsReady.conditionType = "Succeeded";
+    podsReady.conditionStatus = "Unknown";
+    podsReady.reasons = {"Running"};
+    f.podsReady = podsReady;
     return f;
   }
   return std::nullopt;

@@ -16,7 +16,7 @@ void readKueueConfiguration(YamlReader& reader, const yaml::Node& root, Configur
 // The multiKueue section, shared by both kinds (Kueue's has a few more keys, ignored).
 void readMultiKueue(MapReader section, UnknownKeys policy, MultiKueue& out);
 // The integrations section (AdapterConfiguration only): each framework on top of its built-in
-// profile, if any.
-void readIntegrations(MapReader section, const std::string& adapterNamespace, Integrations& out);
+// profile, if any; each carries `waitForPodsReady` (the top-level waitForPodsReady.enable).
+void readIntegrations(MapReader section, const std::string& adapterNamespace, bool waitForPodsReady, Integrations& out);
 
 }  // namespace mka::config::detail

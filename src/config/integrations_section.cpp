@@ -26,6 +26,11 @@ constexpr std::string_view kActiveExample =
     "Running]}}}, {condition: {type: Running, status: \"True\"}} or {phase: {path: status.phase, running: "
     "[Running]}}";
 
+constexpr std::string_view kPodsReadyExample =
+    "{pods: {items: /status/nodes, filter: {path: type, value: Pod}, state: {path: phase, running: [Running, "
+    "Succeeded, Failed]}}}, {condition: {type: Succeeded, status: Unknown, reasons: [Running]}} or {phase: {path: "
+    "status.phase, running: [Running]}}";
+
 FieldValue readFieldValue(MapReader m, std::string_view valueFix =
                                            "write the value the field holds while the job is suspended, "
                                            "such as true") {
@@ -109,31 +114,35 @@ FinishedRule readFinished(MapReader m) {
   return out;
 }
 
-ActiveRule readActive(MapReader m) {
+// The active rule and the podsReady rule share their shapes; `example` and `purpose` (what the
+// rule tells) word the errors for the one being read.
+ActiveRule readActive(MapReader m, std::string_view example = kActiveExample,
+                      std::string_view purpose = "whether the job's pods may still run") {
   m.checkKeys({"condition", "phase", "pods"}, UnknownKeys::Reject);
   ActiveRule out;
   const int shapes = int(m.has("condition")) + int(m.has("phase")) + int(m.has("pods"));
   if (shapes > 1) {
     m.reader().error(m.path(), "sets more than one of condition, phase and pods",
-                     "keep the one that tells whether the job's pods may still run");
+                     "keep the one that tells " + std::string(purpose));
     return out;
   }
   if (m.has("condition")) {
     out.type = ActiveRule::Type::Condition;
-    auto condition = m.child("condition", kActiveExample);
-    condition.checkKeys({"type", "status", "exceptReasons"}, UnknownKeys::Reject);
+    auto condition = m.child("condition", example);
+    condition.checkKeys({"type", "status", "reasons", "exceptReasons"}, UnknownKeys::Reject);
     condition.read("type", out.conditionType);
     condition.read("status", out.conditionStatus);
+    out.reasons = readStrings(condition, "reasons");
     out.exceptReasons = readStrings(condition, "exceptReasons");
   } else if (m.has("phase")) {
     out.type = ActiveRule::Type::Phase;
-    auto phase = m.child("phase", kActiveExample);
+    auto phase = m.child("phase", example);
     phase.checkKeys({"path", "running"}, UnknownKeys::Reject);
     phase.read("path", out.path);
     out.running = readStrings(phase, "running");
   } else if (m.has("pods")) {
     out.type = ActiveRule::Type::Pods;
-    auto pods = m.child("pods", kActiveExample);
+    auto pods = m.child("pods", example);
     pods.checkKeys({"items", "filter", "state"}, UnknownKeys::Reject);
     pods.read("items", out.items);
     if (pods.has("filter"))
@@ -150,7 +159,8 @@ ActiveRule readActive(MapReader m) {
 void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const std::string& path,
                              IntegratedFramework& out) {
   MapReader f(reader, &item, path, kIntegrationExample);
-  f.checkKeys({"name", "resource", "suspend", "stop", "podSets", "finished", "active"}, UnknownKeys::Reject);
+  f.checkKeys({"name", "resource", "suspend", "stop", "podSets", "finished", "active", "podsReady"},
+              UnknownKeys::Reject);
   f.read("name", out.name);
   if (auto gvk = api::GroupVersionKind::parseDotted(out.name)) {
     if (auto profile = integrationProfile(*gvk)) {
@@ -166,6 +176,9 @@ void readIntegratedFramework(YamlReader& reader, const yaml::Node& item, const s
   if (f.has("stop")) out.stop = readFieldValue(f.child("stop", kFieldValueExample));
   if (f.has("finished")) out.finished = readFinished(f.child("finished", kFinishedExample));
   if (f.has("active")) out.active = readActive(f.child("active", kActiveExample));
+  if (f.has("podsReady"))
+    out.podsReady =
+        readActive(f.child("podsReady", kPodsReadyExample), kPodsReadyExample, "when the job's pods have started");
   if (const auto* list = f.get("podSets")) {
     out.podSets.clear();
     out.podSetsFrom = PodSetsFrom::Rules;
@@ -303,7 +316,8 @@ LabelSelector readNamespaceSelector(MapReader& section, const std::string& adapt
 
 }  // namespace
 
-void readIntegrations(MapReader section, const std::string& adapterNamespace, Integrations& out) {
+void readIntegrations(MapReader section, const std::string& adapterNamespace, bool waitForPodsReady,
+                      Integrations& out) {
   section.checkKeys({"frameworks", "labelKeysToCopy", "managedJobsNamespaceSelector", "objectRetentionPolicies"},
                     UnknownKeys::Reject);
   const auto labelKeys = readLabelKeys(section);
@@ -348,6 +362,7 @@ void readIntegrations(MapReader section, const std::string& adapterNamespace, In
     framework.labelKeysToCopy = labelKeys;
     framework.namespaceSelector = namespaceSelector;
     framework.deleteAfterDeactivatedByKueue = afterDeactivated;
+    framework.waitForPodsReady = waitForPodsReady;
     out.frameworks.push_back(std::move(framework));
   }
 }

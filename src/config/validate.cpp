@@ -521,6 +521,15 @@ class IntegrationsValidator {
       finished(childPath(path, "finished"), *f.finished);
     }
     if (f.active) active(childPath(path, "active"), *f.active);
+    if (f.podsReady) active(childPath(path, "podsReady"), *f.podsReady);
+    if (f.waitForPodsReady && !f.podsReady)
+      v_.add(childPath(path, "podsReady"),
+             "is required while waitForPodsReady.enable is true: Kueue evicts an admitted Workload whose PodsReady "
+             "condition is not True within waitForPodsReady.timeout, and without the rule the integration "
+             "cannot tell when the pods of " +
+                 f.gvk.dotted() + " have started",
+             "add podsReady, such as {condition: {type: Running, status: \"True\"}}, or set "
+             "waitForPodsReady.enable to false in both this file and Kueue's Configuration");
   }
 
   void fieldValue(const std::string& path, const FieldValue& fv) {
@@ -619,6 +628,9 @@ class IntegrationsValidator {
         if (!kStatuses.contains(rule.conditionStatus))
           v_.add(childPath(condition, "status"), "must be True, False or Unknown, not " + quote(rule.conditionStatus),
                  "write the status the condition has while the job's pods may run, such as \"True\"");
+        if (!rule.reasons.empty() && !rule.exceptReasons.empty())
+          v_.add(condition, "sets both reasons and exceptReasons",
+                 "keep reasons (the reasons that count) or exceptReasons (the reasons that do not)");
         return;
       }
       case ActiveRule::Type::Phase: {

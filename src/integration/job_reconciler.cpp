@@ -268,6 +268,8 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     if (isActive(job, rules_)) return Result::done();
     return createWorkload(job);
   }
+  // 17. While waitForPodsReady is on; a written condition brings the Workload back here.
+  if (rules_.waitForPodsReady && syncPodsReady(job, *workload)) return Result::done();
   if (isEvicted(*workload)) {  // 18
     const auto* evicted = findCondition(*workload, api::condition::kEvicted);
     const bool stopped =
@@ -634,6 +636,19 @@ std::string JobReconciler::finishWorkload(const json& workload, const std::strin
   const json written =
       client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::Metadata});
   return json_fields::metadataString(written, "resourceVersion");
+}
+
+bool JobReconciler::syncPodsReady(const json& job, const json& workload) {
+  const auto wanted = podsReadyCondition(workload, podsReady(job, rules_));
+  const json* current = findCondition(workload, api::condition::kPodsReady);
+  // Kueue compares type, status and reason only.
+  if (current != nullptr && stringMember(*current, "status") == (wanted.status ? "True" : "False") &&
+      stringMember(*current, "reason") == wanted.reason)
+    return false;
+  json updated = workload;
+  api::setCondition(updated, api::condition::kPodsReady, wanted.status, wanted.reason, wanted.message, clock_.now());
+  client_.update(updated, {.subresource = "status", .answer = kube::WriteOptions::Answer::None});
+  return true;
 }
 
 void JobReconciler::clearReservation(const json& workload) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "mka/api/kueue.h"
+#include "mka/api/workload_status.h"
 #include "mka/common/json_fields.h"
 #include "mka/common/validation.h"
 
@@ -95,20 +96,24 @@ std::optional<Finished> finished(const json& job, const config::IntegratedFramew
   return Finished{succeeded, message != nullptr && message->is_string() ? message->get<std::string>() : ""};
 }
 
-bool isActive(const json& job, const config::IntegratedFramework& framework) {
-  if (!framework.active) return !isSuspended(job, framework) && !finished(job, framework);
-  const auto& rule = *framework.active;
+namespace {
+
+// Whether `job` is in a state `rule` lists (the active rule's and the podsReady rule's shapes).
+bool holdsRule(const json& job, const config::ActiveRule& rule) {
   const auto listed = [&](const json* value) {
     return value != nullptr && value->is_string() &&
            std::find(rule.running.begin(), rule.running.end(), value->get<std::string>()) != rule.running.end();
+  };
+  const auto in = [](const std::vector<std::string>& values, const std::string& value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
   };
   switch (rule.type) {
     case config::ActiveRule::Type::Condition:
       for (const auto& c : arrayMember(objectMember(job, "status"), "conditions")) {
         if (stringMember(c, "type") != rule.conditionType) continue;
-        const auto& except = rule.exceptReasons;
-        return stringMember(c, "status") == rule.conditionStatus &&
-               std::find(except.begin(), except.end(), stringMember(c, "reason")) == except.end();
+        const std::string reason = stringMember(c, "reason");
+        return stringMember(c, "status") == rule.conditionStatus && !in(rule.exceptReasons, reason) &&
+               (rule.reasons.empty() || in(rule.reasons, reason));
       }
       return false;
     case config::ActiveRule::Type::Phase: return listed(fieldAt(job, rule.path));
@@ -125,6 +130,36 @@ bool isActive(const json& job, const config::IntegratedFramework& framework) {
     }
   }
   return false;
+}
+
+}  // namespace
+
+bool isActive(const json& job, const config::IntegratedFramework& framework) {
+  if (!framework.active) return !isSuspended(job, framework) && !finished(job, framework);
+  return holdsRule(job, *framework.active);
+}
+
+bool podsReady(const json& job, const config::IntegratedFramework& framework) {
+  return finished(job, framework).has_value() || (framework.podsReady && holdsRule(job, *framework.podsReady));
+}
+
+PodsReadyCondition podsReadyCondition(const json& workload, bool ready) {
+  namespace pr = api::pods_ready;
+  const auto make = [](bool status, std::string_view reason, std::string_view message) {
+    return PodsReadyCondition{status, std::string(reason), std::string(message)};
+  };
+  // Not admitted (yet, or any more after an eviction): waiting for a start.
+  if (!api::isAdmitted(workload)) return make(false, pr::kWaitForStart, pr::kNotReadyMessage);
+  const json* current = api::findCondition(workload, api::condition::kPodsReady);
+  const std::string reason = current != nullptr ? stringMember(*current, "reason") : "";
+  if (ready) {
+    const bool recovering = reason == pr::kWaitForRecovery || reason == pr::kRecovered;
+    return make(true, recovering ? pr::kRecovered : pr::kStarted, pr::kReadyMessage);
+  }
+  // Ready once, not any more: a pod failed and the job waits for its replacement.
+  if (current != nullptr && (stringMember(*current, "status") == "True" || reason == pr::kWaitForRecovery))
+    return make(false, pr::kWaitForRecovery, pr::kWaitingForRecoveryMessage);
+  return make(false, pr::kWaitForStart, pr::kNotReadyMessage);
 }
 
 std::variant<std::vector<PodSetInfo>, std::string, FlavorNotFound> podSetInfos(const json& workload,

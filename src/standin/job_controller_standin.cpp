@@ -113,13 +113,23 @@ std::vector<std::string> argoPodNames(const std::string& workflow, const ArgoPla
   return names;
 }
 
+// status.conditions holding one condition of `type`.
+json onlyCondition(const std::string& type, const std::string& status, const std::string& reason,
+                   const std::string& message, const std::string& stamp) {
+  return json::array(
+      {{{"type", type}, {"status", status}, {"reason", reason}, {"message", message}, {"lastTransitionTime", stamp}}});
+}
+
 json tektonCondition(const std::string& status, const std::string& reason, const std::string& message,
                      const std::string& stamp) {
-  return json::array({{{"type", "Succeeded"},
-                       {"status", status},
-                       {"reason", reason},
-                       {"message", message},
-                       {"lastTransitionTime", stamp}}});
+  return onlyCondition("Succeeded", status, reason, message, stamp);
+}
+
+// An in-house run's Running condition: True while its replicas run, False while they are
+// pending or deleted.
+json inHouseRunning(const std::string& status, const std::string& reason, const std::string& message,
+                    const std::string& stamp) {
+  return onlyCondition("Running", status, reason, message, stamp);
 }
 
 }  // namespace
@@ -181,6 +191,7 @@ struct JobControllerStandIn::Impl {
       case Style::InHouse: {
         const auto replicas = job["spec"].value("replicas", json(1));
         status["activeReplicas"] = replicas.is_number_integer() ? replicas.get<int>() : 1;
+        status["conditions"] = inHouseRunning("True", "Running", "the replicas are running", stamp);
         break;
       }
       case Style::Tekton:
@@ -229,6 +240,9 @@ struct JobControllerStandIn::Impl {
   std::unique_ptr<sandbox::ObjectStore::Watch> watch;  // thread only
   std::map<std::string, sandbox::StoredObject> jobs;   // thread only; "ns/name" -> the job
   std::set<std::string> dirty;                         // thread only; keys to look at again
+  // Jobs whose pods exist but are Pending (Options::podsPending): looked at again on every
+  // round, since what lets them be scheduled is no change to the job.
+  std::set<std::string> pendingPods;  // thread only
   // When each running run is due to end, so only those that are due are looked at.
   std::set<std::pair<Clock::TimePoint, std::string>> dueAt;  // thread only; (time, "ns/name")
 
@@ -249,6 +263,8 @@ struct JobControllerStandIn::Impl {
         if (!stopping) wake.wait_for(lock, options.pollInterval);
       }
       enqueueDueRuns();
+      for (const auto& key : pendingPods)
+        if (auto it = jobs.find(key); it != jobs.end() && !options.podsPending(*it->second)) dirty.insert(key);
       const bool worked = !dirty.empty();
       processDirty();
       // After work, look again at once: what was written is already waiting in the watch.
@@ -384,6 +400,20 @@ struct JobControllerStandIn::Impl {
     bool failed = done < plan.groups.size() && groupPhase(done) == "Failed";
     bool changed = false;
 
+    if (done < plan.groups.size() && groupPhase(done) == "Pending") {  // suspended or not, as the scheduler allows
+      if (options.podsPending && options.podsPending(job)) {
+        pendingPods.insert(key);
+        return;
+      }
+      pendingPods.erase(key);
+      for (const auto& pod : argoPodNames(name, plan, done)) {
+        json& node = nodes[argoNodeId(name, pod)];
+        node["phase"] = "Running";
+        node["startedAt"] = stamp;
+      }
+      if (writeStatus(job, status)) podsStarted(key, run, done == 0);
+      return;
+    }
     if (done < plan.groups.size() && groupPhase(done) == "Running") {
       Clock::TimePoint since;
       {
@@ -419,13 +449,17 @@ struct JobControllerStandIn::Impl {
       written(writeStatus(job, status));
       return;
     }
-    // The next step group's pods start.
+    // The next step group's pods are created; they run unless nothing can schedule them.
+    const bool pending = options.podsPending && options.podsPending(job);
     json children = json::array();
     for (const auto& pod : argoPodNames(name, plan, done)) {
       const std::string id = argoNodeId(name, pod);
-      nodes[id] = {
-          {"id", id},      {"name", pod},        {"displayName", plan.steps ? pod.substr(pod.rfind('.') + 1) : name},
-          {"type", "Pod"}, {"phase", "Running"}, {"startedAt", stamp}};
+      nodes[id] = {{"id", id},
+                   {"name", pod},
+                   {"displayName", plan.steps ? pod.substr(pod.rfind('.') + 1) : name},
+                   {"type", "Pod"},
+                   {"phase", pending ? "Pending" : "Running"}};
+      if (!pending) nodes[id]["startedAt"] = stamp;
       if (!plan.steps) nodes[id]["templateName"] = job["spec"].value("entrypoint", "");
       children.push_back(id);
     }
@@ -448,12 +482,21 @@ struct JobControllerStandIn::Impl {
       root["children"].push_back(groupId);
     }
     if (!writeStatus(job, status)) return;
+    if (pending) {
+      pendingPods.insert(key);
+      return;
+    }
+    podsStarted(key, run, done == 0);
+  }
+
+  // A step group's pods of Workflow `key` started running now; the first group's is its start.
+  void podsStarted(const std::string& key, const std::string& run, bool first) {
     {
       std::lock_guard lock(mutex);
       runningSince[run] = clock.now();
-      if (done == 0) ++starts[key];
+      if (first) ++starts[key];
     }
-    dueAt.insert({clock.now() + runTime, key});
+    dueAt.insert({clock.now() + std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime), key});
   }
 
   // What the controller does with one job as it is now.
@@ -495,16 +538,36 @@ struct JobControllerStandIn::Impl {
       writeStatus(job, finalStatus(job, false, stamp, job["spec"].value("status", "")));
       return;
     }
+    if (want == Wanted::Wait && !running && pendingPods.erase(key) != 0) {  // the pending replicas are deleted
+      lock.unlock();
+      json status = job.value("status", json::object());
+      status["activeReplicas"] = 0;
+      status["conditions"] = inHouseRunning("False", "Suspended", "the replicas were deleted", stamp);
+      writeStatus(job, status);
+      return;
+    }
     if (want == Wanted::Wait) {
       if (!running) return;
       runningSince.erase(since);
       lock.unlock();
       json status = job.value("status", json::object());
       status["activeReplicas"] = 0;  // InHouse: the replicas are deleted
+      status["conditions"] = inHouseRunning("False", "Suspended", "the replicas were deleted", stamp);
+      writeStatus(job, status);
+      return;
+    }
+    if (!running && options.podsPending && options.podsPending(job)) {  // InHouse: created, never scheduled
+      const bool known = !pendingPods.insert(key).second;
+      lock.unlock();
+      if (known) return;
+      json status = runningStatus(job, stamp);
+      status["conditions"] =
+          inHouseRunning("False", "PodsPending", "the replicas are Pending: no node can run them", stamp);
       writeStatus(job, status);
       return;
     }
     if (!running) {
+      pendingPods.erase(key);
       const auto now = clock.now();
       runningSince[run] = now;
       ++starts[key];

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -47,6 +48,9 @@ constexpr const char* kFinished = "Finished";
 constexpr const char* kDeactivationTarget = "DeactivationTarget";
 constexpr const char* kPreempted = "Preempted";
 constexpr const char* kBlockedOnPreemptionGates = "BlockedOnPreemptionGates";
+constexpr const char* kPodsReady = "PodsReady";
+constexpr const char* kRequeued = "Requeued";
+constexpr const char* kPodsReadyTimeout = "PodsReadyTimeout";
 
 // Why a pending Workload has no quota (QuotaReserved=False): Kueue's scheduler writes the
 // granular reasons of UnadmittedWorkloadsObservability (Beta, on since 0.20; "Pending" before),
@@ -266,11 +270,13 @@ struct KueueStandIn::Impl {
   std::condition_variable wake;
   std::deque<Key> queue;
   std::set<Key> queued;
-  std::set<Key> retry;                 // failed (conflict): tried again next round
-  std::map<Key, TimePoint> readmitAt;  // evicted Workloads waiting for readmitDelay
-  bool scheduleDue = true;             // something changed: the scheduler looks at every queue
-  bool scheduleFailed = false;         // a write of the last pass conflicted: look again next round
-  std::uint64_t quietRevision = 0;     // store revision every event up to which was handled
+  std::set<Key> retry;  // failed (conflict): tried again next round
+  // Workloads to look at again at a time: after readmitDelay or at requeueAt (evicted), or when
+  // their PodsReady timeout runs out.
+  std::map<Key, TimePoint> readmitAt;
+  bool scheduleDue = true;          // something changed: the scheduler looks at every queue
+  bool scheduleFailed = false;      // a write of the last pass conflicted: look again next round
+  std::uint64_t quietRevision = 0;  // store revision every event up to which was handled
   bool poked = false;
   bool busy = false;
   bool running = false;
@@ -452,10 +458,14 @@ struct KueueStandIn::Impl {
     }
     const bool evicted = conditionTrue(wl, kEvicted);
     if (!active) {
-      // The checks keep their states (a Rejected one tells the dispatcher to leave it alone).
-      if (reserved && !evicted) evictWorkload(wl, "Deactivated", deactivationMessage(wl), false);
+      // The checks keep their states (a Rejected one tells the dispatcher to leave it alone);
+      // the requeue state goes, as Kueue clears it on deactivation.
+      if (reserved && !evicted)
+        evictWorkload(wl, deactivationReason(wl), deactivationMessage(wl), false,
+                      [](json& status) { status.erase("requeueState"); });
       return;
     }
+    if (!reserved && options.waitForPodsReady && backoffPending(wl)) return;
     if (!reserved) return;  // the scheduler's (schedule())
     if (evicted) return;    // reserved until the job integration has stopped the job and released it
     if (manager()) {
@@ -465,7 +475,107 @@ struct KueueStandIn::Impl {
         return;
       }
     }
-    if (!conditionTrue(wl, kAdmitted) && (!manager() || allChecksReady(wl))) admit(wl);
+    if (!conditionTrue(wl, kAdmitted) && (!manager() || allChecksReady(wl))) {
+      admit(wl);
+      return;
+    }
+    if (options.waitForPodsReady && conditionTrue(wl, kAdmitted)) timeOutPodsReady(wl);
+  }
+
+  // ---- waitForPodsReady (Kueue's reconcileNotReadyTimeout, triggerDeactivation) ------------
+
+  // Calls `key` back at `at` (the earliest of its timers).
+  void wakeAt(const json& wl, TimePoint at) {
+    std::lock_guard lock(mutex);
+    const Key key{nsOf(wl), nameOf(wl)};
+    auto [it, inserted] = readmitAt.emplace(key, at);
+    if (!inserted) it->second = std::min(it->second, at);
+  }
+
+  // How long the admitted `wl` has left to become PodsReady (zero: timed out), or nullopt when
+  // no timeout runs (ready, or recovering with no recovery timeout).
+  std::optional<TimePoint::duration> podsReadyTimeLeft(const json& wl) const {
+    const auto& settings = *options.waitForPodsReady;
+    const auto* ready = findCondition(wl, kPodsReady);
+    if (ready != nullptr && ready->value("status", "") == "True") return std::nullopt;
+    const std::string reason = ready != nullptr ? ready->value("reason", "") : "";
+    std::chrono::nanoseconds limit = settings.timeout;
+    const json* since = findCondition(wl, kAdmitted);
+    if (ready != nullptr && reason == "WaitForRecovery") {
+      limit = settings.recoveryTimeout.value_or(settings.timeout);
+      if (limit.count() <= 0) return std::nullopt;
+      since = ready;
+    } else if (ready != nullptr && reason != "WaitForStart" && reason != "PodsReady") {  // Kueue's older reason
+      return std::nullopt;
+    }
+    const auto from = parseTime(since != nullptr ? since->value("lastTransitionTime", "") : "");
+    const auto deadline = from.value_or(clock.now()) + std::chrono::duration_cast<TimePoint::duration>(limit);
+    return std::max(deadline - clock.now(), TimePoint::duration::zero());
+  }
+
+  // An admitted Workload not PodsReady in time is evicted with its requeue state, or past the
+  // requeuing limit marked for deactivation; before its time, it is looked at again then.
+  void timeOutPodsReady(const json& wl) {
+    const auto left = podsReadyTimeLeft(wl);
+    if (!left) return;
+    if (left->count() > 0) {
+      wakeAt(wl, clock.now() + *left);
+      return;
+    }
+    const auto& settings = *options.waitForPodsReady;
+    const std::int64_t count = requeueCount(wl) + 1;
+    if (settings.backoffLimitCount && count > *settings.backoffLimitCount) {
+      json status = wl.value("status", json::object());
+      setCondition(status, kDeactivationTarget, "True", "RequeuingLimitExceeded",
+                   "exceeding the maximum number of re-queuing retries", api.now(), generationOf(wl));
+      writeStatus(wl, status);
+      log::info(logger(), "kueue-standin requeuing limit exceeded",
+                {{"cluster", cluster()}, {"namespace", nsOf(wl)}, {"workload", nameOf(wl)}});
+      return;
+    }
+    const auto requeueAt = clock.now() + std::chrono::duration_cast<TimePoint::duration>(requeueBackoff(
+                                             count, settings.backoffBaseSeconds, settings.backoffMaxSeconds));
+    evictWorkload(wl, kPodsReadyTimeout, "Exceeded the PodsReady timeout " + nsOf(wl) + "/" + nameOf(wl), true,
+                  [&](json& evicted) {
+                    evicted["requeueState"] = {{"count", count}, {"requeueAt", toRfc3339(requeueAt)}};
+                  });
+  }
+
+  static std::int64_t requeueCount(const json& wl) {
+    const auto pointer = json::json_pointer("/status/requeueState/count");
+    return wl.contains(pointer) && wl.at(pointer).is_number_integer() ? wl.at(pointer).get<std::int64_t>() : 0;
+  }
+
+  // Kueue's backoff for the count-th requeue: base * 2^(count - 1) seconds, at most max.
+  static std::chrono::seconds requeueBackoff(std::int64_t count, std::int64_t baseSeconds, std::int64_t maxSeconds) {
+    std::int64_t seconds = baseSeconds;
+    for (std::int64_t i = 1; i < count && seconds < maxSeconds; ++i) seconds *= 2;
+    return std::chrono::seconds{std::min(seconds, maxSeconds)};
+  }
+
+  // status.requeueState.requeueAt, when set and readable.
+  static std::optional<TimePoint> requeueAtOf(const json& wl) {
+    return parseTime(stringAtPointer(wl, json::json_pointer("/status/requeueState/requeueAt")));
+  }
+
+  // A released Workload evicted for PodsReadyTimeout waits until requeueAt; then Kueue clears
+  // requeueAt and records Requeued=True BackoffFinished. True while it waits (or just wrote).
+  bool backoffPending(const json& wl) {
+    const auto* requeued = findCondition(wl, kRequeued);
+    if (requeued == nullptr || requeued->value("status", "") != "False" ||
+        requeued->value("reason", "") != kPodsReadyTimeout)
+      return false;
+    if (const auto at = requeueAtOf(wl); at && *at > clock.now()) {
+      wakeAt(wl, *at);
+      return true;
+    }
+    json status = wl.value("status", json::object());
+    if (status.contains("requeueState") && status["requeueState"].is_object())
+      status["requeueState"].erase("requeueAt");
+    setCondition(status, kRequeued, "True", "BackoffFinished", "The workload backoff was finished", api.now(),
+                 generationOf(wl));
+    writeStatus(wl, status);
+    return true;
   }
 
   static std::vector<json> checksIn(const json& wl, const std::string& state) {
@@ -499,6 +609,13 @@ struct KueueStandIn::Impl {
   static std::string retryMessage(const std::vector<json>& checks) {
     return std::string("Evicted due to ") + (checks.size() > 1 ? "AdmissionChecks" : "AdmissionCheck") +
            " in Retry state: " + checkList(checks);
+  }
+  // Kueue's eviction reason for an inactive Workload: Deactivated, with the DeactivationTarget's
+  // reason appended when there is one (DeactivatedDueToRequeuingLimitExceeded).
+  static std::string deactivationReason(const json& wl) {
+    const auto* target = findCondition(wl, kDeactivationTarget);
+    if (target != nullptr) return "DeactivatedDueTo" + target->value("reason", "");
+    return "Deactivated";
   }
   static std::string deactivationMessage(const json& wl) {
     const auto* target = findCondition(wl, kDeactivationTarget);
@@ -663,8 +780,13 @@ struct KueueStandIn::Impl {
     for (const auto& [fr, amount] : amounts) to[fr] += amount;
   }
 
-  // Kueue requeues an evicted Workload after a backoff (here one fixed Options::readmitDelay).
+  // Kueue requeues an evicted Workload after a backoff: here one fixed Options::readmitDelay,
+  // and with waitForPodsReady also status.requeueState.requeueAt.
   bool waitingToReadmit(const json& wl) {
+    if (const auto at = requeueAtOf(wl); options.waitForPodsReady && at && *at > clock.now()) {
+      wakeAt(wl, *at);
+      return true;
+    }
     const auto* evicted = findCondition(wl, kEvicted);
     if (evicted == nullptr || evicted->value("status", "") != "True" || options.readmitDelay.count() <= 0) return false;
     const auto now = clock.now();
@@ -972,8 +1094,11 @@ struct KueueStandIn::Impl {
   // check not Pending reset to Pending (retryCount + 1 for a Retry), a BlockedOnPreemptionGates
   // lifted and every preemption gate closed again. The reservation is the job integration's to
   // release once the job has stopped (jobframework step 18), so Kueue core keeps it.
-  void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true) {
+  // `prepare` changes the status written too (Kueue's WithCustomPrepare: the requeue state).
+  void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true,
+                     const std::function<void(json& status)>& prepare = nullptr) {
     json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
+    if (prepare) prepare(status);
     writeStatus(wl, status);
     log::info(logger(), "kueue-standin evicted",
               {{"cluster", cluster()},

@@ -54,7 +54,20 @@ inline constexpr std::string_view kActive = "Active";
 inline constexpr std::string_view kRequeued = "Requeued";
 // True on a Workload that needs to preempt and whose preemption gates are not all open.
 inline constexpr std::string_view kBlockedOnPreemptionGates = "BlockedOnPreemptionGates";
+// Written by a job integration while waitForPodsReady is on (KUEUE-JOBFRAMEWORK.md §1.3).
+inline constexpr std::string_view kPodsReady = "PodsReady";
 }  // namespace condition
+
+// The PodsReady condition's reasons and messages (Kueue's jobframework).
+namespace pods_ready {
+inline constexpr std::string_view kWaitForStart = "WaitForStart";
+inline constexpr std::string_view kStarted = "Started";
+inline constexpr std::string_view kWaitForRecovery = "WaitForRecovery";
+inline constexpr std::string_view kRecovered = "Recovered";
+inline constexpr std::string_view kNotReadyMessage = "Not all pods are ready or succeeded";
+inline constexpr std::string_view kWaitingForRecoveryMessage = "At least one pod has failed, waiting for recovery";
+inline constexpr std::string_view kReadyMessage = "All pods reached readiness and the workload is running";
+}  // namespace pods_ready
 
 // status.preemptionGates[].position.
 inline constexpr std::string_view kGateOpen = "Open";

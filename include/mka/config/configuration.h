@@ -243,7 +243,8 @@ struct FinishedRule {
 };
 
 // When a job may still have pods running (Kueue's IsActive): while it does, an evicted or
-// deactivated job's Workload keeps its quota reservation (the job is stopped at once).
+// deactivated job's Workload keeps its quota reservation (the job is stopped at once). The
+// podsReady rule takes the same shapes, its `running` values then meaning "started".
 struct ActiveRule {
   enum class Type { Condition, Phase, Pods };
   Type type = Type::Condition;
@@ -260,6 +261,9 @@ struct ActiveRule {
   // status.nodes is keyed by node id), and an optional item field (dotted path) == value.
   std::string items;
   std::optional<FieldValue> filter;
+  // Condition: when set, the condition's reason is one of these (Tekton's Succeeded Unknown with
+  // reason Running: the run's TaskRuns have started).
+  std::vector<std::string> reasons;
   bool operator==(const ActiveRule&) const = default;
 };
 
@@ -291,6 +295,14 @@ struct IntegratedFramework {
   // namespaces it does not select are left alone, queue name or not. The same for every kind.
   LabelSelector namespaceSelector;
   std::string resource;  // as ExternalFramework::resource
+  // When the job's pods have started (Kueue's PodsReady for the kind), in the active rule's
+  // shapes; a finished job counts as started too. Absent: the kind cannot be integrated while
+  // waitForPodsReady is on.
+  std::optional<ActiveRule> podsReady;
+  // waitForPodsReady.enable (Kueue's setting of that name, which Kueue's Configuration and the
+  // AdapterConfiguration both hold): the integration keeps each Workload's PodsReady condition,
+  // which Kueue's workload controller times out. The same for every kind.
+  bool waitForPodsReady = false;
 
   const FieldValue& stopRule() const { return stop ? *stop : *suspend; }
   bool operator==(const IntegratedFramework&) const = default;

@@ -117,6 +117,10 @@ class JobReconciler {
   // Returns the Workload's resourceVersion after the write.
   std::string finishWorkload(const nlohmann::json& workload, const std::string& reason, const std::string& message);
   void clearReservation(const nlohmann::json& workload);
+  // Step 17 (waitForPodsReady on): writes the Workload's PodsReady condition when its status or
+  // reason differs from what the job's pods say (job_rules.h podsReadyCondition). Returns
+  // whether it wrote.
+  bool syncPodsReady(const nlohmann::json& job, const nlohmann::json& workload);
   void removeFinalizer(const nlohmann::json& workload);
   void deleteWorkload(const nlohmann::json& workload);
   // The Workload's pod sets for `job` by the kind's rules; an unreadable rule gets a Warning

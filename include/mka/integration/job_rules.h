@@ -37,6 +37,23 @@ std::optional<Finished> finished(const nlohmann::json& job, const config::Integr
 // is neither suspended nor finished.
 bool isActive(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
+// Kueue's PodsReady for a configured kind: the job is finished, or its podsReady rule holds;
+// false without a rule.
+bool podsReady(const nlohmann::json& job, const config::IntegratedFramework& framework);
+
+// The Workload's PodsReady condition as Kueue's jobframework computes it (KUEUE-JOBFRAMEWORK.md
+// §1.3, step 17) from the Workload as it is and whether the job's pods are ready: not admitted,
+// False/WaitForStart; ready, True/Started (True/Recovered after a recovery); no longer ready
+// after being ready, False/WaitForRecovery; else False/WaitForStart. Kueue's reasons and
+// messages.
+struct PodsReadyCondition {
+  bool status = false;
+  std::string reason;
+  std::string message;
+  bool operator==(const PodsReadyCondition&) const = default;
+};
+PodsReadyCondition podsReadyCondition(const nlohmann::json& workload, bool ready);
+
 // What one admitted pod set adds to its pod template (Kueue's podset.PodSetInfo).
 struct PodSetInfo {
   std::string name;

@@ -6,6 +6,8 @@
 //   spec.suspend is true; when it turns false it starts the replicas (status.activeReplicas =
 //   spec.replicas, default 1); when it turns true again it deletes them and the run starts over
 //   on the next resume; a run left alone for Options::runTime ends with condition Succeeded.
+//   Condition Running says whether its replicas run (True) or not (False: PodsPending, or
+//   Suspended once they are deleted).
 // - Tekton, the PipelineRun controller: ignores runs whose spec.managedBy is set to anything but
 //   tekton.dev/pipeline (a MultiKueue manager's copy); a run whose spec.status is
 //   PipelineRunPending waits; otherwise it runs (startTime, Succeeded Unknown/Running) and ends
@@ -21,7 +23,8 @@
 //   of the node's name); a container entrypoint's one node is the root, of type Pod. Suspending
 //   stops no running pod: it runs until its step ends and its node goes Succeeded; no new step
 //   starts and the Workflow stays Running until it is resumed, when the remaining steps run.
-//   Every step done, the Workflow ends with phase Succeeded or Failed. Its status goes through
+//   Every step done, the Workflow ends with phase Succeeded or Failed. Pods nothing can schedule
+//   (Options::podsPending) have Pod nodes in phase Pending until they can be. Its status goes through
 //   the main resource (no subresource). As Argo's TTL controller, it deletes a finished
 //   Workflow spec.ttlStrategy seconds after its status.finishedAt.
 // Writes carry the resourceVersion read; after a conflict the job's newer version, which the
@@ -63,6 +66,15 @@ class JobControllerStandIn {
     std::function<bool(const nlohmann::json& job)> runFails;
     // How long the idle thread waits for the watch before it looks at the clock again.
     std::chrono::milliseconds pollInterval{5};
+    // While it returns true for a job, the pods its controller creates stay Pending: no node can
+    // run them. That is the scheduler's and the kubelet's doing, not the job controller's; the
+    // controller only sees its pods not start. Pending pods do not count as a start and their
+    // run time does not pass; it is asked again on every round (the stand-in's thread), and once
+    // it returns false they run. InHouse: the replicas are created (condition Running False,
+    // reason PodsPending) and a suspension deletes them. Argo: a step group's Pod nodes read
+    // Pending, and a suspension deletes no pod, so they run once they can be scheduled, suspended
+    // or not. Tekton: not modelled. Null: pods always run.
+    std::function<bool(const nlohmann::json& job)> podsPending;
   };
 
   JobControllerStandIn(sandbox::ClusterApi& api, const Clock& clock, Options options);

@@ -56,8 +56,9 @@
 //   lists (with Options::requireQueues off and no ClusterQueue: reserved as is, no flavors);
 // - all checks Ready -> Admitted=True; a check in Retry -> evicted (reason AdmissionCheck,
 //   clusterName/nominatedClusterNames cleared, checks reset to Pending); a check Rejected ->
-//   DeactivationTarget=True, spec.active=false, evicted with reason Deactivated
-//   (KUEUE-MULTIKUEUE.md §2.8; the Workload is not marked Finished, as Kueue does not);
+//   DeactivationTarget=True, spec.active=false, evicted with reason DeactivatedDueToAdmissionCheck
+//   (Kueue's reason with the target's cause; KUEUE-MULTIKUEUE.md §2.8; the Workload is not
+//   marked Finished, as Kueue does not);
 // - a Finished Workload is left alone.
 // Worker role (Role::Worker):
 // - Workloads (created by the dispatcher) are admitted as soon as they are reserved (no
@@ -77,8 +78,9 @@
 // flavorFungibility settings, partial admission (minCount), init containers, overhead and
 // LimitRange defaults in requests, the flavor's fit to the pod set's node selector and taints
 // (and whether the ResourceFlavor exists), namespaceSelector, StrictFIFO, topology, the
-// ClusterQueue's Active condition and stopPolicy, the LocalQueue's status, requeue backoff (one
-// fixed readmitDelay), and every job integration (see above).
+// ClusterQueue's Active condition and stopPolicy, the LocalQueue's status, requeue backoff
+// (one fixed readmitDelay; only Options::waitForPodsReady's evictions back off), and every job
+// integration (see above).
 // Every write goes through ClusterApi (so admission, watches and the garbage collector apply);
 // status is written through the status subresource, always with the resourceVersion read
 // (optimistic concurrency: a 409 retries the key, never a blind overwrite).
@@ -91,7 +93,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mka/common/clock.h"
@@ -105,6 +109,27 @@ namespace mka::standin {
 class KueueStandIn {
  public:
   enum class Role { Manager, Worker };
+
+  // Kueue's waitForPodsReady settings (its defaults), applied as its core workload controller
+  // does: an admitted, active, unevicted Workload whose PodsReady condition is not True within
+  // `timeout` of its Admitted transition (absent or reason WaitForStart), or within
+  // `recoveryTimeout` of PodsReady turning False/WaitForRecovery, is evicted with reason
+  // PodsReadyTimeout, "Exceeded the PodsReady timeout <ns>/<name>", its status.requeueState
+  // count + 1 and requeueAt = now + backoffBaseSeconds * 2^(count - 1), at most
+  // backoffMaxSeconds (Kueue adds a jitter of 0.01 %; none here, so times are exact). Once the
+  // job integration has released it, it is not reserved before requeueAt; then Requeued turns
+  // True, reason BackoffFinished. A timeout with count + 1 > backoffLimitCount instead records
+  // DeactivationTarget=True reason RequeuingLimitExceeded ("exceeding the maximum number of
+  // re-queuing retries"): spec.active=false and the eviction DeactivatedDueToRequeuingLimitExceeded
+  // follow, requeueState cleared. Not modelled: blockAdmission, requeuingStrategy.timestamp
+  // Creation.
+  struct WaitForPodsReady {
+    std::chrono::nanoseconds timeout{std::chrono::minutes{30}};
+    std::optional<std::chrono::nanoseconds> recoveryTimeout;  // unset: timeout; zero: no recovery timeout
+    std::int64_t backoffBaseSeconds = 60;
+    std::int64_t backoffMaxSeconds = 3600;
+    std::optional<std::int64_t> backoffLimitCount;  // unset: requeued forever
+  };
 
   struct Options {
     Role role = Role::Manager;
@@ -125,6 +150,9 @@ class KueueStandIn {
     // How often the worker thread looks at its watches and at the clock (the latency of a
     // reaction, not a sleep tests wait for: they await idle()).
     std::chrono::milliseconds pollInterval{5};
+    // Kueue's waitForPodsReady as its core workload controller applies it (a job integration
+    // writes the PodsReady condition); unset: off. See WaitForPodsReady.
+    std::optional<WaitForPodsReady> waitForPodsReady;
   };
 
   KueueStandIn(sandbox::ClusterApi& api, const Clock& clock, Options options);

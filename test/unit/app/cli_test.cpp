@@ -203,6 +203,7 @@ TEST(CliTest, ValidateConfigSaysWhichIntegratedKindsKueueDoesNotKnow) {
                            "  - name: PipelineRun.v1.tekton.dev\n");
   auto partial = dir.write("kueue.yaml",
                            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                           "featureGates: {DisableWaitForPodsReady: true}\n"
                            "integrations:\n  frameworks: [batch/job]\n"
                            "  externalFrameworks: [PipelineRun.v1.tekton.dev]\n");
   std::ostringstream out, err;
@@ -216,6 +217,7 @@ TEST(CliTest, ValidateConfigSaysWhichIntegratedKindsKueueDoesNotKnow) {
 
   auto complete = dir.write("kueue-ok.yaml",
                             "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                            "featureGates: {DisableWaitForPodsReady: true}\n"
                             "integrations:\n  externalFrameworks: [PipelineRun.v1.tekton.dev, "
                             "Workflow.v1alpha1.argoproj.io]\n");
   std::ostringstream out2, err2;
@@ -225,20 +227,72 @@ TEST(CliTest, ValidateConfigSaysWhichIntegratedKindsKueueDoesNotKnow) {
   std::ostringstream out3, err3;
   EXPECT_EQ(validateConfigCommand(adapter, out3, err3, adapter), 1);
   EXPECT_EQ(err3.str(), adapter.string() + ": not a Kueue Configuration (kind: Configuration)\n");
+}
 
-  // KUEUE-JOBFRAMEWORK scenario 44: the integration never writes PodsReady, so Kueue's
-  // waitForPodsReady would evict every Workload it queues.
-  auto podsReady = dir.write("kueue-pods-ready.yaml",
-                             "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                             "waitForPodsReady:\n  enable: true\n  timeout: 5m\n"
-                             "integrations:\n  externalFrameworks: [PipelineRun.v1.tekton.dev, "
-                             "Workflow.v1alpha1.argoproj.io]\n");
-  std::ostringstream out4, err4;
-  EXPECT_EQ(validateConfigCommand(adapter, out4, err4, podsReady), 1);
-  EXPECT_EQ(err4.str(), podsReady.string() + ": waitForPodsReady.enable: true, but " + adapter.string() +
-                            " integrates kinds whose pods it does not watch, so their Workloads never become "
-                            "PodsReady and Kueue evicts them after waitForPodsReady.timeout: set "
-                            "waitForPodsReady.enable to false\n");
+// KUEUE-JOBFRAMEWORK scenario 44: with Kueue's waitForPodsReady on, every integrated kind needs a
+// podsReady rule and the adapter must write PodsReady (waitForPodsReady.enable: true), or Kueue
+// evicts every Workload the integration queues after its timeout.
+TEST(CliTest, ValidateConfigChecksWaitForPodsReady) {
+  test::TempDir dir;
+  const std::string kinds =
+      "integrations:\n  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"
+      "  - name: TrainingRun.v1.ml.example.com\n    suspend: {path: spec.suspend, value: true}\n"
+      "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+      "    finished: {condition: {type: Succeeded}}\n";
+  const std::string header = "apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n";
+  auto withoutRule = dir.write("no-rule.yaml", header + kinds);
+  auto withRule = dir.write("rule.yaml", header + "waitForPodsReady: {enable: true}\n" + kinds +
+                                             "    podsReady: {condition: {type: Running, status: \"True\"}}\n");
+  auto off = dir.write("off.yaml", header + kinds + "    podsReady: {condition: {type: Running, status: \"True\"}}\n");
+  const std::string externals =
+      "integrations:\n  externalFrameworks: [Workflow.v1alpha1.argoproj.io, TrainingRun.v1.ml.example.com]\n";
+  auto v1beta1 = dir.write("kueue-v1beta1.yaml",
+                           "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+                           "waitForPodsReady:\n  enable: true\n  timeout: 5m\n" +
+                               externals);
+  auto v1beta2 =
+      dir.write("kueue-v1beta2.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + externals);
+
+  struct Case {
+    std::string name;
+    std::filesystem::path adapter, kueue;
+    int exit;
+    std::string err;  // exactly, when the exit is 1
+  };
+  const std::vector<Case> cases = {
+      {"a kind without a podsReady rule is named", withoutRule, v1beta1, 1,
+       v1beta1.string() + ": waitForPodsReady.enable: true, but " + withoutRule.string() +
+           " has no podsReady rule for TrainingRun.v1.ml.example.com, so their Workloads never become PodsReady "
+           "and Kueue evicts them after waitForPodsReady.timeout: add a podsReady rule to each in "
+           "integrations.frameworks, or turn waitForPodsReady off in Kueue\n"},
+      {"v1beta2 turns it on by default", withoutRule, v1beta2, 1,
+       v1beta2.string() +
+           ": waitForPodsReady is on (Kueue's v1beta2 default; featureGates DisableWaitForPodsReady: true turns it "
+           "off), but " +
+           withoutRule.string() +
+           " has no podsReady rule for TrainingRun.v1.ml.example.com, so their Workloads never become PodsReady "
+           "and Kueue evicts them after waitForPodsReady.timeout: add a podsReady rule to each in "
+           "integrations.frameworks, or turn waitForPodsReady off in Kueue\n"},
+      {"rules everywhere but the adapter does not write PodsReady", off, v1beta1, 1,
+       v1beta1.string() + ": waitForPodsReady.enable: true, but " + off.string() +
+           " does not set waitForPodsReady.enable: true, so the integration writes no PodsReady condition and "
+           "Kueue evicts its Workloads after waitForPodsReady.timeout: set waitForPodsReady.enable: true in " +
+           off.string() + "\n"},
+      {"every kind has the rule and the adapter writes PodsReady", withRule, v1beta1, 0, ""},
+      {"v1beta2's default, accepted too", withRule, v1beta2, 0, ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::ostringstream out, err;
+    EXPECT_EQ(validateConfigCommand(c.adapter, out, err, c.kueue), c.exit) << err.str();
+    if (c.exit == 1) {
+      EXPECT_EQ(err.str(), c.err);
+    } else {
+      EXPECT_NE(out.str().find("waitForPodsReady is on, and every integrated kind has a podsReady rule"),
+                std::string::npos)
+          << out.str();
+    }
+  }
 }
 
 // Drop-in mode dispatches only the configured kinds: a Kueue that integrates its own kinds that

@@ -198,7 +198,7 @@ std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCase
             "suspended, such as true",
         p + ".finished: sets both condition and phase: keep the one that tells when the job is done",
         p + ".bogus: unknown field: remove it; the fields accepted in " + p +
-            " are name, resource, suspend, stop, podSets, finished, active"}},
+            " are name, resource, suspend, stop, podSets, finished, active, podsReady"}},
       {"active rules",
        "  - name: Workflow.v1alpha1.argoproj.io\n"
        "    active: {}\n"
@@ -241,6 +241,22 @@ std::vector<ProblemsNameTheFieldAndTheFixCase> problemsNameTheFieldAndTheFixCase
        {p + ".podSets: lists 19 pod sets for TrainingRun, more than the 18 a Kueue Workload holds (its CRD's "
             "spec.podSets maxItems): merge pod sets whose pods are alike (same template, counts added) until at "
             "most 18 remain"}},
+      {"podsReady rules",
+       "  - name: Workflow.v1alpha1.argoproj.io\n"
+       "    podsReady: {condition: {type: Running, reasons: [Up], exceptReasons: [Down]}, phase: {path: x}}\n"
+       "  - name: PipelineRun.v1.tekton.dev\n"
+       "    podsReady: {condition: {type: Succeeded, reasons: [Running], exceptReasons: [Pending]}}\n"
+       "  - name: TrainingRun.v1.ml.example.com\n"
+       "    suspend: {path: spec.suspend, value: true}\n"
+       "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+       "    finished: {condition: {type: Succeeded}}\n"
+       "    podsReady: {pods: {items: /status/pods, state: {path: phase, running: []}}}\n",
+       {p + ".podsReady: sets more than one of condition, phase and pods: keep the one that tells when the job's "
+            "pods have started",
+        "integrations.frameworks[1].podsReady.condition: sets both reasons and exceptReasons: keep reasons (the "
+        "reasons that count) or exceptReasons (the reasons that do not)",
+        "integrations.frameworks[2].podsReady.pods.state.running: must list at least one state: list the states "
+        "in which a pod may run, such as [Pending, Running]"}},
       {"the same kind twice",
        "  - name: Workflow.v1alpha1.argoproj.io\n  - name: Workflow.v1alpha1.argoproj.io\n",
        {"integrations.frameworks[1].name: duplicates integrations.frameworks[0].name "
@@ -262,6 +278,76 @@ TEST(Integrations, AsManyPodSetsAsAWorkloadHoldsAreAccepted) {
   auto c = parsed(adapterDoc("integrations:\n  frameworks:\n" + trainingRunWithPodSets(18)));
   ASSERT_EQ(c.integrations.frameworks.size(), 1u);
   EXPECT_EQ(c.integrations.frameworks[0].podSets.size(), 18u);
+}
+
+struct PodsReadyRuleCase {
+  std::string name;
+  std::string framework;  // one integrations.frameworks entry
+  std::optional<ActiveRule> podsReady;
+};
+
+std::vector<PodsReadyRuleCase> podsReadyRuleCases() {
+  const std::string trainingRun =
+      "  - name: TrainingRun.v1.ml.example.com\n    suspend: {path: spec.suspend, value: true}\n"
+      "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+      "    finished: {condition: {type: Succeeded}}\n";
+  return {
+      {"Workflow's profile: a Pod node that runs or ran (phase Running comes before any pod)",
+       "  - name: Workflow.v1alpha1.argoproj.io\n",
+       ActiveRule{.type = ActiveRule::Type::Pods,
+                  .path = "phase",
+                  .running = {"Running", "Succeeded", "Failed"},
+                  .items = "/status/nodes",
+                  .filter = FieldValue{"type", "Pod"}}},
+      {"PipelineRun's profile: Succeeded Unknown with reason Running", "  - name: PipelineRun.v1.tekton.dev\n",
+       ActiveRule{.type = ActiveRule::Type::Condition,
+                  .conditionType = "Succeeded",
+                  .conditionStatus = "Unknown",
+                  .reasons = {"Running"}}},
+      {"a kind without a profile has none", trainingRun, std::nullopt},
+      {"a condition", trainingRun + "    podsReady: {condition: {type: Running}}\n",
+       ActiveRule{.type = ActiveRule::Type::Condition, .conditionType = "Running", .conditionStatus = "True"}},
+      {"a phase", trainingRun + "    podsReady: {phase: {path: status.phase, running: [Running, Done]}}\n",
+       ActiveRule{.type = ActiveRule::Type::Phase, .path = "status.phase", .running = {"Running", "Done"}}},
+      {"pods", trainingRun + "    podsReady: {pods: {items: /status/pods, state: {path: phase, running: [Running]}}}\n",
+       ActiveRule{.type = ActiveRule::Type::Pods, .path = "phase", .running = {"Running"}, .items = "/status/pods"}},
+      {"overriding a profile's", "  - name: PipelineRun.v1.tekton.dev\n    podsReady: {condition: {type: Ready}}\n",
+       ActiveRule{.type = ActiveRule::Type::Condition, .conditionType = "Ready", .conditionStatus = "True"}},
+  };
+}
+
+// The podsReady rule takes the active rule's shapes (plus a condition's reasons).
+MKA_TABLE_TEST(Integrations, ThePodsReadyRule, PodsReadyRuleCase, podsReadyRuleCases()) {
+  const auto& c = testCase();
+  const auto f = parsed(adapterDoc("integrations:\n  frameworks:\n" + c.framework)).integrations.frameworks.at(0);
+  EXPECT_EQ(f.podsReady, c.podsReady);
+  EXPECT_FALSE(f.waitForPodsReady) << "off unless waitForPodsReady.enable is true";
+}
+
+// waitForPodsReady.enable, Kueue's key: on for every kind, each of which then needs a podsReady
+// rule; the timeouts are Kueue's and refused here.
+TEST(Integrations, WaitForPodsReadyNeedsAPodsReadyRuleForEveryKind) {
+  const std::string kinds =
+      "integrations:\n  frameworks:\n  - name: Workflow.v1alpha1.argoproj.io\n"
+      "  - name: TrainingRun.v1.ml.example.com\n    suspend: {path: spec.suspend, value: true}\n"
+      "    podSets: [{name: main, count: {value: 1}, template: spec.template}]\n"
+      "    finished: {condition: {type: Succeeded}}\n";
+  auto on = parsed(
+      adapterDoc("waitForPodsReady: {enable: true}\n" + kinds + "    podsReady: {condition: {type: Running}}\n"));
+  ASSERT_EQ(on.integrations.frameworks.size(), 2u);
+  for (const auto& f : on.integrations.frameworks) EXPECT_TRUE(f.waitForPodsReady) << f.name;
+
+  auto missing = parseConfiguration(adapterDoc("waitForPodsReady: {enable: true, timeout: 5m}\n" + kinds));
+  EXPECT_FALSE(missing.ok());
+  EXPECT_EQ(rendered(missing.errors),
+            (std::vector<std::string>{
+                "waitForPodsReady.timeout: is Kueue's setting: Kueue's workload controller times Workloads out and "
+                "requeues them, not the adapter: set it in Kueue's Configuration and keep only enable here",
+                "integrations.frameworks[1].podsReady: is required while waitForPodsReady.enable is true: Kueue "
+                "evicts an admitted Workload whose PodsReady condition is not True within waitForPodsReady.timeout, "
+                "and without the rule the integration cannot tell when the pods of TrainingRun.v1.ml.example.com "
+                "have started: add podsReady, such as {condition: {type: Running, status: \"True\"}}, or set "
+                "waitForPodsReady.enable to false in both this file and Kueue's Configuration"}));
 }
 
 // Kueue's integrations.labelKeysToCopy, the same list for every kind; each key checked.

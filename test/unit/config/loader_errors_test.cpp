@@ -106,7 +106,7 @@ std::vector<Case> unknownKeysCases() {
        {"colour: unknown field: remove it; the fields accepted at the top level are apiVersion, kind, namespace, "
         "webhook, healthProbeBindAddress, metricsBindAddress, metricsSecure, metricsCertDir, leaderElection, "
         "clientConnection, "
-        "managedByDefaulting, dispatch, multiKueue, integrations, placement"}},
+        "managedByDefaulting, dispatch, multiKueue, integrations, placement, waitForPodsReady"}},
       {"not close, nested",
        adapterDoc("clientConnection: {timeout: 5s}\n"),
        {"clientConnection.timeout: unknown field: remove it; the fields accepted in clientConnection are qps, burst"}},

@@ -105,6 +105,8 @@ struct Given {
   std::optional<config::ActiveRule> active;                    // the kind's active rule
   int reconciles = 1;                           // passes over the same job, the error of the last one expected
   std::vector<config::PodSetRule> podSetRules;  // the kind's pod sets; empty: TrainingRun's one
+  std::optional<config::ActiveRule> podsReady;                 // the kind's podsReady rule
+  bool waitForPodsReady = false;
 };
 
 struct Seen {
@@ -241,6 +243,8 @@ class World {
     rules.deleteAfterDeactivatedByKueue = given.deleteAfterDeactivatedByKueue;
     rules.active = given.active;
     if (!given.podSetRules.empty()) rules.podSets = given.podSetRules;
+    rules.podsReady = given.podsReady;
+    rules.waitForPodsReady = given.waitForPodsReady;
     return jobkind::JobKind(trainingRuns().framework(), rules, false);
   }
 
@@ -901,6 +905,79 @@ std::vector<Case> activeWhilePodsRunCases() {
   };
 }
 MKA_TABLE_TEST(JobReconcilerTest, ActiveWhilePodsRun, Case, activeWhilePodsRunCases()) { runCase(testCase()); }
+
+// ---- step 17: waitForPodsReady (KUEUE-JOBFRAMEWORK scenario 44) -----------------------------
+
+// An admitted Workload whose PodsReady condition is `podsReady` (status/reason; none when empty).
+std::function<std::vector<json>(const json&)> admittedWith(const std::string& status = "",
+                                                           const std::string& reason = "") {
+  return [=](const json& job) {
+    json s = reserved(true);
+    if (!status.empty()) s["conditions"].push_back(condition("PodsReady", status, reason, "as it was"));
+    return std::vector<json>{ownWorkload(job, s)};
+  };
+}
+
+// The running job, its replicas running ("True") or not ("False"), with the kind's podsReady
+// rule (Running=True) and waitForPodsReady `on`.
+Given podsReadyGiven(const std::string& replicas, std::function<std::vector<json>(const json&)> workloads,
+                     bool on = true) {
+  Given g{withReplicas(kRunning, replicas), std::move(workloads)};
+  g.podsReady = kRunningCondition;
+  g.waitForPodsReady = on;
+  return g;
+}
+
+std::function<void(const Seen&)> podsReadyIs(const std::string& status, const std::string& reason,
+                                             const std::string& message) {
+  return [=](const Seen& seen) {
+    ASSERT_EQ(seen.workloads.size(), 1u);
+    const auto* c = conditionOf(seen.workloads[0], "PodsReady");
+    ASSERT_NE(c, nullptr) << seen.workloads[0].dump();
+    EXPECT_EQ(c->value("status", ""), status);
+    EXPECT_EQ(c->value("reason", ""), reason);
+    EXPECT_EQ(c->value("message", ""), message);
+  };
+}
+
+constexpr std::string_view kNotReady = "Not all pods are ready or succeeded";
+constexpr std::string_view kReady = "All pods reached readiness and the workload is running";
+constexpr std::string_view kRecovering = "At least one pod has failed, waiting for recovery";
+
+std::vector<Case> podsReadyCases() {
+  return {
+      {"not admitted: False/WaitForStart",
+       [] {
+         Given g = podsReadyGiven("False",
+                                  [](const json& job) { return std::vector<json>{ownWorkload(job, reserved(false))}; });
+         g.job = withReplicas(kSuspended, "False");
+         return g;
+       }(),
+       {{}, "", podsReadyIs("False", "WaitForStart", std::string(kNotReady))}},
+      {"admitted, the pods not started: False/WaitForStart",
+       podsReadyGiven("False", admittedWith()),
+       {{}, "", podsReadyIs("False", "WaitForStart", std::string(kNotReady))}},
+      {"admitted, the pods started: True/Started",
+       podsReadyGiven("True", admittedWith("False", "WaitForStart")),
+       {{}, "", podsReadyIs("True", "Started", std::string(kReady))}},
+      {"ready before, a pod failed: False/WaitForRecovery",
+       podsReadyGiven("False", admittedWith("True", "Started")),
+       {{}, "", podsReadyIs("False", "WaitForRecovery", std::string(kRecovering))}},
+      {"still recovering: unchanged",
+       podsReadyGiven("False", admittedWith("False", "WaitForRecovery")),
+       {{}, "", podsReadyIs("False", "WaitForRecovery", "as it was")}},
+      {"recovered: True/Recovered",
+       podsReadyGiven("True", admittedWith("False", "WaitForRecovery")),
+       {{}, "", podsReadyIs("True", "Recovered", std::string(kReady))}},
+      {"the same status and reason: not rewritten",
+       podsReadyGiven("True", admittedWith("True", "Started")),
+       {{}, "", podsReadyIs("True", "Started", "as it was")}},
+      {"waitForPodsReady off: no PodsReady condition",
+       podsReadyGiven("True", admittedWith(), false),
+       {{}, "", [](const Seen& seen) { EXPECT_EQ(conditionOf(seen.workloads.at(0), "PodsReady"), nullptr); }}},
+  };
+}
+MKA_TABLE_TEST(JobReconcilerTest, PodsReady, Case, podsReadyCases()) { runCase(testCase()); }
 
 // ---- §3.7: prebuilt Workloads (a MultiKueue worker's job copy) ------------------------------
 

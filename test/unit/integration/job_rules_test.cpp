@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "mka/integration/workload_builder.h"
+#include "support/table_test.h"
 
 namespace mka::integration {
 namespace {
@@ -104,6 +105,78 @@ TEST(JobRules, ActiveByAPhaseOrByAListOfPods) {
   // Without a rule: neither suspended nor finished.
   EXPECT_TRUE(isActive({{"spec", json::object()}}, inHouse()));
   EXPECT_FALSE(isActive({{"spec", {{"suspend", true}}}}, inHouse()));
+}
+
+struct PodsReadyRuleCase {
+  std::string name;
+  config::IntegratedFramework rules;
+  json job;
+  bool ready;
+};
+
+std::vector<PodsReadyRuleCase> podsReadyRuleCases() {
+  const auto argo = profile(kWorkflow);
+  const auto tekton = profile(kPipelineRun);
+  const auto run = [](const std::string& status, const std::string& reason) {
+    return json{{"status", {{"conditions", {{{"type", "Succeeded"}, {"status", status}, {"reason", reason}}}}}}};
+  };
+  return {
+      {"Argo: a queued Workflow reads Running, with no pod yet", argo, {{"status", {{"phase", "Running"}}}}, false},
+      {"Argo: a Pending pod has not started", argo, workflowWithPods("Pending", false), false},
+      {"Argo: a Running pod has", argo, workflowWithPods("Running", false), true},
+      {"Argo: a pod that ran, the Workflow suspended", argo, workflowWithPods("Succeeded", true), true},
+      {"Argo: a finished Workflow", argo, {{"status", {{"phase", "Error"}}}}, true},
+      {"Tekton: running", tekton, run("Unknown", "Running"), true},
+      {"Tekton: pending", tekton, run("Unknown", "PipelineRunPending"), false},
+      {"Tekton: started, its TaskRuns not created yet", tekton, run("Unknown", "Started"), false},
+      {"Tekton: finished, failed", tekton, run("False", "Failed"), true},
+      {"Tekton: no condition", tekton, json::object(), false},
+      {"no podsReady rule: only a finished job", inHouse(), {{"spec", json::object()}}, false},
+  };
+}
+
+// Kueue's PodsReady by the profiles' podsReady rules; a finished job counts as started.
+MKA_TABLE_TEST(JobRules, PodsReadyByTheRule, PodsReadyRuleCase, podsReadyRuleCases()) {
+  const auto& c = testCase();
+  EXPECT_EQ(podsReady(c.job, c.rules), c.ready);
+}
+
+struct PodsReadyConditionCase {
+  std::string name;
+  json workload;
+  bool ready;
+  PodsReadyCondition expected;
+};
+
+std::vector<PodsReadyConditionCase> podsReadyConditionCases() {
+  const auto workload = [](bool admitted, const std::string& status = "", const std::string& reason = "") {
+    json w = {{"status", {{"conditions", json::array()}}}};
+    if (admitted) w["status"]["conditions"].push_back({{"type", "Admitted"}, {"status", "True"}});
+    if (!status.empty())
+      w["status"]["conditions"].push_back({{"type", "PodsReady"}, {"status", status}, {"reason", reason}});
+    return w;
+  };
+  const PodsReadyCondition waitForStart{false, "WaitForStart", "Not all pods are ready or succeeded"};
+  const PodsReadyCondition started{true, "Started", "All pods reached readiness and the workload is running"};
+  const PodsReadyCondition recovered{true, "Recovered", "All pods reached readiness and the workload is running"};
+  const PodsReadyCondition recovering{false, "WaitForRecovery", "At least one pod has failed, waiting for recovery"};
+  return {
+      {"not admitted, even with the pods ready", workload(false, "True", "Started"), true, waitForStart},
+      {"admitted, not ready, no condition", workload(true), false, waitForStart},
+      {"admitted, not ready, waiting for the start", workload(true, "False", "WaitForStart"), false, waitForStart},
+      {"admitted, ready", workload(true, "False", "WaitForStart"), true, started},
+      {"ready, then not", workload(true, "True", "Started"), false, recovering},
+      {"still recovering", workload(true, "False", "WaitForRecovery"), false, recovering},
+      {"recovered", workload(true, "False", "WaitForRecovery"), true, recovered},
+      {"recovered, then not", workload(true, "True", "Recovered"), false, recovering},
+      {"recovered stays Recovered", workload(true, "True", "Recovered"), true, recovered},
+  };
+}
+
+// Kueue's generatePodsReadyCondition (KUEUE-JOBFRAMEWORK.md §1.3, scenario 44).
+MKA_TABLE_TEST(JobRules, ThePodsReadyCondition, PodsReadyConditionCase, podsReadyConditionCases()) {
+  const auto& c = testCase();
+  EXPECT_EQ(podsReadyCondition(c.workload, c.ready), c.expected);
 }
 
 json admitted(const json& checks) {

@@ -30,14 +30,18 @@ using namespace fixture;
 
 class SingleCluster : public ::testing::Test {
  protected:
-  SingleCluster()
+  static constexpr std::chrono::seconds kReadmitDelay{60};
+
+  explicit SingleCluster(standin::KueueStandIn::Options kueueOptions = {.role = standin::KueueStandIn::Role::Worker,
+                                                                        .readmitDelay = kReadmitDelay},
+                         standin::JobControllerStandIn::Options runnerOptions = {.runTime = std::chrono::seconds{10}})
       : cluster(sandbox.addCluster(
             {.name = "single",
              .crdFiles = {kCrds / "kueue.x-k8s.io_workloads.yaml", kCrds / "kueue.x-k8s.io_resourceflavors.yaml",
                           kCrds / "kueue.x-k8s.io_clusterqueues.yaml", kCrds / "kueue.x-k8s.io_localqueues.yaml",
                           kCrds / "argoproj.io_workflows.minimal.yaml", kTrainingRunCrd}})),
-        kueue(cluster.api(), clock, {.role = standin::KueueStandIn::Role::Worker, .readmitDelay = kReadmitDelay}),
-        runner(cluster.api(), clock, {.runTime = std::chrono::seconds{10}}) {
+        kueue(cluster.api(), clock, std::move(kueueOptions)),
+        runner(cluster.api(), clock, std::move(runnerOptions)) {
     cluster.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
     // One flavor for CPU, whose pods go to on-demand nodes.
     cluster.api().create({"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "", ""},
@@ -68,12 +72,23 @@ class SingleCluster : public ::testing::Test {
     runner.start();
   }
 
-  std::unique_ptr<IntegrationController> startIntegration(IntegrationController::Options options = {}) {
+  // `change` changes each kind's rules (TrainingRun's as trainingRuns() has them, Workflow's
+  // profile) as the test needs.
+  std::unique_ptr<IntegrationController> startIntegration(
+      IntegrationController::Options options = {},
+      const std::function<void(config::IntegratedFramework&)>& change = nullptr) {
     const api::GroupVersionKind workflowGvk{"argoproj.io", "v1alpha1", "Workflow"};
-    jobkind::JobKind workflows(config::ExternalFramework{"Workflow.v1alpha1.argoproj.io", workflowGvk, {}, false},
-                               *config::integrationProfile(workflowGvk), false);
-    auto controller = std::make_unique<IntegrationController>(
-        *client, std::vector<jobkind::JobKind>{trainingRuns(), std::move(workflows)}, clock, std::move(options));
+    std::vector<jobkind::JobKind> kinds{
+        trainingRuns(),
+        jobkind::JobKind(config::ExternalFramework{"Workflow.v1alpha1.argoproj.io", workflowGvk, {}, false},
+                         *config::integrationProfile(workflowGvk), false)};
+    for (auto& kind : kinds) {
+      if (!change) break;
+      auto rules = *kind.integration();
+      change(rules);
+      kind = jobkind::JobKind(kind.framework(), rules, false);
+    }
+    auto controller = std::make_unique<IntegrationController>(*client, std::move(kinds), clock, std::move(options));
     controller->start(std::chrono::seconds{30});
     return controller;
   }
@@ -112,8 +127,6 @@ class SingleCluster : public ::testing::Test {
         times += event.value("count", 1);
     return times;
   }
-
-  static constexpr std::chrono::seconds kReadmitDelay{60};
 
   FakeClock clock;
   sandbox::Sandbox sandbox{clock};
@@ -245,6 +258,157 @@ TEST_F(SingleCluster, AWorkflowRunsWithItsFlavorInTheWorkflowWideNodeSelector) {
 // Workflow is stopped at once, but its Workload keeps the quota until its pod node says the pod
 // ended, and only then does Kueue admit the next Workflow onto that capacity (Kueue's IsActive,
 // KUEUE-JOBFRAMEWORK.md §4.2 step 18). Everything runs on the fake clock.
+// Kueue with waitForPodsReady (a 5-minute timeout, a 60 s backoff base), beside a TrainingRun
+// controller whose replicas stay Pending while `noNode` holds: nothing can schedule them.
+class SingleClusterWaitingForPodsReady : public SingleCluster {
+ protected:
+  static constexpr std::chrono::minutes kTimeout{5};
+  static constexpr std::chrono::seconds kBackoff{60};
+
+  SingleClusterWaitingForPodsReady()
+      : SingleCluster(
+            {.role = standin::KueueStandIn::Role::Worker,
+             .readmitDelay = kReadmitDelay,
+             .waitForPodsReady = standin::KueueStandIn::WaitForPodsReady{kTimeout, std::nullopt, kBackoff.count()}},
+            {.runTime = std::chrono::seconds{10}, .podsPending = [this](const json&) { return noNode.load(); }}) {}
+  ~SingleClusterWaitingForPodsReady() override { runner.stop(); }  // before noNode goes
+
+  // The integration, with TrainingRun's podsReady rule (its Running condition) and
+  // waitForPodsReady on.
+  std::unique_ptr<IntegrationController> startWaitingIntegration() {
+    return startIntegration({}, [](config::IntegratedFramework& rules) {
+      if (!rules.podsReady)  // the Workflow profile has its own
+        rules.podsReady = config::ActiveRule{
+            .type = config::ActiveRule::Type::Condition, .conditionType = "Running", .conditionStatus = "True"};
+      rules.waitForPodsReady = true;
+    });
+  }
+  json workload() { return workloads().at(0); }
+  std::string podsReady() {
+    const auto all = workloads();
+    const auto* c = all.empty() ? nullptr : api::findCondition(all[0], "PodsReady");
+    return c == nullptr ? "" : c->value("status", "") + "/" + c->value("reason", "");
+  }
+
+  std::atomic<bool> noNode{true};
+};
+
+// KUEUE-JOBFRAMEWORK scenario 44 end to end: the job's pods never start, so its Workload stays
+// PodsReady=False; Kueue evicts it after the timeout, the integration stops the job (its
+// Pending replicas go) and releases it; once nodes are there it is readmitted after the backoff,
+// runs, becomes PodsReady, and finishes: its pods ran exactly once.
+TEST_F(SingleClusterWaitingForPodsReady, AJobWhosePodsNeverStartIsRequeuedAfterTheTimeoutAndRunsOnce) {
+  auto integration = startWaitingIntegration();
+  createJob();
+  ASSERT_TRUE(test::eventually([&] { return !job()["spec"].value("suspend", false); })) << job().dump();
+  ASSERT_TRUE(test::eventually([&] { return podsReady() == "False/WaitForStart" && kueue.idle(); }))
+      << workload().dump();
+  EXPECT_EQ(api::findCondition(workload(), "PodsReady")->value("message", ""), "Not all pods are ready or succeeded");
+  EXPECT_EQ(runner.starts("team-a/train"), 0) << "its replicas are Pending";
+
+  // A second early: nothing happens. At the timeout: evicted, stopped, released.
+  clock.advance(kTimeout - std::chrono::seconds{1});
+  kueue.poke();
+  ASSERT_TRUE(test::eventually([&] { return kueue.idle(); }));
+  EXPECT_FALSE(api::isEvicted(workload()));
+  clock.advance(std::chrono::seconds{1});
+  kueue.poke();
+  ASSERT_TRUE(test::eventually([&] {
+    const auto* requeued = api::findCondition(workload(), "Requeued");
+    return requeued != nullptr && !api::hasQuotaReservation(workload()) && job()["spec"].value("suspend", false);
+  })) << workload().dump();
+  const json evicted = workload();
+  const auto* eviction = api::findCondition(evicted, "Evicted");
+  EXPECT_EQ(eviction->value("reason", ""), "PodsReadyTimeout");
+  EXPECT_EQ(eviction->value("message", ""),
+            "Exceeded the PodsReady timeout team-a/" + evicted["metadata"].value("name", ""));
+  EXPECT_EQ(api::findCondition(evicted, "Requeued")->value("status", ""), "False");
+  EXPECT_EQ(api::findCondition(evicted, "Requeued")->value("reason", ""), "PodsReadyTimeout");
+  EXPECT_EQ(evicted["status"]["requeueState"]["count"], 1);
+  ASSERT_TRUE(test::eventually([&] { return job()["status"].value("activeReplicas", -1) == 0; }))
+      << "the Pending replicas deleted: " << job().dump();
+
+  // Nodes appear; at requeueAt (the backoff, also the stand-in's readmitDelay) it is readmitted
+  // and runs.
+  noNode = false;
+  ASSERT_TRUE(test::eventually([&] { return kueue.idle(); }));
+  EXPECT_FALSE(api::hasQuotaReservation(workload())) << "not before requeueAt";
+  clock.advance(kBackoff);
+  kueue.poke();
+  ASSERT_TRUE(test::eventually([&] { return runner.running() == 1; })) << workload().dump();
+  ASSERT_TRUE(test::eventually([&] { return podsReady() == "True/Started"; })) << workload().dump();
+  EXPECT_EQ(api::findCondition(workload(), "Requeued")->value("reason", ""), "BackoffFinished");
+
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] {
+    const auto all = workloads();
+    return all.size() == 1 && api::isFinished(all[0]) && !all[0]["metadata"].contains("finalizers");
+  })) << workload().dump();
+  EXPECT_EQ(api::findCondition(workload(), "Finished")->value("reason", ""), "Succeeded");
+  EXPECT_EQ(runner.starts("team-a/train"), 1) << "its pods ran exactly once";
+  EXPECT_EQ(trainEvents("Started"), 2) << "resumed twice: " << ::testing::PrintToString(eventsAbout("train"));
+  EXPECT_EQ(trainEvents("Stopped"), 1) << ::testing::PrintToString(eventsAbout("train"));
+  EXPECT_EQ(workloads().size(), 1u) << "one Workload throughout";
+  EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+}
+
+// The same with a Workflow: suspending it deletes no pod, so its Pending pod keeps the
+// Workload's reservation after the PodsReadyTimeout eviction (the profile's active rule, as
+// Kueue's IsActive); once a node is there the pod runs, suspended, and ends; the reservation is
+// released, the Workload readmitted at requeueAt and the Workflow resumed ends: one pod run.
+TEST_F(SingleClusterWaitingForPodsReady, AWorkflowWhosePodCannotStartKeepsItsQuotaUntilThePodHasRun) {
+  standin::JobControllerStandIn argo(cluster.api(), clock,
+                                     {.style = standin::JobControllerStandIn::Style::Argo,
+                                      .podsPending = [this](const json&) { return noNode.load(); }});
+  argo.start();
+  auto integration = startWaitingIntegration();
+  sandbox::ResourceRef wf{"argoproj.io", "v1alpha1", "workflows", "team-a", "", ""};
+  cluster.api().create(wf, {{"apiVersion", "argoproj.io/v1alpha1"},
+                            {"kind", "Workflow"},
+                            {"metadata", {{"name", "one"}, {"labels", {{"kueue.x-k8s.io/queue-name", "lq"}}}}},
+                            {"spec", {{"suspend", true}, {"entrypoint", "main"}}}});
+  wf.name = "one";
+  const auto podPhase = [&] {
+    return cluster.api()
+        .get(wf)
+        .value("status", json::object())
+        .value("nodes", json::object())
+        .value("one", json::object())
+        .value("phase", "");
+  };
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Pending" && podsReady() == "False/WaitForStart"; }))
+      << cluster.api().get(wf).dump();
+  ASSERT_TRUE(test::eventually([&] { return kueue.idle() && integration->idle(); }));
+
+  clock.advance(kTimeout);
+  kueue.poke();
+  ASSERT_TRUE(test::eventually([&] {
+    return api::isEvicted(workload()) && cluster.api().get(wf)["spec"].value("suspend", false) && integration->idle();
+  })) << workload().dump();
+  EXPECT_EQ(api::findCondition(workload(), "Evicted")->value("reason", ""), "PodsReadyTimeout");
+  EXPECT_TRUE(api::hasQuotaReservation(workload())) << "its Pending pod may still run";
+  EXPECT_EQ(podPhase(), "Pending") << "suspending deletes no pod";
+
+  noNode = false;
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Running"; }));
+  EXPECT_EQ(argo.starts("team-a/one"), 1);
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Succeeded" && !api::hasQuotaReservation(workload()); }))
+      << workload().dump();
+  EXPECT_EQ(api::findCondition(workload(), "Requeued")->value("reason", ""), "PodsReadyTimeout");
+
+  clock.advance(kBackoff);
+  kueue.poke();
+  ASSERT_TRUE(test::eventually([&] {
+    const auto all = workloads();
+    return all.size() == 1 && api::isFinished(all[0]) && !all[0]["metadata"].contains("finalizers");
+  })) << workload().dump();
+  EXPECT_EQ(cluster.api().get(wf)["status"].value("phase", ""), "Succeeded");
+  EXPECT_EQ(argo.starts("team-a/one"), 1) << "its pod ran once";
+  EXPECT_EQ(workload()["status"]["requeueState"]["count"], 1);
+  EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+}
+
 TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
   standin::JobControllerStandIn argo(cluster.api(), clock, {.style = standin::JobControllerStandIn::Style::Argo});
   argo.start();

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+
 #include "mka/common/clock.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
@@ -29,17 +32,30 @@ class JobControllerStandInTest : public ::testing::Test {
   ~JobControllerStandInTest() override {
     if (controller) controller->stop();
   }
-  void start(Style style) {
+  void start(Style style, std::function<bool(const json&)> podsPending = nullptr) {
     controller = std::make_unique<JobControllerStandIn>(
         api, clock,
-        JobControllerStandIn::Options{
-            .style = style, .runTime = std::chrono::seconds{10}, .pollInterval = std::chrono::milliseconds{2}});
+        JobControllerStandIn::Options{.style = style,
+                                      .runTime = std::chrono::seconds{10},
+                                      .pollInterval = std::chrono::milliseconds{2},
+                                      .podsPending = std::move(podsPending)});
     controller->start();
   }
   json get(const ResourceRef& ref, const std::string& name) {
     auto r = ref;
     r.name = name;
     return api.get(r);
+  }
+  // TrainingRun "t" of `replicas`, its pods Pending while the flag returned holds (shared: it
+  // outlives the controller's thread).
+  std::shared_ptr<std::atomic<bool>> startWithPendingPods(int replicas) {
+    auto noNode = std::make_shared<std::atomic<bool>>(true);
+    api.create(trainings, {{"apiVersion", "ml.example.com/v1"},
+                           {"kind", "TrainingRun"},
+                           {"metadata", {{"name", "t"}}},
+                           {"spec", {{"replicas", replicas}, {"template", json::object()}}}});
+    start(Style::InHouse, [noNode](const json&) { return noNode->load(); });
+    return noNode;
   }
   json status(const ResourceRef& ref, const std::string& name) {
     return get(ref, name).value("status", json::object());
@@ -72,11 +88,12 @@ class JobControllerStandInTest : public ::testing::Test {
   std::unique_ptr<JobControllerStandIn> controller;
 };
 
-json succeeded(const json& job) {
+json condition(const json& job, const std::string& type) {
   for (const auto& c : job.value("status", json::object()).value("conditions", json::array()))
-    if (c["type"] == "Succeeded") return c;
+    if (c["type"] == type) return c;
   return nullptr;
 }
+json succeeded(const json& job) { return condition(job, "Succeeded"); }
 
 TEST_F(JobControllerStandInTest, TektonRunsWhatIsNotPendingOrAManagersCopy) {
   const auto run = [](const std::string& name, const json& spec) {
@@ -176,6 +193,32 @@ TEST_F(JobControllerStandInTest, ASuspendedWorkflowsPodRunsUntilItsStepEndsAndNo
   EXPECT_EQ(phaseOf("etl"), "Succeeded");
 }
 
+// A Workflow pod nothing can schedule: its Pod node reads Pending, which is no start; a
+// suspension deletes no pod, so it runs once it can be scheduled, suspended or not.
+TEST_F(JobControllerStandInTest, AWorkflowPodThatCannotBeScheduledStaysPendingSuspendedOrNot) {
+  auto noNode = std::make_shared<std::atomic<bool>>(true);  // outlives the controller's thread
+  api.create(flows, {{"apiVersion", "argoproj.io/v1alpha1"},
+                     {"kind", "Workflow"},
+                     {"metadata", {{"name", "wf"}}},
+                     {"spec", {{"entrypoint", "main"}}}});
+  start(Style::Argo, [noNode](const json&) { return noNode->load(); });
+  const auto podPhase = [&] {
+    return status(flows, "wf").value("nodes", json::object()).value("wf", json::object()).value("phase", "");
+  };
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Pending"; })) << status(flows, "wf").dump();
+  EXPECT_FALSE(status(flows, "wf")["nodes"]["wf"].contains("startedAt"));
+  clock.advance(std::chrono::minutes{10});
+  EXPECT_EQ(controller->starts("default/wf"), 0);
+
+  edit(flows, "wf", [](json& job) { job["spec"]["suspend"] = true; });
+  *noNode = false;
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Running"; })) << "scheduled while suspended";
+  EXPECT_EQ(controller->starts("default/wf"), 1);
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Succeeded"; })) << status(flows, "wf").dump();
+  EXPECT_EQ(status(flows, "wf").value("phase", ""), "Running") << "suspended: it ends once resumed";
+}
+
 TEST_F(JobControllerStandInTest, AnInHouseRunStartsOverAfterASuspension) {
   api.create(trainings, {{"apiVersion", "ml.example.com/v1"},
                          {"kind", "TrainingRun"},
@@ -188,9 +231,44 @@ TEST_F(JobControllerStandInTest, AnInHouseRunStartsOverAfterASuspension) {
   clock.advance(std::chrono::seconds{10});
   edit(trainings, "t", [](json& job) { job["spec"].erase("suspend"); });
   ASSERT_TRUE(test::eventually([&] { return controller->starts("default/t") == 2; }));
-  EXPECT_FALSE(status(trainings, "t").contains("conditions")) << "the run started over";
+  EXPECT_EQ(succeeded(get(trainings, "t")), nullptr) << "the run started over";
+  EXPECT_EQ(condition(get(trainings, "t"), "Running")["status"], "True");
   clock.advance(std::chrono::seconds{10});
   ASSERT_TRUE(test::eventually([&] { return succeeded(get(trainings, "t"))["status"] == "True"; }));
+}
+
+// Pods nothing can schedule (the scheduler's doing, modelled by Options::podsPending): the
+// replicas exist but do not run, the run time does not pass and no start is counted; a
+// suspension deletes them; once they can be scheduled they run.
+TEST_F(JobControllerStandInTest, AnInHouseRunWhosePodsStayPendingDoesNotStart) {
+  const auto noNode = startWithPendingPods(2);
+  ASSERT_TRUE(test::eventually([&] { return condition(get(trainings, "t"), "Running")["reason"] == "PodsPending"; }));
+  EXPECT_EQ(status(trainings, "t").value("activeReplicas", 0), 2) << "created, Pending";
+  EXPECT_EQ(condition(get(trainings, "t"), "Running")["status"], "False");
+  clock.advance(std::chrono::minutes{10});
+  EXPECT_EQ(controller->starts("default/t"), 0);
+  EXPECT_EQ(succeeded(get(trainings, "t")), nullptr) << "Pending pods do not run";
+
+  edit(trainings, "t", [](json& job) { job["spec"]["suspend"] = true; });
+  ASSERT_TRUE(test::eventually([&] { return status(trainings, "t").value("activeReplicas", -1) == 0; }));
+  EXPECT_EQ(condition(get(trainings, "t"), "Running")["reason"], "Suspended");
+
+  *noNode = false;
+  edit(trainings, "t", [](json& job) { job["spec"].erase("suspend"); });
+  ASSERT_TRUE(test::eventually([&] { return condition(get(trainings, "t"), "Running")["status"] == "True"; }));
+  EXPECT_EQ(controller->starts("default/t"), 1);
+  clock.advance(std::chrono::seconds{10});
+  ASSERT_TRUE(test::eventually([&] { return succeeded(get(trainings, "t"))["status"] == "True"; }));
+  EXPECT_EQ(controller->starts("default/t"), 1);
+}
+
+// Pending replicas that can be scheduled later run then, without any change to the job.
+TEST_F(JobControllerStandInTest, PendingReplicasRunOnceTheyCanBeScheduled) {
+  const auto noNode = startWithPendingPods(1);
+  ASSERT_TRUE(test::eventually([&] { return condition(get(trainings, "t"), "Running")["reason"] == "PodsPending"; }));
+  *noNode = false;
+  ASSERT_TRUE(test::eventually([&] { return condition(get(trainings, "t"), "Running")["status"] == "True"; }));
+  EXPECT_EQ(controller->starts("default/t"), 1);
 }
 
 }  // namespace

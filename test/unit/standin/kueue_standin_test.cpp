@@ -321,6 +321,53 @@ class KueueStandInTest : public ::testing::Test {
     return nullptr;
   }
 
+  // What the job integration does once the job of a Workload evicted by Kueue has stopped:
+  // Requeued=False with the eviction's reason, the reservation released (jobframework step 18).
+  void releaseAfterEviction(const std::string& wlName) {
+    ASSERT_TRUE(mka::test::eventually([&] {
+      auto wl = api.get(wlRef(wlName));
+      const auto evicted = conditionOf(wl, "Evicted");
+      json conditions = json::array();
+      for (auto c : wl["status"]["conditions"]) {
+        if (c["type"] == "Requeued") continue;
+        if (c["type"] == "QuotaReserved") c.update({{"status", "False"}, {"reason", "PendingEvaluation"}});
+        if (c["type"] == "Admitted") c.update({{"status", "False"}, {"reason", "NoReservation"}});
+        conditions.push_back(c);
+      }
+      conditions.push_back({{"type", "Requeued"},
+                            {"status", "False"},
+                            {"reason", evicted["reason"]},
+                            {"message", evicted["message"]},
+                            {"lastTransitionTime", api.now()}});
+      wl["status"]["conditions"] = conditions;
+      wl["status"].erase("admission");
+      return writeStatus(wlName, wl);
+    }));
+  }
+  // What the job integration writes while waitForPodsReady is on.
+  void setPodsReady(const std::string& wlName, const std::string& status, const std::string& reason) {
+    ASSERT_TRUE(mka::test::eventually([&] {
+      auto wl = api.get(wlRef(wlName));
+      auto& conditions = wl["status"]["conditions"];
+      for (auto it = conditions.begin(); it != conditions.end(); ++it)
+        if ((*it)["type"] == "PodsReady") {
+          conditions.erase(it);
+          break;
+        }
+      conditions.push_back({{"type", "PodsReady"},
+                            {"status", status},
+                            {"reason", reason},
+                            {"message", "as the job integration wrote it"},
+                            {"lastTransitionTime", api.now()}});
+      return writeStatus(wlName, wl);
+    }));
+  }
+  // Moves the clock on and lets the stand-in look at it.
+  void advance(std::chrono::seconds by) {
+    clock.advance(by);
+    kueue->poke();
+  }
+
   FakeClock clock;
   ResourceRegistry registry;
   ObjectStore store;
@@ -513,7 +560,7 @@ TEST_F(KueueStandInTest, ManagerDeactivatesOnRejected) {
   ASSERT_TRUE(settled());
   const auto wl = *workload("wl-1");
   EXPECT_EQ(wl["spec"]["active"], false);
-  EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "Deactivated");
+  EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "DeactivatedDueToAdmissionCheck");
   EXPECT_EQ(conditionOf(wl, "DeactivationTarget")["message"],
             "AdmissionCheck in Rejected state: \"multikueue\" (No multikueue adapter found)");
   EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the job integration's to release";
@@ -1071,6 +1118,138 @@ TEST_F(KueueStandInTest, AGatedWorkloadPreemptsOnceItsGateOpens) {
   EXPECT_EQ(high["status"]["preemptionGates"][0]["position"], "Open") << "closed again only by an eviction";
   const auto low = *workload("low");
   EXPECT_EQ(conditionOf(low, "QuotaReserved")["reason"], "WaitingForQuota") << "no one of lower priority to preempt";
+}
+
+// ---- waitForPodsReady (Kueue's core workload controller) ------------------------------------
+
+struct PodsReadyTimeoutCase {
+  std::string name;
+  KueueStandIn::WaitForPodsReady settings;
+  std::vector<int> backoffs;  // seconds, of each PodsReadyTimeout eviction in turn
+  bool deactivatedAtLast = false;
+};
+
+std::vector<PodsReadyTimeoutCase> podsReadyTimeoutCases() {
+  using std::chrono::seconds;
+  return {
+      {"the backoff doubles from its base, then the limit deactivates",
+       {seconds{60}, std::nullopt, 10, 3600, 3},
+       {10, 20, 40},
+       true},
+      {"the backoff is capped by its maximum", {seconds{60}, std::nullopt, 10, 25, 3}, {10, 20, 25}, true},
+      {"a limit of 0 deactivates at the first timeout", {seconds{60}, std::nullopt, 10, 3600, 0}, {}, true},
+      {"no limit: requeued again and again", {seconds{60}, std::nullopt, 60, 3600, std::nullopt}, {60, 120, 240}},
+  };
+}
+
+// An admitted Workload that never becomes PodsReady (nothing writes the condition) is evicted
+// `timeout` after its admission with Kueue's reason, message and requeue state, reserved again
+// only at requeueAt, and deactivated once the requeuing limit is exceeded.
+MKA_TABLE_TEST_F(KueueStandInTest, PodsReadyTimeout, PodsReadyTimeoutCase, podsReadyTimeoutCases()) {
+  const auto& c = testCase();
+  auto options = worker();
+  options.waitForPodsReady = c.settings;
+  createQueues({});
+  start(options);
+  createWorkload("wl-1", json::object(), json::array());
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Admitted", "True"));
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(c.settings.timeout);
+  for (std::size_t i = 0; i < c.backoffs.size(); ++i) {
+    SCOPED_TRACE("eviction " + std::to_string(i + 1));
+    ASSERT_TRUE(settled());
+    advance(timeout - std::chrono::seconds{1});
+    ASSERT_TRUE(settled());
+    EXPECT_NE(conditionStatus(*workload("wl-1"), "Evicted"), "True") << "not timed out yet";
+    advance(std::chrono::seconds{1});
+    ASSERT_TRUE(eventuallyCondition("wl-1", "Evicted", "True"));
+    ASSERT_TRUE(settled());
+    auto wl = *workload("wl-1");
+    EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "PodsReadyTimeout");
+    EXPECT_EQ(conditionOf(wl, "Evicted")["message"], "Exceeded the PodsReady timeout default/wl-1");
+    EXPECT_EQ(wl["status"]["requeueState"]["count"], i + 1);
+    const auto backoff = std::chrono::seconds{c.backoffs[i]};
+    EXPECT_EQ(wl["status"]["requeueState"]["requeueAt"], toRfc3339(clock.now() + backoff));
+    EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the job integration's to release";
+
+    releaseAfterEviction("wl-1");
+    advance(backoff - std::chrono::seconds{1});
+    ASSERT_TRUE(settled());
+    EXPECT_EQ(conditionStatus(*workload("wl-1"), "QuotaReserved"), "False") << "before requeueAt";
+    advance(std::chrono::seconds{1});
+    ASSERT_TRUE(eventuallyCondition("wl-1", "Admitted", "True")) << "at requeueAt";
+    ASSERT_TRUE(settled());
+    wl = *workload("wl-1");
+    EXPECT_EQ(conditionOf(wl, "Requeued")["status"], "True");
+    EXPECT_EQ(conditionOf(wl, "Requeued")["reason"], "BackoffFinished");
+    EXPECT_EQ(conditionOf(wl, "Requeued")["message"], "The workload backoff was finished");
+    EXPECT_FALSE(wl["status"]["requeueState"].contains("requeueAt"));
+    EXPECT_EQ(wl["status"]["requeueState"]["count"], i + 1);
+  }
+  ASSERT_TRUE(settled());
+  advance(timeout);
+  if (!c.deactivatedAtLast) {
+    ASSERT_TRUE(eventuallyCondition("wl-1", "Evicted", "True"));
+    ASSERT_TRUE(settled());
+    EXPECT_EQ(conditionOf(*workload("wl-1"), "Evicted")["reason"], "PodsReadyTimeout");
+    return;
+  }
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Evicted", "True"));
+  ASSERT_TRUE(settled());
+  const auto wl = *workload("wl-1");
+  EXPECT_EQ(wl["spec"]["active"], false);
+  EXPECT_EQ(conditionOf(wl, "DeactivationTarget")["reason"], "RequeuingLimitExceeded");
+  EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "DeactivatedDueToRequeuingLimitExceeded");
+  EXPECT_EQ(conditionOf(wl, "Evicted")["message"],
+            "The workload is deactivated due to exceeding the maximum number of re-queuing retries");
+  EXPECT_FALSE(wl["status"].contains("requeueState")) << "cleared on deactivation";
+}
+
+struct PodsReadyClockCase {
+  std::string name;
+  std::optional<std::chrono::seconds> recoveryTimeout;
+  std::string status, reason;       // the PodsReady condition written 10s after admission
+  std::optional<int> evictedAfter;  // seconds after that write; nullopt: never
+};
+
+std::vector<PodsReadyClockCase> podsReadyClockCases() {
+  using std::chrono::seconds;
+  return {
+      {"ready: no timeout", std::nullopt, "True", "Started", std::nullopt},
+      {"recovered: no timeout", std::nullopt, "True", "Recovered", std::nullopt},
+      {"waiting for the start: timed from the admission", std::nullopt, "False", "WaitForStart", 50},
+      {"recovering: recoveryTimeout from PodsReady's transition", seconds{30}, "False", "WaitForRecovery", 30},
+      {"recovering, no recoveryTimeout: the timeout from PodsReady's transition", std::nullopt, "False",
+       "WaitForRecovery", 60},
+      {"recovering with recoveryTimeout 0s: never", seconds{0}, "False", "WaitForRecovery", std::nullopt},
+  };
+}
+
+// Which clock the timeout runs on: from the Admitted transition while the pods have not started,
+// from PodsReady's transition while they recover; none while PodsReady is True.
+MKA_TABLE_TEST_F(KueueStandInTest, PodsReadyTimeoutClock, PodsReadyClockCase, podsReadyClockCases()) {
+  const auto& c = testCase();
+  auto options = worker();
+  options.waitForPodsReady = KueueStandIn::WaitForPodsReady{std::chrono::seconds{60}, c.recoveryTimeout};
+  createQueues({});
+  start(options);
+  createWorkload("wl-1", json::object(), json::array());
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Admitted", "True"));
+  ASSERT_TRUE(settled());
+  advance(std::chrono::seconds{10});
+  setPodsReady("wl-1", c.status, c.reason);
+  ASSERT_TRUE(settled());
+  if (!c.evictedAfter) {
+    advance(std::chrono::hours{2});
+    ASSERT_TRUE(settled());
+    EXPECT_NE(conditionStatus(*workload("wl-1"), "Evicted"), "True");
+    return;
+  }
+  advance(std::chrono::seconds{*c.evictedAfter - 1});
+  ASSERT_TRUE(settled());
+  EXPECT_NE(conditionStatus(*workload("wl-1"), "Evicted"), "True") << "a second early";
+  advance(std::chrono::seconds{1});
+  ASSERT_TRUE(eventuallyCondition("wl-1", "Evicted", "True"));
+  EXPECT_EQ(conditionOf(*workload("wl-1"), "Evicted")["reason"], "PodsReadyTimeout");
 }
 
 }  // namespace
