@@ -379,7 +379,10 @@ struct JobControllerStandIn::Impl {
   // next step group starts, or, every step done, the Workflow ends.
   void argoStep(const json& job, const std::string& key, const std::string& run, bool suspended) {
     const std::string name = job["metadata"].value("name", "");
-    const std::string stamp = toRfc3339(clock.now());
+    // One instant for the pass: a pod's run is timed from the startedAt it is written with, even
+    // if the clock moves before the write returns.
+    const auto now = clock.now();
+    const std::string stamp = toRfc3339(now);
     const auto runTime = std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime);
     const ArgoPlan plan = argoPlan(job);
     json status = job.value("status", json::object());
@@ -411,7 +414,7 @@ struct JobControllerStandIn::Impl {
         node["phase"] = "Running";
         node["startedAt"] = stamp;
       }
-      if (writeStatus(job, status)) podsStarted(key, run, done == 0);
+      if (writeStatus(job, status)) podsStarted(key, run, done == 0, now);
       return;
     }
     if (done < plan.groups.size() && groupPhase(done) == "Running") {
@@ -486,17 +489,17 @@ struct JobControllerStandIn::Impl {
       pendingPods.insert(key);
       return;
     }
-    podsStarted(key, run, done == 0);
+    podsStarted(key, run, done == 0, now);
   }
 
-  // A step group's pods of Workflow `key` started running now; the first group's is its start.
-  void podsStarted(const std::string& key, const std::string& run, bool first) {
+  // A step group's pods of Workflow `key` started running at `at`; the first group's is its start.
+  void podsStarted(const std::string& key, const std::string& run, bool first, Clock::TimePoint at) {
     {
       std::lock_guard lock(mutex);
-      runningSince[run] = clock.now();
+      runningSince[run] = at;
       if (first) ++starts[key];
     }
-    dueAt.insert({clock.now() + std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime), key});
+    dueAt.insert({at + std::chrono::duration_cast<Clock::TimePoint::duration>(options.runTime), key});
   }
 
   // What the controller does with one job as it is now.

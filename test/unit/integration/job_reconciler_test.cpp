@@ -105,7 +105,7 @@ struct Given {
   std::optional<config::ActiveRule> active;                    // the kind's active rule
   int reconciles = 1;                           // passes over the same job, the error of the last one expected
   std::vector<config::PodSetRule> podSetRules;  // the kind's pod sets; empty: TrainingRun's one
-  std::optional<config::ActiveRule> podsReady;                 // the kind's podsReady rule
+  std::optional<config::ActiveRule> podsReady;  // the kind's podsReady rule
   bool waitForPodsReady = false;
 };
 

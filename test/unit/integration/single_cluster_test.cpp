@@ -390,8 +390,7 @@ TEST_F(SingleClusterWaitingForPodsReady, AWorkflowWhosePodCannotStartKeepsItsQuo
   EXPECT_EQ(podPhase(), "Pending") << "suspending deletes no pod";
 
   noNode = false;
-  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Running"; }));
-  EXPECT_EQ(argo.starts("team-a/one"), 1);
+  ASSERT_TRUE(test::eventually([&] { return podPhase() == "Running" && argo.starts("team-a/one") == 1; }));
   clock.advance(std::chrono::seconds{10});
   ASSERT_TRUE(test::eventually([&] { return podPhase() == "Succeeded" && !api::hasQuotaReservation(workload()); }))
       << workload().dump();
