@@ -218,7 +218,15 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     // tekton-kueue's rules, so that either can serve a cluster.
     f.suspend = FieldValue{"spec.status", "PipelineRunPending"};
     f.stop = FieldValue{"spec.status", "StoppedRunFinally"};
-    f.podSets = {PodSetRule{"pod-set-1", PodSetCount{"", 1, 1}, ""}};
+    // Tekton gives each TaskRun the run's labels and annotations (and spec.taskRunTemplate's
+    // podTemplate), and each pod its TaskRun's; its PodTemplate has no metadata of its own.
+    // Tekton's webhook refuses any change to a run's spec but spec.status, pending or not
+    // (PipelineRunSpec.ValidateUpdate), so the admission's node labels and tolerations cannot be
+    // written: the run must carry them in its podTemplate from creation.
+    PodFieldPaths fields{"metadata.labels", "metadata.annotations", "spec.taskRunTemplate.podTemplate.nodeSelector",
+                         "spec.taskRunTemplate.podTemplate.tolerations"};
+    fields.specImmutable = true;
+    f.podSets = {PodSetRule{"pod-set-1", PodSetCount{"", 1, 1}, "", fields}};
     f.podSetsFrom = PodSetsFrom::TektonAnnotations;
     FinishedRule finished;
     finished.type = FinishedRule::Type::Condition;

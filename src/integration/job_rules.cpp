@@ -59,6 +59,69 @@ json& fieldOrEmpty(json& job, const std::string& path, const json& empty) {
   return *fieldAt(job, path);
 }
 
+constexpr std::string_view kPodSetUpdateError = "invalid admission check PodSetUpdate: ";
+
+// Whether a start may not write `path` (a field below the spec of a kind whose spec is fixed).
+bool fixedPath(const config::PodFieldPaths& paths, const std::string& path) {
+  return paths.specImmutable && path.starts_with("spec.");
+}
+
+// Why a job whose spec takes no change cannot be given `what` at `path`, and the fixes.
+std::string unwritable(const config::IntegratedFramework& framework, const std::string& path, const std::string& what) {
+  const std::string& kind = framework.gvk.kind;
+  return path + ": the admission adds " + what + ", but a " + kind +
+         "'s spec takes no change after creation (but its suspend and stop fields); create the " + kind +
+         " with it there, or queue it where no flavor has node labels or tolerations";
+}
+
+// The admission's map `from` added to the job's map at `path` (created when absent); a key the
+// job holds with another value is Kueue's conflict. A fixed path is only checked: each key must
+// be there already with that value.
+std::optional<std::string> addMap(json& job, const config::IntegratedFramework& framework,
+                                  const config::PodFieldPaths& paths, const std::string& path, const json& from,
+                                  std::string_view what) {
+  if (from.empty() || path.empty()) return std::nullopt;  // an empty path: the kind has no such field
+  if (!fixedPath(paths, path)) {
+    if (auto e = mergeMap(fieldOrEmpty(job, path, json::object()), from, what))
+      return std::string(kPodSetUpdateError) + *e;
+    return std::nullopt;
+  }
+  const json* have = fieldAt(job, path);
+  const json own = have != nullptr && have->is_object() ? *have : json::object();
+  json merged = own;
+  if (auto e = mergeMap(merged, from, what)) return std::string(kPodSetUpdateError) + *e;
+  std::string missing;
+  for (const auto& [key, value] : from.items())
+    if (!own.contains(key)) missing += (missing.empty() ? "" : ", ") + key + "=" + valueText(value);
+  if (missing.empty()) return std::nullopt;
+  return unwritable(framework, path, std::string(what) + " " + missing);
+}
+
+// The admission's tolerations added to the job's list at `path`; a fixed path must hold each.
+std::optional<std::string> addTolerations(json& job, const config::IntegratedFramework& framework,
+                                          const config::PodFieldPaths& paths, const std::string& path,
+                                          const json& from) {
+  if (from.empty() || path.empty()) return std::nullopt;
+  if (!fixedPath(paths, path)) {
+    appendTolerations(fieldOrEmpty(job, path, json::array()), from);
+    return std::nullopt;
+  }
+  const json* have = fieldAt(job, path);
+  for (const auto& toleration : from)
+    if (have == nullptr || !have->is_array() || std::find(have->begin(), have->end(), toleration) == have->end())
+      return unwritable(framework, path, "the toleration " + toleration.dump());
+  return std::nullopt;
+}
+
+// One pod set's info given to the job at `paths` (Kueue's podset.Merge).
+std::optional<std::string> addInfo(json& job, const config::IntegratedFramework& framework,
+                                   const config::PodFieldPaths& paths, const PodSetInfo& info) {
+  if (auto e = addMap(job, framework, paths, paths.labels, info.labels, "labels")) return e;
+  if (auto e = addMap(job, framework, paths, paths.annotations, info.annotations, "annotations")) return e;
+  if (auto e = addMap(job, framework, paths, paths.nodeSelector, info.nodeSelector, "nodeSelector")) return e;
+  return addTolerations(job, framework, paths, paths.tolerations, info.tolerations);
+}
+
 // The job's field at `path` given back the pod template's `original` value, or removed.
 void restoreField(json& job, const std::string& path, const json& podTemplate, std::string_view original) {
   if (const json* value = fieldAt(podTemplate, original); value != nullptr)
@@ -230,15 +293,7 @@ std::variant<json, std::string> started(const json& job, const config::Integrate
       const json* podTemplate = fieldAt(out, framework.podSets[i].templatePath);
       if (podTemplate == nullptr || !podTemplate->is_object()) continue;
     }
-    const auto& info = infos[i];
-    std::optional<std::string> error;
-    if (!error) error = mergeMap(fieldOrEmpty(out, paths.labels, json::object()), info.labels, "labels");
-    if (!error) error = mergeMap(fieldOrEmpty(out, paths.annotations, json::object()), info.annotations, "annotations");
-    if (!error)
-      error = mergeMap(fieldOrEmpty(out, paths.nodeSelector, json::object()), info.nodeSelector, "nodeSelector");
-    if (error) return "invalid admission check PodSetUpdate: " + *error;
-    if (!info.tolerations.empty())
-      appendTolerations(fieldOrEmpty(out, paths.tolerations, json::array()), info.tolerations);
+    if (auto error = addInfo(out, framework, paths, infos[i])) return *error;
   }
   return out;
 }
@@ -250,7 +305,13 @@ json stopped(const json& job, const config::IntegratedFramework& framework, cons
   if (!workloadPodSets.is_array()) return out;
   for (const auto& rule : framework.podSets) {
     const auto paths = rule.podFieldPaths();
-    if (paths.empty()) continue;
+    // A job whose spec is fixed gets nothing back. Its spec was never written, and writing it
+    // would have the whole stop refused. The admission's labels and annotations sit in the job's
+    // own metadata beside the user's (kueue.x-k8s.io/queue-name), which the Workload's template
+    // cannot tell apart; and such a job does not run again (a Tekton run, once started, cannot
+    // turn Pending), so they stay as its TaskRuns' and pods' keep them: a record of the
+    // Workload that ran it.
+    if (paths.empty() || paths.specImmutable) continue;
     if (!rule.templatePath.empty()) {
       const json* podTemplate = fieldAt(out, rule.templatePath);
       if (podTemplate == nullptr || !podTemplate->is_object()) continue;

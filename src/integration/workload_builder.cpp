@@ -75,6 +75,7 @@ void copyPodFields(const json& job, const config::PodFieldPaths& paths, json& po
                                        Field{paths.annotations, "metadata.annotations", json::value_t::object},
                                        Field{paths.nodeSelector, "spec.nodeSelector", json::value_t::object},
                                        Field{paths.tolerations, "spec.tolerations", json::value_t::array}}) {
+    if (from.empty()) continue;
     const json* value = json_fields::fieldAt(job, from);
     if (value == nullptr || value->type() != type || value->empty()) continue;
     json_fields::setFieldAt(podTemplate, to, *value);
@@ -238,6 +239,16 @@ PodSetsResult computedPodSets(const json& job, const config::IntegratedFramework
   if (out.error) return out;
   requests[std::string(kTektonPipelineRunsResource)] = 1000;
   out.podSets.push_back(syntheticPodSet("pod-set-1", "dummy", requests));
+  // The node selector and tolerations every TaskRun's pod gets are the pod set's too: Kueue
+  // passes over a flavor whose node labels they contradict or whose taints they do not
+  // tolerate. The run's own metadata stays out (kubectl's last-applied annotation alone may be
+  // the size of the run).
+  if (!framework.podSets.empty()) {
+    auto paths = framework.podSets.front().podFieldPaths();
+    paths.labels.clear();
+    paths.annotations.clear();
+    copyPodFields(job, paths, out.podSets.back());
+  }
   return out;
 }
 

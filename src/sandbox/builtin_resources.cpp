@@ -39,6 +39,9 @@ std::vector<ResourceType> builtinResources() {
   types.push_back(std::move(namespaces));
   types.push_back(builtin("", "configmaps", "configmap", "ConfigMap", true, {"cm"}));
   types.push_back(builtin("", "events", "event", "Event", true, {"ev"}));
+  // Pods are stored and served for the framework stand-ins that create them (Tekton's TaskRun
+  // controller); no kubelet or scheduler runs them, and no schema types them.
+  types.push_back(builtin("", "pods", "pod", "Pod", true, {"po"}, {"all"}, true));
   types.push_back(builtin("", "secrets", "secret", "Secret", true));
   types.push_back(builtin("", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}));
   types.push_back(builtin("", "services", "service", "Service", true, {"svc"}, {"all"}, true));

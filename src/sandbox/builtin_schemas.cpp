@@ -256,6 +256,21 @@ void addCore(json& s) {
                                        {"loadBalancer", schemaRef(kCore + "LoadBalancerStatus")}});
   addKind(s, kCore, "", "Service",
           {{"spec", schemaRef(kCore + "ServiceSpec")}, {"status", schemaRef(kCore + "ServiceStatus")}});
+
+  // A pod's fields the framework stand-ins write; the rest is kept as sent (no kubelet or
+  // scheduler reads it here).
+  s[kCore + "Container"] = object({{"image", str()}, {"name", str()}}, {"name"});
+  s[kCore + "Toleration"] = object(
+      {{"effect", str()}, {"key", str()}, {"operator", str()}, {"tolerationSeconds", int64()}, {"value", str()}});
+  json podSpec = object({{"containers", mapList(schemaRef(kCore + "Container"), {"name"})},
+                         {"nodeSelector", stringMap()},
+                         {"restartPolicy", str()},
+                         {"serviceAccountName", str()},
+                         {"tolerations", arrayOf(schemaRef(kCore + "Toleration"))}});
+  podSpec["x-kubernetes-preserve-unknown-fields"] = true;
+  s[kCore + "PodSpec"] = podSpec;
+  s[kCore + "PodStatus"] = {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
+  addKind(s, kCore, "", "Pod", {{"spec", schemaRef(kCore + "PodSpec")}, {"status", schemaRef(kCore + "PodStatus")}});
 }
 
 void addEventsAndLeases(json& s) {

@@ -132,6 +132,86 @@ json inHouseRunning(const std::string& status, const std::string& reason, const 
   return onlyCondition("Running", status, reason, message, stamp);
 }
 
+// ---- Tekton's children: a TaskRun per pipeline task, a Pod per TaskRun ---------------------
+
+const sandbox::ResourceRef kTaskRuns{"tekton.dev", "v1", "taskruns", "", "", ""};
+const sandbox::ResourceRef kPods{"", "v1", "pods", "", "", ""};
+
+// metav1.NewControllerRef: the owner as the child's controller, blocking its deletion.
+json controllerRef(const json& owner) {
+  return {{"apiVersion", owner.value("apiVersion", "")},
+          {"kind", owner.value("kind", "")},
+          {"name", owner["metadata"].value("name", "")},
+          {"uid", owner["metadata"].value("uid", "")},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+json objectAt(const json& object, const char* pointer) {
+  const json::json_pointer at(pointer);
+  return object.contains(at) && object[at].is_object() ? object[at] : json::object();
+}
+
+// The TaskRun Tekton's PipelineRun reconciler creates for pipeline task `task` of `run`
+// (createTaskRun): named "<run>-<task>", owned by the run, with the run's labels and annotations
+// (the kubectl last-applied one left out) and its own, and the run's taskRunTemplate.
+json taskRunFor(const json& run, const json& task) {
+  const std::string runName = run["metadata"].value("name", "");
+  const std::string taskName = task.value("name", "");
+  json labels = objectAt(run, "/metadata/labels");
+  labels["tekton.dev/pipelineRun"] = runName;
+  labels["tekton.dev/pipelineRunUID"] = run["metadata"].value("uid", "");
+  labels["tekton.dev/pipelineTask"] = taskName;
+  labels["tekton.dev/memberOf"] = "tasks";
+  json annotations = objectAt(run, "/metadata/annotations");
+  annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
+  json spec = json::object();
+  for (const char* field : {"taskSpec", "taskRef", "params"})
+    if (task.contains(field)) spec[field] = task[field];
+  const json runTemplate = objectAt(run, "/spec/taskRunTemplate");
+  if (runTemplate.contains("podTemplate")) spec["podTemplate"] = runTemplate["podTemplate"];
+  if (runTemplate.contains("serviceAccountName")) spec["serviceAccountName"] = runTemplate["serviceAccountName"];
+  return {{"apiVersion", "tekton.dev/v1"},
+          {"kind", "TaskRun"},
+          {"metadata",
+           {{"name", runName + "-" + taskName},
+            {"namespace", run["metadata"].value("namespace", "")},
+            {"ownerReferences", json::array({controllerRef(run)})},
+            {"labels", labels},
+            {"annotations", annotations}}},
+          {"spec", spec}};
+}
+
+// The Pod Tekton's TaskRun reconciler creates for `taskRun` (pod.Build): named "<taskrun>-pod",
+// owned by it, with its labels and annotations, a container per inline step, and its
+// podTemplate's nodeSelector and tolerations.
+json podFor(const json& taskRun) {
+  json labels = objectAt(taskRun, "/metadata/labels");
+  labels["tekton.dev/taskRun"] = taskRun["metadata"].value("name", "");
+  labels["tekton.dev/taskRunUID"] = taskRun["metadata"].value("uid", "");
+  labels["app.kubernetes.io/managed-by"] = "tekton-pipelines";
+  json containers = json::array();
+  const json::json_pointer steps("/spec/taskSpec/steps");
+  if (taskRun.contains(steps) && taskRun[steps].is_array())
+    for (const auto& step : taskRun[steps])
+      containers.push_back({{"name", "step-" + step.value("name", "unnamed")}, {"image", step.value("image", "")}});
+  json spec = {{"restartPolicy", "Never"}, {"containers", containers}};
+  const json podTemplate = objectAt(taskRun, "/spec/podTemplate");
+  for (const char* field : {"nodeSelector", "tolerations"})
+    if (podTemplate.contains(field)) spec[field] = podTemplate[field];
+  if (taskRun["spec"].contains("serviceAccountName"))
+    spec["serviceAccountName"] = taskRun["spec"]["serviceAccountName"];
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", taskRun["metadata"].value("name", "") + "-pod"},
+            {"namespace", taskRun["metadata"].value("namespace", "")},
+            {"ownerReferences", json::array({controllerRef(taskRun)})},
+            {"labels", labels},
+            {"annotations", objectAt(taskRun, "/metadata/annotations")}}},
+          {"spec", spec}};
+}
+
 }  // namespace
 
 struct JobControllerStandIn::Impl {
@@ -231,6 +311,28 @@ struct JobControllerStandIn::Impl {
         break;
     }
     return status;
+  }
+
+  // `object` created in `resource`; one there already (an earlier pass) is read back instead.
+  json createOrGet(sandbox::ResourceRef resource, const json& object) {
+    resource.namespace_ = object["metadata"].value("namespace", "");
+    try {
+      return *api.create(resource, object);
+    } catch (const sandbox::ApiError& e) {
+      if (e.code() != 409) throw;
+    }
+    resource.name = object["metadata"].value("name", "");
+    return api.get(resource);
+  }
+
+  // A starting PipelineRun's TaskRuns and their Pods: one per task of spec.pipelineSpec.
+  void startTasks(const json& run) {
+    const json::json_pointer tasks("/spec/pipelineSpec/tasks");
+    if (!run.contains(tasks) || !run[tasks].is_array()) return;
+    for (const auto& task : run[tasks]) {
+      const json taskRun = createOrGet(kTaskRuns, taskRunFor(run, task));
+      createOrGet(kPods, podFor(taskRun));
+    }
   }
 
   // ---- the thread's loop ----------------------------------------------------------------------
@@ -571,7 +673,11 @@ struct JobControllerStandIn::Impl {
     }
     if (!running) {
       pendingPods.erase(key);
+      lock.unlock();
+      // Before the run counts as started: a failed write throws, and the next pass tries again.
+      if (options.style == Style::Tekton && options.taskRuns) startTasks(job);
       const auto now = clock.now();
+      lock.lock();
       runningSince[run] = now;
       ++starts[key];
       lock.unlock();

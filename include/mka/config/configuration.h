@@ -213,7 +213,11 @@ struct LabelSelector {
 // admission checks' podSetUpdates), each a dotted path.
 struct PodFieldPaths {
   std::string labels, annotations, nodeSelector, tolerations;
-  bool empty() const { return labels.empty(); }
+  // The kind's API refuses any change to a job's spec but its suspend and stop fields (Tekton's
+  // PipelineRun webhook), so a start writes no path below spec: the job must hold there already
+  // what the admission adds, or it is not started. A stop gives nothing back (see stopped()).
+  bool specImmutable = false;
+  bool empty() const { return labels.empty() && annotations.empty() && nodeSelector.empty() && tolerations.empty(); }
   bool operator==(const PodFieldPaths&) const = default;
 };
 
@@ -222,7 +226,8 @@ struct PodSetRule {
   PodSetCount count;
   std::string templatePath;  // a PodTemplateSpec; empty for profiles that compute the template
   // A profile whose pod set is computed: the job's own fields its pods take these from (Argo:
-  // spec.podMetadata, spec.nodeSelector, spec.tolerations). Unset for a template path.
+  // spec.podMetadata, spec.nodeSelector, spec.tolerations; Tekton: the run's metadata and
+  // spec.taskRunTemplate.podTemplate). Unset for a template path.
   std::optional<PodFieldPaths> podFields;
   bool operator==(const PodSetRule&) const = default;
 

@@ -86,18 +86,21 @@ struct FlavorNotFound {
 std::variant<std::vector<PodSetInfo>, std::string, FlavorNotFound> podSetInfos(const nlohmann::json& workload,
                                                                                const FlavorLookup& flavor);
 
-// `job` started (Kueue's RunWithPodSetsInfo): the suspend field removed and each rule's pod
-// template given its info's labels, annotations, node selector and tolerations. Pod sets with
-// no template path (computed by a profile) take no infos. A string is the error: a count of
-// infos other than the pod sets', or a value that conflicts with the template's own.
+// `job` started (Kueue's RunWithPodSetsInfo): the suspend field removed and each pod set's
+// fields (PodSetRule::podFieldPaths) given its info's labels, annotations, node selector and
+// tolerations; a pod set with no such fields takes no infos. Under PodFieldPaths::specImmutable
+// a field below spec is not written but must hold the info's values already. A string is the
+// error: a count of infos other than the pod sets', a value that conflicts with the job's own,
+// or a value a fixed field lacks.
 std::variant<nlohmann::json, std::string> started(const nlohmann::json& job,
                                                   const config::IntegratedFramework& framework,
                                                   const std::vector<PodSetInfo>& infos);
 
 // `job` stopped (Kueue's Suspend + RestorePodSetsInfo): the stop rule's value written and each
-// rule's pod template given back the labels, annotations, node selector and tolerations of the
+// pod set's fields given back the labels, annotations, node selector and tolerations of the
 // Workload's pod set of the same name (`workloadPodSets`, the templates as the Workload was
-// created); without them the templates are left as they are.
+// created); without them the fields are left as they are, and so are those of a pod set under
+// PodFieldPaths::specImmutable (only the stop rule's field is written).
 nlohmann::json stopped(const nlohmann::json& job, const config::IntegratedFramework& framework,
                        const nlohmann::json& workloadPodSets);
 

@@ -53,10 +53,12 @@ inline constexpr std::string_view kTektonPipelineRunsResource = "tekton.dev/pipe
 // Workflow profile one pod set "main", count 1, one container requesting the element-wise
 // maximum over the Workflow's pod-running templates (each template's pod request as Kubernetes
 // computes it: containers and sidecars summed, init containers maxed); or for the Tekton
-// profile one pod set "pod-set-1" as tekton-kueue builds it. kPodSetRequestsAnnotation replaces
-// the computed requests of either profile. An error names the first field that cannot be read: a
-// rule's, a Workflow template's request that is not a quantity, or more pod sets than a Workload
-// holds (api::kMaxPodSets).
+// profile one pod set "pod-set-1" as tekton-kueue builds it, with the node selector and
+// tolerations of the run's spec.taskRunTemplate.podTemplate (tekton-kueue records none). Either
+// profile's pod set records the job's pod fields (PodSetRule::podFieldPaths) that Kueue matches
+// flavors against. kPodSetRequestsAnnotation replaces the computed requests of either profile.
+// An error names the first field that cannot be read: a rule's, a Workflow template's request
+// that is not a quantity, or more pod sets than a Workload holds (api::kMaxPodSets).
 PodSetsResult podSetsFor(const nlohmann::json& job, const config::IntegratedFramework& framework);
 
 // The priority the Workload gets (resolvePriority, priority.h): the class it comes from and its

@@ -12,7 +12,20 @@
 //   tekton.dev/pipeline (a MultiKueue manager's copy); a run whose spec.status is
 //   PipelineRunPending waits; otherwise it runs (startTime, Succeeded Unknown/Running) and ends
 //   with Succeeded True or False; a running run whose spec.status turns StoppedRunFinally or
-//   Cancelled ends at once, failed (its finally tasks left out).
+//   Cancelled ends at once, failed (its finally tasks left out). With Options::taskRuns, as a
+//   run starts, it creates what Tekton's PipelineRun and TaskRun reconcilers create for each task of
+//   spec.pipelineSpec.tasks, all at once: a TaskRun "<run>-<task>" controlled by the run, with
+//   the run's labels and annotations (less kubectl's last-applied one) and Tekton's own, the
+//   task's taskSpec or taskRef, and spec.taskRunTemplate's podTemplate and serviceAccountName;
+//   and a Pod "<taskrun>-pod" controlled by the TaskRun, with its labels and annotations, a
+//   container per inline step, and the podTemplate's nodeSelector and tolerations. Left out:
+//   finally tasks, spec.taskRunSpecs (whose podTemplates Tekton merges over the run's), the
+//   tasks of a referenced Pipeline (a run by pipelineRef gets none), the tekton.dev/pipeline
+//   label, names Tekton hashes when longer than 63, and any status of TaskRuns and Pods: they
+//   are left as created. The cluster must then serve TaskRuns (test/fixtures/crds/tekton/, which
+//   the clusters of the demo and the dispatch tests do not load) and Pods.
+//   Tekton's webhook is no part of it: an update it would refuse (any change to a run's spec
+//   but spec.status) is stored here.
 // - Argo, the workflow controller without an instanceID: ignores Workflows labelled
 //   workflows.argoproj.io/controller-instanceid; on its first pass sets phase Running and
 //   startedAt even while spec.suspend is true (as Argo does: a queued Workflow reads Running with
@@ -75,6 +88,8 @@ class JobControllerStandIn {
     // Pending, and a suspension deletes no pod, so they run once they can be scheduled, suspended
     // or not. Tekton: not modelled. Null: pods always run.
     std::function<bool(const nlohmann::json& job)> podsPending;
+    // Tekton: a starting run gets its TaskRuns and their Pods (see above).
+    bool taskRuns = false;
   };
 
   JobControllerStandIn(sandbox::ClusterApi& api, const Clock& clock, Options options);

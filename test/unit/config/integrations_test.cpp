@@ -49,6 +49,10 @@ TEST(Integrations, BuiltInProfilesNeedOnlyAName) {
   EXPECT_EQ(tekton.podSetsFrom, PodSetsFrom::TektonAnnotations);
   ASSERT_EQ(tekton.podSets.size(), 1u);
   EXPECT_EQ(tekton.podSets[0].name, "pod-set-1");
+  // The run's metadata reaches its TaskRuns' pods; Tekton refuses any change to its spec.
+  EXPECT_EQ(tekton.podSets[0].podFieldPaths(),
+            (PodFieldPaths{"metadata.labels", "metadata.annotations", "spec.taskRunTemplate.podTemplate.nodeSelector",
+                           "spec.taskRunTemplate.podTemplate.tolerations", true}));
   ASSERT_TRUE(tekton.finished);
   EXPECT_EQ(tekton.finished->type, FinishedRule::Type::Condition);
   EXPECT_EQ(tekton.finished->conditionType, "Succeeded");

@@ -251,13 +251,147 @@ TEST(JobRules, StartedTakesTheInfosAndStoppedRestoresTheTemplate) {
   EXPECT_EQ(back, job) << "suspended again, the template exactly as the Workload recorded it";
 }
 
-TEST(JobRules, ProfilesThatTakeNoTemplatesOnlyFlipTheirField) {
-  const json run = {{"spec", {{"status", "PipelineRunPending"}, {"pipelineRef", {{"name", "p"}}}}}};
-  const auto result = started(run, profile(kPipelineRun), {PodSetInfo{}});
-  ASSERT_TRUE(std::holds_alternative<json>(result));
-  EXPECT_EQ(std::get<json>(result), json({{"spec", {{"pipelineRef", {{"name", "p"}}}}}}));
-  EXPECT_EQ(stopped(std::get<json>(result), profile(kPipelineRun), json::array())["spec"]["status"],
-            "StoppedRunFinally");
+// ---- Start and stop by each kind's rules (Kueue's RunWithPodSetsInfo, RestorePodSetsInfo) ---
+
+const json kSpot = {{"key", "spot"}, {"operator", "Exists"}};
+
+// What an admission in flavor "gpu" (node label gpu=a100, toleration spot) gives pod set `name`.
+PodSetInfo gpuInfo(const std::string& name) {
+  PodSetInfo info;
+  info.name = name;
+  info.labels = {{"kueue.x-k8s.io/podset", name}};
+  info.annotations = {{"kueue.x-k8s.io/workload", "wl"}};
+  info.nodeSelector = {{"gpu", "a100"}};
+  info.tolerations = json::array({kSpot});
+  return info;
+}
+
+json trainingRunWith(const json& nodeSelector, bool suspended) {
+  json podTemplate = {{"metadata", {{"labels", {{"app", "x"}}}}},
+                      {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
+  if (!nodeSelector.empty()) podTemplate["spec"]["nodeSelector"] = nodeSelector;
+  json job = {{"spec", {{"template", podTemplate}}}};
+  if (suspended) job["spec"]["suspend"] = true;
+  return job;
+}
+
+// A PipelineRun as queued: its own labels, spec.status PipelineRunPending, and `podTemplate`
+// (spec.taskRunTemplate.podTemplate) when not null.
+json pipelineRun(const json& podTemplate, const std::string& status = "PipelineRunPending") {
+  json run = {{"metadata", {{"name", "build"}, {"labels", {{"kueue.x-k8s.io/queue-name", "user-queue"}}}}},
+              {"spec", {{"pipelineRef", {{"name", "p"}}}}}};
+  if (!status.empty()) run["spec"]["status"] = status;
+  if (!podTemplate.is_null()) run["spec"]["taskRunTemplate"] = {{"podTemplate", podTemplate}};
+  return run;
+}
+
+// The run as the start leaves it: the admission's labels and annotation beside its own.
+json withKueueMetadata(json run) {
+  run["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "pod-set-1";
+  run["metadata"]["annotations"] = {{"kueue.x-k8s.io/workload", "wl"}};
+  return run;
+}
+
+const std::string kFixedSpecFix =
+    ", but a PipelineRun's spec takes no change after creation (but its suspend and stop fields); create the "
+    "PipelineRun with it there, or queue it where no flavor has node labels or tolerations";
+
+struct StartStopCase {
+  std::string name;
+  config::IntegratedFramework framework;
+  json job;  // queued
+  PodSetInfo info;
+  json workloadPodSets;  // the Workload's, for the stop
+  json wantStarted;      // null: the start is refused with wantError
+  std::string wantError;
+  json wantStopped;  // the started job stopped; null: not checked
+};
+
+std::vector<StartStopCase> startStopCases() {
+  const auto pipelineRuns = profile(kPipelineRun);
+  const json userTemplate = {{"nodeSelector", {{"gpu", "a100"}, {"disk", "ssd"}}},
+                             {"tolerations", json::array({kSpot})}};
+  json stoppedRun = withKueueMetadata(pipelineRun(userTemplate, "StoppedRunFinally"));
+  json trainingStarted = trainingRunWith({{"gpu", "a100"}}, false);
+  trainingStarted["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "main";
+  trainingStarted["spec"]["template"]["metadata"]["annotations"] = {{"kueue.x-k8s.io/workload", "wl"}};
+  trainingStarted["spec"]["template"]["spec"]["tolerations"] = json::array({kSpot});
+  return {
+      {"TrainingRun: merged into its pod template, which a stop gives back",
+       inHouse(),
+       trainingRunWith({}, true),
+       gpuInfo("main"),
+       {{{"name", "main"}, {"template", trainingRunWith({}, true)["spec"]["template"]}}},
+       trainingStarted,
+       "",
+       trainingRunWith({}, true)},
+      {"TrainingRun: a node selector value of its own that conflicts refuses the start", inHouse(),
+       trainingRunWith({{"gpu", "t4"}}, true), gpuInfo("main"), json::array(), nullptr,
+       "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=gpu, value1=t4, value2=a100",
+       nullptr},
+      {"PipelineRun: the admission's labels and annotations go to the run's metadata, beside its own", pipelineRuns,
+       pipelineRun(nullptr),
+       [] {
+         auto info = gpuInfo("pod-set-1");
+         info.nodeSelector = json::object();
+         info.tolerations = json::array();
+         return info;
+       }(),
+       json::array(), withKueueMetadata(pipelineRun(nullptr, "")), "",
+       withKueueMetadata(pipelineRun(nullptr, "StoppedRunFinally"))},
+      {"PipelineRun: a podTemplate that holds the flavor already starts unchanged, its own keys kept", pipelineRuns,
+       pipelineRun(userTemplate), gpuInfo("pod-set-1"), json::array(), withKueueMetadata(pipelineRun(userTemplate, "")),
+       "", stoppedRun},
+      {"PipelineRun: a stop writes only spec.status, the queue-name label kept (Tekton refuses the rest)",
+       pipelineRuns,
+       pipelineRun(userTemplate),
+       gpuInfo("pod-set-1"),
+       {{{"name", "pod-set-1"}, {"template", {{"spec", {{"containers", json::array()}}}}}}},
+       withKueueMetadata(pipelineRun(userTemplate, "")),
+       "",
+       stoppedRun},
+      {"PipelineRun: a node selector value of its own that conflicts refuses the start", pipelineRuns,
+       pipelineRun({{"nodeSelector", {{"gpu", "t4"}}}}), gpuInfo("pod-set-1"), json::array(), nullptr,
+       "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=gpu, value1=t4, value2=a100",
+       nullptr},
+      {"PipelineRun: a node label its podTemplate lacks refuses the start, naming the field and the fix", pipelineRuns,
+       pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}, {"tolerations", json::array({kSpot})}}), gpuInfo("pod-set-1"),
+       json::array(), nullptr,
+       "spec.taskRunTemplate.podTemplate.nodeSelector: the admission adds nodeSelector gpu=a100" + kFixedSpecFix,
+       nullptr},
+      {"PipelineRun: a toleration its podTemplate lacks refuses the start", pipelineRuns,
+       pipelineRun({{"nodeSelector", {{"gpu", "a100"}}}}), gpuInfo("pod-set-1"), json::array(), nullptr,
+       "spec.taskRunTemplate.podTemplate.tolerations: the admission adds the toleration "
+       "{\"key\":\"spot\",\"operator\":\"Exists\"}" +
+           kFixedSpecFix,
+       nullptr},
+      {"PipelineRun: a label of its own that conflicts refuses the start", pipelineRuns,
+       [] {
+         json run = pipelineRun(nullptr);
+         run["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "other";
+         return run;
+       }(),
+       gpuInfo("pod-set-1"), json::array(), nullptr,
+       "invalid admission check PodSetUpdate: conflict for labels: conflict for key=kueue.x-k8s.io/podset, "
+       "value1=other, value2=pod-set-1",
+       nullptr},
+  };
+}
+
+MKA_TABLE_TEST(JobRules, StartAndStopByEachKindsRules, StartStopCase, startStopCases()) {
+  const StartStopCase& c = testCase();
+  SCOPED_TRACE(c.name);
+  const auto result = started(c.job, c.framework, {c.info});
+  if (c.wantStarted.is_null()) {
+    ASSERT_TRUE(std::holds_alternative<std::string>(result)) << std::get<json>(result).dump();
+    EXPECT_EQ(std::get<std::string>(result), c.wantError);
+    return;
+  }
+  ASSERT_TRUE(std::holds_alternative<json>(result)) << std::get<std::string>(result);
+  EXPECT_EQ(std::get<json>(result), c.wantStarted);
+  if (!c.wantStopped.is_null()) {
+    EXPECT_EQ(stopped(std::get<json>(result), c.framework, c.workloadPodSets), c.wantStopped);
+  }
 }
 
 // Argo gives every pod of a Workflow its spec.podMetadata, spec.nodeSelector and
@@ -352,6 +486,21 @@ TEST(ProfilePodSets, ArgoTakesTheLargestPodOfItsTemplates) {
   EXPECT_EQ(result.error->problem,
             "the request for \"cpu\" must be a non-negative quantity (\"4\", \"500m\", \"2Gi\") written as a string, "
             "not \"four\"");
+}
+
+// Kueue matches flavors against the node selector and tolerations the run's TaskRun pods get;
+// the run's own labels and annotations stay out of the pod set.
+TEST(ProfilePodSets, TektonRecordsTheRunsPodTemplateNodeSelectorAndTolerations) {
+  const json podTemplate = {{"nodeSelector", {{"example.com/accelerator", "a100"}}},
+                            {"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}}};
+  const json run = {{"metadata", {{"name", "build"}, {"labels", {{"kueue.x-k8s.io/queue-name", "gpu"}}}}},
+                    {"spec", {{"taskRunTemplate", {{"podTemplate", podTemplate}}}}}};
+  const auto result = podSetsFor(run, profile(kPipelineRun));
+  ASSERT_FALSE(result.error);
+  const json& recorded = result.podSets.at(0)["template"];
+  EXPECT_EQ(recorded["spec"]["nodeSelector"], podTemplate["nodeSelector"]);
+  EXPECT_EQ(recorded["spec"]["tolerations"], podTemplate["tolerations"]);
+  EXPECT_FALSE(recorded.contains("metadata"));
 }
 
 TEST(ProfilePodSets, TektonAsTektonKueueBuildsIt) {

@@ -2,7 +2,8 @@
 // an in-house kind queued by Kueue (its core played by the Kueue stand-in, which admits and
 // evicts the Workload and never touches the job), run by its own controller (the generic job
 // controller stand-in): restarted mid-flight, and evicted and readmitted with a flavor's node
-// selector.
+// selector; Workflows and PipelineRuns with theirs beside it, run by the Argo and Tekton
+// stand-ins.
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "mka/sandbox/sandbox.h"
 #include "mka/standin/job_controller_standin.h"
 #include "mka/standin/kueue_standin.h"
+#include "support/crd_fixtures.h"
 #include "support/eventually.h"
 #include "training_run.h"
 
@@ -44,26 +46,7 @@ class SingleCluster : public ::testing::Test {
         runner(cluster.api(), clock, std::move(runnerOptions)) {
     cluster.api().create({"", "v1", "namespaces", "", "", ""}, {{"metadata", {{"name", "team-a"}}}});
     // One flavor for CPU, whose pods go to on-demand nodes.
-    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "", ""},
-                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                          {"kind", "ResourceFlavor"},
-                          {"metadata", {{"name", "on-demand"}}},
-                          {"spec", {{"nodeLabels", {{"example.com/capacity", "on-demand"}}}}}});
-    cluster.api().create(
-        {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "", ""},
-        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-         {"kind", "ClusterQueue"},
-         {"metadata", {{"name", "cq"}}},
-         {"spec",
-          {{"namespaceSelector", json::object()},
-           {"resourceGroups",
-            {{{"coveredResources", {"cpu"}},
-              {"flavors", {{{"name", "on-demand"}, {"resources", {{{"name", "cpu"}, {"nominalQuota", "8"}}}}}}}}}}}}});
-    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "localqueues", "team-a", "", ""},
-                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                          {"kind", "LocalQueue"},
-                          {"metadata", {{"name", "lq"}, {"namespace", "team-a"}}},
-                          {"spec", {{"clusterQueue", "cq"}}}});
+    createQueue("on-demand", {{"nodeLabels", {{"example.com/capacity", "on-demand"}}}}, "cq", "cpu", "8", "lq");
     kube::ClientOptions options;
     options.qps = 0;
     client = std::make_unique<kube::Client>(std::make_shared<kube::RestClient>(
@@ -72,11 +55,37 @@ class SingleCluster : public ::testing::Test {
     runner.start();
   }
 
+  // ResourceFlavor `flavor`, ClusterQueue `clusterQueue` giving `quota` of `resource` in it to
+  // every namespace, and LocalQueue team-a/`localQueue` of it.
+  void createQueue(const std::string& flavor, const json& flavorSpec, const std::string& clusterQueue,
+                   const std::string& resource, const std::string& quota, const std::string& localQueue) {
+    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "", ""},
+                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                          {"kind", "ResourceFlavor"},
+                          {"metadata", {{"name", flavor}}},
+                          {"spec", flavorSpec}});
+    const json flavors = {{{"name", flavor}, {"resources", {{{"name", resource}, {"nominalQuota", quota}}}}}};
+    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "", ""},
+                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                          {"kind", "ClusterQueue"},
+                          {"metadata", {{"name", clusterQueue}}},
+                          {"spec",
+                           {{"namespaceSelector", json::object()},
+                            {"resourceGroups", {{{"coveredResources", {resource}}, {"flavors", flavors}}}}}}});
+    cluster.api().create({"kueue.x-k8s.io", "v1beta2", "localqueues", "team-a", "", ""},
+                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                          {"kind", "LocalQueue"},
+                          {"metadata", {{"name", localQueue}, {"namespace", "team-a"}}},
+                          {"spec", {{"clusterQueue", clusterQueue}}}});
+  }
+
   // `change` changes each kind's rules (TrainingRun's as trainingRuns() has them, Workflow's
-  // profile) as the test needs.
+  // profile) as the test needs; `more`: kinds beside the TrainingRun and the Workflow, whose CRDs
+  // the test created.
   std::unique_ptr<IntegrationController> startIntegration(
       IntegrationController::Options options = {},
-      const std::function<void(config::IntegratedFramework&)>& change = nullptr) {
+      const std::function<void(config::IntegratedFramework&)>& change = nullptr,
+      std::vector<jobkind::JobKind> more = {}) {
     const api::GroupVersionKind workflowGvk{"argoproj.io", "v1alpha1", "Workflow"};
     std::vector<jobkind::JobKind> kinds{
         trainingRuns(),
@@ -88,12 +97,19 @@ class SingleCluster : public ::testing::Test {
       change(rules);
       kind = jobkind::JobKind(kind.framework(), rules, false);
     }
+    for (auto& kind : more) kinds.push_back(std::move(kind));
     auto controller = std::make_unique<IntegrationController>(*client, std::move(kinds), clock, std::move(options));
     controller->start(std::chrono::seconds{30});
     return controller;
   }
 
   std::vector<json> workloads() { return cluster.api().list(kWorkloads, {})["items"].get<std::vector<json>>(); }
+  // The Workload job `job` owns, if any.
+  std::optional<json> workloadOf(const std::string& job) {
+    for (const auto& w : workloads())
+      if (w.at(json::json_pointer("/metadata/ownerReferences/0/name")) == job) return w;
+    return std::nullopt;
+  }
   json job() { return cluster.api().get({kJobs.group, kJobs.version, kJobs.plural, "team-a", "train", ""}); }
   static json trainingRun(const std::string& name) {
     return {{"apiVersion", "ml.example.com/v1"},
@@ -429,11 +445,6 @@ TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
     ref.name = name;
     return cluster.api().get(ref);
   };
-  const auto workloadOf = [&](const std::string& job) -> std::optional<json> {
-    for (const auto& w : workloads())
-      if (w.at(json::json_pointer("/metadata/ownerReferences/0/name")) == job) return w;
-    return std::nullopt;
-  };
   const auto reserved = [&](const std::string& job) {
     const auto w = workloadOf(job);
     return w && api::hasQuotaReservation(*w);
@@ -500,6 +511,119 @@ TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
       << ::testing::PrintToString(events);
   EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
   argo.stop();
+}
+
+// Tekton's webhook refuses any change to a PipelineRun's spec but spec.status, pending or not,
+// so a flavor's node labels and tolerations cannot be written into the run: its
+// spec.taskRunTemplate.podTemplate must hold them from creation. A run that does starts with its
+// spec untouched, and the admission's labels and annotation reach its TaskRuns' pods through the
+// run's metadata, which Tekton copies to them; a run lacking the flavor's node label, or holding
+// another value for it, is not started: its Workload finishes FailedToStart saying why.
+TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
+  for (const char* file : {"tekton.dev_pipelineruns.yaml", "tekton/tekton.dev_taskruns.yaml"})
+    cluster.api().create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
+                         sandbox::test::fixtureCrd(file));
+  const json gpuToleration = {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+  createQueue("gpu",
+              {{"nodeLabels", {{"example.com/accelerator", "a100"}}},
+               {"nodeTaints", {{{"key", "nvidia.com/gpu"}, {"value", "true"}, {"effect", "NoSchedule"}}}},
+               {"tolerations", {gpuToleration}}},
+              "gpu-cq", "tekton.dev/pipelineruns", "10", "gpu");
+  standin::JobControllerStandIn tekton(cluster.api(), clock,
+                                       {.style = standin::JobControllerStandIn::Style::Tekton, .taskRuns = true});
+  tekton.start();
+  const api::GroupVersionKind gvk{"tekton.dev", "v1", "PipelineRun"};
+  std::vector<jobkind::JobKind> more;
+  more.emplace_back(config::ExternalFramework{"PipelineRun.v1.tekton.dev", gvk, *config::builtinProfile(gvk), true},
+                    *config::integrationProfile(gvk), false);
+  auto integration = startIntegration({}, nullptr, std::move(more));
+
+  const sandbox::ResourceRef pipelineRuns{"tekton.dev", "v1", "pipelineruns", "team-a", "", ""};
+  const auto pipelineRun = [&](const std::string& name, const json& podTemplate) {
+    json run = {
+        {"apiVersion", "tekton.dev/v1"},
+        {"kind", "PipelineRun"},
+        {"metadata", {{"name", name}, {"labels", {{"kueue.x-k8s.io/queue-name", "gpu"}}}}},
+        {"spec",
+         {{"status", "PipelineRunPending"},
+          {"pipelineSpec",
+           {{"tasks", {{{"name", "train"}, {"taskSpec", {{"steps", {{{"name", "fit"}, {"image", "pytorch"}}}}}}}}}}}}}};
+    if (!podTemplate.is_null()) run["spec"]["taskRunTemplate"] = {{"podTemplate", podTemplate}};
+    return *cluster.api().create(pipelineRuns, run);
+  };
+  const auto get = [&](sandbox::ResourceRef ref, const std::string& name) {
+    ref.name = name;
+    return cluster.api().get(ref);
+  };
+  const auto failedToStart = [&](const std::string& job) -> std::string {
+    const auto w = workloadOf(job);
+    const auto* finished = w ? api::findCondition(*w, "Finished") : nullptr;
+    return finished && finished->value("reason", "") == "FailedToStart" ? finished->value("message", "") : "";
+  };
+  const auto specLessStatus = [](json run) {
+    run["spec"].erase("status");
+    return run["spec"];
+  };
+
+  // Pinned to the flavor by its own podTemplate (and a node selector key of its own): started.
+  const json pinned = {{"nodeSelector", {{"example.com/accelerator", "a100"}, {"example.com/disk", "ssd"}}},
+                       {"tolerations", {gpuToleration}}};
+  const json created = pipelineRun("pinned", pinned);
+  ASSERT_TRUE(test::eventually([&] { return tekton.starts("team-a/pinned") == 1; }))
+      << get(pipelineRuns, "pinned").dump();
+  const json started = get(pipelineRuns, "pinned");
+  EXPECT_EQ(specLessStatus(started), specLessStatus(created)) << "Tekton's webhook would refuse any other change";
+  const auto wl = *workloadOf("pinned");
+  EXPECT_EQ(wl.at(json::json_pointer("/status/admission/podSetAssignments/0/flavors")),
+            json({{"tekton.dev/pipelineruns", "gpu"}}));
+  EXPECT_EQ(wl.at(json::json_pointer("/spec/podSets/0/template/spec/nodeSelector")), pinned["nodeSelector"])
+      << "Kueue matches flavors against what the run's pods get";
+  EXPECT_EQ(started["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "gpu");
+  EXPECT_EQ(started["metadata"]["labels"]["kueue.x-k8s.io/podset"], "pod-set-1");
+
+  const sandbox::ResourceRef pods{"", "v1", "pods", "team-a", "", ""};
+  ASSERT_TRUE(test::eventually([&] { return cluster.api().list(pods, {})["items"].size() == 1; }));
+  const json pod = get(pods, "pinned-train-pod");
+  EXPECT_EQ(pod["spec"]["nodeSelector"], pinned["nodeSelector"]) << "the flavor's node label and the user's own";
+  EXPECT_EQ(pod["spec"]["tolerations"], json::array({gpuToleration}));
+  EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/podset"], "pod-set-1");
+  EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "gpu");
+  EXPECT_EQ(pod["metadata"]["annotations"]["kueue.x-k8s.io/workload"], wl["metadata"]["name"]);
+
+  // Not pinned: the flavor's node label cannot be given to the run, which is not started.
+  pipelineRun("unpinned", nullptr);
+  ASSERT_TRUE(test::eventually([&] { return !failedToStart("unpinned").empty(); }))
+      << (workloadOf("unpinned") ? workloadOf("unpinned")->dump() : "no Workload");
+  EXPECT_EQ(failedToStart("unpinned"),
+            "spec.taskRunTemplate.podTemplate.nodeSelector: the admission adds nodeSelector "
+            "example.com/accelerator=a100, but a PipelineRun's spec takes no change after creation (but its suspend "
+            "and stop fields); create the PipelineRun with it there, or queue it where no flavor has node labels or "
+            "tolerations");
+  EXPECT_EQ(get(pipelineRuns, "unpinned")["spec"].value("status", ""), "PipelineRunPending");
+
+  // Pinned elsewhere: Kueue's conflict, as for every kind. (Real Kueue matches flavors against
+  // the pod set's node selector and would leave this one pending; the Kueue stand-in leaves that
+  // out. The conflict is what an admission check's podSetUpdate meets.)
+  pipelineRun("elsewhere", {{"nodeSelector", {{"example.com/accelerator", "t4"}}}});
+  ASSERT_TRUE(test::eventually([&] { return !failedToStart("elsewhere").empty(); }));
+  EXPECT_EQ(failedToStart("elsewhere"),
+            "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for "
+            "key=example.com/accelerator, value1=t4, value2=a100");
+  EXPECT_EQ(get(pipelineRuns, "elsewhere")["spec"].value("status", ""), "PipelineRunPending");
+  EXPECT_EQ(tekton.starts("team-a/unpinned") + tekton.starts("team-a/elsewhere"), 0);
+  EXPECT_EQ(cluster.api().list(pods, {})["items"].size(), 1u);
+
+  // Evicted: stopped by spec.status alone (Tekton would refuse a restored spec), its labels kept,
+  // the queue's among them. A stopped run ends, cancelled, and so does its Workload.
+  kueue.evict("team-a", wl["metadata"].value("name", ""));
+  ASSERT_TRUE(test::eventually([&] { return api::isFinished(*workloadOf("pinned")); })) << workloadOf("pinned")->dump();
+  const json stopped = get(pipelineRuns, "pinned");
+  EXPECT_EQ(stopped["spec"].value("status", ""), "StoppedRunFinally");
+  EXPECT_EQ(specLessStatus(stopped), specLessStatus(created));
+  EXPECT_EQ(stopped["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "gpu");
+  EXPECT_EQ(stopped["metadata"]["labels"]["kueue.x-k8s.io/podset"], "pod-set-1");
+  EXPECT_EQ(cluster.invalidWrites(), std::vector<std::string>{});
+  tekton.stop();
 }
 
 // Counts every reconcile (to await the one a change brings) and those that failed (and wait for

@@ -269,8 +269,9 @@ TEST(Discovery, ListsTheCoreResourcesInOrder) {
   ASSERT_TRUE(list);
   std::vector<std::string> names;
   for (const auto& r : list->at("resources")) names.push_back(r.at("name"));
-  EXPECT_EQ(names, (std::vector<std::string>{"configmaps", "events", "namespaces", "namespaces/status", "secrets",
-                                             "serviceaccounts", "services", "services/status"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"configmaps", "events", "namespaces", "namespaces/status", "pods", "pods/status",
+                                      "secrets", "serviceaccounts", "services", "services/status"}));
 }
 
 TEST(Discovery, HasNoResourceListForUnservedGroupVersions) {

@@ -32,6 +32,7 @@ std::vector<BuiltinCase> builtinCases() {
   return {
       {"namespaces", "", "namespaces", "Namespace", "namespace", false, {"ns"}, true},
       {"configmaps", "", "configmaps", "ConfigMap", "configmap", true, {"cm"}, false},
+      {"pods", "", "pods", "Pod", "pod", true, {"po"}, true},
       {"secrets", "", "secrets", "Secret", "secret", true, {}, false},
       {"core events", "", "events", "Event", "event", true, {"ev"}, false},
       {"services", "", "services", "Service", "service", true, {"svc"}, true},
@@ -188,7 +189,7 @@ TEST(ResourceRegistry, RegistersTheProjectsCrds) {
     SCOPED_TRACE(file);
     ASSERT_NO_THROW(registry.applyCrd(fixtureCrd(file)));
   }
-  EXPECT_EQ(registry.all().size(), 18u + 9u);
+  EXPECT_EQ(registry.all().size(), 19u + 9u);
 
   const auto workload = registry.byResource("kueue.x-k8s.io", "v1beta2", "workloads");
   ASSERT_TRUE(workload);
@@ -361,7 +362,7 @@ TEST(ResourceRegistry, UpdatingACrdReplacesItsResource) {
   EXPECT_EQ(v2->shortNames, std::vector<std::string>{"wd"});
   EXPECT_EQ(v2->storageVersion().name, "v2");
   EXPECT_TRUE(v2->storageVersion().hasStatus);
-  EXPECT_EQ(registry.all().size(), 19u);
+  EXPECT_EQ(registry.all().size(), 20u);
 
   updated["spec"]["versions"][0]["served"] = false;
   registry.applyCrd(updated);
@@ -413,7 +414,7 @@ TEST(ResourceRegistry, SharesImmutableEntriesWithoutCopying) {
   // Holders keep what they got; lookups see the update.
   EXPECT_TRUE(before->shortNames.empty());
   EXPECT_EQ(registry.find("example.com", "v1", "widgets")->shortNames, std::vector<std::string>{"wd"});
-  EXPECT_EQ(registry.snapshot().size(), 19u);
+  EXPECT_EQ(registry.snapshot().size(), 20u);
 }
 
 TEST(ResourceRegistry, RegistersTheFullArgoWorkflowCrd) {
@@ -526,7 +527,7 @@ TEST(ResourceRegistry, ServesReadersWhileCrdsChange) {
     registry.applyCrd(argoWorkflowCrd());
   });
   for (int i = 0; i < 200; ++i) {
-    EXPECT_GE(registry.snapshot().size(), 18u);
+    EXPECT_GE(registry.snapshot().size(), 19u);
     EXPECT_TRUE(registry.openApiV3Root().at("paths").contains("api/v1"));
     EXPECT_TRUE(registry.apiResourceList("", "v1"));
   }

@@ -24,21 +24,23 @@ class JobControllerStandInTest : public ::testing::Test {
  protected:
   JobControllerStandInTest() : api("test", registry, store, clock) {
     api.create({"", "v1", "namespaces", "", "", ""}, json{{"metadata", {{"name", "default"}}}});
-    for (const auto* file : {"tekton.dev_pipelineruns.yaml", "argoproj.io_workflows.minimal.yaml",
-                             "../../../manifests/samples/single-cluster/cluster/00-trainingrun-crd.yaml"})
+    for (const auto* file :
+         {"tekton.dev_pipelineruns.yaml", "tekton/tekton.dev_taskruns.yaml", "argoproj.io_workflows.minimal.yaml",
+          "../../../manifests/samples/single-cluster/cluster/00-trainingrun-crd.yaml"})
       api.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
                  sandbox::test::fixtureCrd(file));
   }
   ~JobControllerStandInTest() override {
     if (controller) controller->stop();
   }
-  void start(Style style, std::function<bool(const json&)> podsPending = nullptr) {
+  void start(Style style, std::function<bool(const json&)> podsPending = nullptr, bool taskRuns = false) {
     controller = std::make_unique<JobControllerStandIn>(
         api, clock,
         JobControllerStandIn::Options{.style = style,
                                       .runTime = std::chrono::seconds{10},
                                       .pollInterval = std::chrono::milliseconds{2},
-                                      .podsPending = std::move(podsPending)});
+                                      .podsPending = std::move(podsPending),
+                                      .taskRuns = taskRuns});
     controller->start();
   }
   json get(const ResourceRef& ref, const std::string& name) {
@@ -80,6 +82,8 @@ class JobControllerStandInTest : public ::testing::Test {
   const ResourceRef runs{"tekton.dev", "v1", "pipelineruns", "default", "", ""};
   const ResourceRef flows{"argoproj.io", "v1alpha1", "workflows", "default", "", ""};
   const ResourceRef trainings{"ml.example.com", "v1", "trainingruns", "default", "", ""};
+  const ResourceRef taskRuns{"tekton.dev", "v1", "taskruns", "default", "", ""};
+  const ResourceRef pods{"", "v1", "pods", "default", "", ""};
 
   FakeClock clock;
   sandbox::ResourceRegistry registry;
@@ -121,6 +125,54 @@ TEST_F(JobControllerStandInTest, TektonRunsWhatIsNotPendingOrAManagersCopy) {
   edit(runs, "stopped", [](json& job) { job["spec"]["status"] = "StoppedRunFinally"; });
   ASSERT_TRUE(test::eventually([&] { return succeeded(get(runs, "stopped"))["status"] == "False"; }));
   EXPECT_EQ(succeeded(get(runs, "stopped"))["reason"], "StoppedRunFinally");
+}
+
+// Tekton's PipelineRun reconciler creates a TaskRun per pipeline task, with the run's labels
+// and annotations and its taskRunTemplate's podTemplate; the TaskRun reconciler a Pod per
+// TaskRun with the TaskRun's labels and the podTemplate's nodeSelector and tolerations.
+TEST_F(JobControllerStandInTest, ATektonRunThatStartsGetsATaskRunPerTaskAndAPodPerTaskRun) {
+  const json toleration = {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+  api.create(runs, json::parse(R"({
+    "apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+    "metadata": {"name": "build", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+                 "annotations": {"kueue.x-k8s.io/workload": "wl"}},
+    "spec": {"status": "PipelineRunPending",
+      "taskRunTemplate": {"podTemplate": {"nodeSelector": {"gpu": "a100"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
+      "pipelineSpec": {"tasks": [
+        {"name": "compile", "taskSpec": {"steps": [{"name": "make", "image": "gcc"}]}},
+        {"name": "test", "taskSpec": {"steps": [{"name": "ctest", "image": "gcc"}]}}]}}})"));
+  start(Style::Tekton, nullptr, /*taskRuns=*/true);
+  ASSERT_TRUE(test::eventually([&] { return controller->allStarts().empty() && controller->running() == 0; }));
+  EXPECT_EQ(api.list(taskRuns, {})["items"].size(), 0u) << "a pending run has no TaskRuns";
+
+  edit(runs, "build", [](json& job) { job["spec"].erase("status"); });
+  ASSERT_TRUE(test::eventually([&] { return api.list(pods, {})["items"].size() == 2; }));
+  const json run = get(runs, "build");
+  const json taskRun = get(taskRuns, "build-compile");
+  EXPECT_EQ(taskRun["metadata"]["ownerReferences"], json::array({{{"apiVersion", "tekton.dev/v1"},
+                                                                  {"kind", "PipelineRun"},
+                                                                  {"name", "build"},
+                                                                  {"uid", run["metadata"]["uid"]},
+                                                                  {"controller", true},
+                                                                  {"blockOwnerDeletion", true}}}));
+  EXPECT_EQ(taskRun["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "user-queue");
+  EXPECT_EQ(taskRun["metadata"]["labels"]["tekton.dev/pipelineTask"], "compile");
+  EXPECT_EQ(taskRun["metadata"]["annotations"]["kueue.x-k8s.io/workload"], "wl");
+  EXPECT_EQ(taskRun["spec"]["podTemplate"], run["spec"]["taskRunTemplate"]["podTemplate"]);
+
+  const json pod = get(pods, "build-compile-pod");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "TaskRun");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], taskRun["metadata"]["uid"]);
+  EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "user-queue");
+  EXPECT_EQ(pod["metadata"]["labels"]["tekton.dev/taskRun"], "build-compile");
+  EXPECT_EQ(pod["metadata"]["annotations"]["kueue.x-k8s.io/workload"], "wl");
+  EXPECT_EQ(pod["spec"]["nodeSelector"], json({{"gpu", "a100"}}));
+  EXPECT_EQ(pod["spec"]["tolerations"], json::array({toleration}));
+  EXPECT_EQ(pod["spec"]["containers"][0]["name"], "step-make");
+  EXPECT_EQ(get(pods, "build-test-pod")["metadata"]["labels"]["tekton.dev/pipelineTask"], "test");
+  EXPECT_TRUE(test::eventually([&] { return controller->starts("default/build") == 1; }))
+      << "counted once its tasks exist";
 }
 
 TEST_F(JobControllerStandInTest, ArgoReadsRunningWhileSuspendedAndRunsPodsOnlyWhenResumed) {
