@@ -129,6 +129,8 @@ Environment::Environment(Options options) : options_(std::move(options)) {
     o.capacity = options_.workerCapacity;
     o.pollInterval = options_.pollInterval;
     o.readmitDelay = options_.readmitDelay;
+    // Kueue 0.19 and later run with waitForPodsReady and these settings unless told otherwise.
+    o.waitForPodsReady = standin::KueueStandIn::WaitForPodsReady{};
     auto kueue = std::make_unique<standin::KueueStandIn>(sandbox_->cluster(name).api(), *clock_, o);
     kueues_[name] = std::move(kueue);
     if (manager || options_.startWorkerKueues) startKueue(name);
@@ -198,6 +200,7 @@ config::Configuration Environment::adapterConfiguration() const {
 kind: AdapterConfiguration
 namespace: kueue-system
 managedByDefaulting: MultiKueueQueues
+waitForPodsReady: {enable: true}
 dispatch: {enabled: true}
 multiKueue:
   externalFrameworks:

@@ -4,7 +4,8 @@
 // each, the sample Kueue objects of manifests/samples applied (AdmissionCheck, MultiKueueConfig,
 // MultiKueueClusters, queues; the workers get manifests/samples/worker), one kubeconfig Secret
 // per worker in kueue-system, and a client per cluster. It runs as deployed with the job
-// integration (SPEC §7.2): the Kueue stand-ins play Kueue's core only; every cluster runs the
+// integration (SPEC §7.2): the Kueue stand-ins play Kueue's core only (waitForPodsReady on, as
+// Kueue 0.19 and later run by default); every cluster runs the
 // Tekton and Argo controller stand-ins; each worker runs our integration (the worker adapter's
 // leader) for Workflows and PipelineRuns. The manager's adapter itself is not part of it:
 // callers start a multikueue::Dispatcher and the manager's integration (or the whole Service)
