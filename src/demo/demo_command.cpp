@@ -24,6 +24,7 @@
 #include "mka/common/strings.h"
 #include "mka/config/loader.h"
 #include "mka/demo/environment.h"
+#include "mka/deploy/webhook_conditions.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/jobkind/job_kind.h"
 #include "mka/kube/api_error.h"
@@ -146,11 +147,17 @@ std::string writeFile(const fs::path& path, const std::string& text) {
 }
 
 // The configured kinds' groups and resources, as a webhook rule names them.
+// What the validating webhook's matchConditions leave to it, as the demo says.
+constexpr std::string_view kValidateScope =
+    "/validate called on creates and on updates that change what it checks, by its matchConditions";
+
+// `matchConditions`: the validating webhook's, as `manifests` renders them (null: none).
 json webhookConfiguration(const std::string& kind, const std::string& path, int port, const std::string& caPem,
-                          const json& operations, const json& groups, const json& resources) {
+                          const json& operations, const json& groups, const json& resources,
+                          const json& matchConditions = nullptr) {
   const auto name =
       std::string(kind == "MutatingWebhookConfiguration" ? "mutate" : "validate") + ".multikueue-adapter.dev";
-  return {
+  json out = {
       {"apiVersion", "admissionregistration.k8s.io/v1"},
       {"kind", kind},
       {"metadata", {{"name", "multikueue-adapter"}}},
@@ -167,6 +174,8 @@ json webhookConfiguration(const std::string& kind, const std::string& path, int 
                      {"matchPolicy", "Equivalent"},
                      {"timeoutSeconds", 10},
                      {"admissionReviewVersions", {"v1"}}}})}};
+  if (!matchConditions.is_null()) out["webhooks"][0]["matchConditions"] = matchConditions;
+  return out;
 }
 
 // How the demo reads a sample job's kind: its resource and how its controller reports a run.
@@ -319,8 +328,11 @@ class Demo {
     auto& client = env_->client(cluster);
     client.create(webhookConfiguration("MutatingWebhookConfiguration", "/mutate", service_->webhookPort(), ca.certPem(),
                                        {"CREATE"}, groups, resources));
+    // As deployed: an UPDATE that changes nothing /validate checks (a running job's status
+    // write) does not call it.
     client.create(webhookConfiguration("ValidatingWebhookConfiguration", "/validate", service_->webhookPort(),
-                                       ca.certPem(), {"CREATE", "UPDATE"}, groups, resources));
+                                       ca.certPem(), {"CREATE", "UPDATE"}, groups, resources,
+                                       json::parse(deploy::validateMatchConditions(*loaded.config).dump())));
     const auto deadline = Steady::now() + std::chrono::seconds{60};
     while (!(service_->health().ready(false).ok && service_->dispatchRunner() &&
              (!dispatch || service_->dispatchRunner()->dispatching()) && service_->dispatchRunner()->integrating())) {
@@ -345,8 +357,8 @@ class Demo {
     const auto configFile = writeFile(dir_ / "config.yaml", text);
     startService(kManager, text, configFile, true);
     say("multikueue-adapter running on the manager: webhook https://127.0.0.1:" +
-        std::to_string(service_->webhookPort()) +
-        " registered there, dispatch loop and job integration leading, metrics http://127.0.0.1:" +
+        std::to_string(service_->webhookPort()) + " registered there (" + std::string(kValidateScope) +
+        "), dispatch loop and job integration leading, metrics http://127.0.0.1:" +
         std::to_string(service_->metricsPort()) + "/metrics");
     std::string workers;
     for (const auto& w : options_.workers) workers += (workers.empty() ? "" : ", ") + w;
@@ -368,8 +380,8 @@ class Demo {
     startService(kSingleCluster, text.str(), configFile, false);
     say("multikueue-adapter running on the cluster with " + configFile.filename().string() +
         " (dispatch off, job integration on for Workflow and TrainingRun): webhook https://127.0.0.1:" +
-        std::to_string(service_->webhookPort()) + " registered, job integration leading, metrics http://127.0.0.1:" +
-        std::to_string(service_->metricsPort()) + "/metrics");
+        std::to_string(service_->webhookPort()) + " registered (" + std::string(kValidateScope) +
+        "), job integration leading, metrics http://127.0.0.1:" + std::to_string(service_->metricsPort()) + "/metrics");
     standin::JobControllerStandIn::Options o;
     o.style = standin::JobControllerStandIn::Style::InHouse;
     o.runTime = options_.runTime;
