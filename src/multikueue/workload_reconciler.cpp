@@ -389,6 +389,16 @@ void WorkloadReconciler::readGroup(const std::string& check, const json& workloa
     if (!remote) continue;  // its copies trigger this reconcile again when it connects
     const bool job = group.adapter != nullptr && !group.ownerName.empty() &&
                      cachedRemote(*remote, group.adapter->gvk(), jobKey(group)).has_value();
+    // Evicted but still holding its quota, the Workload waits for its job's status, copied back
+    // from the one worker that has the job copy, to say the pods ended (its kind's active rule).
+    // Kueue's eviction cleared clusterName, so that worker stays in the group by its job copy:
+    // removed now, its status would never come back and the quota never be released.
+    if (job && isEvicted(workload) && hasQuotaReservation(workload)) {
+      group.clusters.push_back(name);
+      if (auto copy = cachedRemote(*remote, api::kWorkloadGvk, group.key)) group.remotes[name] = std::move(*copy);
+      group.available[name] = std::move(remote);
+      continue;
+    }
     if (job || cachedRemote(*remote, api::kWorkloadGvk, group.key)) group.outside[name] = std::move(remote);
   }
 }

@@ -1067,6 +1067,20 @@ std::vector<Case> workersTheConfigDroppedCases() {
     cases.push_back(c);
   }
   {
+    // Kueue's eviction clears clusterName; the job copy tells which worker ran it, and its
+    // status is what releases the manager's quota (the kind's active rule).
+    Case c{"evicted, still reserved, the job copy's worker dropped: kept, its job status still copied", {}, {}};
+    c.given.clusters = json::array({"worker1"});
+    c.given.workload = withCondition(withCheck(managerWorkload(), "Pending"), condition("Evicted", true, "Preempted"));
+    c.given.remoteWorkloads = {{"worker2", remoteCopy(json::array({condition("Evicted", true, "Preempted")}))}};
+    c.given.remoteJobs = {{"worker2", remoteJobCopy(tektonStatus("Unknown", "Stopping"))}};
+    c.expected.checkState = "Pending";
+    c.expected.remoteWorkloads = {{"worker2", true}};
+    c.expected.remoteJobs = {{"worker2", true}};
+    c.expected.localJobStatus = tektonStatus("Unknown", "Stopping");
+    cases.push_back(c);
+  }
+  {
     Case c{"a worker the config lists under another name: its copy is the group's, kept", {}, {}};
     c.given.clusters = json::array({"alias1", "worker2"});
     c.given.aliases = {{"alias1", "worker1"}};
