@@ -277,10 +277,13 @@ Result JobReconciler::reconcile(const std::string& jobKey) {
     // Stopped, but pods that still run hold their capacity: by the active rule, the reservation
     // stays until the job's status says they ended (its update brings the job back here). On
     // a MultiKueue manager that status is the worker's, which the dispatch loop keeps copying
-    // back while the copies are evicted and removes them only after this releases the quota.
+    // back while the copies are evicted and removes them only after this releases the quota
+    // (but not after an admission check's eviction: byActiveRule).
     // Without one, a job this pass stopped counts as ended: its stop value (Tekton's
     // StoppedRunFinally) may leave it neither suspended nor finished.
-    const bool stillActive = (rules_.active || !stopped) && isActive(job, rules_);
+    const bool stillActive = byActiveRule(job, *evicted)
+                                 ? isActive(job, rules_)
+                                 : !stopped && !isSuspended(job, rules_) && !finished(job, rules_);
     if (hasQuotaReservation(*workload)) {
       if (!stillActive) {
         clearReservation(*workload);
@@ -532,6 +535,14 @@ Result JobReconciler::createWorkload(const json& job) {
   events_.record(job, "Normal", reason::kCreatedWorkload, "Created Workload: " + keyOf(workload));
   if (observer_) observer_->workloadCreated(kind_.name());
   return Result::done();
+}
+
+bool JobReconciler::byActiveRule(const json& job, const json& evicted) const {
+  if (!rules_.active) return false;
+  if (!markedForMultiKueue(job)) return true;
+  const std::string reason = stringMember(evicted, "reason");
+  return reason != api::evicted_reason::kAdmissionCheck &&
+         reason != api::evicted_reason::kDeactivatedDueToAdmissionCheck;
 }
 
 bool JobReconciler::writeUnlessRefused(const json& job, const json& workload, const std::function<void()>& write) {

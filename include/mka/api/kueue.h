@@ -78,6 +78,10 @@ inline constexpr std::string_view kPreempted = "Preempted";
 inline constexpr std::string_view kNodeFailures = "NodeFailures";
 // Kueue's deactivation reasons: DeactivatedDueToAdmissionCheck, ...RequeuingLimitExceeded, ...
 inline constexpr std::string_view kDeactivatedPrefix = "DeactivatedDueTo";
+// An admission check in Retry (MultiKueue's: the worker evicted its copy, or was lost), and one
+// Rejected.
+inline constexpr std::string_view kAdmissionCheck = "AdmissionCheck";
+inline constexpr std::string_view kDeactivatedDueToAdmissionCheck = "DeactivatedDueToAdmissionCheck";
 }  // namespace evicted_reason
 
 // AdmissionCheck states of a Workload's status.admissionChecks[].

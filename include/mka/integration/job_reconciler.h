@@ -142,6 +142,13 @@ class JobReconciler {
   std::optional<nlohmann::json> cachedWorkload(const std::string& key) const;
   // The job's managedBy marker says MultiKueue: it runs on a worker, never here.
   bool markedForMultiKueue(const nlohmann::json& job) const;
+  // Whether the evicted job (its Workload's Evicted condition `evicted`) keeps its reservation
+  // while the kind's active rule says its pods run. A job marked for MultiKueue reads a worker's
+  // status, copied back while the copies are evicted; but after an eviction by an admission
+  // check (MultiKueue's Retry: the worker evicted its copy, or was lost; or a Rejected check)
+  // that status may never come back (a lost worker's is frozen), and the worker's own
+  // integration holds the worker's quota while pods run there: it is judged without the rule.
+  bool byActiveRule(const nlohmann::json& job, const nlohmann::json& evicted) const;
 
   kube::Client& client_;
   const jobkind::JobKind& kind_;

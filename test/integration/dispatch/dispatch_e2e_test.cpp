@@ -166,18 +166,15 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
   const auto first = admittedOn(wl);
   ASSERT_TRUE(eventually([&] { return podRunning(get("manager", kWorkflow.gvk, "job1")); }));
   env_->kueue(first).evict("default", wl);
-  // Retry, then Kueue's eviction resets the check to Pending (retryCount 1). The copy's pod runs
-  // on to its end (runTime), holding quota on the worker and on the manager, whose copied status
-  // says so; then the adapter deletes the remote copies; once the requeue delay has passed, Ready
-  // again.
+  // Retry, then Kueue's eviction (reason AdmissionCheck) resets the check to Pending (retryCount
+  // 1). The manager's copied status still shows the pod running, but after an eviction by the
+  // check the manager releases at once (the worker's own integration holds the worker's quota
+  // while the pod runs there), and the adapter deletes the remote copies; once the requeue delay
+  // has passed, Ready again.
   ASSERT_TRUE(eventually([&] {
     const auto s = checkState(wl);
     return s.value("retryCount", 0) >= 1 && s.value("state", "") == "Pending";
   })) << checkState(wl).dump();
-  ASSERT_TRUE(settled());
-  EXPECT_TRUE(api::hasQuotaReservation(*workload("manager", wl))) << "the pod still runs";
-  EXPECT_TRUE(workload(first, wl).has_value());
-  advance(std::chrono::seconds{10});
   ASSERT_TRUE(eventually([&] { return !workload("worker1", wl) && !workload("worker2", wl); }));
   advance(kReadmitDelay);
   ASSERT_TRUE(eventually([&] {

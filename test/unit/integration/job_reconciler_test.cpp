@@ -823,6 +823,15 @@ std::function<std::vector<json>(const json&)> preempted() {
   };
 }
 
+// Evicted because MultiKueue's check went to Retry: the worker was lost.
+constexpr std::string_view kRemoteLost =
+    "Evicted due to AdmissionCheck in Retry state: \"multikueue\" (Admitting remote lost)";
+std::function<std::vector<json>(const json&)> evictedByTheCheck() {
+  return [](const json& job) {
+    return std::vector<json>{ownWorkload(job, evicted(reserved(true), "AdmissionCheck", std::string(kRemoteLost)))};
+  };
+}
+
 std::function<std::vector<json>(const json&)> deactivated() {
   return [](const json& job) {
     json w = ownWorkload(job, evicted(reserved(true), "Deactivated", "The workload is deactivated"));
@@ -889,6 +898,11 @@ std::vector<Case> activeWhilePodsRunCases() {
       {"marked for MultiKueue, the worker's copied status says replicas run: the reservation kept",
        withRule(withReplicas(kRunning, "True"), preempted(), "kueue.x-k8s.io/multikueue"),
        {{"Normal Stopped: " + std::string(kPreempted)}, "", expectReservationKept}},
+      {"marked for MultiKueue, evicted by the check (the worker lost, its status frozen): cleared at once",
+       withRule(withReplicas(kRunning, "True"), evictedByTheCheck(), "kueue.x-k8s.io/multikueue"),
+       {{"Normal Stopped: " + std::string(kRemoteLost)},
+        "",
+        [](const Seen& seen) { expectReservationCleared(seen, "False", "AdmissionCheck", std::string(kRemoteLost)); }}},
       {"marked for MultiKueue, the worker's copied status says they ended: the reservation cleared",
        withRule(withReplicas(kSuspended, "False"), preempted(), "kueue.x-k8s.io/multikueue"),
        {{},
