@@ -43,8 +43,8 @@ bool podsReady(const nlohmann::json& job, const config::IntegratedFramework& fra
 
 // The Workload's PodsReady condition as Kueue's jobframework computes it (KUEUE-JOBFRAMEWORK.md
 // §1.3, step 17) from the Workload as it is and whether the job's pods are ready: not admitted,
-// False/WaitForStart; ready, True/Started (True/Recovered after a recovery); no longer ready
-// after being ready, False/WaitForRecovery; else False/WaitForStart. Kueue's reasons and
+// False/WaitForStart; ready, True/Started (True/Recovered after a recovery); not ready
+// once it has been ready, False/WaitForRecovery; else False/WaitForStart. Kueue's reasons and
 // messages.
 struct PodsReadyCondition {
   bool status = false;
