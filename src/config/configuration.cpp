@@ -243,10 +243,8 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     f.active = active;
     // Started: Succeeded Unknown with reason Running (its TaskRuns created; Tekton does not say
     // whether their pods were scheduled), or finished (podsReady rule).
-    ActiveRule podsReady;
-    podsReady.type = ActiveRule::Type::Condition;
-    podsReady.conditionType = "Succeeded";
-    podsReady.conditionStatus = "Unknown";
+    ActiveRule podsReady = active;
+    podsReady.exceptReasons.clear();
     podsReady.reasons = {"Running"};
     f.podsReady = podsReady;
     return f;
