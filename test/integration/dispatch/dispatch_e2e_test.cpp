@@ -16,17 +16,6 @@ namespace {
 using nlohmann::json;
 using test::eventually;
 
-// A Workflow whose status shows a Pod node running: on the manager, the worker's status copied
-// back, which the manager's integration reads to keep an evicted Workload's quota.
-bool podRunning(const std::optional<json>& workflow) {
-  if (!workflow) return false;
-  const json::json_pointer nodes("/status/nodes");
-  if (!workflow->contains(nodes) || !workflow->at(nodes).is_object()) return false;
-  for (const auto& [id, node] : workflow->at(nodes).items())
-    if (node.value("type", "") == "Pod" && node.value("phase", "") == "Running") return true;
-  return false;
-}
-
 class DispatchE2E : public ::testing::Test, public DispatchFixture {
  protected:
   void TearDown() override { tearDownEnvironment(); }
@@ -164,7 +153,7 @@ TEST_F(DispatchE2E, WorkerEvictionSendsTheCheckToRetryAndTheJobIsDispatchedAgain
   createJob(kWorkflow, "job1");
   const auto wl = awaitWorkload(kWorkflow, "job1");
   const auto first = admittedOn(wl);
-  ASSERT_TRUE(eventually([&] { return podRunning(get("manager", kWorkflow.gvk, "job1")); }));
+  ASSERT_TRUE(eventually([&] { return workflowNodePhase("manager", "job1", "job1") == "Running"; }));
   env_->kueue(first).evict("default", wl);
   // Retry, then Kueue's eviction (reason AdmissionCheck) resets the check to Pending (retryCount
   // 1). The manager's copied status still shows the pod running, but after an eviction by the
@@ -211,7 +200,7 @@ TEST_F(DispatchE2E, ManagerEvictionRemovesTheRemoteCopiesAndTheJobIsDispatchedAf
   const auto worker = admittedOn(wl);
   ASSERT_TRUE(eventually([&] { return get(worker, kWorkflow.gvk, "job1").has_value(); }));
   const auto firstCopy = get(worker, kWorkflow.gvk, "job1")->at("metadata").value("uid", "");
-  ASSERT_TRUE(eventually([&] { return podRunning(get("manager", kWorkflow.gvk, "job1")); }));
+  ASSERT_TRUE(eventually([&] { return workflowNodePhase("manager", "job1", "job1") == "Running"; }));
   env_->kueue("manager").evict("default", wl);  // as Kueue's preemption does: Evicted, checks reset
   ASSERT_TRUE(eventually([&] {
     const auto remote = workload(worker, wl);

@@ -164,6 +164,16 @@ bool DispatchFixture::settled() {
   });
 }
 
+std::string DispatchFixture::workflowNodePhase(const std::string& cluster, const std::string& job,
+                                               const std::string& node) {
+  const auto wf = get(cluster, kWorkflow.gvk, job);
+  const json::json_pointer nodes("/status/nodes");
+  if (!wf || !wf->contains(nodes) || !wf->at(nodes).is_object()) return "";
+  for (const auto& [id, n] : wf->at(nodes).items())
+    if (n.value("name", "") == node) return n.value("phase", "");
+  return "";
+}
+
 int DispatchFixture::startsOn(const std::string& cluster, const JobKind& kind, const std::string& name) {
   auto* controller = env_->frameworkController(cluster, kind.gvk.kind);
   return controller == nullptr ? 0 : controller->starts("default/" + name);

@@ -96,6 +96,10 @@ class DispatchFixture {
   // failed assertion. `mutate` edits the job before it is created.
   std::pair<std::string, std::string> runOnAWorker(const JobKind& kind, const std::string& name,
                                                    const std::function<void(nlohmann::json&)>& mutate = {});
+  // The phase of Workflow `job`'s status node named `node` on `cluster` ("a[0].extract"; a
+  // container entrypoint's one pod node has the Workflow's name), "" when there is none. On the
+  // manager it is the worker's status, copied back.
+  std::string workflowNodePhase(const std::string& cluster, const std::string& job, const std::string& node);
   // Times the worker's controller stand-in of `kind` started job `name` (namespace default).
   int startsOn(const std::string& cluster, const JobKind& kind, const std::string& name);
   // Jobs the workers' Tekton and Argo controller stand-ins run right now.

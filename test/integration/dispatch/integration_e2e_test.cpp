@@ -133,16 +133,6 @@ class EvictedWorkflow : public ::testing::Test, public DispatchFixture {
         if (resource.value("name", "") == "cpu") resource["nominalQuota"] = quantity;
     api.update(ref, cq);
   }
-  // The phase of the copy's pod node for step `node` ("a[0].extract") on `cluster`.
-  std::string podPhase(const std::string& cluster, const std::string& job, const std::string& node) {
-    const auto wf = get(cluster, kWorkflow.gvk, job);
-    if (!wf) return "";
-    const json::json_pointer nodes("/status/nodes");
-    if (!wf->contains(nodes) || !wf->at(nodes).is_object()) return "";
-    for (const auto& [id, n] : wf->at(nodes).items())
-      if (n.value("name", "") == node) return n.value("phase", "");
-    return "";
-  }
   bool reserved(const std::string& cluster, const std::string& wl) {
     const auto w = workload(cluster, wl);
     return w && api::hasQuotaReservation(*w);
@@ -155,7 +145,7 @@ TEST_F(EvictedWorkflow, KeepsItsQuotaOnTheManagerUntilItsPodOnTheWorkerEnds) {
   startAdapter();
   const auto [a, worker] = runOnAWorker(kWorkflow, "a", twoBigSteps);
   ASSERT_FALSE(worker.empty());
-  ASSERT_TRUE(eventually([&] { return podPhase(worker, "a", "a[0].extract") == "Running"; }));
+  ASSERT_TRUE(eventually([&] { return workflowNodePhase(worker, "a", "a[0].extract") == "Running"; }));
   createJob(kWorkflow, "b", true, twoBigSteps);
   const auto b = awaitWorkload(kWorkflow, "b");
   ASSERT_TRUE(settled());
@@ -174,10 +164,10 @@ TEST_F(EvictedWorkflow, KeepsItsQuotaOnTheManagerUntilItsPodOnTheWorkerEnds) {
            get(worker, kWorkflow.gvk, "a")->at("spec").value("suspend", false);
   }));
   ASSERT_TRUE(settled());
-  EXPECT_EQ(podPhase(worker, "a", "a[0].extract"), "Running") << "suspending stops no running pod";
+  EXPECT_EQ(workflowNodePhase(worker, "a", "a[0].extract"), "Running") << "suspending stops no running pod";
   EXPECT_TRUE(reserved(worker, a)) << "the worker's pod holds the worker's capacity";
   EXPECT_TRUE(reserved("manager", a)) << "and the manager's: " << workload("manager", a)->dump();
-  EXPECT_EQ(podPhase("manager", "a", "a[0].extract"), "Running") << "the worker's status came back";
+  EXPECT_EQ(workflowNodePhase("manager", "a", "a[0].extract"), "Running") << "the worker's status came back";
   EXPECT_FALSE(reserved("manager", b));
 
   // Half the step later the pod still runs.
@@ -194,8 +184,8 @@ TEST_F(EvictedWorkflow, KeepsItsQuotaOnTheManagerUntilItsPodOnTheWorkerEnds) {
       << workload("manager", a)->dump();
   ASSERT_TRUE(eventually([&] { return !workload(worker, a) && !get(worker, kWorkflow.gvk, "a"); }));
   ASSERT_TRUE(eventually([&] { return checkIs(b, "Ready"); }));
-  EXPECT_EQ(podPhase("manager", "a", "a[0].extract"), "Succeeded");
-  EXPECT_EQ(podPhase("manager", "a", "a[1].load"), "") << "no new step started";
+  EXPECT_EQ(workflowNodePhase("manager", "a", "a[0].extract"), "Succeeded");
+  EXPECT_EQ(workflowNodePhase("manager", "a", "a[1].load"), "") << "no new step started";
   EXPECT_EQ(startsOn(worker, kWorkflow, "a"), 1);
 }
 
