@@ -536,8 +536,10 @@ Result WorkloadReconciler::reconcileGroup(const json& workload, const std::strin
   removeOutOfSyncRemotes(workload, group);
   if (auto r = followAdmittedRemote(workload, check, state, group)) return *r;
   const Result gate = options_.orchestratedPreemption ? Result::after(openPreemptionGate(group)) : Result::done();
-  // (§2.3 step 8) Nominate only while the check is Pending and no worker holds it.
-  if (state != api::check_state::kPending || !clusterName(workload).empty()) return gate;
+  // (§2.3 step 8) Nominate only while the check is Pending and no worker holds it. Nor while it
+  // is evicted: it holds its quota only until its job has stopped, and a copy sent now would be
+  // deactivated as soon as a worker admitted it (step 6b.2), its job copy created for nothing.
+  if (state != api::check_state::kPending || !clusterName(workload).empty() || isEvicted(workload)) return gate;
   return Result::sooner(nominateAndSync(workload, check, group), gate);
 }
 

@@ -178,6 +178,15 @@ void setCondition(json& status, const std::string& type, const std::string& valu
   conditions.push_back(std::move(condition));
 }
 
+// apimeta.RemoveStatusCondition.
+void removeCondition(json& status, const std::string& type) {
+  auto& conditions = status["conditions"];
+  if (!conditions.is_array()) return;
+  conditions.erase(std::remove_if(conditions.begin(), conditions.end(),
+                                  [&](const json& c) { return c.is_object() && c.value("type", "") == type; }),
+                   conditions.end());
+}
+
 // Kueue's resetActiveCondition: a condition that is True turns False ("Previously: ...").
 void resetActiveCondition(json& status, const json& wl, const std::string& type, const std::string& reason,
                           const std::string& now, std::int64_t generation) {
@@ -458,11 +467,22 @@ struct KueueStandIn::Impl {
     }
     const bool evicted = conditionTrue(wl, kEvicted);
     if (!active) {
-      // The checks keep their states (a Rejected one tells the dispatcher to leave it alone);
-      // the requeue state goes, as Kueue clears it on deactivation.
-      if (reserved && !evicted)
-        evictWorkload(wl, deactivationReason(wl), deactivationMessage(wl), false,
-                      [](json& status) { status.erase("requeueState"); });
+      // Kueue's workload.Evict, as for any eviction: every check reset to Pending, so a later
+      // reactivation dispatches afresh. The reason and message take the DeactivationTarget's,
+      // which goes then, with the requeue state, as Kueue's deactivation clears both (a target
+      // left would deactivate the Workload again once reactivated).
+      const auto clear = [](json& status) {
+        status.erase("requeueState");
+        removeCondition(status, kDeactivationTarget);
+      };
+      if (reserved && !evicted) {
+        evictWorkload(wl, deactivationReason(wl), deactivationMessage(wl), clear);
+      } else if (findCondition(wl, kDeactivationTarget) != nullptr ||
+                 json_fields::objectMember(wl, "status").contains("requeueState")) {
+        json status = wl.value("status", json::object());
+        clear(status);
+        writeStatus(wl, std::move(status));
+      }
       return;
     }
     if (!reserved && options.waitForPodsReady && backoffPending(wl)) return;
@@ -535,7 +555,7 @@ struct KueueStandIn::Impl {
     }
     const auto requeueAt = clock.now() + std::chrono::duration_cast<TimePoint::duration>(requeueBackoff(
                                              count, settings.backoffBaseSeconds, settings.backoffMaxSeconds));
-    evictWorkload(wl, kPodsReadyTimeout, "Exceeded the PodsReady timeout " + nsOf(wl) + "/" + nameOf(wl), true,
+    evictWorkload(wl, kPodsReadyTimeout, "Exceeded the PodsReady timeout " + nsOf(wl) + "/" + nameOf(wl),
                   [&](json& evicted) {
                     evicted["requeueState"] = {{"count", count}, {"requeueAt", toRfc3339(requeueAt)}};
                   });
@@ -937,7 +957,7 @@ struct KueueStandIn::Impl {
     const auto stamp = api.now();
     json prepared = victim;
     setCondition(prepared["status"], kPreempted, "True", kInClusterQueue, message, stamp, std::nullopt);
-    writeStatus(victim, evictedStatus(prepared, "Preempted", message, stamp, true));
+    writeStatus(victim, evictedStatus(prepared, "Preempted", message, stamp));
     log::info(logger(), "kueue-standin preempted",
               {{"cluster", cluster()},
                {"namespace", nsOf(victim)},
@@ -1095,9 +1115,9 @@ struct KueueStandIn::Impl {
   // lifted and every preemption gate closed again. The reservation is the job integration's to
   // release once the job has stopped (jobframework step 18), so Kueue core keeps it.
   // `prepare` changes the status written too (Kueue's WithCustomPrepare: the requeue state).
-  void evictWorkload(const json& wl, const std::string& reason, const std::string& message, bool resetChecks = true,
+  void evictWorkload(const json& wl, const std::string& reason, const std::string& message,
                      const std::function<void(json& status)>& prepare = nullptr) {
-    json status = evictedStatus(wl, reason, message, api.now(), resetChecks);
+    json status = evictedStatus(wl, reason, message, api.now());
     if (prepare) prepare(status);
     writeStatus(wl, status);
     log::info(logger(), "kueue-standin evicted",
@@ -1109,7 +1129,7 @@ struct KueueStandIn::Impl {
   }
 
   static json evictedStatus(const json& wl, const std::string& reason, const std::string& message,
-                            const std::string& stamp, bool resetChecks) {
+                            const std::string& stamp) {
     json status = wl.value("status", json::object());
     setCondition(status, kEvicted, "True", reason, message, stamp, generationOf(wl));
     status.erase("clusterName");
@@ -1121,7 +1141,7 @@ struct KueueStandIn::Impl {
         gate["position"] = "Closed";
         gate["lastTransitionTime"] = stamp;
       }
-    if (resetChecks && status.contains("admissionChecks") && status["admissionChecks"].is_array()) {
+    if (status.contains("admissionChecks") && status["admissionChecks"].is_array()) {
       for (auto& check : status["admissionChecks"]) {
         const auto old = check.value("state", "");
         if (old == "Pending") continue;

@@ -495,16 +495,23 @@ TEST_P(ChaosTest, EveryJobFinishesOnExactlyOneWorkerAndNothingIsLeftBehind) {
     const auto n = it == copies_.end() ? 0 : it->second.size();
     const std::string kind = i % 2 == 0 ? "PipelineRun" : "Workflow";
     int starts = 0;
-    for (const auto& worker : kWorkers) starts += env_->frameworkController(worker, kind)->starts("default/" + name);
+    std::string startsPerWorker;
+    for (const auto& worker : kWorkers) {
+      const int here = env_->frameworkController(worker, kind)->starts("default/" + name);
+      starts += here;
+      if (here > 0) startsPerWorker += " " + worker + "=" + std::to_string(here);
+    }
     if (deactivated_.contains(name)) {
       // Stopped once while running: its one pod may have ended the Workflow (it never ran
       // again), or it ran again once, possibly on another worker, after its reactivation.
       (n == 1 || n == 2 ? onOne : n == 0 ? onNone : onSeveral)++;
       ranOnce += starts == 1 || starts == 2 ? 1 : 0;
+      if (starts != 1 && starts != 2) ADD_FAILURE() << name << " (deactivated once) started:" << startsPerWorker;
       continue;
     }
     (n == 1 ? onOne : n == 0 ? onNone : onSeveral)++;
     ranOnce += starts == 1 ? 1 : 0;
+    if (starts != 1) ADD_FAILURE() << name << " started:" << startsPerWorker;
     ranOnManager += env_->frameworkController("manager", kind)->starts("default/" + name) > 0 ? 1 : 0;
   }
   std::printf(

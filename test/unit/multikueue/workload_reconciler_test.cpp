@@ -1170,6 +1170,17 @@ std::vector<Case> nominationAndDispatchCases() {
     cases.push_back(c);
   }
   {
+    // Kueue's eviction reset the check to Pending and cleared clusterName; the quota stays held
+    // until the job has stopped. A copy sent now would only be deactivated where it is admitted.
+    Case c{"evicted, still holding its quota, no copy anywhere: nothing dispatched", {}, {}};
+    c.given.workload = withCondition(withCheck(managerWorkload(), "Pending"),
+                                     condition("Evicted", true, "Deactivated", kWhen, "The workload is deactivated"));
+    c.expected.checkState = "Pending";
+    c.expected.remoteWorkloads = {{"worker1", false}, {"worker2", false}};
+    c.expected.remoteJobs = {{"worker1", false}, {"worker2", false}};
+    cases.push_back(c);
+  }
+  {
     Case c{"Incremental: the first round nominates the first step of workers", {}, {}};
     c.given.dispatcher = std::string(config::kDispatcherIncremental);
     c.expected.result = Result::after(kIncrementalRoundTimeout);

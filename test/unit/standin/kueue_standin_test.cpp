@@ -561,11 +561,14 @@ TEST_F(KueueStandInTest, ManagerDeactivatesOnRejected) {
   const auto wl = *workload("wl-1");
   EXPECT_EQ(wl["spec"]["active"], false);
   EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "DeactivatedDueToAdmissionCheck");
-  EXPECT_EQ(conditionOf(wl, "DeactivationTarget")["message"],
-            "AdmissionCheck in Rejected state: \"multikueue\" (No multikueue adapter found)");
+  EXPECT_EQ(conditionOf(wl, "Evicted")["message"],
+            "The workload is deactivated due to AdmissionCheck in Rejected state: \"multikueue\" (No multikueue "
+            "adapter found)");
+  EXPECT_EQ(conditionStatus(wl, "DeactivationTarget"), "") << "Kueue removes it once it has deactivated";
   EXPECT_EQ(conditionStatus(wl, "QuotaReserved"), "True") << "the job integration's to release";
   EXPECT_EQ(conditionStatus(wl, "Finished"), "");
-  EXPECT_EQ(wl["status"]["admissionChecks"][0]["state"], "Rejected") << "the dispatcher ignores it from then on";
+  EXPECT_EQ(wl["status"]["admissionChecks"][0]["state"], "Pending") << "reset by the eviction, as any";
+  EXPECT_EQ(wl["status"]["admissionChecks"][0]["message"], "Reset to Pending after eviction. Previously: Rejected");
 
   releaseReservation("wl-1");
   clock.advance(std::chrono::hours{1});
@@ -1197,7 +1200,7 @@ MKA_TABLE_TEST_F(KueueStandInTest, PodsReadyTimeout, PodsReadyTimeoutCase, podsR
   ASSERT_TRUE(settled());
   const auto wl = *workload("wl-1");
   EXPECT_EQ(wl["spec"]["active"], false);
-  EXPECT_EQ(conditionOf(wl, "DeactivationTarget")["reason"], "RequeuingLimitExceeded");
+  EXPECT_EQ(conditionStatus(wl, "DeactivationTarget"), "") << "removed once it has deactivated";
   EXPECT_EQ(conditionOf(wl, "Evicted")["reason"], "DeactivatedDueToRequeuingLimitExceeded");
   EXPECT_EQ(conditionOf(wl, "Evicted")["message"],
             "The workload is deactivated due to exceeding the maximum number of re-queuing retries");
