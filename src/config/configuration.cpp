@@ -170,6 +170,10 @@ const IntegratedFramework* Integrations::find(const api::GroupVersionKind& gvk) 
   return nullptr;
 }
 
+bool Integrations::hasChildRules() const {
+  return std::any_of(frameworks.begin(), frameworks.end(), [](const auto& f) { return f.children.has_value(); });
+}
+
 const std::vector<std::pair<std::string, std::string>>& integrationProfileKinds() {
   static const std::vector<std::pair<std::string, std::string>> kinds = {{"argoproj.io", "Workflow"},
                                                                          {"tekton.dev", "PipelineRun"}};
@@ -222,11 +226,15 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     // podTemplate), and each pod its TaskRun's; its PodTemplate has no metadata of its own.
     // Tekton's webhook refuses any change to a run's spec but spec.status, pending or not
     // (PipelineRunSpec.ValidateUpdate), so the admission's node labels and tolerations cannot be
-    // written: the run must carry them in its podTemplate from creation.
+    // written into the run: the /mutate-children webhook writes them into each TaskRun's
+    // spec.podTemplate as Tekton creates it, which its pods take. The run's own podTemplate is
+    // still checked: a value there that conflicts with the admission's refuses the start.
     PodFieldPaths fields{"metadata.labels", "metadata.annotations", "spec.taskRunTemplate.podTemplate.nodeSelector",
                          "spec.taskRunTemplate.podTemplate.tolerations"};
     fields.specImmutable = true;
     f.podSets = {PodSetRule{"pod-set-1", PodSetCount{"", 1, 1}, "", fields}};
+    f.children = ChildRule{
+        {"tekton.dev", "v1", "TaskRun"}, "taskruns", "spec.podTemplate.nodeSelector", "spec.podTemplate.tolerations"};
     f.podSetsFrom = PodSetsFrom::TektonAnnotations;
     FinishedRule finished;
     finished.type = FinishedRule::Type::Condition;

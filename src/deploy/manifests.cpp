@@ -317,18 +317,68 @@ Json unlabelledJobs() {
            Json::array({labelMissing(api::kQueueNameLabel), labelMissing(api::kPrebuiltWorkloadNameKey)})}};
 }
 
+// What every webhook of ours shares: it fails closed, has no side effects, and sees a kind in
+// whatever version it is written.
+void common(Json& hook, int timeoutSeconds) {
+  hook["failurePolicy"] = "Fail";
+  hook["sideEffects"] = "None";
+  hook["timeoutSeconds"] = timeoutSeconds;
+  hook["matchPolicy"] = "Equivalent";
+}
+
+// The children rules' kinds, each once: two versions of one integrated kind name the same.
+std::vector<const config::ChildRule*> childRules(const config::Configuration& cfg) {
+  std::vector<const config::ChildRule*> out;
+  for (const auto& f : cfg.integrations.frameworks)
+    if (f.children && std::none_of(out.begin(), out.end(), [&](const auto* r) { return r->gvk == f.children->gvk; }))
+      out.push_back(&*f.children);
+  return out;
+}
+
+// /mutate-children, one webhook per child kind, in the job webhooks' namespaces: only a child
+// that carries the pod set label, which a job Kueue started passes on to it, reaches the
+// adapter. failurePolicy Fail, as for every webhook, and here for a reason of its own: a child
+// created without its flavor's node selector and tolerations would run its pods on nodes the
+// admission did not grant, and the job's controller (Tekton's PipelineRun reconciler) creates a
+// refused child again.
+std::vector<Json> childHooks(const config::Configuration& cfg, const Json& namespaces) {
+  std::vector<Json> out;
+  for (const auto* rule : childRules(cfg)) {
+    Json hook = {{"name", "mutate-children-" + rule->resource + ".multikueue-adapter.dev"},
+                 {"admissionReviewVersions", stringArray({"v1"})},
+                 {"clientConfig", webhookClientConfig("/mutate-children")},
+                 {"rules", Json::array({Json{{"apiGroups", stringArray({rule->gvk.group})},
+                                             {"apiVersions", stringArray({rule->gvk.version})},
+                                             {"resources", stringArray({rule->resource})},
+                                             {"operations", stringArray({"CREATE"})},
+                                             {"scope", "Namespaced"}}})}};
+    common(hook, kWebhookTimeoutSeconds);
+    hook["reinvocationPolicy"] = "Never";
+    hook["namespaceSelector"] = namespaces;
+    hook["objectSelector"] = {{"matchExpressions", Json::array({labelExists(api::kPodSetLabel)})}};
+    out.push_back(std::move(hook));
+  }
+  return out;
+}
+
+// What the configuration's comment says of childHooks, "" without children rules.
+std::string childHooksComment(const config::Configuration& cfg) {
+  std::vector<std::string> kinds;
+  for (const auto* rule : childRules(cfg)) kinds.push_back(rule->gvk.kind + "s");
+  if (kinds.empty()) return "";
+  return "\n/mutate-children on CREATE of " + strings::join(kinds, ", ") + " that carry " +
+         std::string(api::kPodSetLabel) +
+         " (a started job passes it on to them): the node selector and tolerations of their job's admission, "
+         "which the job itself cannot take. failurePolicy Fail: one created without them would run its pods on "
+         "nodes the admission did not grant, and the job's controller creates a refused one again.";
+}
+
 std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestOptions& options) {
   const auto kinds = configuredKinds(cfg);
   std::vector<api::GroupVersionKind> integrated;
   for (const auto& f : cfg.integrations.frameworks)
     if (std::find(integrated.begin(), integrated.end(), f.gvk) == integrated.end()) integrated.push_back(f.gvk);
   const auto jobNamespaces = namespaceSelectorExcluding(excludedNamespaces(cfg));
-  const auto common = [](Json& hook, int timeoutSeconds) {
-    hook["failurePolicy"] = "Fail";
-    hook["sideEffects"] = "None";
-    hook["timeoutSeconds"] = timeoutSeconds;
-    hook["matchPolicy"] = "Equivalent";
-  };
   const auto configuration = [&](std::string_view kind) {
     auto meta = metadata(kName);
     if (options.certManager)
@@ -370,6 +420,7 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
       m["webhooks"].push_back(jobHook("mutate-default-queue", "/mutate", integrated, {"CREATE"}, true,
                                       std::move(namespaces), unlabelledJobs()));
     }
+    for (auto& hook : childHooks(cfg, jobNamespaces)) m["webhooks"].push_back(std::move(hook));
     out.push_back({std::move(m),
                    "/mutate on CREATE of the configured kinds that carry Kueue's queue-name or prebuilt-workload "
                    "label: the managedBy marker, and suspension of integrated kinds; integrated kinds without "
@@ -380,7 +431,8 @@ std::vector<Manifest> webhooks(const config::Configuration& cfg, const ManifestO
                        strings::join(excludedNamespaces(cfg), ", ") +
                        ", so that a broken adapter cannot block the control plane, Kueue or its own recovery. "
                        "caBundle is left out: cert-manager's CA injector fills it in (--cert-manager), or patch it "
-                       "yourself (manifests/README.md)."});
+                       "yourself (manifests/README.md)." +
+                       childHooksComment(cfg)});
   }
   Json validating = configuration("ValidatingWebhookConfiguration");
   validating["webhooks"] = Json::array();

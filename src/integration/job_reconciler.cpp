@@ -5,6 +5,7 @@
 
 #include "mka/api/kinds.h"
 #include "mka/api/kueue.h"
+#include "mka/api/pod_set_info.h"
 #include "mka/api/views.h"
 #include "mka/api/workload_status.h"
 #include "mka/common/errors.h"
@@ -591,9 +592,9 @@ Result JobReconciler::start(const json& job, const json& workload) {
   if (markedForMultiKueue(job)) return Result::done();
   // Flavors are read from the API server: one GET per start, and no informer follows them.
   const controller::ClientReader server(client_);
-  auto infos =
-      podSetInfos(workload, [&](const std::string& name) { return server.get(api::kResourceFlavorGvk, "", name); });
-  if (const auto* missing = std::get_if<FlavorNotFound>(&infos)) {
+  auto infos = api::podSetInfos(workload,
+                                [&](const std::string& name) { return server.get(api::kResourceFlavorGvk, "", name); });
+  if (const auto* missing = std::get_if<api::FlavorNotFound>(&infos)) {
     // As Kueue: not permanent, the start is retried with backoff until the flavor is there.
     const std::string message = "ResourceFlavor \"" + missing->name + "\" of pod set " + missing->podSet +
                                 " in the admission of Workload " + keyOf(workload) +
@@ -606,7 +607,7 @@ Result JobReconciler::start(const json& job, const json& workload) {
   if (auto* error = std::get_if<std::string>(&infos)) {
     running = *error;
   } else {
-    running = started(job, rules_, std::get<std::vector<PodSetInfo>>(infos));
+    running = started(job, rules_, std::get<std::vector<api::PodSetInfo>>(infos));
   }
   if (auto* error = std::get_if<std::string>(&running)) {
     finishWorkload(workload, std::string(reason::kFailedToStart), *error);

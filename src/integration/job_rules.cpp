@@ -1,16 +1,17 @@
 #include "mka/integration/job_rules.h"
 
 #include <algorithm>
-#include <set>
 
 #include "mka/api/kueue.h"
 #include "mka/api/workload_status.h"
 #include "mka/common/json_fields.h"
-#include "mka/common/validation.h"
 
 namespace mka::integration {
 namespace {
 
+using api::appendTolerations;
+using api::mergeMap;
+using api::PodSetInfo;
 using json_fields::arrayMember;
 using json_fields::fieldAt;
 using json_fields::objectMember;
@@ -23,34 +24,6 @@ bool holds(const json& job, const config::FieldValue& rule) {
 }
 
 std::string valueText(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
-
-// Adds `from`'s keys to `into`; a key present with another value is Kueue's conflict error.
-std::optional<std::string> mergeMap(json& into, const json& from, std::string_view what) {
-  if (!into.is_object()) into = json::object();
-  for (const auto& [key, value] : from.items()) {
-    auto it = into.find(key);
-    if (it != into.end() && *it != value) {
-      return "conflict for " + std::string(what) + ": conflict for key=" + key + ", value1=" + valueText(*it) +
-             ", value2=" + valueText(value);
-    }
-    into[key] = value;
-  }
-  return std::nullopt;
-}
-
-void appendTolerations(json& into, const json& from) {
-  if (!into.is_array()) into = json::array();
-  for (const auto& toleration : from)
-    if (std::find(into.begin(), into.end(), toleration) == into.end()) into.push_back(toleration);
-}
-
-std::optional<std::string> mergeInfo(PodSetInfo& info, const json& update) {
-  if (auto e = mergeMap(info.labels, objectMember(update, "labels"), "labels")) return e;
-  if (auto e = mergeMap(info.annotations, objectMember(update, "annotations"), "annotations")) return e;
-  if (auto e = mergeMap(info.nodeSelector, objectMember(update, "nodeSelector"), "nodeSelector")) return e;
-  appendTolerations(info.tolerations, arrayMember(update, "tolerations"));
-  return std::nullopt;
-}
 
 // The value at `path` in `job`, created as `empty` when absent or null.
 json& fieldOrEmpty(json& job, const std::string& path, const json& empty) {
@@ -74,12 +47,18 @@ std::string unwritable(const config::IntegratedFramework& framework, const std::
          " with it there, or queue it where no flavor has node labels or tolerations";
 }
 
+// Whether the kind's children take the admission's values of `field` (the node selector or the
+// tolerations) from the /mutate-children webhook, so that a job's fixed field need not hold them.
+bool takenByChildren(const config::IntegratedFramework& framework, std::string config::ChildRule::*field) {
+  return framework.children && !((*framework.children).*field).empty();
+}
+
 // The admission's map `from` added to the job's map at `path` (created when absent); a key the
-// job holds with another value is Kueue's conflict. A fixed path is only checked: each key must
-// be there already with that value.
+// job holds with another value is Kueue's conflict. A fixed path is only checked: no key there
+// may conflict, and each must be there already unless `childrenTake` (the children get them).
 std::optional<std::string> addMap(json& job, const config::IntegratedFramework& framework,
                                   const config::PodFieldPaths& paths, const std::string& path, const json& from,
-                                  std::string_view what) {
+                                  std::string_view what, bool childrenTake = false) {
   if (from.empty() || path.empty()) return std::nullopt;  // an empty path: the kind has no such field
   if (!fixedPath(paths, path)) {
     if (auto e = mergeMap(fieldOrEmpty(job, path, json::object()), from, what))
@@ -90,6 +69,7 @@ std::optional<std::string> addMap(json& job, const config::IntegratedFramework& 
   const json own = have != nullptr && have->is_object() ? *have : json::object();
   json merged = own;
   if (auto e = mergeMap(merged, from, what)) return std::string(kPodSetUpdateError) + *e;
+  if (childrenTake) return std::nullopt;
   std::string missing;
   for (const auto& [key, value] : from.items())
     if (!own.contains(key)) missing += (missing.empty() ? "" : ", ") + key + "=" + valueText(value);
@@ -97,15 +77,17 @@ std::optional<std::string> addMap(json& job, const config::IntegratedFramework& 
   return unwritable(framework, path, std::string(what) + " " + missing);
 }
 
-// The admission's tolerations added to the job's list at `path`; a fixed path must hold each.
+// The admission's tolerations added to the job's list at `path`; a fixed path must hold each,
+// unless `childrenTake` (the children get them; tolerations never conflict).
 std::optional<std::string> addTolerations(json& job, const config::IntegratedFramework& framework,
-                                          const config::PodFieldPaths& paths, const std::string& path,
-                                          const json& from) {
+                                          const config::PodFieldPaths& paths, const std::string& path, const json& from,
+                                          bool childrenTake) {
   if (from.empty() || path.empty()) return std::nullopt;
   if (!fixedPath(paths, path)) {
     appendTolerations(fieldOrEmpty(job, path, json::array()), from);
     return std::nullopt;
   }
+  if (childrenTake) return std::nullopt;
   const json* have = fieldAt(job, path);
   for (const auto& toleration : from)
     if (have == nullptr || !have->is_array() || std::find(have->begin(), have->end(), toleration) == have->end())
@@ -118,8 +100,11 @@ std::optional<std::string> addInfo(json& job, const config::IntegratedFramework&
                                    const config::PodFieldPaths& paths, const PodSetInfo& info) {
   if (auto e = addMap(job, framework, paths, paths.labels, info.labels, "labels")) return e;
   if (auto e = addMap(job, framework, paths, paths.annotations, info.annotations, "annotations")) return e;
-  if (auto e = addMap(job, framework, paths, paths.nodeSelector, info.nodeSelector, "nodeSelector")) return e;
-  return addTolerations(job, framework, paths, paths.tolerations, info.tolerations);
+  if (auto e = addMap(job, framework, paths, paths.nodeSelector, info.nodeSelector, "nodeSelector",
+                      takenByChildren(framework, &config::ChildRule::nodeSelector)))
+    return e;
+  return addTolerations(job, framework, paths, paths.tolerations, info.tolerations,
+                        takenByChildren(framework, &config::ChildRule::tolerations));
 }
 
 // The job's field at `path` given back the pod template's `original` value, or removed.
@@ -223,59 +208,6 @@ PodsReadyCondition podsReadyCondition(const json& workload, bool ready) {
   if (current != nullptr && (stringMember(*current, "status") == "True" || reason == pr::kWaitForRecovery))
     return make(false, pr::kWaitForRecovery, pr::kWaitingForRecoveryMessage);
   return make(false, pr::kWaitForStart, pr::kNotReadyMessage);
-}
-
-std::variant<std::vector<PodSetInfo>, std::string, FlavorNotFound> podSetInfos(const json& workload,
-                                                                               const FlavorLookup& flavor) {
-  const json& spec = objectMember(workload, "spec");
-  const json& status = objectMember(workload, "status");
-  const json& specPodSets = arrayMember(spec, "podSets");
-  const std::string workloadName = json_fields::metadataString(workload, "name");
-  const bool fromManager =
-      !stringMember(objectMember(objectMember(workload, "metadata"), "labels"), api::kOriginLabel).empty();
-  const std::string clusterQueue = stringMember(objectMember(status, "admission"), "clusterQueue");
-  const std::string localQueue = stringMember(spec, "queueName");
-
-  std::vector<PodSetInfo> infos;
-  const json& assignments = arrayMember(objectMember(status, "admission"), "podSetAssignments");
-  for (std::size_t i = 0; i < assignments.size(); ++i) {
-    const json& assignment = assignments[i];
-    PodSetInfo info;
-    info.name = stringMember(assignment, "name");
-    if (assignment.contains("count") && assignment["count"].is_number_integer()) {
-      info.count = assignment["count"].get<std::int64_t>();
-    } else if (i < specPodSets.size()) {
-      info.count = specPodSets[i].value("count", std::int64_t{1});
-    }
-    std::set<std::string> seen;
-    for (const auto& [resource, name] : objectMember(assignment, "flavors").items()) {
-      if (!name.is_string() || !seen.insert(name.get<std::string>()).second) continue;
-      const auto object = flavor(name.get<std::string>());
-      if (!object) return FlavorNotFound{name.get<std::string>(), info.name};
-      const json& flavorSpec = objectMember(*object, "spec");
-      for (const auto& [key, value] : objectMember(flavorSpec, "nodeLabels").items()) info.nodeSelector[key] = value;
-      appendTolerations(info.tolerations, arrayMember(flavorSpec, "tolerations"));
-    }
-    info.labels[std::string(api::kPodSetLabel)] = info.name;
-    if (!localQueue.empty()) info.labels[std::string(api::kLocalQueueNameLabel)] = localQueue;
-    if (!clusterQueue.empty() && validation::dns1123Label(clusterQueue).empty())
-      info.labels[std::string(api::kClusterQueueNameLabel)] = clusterQueue;
-    if (fromManager) info.labels[std::string(api::kWorkerWorkloadPodLabel)] = "true";
-    info.annotations[std::string(api::kWorkloadAnnotation)] = workloadName;
-    infos.push_back(std::move(info));
-  }
-  for (const auto& check : arrayMember(status, "admissionChecks")) {
-    for (const auto& update : arrayMember(check, "podSetUpdates")) {
-      for (auto& info : infos) {
-        if (info.name != stringMember(update, "name")) continue;
-        if (auto error = mergeInfo(info, update)) {
-          return "in admission check \"" + stringMember(check, "name") +
-                 "\": invalid admission check PodSetUpdate: " + *error;
-        }
-      }
-    }
-  }
-  return infos;
 }
 
 std::variant<json, std::string> started(const json& job, const config::IntegratedFramework& framework,

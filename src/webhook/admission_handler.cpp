@@ -11,6 +11,7 @@
 #include "mka/common/log.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_review.h"
+#include "mka/webhook/child_mutator.h"
 #include "mka/webhook/lean_admission_review.h"
 #include "mka/webhook/mutator.h"
 #include "mka/webhook/validator.h"
@@ -20,10 +21,12 @@ namespace {
 
 using nlohmann::json;
 
-enum class Webhook { Mutate, Validate, ValidateConfig };
+enum class Webhook { Mutate, Validate, ValidateConfig, MutateChildren };
+constexpr std::size_t kWebhooks = 4;
 
 std::optional<Webhook> route(std::string_view path) {
   if (path == "/mutate") return Webhook::Mutate;
+  if (path == "/mutate-children") return Webhook::MutateChildren;
   if (path == "/validate") return Webhook::Validate;
   if (path == "/validate-config") return Webhook::ValidateConfig;
   return std::nullopt;
@@ -34,6 +37,7 @@ std::string_view webhookName(Webhook webhook) {
     case Webhook::Mutate: return "mutate";
     case Webhook::Validate: return "validate";
     case Webhook::ValidateConfig: return "validate-config";
+    case Webhook::MutateChildren: return "mutate-children";
   }
   return "unknown";
 }
@@ -99,7 +103,7 @@ observability::Metrics::AdmissionSeries& seriesFor(observability::Metrics& metri
     std::string kind;
     observability::Metrics::AdmissionSeries* series = nullptr;
   };
-  thread_local std::array<Slot, 3 * kOperationLabels.size() * kResults.size()> slots;
+  thread_local std::array<Slot, kWebhooks * kOperationLabels.size() * kResults.size()> slots;
   const auto operationIndex = indexOf(kOperationLabels, operation);
   const auto resultIndex = indexOf(kResults, result);
   if (!operationIndex || !resultIndex) return metrics.admissionSeries(webhookName(webhook), kind, operation, result);
@@ -120,8 +124,9 @@ std::string_view resultOf(const AdmissionResponse& response) {
 
 AdmissionRequest decodeRequest(Decoding decoding, Webhook webhook, std::string_view body,
                                const config::Configuration& config) {
-  // /validate-config reads the whole ConfigMap: the lean object would not carry its data.
-  if (decoding == Decoding::LeanFirst && webhook != Webhook::ValidateConfig) {
+  // /validate-config reads the whole ConfigMap, /mutate-children the child's spec: the lean
+  // object carries neither.
+  if (decoding == Decoding::LeanFirst && webhook != Webhook::ValidateConfig && webhook != Webhook::MutateChildren) {
     if (auto lean = decodeLeanAdmissionReview(body, config)) return std::move(*lean);
   }
   return decodeAdmissionReview(body);
@@ -130,8 +135,9 @@ AdmissionRequest decodeRequest(Decoding decoding, Webhook webhook, std::string_v
 }  // namespace
 
 AdmissionHandler::AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues,
-                                   observability::Metrics* metrics, Decoding decoding)
-    : config_(config), queues_(queues), metrics_(metrics), decoding_(decoding) {}
+                                   observability::Metrics* metrics, Decoding decoding,
+                                   const AdmittedWorkloads* workloads)
+    : config_(config), queues_(queues), metrics_(metrics), decoding_(decoding), workloads_(workloads) {}
 
 HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   const auto started = std::chrono::steady_clock::now();
@@ -140,7 +146,8 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
     // Not recorded in metrics: arbitrary paths would make arbitrary label values.
     return fail(http.path, {404, "NotFound",
                             "path " + std::string(withoutQuery(http.path)).substr(0, 128) +
-                                " not found: send AdmissionReviews to /mutate, /validate or /validate-config"});
+                                " not found: send AdmissionReviews to /mutate, /mutate-children, /validate or "
+                                "/validate-config"});
   }
 
   std::string kind;
@@ -183,6 +190,7 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
       case Webhook::Mutate: response = mutateJob(request, *config, queues_); break;
       case Webhook::Validate: response = validateJob(request, *config, queues_); break;
       case Webhook::ValidateConfig: response = validateConfigMap(request); break;
+      case Webhook::MutateChildren: response = mutateChild(request, *config, workloads_); break;
     }
     std::string body = encodeAdmissionReview(request, response);
 

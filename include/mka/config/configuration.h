@@ -215,7 +215,9 @@ struct PodFieldPaths {
   std::string labels, annotations, nodeSelector, tolerations;
   // The kind's API refuses any change to a job's spec but its suspend and stop fields (Tekton's
   // PipelineRun webhook), so a start writes no path below spec: the job must hold there already
-  // what the admission adds, or it is not started. A stop gives nothing back (see stopped()).
+  // what the admission adds, or it is not started; unless the kind's children take the node
+  // selector and tolerations (IntegratedFramework::children), then the job must only hold no
+  // value that conflicts. A stop gives nothing back (see stopped()).
   bool specImmutable = false;
   bool empty() const { return labels.empty() && annotations.empty() && nodeSelector.empty() && tolerations.empty(); }
   bool operator==(const PodFieldPaths&) const = default;
@@ -279,6 +281,21 @@ enum class PodSetsFrom {
   TektonAnnotations,  // one pod set as tekton-kueue builds it from its annotations
 };
 
+// The objects a job's controller creates to run its pods, each carrying the pod template they
+// run with (Tekton's TaskRuns, spec.podTemplate, which the PipelineRun's
+// spec.taskRunTemplate.podTemplate only seeds). Where a job's own fields cannot take an
+// admission's node selector and tolerations (PodFieldPaths::specImmutable), the /mutate-children
+// webhook gives them to each child as it is created, found by the pod set label and the Workload
+// annotation the start wrote into the job's metadata, which the controller copies to its
+// children.
+struct ChildRule {
+  api::GroupVersionKind gvk;
+  std::string resource;      // its plural, for the webhook's rule ("taskruns")
+  std::string nodeSelector;  // dotted paths in the child; "" = not given
+  std::string tolerations;
+  bool operator==(const ChildRule&) const = default;
+};
+
 struct IntegratedFramework {
   std::string name;  // as written, "Workflow.v1alpha1.argoproj.io"
   api::GroupVersionKind gvk;
@@ -308,6 +325,9 @@ struct IntegratedFramework {
   // AdapterConfiguration both hold): the integration keeps each Workload's PodsReady condition,
   // which Kueue's workload controller times out. The same for every kind.
   bool waitForPodsReady = false;
+  // The children that take the admission's node selector and tolerations in the job's place;
+  // from the built-in profile only (Tekton's TaskRuns). Unset: the job's fields take them.
+  std::optional<ChildRule> children;
 
   const FieldValue& stopRule() const { return stop ? *stop : *suspend; }
   bool operator==(const IntegratedFramework&) const = default;
@@ -316,6 +336,8 @@ struct IntegratedFramework {
 struct Integrations {
   std::vector<IntegratedFramework> frameworks;
   const IntegratedFramework* find(const api::GroupVersionKind& gvk) const;
+  // Whether some framework has a children rule: the /mutate-children webhook then serves them.
+  bool hasChildRules() const;
 };
 
 // The built-in integration profiles (SPEC §7.1): Workflow.*.argoproj.io and

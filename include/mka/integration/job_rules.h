@@ -1,14 +1,12 @@
 #pragma once
 // A job read and changed by its kind's integration rules (SPEC §7.1), as Kueue's GenericJob
 // methods read and change a built-in kind (KUEUE-JOBFRAMEWORK.md §2, §4.3, §4.4): whether it is
-// suspended, finished or active; the pod set infos an admission gives (flavor node labels and
-// tolerations, admission checks' podSetUpdates); the job started with them and stopped with its
-// pod templates restored.
+// suspended, finished or active; the job started with the pod set infos an admission gives
+// (api/pod_set_info.h: flavor node labels and tolerations, admission checks' podSetUpdates) and
+// stopped with its pod templates restored.
 //
 // Threads: pure functions.
 
-#include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -16,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mka/api/pod_set_info.h"
 #include "mka/config/configuration.h"
 
 namespace mka::integration {
@@ -54,47 +53,18 @@ struct PodsReadyCondition {
 };
 PodsReadyCondition podsReadyCondition(const nlohmann::json& workload, bool ready);
 
-// What one admitted pod set adds to its pod template (Kueue's podset.PodSetInfo).
-struct PodSetInfo {
-  std::string name;
-  std::int64_t count = 0;
-  nlohmann::json labels = nlohmann::json::object();
-  nlohmann::json annotations = nlohmann::json::object();
-  nlohmann::json nodeSelector = nlohmann::json::object();
-  nlohmann::json tolerations = nlohmann::json::array();
-  bool operator==(const PodSetInfo&) const = default;
-};
-
-// A ResourceFlavor by name (the caller's cache or GET), nullopt when it is not there; a failed
-// read throws.
-using FlavorLookup = std::function<std::optional<nlohmann::json>(const std::string& name)>;
-
-// A flavor an admission names that is not there (Kueue's FromAssignment answered NotFound): not
-// permanent, Kueue retries the start with backoff until the flavor is created.
-struct FlavorNotFound {
-  std::string name;
-  std::string podSet;  // the assignment's pod set
-  bool operator==(const FlavorNotFound&) const = default;
-};
-
-// The infos of an admitted Workload (Kueue's getPodSetsInfoFromStatus): per pod set
-// assignment, its count (the spec's when absent), the union of its distinct flavors' node
-// labels and tolerations, the `kueue.x-k8s.io/podset` label, then each admission check's
-// podSetUpdates in status order. A FlavorNotFound is the first flavor that is not there; a
-// string is a conflicting podSetUpdate (permanent: Kueue's ErrInvalidPodSetUpdate), worded as
-// Kueue words it.
-std::variant<std::vector<PodSetInfo>, std::string, FlavorNotFound> podSetInfos(const nlohmann::json& workload,
-                                                                               const FlavorLookup& flavor);
-
 // `job` started (Kueue's RunWithPodSetsInfo): the suspend field removed and each pod set's
 // fields (PodSetRule::podFieldPaths) given its info's labels, annotations, node selector and
 // tolerations; a pod set with no such fields takes no infos. Under PodFieldPaths::specImmutable
-// a field below spec is not written but must hold the info's values already. A string is the
-// error: a count of infos other than the pod sets', a value that conflicts with the job's own,
-// or a value a fixed field lacks.
+// a field below spec is not written: a value there that conflicts with the info's is an error as
+// anywhere, and one the field lacks is an error too, unless the kind's children take the node
+// selector and tolerations (IntegratedFramework::children: the /mutate-children webhook gives
+// them to each child the job's controller creates). A string is the error: a count of infos
+// other than the pod sets', a value that conflicts with the job's own, or a value a fixed field
+// lacks that no child takes.
 std::variant<nlohmann::json, std::string> started(const nlohmann::json& job,
                                                   const config::IntegratedFramework& framework,
-                                                  const std::vector<PodSetInfo>& infos);
+                                                  const std::vector<api::PodSetInfo>& infos);
 
 // `job` stopped (Kueue's Suspend + RestorePodSetsInfo): the stop rule's value written and each
 // pod set's fields given back the labels, annotations, node selector and tolerations of the

@@ -31,9 +31,9 @@ class Metrics {
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
-  // One admission request. webhook: mutate|validate|validate-config; kind: the object's Kind
-  // ("" when the request could not be decoded); operation: CREATE|UPDATE|...; result:
-  // allowed|patched|denied|error.
+  // One admission request. webhook: mutate|mutate-children|validate|validate-config; kind: the
+  // object's Kind ("" when the request could not be decoded); operation: CREATE|UPDATE|...;
+  // result: allowed|patched|denied|error.
   // Series: multikueue_adapter_webhook_requests_total{webhook,kind,operation,result} and
   // multikueue_adapter_webhook_request_duration_seconds{webhook,kind,operation,result}.
   void observeAdmission(std::string_view webhook, std::string_view kind, std::string_view operation,

@@ -1,7 +1,8 @@
 #pragma once
 // The webhook's HTTP-level entry point, independent of any HTTP library so that it can be
-// tested and fuzzed directly: routing (/mutate, /validate, /validate-config), method,
-// content type and size checks, decoding, the decision, metrics and the log line.
+// tested and fuzzed directly: routing (/mutate, /mutate-children, /validate,
+// /validate-config), method, content type and size checks, decoding, the decision, metrics and
+// the log line.
 //
 // Threads: stateless apart from borrowed collaborators; called concurrently by server threads.
 
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "mka/config/store.h"
+#include "mka/webhook/admitted_workloads.h"
 #include "mka/webhook/queue_index.h"
 
 namespace mka::observability {
@@ -37,16 +39,22 @@ struct HttpResponse {
   std::string body;
 };
 
-// How /mutate and /validate read a body. LeanFirst: the common well-formed review without a
-// DOM of the whole object (lean_admission_review.h), anything else through the DOM decoder.
+// How /mutate and /validate read a body (/validate-config and /mutate-children read more of
+// the object than the lean decoder keeps: always the DOM decoder). LeanFirst: the common
+// well-formed review without a DOM of the whole object (lean_admission_review.h), anything else
+// through the DOM decoder.
 // DomOnly: always the DOM decoder, the reference LeanFirst's answers are tested against.
 enum class Decoding { LeanFirst, DomOnly };
 
 class AdmissionHandler {
  public:
-  // `metrics` may be null (no metrics recorded).
+  // `metrics` may be null (no metrics recorded). `workloads`, the cache /mutate-children reads,
+  // may be null in a process whose configuration has no children rule: a child that needs it
+  // is then answered 500, saying so. Not a denial: the server lacks something, not the object,
+  // and so the request counts as an error in the metrics; under failurePolicy Fail the creation
+  // is refused all the same, so no child runs without its flavor.
   AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues, observability::Metrics* metrics,
-                   Decoding decoding = Decoding::LeanFirst);
+                   Decoding decoding = Decoding::LeanFirst, const AdmittedWorkloads* workloads = nullptr);
   HttpResponse handle(const HttpRequest& request) const;
 
  private:
@@ -54,6 +62,7 @@ class AdmissionHandler {
   const QueueIndex& queues_;
   observability::Metrics* metrics_;
   Decoding decoding_;
+  const AdmittedWorkloads* workloads_;
 };
 
 }  // namespace mka::webhook

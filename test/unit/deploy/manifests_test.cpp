@@ -194,6 +194,12 @@ MKA_TABLE_TEST(ManifestYaml, ConfigurationTextsOfEveryShapeReadBackVerbatim, Con
   EXPECT_EQ(it->at("data").at("config.yaml"), c.text);
 }
 
+// The objects rendered for an AdapterConfiguration of `sections`, in the role it suits.
+std::map<std::string, json> renderedSections(const std::string& sections) {
+  const auto cfg = parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n" + sections);
+  return byKey(renderManifests(cfg, "", {.role = cfg.dispatch.enabled ? Role::Manager : Role::Worker}));
+}
+
 // The webhooks' rules name exactly the configured kinds, dispatched and integrated, each once,
 // with the resource kube-apiserver serves them as.
 struct RulesNameExactlyTheConfiguredKindsCase {
@@ -229,9 +235,7 @@ std::vector<RulesNameExactlyTheConfiguredKindsCase> rulesNameExactlyTheConfigure
 MKA_TABLE_TEST(ManifestWebhooks, RulesNameExactlyTheConfiguredKinds, RulesNameExactlyTheConfiguredKindsCase,
                rulesNameExactlyTheConfiguredKindsCases()) {
   const RulesNameExactlyTheConfiguredKindsCase& c = testCase();
-  const auto cfg =
-      parse("apiVersion: config.multikueue-adapter.dev/v1alpha1\nkind: AdapterConfiguration\n" + c.sections);
-  const auto objects = byKey(renderManifests(cfg, "", {.role = cfg.dispatch.enabled ? Role::Manager : Role::Worker}));
+  const auto objects = renderedSections(c.sections);
   for (const auto& [key, operations] : std::map<std::string, std::vector<std::string>>{
            {"admissionregistration.k8s.io/v1 MutatingWebhookConfiguration multikueue-adapter", {"CREATE"}},
            {"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration multikueue-adapter",
@@ -247,6 +251,62 @@ MKA_TABLE_TEST(ManifestWebhooks, RulesNameExactlyTheConfiguredKinds, RulesNameEx
     }
     EXPECT_EQ(resources, c.resources) << key;
   }
+}
+
+// A kind whose children take its admission's node selector and tolerations (Tekton's TaskRuns)
+// gets /mutate-children on their CREATE, seen only for children of a job Kueue started, in the
+// job webhooks' namespaces, failing closed.
+struct ChildWebhookCase {
+  std::string name;
+  std::string sections;
+  std::vector<std::string> wantChildHooks;  // names
+};
+
+std::vector<ChildWebhookCase> childWebhookCases() {
+  return {
+      {"integrated PipelineRuns: their TaskRuns",
+       "dispatch: {enabled: false}\nmanagedByDefaulting: Never\n"
+       "integrations: {frameworks: [{name: PipelineRun.v1.tekton.dev}, {name: Workflow.v1alpha1.argoproj.io}]}\n",
+       {"mutate-children-taskruns.multikueue-adapter.dev"}},
+      {"two versions of PipelineRun integrated: one webhook for their TaskRuns",
+       "dispatch: {enabled: false}\nmanagedByDefaulting: Never\n"
+       "integrations: {frameworks: [{name: PipelineRun.v1.tekton.dev}, {name: PipelineRun.v1beta1.tekton.dev}]}\n",
+       {"mutate-children-taskruns.multikueue-adapter.dev"}},
+      {"dispatched PipelineRuns, integrated Workflows: none",
+       "multiKueue: {externalFrameworks: [{name: PipelineRun.v1.tekton.dev}]}\n"
+       "integrations: {frameworks: [{name: Workflow.v1alpha1.argoproj.io}]}\n",
+       {}},
+  };
+}
+
+MKA_TABLE_TEST(ManifestWebhooks, AKindWhoseChildrenTakeItsAdmissionGetsMutateChildren, ChildWebhookCase,
+               childWebhookCases()) {
+  const auto& c = testCase();
+  const auto objects = renderedSections(c.sections);
+  const auto& mutating =
+      objects.at("admissionregistration.k8s.io/v1 MutatingWebhookConfiguration multikueue-adapter").at("webhooks");
+  std::vector<std::string> names;
+  for (const auto& hook : mutating)
+    if (hook.at("clientConfig").at("service").at("path") == "/mutate-children") names.push_back(hook.at("name"));
+  ASSERT_EQ(names, c.wantChildHooks);
+  if (names.empty()) return;
+  const json& jobHook = mutating.at(0);
+  const json& hook = mutating.back();
+  ASSERT_EQ(hook.at("name"), names.front()) << "the children's webhook comes after the jobs'";
+  EXPECT_EQ(hook.at("rules"), json::parse(R"([{"apiGroups": ["tekton.dev"], "apiVersions": ["v1"],
+      "resources": ["taskruns"], "operations": ["CREATE"], "scope": "Namespaced"}])"));
+  EXPECT_EQ(hook.at("objectSelector"),
+            json::parse(R"({"matchExpressions": [{"key": "kueue.x-k8s.io/podset", "operator": "Exists"}]})"));
+  EXPECT_EQ(hook.at("failurePolicy"), "Fail");
+  EXPECT_EQ(hook.at("sideEffects"), "None");
+  EXPECT_EQ(hook.at("matchPolicy"), "Equivalent");
+  EXPECT_EQ(hook.at("reinvocationPolicy"), "Never");
+  EXPECT_EQ(hook.at("admissionReviewVersions"), json::array({"v1"}));
+  EXPECT_EQ(hook.at("timeoutSeconds"), jobHook.at("timeoutSeconds"));
+  EXPECT_EQ(hook.at("namespaceSelector"), jobHook.at("namespaceSelector"));
+  json service = jobHook.at("clientConfig").at("service");
+  service["path"] = "/mutate-children";
+  EXPECT_EQ(hook.at("clientConfig").at("service"), service) << "the same Service as the job webhooks";
 }
 
 struct Run {

@@ -10,6 +10,7 @@
 namespace mka::integration {
 namespace {
 
+using api::PodSetInfo;
 using nlohmann::json;
 
 config::IntegratedFramework profile(const api::GroupVersionKind& gvk) { return *config::integrationProfile(gvk); }
@@ -179,56 +180,6 @@ MKA_TABLE_TEST(JobRules, ThePodsReadyCondition, PodsReadyConditionCase, podsRead
   EXPECT_EQ(podsReadyCondition(c.workload, c.ready), c.expected);
 }
 
-json admitted(const json& checks) {
-  const json assignment = {{"name", "main"}, {"flavors", {{"cpu", "spot"}, {"memory", "spot"}, {"gpu", "a100"}}}};
-  const json status = {{"admission", {{"clusterQueue", "cq"}, {"podSetAssignments", json::array({assignment})}}},
-                       {"admissionChecks", checks}};
-  return {{"metadata", {{"name", "wl"}, {"labels", {{"kueue.x-k8s.io/multikueue-origin", "multikueue"}}}}},
-          {"spec", {{"queueName", "lq"}, {"podSets", json::array({{{"name", "main"}, {"count", 3}}})}}},
-          {"status", status}};
-}
-
-TEST(JobRules, PodSetInfosUniteFlavorsAndChecksOrConflict) {
-  const auto flavors = [](const std::string& name) -> std::optional<json> {
-    if (name == "spot")
-      return json{
-          {"spec",
-           {{"nodeLabels", {{"lifecycle", "spot"}}}, {"tolerations", {{{"key", "spot"}, {"operator", "Exists"}}}}}}};
-    return json{{"spec", {{"nodeLabels", {{"gpu", "a100"}}}}}};
-  };
-  const json check = {{"name", "prov"}, {"podSetUpdates", {{{"name", "main"}, {"nodeSelector", {{"zone", "a"}}}}}}};
-  auto infos = podSetInfos(admitted(json::array({check})), flavors);
-  ASSERT_TRUE(std::holds_alternative<std::vector<PodSetInfo>>(infos)) << std::get<std::string>(infos);
-  const auto& info = std::get<std::vector<PodSetInfo>>(infos).at(0);
-  EXPECT_EQ(info.count, 3) << "the spec's count when the assignment has none";
-  EXPECT_EQ(info.nodeSelector, json({{"lifecycle", "spot"}, {"gpu", "a100"}, {"zone", "a"}}));
-  EXPECT_EQ(info.tolerations.size(), 1u) << "a flavor listed for two resources counts once";
-  EXPECT_EQ(info.labels, json({{"kueue.x-k8s.io/podset", "main"},
-                               {"kueue.x-k8s.io/local-queue-name", "lq"},
-                               {"kueue.x-k8s.io/cluster-queue-name", "cq"},
-                               {"kueue.x-k8s.io/multikueue-worker-workload-pod", "true"}}));
-  EXPECT_EQ(info.annotations, json({{"kueue.x-k8s.io/workload", "wl"}}));
-
-  const json other = {{"name", "second"}, {"podSetUpdates", {{{"name", "main"}, {"nodeSelector", {{"zone", "b"}}}}}}};
-  infos = podSetInfos(admitted(json::array({check, other})), flavors);
-  ASSERT_TRUE(std::holds_alternative<std::string>(infos));
-  EXPECT_EQ(std::get<std::string>(infos),
-            "in admission check \"second\": invalid admission check PodSetUpdate: conflict for nodeSelector: "
-            "conflict for key=zone, value1=a, value2=b");
-}
-
-// Kueue's FromAssignment answers NotFound for a flavor that is not there: retried, not a
-// conflict that finishes the Workload.
-TEST(JobRules, PodSetInfosNameAFlavorThatIsNotThere) {
-  const auto onlySpot = [](const std::string& name) -> std::optional<json> {
-    if (name == "spot") return json{{"spec", json::object()}};
-    return std::nullopt;
-  };
-  const auto infos = podSetInfos(admitted(json::array()), onlySpot);
-  ASSERT_TRUE(std::holds_alternative<FlavorNotFound>(infos));
-  EXPECT_EQ(std::get<FlavorNotFound>(infos), (FlavorNotFound{"a100", "main"}));
-}
-
 TEST(JobRules, StartedTakesTheInfosAndStoppedRestoresTheTemplate) {
   const json podTemplate = {{"metadata", {{"labels", {{"app", "x"}}}}},
                             {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
@@ -309,6 +260,10 @@ struct StartStopCase {
 
 std::vector<StartStopCase> startStopCases() {
   const auto pipelineRuns = profile(kPipelineRun);
+  // The profile as it would be if Tekton's TaskRuns could not take the flavor: the run itself
+  // must hold it.
+  auto withoutChildren = profile(kPipelineRun);
+  withoutChildren.children.reset();
   const json userTemplate = {{"nodeSelector", {{"gpu", "a100"}, {"disk", "ssd"}}},
                              {"tolerations", json::array({kSpot})}};
   json stoppedRun = withKueueMetadata(pipelineRun(userTemplate, "StoppedRunFinally"));
@@ -350,21 +305,32 @@ std::vector<StartStopCase> startStopCases() {
        withKueueMetadata(pipelineRun(userTemplate, "")),
        "",
        stoppedRun},
-      {"PipelineRun: a node selector value of its own that conflicts refuses the start", pipelineRuns,
-       pipelineRun({{"nodeSelector", {{"gpu", "t4"}}}}), gpuInfo("pod-set-1"), json::array(), nullptr,
+      {"PipelineRun: a node selector value of its own that conflicts refuses the start, though its TaskRuns take the "
+       "flavor",
+       pipelineRuns, pipelineRun({{"nodeSelector", {{"gpu", "t4"}}}}), gpuInfo("pod-set-1"), json::array(), nullptr,
        "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=gpu, value1=t4, value2=a100",
        nullptr},
-      {"PipelineRun: a node label its podTemplate lacks refuses the start, naming the field and the fix", pipelineRuns,
-       pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}, {"tolerations", json::array({kSpot})}}), gpuInfo("pod-set-1"),
-       json::array(), nullptr,
+      {"PipelineRun: a node label and a toleration its podTemplate lacks start it unchanged (its TaskRuns take them)",
+       pipelineRuns, pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}}), gpuInfo("pod-set-1"), json::array(),
+       withKueueMetadata(pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}}, "")), "", nullptr},
+      {"PipelineRun: a run without a podTemplate starts unchanged (its TaskRuns take the flavor)", pipelineRuns,
+       pipelineRun(nullptr), gpuInfo("pod-set-1"), json::array(), withKueueMetadata(pipelineRun(nullptr, "")), "",
+       withKueueMetadata(pipelineRun(nullptr, "StoppedRunFinally"))},
+      {"PipelineRun without children: a node label its podTemplate lacks refuses the start, naming the field and the "
+       "fix",
+       withoutChildren, pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}, {"tolerations", json::array({kSpot})}}),
+       gpuInfo("pod-set-1"), json::array(), nullptr,
        "spec.taskRunTemplate.podTemplate.nodeSelector: the admission adds nodeSelector gpu=a100" + kFixedSpecFix,
        nullptr},
-      {"PipelineRun: a toleration its podTemplate lacks refuses the start", pipelineRuns,
+      {"PipelineRun without children: a toleration its podTemplate lacks refuses the start", withoutChildren,
        pipelineRun({{"nodeSelector", {{"gpu", "a100"}}}}), gpuInfo("pod-set-1"), json::array(), nullptr,
        "spec.taskRunTemplate.podTemplate.tolerations: the admission adds the toleration "
        "{\"key\":\"spot\",\"operator\":\"Exists\"}" +
            kFixedSpecFix,
        nullptr},
+      {"PipelineRun without children: a podTemplate that holds the flavor starts unchanged", withoutChildren,
+       pipelineRun(userTemplate), gpuInfo("pod-set-1"), json::array(), withKueueMetadata(pipelineRun(userTemplate, "")),
+       "", nullptr},
       {"PipelineRun: a label of its own that conflicts refuses the start", pipelineRuns,
        [] {
          json run = pipelineRun(nullptr);

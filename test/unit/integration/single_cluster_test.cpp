@@ -3,7 +3,9 @@
 // evicts the Workload and never touches the job), run by its own controller (the generic job
 // controller stand-in): restarted mid-flight, and evicted and readmitted with a flavor's node
 // selector; Workflows and PipelineRuns with theirs beside it, run by the Argo and Tekton
-// stand-ins.
+// stand-ins (a PipelineRun's TaskRuns through the adapter's /mutate-children webhook).
+#include <httplib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -11,17 +13,26 @@
 #include <gtest/gtest.h>
 
 #include "mka/api/workload_status.h"
+#include "mka/common/base64.h"
+#include "mka/config/store.h"
+#include "mka/deploy/manifests.h"
 #include "mka/integration/controller.h"
 #include "mka/integration/workload_builder.h"
 #include "mka/kube/kubeconfig.h"
 #include "mka/kube/rate_limiter.h"
+#include "mka/net/certificate_reloader.h"
+#include "mka/net/http_server.h"
 #include "mka/sandbox/api_error.h"
 #include "mka/sandbox/cluster_api.h"
 #include "mka/sandbox/sandbox.h"
 #include "mka/standin/job_controller_standin.h"
 #include "mka/standin/kueue_standin.h"
+#include "mka/webhook/admission_handler.h"
+#include "mka/webhook/admitted_workload_informers.h"
 #include "support/crd_fixtures.h"
 #include "support/eventually.h"
+#include "support/temp_dir.h"
+#include "support/tls.h"
 #include "training_run.h"
 
 namespace mka::integration {
@@ -513,12 +524,73 @@ TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
   argo.stop();
 }
 
+// The adapter's /mutate-children as deployed on `cluster`: the MutatingWebhookConfiguration
+// entries `manifests` renders for `config`, their Service resolved to a TLS server on loopback
+// whose AdmissionHandler reads the cluster's Workloads and flavors through
+// AdmittedWorkloadInformers on `client`, as `serve` runs them.
+// Threads: made and destroyed by the test thread; the server's threads call the handler.
+class ChildWebhook {
+ public:
+  ChildWebhook(sandbox::Sandbox& sandbox, sandbox::Cluster& cluster, kube::Client& client, config::Configuration config)
+      : store_(std::move(config)), handler_(store_, queues_, nullptr, webhook::Decoding::LeanFirst, &workloads_) {
+    workloads_.start(client);
+    const std::string host = std::string(deploy::kWebhookService) + "." + std::string(deploy::kNamespace) + ".svc";
+    const auto files =
+        test::writeServingFiles(dir_ / "serving", ca_, ca_.issue({.commonName = host, .dnsNames = {host}}));
+    certificates_ = std::make_shared<net::CertificateReloader>(files.cert, files.key);
+    certificates_->start();
+    server_ = std::make_unique<net::HttpServer>(net::ServerOptions{.name = "child-webhook", .host = "127.0.0.1"},
+                                                certificates_);
+    server_->handleEverything([this](const httplib::Request& req, httplib::Response& res) {
+      const auto out = handler_.handle({req.method, req.path, req.get_header_value("Content-Type"), req.body});
+      res.status = out.status;
+      res.set_content(out.body, out.contentType);
+    });
+    sandbox.services().expose(std::string(deploy::kNamespace), std::string(deploy::kWebhookService), 443, "127.0.0.1",
+                              server_->start());
+    for (const auto& manifest : deploy::renderManifests(*store_.get(), "")) {
+      if (manifest.object.value("kind", "") != "MutatingWebhookConfiguration") continue;
+      json configuration = json::parse(manifest.object.dump());
+      json hooks = json::array();
+      for (auto& hook : configuration["webhooks"]) {
+        if (hook["clientConfig"]["service"]["path"] != "/mutate-children") continue;
+        hook["clientConfig"]["caBundle"] = base64Encode(ca_.certPem());
+        hooks.push_back(hook);
+      }
+      configuration["webhooks"] = hooks;
+      cluster.api().create({"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "", "", ""},
+                           configuration);
+    }
+  }
+  ~ChildWebhook() {
+    server_->stop();
+    certificates_->stop();
+    workloads_.stop();
+  }
+  ChildWebhook(const ChildWebhook&) = delete;
+  ChildWebhook& operator=(const ChildWebhook&) = delete;
+
+  bool synced() const { return workloads_.hasSynced(); }
+
+ private:
+  test::TempDir dir_;
+  test::TestCa ca_{"child-webhook-ca"};
+  config::ConfigStore store_;
+  webhook::InMemoryQueueIndex queues_;
+  webhook::AdmittedWorkloadInformers workloads_;
+  webhook::AdmissionHandler handler_;
+  std::shared_ptr<net::CertificateReloader> certificates_;
+  std::unique_ptr<net::HttpServer> server_;
+};
+
 // Tekton's webhook refuses any change to a PipelineRun's spec but spec.status, pending or not,
-// so a flavor's node labels and tolerations cannot be written into the run: its
-// spec.taskRunTemplate.podTemplate must hold them from creation. A run that does starts with its
-// spec untouched, and the admission's labels and annotation reach its TaskRuns' pods through the
-// run's metadata, which Tekton copies to them; a run lacking the flavor's node label, or holding
-// another value for it, is not started: its Workload finishes FailedToStart saying why.
+// so a flavor's node labels and tolerations cannot be written into the run. A run starts with
+// its spec untouched, and the admission's labels and annotation reach its TaskRuns through the
+// run's metadata, which Tekton copies to them; by those, the adapter's /mutate-children webhook
+// gives each TaskRun, as Tekton creates it, the flavor's node selector and tolerations in its
+// spec.podTemplate, which its pod takes. A run pinned to the flavor by its own podTemplate gets
+// nothing more; one holding another value for the flavor's node label is not started: its
+// Workload finishes FailedToStart saying why.
 TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
   for (const char* file : {"tekton.dev_pipelineruns.yaml", "tekton/tekton.dev_taskruns.yaml"})
     cluster.api().create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", "", "", ""},
@@ -537,6 +609,11 @@ TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
   more.emplace_back(config::ExternalFramework{"PipelineRun.v1.tekton.dev", gvk, *config::builtinProfile(gvk), true},
                     *config::integrationProfile(gvk), false);
   auto integration = startIntegration({}, nullptr, std::move(more));
+  config::Configuration adapterConfig;
+  adapterConfig.integrations.frameworks = {*config::integrationProfile(gvk)};
+  adapterConfig.integrations.frameworks[0].name = "PipelineRun.v1.tekton.dev";
+  ChildWebhook childWebhook(sandbox, cluster, *client, adapterConfig);
+  ASSERT_TRUE(test::eventually([&] { return childWebhook.synced(); }));
 
   const sandbox::ResourceRef pipelineRuns{"tekton.dev", "v1", "pipelineruns", "team-a", "", ""};
   const auto pipelineRun = [&](const std::string& name, const json& podTemplate) {
@@ -590,16 +667,25 @@ TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
   EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "gpu");
   EXPECT_EQ(pod["metadata"]["annotations"]["kueue.x-k8s.io/workload"], wl["metadata"]["name"]);
 
-  // Not pinned: the flavor's node label cannot be given to the run, which is not started.
-  pipelineRun("unpinned", nullptr);
-  ASSERT_TRUE(test::eventually([&] { return !failedToStart("unpinned").empty(); }))
+  const sandbox::ResourceRef taskRuns{"tekton.dev", "v1", "taskruns", "team-a", "", ""};
+  EXPECT_EQ(get(taskRuns, "pinned-train")["spec"]["podTemplate"], pinned) << "it held the flavor's values already";
+
+  // Not pinned: started with its spec untouched; its TaskRun takes the flavor's node selector
+  // and toleration from /mutate-children, and its pod runs on the flavor's nodes.
+  const json unpinnedCreated = pipelineRun("unpinned", nullptr);
+  ASSERT_TRUE(test::eventually([&] { return tekton.starts("team-a/unpinned") == 1; }))
       << (workloadOf("unpinned") ? workloadOf("unpinned")->dump() : "no Workload");
-  EXPECT_EQ(failedToStart("unpinned"),
-            "spec.taskRunTemplate.podTemplate.nodeSelector: the admission adds nodeSelector "
-            "example.com/accelerator=a100, but a PipelineRun's spec takes no change after creation (but its suspend "
-            "and stop fields); create the PipelineRun with it there, or queue it where no flavor has node labels or "
-            "tolerations");
-  EXPECT_EQ(get(pipelineRuns, "unpinned")["spec"].value("status", ""), "PipelineRunPending");
+  EXPECT_EQ(failedToStart("unpinned"), "");
+  EXPECT_EQ(specLessStatus(get(pipelineRuns, "unpinned")), specLessStatus(unpinnedCreated));
+  const json flavorTemplate = {{"nodeSelector", {{"example.com/accelerator", "a100"}}},
+                               {"tolerations", {gpuToleration}}};
+  EXPECT_EQ(get(taskRuns, "unpinned-train")["spec"]["podTemplate"], flavorTemplate);
+  ASSERT_TRUE(test::eventually([&] { return cluster.api().list(pods, {})["items"].size() == 2; }));
+  const json unpinnedPod = get(pods, "unpinned-train-pod");
+  EXPECT_EQ(unpinnedPod["spec"]["nodeSelector"], flavorTemplate["nodeSelector"]);
+  EXPECT_EQ(unpinnedPod["spec"]["tolerations"], json::array({gpuToleration}));
+  EXPECT_EQ(unpinnedPod["metadata"]["annotations"]["kueue.x-k8s.io/workload"],
+            (*workloadOf("unpinned"))["metadata"]["name"]);
 
   // Pinned elsewhere: Kueue's conflict, as for every kind. (Real Kueue matches flavors against
   // the pod set's node selector and would leave this one pending; the Kueue stand-in leaves that
@@ -610,8 +696,8 @@ TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
             "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for "
             "key=example.com/accelerator, value1=t4, value2=a100");
   EXPECT_EQ(get(pipelineRuns, "elsewhere")["spec"].value("status", ""), "PipelineRunPending");
-  EXPECT_EQ(tekton.starts("team-a/unpinned") + tekton.starts("team-a/elsewhere"), 0);
-  EXPECT_EQ(cluster.api().list(pods, {})["items"].size(), 1u);
+  EXPECT_EQ(tekton.starts("team-a/elsewhere"), 0);
+  EXPECT_EQ(cluster.api().list(pods, {})["items"].size(), 2u);
 
   // Evicted: stopped by spec.status alone (Tekton would refuse a restored spec), its labels kept,
   // the queue's among them. A stopped run ends, cancelled, and so does its Workload.

@@ -148,7 +148,8 @@ std::vector<HttpCase> answersEveryBadRequestWithAClear4xxCases() {
        .body = good,
        .status = 404,
        .reason = "NotFound",
-       .message = "path /admit not found: send AdmissionReviews to /mutate, /validate or /validate-config"},
+       .message =
+           "path /admit not found: send AdmissionReviews to /mutate, /mutate-children, /validate or /validate-config"},
       {.name = "trailing slash is another path",
        .path = "/mutate/",
        .body = good,
@@ -254,6 +255,7 @@ std::vector<HttpCase> acceptsWhatTheApiServerSendsCases() {
       {.name = "media type case", .contentType = "Application/JSON", .body = good, .status = 200},
       {.name = "validate", .path = "/validate?timeout=30s", .body = good, .status = 200},
       {.name = "validate-config", .path = "/validate-config", .body = good, .status = 200},
+      {.name = "mutate-children", .path = "/mutate-children?timeout=3s", .body = good, .status = 200},
       {.name = "a body of exactly the limit",
        .body = good + std::string(kMaxRequestBytes - good.size(), ' '),
        .status = 200},
