@@ -24,7 +24,6 @@
 #include "mka/observability/health.h"
 #include "mka/observability/metrics.h"
 #include "mka/webhook/admission_handler.h"
-#include "mka/webhook/admitted_workload_informers.h"
 #include "mka/webhook/queue_index.h"
 #include "mka/webhook/queue_index_informers.h"
 
@@ -140,9 +139,7 @@ Service::Service(ServeOptions options)
        {std::pair{"POD_NAME", &podName_}, std::pair{"POD_NAMESPACE", &podNamespace_}, std::pair{"POD_UID", &podUid_}})
     if (const char* text = std::getenv(name)) *value = text;
   auto cfg = store_->get();
-  if (cfg->integrations.hasChildRules()) childWorkloads_ = std::make_unique<webhook::AdmittedWorkloadInformers>();
-  handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get(),
-                                                         webhook::Decoding::LeanFirst, childWorkloads_.get());
+  handler_ = std::make_unique<webhook::AdmissionHandler>(*store_, *queues_, metrics_.get());
 
   const std::filesystem::path certDir = cfg->webhook.certDir;
   certificates_ =
@@ -188,12 +185,6 @@ Service::Service(ServeOptions options)
     if (queueInformers_ ? queueInformers_->hasSynced() : queues_->hasSynced()) return std::nullopt;
     return std::string("LocalQueue/ClusterQueue/AdmissionCheck caches not synced yet");
   });
-  if (childWorkloads_) {
-    health_->addReadinessCheck("child-workloads", [this]() -> std::optional<std::string> {
-      if (childWorkloads_->hasSynced()) return std::nullopt;
-      return std::string("Workload/ResourceFlavor caches of /mutate-children not synced yet");
-    });
-  }
 
   if (probeServer_) {
     observability::installProbeRoutes(*probeServer_, *health_);
@@ -368,8 +359,6 @@ void Service::start() {
   // Before any server starts: /readyz reads the index's informers from the probe server's
   // threads, and until they exist it would answer from the empty index, which counts as synced.
   if (needQueues) queueInformers_ = std::make_unique<webhook::QueueIndexInformers>(*kubeClient_, *queues_);
-  // A children rule comes with an integrated kind, for which the client was made above.
-  if (childWorkloads_) childWorkloads_->start(*kubeClient_);
   certificates_->start();
   if (!certificates_->loaded()) {
     log::warn("serving certificate not loaded yet; /readyz stays false until it is",
@@ -398,7 +387,6 @@ void Service::stop() {
   if (webhookServer_) webhookServer_->stop();
   if (dispatchRunner_) dispatchRunner_->stop();
   if (queueInformers_) queueInformers_->stop();
-  if (childWorkloads_) childWorkloads_->stop();
   if (reloader_) reloader_->stop();
   if (certificates_) certificates_->stop();
   if (metricsServer_) metricsServer_->stop();

@@ -170,10 +170,6 @@ const IntegratedFramework* Integrations::find(const api::GroupVersionKind& gvk) 
   return nullptr;
 }
 
-bool Integrations::hasChildRules() const {
-  return std::any_of(frameworks.begin(), frameworks.end(), [](const auto& f) { return f.children.has_value(); });
-}
-
 const std::vector<std::pair<std::string, std::string>>& integrationProfileKinds() {
   static const std::vector<std::pair<std::string, std::string>> kinds = {{"argoproj.io", "Workflow"},
                                                                          {"tekton.dev", "PipelineRun"}};
@@ -226,9 +222,11 @@ std::optional<IntegratedFramework> integrationProfile(const api::GroupVersionKin
     // podTemplate), and each pod its TaskRun's; its PodTemplate has no metadata of its own.
     // Tekton's webhook refuses any change to a run's spec but spec.status, pending or not
     // (PipelineRunSpec.ValidateUpdate), so the admission's node labels and tolerations cannot be
-    // written into the run: the /mutate-children webhook writes them into each TaskRun's
-    // spec.podTemplate as Tekton creates it, which its pods take. The run's own podTemplate is
-    // still checked: a value there that conflicts with the admission's refuses the start.
+    // written into the run's spec: the start writes them into its annotations
+    // (kChildPlacementAnnotation), Tekton copies them to each TaskRun, and the /mutate-children
+    // webhook writes them into the TaskRun's spec.podTemplate as Tekton creates it, which its
+    // pods take. The run's own podTemplate is still checked: a value there that conflicts with
+    // the admission's refuses the start.
     PodFieldPaths fields{"metadata.labels", "metadata.annotations", "spec.taskRunTemplate.podTemplate.nodeSelector",
                          "spec.taskRunTemplate.podTemplate.tolerations"};
     fields.specImmutable = true;

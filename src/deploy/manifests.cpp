@@ -336,9 +336,9 @@ std::vector<const config::ChildRule*> childRules(const config::Configuration& cf
 }
 
 // /mutate-children, one webhook per child kind, in the job webhooks' namespaces: only a child
-// that carries the pod set label, which a job Kueue started passes on to it, reaches the
-// adapter. failurePolicy Fail, as for every webhook, and here for a reason of its own: a child
-// created without its flavor's node selector and tolerations would run its pods on nodes the
+// that carries the pod set label, which a job Kueue started passes on to it, and the placement
+// annotation (childMatchConditions) reaches the adapter. failurePolicy Fail, as for every webhook, and here for a
+// reason of its own: a child created without its flavor's node selector and tolerations would run its pods on nodes the
 // admission did not grant, and the job's controller (Tekton's PipelineRun reconciler) creates a
 // refused child again.
 std::vector<Json> childHooks(const config::Configuration& cfg, const Json& namespaces) {
@@ -356,6 +356,7 @@ std::vector<Json> childHooks(const config::Configuration& cfg, const Json& names
     hook["reinvocationPolicy"] = "Never";
     hook["namespaceSelector"] = namespaces;
     hook["objectSelector"] = {{"matchExpressions", Json::array({labelExists(api::kPodSetLabel)})}};
+    hook["matchConditions"] = childMatchConditions();
     out.push_back(std::move(hook));
   }
   return out;
@@ -367,8 +368,8 @@ std::string childHooksComment(const config::Configuration& cfg) {
   for (const auto* rule : childRules(cfg)) kinds.push_back(rule->gvk.kind + "s");
   if (kinds.empty()) return "";
   return "\n/mutate-children on CREATE of " + strings::join(kinds, ", ") + " that carry " +
-         std::string(api::kPodSetLabel) +
-         " (a started job passes it on to them): the node selector and tolerations of their job's admission, "
+         std::string(api::kPodSetLabel) + " and " + std::string(config::kChildPlacementAnnotation) +
+         " (a started job passes them on): the node selector and tolerations of their job's admission, "
          "which the job itself cannot take. failurePolicy Fail: one created without them would run its pods on "
          "nodes the admission did not grant, and the job's controller creates a refused one again.";
 }

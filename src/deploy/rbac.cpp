@@ -20,13 +20,6 @@ const std::vector<ApiAccess> kTable = {
      .verbs = {"list", "watch"},
      .reason = "the /mutate webhook's queue index: which LocalQueues lead to a ClusterQueue with a MultiKueue check "
                "(informers)"},
-    // webhook/admitted_workload_informers.cpp: the /mutate-children webhook answers from memory.
-    {.component = Component::ChildWebhook,
-     .group = kKueue,
-     .resources = {"workloads", "resourceflavors"},
-     .verbs = {"list", "watch"},
-     .reason = "the /mutate-children webhook's caches: the Workload a started job's child names, and its flavors' "
-               "node labels and tolerations (informers)"},
     // kube/leader_election.cpp.
     {.component = Component::LeaderElection,
      .group = "coordination.k8s.io",
@@ -274,7 +267,6 @@ std::optional<Role> parseRole(std::string_view text) {
 std::string_view toString(Component component) {
   switch (component) {
     case Component::QueueIndex: return "queue index";
-    case Component::ChildWebhook: return "child webhook";
     case Component::LeaderElection: return "leader election";
     case Component::DispatchLoop: return "dispatch loop";
     case Component::Integration: return "job integration";
@@ -292,7 +284,6 @@ bool runs(Component component, Role role, const config::Configuration& cfg) {
   const bool integration = !cfg.integrations.frameworks.empty();
   switch (component) {
     case Component::QueueIndex: return cfg.managedByDefaulting == config::ManagedByDefaulting::MultiKueueQueues;
-    case Component::ChildWebhook: return cfg.integrations.hasChildRules();
     // app::DispatchRunner elects a leader only when it has controllers to run.
     case Component::LeaderElection:
       return cfg.leaderElection.leaderElect && (dispatch || integration || runs(Component::Placement, role, cfg));

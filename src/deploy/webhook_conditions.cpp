@@ -82,6 +82,14 @@ std::string checkedFieldsChangedExpression(const config::Configuration& cfg) {
   return out;
 }
 
+nlohmann::ordered_json childMatchConditions() {
+  const std::string annotations = "object.metadata.annotations";
+  return nlohmann::ordered_json::array(
+      {{{"name", std::string(kCarriesPlacementCondition)},
+        {"expression",
+         "has(" + annotations + ") && " + celString(config::kChildPlacementAnnotation) + " in " + annotations}}});
+}
+
 nlohmann::ordered_json validateMatchConditions(const config::Configuration& cfg) {
   return nlohmann::ordered_json::array(
       {{{"name", std::string(kCheckedFieldsCondition)}, {"expression", checkedFieldsChangedExpression(cfg)}}});

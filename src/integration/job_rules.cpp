@@ -95,11 +95,29 @@ std::optional<std::string> addTolerations(json& job, const config::IntegratedFra
   return std::nullopt;
 }
 
-// One pod set's info given to the job at `paths` (Kueue's podset.Merge).
+// What the children take in the job's place (config::kChildPlacementAnnotation): the info's node
+// selector and tolerations, those the job's fixed fields cannot take; empty when there are none.
+json childPlacement(const config::IntegratedFramework& framework, const config::PodFieldPaths& paths,
+                    const PodSetInfo& info) {
+  json placement = json::object();
+  if (fixedPath(paths, paths.nodeSelector) && takenByChildren(framework, &config::ChildRule::nodeSelector) &&
+      !info.nodeSelector.empty())
+    placement["nodeSelector"] = info.nodeSelector;
+  if (fixedPath(paths, paths.tolerations) && takenByChildren(framework, &config::ChildRule::tolerations) &&
+      !info.tolerations.empty())
+    placement["tolerations"] = info.tolerations;
+  return placement;
+}
+
+// One pod set's info given to the job at `paths` (Kueue's podset.Merge). What its children
+// take goes beside the info's annotations, which the job's controller copies to them.
 std::optional<std::string> addInfo(json& job, const config::IntegratedFramework& framework,
                                    const config::PodFieldPaths& paths, const PodSetInfo& info) {
   if (auto e = addMap(job, framework, paths, paths.labels, info.labels, "labels")) return e;
-  if (auto e = addMap(job, framework, paths, paths.annotations, info.annotations, "annotations")) return e;
+  json annotations = info.annotations;
+  if (const json placement = childPlacement(framework, paths, info); !placement.empty())
+    annotations[std::string(config::kChildPlacementAnnotation)] = placement.dump();
+  if (auto e = addMap(job, framework, paths, paths.annotations, annotations, "annotations")) return e;
   if (auto e = addMap(job, framework, paths, paths.nodeSelector, info.nodeSelector, "nodeSelector",
                       takenByChildren(framework, &config::ChildRule::nodeSelector)))
     return e;

@@ -135,9 +135,8 @@ AdmissionRequest decodeRequest(Decoding decoding, Webhook webhook, std::string_v
 }  // namespace
 
 AdmissionHandler::AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues,
-                                   observability::Metrics* metrics, Decoding decoding,
-                                   const AdmittedWorkloads* workloads)
-    : config_(config), queues_(queues), metrics_(metrics), decoding_(decoding), workloads_(workloads) {}
+                                   observability::Metrics* metrics, Decoding decoding)
+    : config_(config), queues_(queues), metrics_(metrics), decoding_(decoding) {}
 
 HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
   const auto started = std::chrono::steady_clock::now();
@@ -190,7 +189,7 @@ HttpResponse AdmissionHandler::handle(const HttpRequest& http) const {
       case Webhook::Mutate: response = mutateJob(request, *config, queues_); break;
       case Webhook::Validate: response = validateJob(request, *config, queues_); break;
       case Webhook::ValidateConfig: response = validateConfigMap(request); break;
-      case Webhook::MutateChildren: response = mutateChild(request, *config, workloads_); break;
+      case Webhook::MutateChildren: response = mutateChild(request, *config); break;
     }
     std::string body = encodeAdmissionReview(request, response);
 

@@ -33,7 +33,6 @@ class Metrics;
 }  // namespace mka::observability
 namespace mka::webhook {
 class AdmissionHandler;
-class AdmittedWorkloadInformers;
 class InMemoryQueueIndex;
 class QueueIndexInformers;
 }  // namespace mka::webhook
@@ -122,10 +121,6 @@ class Service {
   std::unique_ptr<controller::EventRecorder> reloadEvents_;  // with kubeClient_, when the Pod is known
   std::string podName_, podNamespace_, podUid_;              // from the environment, set by the constructor
   std::unique_ptr<webhook::QueueIndexInformers> queueInformers_;
-  // The Workloads and ResourceFlavors /mutate-children reads, when some integrated kind has a
-  // children rule: made with the handler, which holds it, and started by start() (an integrated
-  // kind always has a client).
-  std::unique_ptr<webhook::AdmittedWorkloadInformers> childWorkloads_;
   std::unique_ptr<DispatchRunner> dispatchRunner_;  // dispatch.enabled: leader election + dispatch loop
   std::unique_ptr<webhook::AdmissionHandler> handler_;
   std::shared_ptr<net::CertificateReloader> certificates_;

@@ -284,10 +284,10 @@ enum class PodSetsFrom {
 // The objects a job's controller creates to run its pods, each carrying the pod template they
 // run with (Tekton's TaskRuns, spec.podTemplate, which the PipelineRun's
 // spec.taskRunTemplate.podTemplate only seeds). Where a job's own fields cannot take an
-// admission's node selector and tolerations (PodFieldPaths::specImmutable), the /mutate-children
-// webhook gives them to each child as it is created, found by the pod set label and the Workload
-// annotation the start wrote into the job's metadata, which the controller copies to its
-// children.
+// admission's node selector and tolerations (PodFieldPaths::specImmutable), the start writes
+// them into the job's metadata as the annotation kChildPlacementAnnotation, which the job's
+// controller copies to each child (Tekton: a run's annotations to its TaskRuns), and the
+// /mutate-children webhook gives them to each child as it is created, from that annotation alone.
 struct ChildRule {
   api::GroupVersionKind gvk;
   std::string resource;      // its plural, for the webhook's rule ("taskruns")
@@ -295,6 +295,10 @@ struct ChildRule {
   std::string tolerations;
   bool operator==(const ChildRule&) const = default;
 };
+
+// The admission's node selector and tolerations for a job's children, as JSON
+// ({"nodeSelector": {...}, "tolerations": [...]}, each only when the admission adds some).
+inline constexpr std::string_view kChildPlacementAnnotation = "multikueue-adapter.dev/pod-placement";
 
 struct IntegratedFramework {
   std::string name;  // as written, "Workflow.v1alpha1.argoproj.io"
@@ -336,8 +340,6 @@ struct IntegratedFramework {
 struct Integrations {
   std::vector<IntegratedFramework> frameworks;
   const IntegratedFramework* find(const api::GroupVersionKind& gvk) const;
-  // Whether some framework has a children rule: the /mutate-children webhook then serves them.
-  bool hasChildRules() const;
 };
 
 // The built-in integration profiles (SPEC §7.1): Workflow.*.argoproj.io and

@@ -31,7 +31,6 @@ std::optional<Role> parseRole(std::string_view text);
 // (runs()).
 enum class Component {
   QueueIndex,      // the /mutate webhook's informers (managedByDefaulting: MultiKueueQueues)
-  ChildWebhook,    // the /mutate-children webhook's informers (an integrated kind with a children rule)
   LeaderElection,  // the Lease of the replica running the controllers
   DispatchLoop,    // MultiKueue (the manager with dispatch.enabled)
   Integration,     // the job integration (integrations.frameworks)

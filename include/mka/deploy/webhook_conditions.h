@@ -32,4 +32,11 @@ std::string checkedFieldsChangedExpression(const config::Configuration& configur
 // [{name: kCheckedFieldsCondition, expression: ...}], for the webhooks' matchConditions.
 nlohmann::ordered_json validateMatchConditions(const config::Configuration& configuration);
 
+// The condition of /mutate-children: the child carries config::kChildPlacementAnnotation, which
+// only a child of a job started with a node selector or tolerations to pass on carries. Other
+// children (a run admitted where no flavor adds any) are created without calling the adapter,
+// so an adapter outage holds up only those that need it.
+inline constexpr std::string_view kCarriesPlacementCondition = "carries-pod-placement";
+nlohmann::ordered_json childMatchConditions();
+
 }  // namespace mka::deploy

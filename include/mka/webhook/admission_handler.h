@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include "mka/config/store.h"
-#include "mka/webhook/admitted_workloads.h"
 #include "mka/webhook/queue_index.h"
 
 namespace mka::observability {
@@ -48,13 +47,9 @@ enum class Decoding { LeanFirst, DomOnly };
 
 class AdmissionHandler {
  public:
-  // `metrics` may be null (no metrics recorded). `workloads`, the cache /mutate-children reads,
-  // may be null in a process whose configuration has no children rule: a child that needs it
-  // is then answered 500, saying so. Not a denial: the server lacks something, not the object,
-  // and so the request counts as an error in the metrics; under failurePolicy Fail the creation
-  // is refused all the same, so no child runs without its flavor.
+  // `metrics` may be null (no metrics recorded).
   AdmissionHandler(const config::ConfigStore& config, const QueueIndex& queues, observability::Metrics* metrics,
-                   Decoding decoding = Decoding::LeanFirst, const AdmittedWorkloads* workloads = nullptr);
+                   Decoding decoding = Decoding::LeanFirst);
   HttpResponse handle(const HttpRequest& request) const;
 
  private:
@@ -62,7 +57,6 @@ class AdmissionHandler {
   const QueueIndex& queues_;
   observability::Metrics* metrics_;
   Decoding decoding_;
-  const AdmittedWorkloads* workloads_;
 };
 
 }  // namespace mka::webhook

@@ -254,8 +254,8 @@ MKA_TABLE_TEST(ManifestWebhooks, RulesNameExactlyTheConfiguredKinds, RulesNameEx
 }
 
 // A kind whose children take its admission's node selector and tolerations (Tekton's TaskRuns)
-// gets /mutate-children on their CREATE, seen only for children of a job Kueue started, in the
-// job webhooks' namespaces, failing closed.
+// gets /mutate-children on their CREATE, seen only for children of a job Kueue started with a
+// node selector or tolerations to pass on, in the job webhooks' namespaces, failing closed.
 struct ChildWebhookCase {
   std::string name;
   std::string sections;
@@ -297,6 +297,9 @@ MKA_TABLE_TEST(ManifestWebhooks, AKindWhoseChildrenTakeItsAdmissionGetsMutateChi
       "resources": ["taskruns"], "operations": ["CREATE"], "scope": "Namespaced"}])"));
   EXPECT_EQ(hook.at("objectSelector"),
             json::parse(R"({"matchExpressions": [{"key": "kueue.x-k8s.io/podset", "operator": "Exists"}]})"));
+  EXPECT_EQ(hook.at("matchConditions"), json::parse(R"([{"name": "carries-pod-placement", "expression":
+      "has(object.metadata.annotations) && \"multikueue-adapter.dev/pod-placement\" in object.metadata.annotations"}])"))
+      << "only a child with something to take calls the adapter";
   EXPECT_EQ(hook.at("failurePolicy"), "Fail");
   EXPECT_EQ(hook.at("sideEffects"), "None");
   EXPECT_EQ(hook.at("matchPolicy"), "Equivalent");

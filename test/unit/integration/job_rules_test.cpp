@@ -243,6 +243,15 @@ json withKueueMetadata(json run) {
   return run;
 }
 
+// `run` as a start under the PipelineRun profile leaves it with gpuInfo's node selector and
+// toleration: for its TaskRuns, in its annotations.
+json withGpuPlacement(json run) {
+  run = withKueueMetadata(std::move(run));
+  run["metadata"]["annotations"]["multikueue-adapter.dev/pod-placement"] =
+      json{{"nodeSelector", {{"gpu", "a100"}}}, {"tolerations", json::array({kSpot})}}.dump();
+  return run;
+}
+
 const std::string kFixedSpecFix =
     ", but a PipelineRun's spec takes no change after creation (but its suspend and stop fields); create the "
     "PipelineRun with it there, or queue it where no flavor has node labels or tolerations";
@@ -266,7 +275,7 @@ std::vector<StartStopCase> startStopCases() {
   withoutChildren.children.reset();
   const json userTemplate = {{"nodeSelector", {{"gpu", "a100"}, {"disk", "ssd"}}},
                              {"tolerations", json::array({kSpot})}};
-  json stoppedRun = withKueueMetadata(pipelineRun(userTemplate, "StoppedRunFinally"));
+  json stoppedRun = withGpuPlacement(pipelineRun(userTemplate, "StoppedRunFinally"));
   json trainingStarted = trainingRunWith({{"gpu", "a100"}}, false);
   trainingStarted["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "main";
   trainingStarted["spec"]["template"]["metadata"]["annotations"] = {{"kueue.x-k8s.io/workload", "wl"}};
@@ -295,14 +304,14 @@ std::vector<StartStopCase> startStopCases() {
        json::array(), withKueueMetadata(pipelineRun(nullptr, "")), "",
        withKueueMetadata(pipelineRun(nullptr, "StoppedRunFinally"))},
       {"PipelineRun: a podTemplate that holds the flavor already starts unchanged, its own keys kept", pipelineRuns,
-       pipelineRun(userTemplate), gpuInfo("pod-set-1"), json::array(), withKueueMetadata(pipelineRun(userTemplate, "")),
+       pipelineRun(userTemplate), gpuInfo("pod-set-1"), json::array(), withGpuPlacement(pipelineRun(userTemplate, "")),
        "", stoppedRun},
       {"PipelineRun: a stop writes only spec.status, the queue-name label kept (Tekton refuses the rest)",
        pipelineRuns,
        pipelineRun(userTemplate),
        gpuInfo("pod-set-1"),
        {{{"name", "pod-set-1"}, {"template", {{"spec", {{"containers", json::array()}}}}}}},
-       withKueueMetadata(pipelineRun(userTemplate, "")),
+       withGpuPlacement(pipelineRun(userTemplate, "")),
        "",
        stoppedRun},
       {"PipelineRun: a node selector value of its own that conflicts refuses the start, though its TaskRuns take the "
@@ -310,12 +319,13 @@ std::vector<StartStopCase> startStopCases() {
        pipelineRuns, pipelineRun({{"nodeSelector", {{"gpu", "t4"}}}}), gpuInfo("pod-set-1"), json::array(), nullptr,
        "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=gpu, value1=t4, value2=a100",
        nullptr},
-      {"PipelineRun: a node label and a toleration its podTemplate lacks start it unchanged (its TaskRuns take them)",
+      {"PipelineRun: a node label and a toleration its podTemplate lacks start it with its spec unchanged, an "
+       "annotation holding them for its TaskRuns",
        pipelineRuns, pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}}), gpuInfo("pod-set-1"), json::array(),
-       withKueueMetadata(pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}}, "")), "", nullptr},
+       withGpuPlacement(pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}}, "")), "", nullptr},
       {"PipelineRun: a run without a podTemplate starts unchanged (its TaskRuns take the flavor)", pipelineRuns,
-       pipelineRun(nullptr), gpuInfo("pod-set-1"), json::array(), withKueueMetadata(pipelineRun(nullptr, "")), "",
-       withKueueMetadata(pipelineRun(nullptr, "StoppedRunFinally"))},
+       pipelineRun(nullptr), gpuInfo("pod-set-1"), json::array(), withGpuPlacement(pipelineRun(nullptr, "")), "",
+       withGpuPlacement(pipelineRun(nullptr, "StoppedRunFinally"))},
       {"PipelineRun without children: a node label its podTemplate lacks refuses the start, naming the field and the "
        "fix",
        withoutChildren, pipelineRun({{"nodeSelector", {{"disk", "ssd"}}}, {"tolerations", json::array({kSpot})}}),

@@ -28,7 +28,6 @@
 #include "mka/standin/job_controller_standin.h"
 #include "mka/standin/kueue_standin.h"
 #include "mka/webhook/admission_handler.h"
-#include "mka/webhook/admitted_workload_informers.h"
 #include "support/crd_fixtures.h"
 #include "support/eventually.h"
 #include "support/temp_dir.h"
@@ -526,14 +525,12 @@ TEST_F(SingleCluster, AStoppedWorkflowKeepsItsQuotaUntilItsRunningPodEnds) {
 
 // The adapter's /mutate-children as deployed on `cluster`: the MutatingWebhookConfiguration
 // entries `manifests` renders for `config`, their Service resolved to a TLS server on loopback
-// whose AdmissionHandler reads the cluster's Workloads and flavors through
-// AdmittedWorkloadInformers on `client`, as `serve` runs them.
+// answering with the AdmissionHandler `serve` runs.
 // Threads: made and destroyed by the test thread; the server's threads call the handler.
 class ChildWebhook {
  public:
-  ChildWebhook(sandbox::Sandbox& sandbox, sandbox::Cluster& cluster, kube::Client& client, config::Configuration config)
-      : store_(std::move(config)), handler_(store_, queues_, nullptr, webhook::Decoding::LeanFirst, &workloads_) {
-    workloads_.start(client);
+  ChildWebhook(sandbox::Sandbox& sandbox, sandbox::Cluster& cluster, config::Configuration config)
+      : store_(std::move(config)), handler_(store_, queues_, nullptr) {
     const std::string host = std::string(deploy::kWebhookService) + "." + std::string(deploy::kNamespace) + ".svc";
     const auto files =
         test::writeServingFiles(dir_ / "serving", ca_, ca_.issue({.commonName = host, .dnsNames = {host}}));
@@ -565,19 +562,15 @@ class ChildWebhook {
   ~ChildWebhook() {
     server_->stop();
     certificates_->stop();
-    workloads_.stop();
   }
   ChildWebhook(const ChildWebhook&) = delete;
   ChildWebhook& operator=(const ChildWebhook&) = delete;
-
-  bool synced() const { return workloads_.hasSynced(); }
 
  private:
   test::TempDir dir_;
   test::TestCa ca_{"child-webhook-ca"};
   config::ConfigStore store_;
   webhook::InMemoryQueueIndex queues_;
-  webhook::AdmittedWorkloadInformers workloads_;
   webhook::AdmissionHandler handler_;
   std::shared_ptr<net::CertificateReloader> certificates_;
   std::unique_ptr<net::HttpServer> server_;
@@ -586,9 +579,10 @@ class ChildWebhook {
 // Tekton's webhook refuses any change to a PipelineRun's spec but spec.status, pending or not,
 // so a flavor's node labels and tolerations cannot be written into the run. A run starts with
 // its spec untouched, and the admission's labels and annotation reach its TaskRuns through the
-// run's metadata, which Tekton copies to them; by those, the adapter's /mutate-children webhook
-// gives each TaskRun, as Tekton creates it, the flavor's node selector and tolerations in its
-// spec.podTemplate, which its pod takes. A run pinned to the flavor by its own podTemplate gets
+// run's metadata, which Tekton copies to them, the flavor's node selector and tolerations among
+// them (an annotation): by it, the adapter's /mutate-children webhook gives each TaskRun, as
+// Tekton creates it, the flavor's node selector and tolerations in its spec.podTemplate, which
+// its pod takes. A run pinned to the flavor by its own podTemplate gets
 // nothing more; one holding another value for the flavor's node label is not started: its
 // Workload finishes FailedToStart saying why.
 TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
@@ -612,8 +606,7 @@ TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
   config::Configuration adapterConfig;
   adapterConfig.integrations.frameworks = {*config::integrationProfile(gvk)};
   adapterConfig.integrations.frameworks[0].name = "PipelineRun.v1.tekton.dev";
-  ChildWebhook childWebhook(sandbox, cluster, *client, adapterConfig);
-  ASSERT_TRUE(test::eventually([&] { return childWebhook.synced(); }));
+  ChildWebhook childWebhook(sandbox, cluster, adapterConfig);
 
   const sandbox::ResourceRef pipelineRuns{"tekton.dev", "v1", "pipelineruns", "team-a", "", ""};
   const auto pipelineRun = [&](const std::string& name, const json& podTemplate) {
@@ -671,7 +664,8 @@ TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
   EXPECT_EQ(get(taskRuns, "pinned-train")["spec"]["podTemplate"], pinned) << "it held the flavor's values already";
 
   // Not pinned: started with its spec untouched; its TaskRun takes the flavor's node selector
-  // and toleration from /mutate-children, and its pod runs on the flavor's nodes.
+  // and toleration from /mutate-children, by the run's annotation, and its pod runs on the
+  // flavor's nodes.
   const json unpinnedCreated = pipelineRun("unpinned", nullptr);
   ASSERT_TRUE(test::eventually([&] { return tekton.starts("team-a/unpinned") == 1; }))
       << (workloadOf("unpinned") ? workloadOf("unpinned")->dump() : "no Workload");
@@ -679,6 +673,10 @@ TEST_F(SingleCluster, APipelineRunsTaskPodsRunOnItsGpuFlavor) {
   EXPECT_EQ(specLessStatus(get(pipelineRuns, "unpinned")), specLessStatus(unpinnedCreated));
   const json flavorTemplate = {{"nodeSelector", {{"example.com/accelerator", "a100"}}},
                                {"tolerations", {gpuToleration}}};
+  const json unpinnedStarted = get(pipelineRuns, "unpinned");
+  EXPECT_EQ(json::parse(unpinnedStarted["metadata"]["annotations"].value("multikueue-adapter.dev/pod-placement", "0")),
+            flavorTemplate)
+      << "what the TaskRuns take, beside the run's other admission annotations";
   EXPECT_EQ(get(taskRuns, "unpinned-train")["spec"]["podTemplate"], flavorTemplate);
   ASSERT_TRUE(test::eventually([&] { return cluster.api().list(pods, {})["items"].size() == 2; }));
   const json unpinnedPod = get(pods, "unpinned-train-pod");
