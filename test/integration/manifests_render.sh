@@ -503,8 +503,11 @@ def check_availability():
 
 
 # ---------------------------------------------------------------- configuration
+# SPEC §3's keys, and waitForPodsReady: Kueue 0.19+ has it on by default, so the shipped
+# configuration turns on the PodsReady conditions Kueue then waits for.
 CONFIG_KEYS = {"apiVersion", "kind", "namespace", "webhook", "healthProbeBindAddress", "metricsBindAddress",
-               "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue", "integrations"}
+               "leaderElection", "clientConnection", "managedByDefaulting", "dispatch", "multiKueue", "integrations",
+               "waitForPodsReady"}
 
 
 def check_config():
@@ -520,7 +523,7 @@ def check_config():
                                                      "AdapterConfiguration"):
         problems.append("not an AdapterConfiguration: %r %r" % (cfg.get("apiVersion"), cfg.get("kind")))
     if set(cfg) != CONFIG_KEYS:
-        problems.append("keys %s differ from SPEC §3 %s" % (sorted(cfg), sorted(CONFIG_KEYS)))
+        problems.append("keys %s differ from SPEC §3's and waitForPodsReady %s" % (sorted(cfg), sorted(CONFIG_KEYS)))
     want = {
         ("namespace",): "kueue-system",
         ("webhook", "port"): 9443,
@@ -533,6 +536,7 @@ def check_config():
         ("dispatch", "enabled"): True,
         ("dispatch", "admissionCheckControllerName"): "multikueue-adapter.dev/dispatcher",
         ("managedByDefaulting",): "MultiKueueQueues",
+        ("waitForPodsReady", "enable"): True,
     }
     for path, value in want.items():
         if get(cfg, *path) != value:
