@@ -69,6 +69,12 @@ void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json va
   *node = std::move(value);
 }
 
+nlohmann::json& fieldOrEmpty(nlohmann::json& object, std::string_view path, const nlohmann::json& empty) {
+  if (nlohmann::json* existing = fieldAt(object, path); existing != nullptr && !existing->is_null()) return *existing;
+  setFieldAt(object, path, empty);
+  return *fieldAt(object, path);
+}
+
 nlohmann::json setFieldPatch(const nlohmann::json& object, const std::vector<std::string>& keys, nlohmann::json value) {
   auto patch = nlohmann::json::array();
   if (!object.is_object() || keys.empty()) return patch;

@@ -337,10 +337,10 @@ std::vector<const config::ChildRule*> childRules(const config::Configuration& cf
 
 // /mutate-children, one webhook per child kind, in the job webhooks' namespaces: only a child
 // that carries the pod set label, which a job Kueue started passes on to it, and the placement
-// annotation (childMatchConditions) reaches the adapter. failurePolicy Fail, as for every webhook, and here for a
-// reason of its own: a child created without its flavor's node selector and tolerations would run its pods on nodes the
-// admission did not grant, and the job's controller (Tekton's PipelineRun reconciler) creates a
-// refused child again.
+// annotation (childMatchConditions) reaches the adapter. failurePolicy Fail, as for every
+// webhook, and here for a reason of its own: a child created without its flavor's node selector
+// and tolerations would run its pods on nodes the admission did not grant, and the job's
+// controller (Tekton's PipelineRun reconciler) creates a refused child again.
 std::vector<Json> childHooks(const config::Configuration& cfg, const Json& namespaces) {
   std::vector<Json> out;
   for (const auto* rule : childRules(cfg)) {

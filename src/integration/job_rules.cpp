@@ -14,6 +14,7 @@ using api::mergeMap;
 using api::PodSetInfo;
 using json_fields::arrayMember;
 using json_fields::fieldAt;
+using json_fields::fieldOrEmpty;
 using json_fields::objectMember;
 using json_fields::stringMember;
 using nlohmann::json;
@@ -24,13 +25,6 @@ bool holds(const json& job, const config::FieldValue& rule) {
 }
 
 std::string valueText(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
-
-// The value at `path` in `job`, created as `empty` when absent or null.
-json& fieldOrEmpty(json& job, const std::string& path, const json& empty) {
-  if (json* existing = fieldAt(job, path); existing != nullptr && !existing->is_null()) return *existing;
-  json_fields::setFieldAt(job, path, empty);
-  return *fieldAt(job, path);
-}
 
 constexpr std::string_view kPodSetUpdateError = "invalid admission check PodSetUpdate: ";
 

@@ -27,14 +27,6 @@ void childSkipped(const AdmissionRequest& request, std::string_view why) {
              {{"uid", request.uid}, {"object", request.objectKey()}, {"kind", request.kind.kind}, {"why", why}});
 }
 
-// The value at `path` in `object` for writing: made null when absent, which mergeMap and
-// appendTolerations make a map or a list.
-json& fieldForWriting(json& object, const std::string& path) {
-  if (json* field = json_fields::fieldAt(object, path)) return *field;
-  json_fields::setFieldAt(object, path, nullptr);
-  return *json_fields::fieldAt(object, path);
-}
-
 }  // namespace
 
 AdmissionResponse mutateChild(const AdmissionRequest& request, const config::Configuration& config) {
@@ -72,14 +64,15 @@ AdmissionResponse mutateChild(const AdmissionRequest& request, const config::Con
 
   json given = request.object;
   if (!rule.nodeSelector.empty() && !nodeSelector.empty()) {
-    if (auto conflict = api::mergeMap(fieldForWriting(given, rule.nodeSelector), nodeSelector, "nodeSelector"))
+    if (auto conflict = api::mergeMap(json_fields::fieldOrEmpty(given, rule.nodeSelector, json::object()), nodeSelector,
+                                      "nodeSelector"))
       return AdmissionResponse::deny(
           child + ": " + rule.nodeSelector + ": invalid admission check PodSetUpdate: " + *conflict +
           ": its pods need the node selector of the admission (" + annotation + "); remove the key from what the " +
           parent->gvk.kind + " gives its " + rule.gvk.kind + "s, or queue it where no flavor has that node label");
   }
   if (!rule.tolerations.empty() && !tolerations.empty())
-    api::appendTolerations(fieldForWriting(given, rule.tolerations), tolerations);
+    api::appendTolerations(json_fields::fieldOrEmpty(given, rule.tolerations, json::array()), tolerations);
   if (given == request.object) {
     childSkipped(request, "it holds its admission's node selector and tolerations already");
     return AdmissionResponse::allow();

@@ -43,6 +43,8 @@ nlohmann::json* fieldAt(nlohmann::json& object, std::string_view path);
 // Sets the value at `path`, creating missing parents as objects; a parent of another type is
 // replaced by an object.
 void setFieldAt(nlohmann::json& object, std::string_view path, nlohmann::json value);
+// The value at `path` for writing into: set to `empty` first when absent or null.
+nlohmann::json& fieldOrEmpty(nlohmann::json& object, std::string_view path, const nlohmann::json& empty);
 // RFC 6902 operations that set the value at the keys' path in `object`: one "add" at the
 // deepest existing parent, carrying the missing parents inside-out. Empty when a list or a
 // scalar is in the way (nothing sane to write there).

@@ -40,5 +40,16 @@ TEST(JsonFieldsTest, ObjectAndArrayMembersAreReferencesOrEmpty) {
   EXPECT_EQ(arrayMember(json(nullptr), "list"), json::array());
 }
 
+// What a start or a webhook merges into: the field as it is, or `empty` put there (parents
+// made) when it is absent or null.
+TEST(JsonFieldsTest, FieldOrEmptyKeepsAValueAndPutsEmptyWhereThereIsNone) {
+  json object = {{"spec", {{"nodeSelector", {{"disk", "ssd"}}}, {"tolerations", nullptr}}}};
+  fieldOrEmpty(object, "spec.nodeSelector", json::object())["gpu"] = "a100";
+  fieldOrEmpty(object, "spec.tolerations", json::array()).push_back("t");
+  fieldOrEmpty(object, "spec.podTemplate.labels", json::object())["a"] = "b";
+  EXPECT_EQ(object, json::parse(R"({"spec": {"nodeSelector": {"disk": "ssd", "gpu": "a100"}, "tolerations": ["t"],
+                                             "podTemplate": {"labels": {"a": "b"}}}})"));
+}
+
 }  // namespace
 }  // namespace mka::json_fields
